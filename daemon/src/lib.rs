@@ -1,0 +1,6 @@
+//! `stateous-daemon`: the control plane. It owns the database, the ledger and the
+//! clock, and decides every move of every token (SPEC sections 2, 3.3 and 4).
+//!
+//! It depends only on `stateous-shared`; supervisors reach it over HTTP.
+
+pub mod control;

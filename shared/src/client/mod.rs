@@ -1,0 +1,42 @@
+//! The client of the control plane's HTTP API, over TCP or a Unix socket.
+//!
+//! Where to connect (SPEC section 3.3): `--url`, then `STATEOUS_URL`, then the
+//! default socket when a daemon listens there, then `http://127.0.0.1:8080`.
+//! `unix:///path/to.sock` names a socket.
+
+mod transport;
+
+pub use transport::{Answer, Endpoint, Transport, TransportError};
+
+use std::path::PathBuf;
+
+/// The address every client uses when nothing else is given.
+pub const DEFAULT_URL: &str = "http://127.0.0.1:8080";
+
+/// The default path of the daemon's Unix socket: `stateous.sock` in the user's
+/// runtime folder (from the `directories` crate), or in the temp folder when the
+/// platform has no runtime folder.
+pub fn default_socket() -> PathBuf {
+    directories::BaseDirs::new()
+        .and_then(|dirs| dirs.runtime_dir().map(|dir| dir.to_path_buf()))
+        .unwrap_or_else(std::env::temp_dir)
+        .join("stateous.sock")
+}
+
+/// The URL a client uses: `flag`, then `STATEOUS_URL`, then the default socket if
+/// something listens there, then [`DEFAULT_URL`].
+pub fn resolve_url(flag: Option<&str>) -> String {
+    if let Some(url) = flag {
+        return url.to_string();
+    }
+    if let Ok(url) = std::env::var("STATEOUS_URL") {
+        if !url.is_empty() {
+            return url;
+        }
+    }
+    let socket = default_socket();
+    if std::os::unix::net::UnixStream::connect(&socket).is_ok() {
+        return format!("unix://{}", socket.display());
+    }
+    DEFAULT_URL.to_string()
+}

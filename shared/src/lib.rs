@@ -1,0 +1,13 @@
+//! `stateous-shared`: what every part of Stateous agrees on: the graph file and its
+//! checksum, durations and names, the guard language, the compiler, the wire types
+//! and refusal codes, the client, and how history lines read.
+//!
+//! It depends on nothing else of ours (SPEC section 4).
+
+pub mod client;
+pub mod durations;
+pub mod graph;
+pub mod guards;
+pub mod refusal;
+pub mod time;
+pub mod wire;

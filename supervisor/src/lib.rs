@@ -1,0 +1,4 @@
+//! `stateous-supervisor`: claims the tasks of the states it serves, runs their
+//! routines, and reports outcomes through a durable outbox (SPEC section 3.2).
+//!
+//! It depends only on `stateous-shared`; it meets the daemon only over HTTP.
