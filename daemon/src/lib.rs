@@ -3,4 +3,7 @@
 //!
 //! It depends only on `stateous-shared`; supervisors reach it over HTTP.
 
+pub mod clock;
 pub mod control;
+pub mod engine;
+pub mod store;
