@@ -17,6 +17,7 @@ use crate::guards::Guard;
 use crate::wire::Object;
 
 pub use canonical::{canonical, pretty};
+pub(crate) use schemas::compile as compile_model;
 
 /// The graph file's own layout version, its `stateous` key.
 pub const FORMAT: u64 = 1;

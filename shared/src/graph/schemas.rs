@@ -55,14 +55,14 @@ impl Models {
 /// The validator of model `name`, against the document's `schemas`.
 pub(crate) fn compile(name: &str, schemas: &Object) -> Result<jsonschema::Validator, String> {
     if !schemas.contains_key(name) {
-        return Err(format!("the model {name:?} is not in 'schemas'"));
+        return Err(format!("the model '{name}' is not in 'schemas'"));
     }
     let root = json!({"$ref": format!("#/schemas/{name}"), "schemas": schemas});
     jsonschema::options()
         .with_draft(jsonschema::Draft::Draft202012)
         .should_validate_formats(false)
         .build(&root)
-        .map_err(|error| format!("the model {name:?} is not valid JSON Schema: {error}"))
+        .map_err(|error| format!("the model '{name}' is not valid JSON Schema: {error}"))
 }
 
 /// A JSON pointer (`/items/0/name`) as a dotted path (`items.0.name`), as the
