@@ -31,7 +31,8 @@ fn start_micros() -> i64 {
 }
 
 fn open(graph: &str, db: &Path, clock: &Clock) -> Control {
-    let text = std::fs::read_to_string(here().join("graphs").join(format!("{graph}.json"))).unwrap();
+    let text =
+        std::fs::read_to_string(here().join("graphs").join(format!("{graph}.json"))).unwrap();
     let graph = Arc::new(Graph::load(&text).unwrap());
     let mut options = Options::new(db);
     options.clock = clock.clone();
@@ -60,19 +61,33 @@ async fn run_step(control: &Control, clock: &Clock, step: &Value) -> Value {
     match step["op"].as_str().unwrap() {
         "start" => {
             let context = object(&step["context"]).unwrap();
-            answer(control.start(text(step, "token"), context).await.map(|s| s.token))
+            answer(
+                control
+                    .start(text(step, "token"), context)
+                    .await
+                    .map(|s| s.token),
+            )
         }
         "fire" => {
             let key = step["key"].as_str().map(str::to_string);
             let fired = control
-                .fire(text(step, "token"), text(step, "event"), object(&step["payload"]), key)
+                .fire(
+                    text(step, "token"),
+                    text(step, "event"),
+                    object(&step["payload"]),
+                    key,
+                )
                 .await;
             answer(fired.map(|f| json!({"duplicate": f.duplicate, "token": f.token})))
         }
         "claim" => {
             let states = serde_json::from_value(step["states"].clone()).unwrap();
             let request = step["request"].as_str().map(str::to_string);
-            answer(control.claim(text(step, "supervisor"), states, request).await)
+            answer(
+                control
+                    .claim(text(step, "supervisor"), states, request)
+                    .await,
+            )
         }
         "report" => {
             let mut outcome: Outcome = serde_json::from_value(step["outcome"].clone()).unwrap();
@@ -87,7 +102,11 @@ async fn run_step(control: &Control, clock: &Clock, step: &Value) -> Value {
         "note" => answer(control.note(task, text(step, "text"), attempt).await),
         "memory" => {
             let value = step["value"].clone();
-            answer(control.set_memory(task, text(step, "key"), value, attempt).await)
+            answer(
+                control
+                    .set_memory(task, text(step, "key"), value, attempt)
+                    .await,
+            )
         }
         "pause" => answer(control.pause(text(step, "token")).await),
         "resume" => answer(control.resume(text(step, "token")).await),
@@ -190,7 +209,11 @@ fn same(what: &str, ours: &Value, theirs: &Value) {
 
 async fn check(name: &str) {
     let scenario = read_json(&here().join("scenarios").join(format!("{name}.json")));
-    let expected = read_json(&here().join("scenarios").join(format!("{name}.expected.json")));
+    let expected = read_json(
+        &here()
+            .join("scenarios")
+            .join(format!("{name}.expected.json")),
+    );
     let folder = tempfile::tempdir().unwrap();
     let db = folder.path().join("ours.db");
     let clock = Clock::manual(start_micros());
