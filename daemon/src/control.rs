@@ -344,7 +344,7 @@ impl Control {
                 first_error.get_or_insert(refusal);
             }
         }
-        first_error.map_or(Ok(()), |refusal| Err(refusal))
+        first_error.map_or(Ok(()), Err)
     }
 
     /// How many transactions the writer committed so far (for metrics).
