@@ -8,6 +8,7 @@ pub mod client;
 pub mod durations;
 pub mod graph;
 pub mod guards;
+pub mod history;
 pub mod refusal;
 pub mod time;
 pub mod wire;
