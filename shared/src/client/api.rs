@@ -262,6 +262,11 @@ fn checked(url: &str) -> Result<(String, Endpoint), ClientError> {
         ))
     })?;
     if let Endpoint::Tcp { authority } = &endpoint {
+        if authority.starts_with('[') && !authority.contains(']') {
+            return Err(ClientError::BadUrl(format!(
+                "{shown} is not a URL: its IPv6 address has no closing ']'"
+            )));
+        }
         if let Some(problem) = authority_problem(authority) {
             return Err(ClientError::BadUrl(format!(
                 "{shown} has a host that is not valid: {problem}"
@@ -327,7 +332,7 @@ mod tests {
              digits, '-' and '.', or is an IP address"
         );
         let error = Client::new("http://[::1").unwrap_err().to_string();
-        assert!(error.starts_with("http://[::1 "), "{error}");
+        assert!(error.starts_with("http://[::1 is not a URL"), "{error}");
         assert!(Client::new("https://x:1").is_err());
         assert!(Client::new("http://x:99999").is_err());
         assert_eq!(Client::new("http://x:1/").unwrap().url(), "http://x:1");

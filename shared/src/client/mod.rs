@@ -16,6 +16,8 @@ pub use transport::{Answer, Endpoint, Transport, TransportError};
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+pub(crate) mod testserver;
 
 use std::path::PathBuf;
 
