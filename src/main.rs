@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 use stateous_shared::client::Steer;
-use stateous_shared::commands::{self, token};
+use stateous_shared::commands::{self, bench, token};
 
 /// Stateous: a durable state-machine engine.
 #[derive(Parser)]
@@ -21,6 +21,27 @@ enum Command {
     /// Act on tokens: start, fire, show, pause, resume, cancel.
     #[command(subcommand_required = true, arg_required_else_help = true)]
     Token(TokenArgs),
+    /// Measure a control plane: run tokens of the `orders` starter through it as
+    /// many supervisors without routines, then print tokens/s and request latency.
+    Bench(BenchArgs),
+}
+
+/// `stateous bench`: its options (SPEC section 5).
+#[derive(Args)]
+struct BenchArgs {
+    /// The control plane's URL (it must serve the `orders` starter). Default:
+    /// STATEOUS_URL, else the default socket, else http://127.0.0.1:8080.
+    #[arg(long)]
+    url: Option<String>,
+    /// How many tokens to run through `orders`.
+    #[arg(long, default_value_t = 10_000)]
+    tokens: usize,
+    /// How many clients send requests at once.
+    #[arg(long, default_value_t = 64)]
+    clients: usize,
+    /// Give up, with exit code 1, after this many seconds.
+    #[arg(long, default_value_t = 600)]
+    max_seconds: u64,
 }
 
 /// `stateous token ...`: the options every token command takes, then the command.
@@ -130,6 +151,18 @@ fn main() -> ExitCode {
         Command::Version => {
             println!("stateous {}", env!("CARGO_PKG_VERSION"));
             ExitCode::SUCCESS
+        }
+        Command::Bench(args) => {
+            let options = bench::BenchOptions {
+                url: args.url,
+                tokens: args.tokens,
+                clients: args.clients,
+                max_time: std::time::Duration::from_secs(args.max_seconds),
+            };
+            commands::execute(async move {
+                let mut out = std::io::stdout().lock();
+                bench::run(&options, &mut out).await
+            })
         }
         Command::Token(args) => {
             let command = token::TokenCommand::from(args);

@@ -1,11 +1,12 @@
 //! Commands of the `stateous` binary that only speak to a control plane over HTTP
-//! (`stateous token ...`), written as library functions: `src/main.rs` parses the
-//! command line and calls them.
+//! (`stateous token ...`, `stateous bench`), written as library functions:
+//! `src/main.rs` parses the command line and calls them.
 //!
 //! A command writes its data to the `out` it is given and fails with a
 //! [`CommandError`], whose text the binary prints as `error: <sentence>` on stderr
 //! with exit code 1 (the reference's `docs/reference/cli.md`, "For every command").
 
+pub mod bench;
 pub mod token;
 
 use std::io::Write;
