@@ -2,3 +2,8 @@
 //! routines, and reports outcomes through a durable outbox (SPEC section 3.2).
 //!
 //! It depends only on `stateous-shared`; it meets the daemon only over HTTP.
+
+pub mod config;
+pub mod contract;
+pub mod outbox;
+pub mod routines;
