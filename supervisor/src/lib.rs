@@ -3,7 +3,18 @@
 //!
 //! It depends only on `stateous-shared`; it meets the daemon only over HTTP.
 
+pub mod api;
+pub mod command;
 pub mod config;
 pub mod contract;
+pub mod ctx;
+pub mod ctx_socket;
+pub mod init;
+pub mod inprocess;
+pub mod log;
 pub mod outbox;
 pub mod routines;
+pub mod runner;
+mod sending;
+pub mod stop;
+pub mod supervisor;
