@@ -104,8 +104,7 @@ impl Transport {
         body: Option<Vec<u8>>,
         headers: &[(&str, &str)],
     ) -> Result<Answer, TransportError> {
-        match tokio::time::timeout(self.timeout, self.send_now(method, path, body, headers)).await
-        {
+        match tokio::time::timeout(self.timeout, self.send_now(method, path, body, headers)).await {
             Ok(answer) => answer,
             Err(_) => Err(TransportError::Timeout(self.timeout)),
         }
