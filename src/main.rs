@@ -7,7 +7,7 @@ use stateous_daemon::serve::options as serve_options;
 
 /// Stateous: a durable state-machine engine.
 #[derive(Parser)]
-#[command(name = "stateous", version, about)]
+#[command(name = "stateous", version, about, args_override_self = true)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
