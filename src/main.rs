@@ -17,9 +17,29 @@ struct Cli {
 enum Command {
     /// Print the version.
     Version,
+    /// Check a workflow (flow.yaml) and write its graph file.
+    Compile {
+        /// The workflow's file, e.g. sdlc/flow.yaml.
+        flow: PathBuf,
+        /// The graph file to write. Default: build/<workflow>.json next to FLOW.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Write a new workflow's folder, or a supervisor's folder.
+    #[command(subcommand)]
+    Init(Init),
     /// Run the control plane: the HTTP API (TCP and a Unix socket) and the clock,
     /// over one database.
     Serve(ServeFlags),
+}
+
+#[derive(Subcommand)]
+enum Init {
+    /// Write the starter workflow NAME/flow.yaml, and compile it to NAME/build/NAME.json.
+    Workflow {
+        /// The workflow's name; also the name of its folder.
+        name: String,
+    },
 }
 
 /// The flags of `stateous serve`; every timing also reads an environment variable.
@@ -52,10 +72,23 @@ struct ServeFlags {
     stale_after: String,
 }
 
+/// Print `error: <sentence>` on stderr and exit 1, as every command fails.
+fn exit_with(error: impl std::fmt::Display) -> ! {
+    eprintln!("error: {error}");
+    std::process::exit(1)
+}
+
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Version => println!("stateous {}", env!("CARGO_PKG_VERSION")),
+        Command::Compile { flow, out } => {
+            stateous_shared::compiler::compile_command(&flow, out.as_deref())
+                .unwrap_or_else(|e| exit_with(e));
+        }
+        Command::Init(Init::Workflow { name }) => {
+            stateous_shared::compiler::init_workflow(&name).unwrap_or_else(|e| exit_with(e));
+        }
         Command::Serve(flags) => {
             log_to_stderr();
             std::process::exit(stateous_daemon::serve::run(serve_options::ServeArgs {
