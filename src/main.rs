@@ -4,6 +4,7 @@
 //! the work lives in the crates.
 
 mod ctx_args;
+mod serve_args;
 mod token_args;
 
 use std::path::PathBuf;
@@ -14,7 +15,7 @@ use stateous_shared::commands::{self, bench, token};
 
 /// Stateous: a durable state-machine engine.
 #[derive(Parser)]
-#[command(name = "stateous", version, about)]
+#[command(name = "stateous", version, about, args_override_self = true)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -35,6 +36,9 @@ enum Command {
     /// Write a new workflow's folder, or a supervisor's folder.
     #[command(subcommand)]
     Init(Init),
+    /// Run the control plane: the HTTP API (TCP and a Unix socket) and the clock,
+    /// over one database.
+    Serve(serve_args::ServeFlags),
     /// Run the routines of a supervisor's folder. Ctrl-C once: take no new tasks and
     /// wait for the running routines. Twice: stop them and exit 1. Timings come from
     /// stateous.yaml, or STATEOUS_SUPERVISOR_HEARTBEAT, _IDLE, _GRACE, _CANCEL_WAIT,
@@ -100,6 +104,7 @@ fn main() -> ExitCode {
         Command::Init(Init::Supervisor { source, folder }) => {
             code(stateous_supervisor::init::init_command(&source, &folder))
         }
+        Command::Serve(flags) => code(serve_args::run(flags)),
         Command::Supervise { folder } => {
             code(stateous_supervisor::command::supervise_command(&folder))
         }

@@ -3,4 +3,6 @@
 //!
 //! It depends only on `stateous-shared`; supervisors reach it over HTTP.
 
+pub mod api;
 pub mod control;
+pub mod serve;
