@@ -293,8 +293,8 @@ impl Control {
             .write(move |_, tx| engine::serving::keep_hold(tx, &holder, renew, lapses))
             .await?;
         if !kept {
+            // The serve loop logs the line and stops; this handle refuses from now on.
             inner.lost.store(true, Ordering::SeqCst);
-            tracing::error!("{LOST}");
             return Err(not_serving());
         }
         let expired = self.write(|_, tx| engine::lease::expired(tx)).await?;

@@ -122,21 +122,19 @@ fn run(conn: Connection, clock: Clock, queue: mpsc::Receiver<Job>, commits: &Ato
                 Err(_) => break,
             }
         }
-        if commit_batch(&conn, &clock, batch) {
-            commits.fetch_add(1, Ordering::Relaxed);
-        }
+        commit_batch(&conn, &clock, batch, commits);
     }
 }
 
-/// Run a batch in one transaction; true when it committed.
-fn commit_batch(conn: &Connection, clock: &Clock, batch: Vec<Job>) -> bool {
+/// Run a batch in one transaction, count the commit, then answer every request.
+fn commit_batch(conn: &Connection, clock: &Clock, batch: Vec<Job>, commits: &AtomicU64) {
     if let Err(error) = conn.execute_batch("BEGIN IMMEDIATE") {
         let error = StoreError::from(error);
         // The jobs never ran; each answers the failure to begin.
         for job in batch {
             job.refuse(copy(&error));
         }
-        return false;
+        return;
     }
     let mut delivers = Vec::with_capacity(batch.len());
     for job in batch {
@@ -148,14 +146,15 @@ fn commit_batch(conn: &Connection, clock: &Clock, batch: Vec<Job>) -> bool {
     if committed.is_err() {
         let _ = conn.execute_batch("ROLLBACK");
     }
-    let ok = committed.is_ok();
+    if committed.is_ok() {
+        commits.fetch_add(1, Ordering::Relaxed);
+    }
     for deliver in delivers {
         deliver(match &committed {
             Ok(()) => Ok(()),
             Err(error) => Err(copy(error)),
         });
     }
-    ok
 }
 
 /// Run one job in its savepoint; `None` when it panicked (its answer is dropped).
