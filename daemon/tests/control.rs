@@ -336,3 +336,34 @@ async fn a_lease_in_seconds_says_so_in_the_history() {
     );
     assert_eq!(history.last().unwrap().kind, "failed");
 }
+
+#[tokio::test]
+async fn entering_a_parallel_state_is_refused_cleanly_until_parallel_states_run() {
+    let folder = tempfile::tempdir().unwrap();
+    let db = folder.path().join("p.db");
+    let control = Control::open(graph("parallel"), options(&db, &clock(), "a:1:1")).unwrap();
+    control
+        .start(
+            "T-1".into(),
+            ctx(json!({"repo": "acme/api", "branch": "b"})),
+        )
+        .await
+        .unwrap();
+    let refused = control
+        .fire("T-1".into(), "done".into(), None, None)
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code, Code::EventNotAllowed);
+    let token = control.token("T-1".into()).await.unwrap();
+    assert_eq!(
+        (token.state.as_str(), token.status.as_str()),
+        ("coding", "active")
+    );
+    let history = control.history("T-1".into()).await.unwrap();
+    let last = history.last().unwrap();
+    assert_eq!(last.kind, "event_rejected");
+    assert_eq!(
+        last.data["reason"],
+        "'reviews' is a parallel state, which this control plane does not run yet"
+    );
+}
