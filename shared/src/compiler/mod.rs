@@ -11,7 +11,6 @@ mod declare;
 mod flow;
 mod mermaid;
 mod python;
-mod reads;
 mod starter;
 mod validate;
 
