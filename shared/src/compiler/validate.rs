@@ -10,6 +10,7 @@ use serde_json::Value;
 use super::declare::{Declared, Edge, Flow};
 use super::overlap_check;
 use crate::graph::{END, ERROR, JOINED, START, TIMEOUT};
+use crate::pyrepr::repr_str;
 use crate::wire::Object;
 
 /// The most characters in a token id; a child's id is its parent's id and more.
@@ -263,8 +264,8 @@ fn counted_events(flow: &Flow) -> Vec<String> {
         let Some(guard) = &edge.when else { continue };
         for event in edge.reads.events.iter().filter(|e| !known(e)) {
             problems.push(format!(
-                "guard '{}' counts '{event}', which is not an event",
-                guard.text
+                "guard {} counts '{event}', which is not an event",
+                repr_str(&guard.text)
             ));
         }
     }
