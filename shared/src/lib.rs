@@ -5,6 +5,7 @@
 //! It depends on nothing else of ours (SPEC section 4).
 
 pub mod client;
+pub mod compiler;
 pub mod durations;
 pub mod graph;
 pub mod guards;
