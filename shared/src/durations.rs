@@ -23,8 +23,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         'd' => 86400,
         _ => return Err(not_one()),
     };
-    if digits.is_empty() || digits.starts_with('0') || !digits.bytes().all(|b| b.is_ascii_digit())
-    {
+    if digits.is_empty() || digits.starts_with('0') || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return Err(not_one());
     }
     let too_long = || format!("'{text}' is too long; a duration is at most {MAX_DURATION_DAYS}d");
@@ -39,7 +38,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 /// A span of whole seconds in words, as history sentences use it: `2 minutes`,
 /// `1 minute`, `90 seconds`, `1 second`.
 pub fn span_words(seconds: u64) -> String {
-    if seconds % 60 == 0 {
+    if seconds.is_multiple_of(60) {
         let minutes = seconds / 60;
         let s = if minutes == 1 { "" } else { "s" };
         format!("{minutes} minute{s}")
@@ -67,7 +66,9 @@ mod tests {
 
     #[test]
     fn bad_durations_are_refused_with_a_sentence() {
-        for bad in ["", "s", "0s", "01m", "1.5h", "10", "10 m", "-1s", "1w", "١s"] {
+        for bad in [
+            "", "s", "0s", "01m", "1.5h", "10", "10 m", "-1s", "1w", "١s",
+        ] {
             let err = parse_duration(bad).unwrap_err();
             assert!(err.contains("is not a duration"), "{bad}: {err}");
         }

@@ -471,7 +471,7 @@ fn holds(guard: &Guard, ctx: &Value, payload: &Value, e: i64, g: i64) -> bool {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(2000))]
+    #![proptest_config(ProptestConfig::with_cases(800))]
 
     #[test]
     fn guards_both_true_for_some_data_are_never_accepted(
