@@ -80,6 +80,17 @@ impl Domain {
     /// schema with `properties`; a `$ref` is read through the model's `$defs` or
     /// `definitions`). No model, or no such property: any value.
     pub fn of_field(model: Option<&Value>, name: &str) -> Domain {
+        Domain::of_field_among(model, name, None)
+    }
+
+    /// Like [`Domain::of_field`], where a `$ref` that the model's own definitions
+    /// lack is read from `schemas`, the workflow's schemas by name (a flow.yaml
+    /// refers to another schema as `{$ref: "#/schemas/NAME"}`).
+    pub fn of_field_among(
+        model: Option<&Value>,
+        name: &str,
+        schemas: Option<&Map<String, Value>>,
+    ) -> Domain {
         let Some(model) = model else {
             return Domain::any();
         };
@@ -94,12 +105,12 @@ impl Domain {
             .and_then(Value::as_array)
             .is_some_and(|names| names.iter().any(|n| n.as_str() == Some(name)));
         let may_be_absent = !required && property.get("default").is_none();
-        let empty = Map::new();
-        let definitions = model
-            .get("$defs")
-            .or_else(|| model.get("definitions"))
-            .and_then(Value::as_object)
-            .unwrap_or(&empty);
+        let mut definitions = schemas.cloned().unwrap_or_default();
+        let own = model.get("$defs").or_else(|| model.get("definitions"));
+        if let Some(own) = own.and_then(Value::as_object) {
+            definitions.extend(own.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
+        let definitions = &definitions;
         let mut domain = Domain::of_schema(property, definitions, 0);
         if may_be_absent && !domain.allows(Kind::Null) {
             domain.kinds.insert(Kind::Null);

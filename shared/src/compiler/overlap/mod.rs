@@ -73,14 +73,16 @@ pub struct Where<'a> {
     pub context: Option<&'a Value>,
     /// The JSON Schema of the event's payload model, if it has one.
     pub payload: Option<&'a Value>,
+    /// The workflow's schemas by name, for a `$ref` to another schema.
+    pub schemas: Option<&'a Map<String, Value>>,
 }
 
 impl Where<'_> {
     /// The values `atom` can take here.
     pub fn domain(&self, atom: &Atom) -> Domain {
         match atom {
-            Atom::Ctx(key) => Domain::of_field(self.context, key),
-            Atom::Payload(field) => Domain::of_field(self.payload, field),
+            Atom::Ctx(key) => Domain::of_field_among(self.context, key, self.schemas),
+            Atom::Payload(field) => Domain::of_field_among(self.payload, field, self.schemas),
             Atom::Count(event) => Domain::count(event == self.event),
         }
     }

@@ -59,6 +59,7 @@ fn problems(guards: &[&str], event: &str, context: &Value, payload: &Value) -> V
         event,
         context: Some(context),
         payload: Some(payload),
+        schemas: None,
     };
     check_group("judge", &refs, &place)
 }
@@ -120,6 +121,7 @@ fn the_documented_example_reads_as_documented() {
         event: "reviewed",
         context: Some(&context),
         payload: None,
+        schemas: None,
     };
     assert_eq!(
         one(check_group("review", &[&guards[0], &guards[1]], &place)),
@@ -257,6 +259,7 @@ fn start_is_named_start() {
         event: "__started__",
         context: Some(&context),
         payload: None,
+        schemas: None,
     };
     let line = one(check_group("__start__", &[&guards[0], &guards[1]], &place));
     assert!(line.starts_with("START: the guards"), "{line}");
@@ -482,7 +485,7 @@ proptest! {
         let first = parse_guard(&first).expect("the generator writes valid guards");
         let second = parse_guard(&second).expect("the generator writes valid guards");
         let (context, payload) = (property_context(), property_payload());
-        let place = Where { event: "e", context: Some(&context), payload: Some(&payload) };
+        let place = Where { event: "e", context: Some(&context), payload: Some(&payload), schemas: None };
         let verdict = check(&first, &second, &place);
         for (ctx, payload, e, g) in &samples {
             if holds(&first, ctx, payload, *e, *g) && holds(&second, ctx, payload, *e, *g) {
@@ -509,4 +512,46 @@ proptest! {
             prop_assert!(holds(&first, &ctx, &payload, e, g) && holds(&second, &ctx, &payload, e, g));
         }
     }
+}
+
+// ── through the compiler ────────────────────────────────────────────────────
+
+fn compile_problems(text: &str) -> Vec<String> {
+    match crate::compiler::compile_text(text, "flow.yaml") {
+        Err(crate::compiler::CompileError::Invalid { problems, .. }) => problems,
+        other => panic!("expected problems, got {other:?}"),
+    }
+}
+
+const ORDERS: &str = r##"
+workflow: orders
+context: Item
+states: {draft: {}, review: {}}
+events: {submitted: {}, reviewed: {payload: Verdict}}
+transitions:
+  - {from: START, to: draft}
+  - {from: draft, to: review, on: submitted}
+  - {from: review, to: END, on: reviewed, when: "ctx['amount'] > 100"}
+  - {from: review, to: draft, on: reviewed, when: "GUARD"}
+schemas:
+  Item: {type: object, properties: {amount: {type: integer}, level: {$ref: "#/schemas/Level"}}, required: [amount, level]}
+  Level: {enum: [gold, silver]}
+  Verdict: {type: object, properties: {approved: {type: boolean}}, required: [approved]}
+"##;
+
+#[test]
+fn compile_lists_overlapping_guards_as_the_reference_does() {
+    let found = compile_problems(&ORDERS.replace("GUARD", "ctx['amount'] > 50"));
+    assert_eq!(
+        found,
+        ["'reviewed' from 'review': the guards \"ctx['amount'] > 100\" and \"ctx['amount'] > 50\" \
+          can both be true, e.g. when ctx['amount'] = 101; make them exclusive, or make one the \
+          fallback (otherwise=True)"]
+    );
+    let exclusive = ORDERS.replace(
+        "- {from: review, to: END, on: reviewed, when: \"ctx['amount'] > 100\"}",
+        "- {from: review, to: END, on: reviewed, when: \"ctx['level'] != 'gold'\"}",
+    );
+    let text = exclusive.replace("GUARD", "ctx['level'] != 'silver'");
+    assert!(crate::compiler::compile_text(&text, "flow.yaml").is_ok());
 }
