@@ -78,18 +78,23 @@ impl Domain {
 
     /// The domain of the property `name` of a model's JSON Schema (an object
     /// schema with `properties`; a `$ref` is read through the model's `$defs` or
-    /// `definitions`). No model, or no such property: any value.
+    /// `definitions`). No model, or no such property: any value. A field the model
+    /// does not require, and gives no default, may be missing: it reads as null.
     pub fn of_field(model: Option<&Value>, name: &str) -> Domain {
-        Domain::of_field_among(model, name, None)
+        Domain::of_field_among(model, name, None, true)
     }
 
     /// Like [`Domain::of_field`], where a `$ref` that the model's own definitions
     /// lack is read from `schemas`, the workflow's schemas by name (a flow.yaml
-    /// refers to another schema as `{$ref: "#/schemas/NAME"}`).
+    /// refers to another schema as `{$ref: "#/schemas/NAME"}`). `defaults_filled`:
+    /// whether the data gets each missing field's `default` (the context does, when
+    /// a token starts); if not, any field the model does not require may be
+    /// missing, and read as null (a payload is kept as it was sent).
     pub fn of_field_among(
         model: Option<&Value>,
         name: &str,
         schemas: Option<&Map<String, Value>>,
+        defaults_filled: bool,
     ) -> Domain {
         let Some(model) = model else {
             return Domain::any();
@@ -97,14 +102,13 @@ impl Domain {
         let Some(property) = model.get("properties").and_then(|p| p.get(name)) else {
             return Domain::any();
         };
-        // A field that may be left out reads as null. The reference's models always
-        // hold every field (pydantic fills in defaults), so a field with a default
-        // is taken as present; one without is not.
+        // Not in the reference, whose pydantic models hold every field: a field
+        // left out reads as null, so null is tried for it.
         let required = model
             .get("required")
             .and_then(Value::as_array)
             .is_some_and(|names| names.iter().any(|n| n.as_str() == Some(name)));
-        let may_be_absent = !required && property.get("default").is_none();
+        let may_be_absent = !required && !(defaults_filled && property.get("default").is_some());
         let mut definitions = schemas.cloned().unwrap_or_default();
         let own = model.get("$defs").or_else(|| model.get("definitions"));
         if let Some(own) = own.and_then(Value::as_object) {

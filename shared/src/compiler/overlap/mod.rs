@@ -13,8 +13,9 @@
 //! operand (`(ctx['a'] > 1) == true`) has the values inside it tried too, and a
 //! pair where `in` searches a value that may be a string or an object (a
 //! substring or key test, which the values tried do not cover) is not proven.
-//! A field that the model does not require and that has no default may be left
-//! out, so it may read as null (see [`domain::Domain::of_field`]).
+//! And a field that may be missing from the data reads as null, so null is tried
+//! for it: a payload field the model does not require, and a context field it
+//! neither requires nor gives a default (see [`domain::Domain::of_field_among`]).
 
 mod candidates;
 mod collect;
@@ -81,8 +82,10 @@ impl Where<'_> {
     /// The values `atom` can take here.
     pub fn domain(&self, atom: &Atom) -> Domain {
         match atom {
-            Atom::Ctx(key) => Domain::of_field_among(self.context, key, self.schemas),
-            Atom::Payload(field) => Domain::of_field_among(self.payload, field, self.schemas),
+            Atom::Ctx(key) => Domain::of_field_among(self.context, key, self.schemas, true),
+            Atom::Payload(field) => {
+                Domain::of_field_among(self.payload, field, self.schemas, false)
+            }
             Atom::Count(event) => Domain::count(event == self.event),
         }
     }
