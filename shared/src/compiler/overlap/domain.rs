@@ -108,7 +108,8 @@ impl Domain {
             .get("required")
             .and_then(Value::as_array)
             .is_some_and(|names| names.iter().any(|n| n.as_str() == Some(name)));
-        let may_be_absent = !required && !(defaults_filled && property.get("default").is_some());
+        let filled = defaults_filled && property.get("default").is_some();
+        let may_be_absent = !(required || filled);
         let mut definitions = schemas.cloned().unwrap_or_default();
         let own = model.get("$defs").or_else(|| model.get("definitions"));
         if let Some(own) = own.and_then(Value::as_object) {
