@@ -389,3 +389,37 @@ fn a_child_workflow_starts_without_fail() {
     );
     compile_text(&branches, "flow.yaml").unwrap();
 }
+
+#[test]
+fn parallel_settings_and_names_have_their_line() {
+    let fixed = PARALLEL.replace("required: [repo, depth]", "required: [repo]");
+    let cases: Vec<(String, &str)> = vec![
+        (fixed.replace("join: all, inputs: [repo]", "join: all, inputs: [repo], retries: 1"),
+         "state 'reviews': a parallel state has no task, and so no retries"),
+        (fixed.replace("parallel: [review]", "parallel: [review, review]"),
+         "state 'reviews': it runs the workflow 'review' twice; each child needs a workflow of its own"),
+        (fixed.replace("join: all", "join: most"),
+         "state 'reviews': join is 'all' or 'any', not 'most'"),
+        (fixed.replace("inputs: [repo]", "inputs: [repo, \"\"]"),
+         "state 'reviews': inputs is a list of context keys, e.g. inputs: [repo]"),
+        (fixed.replace("workflows:\n", "workflows:\n  release: {states: {}}\n"),
+         "in child workflow 'release': two different workflows are named 'release'; give the child its own name"),
+        (fixed.replace("  ready: {}", "  ready: {}\n  review: {}"),
+         "the child workflow 'review' and 'review' of workflow 'release' are both 'review' in Python; rename one"),
+        (fixed.replace("repo: {type: string}, depth", "repo: {type: string}, class: {type: string}, depth"),
+         "the field 'class' of Review cannot be a Python name in contract.py"),
+        (fixed.replace("Review", "Build-Review"),
+         "the schema name 'Build-Review' cannot be a Python name in contract.py; rename it"),
+        (fixed.replace("Review", "BuildContext"),
+         "a schema is named 'BuildContext', which contract.py uses for the context of Build; rename the schema"),
+        (fixed.replace("prepare", "if"),
+         "the state 'if' cannot be a Python name in contract.py; rename it"),
+    ];
+    for (text, line) in cases {
+        let found = problems(&text);
+        assert!(
+            found.iter().any(|p| p == line),
+            "expected {line:?} in {found:?}"
+        );
+    }
+}
