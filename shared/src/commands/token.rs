@@ -121,15 +121,11 @@ pub async fn run(command: &TokenCommand, out: &mut dyn Write) -> Result<(), Comm
     }
 }
 
-/// The workflow as a Mermaid state diagram, for `show --graph`.
-///
-/// HOOK for the compiler's Mermaid renderer (SPEC section 3.1): replace the body
-/// with a call to it, giving the graph file that `GET /workflow` answered. Until
-/// then the command says plainly that this build cannot draw.
-fn draw_graph(_document: &Object) -> Result<String, CommandError> {
-    Err(CommandError::Usage(
-        "this build of stateous cannot draw the workflow yet".into(),
-    ))
+/// The workflow as a Mermaid state diagram, for `show --graph` (SPEC section 3.1),
+/// drawn by the compiler's renderer from the graph file that `GET /workflow` answered.
+fn draw_graph(document: &Object) -> Result<String, CommandError> {
+    let document = serde_json::Value::Object(document.clone());
+    Ok(crate::compiler::mermaid(&document, None, false))
 }
 
 /// The tokens, most recently moved first, one line each; `no tokens` when none.
