@@ -29,6 +29,16 @@ pub fn asset_graph(name: &str) -> PathBuf {
         .join(format!("{name}.json"))
 }
 
+/// The path of a graph file of the tests, e.g. `tickets`: `coding` (retries 1,
+/// emits `done` or `stuck`), then `testing` (timeout 3 s, emits `passed` with a
+/// `Tests` payload; its timeout goes back to `coding`); the context needs `repo`.
+pub fn test_graph(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests")
+        .join("data")
+        .join(format!("{name}.json"))
+}
+
 /// The `stateous` binary under test.
 pub fn binary() -> &'static str {
     env!("CARGO_BIN_EXE_stateous")
@@ -184,9 +194,9 @@ impl Setup {
 }
 
 impl Daemon {
-    /// A daemon serving the project's `orders` starter.
-    pub fn orders() -> Daemon {
-        Setup::new(asset_graph("orders")).start()
+    /// A daemon serving the test graph `tickets` (see [`test_graph`]).
+    pub fn tickets() -> Daemon {
+        Setup::new(test_graph("tickets")).start()
     }
 
     fn log_path(&self, name: &str) -> PathBuf {
