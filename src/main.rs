@@ -1,9 +1,17 @@
 //! The `stateous` command: parses the command line and calls the crates.
+//!
+//! Each command's arguments live beside this file (`token_args.rs`, `ctx_args.rs`);
+//! the work lives in the crates.
+
+mod ctx_args;
+mod serve_args;
+mod token_args;
 
 use std::path::PathBuf;
+use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand};
-use stateous_daemon::serve::options as serve_options;
+use clap::{Parser, Subcommand};
+use stateous_shared::commands::{self, bench, token};
 
 /// Stateous: a durable state-machine engine.
 #[derive(Parser)]
@@ -30,7 +38,24 @@ enum Command {
     Init(Init),
     /// Run the control plane: the HTTP API (TCP and a Unix socket) and the clock,
     /// over one database.
-    Serve(ServeFlags),
+    Serve(serve_args::ServeFlags),
+    /// Run the routines of a supervisor's folder. Ctrl-C once: take no new tasks and
+    /// wait for the running routines. Twice: stop them and exit 1. Timings come from
+    /// stateous.yaml, or STATEOUS_SUPERVISOR_HEARTBEAT, _IDLE, _GRACE, _CANCEL_WAIT,
+    /// _REQUEST_TIMEOUT and _BACKOFF (e.g. `1s,2s,4s`).
+    Supervise {
+        /// The supervisor's folder.
+        folder: PathBuf,
+    },
+    /// Inside a routine: speak to the supervisor that runs it.
+    #[command(subcommand)]
+    Ctx(ctx_args::CtxCommand),
+    /// Act on tokens: start, fire, show, pause, resume, cancel.
+    #[command(subcommand_required = true, arg_required_else_help = true)]
+    Token(token_args::TokenArgs),
+    /// Measure a control plane: run tokens of the `orders` starter through it as
+    /// many supervisors without routines, then print tokens/s and request latency.
+    Bench(token_args::BenchArgs),
 }
 
 #[derive(Subcommand)]
@@ -40,36 +65,13 @@ enum Init {
         /// The workflow's name; also the name of its folder.
         name: String,
     },
-}
-
-/// The flags of `stateous serve`; every timing also reads an environment variable.
-#[derive(Args)]
-struct ServeFlags {
-    /// The graph file that `stateous compile` wrote.
-    graph: PathBuf,
-    /// The database URL: sqlite:///FILE (relative) or sqlite:////ABSOLUTE/PATH.
-    #[arg(long, value_name = "URL", default_value = serve_options::DEFAULT_DB)]
-    db: String,
-    /// HOST:PORT to listen on; port 0 picks a free port.
-    #[arg(long, value_name = "HOST:PORT", default_value = serve_options::DEFAULT_LISTEN)]
-    listen: String,
-    /// The Unix socket to serve the same API on (mode 0600) [default: stateous.sock
-    /// in the user's runtime folder].
-    #[arg(long, value_name = "PATH")]
-    socket: Option<PathBuf>,
-    /// How long a claimed task's lease lasts without a heartbeat (e.g. 2m, 30s, 500ms).
-    #[arg(long, value_name = "DURATION", env = "STATEOUS_LEASE", default_value = serve_options::DEFAULT_LEASE)]
-    lease: String,
-    /// The time between two ticks of the clock (timers, timeouts, ended leases).
-    #[arg(long, value_name = "DURATION", env = "STATEOUS_TICK", default_value = serve_options::DEFAULT_TICK)]
-    tick: String,
-    /// How long SQLite waits for another process's write lock; past it: 503 database_busy.
-    #[arg(long, value_name = "DURATION", env = "STATEOUS_BUSY_TIMEOUT", default_value = serve_options::DEFAULT_BUSY_TIMEOUT)]
-    busy_timeout: String,
-    /// How long a control plane's hold on the database lasts without renewal, after
-    /// which another control plane may take it.
-    #[arg(long, value_name = "DURATION", env = "STATEOUS_STALE_AFTER", default_value = serve_options::DEFAULT_STALE_AFTER)]
-    stale_after: String,
+    /// Write a supervisor's folder: contract.json, a stub per state, stateous.yaml.
+    Supervisor {
+        /// The workflow: a control plane's URL, a graph file or a flow.yaml.
+        source: String,
+        /// The supervisor's folder; made if missing.
+        folder: PathBuf,
+    },
 }
 
 /// Print `error: <sentence>` on stderr and exit 1, as every command fails.
@@ -78,41 +80,53 @@ fn exit_with(error: impl std::fmt::Display) -> ! {
     std::process::exit(1)
 }
 
-fn main() -> anyhow::Result<()> {
+/// An exit code from a command that returns one as a number.
+fn code(code: i32) -> ExitCode {
+    ExitCode::from(u8::try_from(code).unwrap_or(1))
+}
+
+fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Version => println!("stateous {}", env!("CARGO_PKG_VERSION")),
+        Command::Version => {
+            println!("stateous {}", env!("CARGO_PKG_VERSION"));
+            ExitCode::SUCCESS
+        }
         Command::Compile { flow, out } => {
             stateous_shared::compiler::compile_command(&flow, out.as_deref())
                 .unwrap_or_else(|e| exit_with(e));
+            ExitCode::SUCCESS
         }
         Command::Init(Init::Workflow { name }) => {
             stateous_shared::compiler::init_workflow(&name).unwrap_or_else(|e| exit_with(e));
+            ExitCode::SUCCESS
         }
-        Command::Serve(flags) => {
-            log_to_stderr();
-            std::process::exit(stateous_daemon::serve::run(serve_options::ServeArgs {
-                graph: flags.graph,
-                db: flags.db,
-                listen: flags.listen,
-                socket: flags.socket,
-                lease: flags.lease,
-                tick: flags.tick,
-                busy_timeout: flags.busy_timeout,
-                stale_after: flags.stale_after,
-            }));
+        Command::Init(Init::Supervisor { source, folder }) => {
+            code(stateous_supervisor::init::init_command(&source, &folder))
+        }
+        Command::Serve(flags) => code(serve_args::run(flags)),
+        Command::Supervise { folder } => {
+            code(stateous_supervisor::command::supervise_command(&folder))
+        }
+        Command::Ctx(command) => code(ctx_args::run(command)),
+        Command::Bench(args) => {
+            let options = bench::BenchOptions {
+                url: args.url,
+                tokens: args.tokens,
+                clients: args.clients,
+                max_time: std::time::Duration::from_secs(args.max_seconds),
+            };
+            commands::execute(async move {
+                let mut out = std::io::stdout().lock();
+                bench::run(&options, &mut out).await
+            })
+        }
+        Command::Token(args) => {
+            let command = token::TokenCommand::from(args);
+            commands::execute(async move {
+                let mut out = std::io::stdout().lock();
+                token::run(&command, &mut out).await
+            })
         }
     }
-    Ok(())
-}
-
-/// Log lines (`stateous.*` targets at INFO) go to stderr, one line each.
-fn log_to_stderr() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("STATEOUS_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .with_env_filter(filter)
-        .try_init();
 }

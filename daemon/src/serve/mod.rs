@@ -80,9 +80,11 @@ fn start(args: &ServeArgs) -> Result<Ready, String> {
         .build()
         .map_err(|e| format!("cannot start the server's threads: {e}"))?;
     let options = Options {
-        db_path,
         lease: timings.lease,
         busy_timeout: timings.busy_timeout,
+        tick: timings.tick,
+        hold_lapses: timings.stale_after,
+        ..Options::new(db_path)
     };
     let control = {
         // The engine may start tasks of its own when it opens.

@@ -25,7 +25,7 @@ pub(crate) fn document(declared: &Declared, children: &[&Flow]) -> Value {
     names.sort();
     let schemas: Object = names
         .into_iter()
-        .map(|name| (name.clone(), declared.schemas[name].clone()))
+        .map(|name| (name.clone(), keyword_order(&declared.schemas[name], name)))
         .collect();
     doc.insert("schemas".into(), Value::Object(schemas));
     Value::Object(doc)
@@ -110,4 +110,28 @@ fn transition(edge: &Edge) -> Value {
         out.insert("otherwise".into(), json!(true));
     }
     Value::Object(out)
+}
+
+/// A schema with its keys in the order pydantic writes them, so that the graph file
+/// is the reference's byte for byte however the YAML orders them: sorted, except the
+/// keys of an object that is the value of `properties` or `default`, which keep the
+/// order written (field order). `parent` is the key that holds `value`.
+fn keyword_order(value: &Value, parent: &str) -> Value {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            if parent != "properties" && parent != "default" {
+                keys.sort();
+            }
+            let sorted = keys
+                .into_iter()
+                .map(|key| (key.clone(), keyword_order(&map[key], key)))
+                .collect();
+            Value::Object(sorted)
+        }
+        Value::Array(items) => {
+            Value::Array(items.iter().map(|i| keyword_order(i, parent)).collect())
+        }
+        other => other.clone(),
+    }
 }

@@ -9,6 +9,7 @@
 mod codegen;
 mod declare;
 mod flow;
+mod mermaid;
 mod python;
 mod reads;
 mod starter;
@@ -21,6 +22,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+pub use mermaid::{mermaid, state_id};
 pub use starter::starter_flow;
 pub use validate::MAX_TOKEN_ID;
 

@@ -37,21 +37,21 @@ transitions:
   - {{from: review, to: draft, on: reviewed, otherwise: true}}
 
 # The models, as JSON Schema (draft 2020-12). One may refer to another with
-# {{$ref: "#/schemas/NAME"}}.
+# {{$ref: "#/schemas/NAME"}}. The graph file writes their keywords sorted.
 schemas:
   Item:
+    type: object
     description: The context of each token of `{name}`.
     properties:
       title: {{type: string}}
     required: [title]
-    type: object
   Verdict:
+    type: object
     description: The payload of the event `reviewed`.
     properties:
       approved: {{type: boolean}}
-      note: {{default: "", type: string}}
+      note: {{type: string, default: ""}}   # a field with a default is optional
     required: [approved]
-    type: object
 "##
     )
 }

@@ -54,8 +54,8 @@ fn a_flow_without_guards_compiles_in_the_reference_layout() {
             {"from": "paying", "to": "__end__", "on": "paid"}
         ],
         "schemas": {
-            "Cart": {"type": "object", "properties": {"items": {"type": "array"}}, "required": ["items"]},
-            "Receipt": {"type": "object", "properties": {"amount": {"type": "number"}}}
+            "Cart": {"properties": {"items": {"type": "array"}}, "required": ["items"], "type": "object"},
+            "Receipt": {"properties": {"amount": {"type": "number"}}, "type": "object"}
         }
     });
     assert_eq!(
