@@ -73,7 +73,7 @@ impl Api {
 
     /// Whether this control plane lost its database.
     pub fn is_lost(&self) -> bool {
-        self.lost.load(Ordering::SeqCst)
+        self.lost.load(Ordering::SeqCst) || self.control.lost()
     }
 
     /// The answer to one request. It never fails: every problem is a refusal.
