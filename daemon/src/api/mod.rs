@@ -50,10 +50,6 @@ pub struct Api {
     lost: Arc<AtomicBool>,
 }
 
-/// The sentence of every answer after another control plane took the database.
-pub const LOST_SENTENCE: &str =
-    "another control plane took this database; this one does no more work, so stop it";
-
 impl Api {
     /// The API over `control`. `lost` is shared with whatever watches the hold on
     /// the database (the clock of `stateous serve`).
@@ -79,7 +75,7 @@ impl Api {
     /// The answer to one request. It never fails: every problem is a refusal.
     pub async fn answer(&self, request: Request<Incoming>) -> Answer {
         if self.is_lost() {
-            return refusal(&Refusal::new(Code::NotServing, LOST_SENTENCE));
+            return refusal(&Refusal::new(Code::NotServing, crate::control::LOST));
         }
         let (parts, incoming) = request.into_parts();
         let head = parts.method == hyper::Method::HEAD;
