@@ -375,7 +375,16 @@ fn acked_changes_survive_sigkill_under_load() {
     }
     for (token, state) in last {
         let now = daemon.get(&format!("/tokens/{token}")).expect(200);
-        assert_eq!(now["state"], state, "{token} lost an acknowledged change");
+        // A change may commit and lose only its answer to the kill: a token acked
+        // in `coding` may be found in `testing`, never the other way.
+        let allowed: &[&str] = match state {
+            "coding" => &["coding", "testing"],
+            _ => &["testing"],
+        };
+        assert!(
+            allowed.contains(&now["state"].as_str().unwrap_or_default()),
+            "{token} lost an acknowledged change: acked {state}, found {now}"
+        );
     }
 }
 
