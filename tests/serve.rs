@@ -79,6 +79,26 @@ fn a_request_in_progress_at_a_graceful_stop_is_answered() {
 }
 
 #[test]
+fn a_second_signal_stops_at_once_without_the_hung_request() {
+    let mut daemon = Daemon::tickets();
+    let mut hung = TcpStream::connect(&daemon.authority).unwrap();
+    let head = "POST /tokens HTTP/1.1\r\nhost: x\r\ncontent-length: 100\r\n\r\n{\"tok";
+    hung.write_all(head.as_bytes()).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    daemon.signal(libc::SIGINT);
+    std::thread::sleep(Duration::from_millis(700));
+    assert!(
+        daemon.is_running(),
+        "a graceful stop waits for the request in progress"
+    );
+    daemon.signal(libc::SIGINT);
+    // Well inside the grace period that the first signal would have waited.
+    let status = daemon.wait(Duration::from_secs(3));
+    assert_eq!(status.code(), Some(0), "{}", daemon.report());
+    assert_eq!(daemon.stderr().lines().last(), Some("stopped"));
+}
+
+#[test]
 fn an_idle_connection_does_not_hold_a_graceful_stop() {
     let mut daemon = Daemon::tickets();
     let mut idle = TcpStream::connect(&daemon.authority).unwrap();

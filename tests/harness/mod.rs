@@ -283,6 +283,12 @@ impl Daemon {
         unsafe { libc::kill(self.pid(), signal) };
     }
 
+    /// Whether the daemon's process still runs.
+    pub fn is_running(&mut self) -> bool {
+        let child = self.child.as_mut().expect("a started daemon");
+        matches!(child.try_wait(), Ok(None))
+    }
+
     /// Wait for the daemon to exit (at most `within`); its exit status.
     pub fn wait(&mut self, within: Duration) -> ExitStatus {
         let deadline = Instant::now() + within;
