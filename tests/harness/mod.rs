@@ -194,6 +194,11 @@ impl Setup {
 }
 
 impl Daemon {
+    /// A daemon serving the project's `orders` starter (`assets/orders`).
+    pub fn orders() -> Daemon {
+        Setup::new(asset_graph("orders")).start()
+    }
+
     /// A daemon serving the test graph `tickets` (see [`test_graph`]).
     pub fn tickets() -> Daemon {
         Setup::new(test_graph("tickets")).start()
