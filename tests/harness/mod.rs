@@ -216,6 +216,8 @@ impl Daemon {
             .args(&self.args)
             .current_dir(self.dir.path())
             .env_remove("STATEOUS_URL")
+            .env_remove("STATEOUS_BUSY_TIMEOUT")
+            .env_remove("STATEOUS_STALE_AFTER")
             .stdin(Stdio::null())
             .stdout(stdout)
             .stderr(stderr);
