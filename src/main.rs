@@ -1,14 +1,21 @@
 //! The `stateous` command: parses the command line and calls the crates.
+//!
+//! Each command's arguments live beside this file (`token_args.rs`, `ctx_args.rs`);
+//! the work lives in the crates.
 
+mod ctx_args;
+mod serve_args;
+mod token_args;
+
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand};
-use stateous_shared::client::Steer;
+use clap::{Parser, Subcommand};
 use stateous_shared::commands::{self, bench, token};
 
 /// Stateous: a durable state-machine engine.
 #[derive(Parser)]
-#[command(name = "stateous", version, about)]
+#[command(name = "stateous", version, about, args_override_self = true)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -18,135 +25,64 @@ struct Cli {
 enum Command {
     /// Print the version.
     Version,
+    /// Check a workflow (flow.yaml) and write its graph file.
+    Compile {
+        /// The workflow's file, e.g. sdlc/flow.yaml.
+        flow: PathBuf,
+        /// The graph file to write. Default: build/<workflow>.json next to FLOW.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Write a new workflow's folder, or a supervisor's folder.
+    #[command(subcommand)]
+    Init(Init),
+    /// Run the control plane: the HTTP API (TCP and a Unix socket) and the clock,
+    /// over one database.
+    Serve(serve_args::ServeFlags),
+    /// Run the routines of a supervisor's folder. Ctrl-C once: take no new tasks and
+    /// wait for the running routines. Twice: stop them and exit 1. Timings come from
+    /// stateous.yaml, or STATEOUS_SUPERVISOR_HEARTBEAT, _IDLE, _GRACE, _CANCEL_WAIT,
+    /// _REQUEST_TIMEOUT and _BACKOFF (e.g. `1s,2s,4s`).
+    Supervise {
+        /// The supervisor's folder.
+        folder: PathBuf,
+    },
+    /// Inside a routine: speak to the supervisor that runs it.
+    #[command(subcommand)]
+    Ctx(ctx_args::CtxCommand),
     /// Act on tokens: start, fire, show, pause, resume, cancel.
     #[command(subcommand_required = true, arg_required_else_help = true)]
-    Token(TokenArgs),
+    Token(token_args::TokenArgs),
     /// Measure a control plane: run tokens of the `orders` starter through it as
     /// many supervisors without routines, then print tokens/s and request latency.
-    Bench(BenchArgs),
-}
-
-/// `stateous bench`: its options (SPEC section 5).
-#[derive(Args)]
-struct BenchArgs {
-    /// The control plane's URL (it must serve the `orders` starter). Default:
-    /// STATEOUS_URL, else the default socket, else http://127.0.0.1:8080.
-    #[arg(long)]
-    url: Option<String>,
-    /// How many tokens to run through `orders`.
-    #[arg(long, default_value_t = 10_000)]
-    tokens: usize,
-    /// How many clients send requests at once.
-    #[arg(long, default_value_t = 64)]
-    clients: usize,
-    /// Give up, with exit code 1, after this many seconds.
-    #[arg(long, default_value_t = 600)]
-    max_seconds: u64,
-}
-
-/// `stateous token ...`: the options every token command takes, then the command.
-#[derive(Args)]
-struct TokenArgs {
-    /// The control plane's URL: http://HOST:PORT or unix:///PATH. Default:
-    /// STATEOUS_URL, else the default socket when a daemon listens there, else
-    /// http://127.0.0.1:8080.
-    #[arg(long, global = true)]
-    url: Option<String>,
-    /// Print the control plane's JSON answer instead of the lines.
-    #[arg(long, global = true)]
-    json: bool,
-    #[command(subcommand)]
-    action: TokenCommand,
+    Bench(token_args::BenchArgs),
 }
 
 #[derive(Subcommand)]
-enum TokenCommand {
-    /// Start a token. Starting one that exists shows it.
-    Start {
-        /// The token's id, e.g. TICKET-1.
-        #[arg(value_name = "ID")]
-        id: String,
-        /// The token's context: a JSON object.
-        #[arg(value_name = "CONTEXT_JSON")]
-        context: Option<String>,
+enum Init {
+    /// Write the starter workflow NAME/flow.yaml, and compile it to NAME/build/NAME.json.
+    Workflow {
+        /// The workflow's name; also the name of its folder.
+        name: String,
     },
-    /// Fire an event on a token.
-    Fire {
-        /// The token's id.
-        #[arg(value_name = "ID")]
-        id: String,
-        /// The event's name.
-        #[arg(value_name = "EVENT")]
-        event: String,
-        /// The event's payload: a JSON object.
-        #[arg(value_name = "PAYLOAD_JSON")]
-        payload: Option<String>,
-        /// An idempotency key: the same key fires once.
-        #[arg(long)]
-        key: Option<String>,
-    },
-    /// Show a token, its children and its history; with no ID, list the tokens;
-    /// with --graph, draw the workflow.
-    Show {
-        /// A token; leave it out to list the tokens.
-        #[arg(value_name = "ID")]
-        id: Option<String>,
-        /// Draw the workflow as a Mermaid diagram.
-        #[arg(long)]
-        graph: bool,
-        /// After the history, print each new entry as it happens, until the token
-        /// ends.
-        #[arg(long)]
-        follow: bool,
-    },
-    /// Pause a token: its events are held, its tasks wait, its timers stand still.
-    Pause {
-        /// The token's id.
-        #[arg(value_name = "ID")]
-        id: String,
-    },
-    /// Resume a paused token: the held events apply in order.
-    Resume {
-        /// The token's id.
-        #[arg(value_name = "ID")]
-        id: String,
-    },
-    /// Cancel a token for good.
-    Cancel {
-        /// The token's id.
-        #[arg(value_name = "ID")]
-        id: String,
+    /// Write a supervisor's folder: contract.json, a stub per state, stateous.yaml.
+    Supervisor {
+        /// The workflow: a control plane's URL, a graph file or a flow.yaml.
+        source: String,
+        /// The supervisor's folder; made if missing.
+        folder: PathBuf,
     },
 }
 
-impl From<TokenArgs> for token::TokenCommand {
-    fn from(args: TokenArgs) -> token::TokenCommand {
-        use token::TokenAction as A;
-        let steer = |id, action| A::Steer { id, action };
-        let action = match args.action {
-            TokenCommand::Start { id, context } => A::Start { id, context },
-            TokenCommand::Fire {
-                id,
-                event,
-                payload,
-                key,
-            } => A::Fire {
-                id,
-                event,
-                payload,
-                key,
-            },
-            TokenCommand::Show { id, graph, follow } => A::Show { id, graph, follow },
-            TokenCommand::Pause { id } => steer(id, Steer::Pause),
-            TokenCommand::Resume { id } => steer(id, Steer::Resume),
-            TokenCommand::Cancel { id } => steer(id, Steer::Cancel),
-        };
-        token::TokenCommand {
-            url: args.url,
-            json: args.json,
-            action,
-        }
-    }
+/// Print `error: <sentence>` on stderr and exit 1, as every command fails.
+fn exit_with(error: impl std::fmt::Display) -> ! {
+    eprintln!("error: {error}");
+    std::process::exit(1)
+}
+
+/// An exit code from a command that returns one as a number.
+fn code(code: i32) -> ExitCode {
+    ExitCode::from(u8::try_from(code).unwrap_or(1))
 }
 
 fn main() -> ExitCode {
@@ -156,6 +92,23 @@ fn main() -> ExitCode {
             println!("stateous {}", env!("CARGO_PKG_VERSION"));
             ExitCode::SUCCESS
         }
+        Command::Compile { flow, out } => {
+            stateous_shared::compiler::compile_command(&flow, out.as_deref())
+                .unwrap_or_else(|e| exit_with(e));
+            ExitCode::SUCCESS
+        }
+        Command::Init(Init::Workflow { name }) => {
+            stateous_shared::compiler::init_workflow(&name).unwrap_or_else(|e| exit_with(e));
+            ExitCode::SUCCESS
+        }
+        Command::Init(Init::Supervisor { source, folder }) => {
+            code(stateous_supervisor::init::init_command(&source, &folder))
+        }
+        Command::Serve(flags) => code(serve_args::run(flags)),
+        Command::Supervise { folder } => {
+            code(stateous_supervisor::command::supervise_command(&folder))
+        }
+        Command::Ctx(command) => code(ctx_args::run(command)),
         Command::Bench(args) => {
             let options = bench::BenchOptions {
                 url: args.url,

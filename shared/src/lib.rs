@@ -6,10 +6,12 @@
 
 pub mod client;
 pub mod commands;
+pub mod compiler;
 pub mod durations;
 pub mod graph;
 pub mod guards;
 pub mod history;
+pub mod pyrepr;
 pub mod refusal;
 pub mod time;
 pub mod wire;

@@ -2,3 +2,19 @@
 //! routines, and reports outcomes through a durable outbox (SPEC section 3.2).
 //!
 //! It depends only on `stateous-shared`; it meets the daemon only over HTTP.
+
+pub mod api;
+pub mod command;
+pub mod config;
+pub mod contract;
+pub mod ctx;
+pub mod ctx_socket;
+pub mod init;
+pub mod inprocess;
+pub mod log;
+pub mod outbox;
+pub mod routines;
+pub mod runner;
+mod sending;
+pub mod stop;
+pub mod supervisor;

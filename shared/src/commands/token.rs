@@ -114,7 +114,7 @@ pub async fn run(command: &TokenCommand, out: &mut dyn Write) -> Result<(), Comm
         }
         TokenAction::Show { graph: true, .. } => {
             let document = client.workflow().await?;
-            write!(out, "{}", draw_graph(&document)?)?;
+            write!(out, "{}", draw_graph(&document))?;
             Ok(())
         }
         TokenAction::Show { id: None, .. } => list(&client, out).await,
@@ -135,15 +135,10 @@ pub async fn run(command: &TokenCommand, out: &mut dyn Write) -> Result<(), Comm
     }
 }
 
-/// The workflow as a Mermaid state diagram, for `show --graph`.
-///
-/// HOOK for the compiler's Mermaid renderer (SPEC section 3.1): replace the body
-/// with a call to it, giving the graph file that `GET /workflow` answered. Until
-/// then the command says plainly that this build cannot draw.
-fn draw_graph(_document: &Object) -> Result<String, CommandError> {
-    Err(CommandError::Usage(
-        "this build of stateous cannot draw the workflow yet".into(),
-    ))
+/// The workflow as a Mermaid state diagram, for `show --graph`: the compiler's
+/// drawing of the graph file that `GET /workflow` answered, no state lit.
+fn draw_graph(document: &Object) -> String {
+    crate::compiler::mermaid(&serde_json::Value::Object(document.clone()), None, false)
 }
 
 /// The tokens, most recently moved first, one line each; `no tokens` when none.

@@ -291,3 +291,30 @@ async fn follow_needs_one_token_and_ends_at_once_for_an_ended_token() {
     let error = run_at(&url, true, follow(Some("T-1"))).await.unwrap_err();
     assert!(error.to_string().contains("without --json"));
 }
+
+#[tokio::test]
+async fn show_graph_draws_the_served_workflow() {
+    let (url, _) = server(|seen| match seen.path.as_str() {
+        "/workflow" => (
+            200,
+            json!({"stateous": 1, "workflow": "w", "context": null,
+                   "states": {"coding": {}, "testing": {}},
+                   "events": {"done": {}},
+                   "transitions": [
+                       {"from": "__start__", "to": "coding"},
+                       {"from": "coding", "to": "testing", "on": "done"},
+                       {"from": "testing", "to": "__end__", "on": "done"}]})
+            .to_string(),
+        ),
+        _ => (404, r#"{"error":"no","code":"not_found"}"#.into()),
+    })
+    .await;
+    let graph = TokenAction::Show {
+        id: None,
+        graph: true,
+        follow: false,
+    };
+    let drawn = run_at(&url, false, graph).await.unwrap();
+    assert!(drawn.starts_with("stateDiagram-v2\n"), "{drawn}");
+    assert!(drawn.contains("    coding --> testing: done\n"), "{drawn}");
+}

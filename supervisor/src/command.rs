@@ -1,0 +1,219 @@
+//! `stateous supervise FOLDER`: load the folder, check it against the control
+//! plane, and run until stopped (reference `docs/inside/workflows.md`,
+//! "Supervisor start").
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::api::{Api, CallError};
+use crate::config::{Config, CONFIG_FILE};
+use crate::contract::{Contract, CONTRACT_FILE};
+use crate::inprocess::Routine;
+use crate::log_line;
+use crate::outbox::{outbox_path, Outbox, OutboxError};
+use crate::routines;
+use crate::stop::Stop;
+use crate::supervisor::{Handle, Parts, Supervisor};
+
+/// Why a supervisor does not start: one sentence for `error: ...`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct StartError(pub String);
+
+/// A folder read from disk, not yet checked against the control plane.
+pub struct LoadedFolder {
+    /// The folder, as given.
+    pub path: PathBuf,
+    /// `stateous.yaml`.
+    pub config: Config,
+    /// `contract.json`.
+    pub contract: Contract,
+    /// The routine of each served state.
+    pub routines: BTreeMap<String, Routine>,
+}
+
+/// Read `stateous.yaml`, `contract.json` and the routines of `folder`.
+pub fn load_folder(folder: &Path) -> Result<LoadedFolder, StartError> {
+    if !folder.is_dir() {
+        return Err(StartError(format!("{} is not a folder", folder.display())));
+    }
+    for needed in [CONTRACT_FILE, CONFIG_FILE] {
+        if !folder.join(needed).is_file() {
+            return Err(StartError(format!(
+                "{} has no {needed}: run `stateous init supervisor URL {}`",
+                folder.display(),
+                folder.display()
+            )));
+        }
+    }
+    // Routines run with the folder as their working folder, so their paths must
+    // not be relative to ours.
+    let folder = &std::fs::canonicalize(folder)
+        .map_err(|e| StartError(format!("cannot use {}: {e}", folder.display())))?;
+    let config = Config::load(&folder.join(CONFIG_FILE)).map_err(|e| StartError(e.to_string()))?;
+    let contract =
+        Contract::load(&folder.join(CONTRACT_FILE)).map_err(|e| StartError(e.to_string()))?;
+    let found = routines::discover(folder, &contract, &config.routines)
+        .map_err(|e| StartError(e.to_string()))?;
+    for warning in &found.warnings {
+        log_line!("{warning}");
+    }
+    let routines = found
+        .by_state
+        .into_iter()
+        .map(|(state, program)| (state, Routine::Program(program)))
+        .collect();
+    Ok(LoadedFolder {
+        path: folder.to_path_buf(),
+        config,
+        contract,
+        routines,
+    })
+}
+
+/// Open the outbox of `folder`; another supervisor on it refuses the start.
+pub fn open_outbox(folder: &Path) -> Result<Outbox, StartError> {
+    Outbox::open(&outbox_path(folder)).map_err(|e| match e {
+        OutboxError::Busy(_) => StartError(format!(
+            "another supervisor runs on {} now: stop it, or use another folder",
+            folder.display()
+        )),
+        other => StartError(other.to_string()),
+    })
+}
+
+/// Ask `GET /health` (with retries until `stop`) and compare the checksum.
+/// `Ok(false)`: the stop came first.
+pub async fn check_health(
+    api: &Api,
+    loaded: &LoadedFolder,
+    stop: &Stop,
+) -> Result<bool, StartError> {
+    let health = match api.health(Some(stop)).await {
+        Ok(health) => health,
+        Err(CallError::GaveUp) => return Ok(false),
+        Err(CallError::Refused { message, .. }) => {
+            return Err(StartError(format!(
+                "{} did not answer as a Stateous control plane: {message}",
+                api.url()
+            )))
+        }
+    };
+    if health.checksum != loaded.contract.checksum {
+        return Err(StartError(format!(
+            "{} is for another version of the workflow ({}; the control plane serves {}): \
+             run `stateous init supervisor {} {}` again",
+            loaded.path.join(CONTRACT_FILE).display(),
+            loaded.contract.checksum,
+            health.checksum,
+            api.url(),
+            loaded.path.display()
+        )));
+    }
+    Ok(true)
+}
+
+/// The body of `stateous supervise FOLDER`: the exit code (0 after a graceful
+/// stop, 1 after a forced one or when it does not start, with `error: ...`).
+pub fn supervise_command(folder: &Path) -> i32 {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("error: cannot start the supervisor: {e}");
+            return 1;
+        }
+    };
+    let code = runtime.block_on(async {
+        match supervise(folder, None).await {
+            Ok(code) => code,
+            Err(e) => {
+                eprintln!("error: {e}");
+                1
+            }
+        }
+    });
+    // A routine's stdin writer or a helper connection may still hang on; do not wait.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    code
+}
+
+/// Load, check and run the supervisor of `folder` until a stop signal. `url`
+/// overrides `stateous.yaml`'s (as `serve --supervise` does).
+pub async fn supervise(folder: &Path, url: Option<&str>) -> Result<i32, StartError> {
+    let loaded = load_folder(folder)?;
+    let outbox = open_outbox(&loaded.path)?;
+    let url = url.unwrap_or(&loaded.config.url).to_string();
+    let timings = loaded.config.timings.clone();
+    let api =
+        Api::new(&url, timings.request_timeout, timings.backoff.clone()).map_err(StartError)?;
+    let signals = Signals::listen()?;
+    if !check_health(&api, &loaded, &signals.early).await? {
+        return Ok(1);
+    }
+    let name = loaded.config.supervisor_name();
+    let served: Vec<&str> = loaded.routines.keys().map(String::as_str).collect();
+    log_line!(
+        "{name} serves {}; the control plane is {url}",
+        served.join(", ")
+    );
+    let supervisor = Supervisor::new(Parts {
+        api,
+        name,
+        outbox,
+        contract: loaded.contract,
+        routines: loaded.routines,
+        folder: loaded.path,
+        tasks: loaded.config.tasks as usize,
+        timings,
+    })
+    .map_err(|e| StartError(format!("cannot make the ctx sockets' folder: {e}")))?;
+    signals.forward(supervisor.handle());
+    Ok(supervisor.run().await)
+}
+
+/// SIGINT and SIGTERM: before the run they stop the start; during it, each goes
+/// to the supervisor's [`Handle::signal`].
+struct Signals {
+    early: Stop,
+    handle: std::sync::Arc<std::sync::Mutex<Option<Handle>>>,
+}
+
+impl Signals {
+    fn listen() -> Result<Signals, StartError> {
+        use tokio::signal::unix::{signal, SignalKind};
+        let cannot = |e: std::io::Error| StartError(format!("cannot listen for signals: {e}"));
+        let mut interrupt = signal(SignalKind::interrupt()).map_err(cannot)?;
+        let mut terminate = signal(SignalKind::terminate()).map_err(cannot)?;
+        let signals = Signals {
+            early: Stop::new(),
+            handle: Default::default(),
+        };
+        let (early, handle) = (signals.early.clone(), signals.handle.clone());
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = interrupt.recv() => {}
+                    _ = terminate.recv() => {}
+                }
+                let current = handle.lock().ok().and_then(|h| h.clone());
+                match current {
+                    Some(handle) => handle.signal(),
+                    None => early.set(),
+                }
+            }
+        });
+        Ok(signals)
+    }
+
+    fn forward(&self, handle: Handle) {
+        if let Ok(mut slot) = self.handle.lock() {
+            *slot = Some(handle.clone());
+        }
+        if self.early.is_set() {
+            handle.signal();
+        }
+    }
+}

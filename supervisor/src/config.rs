@@ -1,0 +1,370 @@
+//! `stateous.yaml`: a supervisor's settings (SPEC section 3.2; reference
+//! `docs/reference/files.md`).
+//!
+//! Keys: `url` (required), `tasks` (1 to 1000, default 4), `name` (1 to 128
+//! characters, default the host name), `routines` (state to command line), and the
+//! timing keys `heartbeat`, `idle`, `grace`, `cancel_wait`, `request_timeout` and
+//! `backoff`. Each timing key may also come from the environment
+//! (`STATEOUS_SUPERVISOR_HEARTBEAT`, ...), which wins over the file so that tests
+//! can shorten a folder's timings. Every key is checked; a wrong one stops the
+//! supervisor with one line naming it.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use serde_norway::Value;
+
+/// The settings file's name, in the supervisor's folder.
+pub const CONFIG_FILE: &str = "stateous.yaml";
+/// Routines at once when `tasks` is not given.
+pub const DEFAULT_TASKS: u32 = 4;
+/// The most routines at once: a heartbeat names at most 1000 tasks.
+pub const MAX_TASKS: u32 = 1000;
+/// The longest supervisor name the API takes here (the reference's rule).
+pub const MAX_NAME: usize = 128;
+
+/// How long the supervisor waits between its steps. Defaults are SPEC section 2.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Timings {
+    /// Between heartbeats while routines run: 30 s.
+    pub heartbeat: Duration,
+    /// After a claim that got no task: 1 s.
+    pub idle: Duration,
+    /// From SIGTERM to SIGKILL of a routine's process group: 10 s.
+    pub grace: Duration,
+    /// After the second stop signal, how long to wait for killed routines: 5 s.
+    pub cancel_wait: Duration,
+    /// The longest wait for one HTTP answer: 30 s.
+    pub request_timeout: Duration,
+    /// Waits before each new try of a call that got no answer; the last repeats.
+    pub backoff: Vec<Duration>,
+}
+
+impl Default for Timings {
+    fn default() -> Timings {
+        Timings {
+            heartbeat: Duration::from_secs(30),
+            idle: Duration::from_secs(1),
+            grace: Duration::from_secs(10),
+            cancel_wait: Duration::from_secs(5),
+            request_timeout: Duration::from_secs(30),
+            backoff: [1, 2, 4, 8, 16, 30].map(Duration::from_secs).to_vec(),
+        }
+    }
+}
+
+/// `stateous.yaml`, checked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// The control plane: `http://HOST:PORT` or `unix:///PATH`, without a final `/`.
+    pub url: String,
+    /// How many routines run at once: 1 to 1000.
+    pub tasks: u32,
+    /// The supervisor's name in the token's history; `None`: the host name.
+    pub name: Option<String>,
+    /// Command lines that stand for routines, by state (`W/S` for a child's state).
+    pub routines: BTreeMap<String, String>,
+    /// The timings.
+    pub timings: Timings,
+}
+
+/// Why `stateous.yaml` cannot be used: one line, naming each wrong key.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("cannot use {file}: {problems}")]
+pub struct ConfigError {
+    /// The file.
+    pub file: String,
+    /// The problems, `; ` between them.
+    pub problems: String,
+}
+
+impl Config {
+    /// The supervisor's name: `name`, else the host name.
+    pub fn supervisor_name(&self) -> String {
+        self.name.clone().unwrap_or_else(host_name)
+    }
+
+    /// Read and check `stateous.yaml` at `path`, then apply the environment's
+    /// timing overrides.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let fail = |problems: String| ConfigError {
+            file: path.display().to_string(),
+            problems,
+        };
+        let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;
+        let mut config = Config::parse(&text).map_err(fail)?;
+        config.timings = apply_env(config.timings).map_err(fail)?;
+        Ok(config)
+    }
+
+    /// Check the text of a `stateous.yaml`. The error lists every problem on one line.
+    pub fn parse(text: &str) -> Result<Config, String> {
+        let value: Value = serde_norway::from_str(text).map_err(|e| one_line(&e.to_string()))?;
+        let map = match value {
+            Value::Null => serde_norway::Mapping::new(),
+            Value::Mapping(map) => map,
+            _ => return Err("it is not a mapping of settings".into()),
+        };
+        let mut problems = Vec::new();
+        let mut config = Config {
+            url: String::new(),
+            tasks: DEFAULT_TASKS,
+            name: None,
+            routines: BTreeMap::new(),
+            timings: Timings::default(),
+        };
+        let mut has_url = false;
+        for (key, value) in &map {
+            let Some(key) = key.as_str() else {
+                problems.push(format!("{}: a setting's name is text", plain(key)));
+                continue;
+            };
+            let result = match key {
+                "url" => {
+                    has_url = true;
+                    check_url(value).map(|url| config.url = url)
+                }
+                "tasks" => check_tasks(value).map(|tasks| config.tasks = tasks),
+                "name" => check_name(value).map(|name| config.name = Some(name)),
+                "routines" => check_routines(value).map(|r| config.routines = r),
+                "backoff" => check_backoff(value).map(|b| config.timings.backoff = b),
+                "heartbeat" | "idle" | "grace" | "cancel_wait" | "request_timeout" => {
+                    check_span(value).map(|span| set_timing(&mut config.timings, key, span))
+                }
+                _ => Err("there is no such setting".to_string()),
+            };
+            if let Err(problem) = result {
+                problems.push(format!("{key}: {problem}"));
+            }
+        }
+        if !has_url {
+            problems.push("url: missing".into());
+        }
+        if problems.is_empty() {
+            Ok(config)
+        } else {
+            Err(problems.join("; "))
+        }
+    }
+}
+
+fn set_timing(timings: &mut Timings, key: &str, span: Duration) {
+    match key {
+        "heartbeat" => timings.heartbeat = span,
+        "idle" => timings.idle = span,
+        "grace" => timings.grace = span,
+        "cancel_wait" => timings.cancel_wait = span,
+        _ => timings.request_timeout = span,
+    }
+}
+
+/// The environment's timing overrides: `STATEOUS_SUPERVISOR_<KEY>` for each key;
+/// `..._BACKOFF` is a comma-separated list.
+fn apply_env(mut timings: Timings) -> Result<Timings, String> {
+    for key in [
+        "heartbeat",
+        "idle",
+        "grace",
+        "cancel_wait",
+        "request_timeout",
+    ] {
+        let var = format!("STATEOUS_SUPERVISOR_{}", key.to_uppercase());
+        if let Ok(text) = std::env::var(&var) {
+            let span = parse_span(&text).map_err(|e| format!("{var}: {e}"))?;
+            set_timing(&mut timings, key, span);
+        }
+    }
+    if let Ok(text) = std::env::var("STATEOUS_SUPERVISOR_BACKOFF") {
+        let spans: Result<Vec<_>, _> = text.split(',').map(|s| parse_span(s.trim())).collect();
+        timings.backoff = spans.map_err(|e| format!("STATEOUS_SUPERVISOR_BACKOFF: {e}"))?;
+        if timings.backoff.is_empty() {
+            return Err("STATEOUS_SUPERVISOR_BACKOFF: give at least one wait".into());
+        }
+    }
+    Ok(timings)
+}
+
+/// A timing: a duration as workflows write it (`30s`, `2m`), milliseconds
+/// (`250ms`, for tests), or a plain number of seconds.
+pub fn parse_span(text: &str) -> Result<Duration, String> {
+    if let Some(millis) = text.strip_suffix("ms") {
+        if let Ok(n) = millis.parse::<u64>() {
+            if n > 0 {
+                return Ok(Duration::from_millis(n));
+            }
+        }
+        return Err(format!(
+            "'{text}' is not a duration; write e.g. '500ms', '30s', '2m'"
+        ));
+    }
+    if let Ok(seconds) = text.parse::<f64>() {
+        if seconds > 0.0 && seconds < 1e9 {
+            return Ok(Duration::from_secs_f64(seconds));
+        }
+    }
+    stateous_shared::durations::parse_duration(text)
+}
+
+fn check_span(value: &Value) -> Result<Duration, String> {
+    match value {
+        Value::String(text) => parse_span(text),
+        Value::Number(n) => n
+            .as_f64()
+            .filter(|s| *s > 0.0 && *s < 1e9)
+            .map(Duration::from_secs_f64)
+            .ok_or_else(|| format!("{n} is not a positive number of seconds")),
+        other => Err(format!("{} is not a duration", plain(other))),
+    }
+}
+
+fn check_backoff(value: &Value) -> Result<Vec<Duration>, String> {
+    let Value::Sequence(items) = value else {
+        return Err("give a list of waits, e.g. [1s, 2s, 4s, 8s, 16s, 30s]".into());
+    };
+    if items.is_empty() {
+        return Err("give at least one wait".into());
+    }
+    items.iter().map(check_span).collect()
+}
+
+fn check_url(value: &Value) -> Result<String, String> {
+    let Value::String(url) = value else {
+        return Err(format!("{} is not an address", plain(value)));
+    };
+    let trimmed = url.trim_end_matches('/');
+    let endpoint = if url.starts_with("unix://") {
+        url.as_str()
+    } else {
+        trimmed
+    };
+    match stateous_shared::client::Endpoint::parse(endpoint) {
+        Ok(_) if url.starts_with("unix://") => Ok(url.clone()),
+        Ok(_) => Ok(trimmed.to_string()),
+        Err(_) => Err(format!(
+            "'{url}' is not an http:// or unix:// address of a control plane"
+        )),
+    }
+}
+
+fn check_tasks(value: &Value) -> Result<u32, String> {
+    match value.as_u64() {
+        Some(n) if (1..=u64::from(MAX_TASKS)).contains(&n) => Ok(n as u32),
+        _ => Err(format!(
+            "{} is not a whole number from 1 to {MAX_TASKS}",
+            plain(value)
+        )),
+    }
+}
+
+fn check_name(value: &Value) -> Result<String, String> {
+    let Value::String(name) = value else {
+        return Err(format!("{} is not text", plain(value)));
+    };
+    let length = name.chars().count();
+    if length == 0 || length > MAX_NAME {
+        return Err(format!(
+            "a name has 1 to {MAX_NAME} characters, not {length}"
+        ));
+    }
+    Ok(name.clone())
+}
+
+fn check_routines(value: &Value) -> Result<BTreeMap<String, String>, String> {
+    let Value::Mapping(map) = value else {
+        return Err("give a mapping of state to command line".into());
+    };
+    let mut routines = BTreeMap::new();
+    for (state, command) in map {
+        let (Some(state), Some(command)) = (state.as_str(), command.as_str()) else {
+            return Err(format!(
+                "{}: give a state and its command line as text",
+                plain(state)
+            ));
+        };
+        if command.trim().is_empty() {
+            return Err(format!("{state}: the command line is empty"));
+        }
+        routines.insert(state.to_string(), command.to_string());
+    }
+    Ok(routines)
+}
+
+/// A YAML value as it reads in a problem's sentence.
+fn plain(value: &Value) -> String {
+    match value {
+        Value::String(text) => format!("'{text}'"),
+        other => one_line(&serde_norway::to_string(other).unwrap_or_default()),
+    }
+}
+
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// This computer's host name, or `supervisor` when it has none.
+pub fn host_name() -> String {
+    let mut buffer = [0u8; 256];
+    // SAFETY: the buffer is valid for its whole length, and gethostname writes at
+    // most that many bytes.
+    let done = unsafe { libc::gethostname(buffer.as_mut_ptr().cast(), buffer.len()) };
+    let end = buffer.iter().position(|b| *b == 0).unwrap_or(buffer.len());
+    match std::str::from_utf8(&buffer[..end]) {
+        Ok(name) if done == 0 && !name.is_empty() => name.to_string(),
+        _ => "supervisor".to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_file_is_read() {
+        let config = Config::parse(
+            "url: http://127.0.0.1:8080/\ntasks: 8\nname: box-1\nheartbeat: 500ms\n\
+             idle: 1\nbackoff: [100ms, 1s]\nroutines:\n  testing: ./run-tests --fast\n",
+        )
+        .unwrap();
+        assert_eq!(config.url, "http://127.0.0.1:8080");
+        assert_eq!(config.tasks, 8);
+        assert_eq!(config.supervisor_name(), "box-1");
+        assert_eq!(config.timings.heartbeat, Duration::from_millis(500));
+        assert_eq!(config.timings.idle, Duration::from_secs(1));
+        assert_eq!(
+            config.timings.backoff,
+            vec![Duration::from_millis(100), Duration::from_secs(1)]
+        );
+        assert_eq!(config.routines["testing"], "./run-tests --fast");
+    }
+
+    #[test]
+    fn defaults_fill_what_is_not_given() {
+        let config = Config::parse("url: unix:///run/s.sock").unwrap();
+        assert_eq!(config.tasks, DEFAULT_TASKS);
+        assert_eq!(config.timings, Timings::default());
+        assert!(!config.supervisor_name().is_empty());
+    }
+
+    #[test]
+    fn each_wrong_key_is_named_on_one_line() {
+        let err = Config::parse("url: http://x:1\ntaks: 3\n").unwrap_err();
+        assert_eq!(err, "taks: there is no such setting");
+        let err = Config::parse("tasks: 0\nname: ''\nidle: soon").unwrap_err();
+        assert!(
+            err.contains("tasks: 0 is not a whole number from 1 to 1000"),
+            "{err}"
+        );
+        assert!(
+            err.contains("name: a name has 1 to 128 characters, not 0"),
+            "{err}"
+        );
+        assert!(err.contains("idle: 'soon' is not a duration"), "{err}");
+        assert!(err.contains("url: missing"), "{err}");
+        assert!(!err.contains('\n'));
+        let err = Config::parse("url: ftp://x").unwrap_err();
+        assert!(err.starts_with("url: 'ftp://x' is not"), "{err}");
+        assert!(Config::parse("- a\n- b").is_err());
+        assert!(Config::parse("url: [").is_err());
+    }
+}

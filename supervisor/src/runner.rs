@@ -1,0 +1,258 @@
+//! Running a program routine (SPEC section 3.2).
+//!
+//! The program starts in the supervisor's folder, in a process group of its own
+//! (so a signal to the supervisor's terminal does not reach it, and a stop can
+//! reach all of its children), with the grant as one JSON object on stdin and
+//! `STATEOUS_TOKEN`, `_TASK`, `_STATE`, `_VISIT`, `_ATTEMPT` and `_CTX` in its
+//! environment. The folder of the running `stateous` binary comes first on its
+//! `PATH`, so `stateous ctx ...` is the same binary. Each line it writes goes to
+//! the supervisor's log, prefixed with the task, and to a file under
+//! `.stateous/logs/`. A kill sends SIGTERM to the group, then SIGKILL after the
+//! grace period.
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use stateous_shared::wire::Grant;
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWriteExt};
+use tokio::process::Command;
+
+use crate::log_line;
+use crate::routines::Program;
+use crate::stop::Stop;
+
+/// How many of the last lines of stderr a failure's reason quotes.
+const TAIL_LINES: usize = 5;
+/// The longest line kept for a failure's reason, in characters.
+const TAIL_WIDTH: usize = 300;
+/// After the program exits, how long its output may still drain: a child it left
+/// behind can hold the pipes open for ever.
+const DRAIN: Duration = Duration::from_millis(500);
+
+/// What one run needs to know besides the program.
+#[derive(Debug, Clone)]
+pub struct RunSpec {
+    /// The supervisor's folder: the program's working folder.
+    pub folder: PathBuf,
+    /// The file the program's output is appended to.
+    pub log_file: PathBuf,
+    /// The socket of the `stateous ctx` helper.
+    pub ctx_socket: PathBuf,
+    /// From SIGTERM to SIGKILL.
+    pub grace: Duration,
+}
+
+/// How a program ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ended {
+    /// It exited with this status.
+    Exited(i32),
+    /// A signal ended it.
+    Signalled(i32),
+    /// It could not start; the sentence says why.
+    NotStarted(String),
+}
+
+/// How a program ended, and the last lines of its stderr.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Exit {
+    /// How it ended.
+    pub ended: Ended,
+    /// The last lines of its stderr, oldest first.
+    pub stderr_tail: Vec<String>,
+}
+
+impl Exit {
+    /// Why the attempt failed, or `None` for exit status 0.
+    pub fn failure(&self) -> Option<String> {
+        let what = match &self.ended {
+            Ended::Exited(0) => return None,
+            Ended::Exited(code) => format!("the routine exited with status {code}"),
+            Ended::Signalled(signal) => format!("the routine was killed by signal {signal}"),
+            Ended::NotStarted(why) => return Some(why.clone()),
+        };
+        if self.stderr_tail.is_empty() {
+            Some(what)
+        } else {
+            Some(format!("{what}; stderr: {}", self.stderr_tail.join(" / ")))
+        }
+    }
+}
+
+/// Run `program` for `grant` until it ends, or until `kill` is set (then SIGTERM,
+/// and SIGKILL after the grace period).
+pub async fn run(program: &Program, grant: &Grant, spec: &RunSpec, kill: &Stop) -> Exit {
+    let mut command = match program {
+        Program::File(path) => Command::new(path),
+        Program::Command(line) => {
+            let mut command = Command::new("/bin/sh");
+            command.arg("-c").arg(line);
+            command
+        }
+    };
+    command
+        .current_dir(&spec.folder)
+        .process_group(0)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .env("STATEOUS_TOKEN", &grant.token)
+        .env("STATEOUS_TASK", grant.task.to_string())
+        .env("STATEOUS_STATE", &grant.state)
+        .env("STATEOUS_VISIT", grant.visit.to_string())
+        .env("STATEOUS_ATTEMPT", grant.attempt.to_string())
+        .env(crate::ctx_socket::CTX_ENV, &spec.ctx_socket)
+        .env("PATH", path_with_own_folder());
+    let mut child = match command.spawn() {
+        Ok(child) => child,
+        Err(e) => {
+            return Exit {
+                ended: Ended::NotStarted(format!(
+                    "the routine {} could not start: {e}",
+                    program.describe()
+                )),
+                stderr_tail: Vec::new(),
+            }
+        }
+    };
+    let pid = child.id().map(|id| id as i32);
+    if let Some(mut stdin) = child.stdin.take() {
+        let mut text = serde_json::to_vec(grant).unwrap_or_default();
+        text.push(b'\n');
+        // A program that does not read its stdin must not block the supervisor.
+        tokio::spawn(async move {
+            let _ = stdin.write_all(&text).await;
+        });
+    }
+    let file = open_log(&spec.log_file);
+    let tail = Arc::new(Mutex::new(VecDeque::new()));
+    let mut readers = Vec::new();
+    if let Some(out) = child.stdout.take() {
+        readers.push(tokio::spawn(copy_lines(
+            out,
+            grant.task,
+            file.clone(),
+            None,
+        )));
+    }
+    if let Some(err) = child.stderr.take() {
+        let tail = Some(tail.clone());
+        readers.push(tokio::spawn(copy_lines(err, grant.task, file, tail)));
+    }
+    let status = tokio::select! {
+        status = child.wait() => status,
+        _ = kill.wait() => {
+            signal_group(pid, libc::SIGTERM);
+            tokio::select! {
+                status = child.wait() => status,
+                _ = tokio::time::sleep(spec.grace) => {
+                    signal_group(pid, libc::SIGKILL);
+                    child.wait().await
+                }
+            }
+        }
+    };
+    for reader in readers {
+        let abort = reader.abort_handle();
+        if tokio::time::timeout(DRAIN, reader).await.is_err() {
+            abort.abort();
+        }
+    }
+    let stderr_tail = tail
+        .lock()
+        .map(|t| t.iter().cloned().collect())
+        .unwrap_or_default();
+    let ended = match status {
+        Ok(status) => {
+            use std::os::unix::process::ExitStatusExt;
+            match (status.code(), status.signal()) {
+                (Some(code), _) => Ended::Exited(code),
+                (None, Some(signal)) => Ended::Signalled(signal),
+                (None, None) => Ended::Exited(-1),
+            }
+        }
+        Err(e) => Ended::NotStarted(format!("the routine could not be waited for: {e}")),
+    };
+    Exit { ended, stderr_tail }
+}
+
+/// Send `signal` to the process group led by `pid`.
+fn signal_group(pid: Option<i32>, signal: i32) {
+    if let Some(pid) = pid.filter(|p| *p > 0) {
+        // SAFETY: kill(2) with a negative pid signals that process group; it has
+        // no memory effects, and a group that is gone gives ESRCH, which is fine.
+        unsafe {
+            libc::kill(-pid, signal);
+        }
+    }
+}
+
+type LogFile = Option<Arc<Mutex<std::fs::File>>>;
+
+fn open_log(path: &Path) -> LogFile {
+    if let Some(parent) = path.parent() {
+        let _ = std::fs::create_dir_all(parent);
+    }
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .ok()
+        .map(|f| Arc::new(Mutex::new(f)))
+}
+
+async fn copy_lines(
+    stream: impl AsyncRead + Unpin,
+    task: i64,
+    file: LogFile,
+    tail: Option<Arc<Mutex<VecDeque<String>>>>,
+) {
+    let mut reader = tokio::io::BufReader::new(stream);
+    let mut bytes = Vec::new();
+    loop {
+        bytes.clear();
+        match reader.read_until(b'\n', &mut bytes).await {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        let line = String::from_utf8_lossy(&bytes);
+        let line = line.trim_end_matches(['\n', '\r']);
+        log_line!("task {task} | {line}");
+        if let Some(file) = &file {
+            if let Ok(mut file) = file.lock() {
+                use std::io::Write;
+                let _ = writeln!(file, "{line}");
+            }
+        }
+        if let Some(tail) = &tail {
+            let trimmed = line.trim();
+            if trimmed.is_empty() {
+                continue;
+            }
+            if let Ok(mut tail) = tail.lock() {
+                if tail.len() == TAIL_LINES {
+                    tail.pop_front();
+                }
+                tail.push_back(trimmed.chars().take(TAIL_WIDTH).collect());
+            }
+        }
+    }
+}
+
+/// `PATH` with the folder of the running binary first, so that a routine's
+/// `stateous ctx` is this very binary.
+fn path_with_own_folder() -> std::ffi::OsString {
+    let old = std::env::var_os("PATH").unwrap_or_default();
+    let own = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(Path::to_path_buf));
+    let Some(own) = own else {
+        return old;
+    };
+    let mut parts = vec![own];
+    parts.extend(std::env::split_paths(&old));
+    std::env::join_paths(parts).unwrap_or(old)
+}

@@ -1,0 +1,212 @@
+//! Sending the outbox's messages, and what each answer means (reference
+//! `docs/inside/workflows.md`, "Report an outcome" and "Supervisor start").
+//!
+//! A message leaves the outbox when the control plane accepts or refuses it. A
+//! refusal of an event or of waiting for a task still held (the event is not
+//! allowed, the context change is not valid) becomes a failed report, so the task
+//! fails now rather than when its lease ends. `attempt_over` and 404 mean the
+//! attempt is gone: dropped with one log line. Another 409 (`task_not_held`) is
+//! checked with a heartbeat first. A message that gets no answer before the stop
+//! stays, with the later messages of its task behind it.
+
+use std::collections::HashSet;
+
+use serde_json::{json, Value};
+
+use crate::api::CallError;
+use crate::log_line;
+use crate::outbox::{Kind, Message};
+use crate::supervisor::Core;
+
+/// The start of the error of a failed report that a refused report caused.
+pub const REFUSAL: &str = "the control plane refused the report: ";
+
+impl Core {
+    /// Send the messages an earlier run left, in order, before the first claim. A
+    /// message that does not go holds back the later messages of its task.
+    pub(crate) async fn send_left(&self) {
+        let left = match self.with_outbox(|o| o.pending()) {
+            Ok(left) => left,
+            Err(e) => {
+                log_line!("cannot read the outbox: {e}");
+                return;
+            }
+        };
+        if left.is_empty() {
+            return;
+        }
+        log_line!("sending {} message(s) left in the outbox", left.len());
+        let mut held = HashSet::new();
+        for message in left {
+            if held.contains(&message.task) {
+                continue;
+            }
+            if !self.send(&message).await {
+                held.insert(message.task);
+                if self.stopping.is_set() {
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Send one message of the outbox; remove it once answered. `false`: it got no
+    /// answer before the stop, and stays for the next start.
+    pub(crate) async fn send(&self, message: &Message) -> bool {
+        let result = match message.kind {
+            Kind::Report => return self.send_report(message).await,
+            Kind::Memory => {
+                let mut body = message.body.clone();
+                body["attempt"] = json!(message.attempt);
+                self.api.memory(message.task, &body, &self.stopping).await
+            }
+            Kind::Note => {
+                let mut body = message.body.clone();
+                body["attempt"] = json!(message.attempt);
+                self.api.note(message.task, &body, &self.stopping).await
+            }
+        };
+        match result {
+            Err(CallError::GaveUp) => {
+                self.stays(message);
+                return false;
+            }
+            Err(CallError::Refused { message: said, .. }) => log_line!(
+                "task {}: the control plane refused a {}: {said}",
+                message.task,
+                message.kind.as_str()
+            ),
+            Ok(()) => {}
+        }
+        self.forget(message.id);
+        true
+    }
+
+    fn stays(&self, message: &Message) {
+        log_line!(
+            "task {} of {}: the control plane cannot be reached; the {} stays in the \
+             outbox for the next start",
+            message.task,
+            message.token,
+            message.kind.as_str()
+        );
+    }
+
+    fn forget(&self, id: i64) {
+        if let Err(e) = self.with_outbox(|o| o.remove(id)) {
+            log_line!("cannot remove message {id} from the outbox: {e}");
+        }
+    }
+
+    async fn send_report(&self, message: &Message) -> bool {
+        let (task, token) = (message.task, &message.token);
+        let mut body = message.body.clone();
+        body["attempt"] = json!(message.attempt);
+        body["supervisor"] = json!(self.name);
+        let kind = body["kind"].as_str().unwrap_or("").to_string();
+        match self.api.report(task, &body, &self.stopping).await {
+            Ok(()) => {
+                let said = if kind == "event" {
+                    body["event"].as_str().unwrap_or("").to_string()
+                } else {
+                    kind
+                };
+                log_line!("task {task} of {token}: reported {said}");
+            }
+            Err(CallError::GaveUp) => {
+                self.stays(message);
+                return false;
+            }
+            Err(CallError::Refused {
+                status,
+                code,
+                message: said,
+            }) => {
+                let again = kind == "failed"
+                    && body["error"]
+                        .as_str()
+                        .is_some_and(|e| e.starts_with(REFUSAL));
+                let what = if again {
+                    "the failure report too"
+                } else {
+                    "the report"
+                };
+                log_line!("task {task} of {token}: the control plane refused {what}: {said}");
+                if kind != "failed" {
+                    match self.still_held(task, token, status, code.as_deref()).await {
+                        Err(()) => {
+                            self.stays(message);
+                            return false;
+                        }
+                        Ok(true) => return Box::pin(self.report_refusal(message, &said)).await,
+                        Ok(false) => {}
+                    }
+                }
+            }
+        }
+        self.forget(message.id);
+        true
+    }
+
+    /// After a refused report: is the task still ours, on this attempt? The code
+    /// tells, never the sentence; a 409 other than `attempt_over` is checked with a
+    /// heartbeat. `Err` when that heartbeat got no answer before the stop.
+    async fn still_held(
+        &self,
+        task: i64,
+        token: &str,
+        status: u16,
+        code: Option<&str>,
+    ) -> Result<bool, ()> {
+        if matches!(code, Some("task_not_found" | "attempt_over")) || status == 404 {
+            return Ok(false);
+        }
+        if status != 409 {
+            return Ok(true);
+        }
+        match self
+            .api
+            .heartbeat(&self.name, &[task], Some(&self.stopping))
+            .await
+        {
+            Ok(lost) => Ok(!lost.contains(&task)),
+            Err(CallError::GaveUp) => Err(()),
+            Err(CallError::Refused { message, .. }) => {
+                log_line!("task {task} of {token}: could not check the task: {message}");
+                Ok(false)
+            }
+        }
+    }
+
+    /// Fail the task with the refusal, once: the failed report goes into the
+    /// outbox before the refused one leaves it.
+    async fn report_refusal(&self, refused: &Message, said: &str) -> bool {
+        let failed: Value = json!({
+            "kind": "failed",
+            "error": format!("{REFUSAL}{said}"),
+            "context": {},
+            "schedules": [],
+        });
+        let written = self.with_outbox(|o| {
+            o.append(
+                refused.task,
+                refused.attempt,
+                &refused.token,
+                Kind::Report,
+                &failed,
+            )
+        });
+        self.forget(refused.id);
+        match written {
+            Ok(message) => self.send(&message).await,
+            Err(e) => {
+                log_line!(
+                    "task {} of {}: cannot write the report to the outbox: {e}",
+                    refused.task,
+                    refused.token
+                );
+                true
+            }
+        }
+    }
+}

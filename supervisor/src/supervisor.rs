@@ -1,0 +1,531 @@
+//! The supervisor's loops (reference `docs/inside/workflows.md`: Supervisor start,
+//! Claim a task, Heartbeat, Report an outcome).
+//!
+//! The claim loop first sends what the outbox holds, then claims with a request
+//! id (the same id again after a lost answer, a new one after any answer), at
+//! most `tasks` routines at once, 1 s after an empty answer. The heartbeat loop
+//! names every running task each period and stops the routines of lost ones. Each
+//! routine's notes and memory writes go through the outbox in order, before its
+//! report. The first stop signal ends the claims and waits for the routines; the
+//! second kills them and the run returns 1.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use serde_json::Value;
+use stateous_shared::wire::Grant;
+use tokio::sync::{mpsc, Notify};
+
+use crate::api::{Api, CallError};
+use crate::config::Timings;
+use crate::contract::Contract;
+use crate::ctx::{RunCtx, Sink};
+use crate::inprocess::{self, Routine};
+use crate::log_line;
+use crate::outbox::{Kind, Message, Outbox, OutboxError};
+use crate::runner::{self, RunSpec};
+use crate::stop::Stop;
+
+/// One running routine. The control plane can grant a task again while an old
+/// routine of it still ends, so two may share a task id.
+pub(crate) struct Running {
+    pub(crate) grant: Grant,
+    /// The control plane took the task back.
+    lost: AtomicBool,
+    /// The routine ended and its report is on its way: too late to lose it.
+    reporting: AtomicBool,
+    /// Set to stop the routine.
+    kill: Stop,
+}
+
+/// What every loop shares.
+pub struct Core {
+    pub(crate) api: Api,
+    pub(crate) name: String,
+    outbox: Mutex<Outbox>,
+    contract: Arc<Contract>,
+    routines: BTreeMap<String, Routine>,
+    folder: PathBuf,
+    timings: Timings,
+    tasks: usize,
+    ctx_dir: PathBuf,
+    /// The first stop signal: no new claims.
+    pub(crate) stopping: Stop,
+    /// The second: kill the routines.
+    forced: Stop,
+    /// A routine ended, or a stop came: the claim loop may go on.
+    freed: Notify,
+    running: Mutex<Vec<Arc<Running>>>,
+    next_run: std::sync::atomic::AtomicU64,
+}
+
+/// What a supervisor runs with, checked by `supervise` (or a Rust caller).
+pub struct Parts {
+    /// The control plane.
+    pub api: Api,
+    /// The supervisor's name.
+    pub name: String,
+    /// The open, locked outbox.
+    pub outbox: Outbox,
+    /// The contract.
+    pub contract: Contract,
+    /// The routine of each served state.
+    pub routines: BTreeMap<String, Routine>,
+    /// The folder routines run in (and whose `.stateous/logs/` gets their output).
+    pub folder: PathBuf,
+    /// The timings.
+    pub timings: Timings,
+    /// At most this many routines at once.
+    pub tasks: usize,
+}
+
+/// A supervisor, ready to run: [`Supervisor::run`], and [`Handle`] to stop it.
+pub struct Supervisor {
+    core: Arc<Core>,
+}
+
+/// Stops a running supervisor; cheap to clone.
+#[derive(Clone)]
+pub struct Handle {
+    core: Arc<Core>,
+    signals: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Supervisor {
+    /// A supervisor of `parts`. Fails when the temporary folder of the helper's
+    /// sockets cannot be made.
+    pub fn new(parts: Parts) -> std::io::Result<Supervisor> {
+        let ctx_dir = make_ctx_dir()?;
+        let core = Core {
+            api: parts.api,
+            name: parts.name,
+            outbox: Mutex::new(parts.outbox),
+            contract: Arc::new(parts.contract),
+            routines: parts.routines,
+            folder: parts.folder,
+            timings: parts.timings,
+            tasks: parts.tasks.max(1),
+            ctx_dir,
+            stopping: Stop::new(),
+            forced: Stop::new(),
+            freed: Notify::new(),
+            running: Mutex::new(Vec::new()),
+            next_run: std::sync::atomic::AtomicU64::new(1),
+        };
+        Ok(Supervisor {
+            core: Arc::new(core),
+        })
+    }
+
+    /// A handle that stops this supervisor.
+    pub fn handle(&self) -> Handle {
+        Handle {
+            core: self.core.clone(),
+            signals: Arc::default(),
+        }
+    }
+
+    /// Claim and run until a stop. 0 after a graceful stop, 1 after a forced one.
+    pub async fn run(self) -> i32 {
+        let core = self.core;
+        let beating = tokio::spawn(core.clone().beat_forever());
+        let claiming = tokio::spawn(core.clone().claim_forever());
+        core.stopping.wait().await;
+        // A claim in flight is not cut: its task runs too, unless the stop is forced.
+        let claiming_abort = claiming.abort_handle();
+        tokio::select! {
+            _ = claiming => {}
+            _ = core.forced.wait() => claiming_abort.abort(),
+        }
+        core.wait_for_routines().await;
+        beating.abort();
+        let _ = std::fs::remove_dir_all(&core.ctx_dir);
+        if core.forced.is_set() {
+            1
+        } else {
+            0
+        }
+    }
+}
+
+impl Handle {
+    /// A stop signal: the first stops the claims and waits; the second stops now.
+    pub fn signal(&self) {
+        let count = self.signals.fetch_add(1, Ordering::SeqCst) + 1;
+        if count == 1 && !self.core.stopping.is_set() {
+            log_line!(
+                "stopping: no new tasks; waiting for {} routine(s) (signal again to stop now)",
+                self.core.running_count()
+            );
+            self.core.stopping.set();
+            self.core.freed.notify_one();
+        } else if count >= 2 {
+            self.stop_now();
+        }
+    }
+
+    /// Stop at once: kill the routines; `run` returns 1.
+    pub fn stop_now(&self) {
+        let core = &self.core;
+        if core.forced.is_set() {
+            return;
+        }
+        log_line!(
+            "stopping now: cancelling {} routine(s)",
+            core.running_count()
+        );
+        core.forced.set();
+        core.stopping.set();
+        core.freed.notify_one();
+        for running in core.running_list() {
+            running.kill.set();
+        }
+    }
+}
+
+impl Core {
+    pub(crate) fn with_outbox<T>(
+        &self,
+        work: impl FnOnce(&Outbox) -> Result<T, OutboxError>,
+    ) -> Result<T, OutboxError> {
+        let outbox = self.outbox.lock().unwrap_or_else(|e| e.into_inner());
+        work(&outbox)
+    }
+
+    fn running_list(&self) -> Vec<Arc<Running>> {
+        self.running
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    fn running_count(&self) -> usize {
+        self.running.lock().map(|r| r.len()).unwrap_or(0)
+    }
+
+    fn depth(&self) -> Option<i64> {
+        self.with_outbox(|o| o.depth()).ok()
+    }
+
+    async fn claim_forever(self: Arc<Core>) {
+        self.send_left().await;
+        let served: Vec<String> = self.routines.keys().cloned().collect();
+        let mut request = new_request_id();
+        while !self.stopping.is_set() {
+            if self.running_count() >= self.tasks {
+                self.rest(None).await;
+                continue;
+            }
+            let claimed = self
+                .api
+                .claim(&self.name, &served, &request, self.depth(), &self.stopping)
+                .await;
+            match claimed {
+                Ok(Some(grant)) => {
+                    request = new_request_id();
+                    self.clone().start(grant);
+                }
+                Ok(None) => {
+                    request = new_request_id();
+                    self.rest(Some(self.timings.idle)).await;
+                }
+                Err(CallError::Refused { message, .. }) => {
+                    log_line!("the control plane refused a claim: {message}");
+                    request = new_request_id();
+                    self.rest(Some(self.timings.idle)).await;
+                }
+                Err(CallError::GaveUp) => {}
+            }
+        }
+    }
+
+    /// Wait `span` (`None`: no limit), or less when a routine ends or a stop comes.
+    async fn rest(&self, span: Option<std::time::Duration>) {
+        if self.stopping.is_set() {
+            return;
+        }
+        let freed = self.freed.notified();
+        let stopped = self.stopping.wait();
+        match span {
+            Some(span) => {
+                tokio::select! {
+                    _ = freed => {}
+                    _ = stopped => {}
+                    _ = tokio::time::sleep(span) => {}
+                }
+            }
+            None => {
+                tokio::select! {
+                    _ = freed => {}
+                    _ = stopped => {}
+                }
+            }
+        }
+    }
+
+    async fn beat_forever(self: Arc<Core>) {
+        loop {
+            tokio::time::sleep(self.timings.heartbeat).await;
+            let held: Vec<Arc<Running>> = self
+                .running_list()
+                .into_iter()
+                .filter(|r| !r.lost.load(Ordering::SeqCst))
+                .collect();
+            if held.is_empty() {
+                continue;
+            }
+            let mut tasks: Vec<i64> = held.iter().map(|r| r.grant.task).collect();
+            tasks.sort_unstable();
+            tasks.dedup();
+            match self.api.heartbeat(&self.name, &tasks, None).await {
+                Ok(lost) => {
+                    for running in held.iter().filter(|r| lost.contains(&r.grant.task)) {
+                        lose(running);
+                    }
+                }
+                Err(CallError::Refused { message, .. }) => {
+                    log_line!("the control plane refused a heartbeat: {message}");
+                }
+                Err(CallError::GaveUp) => {}
+            }
+        }
+    }
+
+    fn start(self: Arc<Core>, grant: Grant) {
+        if self.forced.is_set() {
+            log_line!(
+                "task {} of {}: stopping now, so its routine does not run",
+                grant.task,
+                grant.token
+            );
+            return;
+        }
+        for old in self.running_list() {
+            if old.grant.task == grant.task {
+                lose(&old);
+            }
+        }
+        log_line!(
+            "task {}: {} of {}, attempt {}",
+            grant.task,
+            grant.state,
+            grant.token,
+            grant.attempt
+        );
+        let running = Arc::new(Running {
+            grant,
+            lost: AtomicBool::new(false),
+            reporting: AtomicBool::new(false),
+            kill: Stop::new(),
+        });
+        self.running
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(running.clone());
+        tokio::spawn(async move {
+            self.work(&running).await;
+            if running.lost.load(Ordering::SeqCst) {
+                let (task, attempt) = (running.grant.task, running.grant.attempt);
+                if let Err(e) = self.with_outbox(|o| o.drop_attempt(task, attempt)) {
+                    log_line!("task {task}: cannot drop its messages from the outbox: {e}");
+                }
+            }
+            self.running
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .retain(|r| !Arc::ptr_eq(r, &running));
+            self.freed.notify_one();
+        });
+    }
+
+    /// Run the routine of one grant, then report what it said.
+    async fn work(self: &Arc<Core>, running: &Arc<Running>) {
+        let grant = running.grant.clone();
+        let (queue, deliveries) = mpsc::unbounded_channel();
+        let sends = Arc::new(Sends {
+            core: self.clone(),
+            grant: grant.clone(),
+            queue: Mutex::new(Some(queue)),
+        });
+        let delivering = tokio::spawn(self.clone().deliver(deliveries));
+        let ctx = Arc::new(RunCtx::new(
+            grant.clone(),
+            self.contract.clone(),
+            sends.clone(),
+        ));
+        let failure = match self.routines.get(&grant.state) {
+            None => Some(format!(
+                "this supervisor has no routine for '{}'",
+                grant.state
+            )),
+            Some(routine) => self.call(routine, &ctx, running).await,
+        };
+        let outcome = ctx.outcome(failure);
+        sends.close();
+        let held = delivering.await.unwrap_or(true);
+        if running.lost.load(Ordering::SeqCst) || self.forced.is_set() {
+            return;
+        }
+        running.reporting.store(true, Ordering::SeqCst);
+        let body = serde_json::to_value(&outcome).unwrap_or(Value::Null);
+        let written = self.with_outbox(|o| {
+            o.append(grant.task, grant.attempt, &grant.token, Kind::Report, &body)
+        });
+        match written {
+            Ok(message) if !held => {
+                self.send(&message).await;
+            }
+            Ok(message) => self.send_later(&message),
+            Err(e) => log_line!(
+                "task {} of {}: cannot write the report to the outbox: {e}",
+                grant.task,
+                grant.token
+            ),
+        }
+    }
+
+    fn send_later(&self, message: &Message) {
+        log_line!(
+            "task {} of {}: an earlier message did not go; the report stays in the outbox \
+             for the next start",
+            message.task,
+            message.token
+        );
+    }
+
+    /// Run the routine; `Some(reason)` when it failed.
+    async fn call(
+        &self,
+        routine: &Routine,
+        ctx: &Arc<RunCtx>,
+        running: &Running,
+    ) -> Option<String> {
+        match routine {
+            Routine::Program(program) => {
+                let run = self.next_run.fetch_add(1, Ordering::SeqCst);
+                let socket = self.ctx_dir.join(format!("{run}.sock"));
+                let listener = match tokio::net::UnixListener::bind(&socket) {
+                    Ok(listener) => listener,
+                    Err(e) => return Some(format!("cannot open the ctx socket: {e}")),
+                };
+                let server = tokio::spawn(crate::ctx_socket::serve(listener, ctx.clone()));
+                let grant = ctx.grant();
+                let spec = RunSpec {
+                    folder: self.folder.clone(),
+                    log_file: self
+                        .folder
+                        .join(".stateous")
+                        .join("logs")
+                        .join(format!("task-{}-attempt-{}.log", grant.task, grant.attempt)),
+                    ctx_socket: socket.clone(),
+                    grace: self.timings.grace,
+                };
+                let exit = runner::run(program, grant, &spec, &running.kill).await;
+                server.abort();
+                let _ = std::fs::remove_file(&socket);
+                exit.failure()
+            }
+            Routine::InProcess(function) => {
+                inprocess::call(function, ctx.clone(), &running.kill).await
+            }
+        }
+    }
+
+    /// Send one routine's notes and memory writes in order; `true` when one got no
+    /// answer before the stop (the later ones then stay in the outbox too).
+    async fn deliver(self: Arc<Core>, mut deliveries: mpsc::UnboundedReceiver<Message>) -> bool {
+        let mut held = false;
+        while let Some(message) = deliveries.recv().await {
+            if !held {
+                held = !self.send(&message).await;
+            }
+        }
+        held
+    }
+
+    async fn wait_for_routines(&self) {
+        let ended = async {
+            while self.running_count() > 0 {
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+        };
+        tokio::pin!(ended);
+        tokio::select! {
+            _ = &mut ended => return,
+            _ = self.forced.wait() => {}
+        }
+        let wait = self.timings.grace + self.timings.cancel_wait;
+        if tokio::time::timeout(wait, ended).await.is_err() {
+            log_line!(
+                "{} routine(s) did not stop; exiting without them",
+                self.running_count()
+            );
+        }
+    }
+}
+
+fn lose(running: &Running) {
+    if running.reporting.load(Ordering::SeqCst) || running.lost.swap(true, Ordering::SeqCst) {
+        return;
+    }
+    log_line!(
+        "task {} of {}: the control plane took it back; cancelling its routine",
+        running.grant.task,
+        running.grant.token
+    );
+    running.kill.set();
+}
+
+/// One grant's notes and memory writes: committed to the outbox, then queued.
+struct Sends {
+    core: Arc<Core>,
+    grant: Grant,
+    queue: Mutex<Option<mpsc::UnboundedSender<Message>>>,
+}
+
+impl Sends {
+    /// No more sends: the routine ended. The queue drains, then delivery ends.
+    fn close(&self) {
+        self.queue.lock().map(|mut q| q.take()).ok();
+    }
+}
+
+impl Sink for Sends {
+    fn put(&self, kind: Kind, body: Value) -> Result<(), String> {
+        let queue = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(queue) = queue.as_ref() else {
+            return Err("the routine's task is over".into());
+        };
+        let grant = &self.grant;
+        let message = self
+            .core
+            .with_outbox(|o| o.append(grant.task, grant.attempt, &grant.token, kind, &body))
+            .map_err(|e| {
+                let problem = format!("cannot write the {} to the outbox: {e}", kind.as_str());
+                log_line!("task {} of {}: {problem}", grant.task, grant.token);
+                problem
+            })?;
+        // The receiver lives until the queue closes, so this send cannot fail.
+        let _ = queue.send(message);
+        Ok(())
+    }
+}
+
+/// A fresh claim request id: 32 hex digits.
+fn new_request_id() -> String {
+    format!("{:032x}", rand::random::<u128>())
+}
+
+/// A private folder for the helper's sockets, short enough for a socket path.
+fn make_ctx_dir() -> std::io::Result<PathBuf> {
+    use std::os::unix::fs::DirBuilderExt;
+    let dir = std::env::temp_dir().join(format!(
+        "stateous-ctx-{}-{:08x}",
+        std::process::id(),
+        rand::random::<u32>()
+    ));
+    std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
+    Ok(dir)
+}
