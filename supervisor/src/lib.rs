@@ -9,6 +9,8 @@ pub mod config;
 pub mod contract;
 pub mod ctx;
 pub mod ctx_socket;
+#[cfg(any(test, feature = "fake"))]
+pub mod fake;
 pub mod init;
 pub mod inprocess;
 pub mod log;
