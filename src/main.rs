@@ -1,12 +1,21 @@
 //! The `stateous` command: parses the command line and calls the crates.
+//!
+//! Each command's arguments live beside this file (`token_args.rs`, `ctx_args.rs`);
+//! the work lives in the crates.
+
+mod ctx_args;
+mod serve_args;
+mod token_args;
 
 use std::path::PathBuf;
+use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use stateous_shared::commands::{self, bench, token};
 
 /// Stateous: a durable state-machine engine.
 #[derive(Parser)]
-#[command(name = "stateous", version, about)]
+#[command(name = "stateous", version, about, args_override_self = true)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -16,9 +25,20 @@ struct Cli {
 enum Command {
     /// Print the version.
     Version,
-    /// Write a starter folder.
+    /// Check a workflow (flow.yaml) and write its graph file.
+    Compile {
+        /// The workflow's file, e.g. sdlc/flow.yaml.
+        flow: PathBuf,
+        /// The graph file to write. Default: build/<workflow>.json next to FLOW.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Write a new workflow's folder, or a supervisor's folder.
     #[command(subcommand)]
-    Init(InitCommand),
+    Init(Init),
+    /// Run the control plane: the HTTP API (TCP and a Unix socket) and the clock,
+    /// over one database.
+    Serve(serve_args::ServeFlags),
     /// Run the routines of a supervisor's folder. Ctrl-C once: take no new tasks and
     /// wait for the running routines. Twice: stop them and exit 1. Timings come from
     /// stateous.yaml, or STATEOUS_SUPERVISOR_HEARTBEAT, _IDLE, _GRACE, _CANCEL_WAIT,
@@ -29,126 +49,84 @@ enum Command {
     },
     /// Inside a routine: speak to the supervisor that runs it.
     #[command(subcommand)]
-    Ctx(CtxCommand),
+    Ctx(ctx_args::CtxCommand),
+    /// Act on tokens: start, fire, show, pause, resume, cancel.
+    #[command(subcommand_required = true, arg_required_else_help = true)]
+    Token(token_args::TokenArgs),
+    /// Measure a control plane: run tokens of the `orders` starter through it as
+    /// many supervisors without routines, then print tokens/s and request latency.
+    Bench(token_args::BenchArgs),
 }
 
 #[derive(Subcommand)]
-enum InitCommand {
+enum Init {
+    /// Write the starter workflow NAME/flow.yaml, and compile it to NAME/build/NAME.json.
+    Workflow {
+        /// The workflow's name; also the name of its folder.
+        name: String,
+    },
     /// Write a supervisor's folder: contract.json, a stub per state, stateous.yaml.
     Supervisor {
-        /// The workflow: a control plane's URL, or a graph file.
+        /// The workflow: a control plane's URL, a graph file or a flow.yaml.
         source: String,
         /// The supervisor's folder; made if missing.
         folder: PathBuf,
     },
 }
 
-#[derive(Subcommand)]
-enum CtxCommand {
-    /// Print the token's context, or one key of it, as JSON.
-    Get {
-        /// The key.
-        key: Option<String>,
-        /// Print a string without its quotes.
-        #[arg(short, long)]
-        raw: bool,
-    },
-    /// Change one key of the context; sent with the outcome.
-    Set {
-        /// The key.
-        key: String,
-        /// The value, as JSON.
-        value: String,
-    },
-    /// Write a line of progress to the token's history.
-    Note {
-        /// The text (at most 500 characters).
-        text: Vec<String>,
-    },
-    /// Read or write the routine's memory (saved at once).
-    #[command(subcommand)]
-    Memory(MemoryCommand),
-    /// Set a timer: fire EVENT after a while, if the token is still here.
-    Schedule {
-        /// The event.
-        event: String,
-        /// Its payload, as JSON.
-        payload: Option<String>,
-        /// When: `30s`, `10m`, `6h`, `1d`.
-        #[arg(long)]
-        after: String,
-    },
-    /// The outcome: this event (then exit 0).
-    Emit {
-        /// The event.
-        event: String,
-        /// Its payload, as JSON.
-        payload: Option<String>,
-    },
-    /// The outcome: wait for a report from outside (then exit 0).
-    Wait,
-    /// Print the events this state may emit, with their payloads, as JSON Schema.
-    OutcomeSchema,
+/// Print `error: <sentence>` on stderr and exit 1, as every command fails.
+fn exit_with(error: impl std::fmt::Display) -> ! {
+    eprintln!("error: {error}");
+    std::process::exit(1)
 }
 
-#[derive(Subcommand)]
-enum MemoryCommand {
-    /// Print the memory, or one key of it.
-    Get {
-        /// The key.
-        key: Option<String>,
-        /// Print a string without its quotes.
-        #[arg(short, long)]
-        raw: bool,
-    },
-    /// Save one key.
-    Set {
-        /// The key.
-        key: String,
-        /// The value, as JSON.
-        value: String,
-    },
-    /// Delete one key.
-    Del {
-        /// The key.
-        key: String,
-    },
+/// An exit code from a command that returns one as a number.
+fn code(code: i32) -> ExitCode {
+    ExitCode::from(u8::try_from(code).unwrap_or(1))
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Version => println!("stateous {}", env!("CARGO_PKG_VERSION")),
-        Command::Init(InitCommand::Supervisor { source, folder }) => {
-            std::process::exit(stateous_supervisor::init::init_command(&source, &folder))
+        Command::Version => {
+            println!("stateous {}", env!("CARGO_PKG_VERSION"));
+            ExitCode::SUCCESS
         }
+        Command::Compile { flow, out } => {
+            stateous_shared::compiler::compile_command(&flow, out.as_deref())
+                .unwrap_or_else(|e| exit_with(e));
+            ExitCode::SUCCESS
+        }
+        Command::Init(Init::Workflow { name }) => {
+            stateous_shared::compiler::init_workflow(&name).unwrap_or_else(|e| exit_with(e));
+            ExitCode::SUCCESS
+        }
+        Command::Init(Init::Supervisor { source, folder }) => {
+            code(stateous_supervisor::init::init_command(&source, &folder))
+        }
+        Command::Serve(flags) => code(serve_args::run(flags)),
         Command::Supervise { folder } => {
-            std::process::exit(stateous_supervisor::command::supervise_command(&folder))
+            code(stateous_supervisor::command::supervise_command(&folder))
         }
-        Command::Ctx(command) => std::process::exit(ctx(command)),
+        Command::Ctx(command) => code(ctx_args::run(command)),
+        Command::Bench(args) => {
+            let options = bench::BenchOptions {
+                url: args.url,
+                tokens: args.tokens,
+                clients: args.clients,
+                max_time: std::time::Duration::from_secs(args.max_seconds),
+            };
+            commands::execute(async move {
+                let mut out = std::io::stdout().lock();
+                bench::run(&options, &mut out).await
+            })
+        }
+        Command::Token(args) => {
+            let command = token::TokenCommand::from(args);
+            commands::execute(async move {
+                let mut out = std::io::stdout().lock();
+                token::run(&command, &mut out).await
+            })
+        }
     }
-    Ok(())
-}
-
-fn ctx(command: CtxCommand) -> i32 {
-    use stateous_supervisor::ctx_socket::{run_helper, Helper};
-    let (helper, raw) = match command {
-        CtxCommand::Get { key, raw } => (Helper::Get(key), raw),
-        CtxCommand::Set { key, value } => (Helper::Set(key, value), false),
-        CtxCommand::Note { text } => (Helper::Note(text.join(" ")), false),
-        CtxCommand::Memory(MemoryCommand::Get { key, raw }) => (Helper::MemoryGet(key), raw),
-        CtxCommand::Memory(MemoryCommand::Set { key, value }) => {
-            (Helper::MemorySet(key, value), false)
-        }
-        CtxCommand::Memory(MemoryCommand::Del { key }) => (Helper::MemoryDel(key), false),
-        CtxCommand::Schedule {
-            event,
-            payload,
-            after,
-        } => (Helper::Schedule(event, payload, after), false),
-        CtxCommand::Emit { event, payload } => (Helper::Emit(event, payload), false),
-        CtxCommand::Wait => (Helper::Wait, false),
-        CtxCommand::OutcomeSchema => (Helper::OutcomeSchema, false),
-    };
-    run_helper(helper, raw)
 }

@@ -3,4 +3,9 @@
 //!
 //! It depends only on `stateous-shared`; supervisors reach it over HTTP.
 
+pub mod api;
+pub mod clock;
 pub mod control;
+pub mod engine;
+pub mod serve;
+pub mod store;

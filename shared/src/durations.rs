@@ -38,7 +38,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 /// A span of whole seconds in words, as history sentences use it: `2 minutes`,
 /// `1 minute`, `90 seconds`, `1 second`.
 pub fn span_words(seconds: u64) -> String {
-    if seconds % 60 == 0 {
+    if seconds.is_multiple_of(60) {
         let minutes = seconds / 60;
         let s = if minutes == 1 { "" } else { "s" };
         format!("{minutes} minute{s}")

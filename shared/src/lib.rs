@@ -5,9 +5,13 @@
 //! It depends on nothing else of ours (SPEC section 4).
 
 pub mod client;
+pub mod commands;
+pub mod compiler;
 pub mod durations;
 pub mod graph;
 pub mod guards;
+pub mod history;
+pub mod pyrepr;
 pub mod refusal;
 pub mod time;
 pub mod wire;

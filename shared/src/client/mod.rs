@@ -4,9 +4,20 @@
 //! default socket when a daemon listens there, then `http://127.0.0.1:8080`.
 //! `unix:///path/to.sock` names a socket.
 
+mod api;
+mod calls;
+mod error;
 mod transport;
 
+pub use api::{Client, Fired, DEFAULT_TIMEOUT};
+pub use calls::{segment, Call, ClaimRequest, Steer, TokenQuery};
+pub use error::{synthetic_code, ClientError};
 pub use transport::{Answer, Endpoint, Transport, TransportError};
+
+#[cfg(test)]
+mod tests;
+#[cfg(test)]
+pub(crate) mod testserver;
 
 use std::path::PathBuf;
 

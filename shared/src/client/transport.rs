@@ -1,8 +1,12 @@
 //! One HTTP/1.1 request at a time to the control plane, over TCP or a Unix socket.
 //!
-//! Each request opens its own connection: the daemon is local or near, and a
-//! fresh connection never carries a half-read answer from a failed request.
+//! By default each request opens its own connection: the daemon is local or near,
+//! and a fresh connection never carries a half-read answer from a failed request.
+//! [`Transport::keep_alive`] instead keeps idle connections for the next request
+//! (the benchmark uses it, so that it measures the daemon and not connects); a
+//! connection goes back to the pool only after its answer was read whole.
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -77,17 +81,40 @@ pub struct Answer {
     pub body: Bytes,
 }
 
-/// Sends requests to one endpoint.
+/// The sending half of an open HTTP/1.1 connection.
+type Sender = hyper::client::conn::http1::SendRequest<Full<Bytes>>;
+
+/// Idle keep-alive connections, shared by the clones of one transport.
+type Pool = Arc<Mutex<Vec<Sender>>>;
+
+/// Sends requests to one endpoint. Clones share the keep-alive pool, if any.
 #[derive(Debug, Clone)]
 pub struct Transport {
     endpoint: Endpoint,
     timeout: Duration,
+    /// `None`: a connection per request. `Some`: idle connections to reuse.
+    pool: Option<Pool>,
 }
 
 impl Transport {
     /// A transport to `endpoint`; each request waits at most `timeout` for its answer.
     pub fn new(endpoint: Endpoint, timeout: Duration) -> Transport {
-        Transport { endpoint, timeout }
+        Transport {
+            endpoint,
+            timeout,
+            pool: None,
+        }
+    }
+
+    /// A transport that keeps connections open between requests (HTTP/1.1
+    /// keep-alive) and reuses them. Requests sent at once each use their own
+    /// connection, so the pool grows to the number of requests in flight.
+    pub fn keep_alive(endpoint: Endpoint, timeout: Duration) -> Transport {
+        Transport {
+            endpoint,
+            timeout,
+            pool: Some(Arc::default()),
+        }
     }
 
     /// The endpoint.
@@ -117,6 +144,40 @@ impl Transport {
         body: Option<Vec<u8>>,
         headers: &[(&str, &str)],
     ) -> Result<Answer, TransportError> {
+        let request = self.request(method, path, body, headers)?;
+        let Some(pool) = &self.pool else {
+            let (sender, driver) = self.connect().await?;
+            let answer = exchange(sender, request).await;
+            driver.abort();
+            return answer.map(|(answer, _)| answer);
+        };
+        let idle = self.take_idle(pool);
+        let (answer, sender) = match idle {
+            Some(sender) => match try_exchange(sender, request).await {
+                Ok(done) => done,
+                // The idle connection was closed before the request left: it is
+                // safe to send the same request on a fresh one.
+                Err(Failed::Unsent(request, _)) => {
+                    exchange(self.connect().await?.0, *request).await?
+                }
+                Err(Failed::Broken(why)) => return Err(TransportError::Http(why)),
+            },
+            None => exchange(self.connect().await?.0, request).await?,
+        };
+        if let Ok(mut idle) = pool.lock() {
+            idle.push(sender);
+        }
+        Ok(answer)
+    }
+
+    /// The request, with the `host` header and a JSON content type when it has a body.
+    fn request(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<Vec<u8>>,
+        headers: &[(&str, &str)],
+    ) -> Result<Request<Full<Bytes>>, TransportError> {
         let host = match &self.endpoint {
             Endpoint::Tcp { authority } => authority.clone(),
             Endpoint::Unix { .. } => "localhost".to_string(),
@@ -131,49 +192,103 @@ impl Transport {
         for (name, value) in headers {
             builder = builder.header(*name, *value);
         }
-        let request = builder
+        builder
             .body(Full::new(Bytes::from(body.unwrap_or_default())))
-            .map_err(|e| TransportError::Http(e.to_string()))?;
-        let response = match &self.endpoint {
+            .map_err(|e| TransportError::Http(e.to_string()))
+    }
+
+    /// An idle pooled connection that is still open, if there is one.
+    fn take_idle(&self, pool: &Pool) -> Option<Sender> {
+        let mut idle = pool.lock().ok()?;
+        while let Some(sender) = idle.pop() {
+            if !sender.is_closed() && sender.is_ready() {
+                return Some(sender);
+            }
+        }
+        None
+    }
+
+    /// A new connection: its sender, and the task that drives it.
+    async fn connect(&self) -> Result<(Sender, tokio::task::JoinHandle<()>), TransportError> {
+        match &self.endpoint {
             Endpoint::Tcp { authority } => {
                 let stream = tokio::net::TcpStream::connect(authority)
                     .await
                     .map_err(TransportError::Connect)?;
                 let _ = stream.set_nodelay(true);
-                exchange(TokioIo::new(stream), request).await?
+                handshake(TokioIo::new(stream)).await
             }
             Endpoint::Unix { path } => {
                 let stream = tokio::net::UnixStream::connect(path)
                     .await
                     .map_err(TransportError::Connect)?;
-                exchange(TokioIo::new(stream), request).await?
+                handshake(TokioIo::new(stream)).await
             }
-        };
-        Ok(response)
+        }
     }
 }
 
-async fn exchange<T>(io: T, request: Request<Full<Bytes>>) -> Result<Answer, TransportError>
+async fn handshake<T>(io: T) -> Result<(Sender, tokio::task::JoinHandle<()>), TransportError>
 where
     T: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
 {
-    let (mut sender, connection) = hyper::client::conn::http1::handshake(io)
+    let (sender, connection) = hyper::client::conn::http1::handshake(io)
         .await
         .map_err(|e| TransportError::Http(e.to_string()))?;
-    let driver = tokio::spawn(connection);
-    let response = sender
-        .send_request(request)
+    let driver = tokio::spawn(async move {
+        // The connection's own error shows up as the request's error.
+        let _ = connection.await;
+    });
+    Ok((sender, driver))
+}
+
+/// Why an exchange on a connection failed.
+enum Failed {
+    /// The request never left: it comes back, to send on another connection.
+    Unsent(Box<Request<Full<Bytes>>>, String),
+    /// The request may have been sent; the answer is lost.
+    Broken(String),
+}
+
+/// Send `request` on `sender` and read the whole answer; the sender comes back for
+/// reuse.
+async fn exchange(
+    sender: Sender,
+    request: Request<Full<Bytes>>,
+) -> Result<(Answer, Sender), TransportError> {
+    try_exchange(sender, request)
         .await
-        .map_err(|e| TransportError::Http(e.to_string()))?;
+        .map_err(|failed| match failed {
+            Failed::Unsent(_, why) | Failed::Broken(why) => TransportError::Http(why),
+        })
+}
+
+/// As [`exchange`], but a failure tells whether the request left.
+async fn try_exchange(
+    mut sender: Sender,
+    request: Request<Full<Bytes>>,
+) -> Result<(Answer, Sender), Failed> {
+    if let Err(error) = sender.ready().await {
+        return Err(Failed::Unsent(Box::new(request), error.to_string()));
+    }
+    let response = match sender.try_send_request(request).await {
+        Ok(response) => response,
+        Err(mut failed) => {
+            let why = failed.error().to_string();
+            return Err(match failed.take_message() {
+                Some(request) => Failed::Unsent(Box::new(request), why),
+                None => Failed::Broken(why),
+            });
+        }
+    };
     let status = response.status().as_u16();
     let body = response
         .into_body()
         .collect()
         .await
-        .map_err(|e| TransportError::Http(e.to_string()))?
+        .map_err(|error| Failed::Broken(error.to_string()))?
         .to_bytes();
-    driver.abort();
-    Ok(Answer { status, body })
+    Ok((Answer { status, body }, sender))
 }
 
 #[cfg(test)]

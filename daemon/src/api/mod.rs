@@ -1,0 +1,285 @@
+//! The control plane's HTTP API (`docs/reference/http.md`): each request becomes a
+//! validated input, one call of [`Control`], and a JSON answer or a refusal.
+//!
+//! The layers, outermost first, in the reference's order: a control plane that
+//! lost its database answers every request 503 `not_serving`; a body over 1 MiB is
+//! 413 `bad_request`; then the route (404, 405, or a 307 for a trailing slash); then
+//! the body and query become inputs ([`inputs`]); then the control plane decides.
+//! Every refusal is `{"error": sentence, "code": code}` with the code's status.
+
+mod body;
+pub mod inputs;
+pub mod routes;
+pub mod server;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::http::request::Parts;
+use hyper::{Request, Response, StatusCode};
+use serde::Serialize;
+use stateous_shared::refusal::{Code, Refusal};
+use stateous_shared::wire::{Duplicate, Health, Lost};
+
+use crate::control::Control;
+use body::BodyError;
+use inputs::{
+    ClaimInput, FireInput, HeartbeatInput, ListInput, MemoryInput, NoteInput, ReportInput,
+    StartInput,
+};
+use routes::{NoRoute, Route, TaskId};
+
+pub use body::{MAX_BODY, MAX_DEPTH};
+
+/// An answer of the API: the status and the bytes of its JSON body (none for 204).
+pub type Answer = Response<Full<Bytes>>;
+
+/// The API over one control plane. Cheap to clone: each connection holds one.
+#[derive(Clone)]
+pub struct Api {
+    control: Control,
+    /// `GET /workflow`'s body, the graph document, serialized once.
+    workflow: Bytes,
+    /// `GET /health`'s body, serialized once.
+    health: Bytes,
+    /// Set when this control plane no longer holds the database; shared with the
+    /// clock, which finds it out.
+    lost: Arc<AtomicBool>,
+}
+
+/// The sentence of every answer after another control plane took the database.
+pub const LOST_SENTENCE: &str =
+    "another control plane took this database; this one does no more work, so stop it";
+
+impl Api {
+    /// The API over `control`. `lost` is shared with whatever watches the hold on
+    /// the database (the clock of `stateous serve`).
+    pub fn new(control: Control, lost: Arc<AtomicBool>) -> Api {
+        let graph = control.graph();
+        let health = Health {
+            workflow: graph.main.name.clone(),
+            checksum: graph.checksum.clone(),
+        };
+        Api {
+            workflow: Bytes::from(to_json(&graph.document)),
+            health: Bytes::from(to_json(&health)),
+            control,
+            lost,
+        }
+    }
+
+    /// Whether this control plane lost its database.
+    pub fn is_lost(&self) -> bool {
+        self.lost.load(Ordering::SeqCst)
+    }
+
+    /// The answer to one request. It never fails: every problem is a refusal.
+    pub async fn answer(&self, request: Request<Incoming>) -> Answer {
+        if self.is_lost() {
+            return refusal(&Refusal::new(Code::NotServing, LOST_SENTENCE));
+        }
+        let (parts, incoming) = request.into_parts();
+        let head = parts.method == hyper::Method::HEAD;
+        let raw = match body::read_limited(&parts.headers, incoming).await {
+            Ok(raw) => raw,
+            Err(BodyError::TooLarge) => {
+                return with_status(refusal(&body::too_large()), StatusCode::PAYLOAD_TOO_LARGE)
+            }
+            Err(BodyError::Broken) => {
+                let broken = Refusal::new(Code::BadRequest, "the request body broke off");
+                return refusal(&broken);
+            }
+        };
+        let answer = match self.routed(&parts, &raw).await {
+            Ok(answer) => answer,
+            Err(refused) => refusal(&refused),
+        };
+        if head {
+            let (parts, _) = answer.into_parts();
+            return Response::from_parts(parts, Full::new(Bytes::new()));
+        }
+        answer
+    }
+
+    async fn routed(&self, parts: &Parts, raw: &[u8]) -> Result<Answer, Refusal> {
+        let path = routes::decode(parts.uri.path(), false);
+        let route = match routes::route(parts.method.as_str(), &path) {
+            Ok(route) => route,
+            Err(NoRoute::NotFound) => {
+                return Err(Refusal::new(
+                    Code::NotFound,
+                    format!("this API has no path {path}"),
+                ))
+            }
+            Err(NoRoute::MethodNotAllowed) => {
+                return Err(Refusal::new(
+                    Code::MethodNotAllowed,
+                    format!("{path} does not take the method {}", parts.method),
+                ))
+            }
+            Err(NoRoute::Redirect(_)) => {
+                let raw_path = parts.uri.path();
+                let bare = raw_path.strip_suffix('/').unwrap_or(raw_path);
+                return Ok(redirect(bare, parts.uri.query()));
+            }
+        };
+        self.dispatch(route, parts, raw).await
+    }
+
+    async fn dispatch(&self, route: Route, parts: &Parts, raw: &[u8]) -> Result<Answer, Refusal> {
+        let control = &self.control;
+        match route {
+            Route::Start => {
+                let input = StartInput::parse(&body::json_object(raw)?)?;
+                let started = control.start(input.token, input.context).await?;
+                let status = if started.created { 201 } else { 200 };
+                Ok(json(status, &started.token))
+            }
+            Route::List => {
+                let pairs = routes::query_pairs(parts.uri.query().unwrap_or(""));
+                let input = ListInput::parse(&pairs)?;
+                let found = control
+                    .tokens(input.status, input.parent, input.limit)
+                    .await?;
+                Ok(json(200, &found))
+            }
+            Route::Token(token) => Ok(json(200, &control.token(token).await?)),
+            Route::History(token) => Ok(json(200, &control.history(token).await?)),
+            Route::Fire(token, event) => {
+                let key = parts
+                    .headers
+                    .get("idempotency-key")
+                    .map(|value| value.as_bytes());
+                let input = FireInput::parse(&body::json_object(raw)?, key)?;
+                let fired = control.fire(token, event, input.payload, input.key).await?;
+                if fired.duplicate {
+                    let duplicate = Duplicate {
+                        duplicate: true,
+                        token: fired.token,
+                    };
+                    Ok(json(200, &duplicate))
+                } else {
+                    Ok(json(200, &fired.token))
+                }
+            }
+            Route::Pause(token) => Ok(json(200, &control.pause(token).await?)),
+            Route::Resume(token) => Ok(json(200, &control.resume(token).await?)),
+            Route::Cancel(token) => Ok(json(200, &control.cancel(token).await?)),
+            Route::Workflow => Ok(json_bytes(200, self.workflow.clone())),
+            Route::Health => Ok(json_bytes(200, self.health.clone())),
+            route => self.dispatch_task(route, raw).await,
+        }
+    }
+
+    async fn dispatch_task(&self, route: Route, raw: &[u8]) -> Result<Answer, Refusal> {
+        let control = &self.control;
+        match route {
+            Route::Claim => {
+                let input = ClaimInput::parse(&body::json_object(raw)?)?;
+                match control
+                    .claim(input.supervisor, input.states, input.request)
+                    .await?
+                {
+                    Some(grant) => Ok(json(200, &grant)),
+                    None => Ok(no_content()),
+                }
+            }
+            Route::Heartbeat => {
+                let input = HeartbeatInput::parse(&body::json_object(raw)?)?;
+                let lost = control.heartbeat(input.supervisor, input.tasks).await?;
+                Ok(json(200, &Lost { lost }))
+            }
+            Route::Report(task) => {
+                let task = known_task(task)?;
+                let outcome = ReportInput::parse(&body::json_object(raw)?)?;
+                Ok(json(200, &control.report(task, outcome).await?))
+            }
+            Route::Note(task) => {
+                let task = known_task(task)?;
+                let input = NoteInput::parse(&body::json_object(raw)?)?;
+                control.note(task, input.text, input.attempt).await?;
+                Ok(no_content())
+            }
+            Route::Memory(task) => {
+                let task = known_task(task)?;
+                let input = MemoryInput::parse(&body::json_object(raw)?)?;
+                control
+                    .set_memory(task, input.key, input.value, input.attempt)
+                    .await?;
+                Ok(no_content())
+            }
+            _ => Err(Refusal::new(
+                Code::Unexpected,
+                "the request reached no handler",
+            )),
+        }
+    }
+}
+
+/// A task id from a path, or `task_not_found` when no task can have it.
+fn known_task(task: TaskId) -> Result<i64, Refusal> {
+    match task {
+        TaskId::Id(id) => Ok(id),
+        TaskId::TooLarge(digits) => Err(Refusal::new(
+            Code::TaskNotFound,
+            format!("there is no task {digits}"),
+        )),
+    }
+}
+
+fn to_json<T: Serialize>(value: &T) -> Vec<u8> {
+    // Serializing our own wire types and JSON values cannot fail: their keys are
+    // strings and they hold no non-finite floats.
+    serde_json::to_vec(value).unwrap_or_else(|_| b"null".to_vec())
+}
+
+/// A JSON answer with `status`.
+fn json<T: Serialize>(status: u16, value: &T) -> Answer {
+    json_bytes(status, Bytes::from(to_json(value)))
+}
+
+fn json_bytes(status: u16, body: Bytes) -> Answer {
+    let mut answer = Response::new(Full::new(body));
+    *answer.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
+    answer.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("application/json"),
+    );
+    answer
+}
+
+/// The 204 answer: no body.
+fn no_content() -> Answer {
+    let mut answer = Response::new(Full::new(Bytes::new()));
+    *answer.status_mut() = StatusCode::NO_CONTENT;
+    answer
+}
+
+/// A refusal: `{"error": sentence, "code": code}` with the code's status.
+pub fn refusal(refused: &Refusal) -> Answer {
+    json(refused.status(), refused)
+}
+
+fn with_status(mut answer: Answer, status: StatusCode) -> Answer {
+    *answer.status_mut() = status;
+    answer
+}
+
+/// A 307 to the same path without its trailing slash, keeping the query.
+fn redirect(bare: &str, query: Option<&str>) -> Answer {
+    let target = match query {
+        Some(query) => format!("{bare}?{query}"),
+        None => bare.to_string(),
+    };
+    let mut answer = Response::new(Full::new(Bytes::new()));
+    *answer.status_mut() = StatusCode::TEMPORARY_REDIRECT;
+    if let Ok(location) = hyper::header::HeaderValue::from_str(&target) {
+        answer
+            .headers_mut()
+            .insert(hyper::header::LOCATION, location);
+    }
+    answer
+}

@@ -1,0 +1,167 @@
+//! The HTTP/1 server: the same [`Api`] on a TCP listener and, if given, a Unix
+//! socket, until told to stop.
+//!
+//! A graceful stop closes the listeners, lets each request in progress finish (and
+//! closes idle connections at once), and waits for that at most a grace period or
+//! until a stop "now" comes. Each request runs in its own task, so a panic in a
+//! handler answers 500 `unexpected` and takes nothing else down.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::Request;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use stateous_shared::refusal::{Code, Refusal};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::{TcpListener, UnixListener};
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use super::{refusal, Answer, Api};
+
+/// How a server is asked to stop; sent on a `watch` channel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Stop {
+    /// Keep serving.
+    Serving,
+    /// Stop taking connections, finish the requests in progress, then end.
+    Graceful,
+    /// End now: drop the connections that are left.
+    Now,
+}
+
+/// How long a client may take to send a request's head before its connection is
+/// closed, so that a silent connection cannot hold a graceful stop.
+const HEAD_WITHIN: Duration = Duration::from_secs(30);
+
+/// How long after a failed `accept` (e.g. too many open files) the listener tries
+/// again.
+const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
+
+/// The server: the API and its listeners. Run it with [`Server::run`].
+pub struct Server {
+    api: Api,
+    tcp: TcpListener,
+    unix: Option<UnixListener>,
+    grace: Duration,
+}
+
+impl Server {
+    /// A server of `api` on `tcp` and, if given, `unix`. A graceful stop waits at
+    /// most `grace` for the requests in progress.
+    pub fn new(api: Api, tcp: TcpListener, unix: Option<UnixListener>, grace: Duration) -> Server {
+        Server {
+            api,
+            tcp,
+            unix,
+            grace,
+        }
+    }
+
+    /// Serve until `stop` leaves [`Stop::Serving`]; return when the connections
+    /// ended (graceful) or were dropped (now, or the grace period is over). The
+    /// listeners are closed when it returns.
+    pub async fn run(self, mut stop: watch::Receiver<Stop>) {
+        let mut connections = JoinSet::new();
+        loop {
+            if *stop.borrow_and_update() != Stop::Serving {
+                break;
+            }
+            tokio::select! {
+                accepted = self.tcp.accept() => match accepted {
+                    Ok((stream, _)) => {
+                        let _ = stream.set_nodelay(true);
+                        connections.spawn(connection(self.api.clone(), stream, stop.clone()));
+                    }
+                    Err(error) => pause_after(error).await,
+                },
+                accepted = accept_unix(self.unix.as_ref()) => match accepted {
+                    Ok(stream) => {
+                        connections.spawn(connection(self.api.clone(), stream, stop.clone()));
+                    }
+                    Err(error) => pause_after(error).await,
+                },
+                changed = stop.changed() => if changed.is_err() { break },
+                Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            }
+        }
+        drop(self.tcp);
+        drop(self.unix);
+        let draining = async { while connections.join_next().await.is_some() {} };
+        let stopped_now = async {
+            while *stop.borrow_and_update() != Stop::Now {
+                if stop.changed().await.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            }
+        };
+        tokio::select! {
+            _ = draining => {}
+            _ = tokio::time::sleep(self.grace) => {}
+            _ = stopped_now => {}
+        }
+        connections.shutdown().await;
+    }
+}
+
+async fn accept_unix(unix: Option<&UnixListener>) -> std::io::Result<tokio::net::UnixStream> {
+    match unix {
+        Some(listener) => listener.accept().await.map(|(stream, _)| stream),
+        None => std::future::pending().await,
+    }
+}
+
+async fn pause_after(error: std::io::Error) {
+    tracing::warn!(target: "stateous.serve", "cannot take a connection ({error}); trying again");
+    tokio::time::sleep(ACCEPT_PAUSE).await;
+}
+
+/// Serve one connection until it ends, or until a stop: then finish the request
+/// in progress and close.
+async fn connection<S>(api: Api, stream: S, mut stop: watch::Receiver<Stop>)
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let service = service_fn(move |request: Request<Incoming>| {
+        let api = api.clone();
+        async move { Ok::<Answer, Infallible>(isolated(api, request).await) }
+    });
+    let mut builder = http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEAD_WITHIN);
+    let served = builder.serve_connection(TokioIo::new(stream), service);
+    tokio::pin!(served);
+    loop {
+        if *stop.borrow_and_update() != Stop::Serving {
+            served.as_mut().graceful_shutdown();
+            let _ = served.await;
+            return;
+        }
+        tokio::select! {
+            _ = served.as_mut() => return,
+            changed = stop.changed() => if changed.is_err() {
+                let _ = served.await;
+                return;
+            },
+        }
+    }
+}
+
+/// The answer to one request, computed in a task of its own: a panic in a handler
+/// becomes a 500 `unexpected`, and the server carries on.
+async fn isolated(api: Api, request: Request<Incoming>) -> Answer {
+    match tokio::spawn(async move { api.answer(request).await }).await {
+        Ok(answer) => answer,
+        Err(error) => {
+            tracing::error!(target: "stateous.serve", "a request failed unexpectedly: {error}");
+            refusal(&Refusal::new(
+                Code::Unexpected,
+                "the request failed unexpectedly",
+            ))
+        }
+    }
+}

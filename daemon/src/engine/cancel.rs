@@ -1,0 +1,34 @@
+//! Cancel (reference `docs/inside/workflows.md`, "Cancel").
+
+use serde_json::json;
+use stateous_shared::refusal::Code;
+use stateous_shared::wire::TokenView;
+
+use super::pause::held_events;
+use super::route::{end, leave};
+use super::{append, existing, py, refuse, refuse_child, view, Rules, Step};
+use crate::store::Tx;
+
+/// Stop a token for good: a paused token drops what it held; its tasks and timers
+/// are cancelled; its memory is deleted.
+pub fn cancel<T: Tx>(rules: &Rules, tx: &T, token: &str) -> Step<TokenView> {
+    let mut row = existing(tx, token)?;
+    refuse_child(tx, &row, "cancel")?;
+    if row.status != "active" && row.status != "paused" {
+        let sentence = format!(
+            "token {} is {}; only an active or paused token can be cancelled",
+            py(&row.token),
+            row.status
+        );
+        return refuse(Code::TokenNotActive, sentence);
+    }
+    if row.status == "paused" {
+        for held in held_events(&tx.entries(&row.token)?) {
+            let data = json!({"event": held.event, "reason": "the token was cancelled"});
+            append(tx, &row.token, "event_dropped", None, data)?;
+        }
+    }
+    leave(rules, tx, &row, None)?;
+    end(tx, &mut row, "cancelled", json!({}))?;
+    Ok(view(&row))
+}

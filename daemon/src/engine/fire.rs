@@ -1,0 +1,113 @@
+//! Fire an event from outside (reference `docs/inside/workflows.md`, "Fire an event").
+
+use stateous_shared::refusal::Code;
+use stateous_shared::wire::{Object, TokenView};
+
+use super::route::route;
+use super::{existing, py, refuse, reject, view, Rules, Step, ENDED, OWN_EVENTS};
+use crate::store::Tx;
+
+/// The longest idempotency key, in characters.
+pub const MAX_KEY: usize = 256;
+
+/// A validated fire request.
+#[derive(Debug, Clone)]
+pub struct FireInput {
+    token: String,
+    event: String,
+    payload: Option<Object>,
+    key: Option<String>,
+}
+
+impl FireInput {
+    /// Check the idempotency key: 1 to 256 characters, no control characters; 422
+    /// `invalid_payload` otherwise.
+    pub fn new(
+        token: String,
+        event: String,
+        payload: Option<Object>,
+        key: Option<String>,
+    ) -> Step<FireInput> {
+        if let Some(key) = &key {
+            let length = key.chars().count();
+            if length == 0 || length > MAX_KEY {
+                return refuse(
+                    Code::InvalidPayload,
+                    format!("an idempotency key has 1 to {MAX_KEY} characters"),
+                );
+            }
+            if key.chars().any(|c| (c as u32) < 32 || c as u32 == 127) {
+                return refuse(
+                    Code::InvalidPayload,
+                    "an idempotency key has no control characters",
+                );
+            }
+        }
+        Ok(FireInput {
+            token,
+            event,
+            payload,
+            key,
+        })
+    }
+}
+
+/// Fire the event: `(token, duplicate)`. A repeated key answers the token as it
+/// is now and changes nothing. An event that cannot move the token is recorded as
+/// `event_rejected`, then refused.
+pub fn fire<T: Tx>(rules: &Rules, tx: &T, input: FireInput) -> Step<(TokenView, bool)> {
+    let FireInput {
+        token,
+        event,
+        payload,
+        key,
+    } = input;
+    let mut row = existing(tx, &token)?;
+    if let Some(key) = &key {
+        if tx.has_key(&row.token, key)? {
+            return Ok((view(&row), true));
+        }
+    }
+    if ENDED.contains(&row.status.as_str()) {
+        let reason = format!(
+            "token {} is {}; it takes no events",
+            py(&row.token),
+            row.status
+        );
+        return Err(reject(tx, &row, &event, reason, Code::TokenNotActive));
+    }
+    let workflow = rules.workflow(&row)?;
+    if OWN_EVENTS.contains(&event.as_str()) {
+        let reason = format!(
+            "{} is Stateous's own event; only Stateous fires it",
+            py(&event)
+        );
+        return Err(reject(tx, &row, &event, reason, Code::EventNotAllowed));
+    }
+    if !workflow.declares(&event) {
+        let reason = format!(
+            "the workflow {} has no event {}",
+            py(&workflow.name),
+            py(&event)
+        );
+        return Err(reject(tx, &row, &event, reason, Code::EventNotAllowed));
+    }
+    let errors = workflow.payload_errors(&event, payload.as_ref());
+    if !errors.is_empty() {
+        return refuse(
+            Code::InvalidPayload,
+            format!("{event}: {}", errors.join("; ")),
+        );
+    }
+    if let Some(reason) = route(
+        rules,
+        tx,
+        &mut row,
+        &event,
+        payload.as_ref(),
+        key.as_deref(),
+    )? {
+        return Err(reject(tx, &row, &event, reason, Code::EventNotAllowed));
+    }
+    Ok((view(&row), false))
+}

@@ -1,0 +1,30 @@
+//! Lease expiry (reference `docs/inside/workflows.md`, "Lease expiry"): the clock
+//! finds the claimed tasks whose leases ended; each ends in its own savepoint.
+
+use super::route::task_failed;
+use super::{existing, Rules, Step};
+use crate::store::Tx;
+
+/// The claimed tasks whose leases ended, by id.
+pub fn expired<T: Tx>(tx: &T) -> Step<Vec<i64>> {
+    Ok(tx.expired_leases()?)
+}
+
+/// End one lease, if it is still over now, as a failed attempt with the reason
+/// `<supervisor> stopped answering: no heartbeat for <lease>`. True when it ended.
+pub fn end_lease<T: Tx>(rules: &Rules, tx: &T, task_id: i64) -> Step<bool> {
+    let Some(mut task) = tx.task(task_id)? else {
+        return Ok(false);
+    };
+    if task.status != "claimed" || !tx.end_lease(task_id)? {
+        return Ok(false); // it finished, or a heartbeat renewed it, meanwhile
+    }
+    let mut row = existing(tx, &task.token)?;
+    let who = task.claimed_by.clone().unwrap_or_default();
+    let error = format!(
+        "{who} stopped answering: no heartbeat for {}",
+        rules.lease_words
+    );
+    task_failed(rules, tx, &mut row, &mut task, &error)?;
+    Ok(true)
+}

@@ -1,0 +1,240 @@
+//! The engine: a functional core. Each internal workflow (reference
+//! `docs/inside/workflows.md`) is one file here, a function of the transaction, its
+//! `now` (`Tx::now`) and a validated input, returning the answer or a refusal.
+//! No tokio, no hyper, no wall clock (STYLE point 3).
+//!
+//! How a request ends (reference `control/engine.py`):
+//! - `Ok`: its changes commit, and the answer goes back.
+//! - `Err(Fail::Recorded)`: its changes commit (the `event_rejected` row that
+//!   explains the refusal), then the refusal goes back.
+//! - `Err(Fail::Rollback)`: nothing it wrote stays; the refusal goes back.
+
+pub mod cancel;
+pub mod claim;
+pub mod fire;
+pub mod heartbeat;
+pub mod lease;
+pub mod memory;
+pub mod note;
+pub mod pause;
+pub mod read;
+pub mod report;
+pub mod route;
+pub mod serving;
+pub mod start;
+pub mod timers;
+
+use std::sync::Arc;
+
+use serde_json::Value;
+use stateous_shared::graph::{Graph, StateSpec, Workflow};
+use stateous_shared::refusal::{Code, Refusal};
+use stateous_shared::time::{from_micros, iso};
+use stateous_shared::wire::{Object, TokenView};
+
+use crate::store::{StoreError, TokenRow, Tx};
+
+/// A token in one of these statuses never moves again.
+pub const ENDED: [&str; 3] = ["completed", "failed", "cancelled"];
+/// Stateous's own events: only the engine fires them (reference `control/graph.py`).
+pub const OWN_EVENTS: [&str; 4] = ["__started__", "timeout", "error", "joined"];
+
+/// Why a request stops, and whether what it wrote stays.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Fail {
+    /// Roll back everything the request wrote, then refuse.
+    Rollback(Refusal),
+    /// Commit what the request wrote (its `event_rejected` row), then refuse.
+    Recorded(Refusal),
+}
+
+impl Fail {
+    /// The refusal to answer.
+    pub fn refusal(self) -> Refusal {
+        match self {
+            Fail::Rollback(refusal) | Fail::Recorded(refusal) => refusal,
+        }
+    }
+
+    /// Whether the request's changes are kept.
+    pub fn keeps(&self) -> bool {
+        matches!(self, Fail::Recorded(_))
+    }
+}
+
+impl From<Refusal> for Fail {
+    fn from(refusal: Refusal) -> Fail {
+        Fail::Rollback(refusal)
+    }
+}
+
+impl From<StoreError> for Fail {
+    fn from(error: StoreError) -> Fail {
+        Fail::Rollback(error.into())
+    }
+}
+
+/// The result of an engine step.
+pub type Step<T> = Result<T, Fail>;
+
+/// Roll back and refuse with `code` and a sentence.
+pub fn refuse<T>(code: Code, sentence: impl Into<String>) -> Step<T> {
+    Err(Fail::Rollback(Refusal::new(code, sentence)))
+}
+
+/// What the engine needs besides the transaction: the served graph and the lease.
+#[derive(Debug, Clone)]
+pub struct Rules {
+    /// The served graph.
+    pub graph: Arc<Graph>,
+    /// How long a claim's lease lasts, in microseconds.
+    pub lease: i64,
+    /// The lease in words for the lease-expiry reason (`2 minutes`).
+    pub lease_words: String,
+}
+
+impl Rules {
+    /// The rules of `graph` with a lease of `lease`.
+    pub fn new(graph: Arc<Graph>, lease: std::time::Duration) -> Rules {
+        Rules {
+            graph,
+            lease: crate::clock::micros(lease),
+            lease_words: stateous_shared::durations::span_words(lease.as_secs()),
+        }
+    }
+
+    /// The workflow a token routes by: its child workflow, or the main one.
+    pub fn workflow(&self, row: &TokenRow) -> Step<&Workflow> {
+        match &row.workflow {
+            None => Ok(&self.graph.main),
+            Some(name) => self.graph.children.get(name).ok_or_else(|| {
+                Fail::Rollback(Refusal::new(
+                    Code::Unexpected,
+                    format!("the served graph has no workflow {}", py(name)),
+                ))
+            }),
+        }
+    }
+
+    /// A state of the token's workflow.
+    pub fn state(&self, row: &TokenRow, state: &str) -> Step<&StateSpec> {
+        let workflow = self.workflow(row)?;
+        workflow.states.get(state).ok_or_else(|| {
+            Fail::Rollback(Refusal::new(
+                Code::Unexpected,
+                format!(
+                    "the workflow {} has no state {}",
+                    py(&workflow.name),
+                    py(state)
+                ),
+            ))
+        })
+    }
+}
+
+/// A string as Python's `repr` writes it, as the reference's sentences quote names
+/// and reasons stored in the ledger must read the same.
+pub fn py(text: &str) -> String {
+    let quote = if text.contains('\'') && !text.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push(quote);
+    for c in text.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c == quote => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                out.push_str(&format!("\\x{:02x}", c as u32));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push(quote);
+    out
+}
+
+/// A token as the API answers it.
+pub fn view(row: &TokenRow) -> TokenView {
+    TokenView {
+        token: row.token.clone(),
+        state: row.state.clone(),
+        status: row.status.clone(),
+        visit: row.visit,
+        context: row.context.clone(),
+        entered_at: iso(from_micros(row.entered_at)),
+        parent: row.parent.clone(),
+    }
+}
+
+/// The token, or 404 `token_not_found`.
+pub fn existing<T: Tx>(tx: &T, token: &str) -> Step<TokenRow> {
+    match tx.token(token)? {
+        Some(row) => Ok(row),
+        None => refuse(
+            Code::TokenNotFound,
+            format!("there is no token {}", py(token)),
+        ),
+    }
+}
+
+/// Append one ledger entry; `data` is a JSON object literal.
+pub fn append<T: Tx>(tx: &T, token: &str, kind: &str, key: Option<&str>, data: Value) -> Step<()> {
+    let data = match data {
+        Value::Object(map) => map,
+        _ => Object::new(),
+    };
+    tx.append(token, kind, key, &data)?;
+    Ok(())
+}
+
+/// Record a refused event as `event_rejected`, and refuse after the commit.
+pub fn reject<T: Tx>(tx: &T, row: &TokenRow, event: &str, reason: String, code: Code) -> Fail {
+    let data = serde_json::json!({"event": event, "reason": reason});
+    match append(tx, &row.token, "event_rejected", None, data) {
+        Ok(()) => Fail::Recorded(Refusal::new(code, reason)),
+        Err(fail) => fail,
+    }
+}
+
+/// A payload as the ledger writes it: the object, or null.
+pub fn payload_value(payload: Option<&Object>) -> Value {
+    payload.map_or(Value::Null, |p| Value::Object(p.clone()))
+}
+
+/// Refuse a child token: steer its top token (reference `_refuse_child`).
+pub fn refuse_child<T: Tx>(tx: &T, row: &TokenRow, verb: &str) -> Step<()> {
+    let Some(parent) = &row.parent else {
+        return Ok(());
+    };
+    let mut top = row.clone();
+    while let Some(above) = top.parent.clone() {
+        match tx.token(&above)? {
+            Some(found) => top = found,
+            None => break,
+        }
+    }
+    let done = match verb {
+        "pause" => "paused",
+        "resume" => "resumed",
+        _ => "cancelled",
+    };
+    refuse(
+        Code::ChildToken,
+        format!(
+            "token {} is a child of {}: it is part of its parent's work, and cannot be {done} \
+             on its own; {verb} {} instead",
+            py(&row.token),
+            py(parent),
+            py(&top.token)
+        ),
+    )
+}

@@ -1,0 +1,190 @@
+//! Pause and resume (reference `docs/inside/workflows.md`, "Pause and resume").
+//! A paused token holds the events that arrive; resume gives its timers the paused
+//! time back, then applies what it held in the order of arrival.
+
+use serde_json::{json, Value};
+use stateous_shared::refusal::Code;
+use stateous_shared::wire::{Object, Schedule, TokenView};
+
+use super::route::{apply, decide, fail, take, Decision};
+use super::{append, existing, py, refuse, refuse_child, view, Rules, Step, OWN_EVENTS};
+use crate::store::{LedgerRow, TokenRow, Tx};
+
+/// An event that a paused token holds, as its `event_deferred` entry records it.
+#[derive(Debug, Clone)]
+pub struct Held {
+    /// The event.
+    pub event: String,
+    /// Its payload.
+    pub payload: Option<Object>,
+    /// The state and visit of the task it came from; `None` from outside.
+    pub origin: Option<(String, i64)>,
+    /// A held outcome's context changes.
+    pub context: Object,
+    /// A held outcome's timers.
+    pub schedules: Vec<Schedule>,
+    /// Its place in the order of arrival (0 for entries without one).
+    pub arrival: i64,
+    /// When it arrived.
+    pub at: i64,
+    /// Its token.
+    pub token: String,
+    /// Its entry's seq.
+    pub seq: i64,
+}
+
+/// The events held since the token was last paused.
+pub fn held_events(entries: &[LedgerRow]) -> Vec<Held> {
+    let since = entries
+        .iter()
+        .filter(|e| e.kind == "paused")
+        .map(|e| e.seq)
+        .max()
+        .unwrap_or(0);
+    entries
+        .iter()
+        .filter(|e| e.kind == "event_deferred" && e.seq > since)
+        .map(held)
+        .collect()
+}
+
+fn held(entry: &LedgerRow) -> Held {
+    let data = &entry.data;
+    let text = |key: &str| data.get(key).and_then(Value::as_str).map(str::to_string);
+    let origin = match (text("state"), data.get("visit").and_then(Value::as_i64)) {
+        (Some(state), Some(visit)) => Some((state, visit)),
+        _ => None,
+    };
+    let schedules = data
+        .get("schedules")
+        .and_then(|list| serde_json::from_value::<Vec<Schedule>>(list.clone()).ok())
+        .unwrap_or_default();
+    Held {
+        event: text("event").unwrap_or_default(),
+        payload: data.get("payload").and_then(Value::as_object).cloned(),
+        origin,
+        context: data
+            .get("context")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default(),
+        schedules,
+        arrival: data.get("arrival").and_then(Value::as_i64).unwrap_or(0),
+        at: entry.at,
+        token: entry.token.clone(),
+        seq: entry.seq,
+    }
+}
+
+/// Pause an active token.
+pub fn pause<T: Tx>(tx: &T, token: &str) -> Step<TokenView> {
+    let mut row = existing(tx, token)?;
+    refuse_child(tx, &row, "pause")?;
+    if row.status != "active" {
+        let sentence = format!(
+            "token {} is {}; only an active token can be paused",
+            py(&row.token),
+            row.status
+        );
+        return refuse(Code::TokenNotActive, sentence);
+    }
+    row.status = "paused".to_string();
+    tx.update_token(&row)?;
+    append(tx, &row.token, "paused", None, json!({}))?;
+    Ok(view(&row))
+}
+
+/// Resume a paused token and apply what it held.
+pub fn resume<T: Tx>(rules: &Rules, tx: &T, token: &str) -> Step<TokenView> {
+    let mut row = existing(tx, token)?;
+    refuse_child(tx, &row, "resume")?;
+    if row.status != "paused" {
+        let sentence = format!(
+            "token {} is {}; only a paused token can be resumed",
+            py(&row.token),
+            row.status
+        );
+        return refuse(Code::TokenNotActive, sentence);
+    }
+    let entries = tx.entries(&row.token)?;
+    let now = tx.now();
+    let paused_at = entries
+        .iter()
+        .filter(|e| e.kind == "paused")
+        .map(|e| e.at)
+        .max()
+        .unwrap_or(now);
+    for mut timer in tx.pending_timers(&row.token)? {
+        // Only the part of the pause after the timer was set.
+        timer.due_at += now - paused_at.max(timer.set_at);
+        tx.update_timer(&timer)?;
+    }
+    row.status = "active".to_string();
+    tx.update_token(&row)?;
+    append(tx, &row.token, "resumed", None, json!({}))?;
+    let mut held = held_events(&entries);
+    held.sort_by(|a, b| {
+        (a.arrival, a.at, &a.token, a.seq).cmp(&(b.arrival, b.at, &b.token, b.seq))
+    });
+    for event in held {
+        replay(rules, tx, &mut row, &event)?;
+    }
+    Ok(view(&row))
+}
+
+fn dropped<T: Tx>(tx: &T, row: &TokenRow, event: &str, reason: &str) -> Step<()> {
+    let data = json!({"event": event, "reason": reason});
+    append(tx, &row.token, "event_dropped", None, data)
+}
+
+/// Apply one held event, or drop it and say why. An event from a task applies only
+/// in that task's state and visit. An own event that cannot apply fails the token.
+fn replay<T: Tx>(rules: &Rules, tx: &T, row: &mut TokenRow, held: &Held) -> Step<()> {
+    let event = held.event.as_str();
+    if row.status != "active" {
+        let reason = format!(
+            "token {} is {}; it takes no events",
+            py(&row.token),
+            row.status
+        );
+        return dropped(tx, row, event, &reason);
+    }
+    if let Some((state, visit)) = &held.origin {
+        if *state != row.state || *visit != row.visit {
+            return dropped(tx, row, event, "the token left the state it came from");
+        }
+    }
+    let mut context = row.context.clone();
+    context.extend(held.context.clone());
+    if !held.context.is_empty() {
+        let errors = rules.workflow(row)?.context_errors(&context);
+        if !errors.is_empty() {
+            let reason = format!(
+                "the context changes break the schema: {}",
+                errors.join("; ")
+            );
+            return dropped(tx, row, event, &reason);
+        }
+    }
+    let payload = held.payload.as_ref();
+    match decide(rules, tx, row, event, payload, &context)? {
+        Decision::Refuse { reason, fail: f } => {
+            dropped(tx, row, event, &reason)?;
+            if f || OWN_EVENTS.contains(&event) {
+                fail(rules, tx, row, &reason)?;
+            }
+            Ok(())
+        }
+        Decision::Take(chosen) => {
+            append(
+                tx,
+                &row.token,
+                "event_replayed",
+                None,
+                json!({"event": event}),
+            )?;
+            apply(tx, row, &held.context, &held.schedules, &context)?;
+            take(rules, tx, row, chosen, event, payload, None)
+        }
+    }
+}

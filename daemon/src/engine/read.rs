@@ -1,0 +1,55 @@
+//! The reads of the API: one token, a listing, a history. They run on a read
+//! connection and change nothing.
+
+use stateous_shared::refusal::Code;
+use stateous_shared::time::{from_micros, iso};
+use stateous_shared::wire::{HistoryEntry, TokenView};
+
+use super::{existing, refuse, view, Step};
+use crate::store::Tx;
+
+/// The most tokens one listing returns.
+pub const MOST_TOKENS: i64 = 1000;
+/// The statuses a listing may filter by.
+pub const STATUSES: [&str; 5] = ["active", "paused", "completed", "failed", "cancelled"];
+
+/// `GET /tokens/{id}`.
+pub fn token<T: Tx>(tx: &T, token: &str) -> Step<TokenView> {
+    existing(tx, token).map(|row| view(&row))
+}
+
+/// `GET /tokens`: the most recently moved first.
+pub fn tokens<T: Tx>(
+    tx: &T,
+    status: Option<&str>,
+    parent: Option<&str>,
+    limit: i64,
+) -> Step<Vec<TokenView>> {
+    if let Some(status) = status {
+        if !STATUSES.contains(&status) {
+            let sentence = format!("'status' is one of: {}", STATUSES.join(", "));
+            return refuse(Code::InvalidArgument, sentence);
+        }
+    }
+    if !(1..=MOST_TOKENS).contains(&limit) {
+        let sentence = format!("a listing returns 1 to {MOST_TOKENS} tokens, not {limit}");
+        return refuse(Code::InvalidArgument, sentence);
+    }
+    let rows = tx.find_tokens(status, parent, limit)?;
+    Ok(rows.iter().map(view).collect())
+}
+
+/// `GET /tokens/{id}/history`.
+pub fn history<T: Tx>(tx: &T, token: &str) -> Step<Vec<HistoryEntry>> {
+    existing(tx, token)?;
+    let entries = tx.entries(token)?;
+    Ok(entries
+        .into_iter()
+        .map(|e| HistoryEntry {
+            seq: e.seq,
+            at: iso(from_micros(e.at)),
+            kind: e.kind,
+            data: e.data,
+        })
+        .collect())
+}

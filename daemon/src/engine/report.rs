@@ -1,0 +1,256 @@
+//! Report an outcome (reference `docs/inside/workflows.md`, "Report an outcome").
+
+use serde_json::json;
+use stateous_shared::durations::parse_duration;
+use stateous_shared::refusal::Code;
+use stateous_shared::wire::{Object, Outcome, Schedule, TokenView};
+
+use super::claim::check_supervisor;
+use super::route::{apply, decide, hold, route, task_failed, Decision};
+use super::{append, existing, py, refuse, reject, view, Rules, Step, OWN_EVENTS};
+use crate::store::{TaskRow, TokenRow, Tx};
+
+/// A validated report.
+#[derive(Debug, Clone)]
+pub struct ReportInput {
+    task: i64,
+    kind: Kind,
+    payload: Option<Object>,
+    context: Object,
+    schedules: Vec<Schedule>,
+    attempt: Option<i64>,
+    supervisor: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+enum Kind {
+    Event(String),
+    Waiting,
+    Failed(String),
+}
+
+fn body<T>(sentence: impl Into<String>) -> Step<T> {
+    refuse(Code::InvalidBody, sentence)
+}
+
+impl ReportInput {
+    /// Check the outcome's shape as the reference's wire format does: `kind` is
+    /// `event` (with `event`), `waiting` or `failed` (with `error`); each
+    /// schedule's `after` is a duration; `attempt` is 1 or more.
+    pub fn new(task: i64, outcome: Outcome) -> Step<ReportInput> {
+        if let Some(name) = &outcome.supervisor {
+            check_supervisor(name)?;
+        }
+        let kind = match outcome.kind.as_str() {
+            "event" => match outcome.event {
+                Some(event) => Kind::Event(event),
+                None => return body("an 'event' outcome needs 'event' as a string"),
+            },
+            "waiting" => Kind::Waiting,
+            "failed" => match outcome.error {
+                Some(error) => Kind::Failed(error),
+                None => return body("a 'failed' outcome needs 'error' as a string"),
+            },
+            other => {
+                return body(format!(
+                    "an outcome's 'kind' must be 'event', 'waiting' or 'failed', not {}",
+                    py(other)
+                ))
+            }
+        };
+        for schedule in &outcome.schedules {
+            if let Err(problem) = parse_duration(&schedule.after) {
+                return body(format!("a schedule's 'after': {problem}"));
+            }
+        }
+        if outcome.attempt.is_some_and(|a| a < 1) {
+            return body("an outcome's 'attempt' is 1 or more");
+        }
+        Ok(ReportInput {
+            task,
+            kind,
+            payload: outcome.payload,
+            context: outcome.context,
+            schedules: outcome.schedules,
+            attempt: outcome.attempt,
+            supervisor: outcome.supervisor,
+        })
+    }
+}
+
+/// The task, if someone still works on it (and, with `supervisor`, that one; and,
+/// with `attempt`, on that attempt).
+pub fn worked_task<T: Tx>(
+    tx: &T,
+    task_id: i64,
+    supervisor: Option<&str>,
+    waiting: bool,
+    attempt: Option<i64>,
+) -> Step<TaskRow> {
+    let Some(task) = tx.task(task_id)? else {
+        return refuse(Code::TaskNotFound, format!("there is no task {task_id}"));
+    };
+    if let Some(attempt) = attempt.filter(|a| *a != task.attempt) {
+        // An old attempt is over; an attempt that did not start is no one's.
+        let code = if attempt < task.attempt {
+            Code::AttemptOver
+        } else {
+            Code::TaskNotHeld
+        };
+        let sentence = format!(
+            "task {task_id} is at attempt {}, not attempt {attempt}",
+            task.attempt
+        );
+        return refuse(code, sentence);
+    }
+    if task.status != "claimed" && task.status != "waiting" {
+        let sentence = format!("task {task_id} is {}; no one works on it now", task.status);
+        return refuse(Code::TaskNotHeld, sentence);
+    }
+    if let Some(name) = supervisor {
+        if task.status != "claimed" || task.claimed_by.as_deref() != Some(name) {
+            let sentence = format!("task {task_id} is not held by {}", py(name));
+            return refuse(Code::TaskNotHeld, sentence);
+        }
+    } else if waiting {
+        return refuse(
+            Code::TaskNotHeld,
+            "only the supervisor that holds a task reports it waiting",
+        );
+    }
+    Ok(task)
+}
+
+/// Apply the outcome of a task and answer the token.
+pub fn report<T: Tx>(rules: &Rules, tx: &T, input: ReportInput) -> Step<TokenView> {
+    let waiting = matches!(input.kind, Kind::Waiting);
+    let supervisor = input.supervisor.as_deref();
+    let mut task = worked_task(tx, input.task, supervisor, waiting, input.attempt)?;
+    let mut row = existing(tx, &task.token)?;
+    if let Kind::Failed(error) = &input.kind {
+        let error = if error.is_empty() {
+            "the routine failed, and said no more"
+        } else {
+            error
+        };
+        task_failed(rules, tx, &mut row, &mut task, error)?;
+        return Ok(view(&row));
+    }
+    let workflow = rules.workflow(&row)?;
+    let mut context = row.context.clone();
+    context.extend(input.context.clone());
+    let errors = workflow.context_errors(&context);
+    if !errors.is_empty() {
+        let sentence = format!(
+            "the context changes break the schema: {}",
+            errors.join("; ")
+        );
+        return refuse(Code::InvalidContext, sentence);
+    }
+    for schedule in &input.schedules {
+        if let Some(problem) = schedule_problem(rules, &row, schedule)? {
+            return refuse(Code::InvalidPayload, problem);
+        }
+    }
+    let event = match &input.kind {
+        Kind::Event(event) => event.clone(),
+        _ => {
+            apply(tx, &mut row, &input.context, &input.schedules, &context)?;
+            task.status = "waiting".to_string();
+            task.lease_until = None;
+            tx.update_task(&task)?;
+            append(
+                tx,
+                &row.token,
+                "task_waiting",
+                None,
+                json!({"task": task.id}),
+            )?;
+            return Ok(view(&row));
+        }
+    };
+    report_event(rules, tx, &mut row, &mut task, &input, &event, &context)?;
+    Ok(view(&row))
+}
+
+/// An event outcome: check it, decide with the changed context (a refused
+/// outcome saves none of its changes), then hold it or move the token.
+fn report_event<T: Tx>(
+    rules: &Rules,
+    tx: &T,
+    row: &mut TokenRow,
+    task: &mut TaskRow,
+    input: &ReportInput,
+    event: &str,
+    context: &Object,
+) -> Step<()> {
+    let emits = &rules.state(row, &task.state)?.emits;
+    if !emits.iter().any(|e| e == event) {
+        let allowed = if emits.is_empty() {
+            "nothing".to_string()
+        } else {
+            emits.join(", ")
+        };
+        let reason = format!(
+            "{} may not emit {}; it may emit: {allowed}",
+            py(&task.state),
+            py(event)
+        );
+        return Err(reject(tx, row, event, reason, Code::EventNotAllowed));
+    }
+    let payload = input.payload.as_ref();
+    let errors = rules.workflow(row)?.payload_errors(event, payload);
+    if !errors.is_empty() {
+        return refuse(
+            Code::InvalidPayload,
+            format!("{event}: {}", errors.join("; ")),
+        );
+    }
+    if let Decision::Refuse {
+        reason,
+        fail: false,
+    } = decide(rules, tx, row, event, payload, context)?
+    {
+        return Err(reject(tx, row, event, reason, Code::EventNotAllowed));
+    }
+    if row.status == "paused" {
+        // Hold the whole outcome: resume saves its changes with its event, or none.
+        let from = Some((&*task, &input.context, input.schedules.as_slice()));
+        hold(tx, row, event, payload, None, from)?;
+        task.status = "done".to_string();
+        task.lease_until = None;
+        tx.update_task(task)?;
+        return append(tx, &row.token, "task_done", None, json!({"task": task.id}));
+    }
+    apply(tx, row, &input.context, &input.schedules, context)?;
+    if let Some(refusal) = route(rules, tx, row, event, payload, None)? {
+        let sentence = format!("the decision found a transition, but routing refused: {refusal}");
+        return refuse(Code::Unexpected, sentence);
+    }
+    Ok(())
+}
+
+/// Why a routine's timer cannot be set, or `None`.
+fn schedule_problem(rules: &Rules, row: &TokenRow, schedule: &Schedule) -> Step<Option<String>> {
+    let workflow = rules.workflow(row)?;
+    let event = &schedule.event;
+    if let Err(problem) = parse_duration(&schedule.after) {
+        return Ok(Some(format!("a timer for {}: {problem}", py(event))));
+    }
+    if OWN_EVENTS.contains(&event.as_str()) || !workflow.declares(event) {
+        return Ok(Some(format!(
+            "a timer names {}, which is not an event of {}",
+            py(event),
+            py(&workflow.name)
+        )));
+    }
+    let errors = workflow.payload_errors(event, schedule.payload.as_ref());
+    if !errors.is_empty() {
+        return Ok(Some(format!(
+            "a timer for {}: {}",
+            py(event),
+            errors.join("; ")
+        )));
+    }
+    Ok(None)
+}

@@ -1,0 +1,405 @@
+//! Routing: decide where an event leads, and move the token (reference
+//! `_route`, `_decide`, `_take`, `_enter`, `_leave`, `_end`, `_fail`, `_hold`,
+//! `_apply`, `_task_failed`). Every workflow that moves a token goes through here,
+//! so the ledger rows of a move are written in one order everywhere.
+
+use serde_json::{json, Value};
+use stateous_shared::durations::parse_duration;
+use stateous_shared::graph::{TransitionSpec, END, ERROR, JOINED, TIMEOUT};
+use stateous_shared::guards::{evaluate, GuardInput};
+use stateous_shared::refusal::Code;
+use stateous_shared::time::{from_micros, iso};
+use stateous_shared::wire::{Object, Schedule};
+
+use super::{append, payload_value, py, refuse, Rules, Step, ENDED};
+use crate::clock::micros;
+use crate::store::{TaskRow, TokenRow, Tx};
+
+/// Where an event leads from the token's state.
+pub enum Decision<'g> {
+    /// This transition.
+    Take(&'g TransitionSpec),
+    /// Nowhere, and why; `fail`: the token cannot go on at all (two guards hold).
+    Refuse {
+        /// The reason, as the ledger records it.
+        reason: String,
+        /// Whether the token fails.
+        fail: bool,
+    },
+}
+
+fn refused<'g>(reason: String) -> Step<Decision<'g>> {
+    Ok(Decision::Refuse {
+        reason,
+        fail: false,
+    })
+}
+
+/// The transition `event` takes from the token's state with this context, or why
+/// there is none. Changes nothing. `count()` includes the event being routed.
+pub fn decide<'g, T: Tx>(
+    rules: &'g Rules,
+    tx: &T,
+    row: &TokenRow,
+    event: &str,
+    payload: Option<&Object>,
+    context: &Object,
+) -> Step<Decision<'g>> {
+    let workflow = rules.workflow(row)?;
+    // The transitions are read directly so that the borrow lives as long as the graph.
+    let candidates: Vec<&'g TransitionSpec> = workflow
+        .transitions
+        .iter()
+        .filter(|t| t.source == row.state && t.event == event)
+        .collect();
+    if candidates.is_empty() {
+        return refused(format!(
+            "no transition for {} from {}",
+            py(event),
+            py(&row.state)
+        ));
+    }
+    let mut counts = tx.counts(&row.token)?;
+    *counts.entry(event.to_string()).or_insert(0) += 1;
+    let count = |name: &str| counts.get(name).copied().unwrap_or(0);
+    let branches = match payload.and_then(|p| p.get("branches")) {
+        Some(Value::Array(items)) if event == JOINED => Some(items.as_slice()),
+        _ => None,
+    };
+    let input = GuardInput {
+        ctx: context,
+        payload,
+        count: &count,
+        branches,
+    };
+    let matching: Vec<&TransitionSpec> = candidates
+        .iter()
+        .copied()
+        .filter(|t| t.when.as_ref().is_some_and(|g| evaluate(g, &input)))
+        .collect();
+    if matching.len() > 1 {
+        // The compiler refuses guards that can both hold; an older graph file can
+        // still have them. Never a silent choice: the token fails.
+        let targets: Vec<String> = matching.iter().map(|t| py(&t.target)).collect();
+        return Ok(Decision::Refuse {
+            reason: format!(
+                "{} from {} matched more than one guard ({}); compile the workflow again, \
+                 which refuses such guards",
+                py(event),
+                py(&row.state),
+                targets.join(", ")
+            ),
+            fail: true,
+        });
+    }
+    let chosen = matching
+        .first()
+        .copied()
+        .or_else(|| candidates.iter().copied().find(|t| t.when.is_none()));
+    let Some(chosen) = chosen else {
+        return refused(format!(
+            "no guard matched {} from {}, and no otherwise",
+            py(event),
+            py(&row.state)
+        ));
+    };
+    if chosen.target != END {
+        if let Some(problem) = cannot_enter(rules, row, &chosen.target)? {
+            return refused(problem);
+        }
+    }
+    Ok(Decision::Take(chosen))
+}
+
+/// Why the token cannot enter `state` now, or `None`. Parallel states start child
+/// tokens; they come with a later issue, so entering one is refused for now.
+pub fn cannot_enter(rules: &Rules, row: &TokenRow, state: &str) -> Step<Option<String>> {
+    let spec = rules.state(row, state)?;
+    if spec.parallel.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(format!(
+        "{} is a parallel state, which this control plane does not run yet",
+        py(state)
+    )))
+}
+
+/// Route one event: hold it for a paused token, or decide and move. Returns why
+/// the event cannot move the token; the caller records that refusal.
+pub fn route<T: Tx>(
+    rules: &Rules,
+    tx: &T,
+    row: &mut TokenRow,
+    event: &str,
+    payload: Option<&Object>,
+    key: Option<&str>,
+) -> Step<Option<String>> {
+    if ENDED.contains(&row.status.as_str()) {
+        return Ok(Some(format!(
+            "token {} is {}; it takes no events",
+            py(&row.token),
+            row.status
+        )));
+    }
+    if row.status == "paused" {
+        hold(tx, row, event, payload, key, None)?;
+        return Ok(None);
+    }
+    let context = row.context.clone();
+    match decide(rules, tx, row, event, payload, &context)? {
+        Decision::Refuse { reason, fail: true } => {
+            fail(rules, tx, row, &reason)?;
+            Ok(None)
+        }
+        Decision::Refuse { reason, .. } => Ok(Some(reason)),
+        Decision::Take(chosen) => {
+            take(rules, tx, row, chosen, event, payload, key)?;
+            Ok(None)
+        }
+    }
+}
+
+/// Move the token along the chosen transition, and record it.
+pub fn take<T: Tx>(
+    rules: &Rules,
+    tx: &T,
+    row: &mut TokenRow,
+    chosen: &TransitionSpec,
+    event: &str,
+    payload: Option<&Object>,
+    key: Option<&str>,
+) -> Step<()> {
+    let data = json!({"event": event, "payload": payload_value(payload), "state": row.state});
+    append(tx, &row.token, "event_accepted", key, data)?;
+    leave(rules, tx, row, Some(event))?;
+    if chosen.target == END {
+        end(tx, row, "completed", json!({}))
+    } else {
+        enter(rules, tx, row, &chosen.target)
+    }
+}
+
+/// Enter `state`: record it, queue its task, set its timeout.
+pub fn enter<T: Tx>(rules: &Rules, tx: &T, row: &mut TokenRow, state: &str) -> Step<()> {
+    let spec = rules.state(row, state)?.clone();
+    let visit = tx.visits(&row.token, state)? + 1;
+    append(
+        tx,
+        &row.token,
+        "entered",
+        None,
+        json!({"state": state, "visit": visit}),
+    )?;
+    row.state = state.to_string();
+    row.visit = visit;
+    row.entered_at = tx.now();
+    tx.update_token(row)?;
+    if spec.parallel.is_empty() {
+        let task = tx.queue_task(&row.token, state, visit)?;
+        append(
+            tx,
+            &row.token,
+            "task_queued",
+            None,
+            json!({"task": task, "state": state}),
+        )?;
+    }
+    if let Some(timeout) = &spec.timeout {
+        let after = match parse_duration(timeout) {
+            Ok(after) => after,
+            Err(problem) => return refuse(Code::Unexpected, problem),
+        };
+        set_timer(tx, row, TIMEOUT, None, micros(after), "timeout")?;
+    }
+    Ok(())
+}
+
+/// A timer in the token's current state and visit; leaving the state cancels it.
+pub fn set_timer<T: Tx>(
+    tx: &T,
+    row: &TokenRow,
+    event: &str,
+    payload: Option<&Object>,
+    after: i64,
+    kind: &str,
+) -> Step<()> {
+    let due = tx.now().saturating_add(after);
+    let timer = tx.add_timer(&row.token, &row.state, row.visit, event, payload, due, kind)?;
+    let data = json!({"event": event, "due_at": iso(from_micros(timer.due_at))});
+    append(tx, &row.token, "timer_set", None, data)
+}
+
+/// Stop all that the current state started. Leaving on one of the state's own
+/// outcomes finishes a task that someone works on; anything else cancels it.
+pub fn leave<T: Tx>(rules: &Rules, tx: &T, row: &TokenRow, via: Option<&str>) -> Step<()> {
+    let finished = match via {
+        Some(event) => rules
+            .state(row, &row.state)?
+            .emits
+            .iter()
+            .any(|e| e == event),
+        None => false,
+    };
+    for mut task in tx.open_tasks(&row.token)? {
+        let done = finished && (task.status == "claimed" || task.status == "waiting");
+        task.status = if done { "done" } else { "cancelled" }.to_string();
+        task.lease_until = None;
+        tx.update_task(&task)?;
+        let kind = if done { "task_done" } else { "task_cancelled" };
+        append(tx, &row.token, kind, None, json!({"task": task.id}))?;
+    }
+    for mut timer in tx.pending_timers(&row.token)? {
+        timer.status = "cancelled".to_string();
+        tx.update_timer(&timer)?;
+    }
+    // Parallel states (a later issue) cancel their live children here.
+    Ok(())
+}
+
+/// The token ends; its memory goes in the same transaction.
+pub fn end<T: Tx>(tx: &T, row: &mut TokenRow, status: &str, data: Value) -> Step<()> {
+    row.status = status.to_string();
+    tx.update_token(row)?;
+    append(tx, &row.token, status, None, data)?;
+    tx.delete_memory(&row.token)?;
+    // A child that completes or fails tells its parent's join here (a later issue).
+    Ok(())
+}
+
+/// No way to go on: the token fails in its state, and says why.
+pub fn fail<T: Tx>(rules: &Rules, tx: &T, row: &mut TokenRow, reason: &str) -> Step<()> {
+    leave(rules, tx, row, None)?;
+    end(tx, row, "failed", json!({"reason": reason}))
+}
+
+/// Hold an event for a paused token. An event from a task is bound to the task's
+/// state and visit, with the report's context changes and timers.
+pub fn hold<T: Tx>(
+    tx: &T,
+    row: &TokenRow,
+    event: &str,
+    payload: Option<&Object>,
+    key: Option<&str>,
+    from: Option<(&TaskRow, &Object, &[Schedule])>,
+) -> Step<()> {
+    // `arrival` counts the events the whole family holds; without parallel states a
+    // family is the token alone.
+    let arrival = 1 + super::pause::held_events(&tx.entries(&row.token)?).len();
+    let payload = payload_value(payload);
+    let Some((task, changes, schedules)) = from else {
+        let data = json!({"event": event, "payload": payload, "arrival": arrival});
+        return append(tx, &row.token, "event_deferred", key, data);
+    };
+    let mut data = json!({
+        "event": event, "payload": payload, "state": task.state, "visit": task.visit,
+        "task": task.id, "arrival": arrival,
+    });
+    if let Some(map) = data.as_object_mut() {
+        if !changes.is_empty() {
+            map.insert("context".into(), Value::Object(changes.clone()));
+        }
+        if !schedules.is_empty() {
+            let list = serde_json::to_value(schedules).unwrap_or(Value::Null);
+            map.insert("schedules".into(), list);
+        }
+    }
+    append(tx, &row.token, "event_deferred", key, data)
+}
+
+/// Save a report's context changes (`context` has them applied) and set its
+/// timers, before the move, so that leaving the state cancels them.
+pub fn apply<T: Tx>(
+    tx: &T,
+    row: &mut TokenRow,
+    changes: &Object,
+    schedules: &[Schedule],
+    context: &Object,
+) -> Step<()> {
+    if !changes.is_empty() {
+        row.context = context.clone();
+        tx.update_token(row)?;
+        let mut keys: Vec<&String> = changes.keys().collect();
+        keys.sort();
+        append(
+            tx,
+            &row.token,
+            "context_changed",
+            None,
+            json!({"keys": keys}),
+        )?;
+    }
+    for schedule in schedules {
+        let after = match parse_duration(&schedule.after) {
+            Ok(after) => micros(after),
+            Err(problem) => return refuse(Code::InvalidBody, problem),
+        };
+        set_timer(
+            tx,
+            row,
+            &schedule.event,
+            schedule.payload.as_ref(),
+            after,
+            "timer",
+        )?;
+    }
+    Ok(())
+}
+
+/// One failed attempt: queue the task again while retries are left; then the
+/// token gets `error`, or fails when `error` cannot move it.
+pub fn task_failed<T: Tx>(
+    rules: &Rules,
+    tx: &T,
+    row: &mut TokenRow,
+    task: &mut TaskRow,
+    error: &str,
+) -> Step<()> {
+    append(
+        tx,
+        &row.token,
+        "task_failed",
+        None,
+        json!({"task": task.id, "error": error}),
+    )?;
+    task.lease_until = None;
+    let retries = i64::from(rules.state(row, &task.state)?.retries);
+    if task.attempt <= retries {
+        task.status = "queued".to_string();
+        task.claimed_by = None;
+        tx.update_task(task)?;
+        let data = json!({"task": task.id, "attempt": task.attempt + 1});
+        append(tx, &row.token, "task_retrying", None, data)?;
+        // The next attempt runs the routine again and sets its own timers; the
+        // state's timeout stays, as it covers every attempt.
+        for mut timer in tx.pending_timers(&row.token)? {
+            if timer.kind == "timer" {
+                timer.status = "cancelled".to_string();
+                tx.update_timer(&timer)?;
+            }
+        }
+        return Ok(());
+    }
+    task.status = "failed".to_string();
+    tx.update_task(task)?;
+    if row.status == "paused" {
+        let empty = Object::new();
+        return hold(tx, row, ERROR, None, None, Some((task, &empty, &[])));
+    }
+    let workflow = rules.workflow(row)?;
+    let on_error = |t: &TransitionSpec| t.source == row.state && t.event == ERROR;
+    if !workflow.transitions.iter().any(on_error) {
+        let reason = format!(
+            "{} failed, and has no transition on 'error': {error}",
+            py(&task.state)
+        );
+        return fail(rules, tx, row, &reason);
+    }
+    if let Some(refusal) = route(rules, tx, row, ERROR, None, None)? {
+        let reason = format!(
+            "{} failed, and 'error' cannot move it: {refusal}",
+            py(&task.state)
+        );
+        return fail(rules, tx, row, &reason);
+    }
+    Ok(())
+}

@@ -1,0 +1,150 @@
+//! Start a token (reference `docs/inside/workflows.md`, "Start a token").
+
+use serde_json::{json, Value};
+use stateous_shared::graph::{TransitionSpec, Workflow, END, START, STARTED};
+use stateous_shared::guards::{evaluate, GuardInput};
+use stateous_shared::refusal::Code;
+use stateous_shared::wire::{Object, TokenView};
+
+use super::route::{cannot_enter, end, enter};
+use super::{append, py, refuse, view, Rules, Step};
+use crate::store::{TokenRow, Tx};
+
+/// The longest token id.
+pub const MAX_TOKEN_ID: usize = 128;
+
+/// A validated start request.
+#[derive(Debug, Clone)]
+pub struct StartInput {
+    token: String,
+    context: Object,
+}
+
+impl StartInput {
+    /// Check the id against `[A-Za-z0-9][A-Za-z0-9._-]{0,127}`; 422
+    /// `invalid_token_id` otherwise.
+    pub fn new(token: String, context: Object) -> Step<StartInput> {
+        if !token_id_ok(&token) {
+            return refuse(
+                Code::InvalidTokenId,
+                "a token id is a letter or digit, then up to 127 letters, digits, '.', '_' or '-'",
+            );
+        }
+        Ok(StartInput { token, context })
+    }
+}
+
+/// Whether `id` matches the token id pattern.
+pub fn token_id_ok(id: &str) -> bool {
+    let bytes = id.as_bytes();
+    let Some(first) = bytes.first() else {
+        return false;
+    };
+    bytes.len() <= MAX_TOKEN_ID
+        && first.is_ascii_alphanumeric()
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
+/// Start the token, or find it: `(token, created)`. Nothing is written for a
+/// token that exists or for a refusal.
+pub fn start<T: Tx>(rules: &Rules, tx: &T, input: StartInput) -> Step<(TokenView, bool)> {
+    if let Some(row) = tx.token(&input.token)? {
+        return Ok((view(&row), false));
+    }
+    if let Some(taken) = tx.token_folded(&input.token)? {
+        return refuse(
+            Code::InvalidTokenId,
+            format!(
+                "a token {} already exists; token ids are compared without regard to case",
+                py(&taken)
+            ),
+        );
+    }
+    let row = create(rules, tx, &input.token, &input.context, &rules.graph.main)?;
+    Ok((view(&row), true))
+}
+
+/// A new token of `workflow`, moved out of START to where its context leads.
+fn create<T: Tx>(
+    rules: &Rules,
+    tx: &T,
+    token: &str,
+    context: &Object,
+    workflow: &Workflow,
+) -> Step<TokenRow> {
+    let values = workflow.with_defaults(context);
+    let errors = workflow.context_errors(&values);
+    if !errors.is_empty() {
+        let sentence = format!("{}: {}", workflow.name, errors.join("; "));
+        return refuse(Code::InvalidContext, sentence);
+    }
+    let chosen = start_transition(workflow, &values)?;
+    let mut row = TokenRow {
+        token: token.to_string(),
+        state: START.to_string(),
+        status: "active".to_string(),
+        visit: 0,
+        context: values.clone(),
+        entered_at: tx.now(),
+        parent: None,
+        workflow: None,
+    };
+    if chosen.target != END {
+        if let Some(problem) = cannot_enter(rules, &row, &chosen.target)? {
+            return refuse(Code::InvalidContext, problem);
+        }
+    }
+    append(tx, token, "started", None, json!({"context": values}))?;
+    tx.insert_token(&row)?;
+    // Recorded as any other move, so the first routine is told `__started__`
+    // brought the token there.
+    let data = json!({"event": STARTED, "payload": Value::Null, "state": START});
+    append(tx, token, "event_accepted", None, data)?;
+    if chosen.target == END {
+        end(tx, &mut row, "completed", json!({}))?;
+    } else {
+        enter(rules, tx, &mut row, &chosen.target)?;
+    }
+    Ok(row)
+}
+
+/// The transition from START for this context; its guards read only the context.
+fn start_transition<'w>(workflow: &'w Workflow, context: &Object) -> Step<&'w TransitionSpec> {
+    let none = |_: &str| 0;
+    let input = GuardInput {
+        ctx: context,
+        payload: None,
+        count: &none,
+        branches: None,
+    };
+    let starts: Vec<&TransitionSpec> = workflow.starts().collect();
+    let matching: Vec<&TransitionSpec> = starts
+        .iter()
+        .copied()
+        .filter(|t| t.when.as_ref().is_some_and(|g| evaluate(g, &input)))
+        .collect();
+    if matching.len() > 1 {
+        let targets: Vec<String> = matching.iter().map(|t| py(&t.target)).collect();
+        return refuse(
+            Code::InvalidContext,
+            format!(
+                "more than one transition from START holds ({}); compile the workflow again, \
+                 which refuses such guards",
+                targets.join(", ")
+            ),
+        );
+    }
+    match matching
+        .first()
+        .copied()
+        .or_else(|| starts.iter().copied().find(|t| t.when.is_none()))
+    {
+        Some(chosen) => Ok(chosen),
+        None => refuse(
+            Code::InvalidContext,
+            "no transition from START holds on this context, and there is no otherwise",
+        ),
+    }
+}

@@ -1,0 +1,48 @@
+//! Timer fires (reference `docs/inside/workflows.md`, "Timer fires"): the clock
+//! finds the due timers of active tokens; each fires in its own savepoint.
+
+use serde_json::json;
+
+use super::route::{fail, route};
+use super::{append, existing, py, Rules, Step};
+use crate::store::Tx;
+
+/// The pending timers of active tokens that are due, in the order of their time.
+pub fn due<T: Tx>(tx: &T) -> Step<Vec<i64>> {
+    Ok(tx.due_timers()?)
+}
+
+/// Fire one timer as its event, if it still applies. A timeout that cannot move
+/// the token fails it; a routine's timer records the refusal. True when it fired.
+pub fn fire_timer<T: Tx>(rules: &Rules, tx: &T, timer_id: i64) -> Step<bool> {
+    let Some(mut timer) = tx.timer(timer_id)? else {
+        return Ok(false);
+    };
+    if timer.status != "pending" || timer.due_at > tx.now() {
+        return Ok(false); // cancelled, or moved later by a resume, meanwhile
+    }
+    let mut row = existing(tx, &timer.token)?;
+    if row.status != "active" || row.state != timer.state || row.visit != timer.visit {
+        return Ok(false);
+    }
+    timer.status = "fired".to_string();
+    tx.update_timer(&timer)?;
+    append(
+        tx,
+        &row.token,
+        "timer_fired",
+        None,
+        json!({"event": timer.event}),
+    )?;
+    let payload = timer.payload.as_ref();
+    if let Some(refusal) = route(rules, tx, &mut row, &timer.event, payload, None)? {
+        if timer.kind == "timeout" {
+            let reason = format!("{} timed out: {refusal}", py(&row.state));
+            fail(rules, tx, &mut row, &reason)?;
+        } else {
+            let data = json!({"event": timer.event, "reason": refusal});
+            append(tx, &row.token, "event_rejected", None, data)?;
+        }
+    }
+    Ok(true)
+}

@@ -1,0 +1,81 @@
+//! The clock loop of `stateous serve`: about every tick (1 s by default) it asks the
+//! control plane to renew its hold on the database, end the leases that are over
+//! and fire the timers that are due ([`Control::tick`]).
+//!
+//! A tick that fails is logged with the reference's line and the clock carries on.
+//! A tick refused with `not_serving` means another control plane took the
+//! database: the clock marks the API lost (every request then answers 503), logs
+//! one line, tells the server to stop, and ends.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use stateous_shared::refusal::Code;
+use tokio::sync::{watch, Notify};
+
+use crate::control::Control;
+
+/// The log line of a lost hold on the database.
+pub const LOST_LINE: &str = "another control plane took this database; this control plane does no \
+     more work; trying again does not help: stop this server";
+
+/// The clock: options, then [`Clock::run`].
+pub struct Clock {
+    /// The control plane it ticks.
+    pub control: Control,
+    /// The time between the end of one tick and the start of the next.
+    pub every: Duration,
+    /// Set when the hold on the database is lost; the API reads it.
+    pub lost: Arc<AtomicBool>,
+    /// Notified once when the hold is lost, so that `serve` stops.
+    pub on_lost: Arc<Notify>,
+}
+
+impl Clock {
+    /// Tick until `stop` turns true, or until the hold is lost. A tick in progress
+    /// ends before `run` returns, so the database can close after it.
+    pub async fn run(self, mut stop: watch::Receiver<bool>) {
+        loop {
+            if *stop.borrow_and_update() {
+                return;
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(self.every) => {}
+                changed = stop.changed() => {
+                    if changed.is_err() { return }
+                    continue;
+                }
+            }
+            if !self.step().await {
+                return;
+            }
+        }
+    }
+
+    /// One tick; false when the hold on the database is lost.
+    async fn step(&self) -> bool {
+        match self.control.tick().await {
+            Ok(()) => true,
+            Err(refusal) if refusal.code == Code::NotServing => {
+                self.lost.store(true, Ordering::SeqCst);
+                tracing::error!(target: "stateous.serve", "{LOST_LINE}");
+                self.on_lost.notify_one();
+                false
+            }
+            Err(refusal) => {
+                let sentence = refusal
+                    .error
+                    .split_whitespace()
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                tracing::error!(
+                    target: "stateous.serve",
+                    "the clock's tick failed ({sentence}); it tries again in {:?} seconds",
+                    self.every.as_secs_f64()
+                );
+                true
+            }
+        }
+    }
+}

@@ -1,0 +1,305 @@
+//! `stateous serve`: the control plane as a process. It serves the HTTP API on TCP
+//! and on a Unix socket, runs the clock, and stops gracefully on a signal.
+//!
+//! The start order is the reference's (`docs/inside/workflows.md`, "Serve"): read
+//! `--listen`; read and check the graph file; bind the port (and the socket) before
+//! the database opens; open and take the database; warn about a wide address; print
+//! `serving on URL (Ctrl-C stops)`. Each refusal at start is one line,
+//! `error: <sentence>`, and exit code 1. A first SIGINT or SIGTERM finishes the
+//! requests in progress (within [`GRACE`]) and prints `stopped` (exit 0); a second
+//! one stops at once. When another control plane takes the database, every request
+//! answers 503 `not_serving`, and `serve` stops with exit code 1.
+
+mod clock;
+pub mod options;
+mod socket;
+
+use std::net::{SocketAddr, TcpListener as StdTcpListener, ToSocketAddrs};
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+use stateous_shared::graph::Graph;
+use tokio::signal::unix::{signal, SignalKind};
+use tokio::sync::{watch, Notify};
+
+use crate::api::server::{Server, Stop};
+use crate::api::Api;
+use crate::control::{Control, Options};
+pub use clock::LOST_LINE;
+use options::{parse_database, Database, Listen};
+pub use options::{ServeArgs, Timings};
+
+/// How long a graceful stop waits for the requests in progress.
+pub const GRACE: Duration = Duration::from_secs(5);
+
+/// The last line when another control plane took the database.
+pub const LOST_EXIT_LINE: &str =
+    "error: another control plane took the database; this control plane stopped";
+
+/// Run `stateous serve` to its end; the process's exit code (0 after a graceful
+/// stop, 1 after a refusal at start or a lost database). Every line goes to
+/// stderr.
+pub fn run(args: ServeArgs) -> i32 {
+    match start(&args) {
+        Ok(ready) => ready.serve(),
+        Err(sentence) => {
+            eprintln!("error: {sentence}");
+            1
+        }
+    }
+}
+
+/// A control plane ready to serve: bound, with its database held.
+struct Ready {
+    runtime: tokio::runtime::Runtime,
+    control: Control,
+    tcp: StdTcpListener,
+    unix: std::os::unix::net::UnixListener,
+    socket: socket::SocketFile,
+    url: String,
+    timings: Timings,
+}
+
+/// Every check and step before serving, in the reference's order. Each error is
+/// one sentence, and leaves no port, socket or database open.
+fn start(args: &ServeArgs) -> Result<Ready, String> {
+    let listen = Listen::parse(&args.listen)?;
+    let timings = Timings::parse(args)?;
+    let graph = Arc::new(read_graph(&args.graph)?);
+    let tcp = bind_tcp(&listen)?;
+    let socket_path = args
+        .socket
+        .clone()
+        .unwrap_or_else(stateous_shared::client::default_socket);
+    let (unix, socket) = socket::bind(&socket_path)?;
+    let Database::Sqlite(db_path) = parse_database(&args.db)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the server's threads: {e}"))?;
+    let options = Options {
+        lease: timings.lease,
+        busy_timeout: timings.busy_timeout,
+        tick: timings.tick,
+        hold_lapses: timings.stale_after,
+        ..Options::new(db_path)
+    };
+    let control = {
+        // The engine may start tasks of its own when it opens.
+        let _inside = runtime.enter();
+        Control::open(graph, options)?
+    };
+    if let Some(warning) = listen.warning() {
+        eprintln!("{warning}");
+    }
+    let port = tcp
+        .local_addr()
+        .map_err(|e| format!("cannot read the bound address: {e}"))?
+        .port();
+    Ok(Ready {
+        url: listen.url(port),
+        runtime,
+        control,
+        tcp,
+        unix,
+        socket,
+        timings,
+    })
+}
+
+/// The graph file at `path`, loaded and checked.
+fn read_graph(path: &Path) -> Result<Graph, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::InvalidData => {
+            format!(
+                "{} is not a graph file: it is not UTF-8 text",
+                path.display()
+            )
+        }
+        _ => format!(
+            "cannot read the graph file {}: {}",
+            path.display(),
+            os_reason(&e)
+        ),
+    })?;
+    Graph::load(&text).map_err(|e| {
+        let reason = e
+            .to_string()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        format!("{} is not a graph file: {reason}", path.display())
+    })
+}
+
+/// An I/O error's reason without Rust's "(os error N)" tail.
+fn os_reason(error: &std::io::Error) -> String {
+    let text = error.to_string();
+    match text.find(" (os error") {
+        Some(at) => text[..at].to_string(),
+        None => text,
+    }
+}
+
+/// A listener on the address of `--listen`, bound now, before the database opens.
+fn bind_tcp(listen: &Listen) -> Result<StdTcpListener, String> {
+    let Listen { host, port } = listen;
+    let cannot = |reason: String| format!("cannot listen on {host}:{port}: {reason}");
+    let addresses: Vec<SocketAddr> = (host.as_str(), *port)
+        .to_socket_addrs()
+        .map_err(|e| cannot(os_reason(&e)))?
+        .collect();
+    // A name binds its first IPv4 address, as the reference binds names.
+    let address = addresses
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or(addresses.first())
+        .ok_or_else(|| cannot("the name has no address".into()))?;
+    let listener = StdTcpListener::bind(address).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::AddrInUse {
+            cannot(
+                "another program already uses that port; stop it, or choose another port with --listen"
+                    .into(),
+            )
+        } else {
+            cannot(os_reason(&e))
+        }
+    })?;
+    listener
+        .set_nonblocking(true)
+        .map_err(|e| cannot(os_reason(&e)))?;
+    Ok(listener)
+}
+
+/// How serving ended.
+enum Ending {
+    /// A signal stopped it.
+    Stopped,
+    /// Another control plane took the database.
+    Lost,
+}
+
+impl Ready {
+    /// Serve until a signal or a lost database; the exit code.
+    fn serve(self) -> i32 {
+        let Ready {
+            runtime,
+            control,
+            tcp,
+            unix,
+            socket,
+            url,
+            timings,
+        } = self;
+        let socket_path = socket.path().display().to_string();
+        let ending = runtime.block_on(async move {
+            let tcp = tokio::net::TcpListener::from_std(tcp)
+                .map_err(|e| format!("cannot listen: {e}"))?;
+            unix.set_nonblocking(true)
+                .map_err(|e| format!("cannot listen on the socket: {e}"))?;
+            let unix = tokio::net::UnixListener::from_std(unix)
+                .map_err(|e| format!("cannot listen on the socket: {e}"))?;
+            // The handlers are in place before the line that tells a caller to go.
+            let signals = Signals::new();
+            eprintln!("serving on {url} (Ctrl-C stops)");
+            eprintln!("the same API on unix://{socket_path}");
+            Ok::<Ending, String>(serve_until_stopped(control, tcp, unix, timings, signals).await)
+        });
+        drop(socket);
+        runtime.shutdown_timeout(Duration::from_secs(1));
+        match ending {
+            Ok(Ending::Stopped) => {
+                eprintln!("stopped");
+                0
+            }
+            Ok(Ending::Lost) => {
+                eprintln!("{LOST_EXIT_LINE}");
+                1
+            }
+            Err(sentence) => {
+                eprintln!("error: {sentence}");
+                1
+            }
+        }
+    }
+}
+
+/// Run the server and the clock until a signal or a lost database, then stop
+/// them in order: the server (gracefully, unless a second signal comes), then the
+/// clock (after its tick in progress), then the control plane.
+async fn serve_until_stopped(
+    control: Control,
+    tcp: tokio::net::TcpListener,
+    unix: tokio::net::UnixListener,
+    timings: Timings,
+    mut signals: Signals,
+) -> Ending {
+    let lost = Arc::new(AtomicBool::new(false));
+    let on_lost = Arc::new(Notify::new());
+    let (stop_server, server_stops) = watch::channel(Stop::Serving);
+    let (stop_clock, clock_stops) = watch::channel(false);
+    let api = Api::new(control.clone(), lost.clone());
+    let mut server = tokio::spawn(Server::new(api, tcp, Some(unix), GRACE).run(server_stops));
+    let clock = clock::Clock {
+        control,
+        every: timings.tick,
+        lost,
+        on_lost: on_lost.clone(),
+    };
+    let clock = tokio::spawn(clock.run(clock_stops));
+    let ending = tokio::select! {
+        _ = signals.next() => Ending::Stopped,
+        _ = on_lost.notified() => Ending::Lost,
+        _ = &mut server => Ending::Stopped,
+    };
+    let _ = stop_server.send(Stop::Graceful);
+    if !server.is_finished() {
+        tokio::select! {
+            _ = &mut server => {}
+            _ = signals.next() => {
+                let _ = stop_server.send(Stop::Now);
+                let _ = server.await;
+            }
+        }
+    }
+    let _ = stop_clock.send(true);
+    let _ = clock.await;
+    ending
+}
+
+/// SIGINT and SIGTERM, as one stream of stop requests.
+struct Signals {
+    interrupt: Option<tokio::signal::unix::Signal>,
+    terminate: Option<tokio::signal::unix::Signal>,
+}
+
+impl Signals {
+    fn new() -> Signals {
+        Signals {
+            interrupt: signal(SignalKind::interrupt()).ok(),
+            terminate: signal(SignalKind::terminate()).ok(),
+        }
+    }
+
+    /// The next SIGINT or SIGTERM.
+    async fn next(&mut self) {
+        let interrupt = async {
+            match self.interrupt.as_mut() {
+                Some(s) => s.recv().await,
+                None => std::future::pending().await,
+            }
+        };
+        let terminate = async {
+            match self.terminate.as_mut() {
+                Some(s) => s.recv().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = interrupt => {}
+            _ = terminate => {}
+        }
+    }
+}

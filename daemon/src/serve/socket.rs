@@ -1,0 +1,130 @@
+//! The daemon's Unix socket (SPEC section 3.3): mode 0600, a stale file from a
+//! daemon that died is replaced, a live daemon on the path is never displaced, and
+//! the file is removed when the daemon stops.
+
+use std::io::ErrorKind;
+use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, PermissionsExt};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+
+/// A bound socket file; dropping it removes the file, if it is still this one.
+pub struct SocketFile {
+    path: PathBuf,
+    /// The file's device and inode when bound: a file at the same path made later
+    /// by another daemon is not removed.
+    identity: (u64, u64),
+}
+
+impl SocketFile {
+    /// The socket's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for SocketFile {
+    fn drop(&mut self) {
+        if let Ok(meta) = std::fs::symlink_metadata(&self.path) {
+            if (meta.dev(), meta.ino()) == self.identity {
+                let _ = std::fs::remove_file(&self.path);
+            }
+        }
+    }
+}
+
+/// Listen on the Unix socket at `path`, readable and writable by this user only.
+///
+/// Errors (one sentence each): another program listens there; the path is a file
+/// that is not a socket; the folder cannot be made; the bind fails.
+pub fn bind(path: &Path) -> Result<(UnixListener, SocketFile), String> {
+    clear_stale(path)?;
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(parent)
+            .map_err(|e| {
+                format!(
+                    "cannot make the folder {} for the socket: {e}",
+                    parent.display()
+                )
+            })?;
+    }
+    // The socket is bound under a passing name, made private, then renamed into
+    // place, so that no client ever connects to it before it is private.
+    let passing = path.with_file_name(format!(".{}.tmp", std::process::id()));
+    let _ = std::fs::remove_file(&passing);
+    let listener = UnixListener::bind(&passing)
+        .map_err(|e| format!("cannot listen on the socket {}: {e}", path.display()))?;
+    let placed = std::fs::set_permissions(&passing, std::fs::Permissions::from_mode(0o600))
+        .and_then(|()| std::fs::rename(&passing, path));
+    if let Err(e) = placed {
+        let _ = std::fs::remove_file(&passing);
+        return Err(format!(
+            "cannot make the socket {} private: {e}",
+            path.display()
+        ));
+    }
+    let meta = std::fs::symlink_metadata(path)
+        .map_err(|e| format!("cannot read the socket {}: {e}", path.display()))?;
+    let file = SocketFile {
+        path: path.to_path_buf(),
+        identity: (meta.dev(), meta.ino()),
+    };
+    Ok((listener, file))
+}
+
+/// Remove a socket file that no one listens on; refuse a live one or a file that
+/// is not a socket.
+fn clear_stale(path: &Path) -> Result<(), String> {
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+    };
+    if !meta.file_type().is_socket() {
+        return Err(format!(
+            "{} exists and is not a socket; remove it, or choose another path with --socket",
+            path.display()
+        ));
+    }
+    match UnixStream::connect(path) {
+        Ok(_) => Err(format!(
+            "another control plane listens on the socket {}; stop it, or choose another path with --socket",
+            path.display()
+        )),
+        Err(e) if e.kind() == ErrorKind::ConnectionRefused => std::fs::remove_file(path)
+            .map_err(|e| format!("cannot remove the stale socket {}: {e}", path.display())),
+        Err(e) => Err(format!("cannot check the socket {}: {e}", path.display())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_socket_is_private_replaces_a_stale_one_and_refuses_a_live_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sub").join("s.sock");
+        let (listener, file) = bind(&path).unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        let live = bind(&path).err().unwrap();
+        assert!(live.contains("another control plane listens"), "{live}");
+        drop(listener);
+        std::mem::forget(file); // leave the file behind, as a killed daemon does
+        let (_again, file) = bind(&path).unwrap();
+        drop(file);
+        assert!(!path.exists(), "a stopped daemon removes its socket");
+    }
+
+    #[test]
+    fn a_file_that_is_not_a_socket_is_never_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("notes.txt");
+        std::fs::write(&path, "keep me").unwrap();
+        assert!(bind(&path).err().unwrap().contains("is not a socket"));
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "keep me");
+    }
+}

@@ -1,0 +1,303 @@
+//! The store: the tables of the control plane and the small traits, one per table,
+//! through which the engine reads and writes them (SPEC section 4, STYLE points 4-6).
+//!
+//! Nothing here decides; the engine does. Every method works inside a transaction
+//! that the write path (or a read connection) opened, at the moment `Tx::now` gives.
+//! Times are microseconds since 1970 in UTC. A Postgres backend implements the same
+//! traits later; the engine never names SQLite.
+
+pub mod reader;
+pub mod schema;
+pub mod sqlite;
+pub mod writer;
+
+use std::collections::HashMap;
+
+use stateous_shared::refusal::{Code, Refusal};
+use stateous_shared::wire::Object;
+
+/// What can go wrong in the store. Busy and locked errors are their own variant:
+/// the API answers them 503 `database_busy` (reference `docs/reference/http.md`).
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// Another process holds the write lock past the busy timeout.
+    #[error("the database is busy")]
+    Busy,
+    /// Any other database failure.
+    #[error("the database failed: {0}")]
+    Database(String),
+    /// A stored value that cannot be read back (e.g. JSON that is not an object).
+    #[error("the database holds a value that cannot be read: {0}")]
+    Corrupt(String),
+}
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(error: rusqlite::Error) -> StoreError {
+        use rusqlite::ErrorCode;
+        match error.sqlite_error_code() {
+            Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => StoreError::Busy,
+            _ => StoreError::Database(error.to_string()),
+        }
+    }
+}
+
+impl From<StoreError> for Refusal {
+    fn from(error: StoreError) -> Refusal {
+        match error {
+            StoreError::Busy => Refusal::new(
+                Code::DatabaseBusy,
+                "the database cannot take this request now; try again",
+            ),
+            other => {
+                tracing::error!("{other}");
+                Refusal::new(Code::Unexpected, "the request failed unexpectedly")
+            }
+        }
+    }
+}
+
+/// A store method's result.
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// A row of `tokens`: where a token is now.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TokenRow {
+    /// The id.
+    pub token: String,
+    /// The state; `__start__` before the first entry. A token that ended keeps its
+    /// last state.
+    pub state: String,
+    /// `active`, `paused`, `completed`, `failed` or `cancelled`.
+    pub status: String,
+    /// How many times the token entered `state`.
+    pub visit: i64,
+    /// The context.
+    pub context: Object,
+    /// When it entered `state`, in microseconds.
+    pub entered_at: i64,
+    /// The token whose parallel state started this one.
+    pub parent: Option<String>,
+    /// A child token's workflow; `None` for the main workflow.
+    pub workflow: Option<String>,
+}
+
+/// A row of `ledger`: one thing that happened to a token.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LedgerRow {
+    /// The token.
+    pub token: String,
+    /// 1, 2, 3 ... per token.
+    pub seq: i64,
+    /// When, in microseconds.
+    pub at: i64,
+    /// What happened: `entered`, `task_claimed`, ...
+    pub kind: String,
+    /// The idempotency key of an event from outside.
+    pub key: Option<String>,
+    /// The facts of the kind (`docs/inside/workflows.md`).
+    pub data: Object,
+}
+
+/// A row of `tasks`: one per entry into a state with a routine.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskRow {
+    /// The id, from 1, never reused.
+    pub id: i64,
+    /// The token.
+    pub token: String,
+    /// The state.
+    pub state: String,
+    /// The token's visit of the state.
+    pub visit: i64,
+    /// `queued`, `claimed`, `waiting`, `done`, `failed` or `cancelled`.
+    pub status: String,
+    /// How many times a supervisor claimed it.
+    pub attempt: i64,
+    /// The supervisor that claimed it last.
+    pub claimed_by: Option<String>,
+    /// While claimed: when the lease ends, in microseconds.
+    pub lease_until: Option<i64>,
+    /// When it was queued, in microseconds.
+    pub queued_at: i64,
+}
+
+/// A row of `timers`: a state's timeout or a routine's timer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TimerRow {
+    /// The id.
+    pub id: i64,
+    /// The token.
+    pub token: String,
+    /// The state it was set in; leaving the state cancels it.
+    pub state: String,
+    /// The visit it was set in.
+    pub visit: i64,
+    /// The event it fires.
+    pub event: String,
+    /// The event's payload.
+    pub payload: Option<Object>,
+    /// When it was set, in microseconds.
+    pub set_at: i64,
+    /// When it fires, in microseconds.
+    pub due_at: i64,
+    /// `pending`, `fired` or `cancelled`.
+    pub status: String,
+    /// `timeout` or `timer`.
+    pub kind: String,
+}
+
+/// A row of `claims`: a supervisor's last claim that named a request id.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClaimRow {
+    /// The supervisor.
+    pub supervisor: String,
+    /// The request id it sent.
+    pub request: String,
+    /// The task the claim got; `None` when it got none.
+    pub task_id: Option<i64>,
+    /// The attempt of that task that the claim started.
+    pub attempt: Option<i64>,
+}
+
+/// The row of `control_plane`: the graph on record and who serves the database.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ControlPlaneRow {
+    /// The structure on record.
+    pub structure: Option<String>,
+    /// The checksum on record.
+    pub checksum: Option<String>,
+    /// The control plane that holds the database: `host:pid:id`.
+    pub serving: Option<String>,
+    /// When it last said it still serves, in microseconds.
+    pub since: Option<i64>,
+}
+
+/// The table `tokens`.
+pub trait Tokens {
+    /// The token with exactly this id.
+    fn token(&self, id: &str) -> StoreResult<Option<TokenRow>>;
+    /// The id of another token that differs from `id` only in case.
+    fn token_folded(&self, id: &str) -> StoreResult<Option<String>>;
+    /// Add a new token.
+    fn insert_token(&self, row: &TokenRow) -> StoreResult<()>;
+    /// Write a token's state, status, visit, context and `entered_at`.
+    fn update_token(&self, row: &TokenRow) -> StoreResult<()>;
+    /// Tokens, the most recently moved first, filtered by status and parent.
+    fn find_tokens(
+        &self,
+        status: Option<&str>,
+        parent: Option<&str>,
+        limit: i64,
+    ) -> StoreResult<Vec<TokenRow>>;
+    /// How many tokens are active or paused.
+    fn count_live(&self) -> StoreResult<i64>;
+}
+
+/// The table `ledger`. Rows are only ever appended.
+pub trait Ledger {
+    /// Append one entry at `Tx::now`; returns its seq.
+    fn append(&self, token: &str, kind: &str, key: Option<&str>, data: &Object)
+        -> StoreResult<i64>;
+    /// Every entry of the token, in seq order.
+    fn entries(&self, token: &str) -> StoreResult<Vec<LedgerRow>>;
+    /// Whether an entry of the token has this idempotency key.
+    fn has_key(&self, token: &str, key: &str) -> StoreResult<bool>;
+    /// How many times each event was accepted on the token.
+    fn counts(&self, token: &str) -> StoreResult<HashMap<String, i64>>;
+    /// How many times the token entered `state`.
+    fn visits(&self, token: &str, state: &str) -> StoreResult<i64>;
+    /// The token's last `event_accepted` entry.
+    fn last_accepted(&self, token: &str) -> StoreResult<Option<LedgerRow>>;
+}
+
+/// The table `tasks`.
+pub trait Tasks {
+    /// Queue a task at `Tx::now`; returns its id.
+    fn queue_task(&self, token: &str, state: &str, visit: i64) -> StoreResult<i64>;
+    /// The task.
+    fn task(&self, id: i64) -> StoreResult<Option<TaskRow>>;
+    /// Write a task's status, attempt, holder and lease.
+    fn update_task(&self, row: &TaskRow) -> StoreResult<()>;
+    /// The token's queued, claimed and waiting tasks, by id.
+    fn open_tasks(&self, token: &str) -> StoreResult<Vec<TaskRow>>;
+    /// Up to `limit` oldest queued tasks of active tokens in these states: each
+    /// `(workflow, state)` with `None` for the main workflow.
+    fn queued_tasks(
+        &self,
+        states: &[(Option<String>, String)],
+        limit: i64,
+    ) -> StoreResult<Vec<i64>>;
+    /// Move to `until` the lease of each task in `ids` that `supervisor` still holds
+    /// with a lease not yet over; returns those ids.
+    fn renew_leases(&self, supervisor: &str, ids: &[i64], until: i64) -> StoreResult<Vec<i64>>;
+    /// Clear the lease of a claimed task only if it is over now; false otherwise.
+    fn end_lease(&self, id: i64) -> StoreResult<bool>;
+    /// The claimed tasks whose leases are over, by id.
+    fn expired_leases(&self) -> StoreResult<Vec<i64>>;
+}
+
+/// The table `timers`.
+pub trait Timers {
+    /// A pending timer, set at `Tx::now`; returns it with its id.
+    #[allow(clippy::too_many_arguments)]
+    fn add_timer(
+        &self,
+        token: &str,
+        state: &str,
+        visit: i64,
+        event: &str,
+        payload: Option<&Object>,
+        due_at: i64,
+        kind: &str,
+    ) -> StoreResult<TimerRow>;
+    /// The timer.
+    fn timer(&self, id: i64) -> StoreResult<Option<TimerRow>>;
+    /// The token's pending timers, by id.
+    fn pending_timers(&self, token: &str) -> StoreResult<Vec<TimerRow>>;
+    /// Write a timer's status and due time.
+    fn update_timer(&self, row: &TimerRow) -> StoreResult<()>;
+    /// The pending timers of active tokens that are due now, by due time then id.
+    fn due_timers(&self) -> StoreResult<Vec<i64>>;
+}
+
+/// The table `memory`: the routine's memory per token and state.
+pub trait Memory {
+    /// The memory of the token's state.
+    fn memory(&self, token: &str, state: &str) -> StoreResult<Object>;
+    /// Set one key.
+    fn set_memory(
+        &self,
+        token: &str,
+        state: &str,
+        key: &str,
+        value: &serde_json::Value,
+    ) -> StoreResult<()>;
+    /// Delete one key; false when it was not there.
+    fn forget(&self, token: &str, state: &str, key: &str) -> StoreResult<bool>;
+    /// Delete all of the token's memory.
+    fn delete_memory(&self, token: &str) -> StoreResult<()>;
+}
+
+/// The table `claims`.
+pub trait Claims {
+    /// The supervisor's last claim with a request id.
+    fn last_claim(&self, supervisor: &str) -> StoreResult<Option<ClaimRow>>;
+    /// Keep this claim as the supervisor's last one.
+    fn remember_claim(&self, row: &ClaimRow) -> StoreResult<()>;
+}
+
+/// The table `control_plane` (one row).
+pub trait ControlPlane {
+    /// The row.
+    fn control_plane(&self) -> StoreResult<ControlPlaneRow>;
+    /// Put a graph on record.
+    fn record_graph(&self, structure: &str, checksum: &str) -> StoreResult<()>;
+    /// Write who serves the database and since when.
+    fn set_serving(&self, serving: Option<&str>, since: Option<i64>) -> StoreResult<()>;
+}
+
+/// One transaction: every table, at one moment.
+pub trait Tx: Tokens + Ledger + Tasks + Timers + Memory + Claims + ControlPlane {
+    /// The moment of the transaction, in microseconds since 1970.
+    fn now(&self) -> i64;
+}

@@ -1,0 +1,43 @@
+//! The SQL of `control_plane`: its one row.
+
+use rusqlite::{params, OptionalExtension};
+
+use super::SqliteTx;
+use crate::store::{ControlPlane, ControlPlaneRow, StoreResult};
+
+impl ControlPlane for SqliteTx<'_> {
+    fn control_plane(&self) -> StoreResult<ControlPlaneRow> {
+        let mut statement = self.conn.prepare_cached(
+            "SELECT structure, checksum, serving, since FROM control_plane WHERE id = 1",
+        )?;
+        let row = statement
+            .query_row([], |row| {
+                Ok(ControlPlaneRow {
+                    structure: row.get(0)?,
+                    checksum: row.get(1)?,
+                    serving: row.get(2)?,
+                    since: row.get(3)?,
+                })
+            })
+            .optional()?;
+        Ok(row.unwrap_or_default())
+    }
+
+    fn record_graph(&self, structure: &str, checksum: &str) -> StoreResult<()> {
+        let mut statement = self.conn.prepare_cached(
+            "INSERT INTO control_plane (id, structure, checksum) VALUES (1, ?1, ?2)
+             ON CONFLICT (id) DO UPDATE SET structure = ?1, checksum = ?2",
+        )?;
+        statement.execute(params![structure, checksum])?;
+        Ok(())
+    }
+
+    fn set_serving(&self, serving: Option<&str>, since: Option<i64>) -> StoreResult<()> {
+        let mut statement = self.conn.prepare_cached(
+            "INSERT INTO control_plane (id, serving, since) VALUES (1, ?1, ?2)
+             ON CONFLICT (id) DO UPDATE SET serving = ?1, since = ?2",
+        )?;
+        statement.execute(params![serving, since])?;
+        Ok(())
+    }
+}

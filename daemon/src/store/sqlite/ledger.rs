@@ -1,0 +1,93 @@
+//! The SQL of `ledger`: append-only; `seq` numbers each token's entries from 1.
+
+use std::collections::HashMap;
+
+use rusqlite::{params, OptionalExtension, Row};
+use stateous_shared::wire::Object;
+
+use super::{corrupt, object, to_text, SqliteTx};
+use crate::store::{Ledger, LedgerRow, StoreResult};
+
+const COLUMNS: &str = "token, seq, at, kind, key, data";
+
+fn read(row: &Row<'_>) -> rusqlite::Result<LedgerRow> {
+    let data: String = row.get(5)?;
+    Ok(LedgerRow {
+        token: row.get(0)?,
+        seq: row.get(1)?,
+        at: row.get(2)?,
+        kind: row.get(3)?,
+        key: row.get(4)?,
+        data: object(&data).map_err(corrupt)?,
+    })
+}
+
+impl Ledger for SqliteTx<'_> {
+    fn append(
+        &self,
+        token: &str,
+        kind: &str,
+        key: Option<&str>,
+        data: &Object,
+    ) -> StoreResult<i64> {
+        // One statement finds the next seq and writes the row; the writer thread is
+        // the only writer, so no other transaction can take the same seq.
+        let mut statement = self.conn.prepare_cached(
+            "INSERT INTO ledger (token, seq, at, kind, key, data)
+             SELECT ?1, coalesce(max(seq), 0) + 1, ?2, ?3, ?4, ?5 FROM ledger WHERE token = ?1
+             RETURNING seq",
+        )?;
+        let seq = statement
+            .query_row(params![token, self.now, kind, key, to_text(data)], |row| {
+                row.get(0)
+            })?;
+        Ok(seq)
+    }
+
+    fn entries(&self, token: &str) -> StoreResult<Vec<LedgerRow>> {
+        let sql = format!("SELECT {COLUMNS} FROM ledger WHERE token = ?1 ORDER BY seq");
+        let mut statement = self.conn.prepare_cached(&sql)?;
+        let rows = statement.query_map([token], read)?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    fn has_key(&self, token: &str, key: &str) -> StoreResult<bool> {
+        let mut statement = self
+            .conn
+            .prepare_cached("SELECT 1 FROM ledger WHERE token = ?1 AND key = ?2")?;
+        Ok(statement.exists(params![token, key])?)
+    }
+
+    fn counts(&self, token: &str) -> StoreResult<HashMap<String, i64>> {
+        let mut statement = self.conn.prepare_cached(
+            "SELECT json_extract(data, '$.event'), count(*) FROM ledger
+             WHERE token = ?1 AND kind = 'event_accepted' GROUP BY 1",
+        )?;
+        let rows = statement.query_map([token], |row| {
+            Ok((row.get::<_, Option<String>>(0)?, row.get::<_, i64>(1)?))
+        })?;
+        let mut counts = HashMap::new();
+        for row in rows {
+            let (event, count) = row?;
+            counts.insert(event.unwrap_or_default(), count);
+        }
+        Ok(counts)
+    }
+
+    fn visits(&self, token: &str, state: &str) -> StoreResult<i64> {
+        let mut statement = self.conn.prepare_cached(
+            "SELECT count(*) FROM ledger
+             WHERE token = ?1 AND kind = 'entered' AND json_extract(data, '$.state') = ?2",
+        )?;
+        Ok(statement.query_row(params![token, state], |row| row.get(0))?)
+    }
+
+    fn last_accepted(&self, token: &str) -> StoreResult<Option<LedgerRow>> {
+        let sql = format!(
+            "SELECT {COLUMNS} FROM ledger WHERE token = ?1 AND kind = 'event_accepted'
+             ORDER BY seq DESC LIMIT 1"
+        );
+        let mut statement = self.conn.prepare_cached(&sql)?;
+        Ok(statement.query_row([token], read).optional()?)
+    }
+}

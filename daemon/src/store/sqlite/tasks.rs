@@ -1,0 +1,141 @@
+//! The SQL of `tasks`: the queue, claims and leases.
+
+use rusqlite::{params, OptionalExtension, Row};
+use serde_json::Value;
+
+use super::SqliteTx;
+use crate::store::{StoreResult, TaskRow, Tasks};
+
+const COLUMNS: &str =
+    "id, token, state, visit, status, attempt, claimed_by, lease_until, queued_at";
+
+fn read(row: &Row<'_>) -> rusqlite::Result<TaskRow> {
+    Ok(TaskRow {
+        id: row.get(0)?,
+        token: row.get(1)?,
+        state: row.get(2)?,
+        visit: row.get(3)?,
+        status: row.get(4)?,
+        attempt: row.get(5)?,
+        claimed_by: row.get(6)?,
+        lease_until: row.get(7)?,
+        queued_at: row.get(8)?,
+    })
+}
+
+fn ids(values: &[i64]) -> String {
+    Value::from(values.to_vec()).to_string()
+}
+
+impl Tasks for SqliteTx<'_> {
+    fn queue_task(&self, token: &str, state: &str, visit: i64) -> StoreResult<i64> {
+        let mut statement = self.conn.prepare_cached(
+            "INSERT INTO tasks (token, state, visit, status, attempt, queued_at)
+             VALUES (?1, ?2, ?3, 'queued', 0, ?4) RETURNING id",
+        )?;
+        Ok(statement.query_row(params![token, state, visit, self.now], |row| row.get(0))?)
+    }
+
+    fn task(&self, id: i64) -> StoreResult<Option<TaskRow>> {
+        let sql = format!("SELECT {COLUMNS} FROM tasks WHERE id = ?1");
+        let mut statement = self.conn.prepare_cached(&sql)?;
+        Ok(statement.query_row([id], read).optional()?)
+    }
+
+    fn update_task(&self, row: &TaskRow) -> StoreResult<()> {
+        let mut statement = self.conn.prepare_cached(
+            "UPDATE tasks SET status = ?2, attempt = ?3, claimed_by = ?4, lease_until = ?5
+             WHERE id = ?1",
+        )?;
+        statement.execute(params![
+            row.id,
+            row.status,
+            row.attempt,
+            row.claimed_by,
+            row.lease_until
+        ])?;
+        Ok(())
+    }
+
+    fn open_tasks(&self, token: &str) -> StoreResult<Vec<TaskRow>> {
+        let sql = format!(
+            "SELECT {COLUMNS} FROM tasks
+             WHERE token = ?1 AND status IN ('queued', 'claimed', 'waiting') ORDER BY id"
+        );
+        let mut statement = self.conn.prepare_cached(&sql)?;
+        let rows = statement.query_map([token], read)?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    fn queued_tasks(
+        &self,
+        states: &[(Option<String>, String)],
+        limit: i64,
+    ) -> StoreResult<Vec<i64>> {
+        // A state of the main workflow is served as `/<state>` (tokens without a
+        // workflow), a child's as `<workflow>/<state>`. The bare names let the
+        // `tasks_queue` index narrow the scan first.
+        let bare: Vec<Value> = states
+            .iter()
+            .map(|(_, s)| Value::from(s.as_str()))
+            .collect();
+        let named: Vec<Value> = states
+            .iter()
+            .map(|(w, s)| Value::from(format!("{}/{s}", w.as_deref().unwrap_or(""))))
+            .collect();
+        let mut statement = self.conn.prepare_cached(
+            "SELECT t.id FROM tasks t JOIN tokens k ON k.token = t.token
+             WHERE t.status = 'queued'
+               AND t.state IN (SELECT value FROM json_each(?1))
+               AND (coalesce(k.workflow, '') || '/' || t.state)
+                   IN (SELECT value FROM json_each(?2))
+               AND k.status = 'active'
+             ORDER BY t.id LIMIT ?3",
+        )?;
+        let rows = statement.query_map(
+            params![
+                Value::from(bare).to_string(),
+                Value::from(named).to_string(),
+                limit
+            ],
+            |row| row.get(0),
+        )?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    fn renew_leases(&self, supervisor: &str, ids_: &[i64], until: i64) -> StoreResult<Vec<i64>> {
+        if ids_.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut statement = self.conn.prepare_cached(
+            "UPDATE tasks SET lease_until = ?3
+             WHERE id IN (SELECT value FROM json_each(?1))
+               AND claimed_by = ?2 AND status = 'claimed'
+               AND (lease_until IS NULL OR lease_until >= ?4)
+             RETURNING id",
+        )?;
+        let rows = statement.query_map(params![ids(ids_), supervisor, until, self.now], |row| {
+            row.get(0)
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    fn end_lease(&self, id: i64) -> StoreResult<bool> {
+        let mut statement = self.conn.prepare_cached(
+            "UPDATE tasks SET lease_until = NULL
+             WHERE id = ?1 AND status = 'claimed'
+               AND lease_until IS NOT NULL AND lease_until < ?2",
+        )?;
+        Ok(statement.execute(params![id, self.now])? == 1)
+    }
+
+    fn expired_leases(&self) -> StoreResult<Vec<i64>> {
+        let mut statement = self.conn.prepare_cached(
+            "SELECT id FROM tasks
+             WHERE status = 'claimed' AND lease_until IS NOT NULL AND lease_until < ?1
+             ORDER BY id",
+        )?;
+        let rows = statement.query_map([self.now], |row| row.get(0))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+}

@@ -1,0 +1,100 @@
+//! The SQL of `timers`: timeouts and routines' timers.
+
+use rusqlite::{params, OptionalExtension, Row};
+use stateous_shared::wire::Object;
+
+use super::{corrupt, optional_object, to_text, SqliteTx};
+use crate::store::{StoreResult, TimerRow, Timers};
+
+const COLUMNS: &str = "id, token, state, visit, event, payload, set_at, due_at, status, kind";
+
+fn read(row: &Row<'_>) -> rusqlite::Result<TimerRow> {
+    Ok(TimerRow {
+        id: row.get(0)?,
+        token: row.get(1)?,
+        state: row.get(2)?,
+        visit: row.get(3)?,
+        event: row.get(4)?,
+        payload: optional_object(row.get(5)?).map_err(corrupt)?,
+        set_at: row.get(6)?,
+        due_at: row.get(7)?,
+        status: row.get(8)?,
+        kind: row.get(9)?,
+    })
+}
+
+impl Timers for SqliteTx<'_> {
+    fn add_timer(
+        &self,
+        token: &str,
+        state: &str,
+        visit: i64,
+        event: &str,
+        payload: Option<&Object>,
+        due_at: i64,
+        kind: &str,
+    ) -> StoreResult<TimerRow> {
+        let mut statement = self.conn.prepare_cached(
+            "INSERT INTO timers (token, state, visit, event, payload, set_at, due_at, status, kind)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending', ?8) RETURNING id",
+        )?;
+        let id = statement.query_row(
+            params![
+                token,
+                state,
+                visit,
+                event,
+                payload.map(to_text),
+                self.now,
+                due_at,
+                kind
+            ],
+            |row| row.get(0),
+        )?;
+        Ok(TimerRow {
+            id,
+            token: token.to_string(),
+            state: state.to_string(),
+            visit,
+            event: event.to_string(),
+            payload: payload.cloned(),
+            set_at: self.now,
+            due_at,
+            status: "pending".to_string(),
+            kind: kind.to_string(),
+        })
+    }
+
+    fn timer(&self, id: i64) -> StoreResult<Option<TimerRow>> {
+        let sql = format!("SELECT {COLUMNS} FROM timers WHERE id = ?1");
+        let mut statement = self.conn.prepare_cached(&sql)?;
+        Ok(statement.query_row([id], read).optional()?)
+    }
+
+    fn pending_timers(&self, token: &str) -> StoreResult<Vec<TimerRow>> {
+        let sql = format!(
+            "SELECT {COLUMNS} FROM timers WHERE token = ?1 AND status = 'pending' ORDER BY id"
+        );
+        let mut statement = self.conn.prepare_cached(&sql)?;
+        let rows = statement.query_map([token], read)?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    fn update_timer(&self, row: &TimerRow) -> StoreResult<()> {
+        let mut statement = self
+            .conn
+            .prepare_cached("UPDATE timers SET status = ?2, due_at = ?3 WHERE id = ?1")?;
+        statement.execute(params![row.id, row.status, row.due_at])?;
+        Ok(())
+    }
+
+    fn due_timers(&self) -> StoreResult<Vec<i64>> {
+        let mut statement = self.conn.prepare_cached(
+            "SELECT m.id FROM timers m JOIN tokens k ON k.token = m.token
+             WHERE m.status = 'pending' AND m.due_at <= ?1 AND k.status = 'active'
+             ORDER BY m.due_at, m.id",
+        )?;
+        let rows = statement.query_map([self.now], |row| row.get(0))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+}

@@ -1,0 +1,91 @@
+//! The SQL of `tokens`.
+
+use rusqlite::{params, OptionalExtension, Row};
+
+use super::{corrupt, object, to_text, SqliteTx};
+use crate::store::{StoreResult, TokenRow, Tokens};
+
+const COLUMNS: &str = "token, state, status, visit, context, entered_at, parent, workflow";
+
+fn read(row: &Row<'_>) -> rusqlite::Result<TokenRow> {
+    let context: String = row.get(4)?;
+    Ok(TokenRow {
+        token: row.get(0)?,
+        state: row.get(1)?,
+        status: row.get(2)?,
+        visit: row.get(3)?,
+        context: object(&context).map_err(corrupt)?,
+        entered_at: row.get(5)?,
+        parent: row.get(6)?,
+        workflow: row.get(7)?,
+    })
+}
+
+impl Tokens for SqliteTx<'_> {
+    fn token(&self, id: &str) -> StoreResult<Option<TokenRow>> {
+        let sql = format!("SELECT {COLUMNS} FROM tokens WHERE token = ?1");
+        let mut statement = self.conn.prepare_cached(&sql)?;
+        Ok(statement.query_row([id], read).optional()?)
+    }
+
+    fn token_folded(&self, id: &str) -> StoreResult<Option<String>> {
+        let mut statement = self.conn.prepare_cached(
+            "SELECT token FROM tokens WHERE lower(token) = lower(?1) AND token <> ?1 LIMIT 1",
+        )?;
+        Ok(statement.query_row([id], |row| row.get(0)).optional()?)
+    }
+
+    fn insert_token(&self, row: &TokenRow) -> StoreResult<()> {
+        let sql = format!("INSERT INTO tokens ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
+        self.conn.prepare_cached(&sql)?.execute(params![
+            row.token,
+            row.state,
+            row.status,
+            row.visit,
+            to_text(&row.context),
+            row.entered_at,
+            row.parent,
+            row.workflow
+        ])?;
+        Ok(())
+    }
+
+    fn update_token(&self, row: &TokenRow) -> StoreResult<()> {
+        let mut statement = self.conn.prepare_cached(
+            "UPDATE tokens SET state = ?2, status = ?3, visit = ?4, context = ?5, entered_at = ?6
+             WHERE token = ?1",
+        )?;
+        statement.execute(params![
+            row.token,
+            row.state,
+            row.status,
+            row.visit,
+            to_text(&row.context),
+            row.entered_at
+        ])?;
+        Ok(())
+    }
+
+    fn find_tokens(
+        &self,
+        status: Option<&str>,
+        parent: Option<&str>,
+        limit: i64,
+    ) -> StoreResult<Vec<TokenRow>> {
+        let sql = format!(
+            "SELECT {COLUMNS} FROM tokens
+             WHERE (?1 IS NULL OR status = ?1) AND (?2 IS NULL OR parent = ?2)
+             ORDER BY entered_at DESC, token LIMIT ?3"
+        );
+        let mut statement = self.conn.prepare_cached(&sql)?;
+        let rows = statement.query_map(params![status, parent, limit], read)?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    fn count_live(&self) -> StoreResult<i64> {
+        let mut statement = self
+            .conn
+            .prepare_cached("SELECT count(*) FROM tokens WHERE status IN ('active', 'paused')")?;
+        Ok(statement.query_row([], |row| row.get(0))?)
+    }
+}

@@ -1,0 +1,255 @@
+"""Writes the scenario files that the reference runner and the Rust tests share.
+
+Each scenario is a graph name and a list of steps; `reference.py` runs them on
+the reference engine (Python stateous 0.2.2) and writes the expected answers,
+ledger rows, tasks and timers beside them."""
+import json
+from pathlib import Path
+
+HERE = Path(__file__).parent
+T = {"repo": "acme/api"}
+PASSED = {"passed": 4, "failed": 0}
+FAILED = {"passed": 3, "failed": 1}
+
+
+def ev(task, event, payload=None, sup="box-1", attempt=None, context=None, schedules=None):
+    outcome = {"kind": "event", "event": event}
+    if payload is not None:
+        outcome["payload"] = payload
+    if context:
+        outcome["context"] = context
+    if schedules:
+        outcome["schedules"] = schedules
+    if attempt is not None:
+        outcome["attempt"] = attempt
+    return {"op": "report", "task": task, "outcome": outcome, "supervisor": sup}
+
+
+def failed(task, error, sup="box-1", attempt=None):
+    outcome = {"kind": "failed", "error": error}
+    if attempt is not None:
+        outcome["attempt"] = attempt
+    return {"op": "report", "task": task, "outcome": outcome, "supervisor": sup}
+
+
+def waiting(task, sup="box-1", context=None, schedules=None):
+    outcome = {"kind": "waiting", "context": context or {}, "schedules": schedules or []}
+    return {"op": "report", "task": task, "outcome": outcome, "supervisor": sup}
+
+
+def claim(states, sup="box-1", request=None):
+    step = {"op": "claim", "supervisor": sup, "states": states}
+    if request is not None:
+        step["request"] = request
+    return step
+
+
+def start(token, context):
+    return {"op": "start", "token": token, "context": context}
+
+
+def fire(token, event, payload=None, key=None):
+    step = {"op": "fire", "token": token, "event": event}
+    if payload is not None:
+        step["payload"] = payload
+    if key is not None:
+        step["key"] = key
+    return step
+
+
+def op(name, **args):
+    return {"op": name, **args}
+
+
+SCENARIOS = {
+    "orders_worked_example": ("orders", [
+        start("ORDER-1", {"title": "first order"}),
+        claim(["draft", "review"], request="r1"),
+        ev(1, "submitted"),
+        claim(["draft", "review"], request="r2"),
+        ev(2, "reviewed", {"approved": True, "note": ""}),
+        claim(["draft", "review"], request="r3"),
+        op("token", token="ORDER-1"),
+    ]),
+    "orders_refusals": ("orders", [
+        start("ORDER-1", {"title": "a"}),
+        start("ORDER-1", {"title": "other"}),
+        start("order-1", {"title": "a"}),
+        start("-bad", {"title": "a"}),
+        start("x" * 129, {"title": "a"}),
+        start("ORDER-2", {}),
+        start("ORDER-3", {"title": 5}),
+        fire("ORDER-1", "submitted", key="k-1"),
+        fire("ORDER-1", "submitted", key="k-1"),
+        fire("ORDER-1", "nope"),
+        fire("ORDER-1", "timeout"),
+        fire("ORDER-1", "__started__"),
+        fire("ORDER-1", "submitted"),
+        fire("ORDER-1", "reviewed", {"approved": "yes"}),
+        fire("ORDER-1", "reviewed", {"approved": False}, key="k-2"),
+        fire("ORDER-1", "reviewed", {"approved": False}, key="k-1"),
+        fire("ORDER-1", "submitted", key="k-3"),
+        fire("ORDER-1", "reviewed", {"approved": True}, key="k-4"),
+        fire("ORDER-1", "submitted", key="k-5"),
+        fire("ORDER-1", "submitted", key="k-4"),
+        fire("NOPE", "submitted"),
+        fire("ORDER-1", "submitted", key=""),
+        fire("ORDER-1", "submitted", key="x" * 257),
+        op("cancel", token="ORDER-1"),
+        op("pause", token="ORDER-1"),
+        op("tokens", status="completed", limit=10),
+        op("tokens", limit=10),
+        op("history", token="NOPE"),
+    ]),
+    "orders_tasks": ("orders", [
+        start("ORDER-1", {"title": "a"}),
+        start("ORDER-2", {"title": "b"}),
+        claim([]),
+        claim(["review"]),
+        claim(["draft"], request="same"),
+        claim(["draft"], request="same"),
+        op("advance", seconds=30),
+        claim(["draft"], request="same"),
+        claim(["draft"], sup="box-2", request="other"),
+        claim(["draft"], sup="box-2"),
+        op("heartbeat", supervisor="box-1", tasks=[1, 2, 99]),
+        op("heartbeat", supervisor="box-2", tasks=[2]),
+        op("note", task=1, text="  working on it  "),
+        op("note", task=1, text="   "),
+        op("note", task=1, text="y" * 501),
+        op("note", task=99, text="hi"),
+        op("note", task=1, text="old", attempt=2),
+        op("memory", task=1, key="cursor", value={"page": 3}),
+        op("memory", task=1, key="cursor", value=None),
+        op("memory", task=1, key="cursor", value=None),
+        op("memory", task=1, key="left", value=[1, 2]),
+        op("memory", task=1, key="", value=1),
+        ev(1, "submitted", sup="box-2"),
+        ev(1, "reviewed", {"approved": True}),
+        ev(1, "submitted", attempt=2),
+        ev(1, "submitted"),
+        ev(1, "submitted"),
+        claim(["review"], request="r"),
+        ev(3, "reviewed", {"approved": False}, context={"title": 7}),
+        ev(3, "reviewed", {"approved": False}, context={"title": "renamed"}),
+        claim(["draft"], request="q"),
+        waiting(4),
+        {"op": "report", "task": 4, "outcome": {"kind": "waiting"}},
+        {"op": "report", "task": 4, "outcome": {"kind": "event", "event": "submitted"}},
+        op("heartbeat", supervisor="box-1", tasks=[4]),
+        op("advance", seconds=200),
+        op("tick"),
+        op("history", token="ORDER-2"),
+    ]),
+    "sdlc_leases_and_retries": ("sdlc", [
+        start("T-1", T),
+        claim(["coding"], sup="build-box-1"),
+        op("advance", seconds=119),
+        op("tick"),
+        op("advance", seconds=2),
+        op("heartbeat", supervisor="build-box-1", tasks=[1]),
+        op("tick"),
+        claim(["coding"], sup="build-box-1"),
+        ev(1, "done", sup="build-box-1", attempt=1),
+        failed(1, "boom", sup="build-box-1"),
+        claim(["coding"], sup="build-box-2"),
+        op("advance", seconds=60),
+        op("heartbeat", supervisor="build-box-2", tasks=[1]),
+        op("advance", seconds=100),
+        op("tick"),
+        failed(1, "", sup="build-box-2", attempt=3),
+        op("token", token="T-1"),
+    ]),
+    "sdlc_timeout_and_count": ("sdlc", [
+        start("T-1", T),
+        start("T-2", T),
+        claim(["coding"]),
+        ev(1, "done", schedules=[{"event": "done", "after": "10m"}]),
+        claim(["testing"]),
+        ev(3, "failed", FAILED),
+        claim(["coding"]),
+        ev(4, "done"),
+        claim(["testing"]),
+        ev(5, "failed", FAILED),
+        claim(["coding"]),
+        ev(6, "done"),
+        claim(["testing"]),
+        ev(7, "failed", FAILED),
+        op("advance", seconds=3600 + 1),
+        op("tick"),
+        op("advance", seconds=6 * 3600),
+        op("tick"),
+        op("history", token="T-1"),
+    ]),
+    "sdlc_pause_resume": ("sdlc", [
+        start("T-1", T),
+        claim(["coding"]),
+        op("memory", task=1, key="k", value="v"),
+        op("advance", seconds=600),
+        op("pause", token="T-1"),
+        op("pause", token="T-1"),
+        claim(["coding"]),
+        ev(1, "done", context={"repo": "acme/web"}, schedules=[{"event": "stuck", "after": "1m"}]),
+        fire("T-1", "stuck", key="k-1"),
+        fire("T-1", "stuck", key="k-1"),
+        fire("T-1", "nope"),
+        op("advance", seconds=7 * 3600),
+        op("tick"),
+        op("resume", token="T-1"),
+        op("resume", token="T-1"),
+        op("advance", seconds=30),
+        op("tick"),
+        op("advance", seconds=31),
+        op("tick"),
+        op("token", token="T-1"),
+        start("T-2", T),
+        op("pause", token="T-2"),
+        fire("T-2", "done"),
+        fire("T-2", "stuck"),
+        op("cancel", token="T-2"),
+        op("resume", token="T-2"),
+        start("T-3", T),
+        claim(["coding"]), failed(4, "x"), claim(["coding"]), failed(4, "y"), claim(["coding"]),
+        op("pause", token="T-3"),
+        failed(4, "z"),
+        op("resume", token="T-3"),
+        start("T-4", T),
+        op("advance", seconds=3600),
+        op("pause", token="T-4"),
+        op("advance", seconds=7200),
+        op("resume", token="T-4"),
+        claim(["coding"]),
+        waiting(5, schedules=[{"event": "stuck", "after": "30s"}]),
+        op("pause", token="T-4"),
+        op("advance", seconds=60),
+        op("tick"),
+        op("resume", token="T-4"),
+        op("advance", seconds=31),
+        op("tick"),
+        op("history", token="T-4"),
+    ]),
+    "triage_errors_and_timeouts": ("triage", [
+        start("U-1", {"repo": "a", "urgent": True}),
+        start("U-2", {"repo": "a"}),
+        start("U-3", {}),
+        claim(["triage"]),
+        ev(1, "triaged"),
+        claim(["coding"]),
+        failed(3, "one"),
+        claim(["coding"]),
+        failed(3, "two"),
+        claim(["coding"]),
+        failed(3, "three"),
+        op("advance", seconds=6 * 3600),
+        op("tick"),
+        op("history", token="U-2"),
+        claim(["coding", "triage"]),
+        op("cancel", token="U-1"),
+        op("history", token="U-1"),
+    ]),
+}
+
+for name, (graph, steps) in SCENARIOS.items():
+    path = HERE / f"{name}.json"
+    path.write_text(json.dumps({"graph": graph, "steps": steps}, indent=1) + "\n")
+    print("wrote", path.name)

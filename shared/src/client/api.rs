@@ -1,0 +1,352 @@
+//! [`Client`]: the control plane's HTTP API as typed async methods, one per route.
+//!
+//! Every route and shape is the reference's (`docs/reference/http.md`); every
+//! failure is a [`ClientError`]. The client neither retries nor sleeps: callers
+//! that must get through (the supervisor) retry when
+//! [`ClientError::is_retryable`] says so.
+
+use std::time::Duration;
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use super::calls::{Call, ClaimRequest, Steer, TokenQuery};
+use super::error::ClientError;
+use super::transport::{Answer, Endpoint, Transport};
+use crate::wire::{Grant, Health, HistoryEntry, Lost, Object, Outcome, TokenView};
+
+/// How long a call waits for its answer unless told otherwise: 30 s, as the
+/// reference's client.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The answer to a fired event.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fired {
+    /// The token after the event, or as it is now for a duplicate.
+    pub token: TokenView,
+    /// True when the idempotency key was used before, so nothing changed.
+    pub duplicate: bool,
+}
+
+/// The API of one control plane. Cheap to clone; clones share the connection pool
+/// of a keep-alive client.
+#[derive(Debug, Clone)]
+pub struct Client {
+    url: String,
+    transport: Transport,
+}
+
+impl Client {
+    /// A client for `url` (`http://HOST:PORT` or `unix:///PATH`) that opens a
+    /// connection per call and waits [`DEFAULT_TIMEOUT`] for each answer.
+    ///
+    /// Errors: [`ClientError::BadUrl`] when the URL cannot name a control plane.
+    pub fn new(url: &str) -> Result<Client, ClientError> {
+        Client::with_timeout(url, DEFAULT_TIMEOUT)
+    }
+
+    /// As [`Client::new`], waiting at most `timeout` for each answer.
+    pub fn with_timeout(url: &str, timeout: Duration) -> Result<Client, ClientError> {
+        let (url, endpoint) = checked(url)?;
+        Ok(Client {
+            url,
+            transport: Transport::new(endpoint, timeout),
+        })
+    }
+
+    /// As [`Client::with_timeout`], keeping connections open between calls
+    /// (HTTP/1.1 keep-alive), for many calls in a row.
+    pub fn keep_alive(url: &str, timeout: Duration) -> Result<Client, ClientError> {
+        let (url, endpoint) = checked(url)?;
+        Ok(Client {
+            url,
+            transport: Transport::keep_alive(endpoint, timeout),
+        })
+    }
+
+    /// The URL, as given less a trailing `/`; errors name it.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// `GET /health`: the served workflow's name and checksum.
+    pub async fn health(&self) -> Result<Health, ClientError> {
+        self.typed(&Call::health()).await
+    }
+
+    /// `GET /workflow`: the graph file the control plane serves, as JSON.
+    pub async fn workflow(&self) -> Result<Object, ClientError> {
+        self.typed(&Call::workflow()).await
+    }
+
+    /// `POST /tokens`: start a token; a token that exists comes back unchanged.
+    pub async fn start(&self, token: &str, context: &Object) -> Result<TokenView, ClientError> {
+        self.typed(&Call::start(token, context)).await
+    }
+
+    /// `POST /tokens/{id}/events/{event}` with an optional payload and idempotency
+    /// key. A repeated key answers the token as it is now, with `duplicate` set.
+    pub async fn fire(
+        &self,
+        token: &str,
+        event: &str,
+        payload: Option<&Object>,
+        key: Option<&str>,
+    ) -> Result<Fired, ClientError> {
+        let call = Call::fire(token, event, payload, key);
+        let (status, answer) = self.json(&call).await?;
+        fired(answer).map_err(|detail| self.bad_answer(status, detail))
+    }
+
+    /// `GET /tokens/{id}`. Errors: refused 404 `token_not_found`.
+    pub async fn token(&self, token: &str) -> Result<TokenView, ClientError> {
+        self.typed(&Call::token(token)).await
+    }
+
+    /// `GET /tokens`: the tokens, the most recently moved first.
+    pub async fn tokens(&self, query: &TokenQuery) -> Result<Vec<TokenView>, ClientError> {
+        self.typed(&Call::tokens(query)).await
+    }
+
+    /// `GET /tokens/{id}/history`: the token's ledger, in order.
+    pub async fn history(&self, token: &str) -> Result<Vec<HistoryEntry>, ClientError> {
+        self.typed(&Call::history(token)).await
+    }
+
+    /// `POST /tokens/{id}/pause`.
+    pub async fn pause(&self, token: &str) -> Result<TokenView, ClientError> {
+        self.typed(&Call::steer(token, Steer::Pause)).await
+    }
+
+    /// `POST /tokens/{id}/resume`.
+    pub async fn resume(&self, token: &str) -> Result<TokenView, ClientError> {
+        self.typed(&Call::steer(token, Steer::Resume)).await
+    }
+
+    /// `POST /tokens/{id}/cancel`.
+    pub async fn cancel(&self, token: &str) -> Result<TokenView, ClientError> {
+        self.typed(&Call::steer(token, Steer::Cancel)).await
+    }
+
+    /// `POST /tasks/claim`: a grant, or `None` when no task is queued (204).
+    pub async fn claim(&self, claim: &ClaimRequest) -> Result<Option<Grant>, ClientError> {
+        let answer = self.send(&Call::claim(claim)).await?;
+        if answer.status == 204 {
+            return Ok(None);
+        }
+        let grant = serde_json::from_slice(&answer.body)
+            .map_err(|error| self.bad_answer(answer.status, error.to_string()))?;
+        Ok(Some(grant))
+    }
+
+    /// `POST /tasks/heartbeat`: renews the leases of `tasks`; answers the ids
+    /// among them that the supervisor no longer holds.
+    pub async fn heartbeat(
+        &self,
+        supervisor: &str,
+        tasks: &[i64],
+        outbox: Option<u64>,
+    ) -> Result<Vec<i64>, ClientError> {
+        let lost: Lost = self
+            .typed(&Call::heartbeat(supervisor, tasks, outbox))
+            .await?;
+        Ok(lost.lost)
+    }
+
+    /// `POST /tasks/{id}/report`: the token after the outcome.
+    pub async fn report(&self, task: i64, outcome: &Outcome) -> Result<TokenView, ClientError> {
+        self.typed(&Call::report(task, outcome)).await
+    }
+
+    /// `POST /tasks/{id}/note`: one line of progress (1 to 500 characters).
+    pub async fn note(
+        &self,
+        task: i64,
+        text: &str,
+        attempt: Option<i64>,
+    ) -> Result<(), ClientError> {
+        self.send(&Call::note(task, text, attempt)).await.map(drop)
+    }
+
+    /// `PUT /tasks/{id}/memory`: save one key of the routine's memory; `null`
+    /// deletes it.
+    pub async fn set_memory(
+        &self,
+        task: i64,
+        key: &str,
+        value: &Value,
+        attempt: Option<i64>,
+    ) -> Result<(), ClientError> {
+        let call = Call::set_memory(task, key, value, attempt);
+        self.send(&call).await.map(drop)
+    }
+
+    /// Send `call` and read its answer as JSON (`Value::Null` for a 204): what
+    /// the `--json` output of the commands prints.
+    pub async fn json(&self, call: &Call) -> Result<(u16, Value), ClientError> {
+        let answer = self.send(call).await?;
+        if answer.status == 204 || answer.body.is_empty() {
+            return Ok((answer.status, Value::Null));
+        }
+        let value = serde_json::from_slice(&answer.body)
+            .map_err(|_| self.bad_answer(answer.status, "not JSON".to_string()))?;
+        Ok((answer.status, value))
+    }
+
+    /// Send `call`; an answer of 400 or more becomes [`ClientError::Refused`].
+    pub async fn send(&self, call: &Call) -> Result<Answer, ClientError> {
+        let body = call.body.as_ref().map(|body| body.to_string().into_bytes());
+        let key;
+        let headers: &[(&str, &str)] = match &call.key {
+            Some(given) => {
+                key = [("idempotency-key", given.as_str())];
+                &key
+            }
+            None => &[],
+        };
+        let answer = self
+            .transport
+            .send(call.method, &call.path, body, headers)
+            .await
+            .map_err(|source| ClientError::Unreachable {
+                url: self.url.clone(),
+                source,
+            })?;
+        if answer.status >= 400 {
+            return Err(ClientError::refused(&self.url, answer.status, &answer.body));
+        }
+        Ok(answer)
+    }
+
+    async fn typed<T: DeserializeOwned>(&self, call: &Call) -> Result<T, ClientError> {
+        let answer = self.send(call).await?;
+        serde_json::from_slice(&answer.body)
+            .map_err(|error| self.bad_answer(answer.status, error.to_string()))
+    }
+
+    fn bad_answer(&self, status: u16, detail: String) -> ClientError {
+        ClientError::BadAnswer {
+            url: self.url.clone(),
+            status,
+            detail,
+        }
+    }
+}
+
+/// The token of a fire answer: `{"duplicate": true, "token": {...}}` or the token.
+fn fired(answer: Value) -> Result<Fired, String> {
+    let duplicate = answer.get("duplicate").and_then(Value::as_bool) == Some(true);
+    let token = if duplicate {
+        answer.get("token").cloned().unwrap_or_default()
+    } else {
+        answer
+    };
+    let token = serde_json::from_value(token).map_err(|error| error.to_string())?;
+    Ok(Fired { token, duplicate })
+}
+
+/// The URL less a trailing `/`, and its endpoint; a URL whose host is not a host
+/// name or an IP address is refused here rather than at connect time, where it
+/// would read like an outage (the reference checks hosts the same way).
+fn checked(url: &str) -> Result<(String, Endpoint), ClientError> {
+    let trimmed = url.trim_end_matches('/');
+    let trimmed = if trimmed.is_empty() { url } else { trimmed };
+    let shown: String = if trimmed.chars().count() > 100 {
+        format!("{}...", trimmed.chars().take(100).collect::<String>())
+    } else {
+        trimmed.to_string()
+    };
+    let endpoint = Endpoint::parse(trimmed).map_err(|_| {
+        ClientError::BadUrl(format!(
+            "{shown} is not a URL of a control plane; write http://HOST:PORT or unix:///PATH"
+        ))
+    })?;
+    if let Endpoint::Tcp { authority } = &endpoint {
+        if authority.starts_with('[') && !authority.contains(']') {
+            return Err(ClientError::BadUrl(format!(
+                "{shown} is not a URL: its IPv6 address has no closing ']'"
+            )));
+        }
+        if let Some(problem) = authority_problem(authority) {
+            return Err(ClientError::BadUrl(format!(
+                "{shown} has a host that is not valid: {problem}"
+            )));
+        }
+    }
+    Ok((trimmed.to_string(), endpoint))
+}
+
+/// Why `host:port` cannot be connected to, or `None` when it looks right: an IP
+/// address (IPv6 in brackets) or dot-separated labels of letters, digits, `-`
+/// and `_`, then a port number.
+fn authority_problem(authority: &str) -> Option<&'static str> {
+    const RULE: &str = "a host has only letters, digits, '-' and '.', or is an IP address";
+    let Some((host, port)) = authority.rsplit_once(':') else {
+        return Some(RULE);
+    };
+    if port.parse::<u16>().is_err() {
+        return Some("the port is not a number from 0 to 65535");
+    }
+    if let Some(inner) = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
+        return match inner.parse::<std::net::Ipv6Addr>() {
+            Ok(_) => None,
+            Err(_) => Some(RULE),
+        };
+    }
+    if host.parse::<std::net::Ipv4Addr>().is_ok() {
+        return None;
+    }
+    let bare = host.strip_suffix('.').unwrap_or(host);
+    let label_ok = |label: &str| {
+        !label.is_empty()
+            && label
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    };
+    if bare.split('.').all(label_ok) {
+        None
+    } else {
+        Some(RULE)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_with_bad_hosts_are_one_sentence() {
+        for good in [
+            "http://127.0.0.1:8080",
+            "http://localhost:1/",
+            "http://[::1]:8080",
+            "http://cp.internal:8080",
+            "unix:///tmp/s.sock",
+        ] {
+            assert!(Client::new(good).is_ok(), "{good}");
+        }
+        let error = Client::new("http://my host:8000").unwrap_err().to_string();
+        assert_eq!(
+            error,
+            "http://my host:8000 has a host that is not valid: a host has only letters, \
+             digits, '-' and '.', or is an IP address"
+        );
+        let error = Client::new("http://[::1").unwrap_err().to_string();
+        assert!(error.starts_with("http://[::1 is not a URL"), "{error}");
+        assert!(Client::new("https://x:1").is_err());
+        assert!(Client::new("http://x:99999").is_err());
+        assert_eq!(Client::new("http://x:1/").unwrap().url(), "http://x:1");
+    }
+
+    #[test]
+    fn a_fire_answer_is_a_token_or_a_duplicate() {
+        let token = serde_json::json!({"token": "T", "state": "s", "status": "active",
+            "visit": 1, "context": {}, "entered_at": "2026-10-07T05:43:39Z"});
+        let plain = fired(token.clone()).unwrap();
+        assert!(!plain.duplicate);
+        let again = fired(serde_json::json!({"duplicate": true, "token": token})).unwrap();
+        assert!(again.duplicate);
+        assert_eq!(again.token, plain.token);
+        assert!(fired(serde_json::json!([1])).is_err());
+    }
+}

@@ -1,0 +1,94 @@
+//! A tiny HTTP server for tests: it records each request and answers from a
+//! handler, over TCP or any stream (a Unix socket).
+
+use std::convert::Infallible;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use serde_json::Value;
+
+/// One request as the server saw it.
+#[derive(Debug, Clone)]
+pub(crate) struct Seen {
+    pub(crate) method: String,
+    pub(crate) path: String,
+    pub(crate) key: Option<String>,
+    pub(crate) body: Value,
+}
+
+pub(crate) type Handler = dyn Fn(&Seen) -> (u16, String) + Send + Sync;
+
+/// The server's records: requests and connections.
+#[derive(Default)]
+pub(crate) struct Log {
+    pub(crate) requests: Mutex<Vec<Seen>>,
+    pub(crate) connections: AtomicUsize,
+}
+
+impl Log {
+    pub(crate) fn last(&self) -> Seen {
+        self.requests.lock().unwrap().last().cloned().unwrap()
+    }
+}
+
+pub(crate) async fn serve_io<T>(io: T, log: Arc<Log>, handler: Arc<Handler>)
+where
+    T: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+{
+    log.connections.fetch_add(1, Ordering::SeqCst);
+    let service = service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
+        let log = log.clone();
+        let handler = handler.clone();
+        async move {
+            let method = request.method().to_string();
+            let path = request.uri().to_string();
+            let key = request
+                .headers()
+                .get("idempotency-key")
+                .map(|v| v.to_str().unwrap().to_string());
+            let bytes = request.into_body().collect().await.unwrap().to_bytes();
+            let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+            let seen = Seen {
+                method,
+                path,
+                key,
+                body,
+            };
+            let (status, text) = handler(&seen);
+            log.requests.lock().unwrap().push(seen);
+            let response = hyper::Response::builder()
+                .status(status)
+                .body(Full::new(Bytes::from(text)))
+                .unwrap();
+            Ok::<_, Infallible>(response)
+        }
+    });
+    let _ = hyper::server::conn::http1::Builder::new()
+        .serve_connection(io, service)
+        .await;
+}
+
+/// A server on a free TCP port; its URL and log.
+pub(crate) async fn server(
+    handler: impl Fn(&Seen) -> (u16, String) + Send + Sync + 'static,
+) -> (String, Arc<Log>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let log = Arc::new(Log::default());
+    let handler: Arc<Handler> = Arc::new(handler);
+    let served = log.clone();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            tokio::spawn(serve_io(
+                TokioIo::new(stream),
+                served.clone(),
+                handler.clone(),
+            ));
+        }
+    });
+    (url, log)
+}

@@ -1,0 +1,101 @@
+//! Commands of the `stateous` binary that only speak to a control plane over HTTP
+//! (`stateous token ...`, `stateous bench`), written as library functions:
+//! `src/main.rs` parses the command line and calls them.
+//!
+//! A command writes its data to the `out` it is given and fails with a
+//! [`CommandError`], whose text the binary prints as `error: <sentence>` on stderr
+//! with exit code 1 (the reference's `docs/reference/cli.md`, "For every command").
+
+pub mod bench;
+pub mod token;
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use crate::client::ClientError;
+use crate::wire::Object;
+
+/// Why a command stopped. The text is one sentence, without the `error: ` prefix.
+#[derive(Debug, thiserror::Error)]
+pub enum CommandError {
+    /// The command line asks for something that cannot be done.
+    #[error("{0}")]
+    Usage(String),
+    /// The control plane refused, did not answer, or the URL is wrong.
+    #[error(transparent)]
+    Client(#[from] ClientError),
+    /// Writing the output failed; a closed pipe (`| head -1`) ends the command
+    /// quietly with exit code 1.
+    #[error("cannot write the output: {0}")]
+    Output(#[from] std::io::Error),
+}
+
+/// Run `command` to completion on a runtime of its own, print a failure as
+/// `error: <sentence>` on stderr, and give the exit code: 0, or 1 on any failure.
+/// For a binary whose `main` is not async.
+pub fn execute<F>(command: F) -> ExitCode
+where
+    F: std::future::Future<Output = Result<(), CommandError>>,
+{
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => return report(CommandError::Output(error)),
+    };
+    match runtime.block_on(command) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => report(error),
+    }
+}
+
+/// Print `error` on stderr (not for a closed stdout pipe) and give exit code 1.
+pub fn report(error: CommandError) -> ExitCode {
+    let closed_pipe = matches!(&error, CommandError::Output(io)
+        if io.kind() == std::io::ErrorKind::BrokenPipe);
+    if !closed_pipe {
+        eprintln!("error: {error}");
+    }
+    ExitCode::from(1)
+}
+
+/// Write `line` and a newline to `out`.
+pub(crate) fn line(out: &mut dyn Write, line: &str) -> Result<(), CommandError> {
+    writeln!(out, "{line}")?;
+    Ok(())
+}
+
+/// A command-line argument named `name` (`CONTEXT_JSON`) read as a JSON object;
+/// else one sentence that names the argument.
+pub fn json_object(text: &str, name: &str) -> Result<Object, CommandError> {
+    let value: serde_json::Value = serde_json::from_str(text)
+        .map_err(|error| CommandError::Usage(format!("{name} is not valid JSON: {error}")))?;
+    match value {
+        serde_json::Value::Object(object) => Ok(object),
+        _ => Err(CommandError::Usage(format!(
+            "{name} must be a JSON object, such as '{{\"repo\": \"acme/api\"}}'"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_json_object_argument_is_read_or_refused_in_one_sentence() {
+        let read = json_object(r#"{"repo": "acme/api"}"#, "CONTEXT_JSON").unwrap();
+        assert_eq!(read["repo"], "acme/api");
+        for (text, message) in [
+            ("{bad", "CONTEXT_JSON is not valid JSON"),
+            ("", "CONTEXT_JSON is not valid JSON"),
+            (r#"{"n": NaN}"#, "CONTEXT_JSON is not valid JSON"),
+            ("[1]", "CONTEXT_JSON must be a JSON object"),
+        ] {
+            let error = json_object(text, "CONTEXT_JSON").unwrap_err().to_string();
+            assert!(error.starts_with(message), "{text}: {error}");
+            assert!(!error.contains('\n'));
+        }
+    }
+}

@@ -1,0 +1,224 @@
+//! `stateous token start|fire|show|pause|resume|cancel`: steer and read tokens over
+//! the HTTP API, printing the reference's lines (`docs/reference/cli.md`,
+//! `docs/how-to/steer-tokens.md`) or, with `--json`, the daemon's answers.
+
+use std::io::Write;
+
+use serde_json::json;
+
+use super::{json_object, line, CommandError};
+use crate::client::{resolve_url, Call, Client, Steer, TokenQuery};
+use crate::history::{entry_line, token_line};
+use crate::wire::Object;
+
+/// The most children `show ID` lists: the largest page of `GET /tokens`.
+pub const MOST_CHILDREN: u32 = 1000;
+
+/// One `stateous token ...` command line, parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenCommand {
+    /// `--url`; `None` resolves as SPEC section 3.3 says (`STATEOUS_URL`, the
+    /// default socket, `http://127.0.0.1:8080`).
+    pub url: Option<String>,
+    /// `--json`: print the daemon's JSON answer instead of the lines.
+    pub json: bool,
+    /// What to do.
+    pub action: TokenAction,
+}
+
+/// The sub-command and its arguments, as given on the command line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TokenAction {
+    /// `start ID [CONTEXT_JSON]`.
+    Start {
+        /// The token's id.
+        id: String,
+        /// The context, a JSON object; none is `{}`.
+        context: Option<String>,
+    },
+    /// `fire ID EVENT [PAYLOAD_JSON] [--key KEY]`.
+    Fire {
+        /// The token's id.
+        id: String,
+        /// The event's name.
+        event: String,
+        /// The payload, a JSON object.
+        payload: Option<String>,
+        /// An idempotency key.
+        key: Option<String>,
+    },
+    /// `show [ID] [--graph]`: a token, its children and history; or the list.
+    Show {
+        /// The token; none lists the tokens.
+        id: Option<String>,
+        /// `--graph`: draw the served workflow instead.
+        graph: bool,
+    },
+    /// `pause ID`, `resume ID` or `cancel ID`.
+    Steer {
+        /// The token's id.
+        id: String,
+        /// Which of the three.
+        action: Steer,
+    },
+}
+
+/// Run `command`, writing its output to `out`.
+pub async fn run(command: &TokenCommand, out: &mut dyn Write) -> Result<(), CommandError> {
+    if let TokenAction::Show {
+        id: Some(_),
+        graph: true,
+    } = &command.action
+    {
+        return Err(CommandError::Usage(
+            "give a token ID or --graph, not both".into(),
+        ));
+    }
+    let client = Client::new(&resolve_url(command.url.as_deref()))?;
+    if command.json {
+        return print_json(&client, &command.action, out).await;
+    }
+    match &command.action {
+        TokenAction::Start { id, context } => {
+            let context = parsed(context.as_deref(), "CONTEXT_JSON")?.unwrap_or_default();
+            line(out, &token_line(&client.start(id, &context).await?))
+        }
+        TokenAction::Fire {
+            id,
+            event,
+            payload,
+            key,
+        } => {
+            let payload = parsed(payload.as_deref(), "PAYLOAD_JSON")?;
+            let fired = client
+                .fire(id, event, payload.as_ref(), key.as_deref())
+                .await?;
+            let shown = token_line(&fired.token);
+            line(
+                out,
+                &if fired.duplicate {
+                    format!("duplicate: {shown}")
+                } else {
+                    shown
+                },
+            )
+        }
+        TokenAction::Show { graph: true, .. } => {
+            let document = client.workflow().await?;
+            write!(out, "{}", draw_graph(&document)?)?;
+            Ok(())
+        }
+        TokenAction::Show { id: None, .. } => list(&client, out).await,
+        TokenAction::Show { id: Some(id), .. } => show(&client, id, out).await,
+        TokenAction::Steer { id, action } => {
+            let token = match action {
+                Steer::Pause => client.pause(id).await?,
+                Steer::Resume => client.resume(id).await?,
+                Steer::Cancel => client.cancel(id).await?,
+            };
+            line(out, &token_line(&token))
+        }
+    }
+}
+
+/// The workflow as a Mermaid state diagram, for `show --graph`.
+///
+/// HOOK for the compiler's Mermaid renderer (SPEC section 3.1): replace the body
+/// with a call to it, giving the graph file that `GET /workflow` answered. Until
+/// then the command says plainly that this build cannot draw.
+fn draw_graph(_document: &Object) -> Result<String, CommandError> {
+    Err(CommandError::Usage(
+        "this build of stateous cannot draw the workflow yet".into(),
+    ))
+}
+
+/// The tokens, most recently moved first, one line each; `no tokens` when none.
+async fn list(client: &Client, out: &mut dyn Write) -> Result<(), CommandError> {
+    let tokens = client.tokens(&TokenQuery::default()).await?;
+    for token in &tokens {
+        line(out, &token_line(token))?;
+    }
+    if tokens.is_empty() {
+        line(out, "no tokens")?;
+    }
+    Ok(())
+}
+
+/// The token's line, its children's lines, then its history.
+async fn show(client: &Client, id: &str, out: &mut dyn Write) -> Result<(), CommandError> {
+    let token = client.token(id).await?;
+    let children = client.tokens(&children_of(id)).await?;
+    let history = client.history(id).await?;
+    line(out, &token_line(&token))?;
+    for child in &children {
+        line(out, &format!("  child {}", token_line(child)))?;
+    }
+    if children.len() == MOST_CHILDREN as usize {
+        line(
+            out,
+            &format!(
+                "  (only the {MOST_CHILDREN} most recently moved children are shown; \
+                 there can be more)"
+            ),
+        )?;
+    }
+    for entry in &history {
+        line(out, &entry_line(entry))?;
+    }
+    Ok(())
+}
+
+fn children_of(id: &str) -> TokenQuery {
+    TokenQuery {
+        parent: Some(id.to_string()),
+        limit: Some(MOST_CHILDREN),
+        ..TokenQuery::default()
+    }
+}
+
+/// `--json`: the daemon's answer, pretty-printed. `show ID` prints one object
+/// `{"token", "children", "history"}` of its three answers.
+async fn print_json(
+    client: &Client,
+    action: &TokenAction,
+    out: &mut dyn Write,
+) -> Result<(), CommandError> {
+    let answer = match action {
+        TokenAction::Start { id, context } => {
+            let context = parsed(context.as_deref(), "CONTEXT_JSON")?.unwrap_or_default();
+            client.json(&Call::start(id, &context)).await?.1
+        }
+        TokenAction::Fire {
+            id,
+            event,
+            payload,
+            key,
+        } => {
+            let payload = parsed(payload.as_deref(), "PAYLOAD_JSON")?;
+            let call = Call::fire(id, event, payload.as_ref(), key.as_deref());
+            client.json(&call).await?.1
+        }
+        TokenAction::Show { graph: true, .. } => client.json(&Call::workflow()).await?.1,
+        TokenAction::Show { id: None, .. } => {
+            client.json(&Call::tokens(&TokenQuery::default())).await?.1
+        }
+        TokenAction::Show { id: Some(id), .. } => {
+            let token = client.json(&Call::token(id)).await?.1;
+            let children = client.json(&Call::tokens(&children_of(id))).await?.1;
+            let history = client.json(&Call::history(id)).await?.1;
+            json!({"token": token, "children": children, "history": history})
+        }
+        TokenAction::Steer { id, action } => client.json(&Call::steer(id, *action)).await?.1,
+    };
+    let text = serde_json::to_string_pretty(&answer)
+        .map_err(|error| CommandError::Usage(error.to_string()))?;
+    line(out, &text)
+}
+
+fn parsed(text: Option<&str>, name: &str) -> Result<Option<Object>, CommandError> {
+    text.map(|text| json_object(text, name)).transpose()
+}
+
+#[cfg(test)]
+#[path = "token_tests.rs"]
+mod tests;

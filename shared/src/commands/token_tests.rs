@@ -1,0 +1,209 @@
+//! The token commands against the in-test server: the lines they print, their
+//! `--json` output, and their one-sentence errors.
+
+use serde_json::{json, Value};
+
+use super::*;
+use crate::client::testserver::{server, Seen};
+
+fn token_json(id: &str, state: &str, status: &str, visit: i64) -> Value {
+    json!({"token": id, "state": state, "status": status, "visit": visit,
+           "context": {}, "entered_at": "2026-10-07T05:43:39Z"})
+}
+
+/// A control plane with one token `T-1` that has `children` children.
+fn answers(children: usize) -> impl Fn(&Seen) -> (u16, String) + Send + Sync + 'static {
+    move |seen: &Seen| {
+        let path = seen.path.as_str();
+        let (status, body) = match (seen.method.as_str(), path) {
+            ("POST", "/tokens") => (201, token_json("T-1", "coding", "active", 1)),
+            ("GET", "/tokens") => (200, json!([])),
+            ("GET", "/tokens?parent=T-1&limit=1000") => {
+                let kids: Vec<Value> = (0..children)
+                    .map(|n| token_json(&format!("T-1.r.1.w{n}"), "triage", "active", 1))
+                    .collect();
+                (200, Value::Array(kids))
+            }
+            ("GET", "/tokens/T-1") => (200, token_json("T-1", "testing", "active", 2)),
+            ("GET", "/tokens/T-1/history") => (
+                200,
+                json!([{"seq": 1, "at": "2026-10-07T05:43:39Z", "kind": "started",
+                        "data": {"context": {}}}]),
+            ),
+            ("POST", "/tokens/T-1/events/done") if seen.key.as_deref() == Some("k") => (
+                200,
+                json!({"duplicate": true, "token": token_json("T-1", "testing", "active", 1)}),
+            ),
+            ("POST", "/tokens/T-1/events/done") => (200, token_json("T-1", "testing", "active", 1)),
+            ("POST", "/tokens/T-1/pause") => (200, token_json("T-1", "coding", "paused", 1)),
+            ("POST", "/tokens/T-4/events/done") => (
+                409,
+                json!({"error": "token 'T-4' is cancelled; it takes no events",
+                       "code": "token_not_active"}),
+            ),
+            _ => (
+                404,
+                json!({"error": "no token 'NOPE'", "code": "token_not_found"}),
+            ),
+        };
+        (status, body.to_string())
+    }
+}
+
+async fn run_at(url: &str, json: bool, action: TokenAction) -> Result<String, CommandError> {
+    let command = TokenCommand {
+        url: Some(url.to_string()),
+        json,
+        action,
+    };
+    let mut out = Vec::new();
+    run(&command, &mut out).await?;
+    Ok(String::from_utf8(out).expect("utf-8 output"))
+}
+
+fn show(id: Option<&str>) -> TokenAction {
+    TokenAction::Show {
+        id: id.map(str::to_string),
+        graph: false,
+    }
+}
+
+fn fire(id: &str, payload: Option<&str>, key: Option<&str>) -> TokenAction {
+    TokenAction::Fire {
+        id: id.into(),
+        event: "done".into(),
+        payload: payload.map(str::to_string),
+        key: key.map(str::to_string),
+    }
+}
+
+#[tokio::test]
+async fn start_fire_and_steer_print_token_lines() {
+    let (url, log) = server(answers(0)).await;
+    let start = TokenAction::Start {
+        id: "T-1".into(),
+        context: Some(r#"{"repo": "acme/api"}"#.into()),
+    };
+    assert_eq!(
+        run_at(&url, false, start).await.unwrap(),
+        "T-1: coding, active\n"
+    );
+    assert_eq!(log.last().body["context"], json!({"repo": "acme/api"}));
+
+    let fired = run_at(&url, false, fire("T-1", Some(r#"{"passed": 1}"#), None));
+    assert_eq!(fired.await.unwrap(), "T-1: testing, active\n");
+    assert_eq!(log.last().body, json!({"payload": {"passed": 1}}));
+    let again = run_at(&url, false, fire("T-1", None, Some("k")))
+        .await
+        .unwrap();
+    assert_eq!(again, "duplicate: T-1: testing, active\n");
+
+    let pause = TokenAction::Steer {
+        id: "T-1".into(),
+        action: Steer::Pause,
+    };
+    assert_eq!(
+        run_at(&url, false, pause).await.unwrap(),
+        "T-1: coding, paused\n"
+    );
+}
+
+#[tokio::test]
+async fn show_prints_the_token_its_children_and_its_history() {
+    let (url, _) = server(answers(2)).await;
+    let shown = run_at(&url, false, show(Some("T-1"))).await.unwrap();
+    let lines: Vec<&str> = shown.lines().collect();
+    assert_eq!(lines[0], "T-1: testing (visit 2), active");
+    assert_eq!(lines[1], "  child T-1.r.1.w0: triage, active");
+    assert_eq!(lines[2], "  child T-1.r.1.w1: triage, active");
+    assert!(lines[3].ends_with("  #1  started"), "{}", lines[3]);
+    assert_eq!(lines.len(), 4);
+
+    assert_eq!(
+        run_at(&url, false, show(None)).await.unwrap(),
+        "no tokens\n"
+    );
+}
+
+#[tokio::test]
+async fn show_says_when_the_children_are_cut() {
+    let (url, _) = server(answers(1000)).await;
+    let shown = run_at(&url, false, show(Some("T-1"))).await.unwrap();
+    assert_eq!(shown.matches("  child ").count(), 1000);
+    assert!(shown.contains(
+        "\n  (only the 1000 most recently moved children are shown; there can be more)\n"
+    ));
+}
+
+#[tokio::test]
+async fn json_prints_the_daemons_answer() {
+    let (url, _) = server(answers(1)).await;
+    let printed = run_at(&url, true, fire("T-1", None, Some("k")))
+        .await
+        .unwrap();
+    let answer: Value = serde_json::from_str(&printed).unwrap();
+    assert_eq!(answer["duplicate"], true);
+    let printed = run_at(&url, true, show(Some("T-1"))).await.unwrap();
+    let answer: Value = serde_json::from_str(&printed).unwrap();
+    assert_eq!(answer["token"]["visit"], 2);
+    assert_eq!(answer["children"].as_array().unwrap().len(), 1);
+    assert_eq!(answer["history"][0]["kind"], "started");
+}
+
+#[tokio::test]
+async fn refusals_and_mistakes_are_one_sentence() {
+    let (url, log) = server(answers(0)).await;
+    let refused = run_at(&url, false, fire("T-4", None, None))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        refused.to_string(),
+        format!(
+            "the control plane at {url} refused (409): token 'T-4' is cancelled; it takes no events"
+        )
+    );
+    let missing = run_at(&url, false, show(Some("NOPE"))).await.unwrap_err();
+    assert!(missing.to_string().contains("refused (404)"));
+
+    let asked = log.requests.lock().unwrap().len();
+    let bad = TokenAction::Start {
+        id: "T-1".into(),
+        context: Some("[1]".into()),
+    };
+    let error = run_at(&url, false, bad).await.unwrap_err().to_string();
+    assert!(error.starts_with("CONTEXT_JSON must be a JSON object"));
+    let error = run_at(&url, false, fire("T-1", Some("nope"), None))
+        .await
+        .unwrap_err();
+    assert!(error
+        .to_string()
+        .starts_with("PAYLOAD_JSON is not valid JSON"));
+    let both = TokenAction::Show {
+        id: Some("T-1".into()),
+        graph: true,
+    };
+    let error = run_at(&url, false, both).await.unwrap_err().to_string();
+    assert!(error.contains("not both"));
+    assert_eq!(
+        log.requests.lock().unwrap().len(),
+        asked,
+        "no request was sent"
+    );
+}
+
+#[tokio::test]
+async fn a_control_plane_that_does_not_answer_is_one_sentence() {
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", free.local_addr().unwrap());
+    drop(free);
+    let error = run_at(&url, false, show(None))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(error.starts_with(&format!("cannot reach the control plane at {url}: ")));
+    assert!(!error.contains('\n'));
+    let error = run_at("http://my host:8000", false, show(None))
+        .await
+        .unwrap_err();
+    assert!(error.to_string().contains("has a host that is not valid"));
+}

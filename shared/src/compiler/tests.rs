@@ -1,0 +1,329 @@
+//! Tests of the compiler: the starter and the example compile to the reference's
+//! checksums, and each kind of mistake is reported with its exact line.
+
+use serde_json::json;
+
+use super::*;
+use crate::graph::checksum;
+
+fn asset(path: &str) -> String {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    std::fs::read_to_string(root.join("assets").join(path)).expect("asset file")
+}
+
+fn problems(text: &str) -> Vec<String> {
+    match compile_text(text, "flow.yaml") {
+        Err(CompileError::Invalid { problems, .. }) => problems,
+        other => panic!("expected problems, got {other:?}"),
+    }
+}
+
+/// A flow without guards, to which each test adds one mistake.
+const BASE: &str = r#"
+workflow: shop
+context: Cart
+states:
+  filling: {timeout: 1h}
+  paying: {retries: 2}
+events:
+  checkout: {}
+  paid: {payload: Receipt}
+transitions:
+  - {from: START, to: filling}
+  - {from: filling, to: paying, on: checkout}
+  - {from: paying, to: END, on: paid}
+schemas:
+  Cart: {type: object, properties: {items: {type: array}}, required: [items]}
+  Receipt: {type: object, properties: {amount: {type: number}}}
+"#;
+
+#[test]
+fn a_flow_without_guards_compiles_in_the_reference_layout() {
+    let compiled = compile_text(BASE, "flow.yaml").unwrap();
+    assert_eq!(compiled.workflow, "shop");
+    let expected = json!({
+        "stateous": 1, "workflow": "shop", "context": "Cart",
+        "states": {
+            "filling": {"timeout": "1h", "emits": ["checkout"]},
+            "paying": {"retries": 2, "emits": ["paid"]}
+        },
+        "events": {"checkout": {}, "paid": {"payload": "Receipt"}},
+        "transitions": [
+            {"from": "__start__", "to": "filling"},
+            {"from": "filling", "to": "paying", "on": "checkout"},
+            {"from": "paying", "to": "__end__", "on": "paid"}
+        ],
+        "schemas": {
+            "Cart": {"properties": {"items": {"type": "array"}}, "required": ["items"], "type": "object"},
+            "Receipt": {"properties": {"amount": {"type": "number"}}, "type": "object"}
+        }
+    });
+    assert_eq!(
+        crate::graph::pretty(&compiled.document),
+        crate::graph::pretty(&expected)
+    );
+    // The graph it writes loads.
+    crate::graph::Graph::load(&crate::graph::pretty(&compiled.document)).unwrap();
+}
+
+#[test]
+fn sdlc_compiles_to_the_reference_checksum() {
+    let compiled = compile_text(&asset("sdlc/flow.yaml"), "flow.yaml").unwrap();
+    assert_eq!(
+        checksum(&compiled.document),
+        "sha256:ce35bf077678e6aa975cf404a1417ecdb9f5283b037a34d00d5418cbc9123881"
+    );
+    assert_eq!(
+        crate::graph::pretty(&compiled.document),
+        asset("sdlc/build/sdlc.json")
+    );
+}
+
+#[test]
+fn orders_starter_compiles_to_the_reference_checksum() {
+    assert_eq!(asset("orders/flow.yaml"), starter_flow("orders"));
+    let compiled = compile_text(&starter_flow("orders"), "flow.yaml").unwrap();
+    assert_eq!(
+        checksum(&compiled.document),
+        "sha256:77510d7465e1e6d8061c1018f6f152e6136aa15304b08e92be3efa62174d7851"
+    );
+    assert_eq!(
+        crate::graph::pretty(&compiled.document),
+        asset("orders/build/orders.json")
+    );
+}
+
+#[test]
+fn yaml_mistakes_name_their_line() {
+    let err = compile_text("workflow: a\nstates:\n  x: {timeout: 1h\n", "f.yaml").unwrap_err();
+    assert!(err.to_string().starts_with("f.yaml, line "), "{err}");
+    let err = compile_text("workflow: a\nstates:\n  x: {colour: red}\n", "f.yaml").unwrap_err();
+    assert!(err.to_string().starts_with("f.yaml, line 3: "), "{err}");
+    assert!(err.to_string().contains("unknown field `colour`"), "{err}");
+    let err = compile_text("workflow: a\nstates:\n  x: {}\n  x: {}\n", "f.yaml").unwrap_err();
+    assert!(err.to_string().contains("'x' is written twice"), "{err}");
+    let err = compile_text("states: {}\n", "f.yaml").unwrap_err();
+    assert!(
+        err.to_string().contains("missing field `workflow`"),
+        "{err}"
+    );
+}
+
+#[test]
+fn all_problems_are_listed_under_one_header() {
+    let text = BASE
+        .replace("timeout: 1h", "timeout: 90x")
+        .replace("retries: 2", "retries: -1");
+    let err = compile_text(&text, "flow.yaml").unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "workflow 'shop' is not valid:\n  - state 'filling': '90x' is not a duration; write e.g. \
+         '30s', '10m', '2h', '1d'\n  - state 'paying': retries is a whole number, 0 or more, not -1"
+    );
+}
+
+/// Each mistake, and the exact line that reports it.
+#[test]
+fn each_mistake_has_its_line() {
+    let cases: Vec<(String, &str)> = vec![
+        (BASE.replace("workflow: shop", "workflow: Shop"),
+         "the workflow name 'Shop' is not a name: a letter a-z first, then a-z, 0-9, '_' or '-', 64 characters at most"),
+        (BASE.replace("context: Cart", "context: Basket"),
+         "the context 'Basket' is not a schema under 'schemas'"),
+        (BASE.replace("  paying: {retries: 2}", "  paying: {retries: 2}\n  9lives: {}"),
+         "the state name '9lives' is not a name: a letter a-z first, then a-z, 0-9, '_' or '-', 64 characters at most"),
+        (BASE.replace("  paying: {retries: 2}", "  paying: {retries: 2}\n  END: {}"),
+         "state 'END' is Stateous's own: transitions name START and END without declaring them"),
+        (BASE.replace("timeout: 1h", "timeout: 9999d"),
+         "state 'filling': '9999d' is too long; a duration is at most 3650d"),
+        (BASE.replace("{retries: 2}", "{join: any}"),
+         "state 'paying': join and inputs belong to a parallel state; add parallel: [...]"),
+        (BASE.replace("{retries: 2}", "{parallel: [ghost]}"),
+         "state 'paying': it runs 'ghost', which is not a workflow under 'workflows'"),
+        (BASE.replace("{retries: 2}", "{parallel: [shop]}"),
+         "state 'paying': it runs 'shop': a workflow cannot run itself"),
+        (BASE.replace("  checkout: {}", "  checkout: {}\n  timeout: {}"),
+         "event 'timeout' is Stateous's own: transitions name it without declaring it"),
+        (BASE.replace("{payload: Receipt}", "{payload: Bill}"),
+         "event 'paid': the payload 'Bill' is not a schema under 'schemas'"),
+        (BASE.replace("{from: START, to: filling}", "{from: START, to: filling, on: checkout}"),
+         "transition 1 (START -> filling): a transition from START has no 'on': the engine takes it as the token starts; choose among several with 'when' and 'otherwise: true'"),
+        (BASE.replace("{from: START, to: filling}", "{from: START, to: END}"),
+         "transition 1 (START -> END): a token cannot go from START straight to END; it needs a state to be in"),
+        (BASE.replace("{from: filling, to: paying, on: checkout}", "{from: filling, to: START, on: checkout}"),
+         "transition 2 (filling -> START): nothing may lead into START; a token is there only as it starts"),
+        (BASE.replace("{from: paying, to: END, on: paid}", "{from: END, to: paying, on: paid}"),
+         "transition 3 (END -> paying): nothing may leave END; entering it completes the token"),
+        (BASE.replace("to: paying, on: checkout", "to: payng, on: checkout"),
+         "transition 2 (filling -> payng): 'payng' is not a state of workflow 'shop' (write START and END in capitals)"),
+        (BASE.replace("to: paying, on: checkout", "to: paying"),
+         "transition 2 (filling -> paying): a transition from 'filling' needs 'on': the event that takes it"),
+        (BASE.replace("to: paying, on: checkout", "to: paying, on: chekout"),
+         "transition 2 (filling -> paying): event 'chekout' is not declared in workflow 'shop'"),
+        (BASE.replace("to: paying, on: checkout", "to: paying, on: __started__"),
+         "transition 2 (filling -> paying): '__started__' is Stateous's own; only START's transitions are taken on it"),
+        (BASE.replace("to: paying, on: checkout", "to: paying, on: joined"),
+         "transition 2 (filling -> paying): only a parallel state is left on 'joined', and 'filling' has no parallel: [...]"),
+        (with_transitions("  - {from: paying, to: filling, on: paid}\n"),
+         "'paid' from 'paying' is ambiguous: two transitions have no guard; give one a 'when', and mark the fallback otherwise: true"),
+    ];
+    for (text, line) in cases {
+        let found = problems(&text);
+        assert!(
+            found.iter().any(|p| p == line),
+            "expected {line:?} in {found:?}"
+        );
+    }
+}
+
+/// A flow appended with transitions after `transitions:`.
+fn with_transitions(extra: &str) -> String {
+    BASE.replace("schemas:", &format!("{extra}schemas:"))
+}
+
+#[test]
+fn whole_graph_mistakes_have_their_line() {
+    let cases: Vec<(String, &str)> = vec![
+        (with_transitions("").replace("  - {from: START, to: filling}\n", "  - {from: paying, to: filling, on: checkout}\n"),
+         "workflow 'shop' has no transition from START; add one to the state each token begins in, e.g. {from: START, to: <state>}"),
+        (with_transitions("").replace("{from: paying, to: END, on: paid}", "{from: paying, to: filling, on: paid}"),
+         "workflow 'shop' has no transition into END, so none of its tokens can complete; add one, e.g. {from: <state>, to: END, on: <event>}"),
+        (BASE.replace("  paying: {retries: 2}", "  paying: {retries: 2}\n  lost: {}"),
+         "state 'lost' cannot be reached from START"),
+        (BASE.replace("context: Cart\n", "context: Cart\nworkflows:\n  spare: {states: {a: {}}, transitions: [{from: START, to: a}, {from: a, to: END, on: error}]}\n"),
+         "the workflow 'spare' under 'workflows' is run by no parallel state; run it or remove it"),
+        (BASE.replace("Receipt: {type: object", "Receipt: {type: 12"),
+         "the model 'Receipt' is not valid JSON Schema: 12 is not of types \"array\", \"string\""),
+    ];
+    for (text, line) in cases {
+        let found = problems(&text);
+        assert!(
+            found.iter().any(|p| p == line),
+            "expected {line:?} in {found:?}"
+        );
+    }
+}
+
+const PARALLEL: &str = r#"
+workflow: release
+context: Build
+states:
+  prepare: {}
+  reviews: {parallel: [review], join: all, inputs: [repo]}
+events:
+  ready: {}
+transitions:
+  - {from: START, to: prepare}
+  - {from: prepare, to: reviews, on: ready}
+  - {from: reviews, to: END, on: joined}
+schemas:
+  Build: {type: object, properties: {repo: {type: string}}, required: [repo]}
+  Review: {type: object, properties: {repo: {type: string}, depth: {type: integer}}, required: [repo, depth]}
+workflows:
+  review:
+    context: Review
+    states: {look: {timeout: 1h}}
+    events: {ok: {}}
+    transitions:
+      - {from: START, to: look}
+      - {from: look, to: END, on: ok}
+"#;
+
+#[test]
+fn parallel_states_and_child_workflows() {
+    let found = problems(PARALLEL);
+    assert_eq!(
+        found,
+        ["state 'reviews' does not hand on 'depth', which 'review' requires; add it to inputs"]
+    );
+    let fixed = PARALLEL.replace("required: [repo, depth]", "required: [repo]");
+    let compiled = compile_text(&fixed, "flow.yaml").unwrap();
+    let doc = &compiled.document;
+    assert_eq!(
+        doc["states"]["reviews"],
+        json!({"parallel": ["review"], "join": "all", "inputs": ["repo"]})
+    );
+    assert_eq!(doc["workflows"]["review"]["context"], "Review");
+    assert_eq!(
+        doc["workflows"]["review"]["states"]["look"],
+        json!({"timeout": "1h", "emits": ["ok"]})
+    );
+    let keys: Vec<&String> = doc.as_object().unwrap().keys().collect();
+    assert_eq!(
+        keys,
+        [
+            "stateous",
+            "workflow",
+            "context",
+            "states",
+            "events",
+            "transitions",
+            "workflows",
+            "schemas"
+        ]
+    );
+    crate::graph::Graph::load(&crate::graph::pretty(doc)).unwrap();
+
+    let no_join = fixed.replace("on: joined", "on: ready");
+    assert!(problems(&no_join)
+        .contains(&"parallel state 'reviews' needs a transition on 'joined'".to_owned()));
+    let on_error = fixed.replace(
+        "  - {from: reviews, to: END, on: joined}",
+        "  - {from: reviews, to: END, on: joined}\n  - {from: reviews, to: prepare, on: error}",
+    );
+    assert!(problems(&on_error).contains(&"parallel state 'reviews' has no task, so 'error' can never fire; check 'branches' on 'joined'".to_owned()));
+    let bad_input = fixed.replace("inputs: [repo]", "inputs: [repo, nope]");
+    assert!(problems(&bad_input)
+        .contains(&"state 'reviews' hands on 'nope', which Build does not have".to_owned()));
+    let child_problem = fixed.replace(
+        "      - {from: look, to: END, on: ok}\n",
+        "      - {from: look, to: look, on: ok}\n",
+    );
+    assert!(problems(&child_problem).contains(&"in child workflow 'review': workflow 'review' has no transition into END, so none of its tokens can complete; add one, e.g. {from: <state>, to: END, on: <event>}".to_owned()));
+    let cycle = fixed.replace(
+        "states: {look: {timeout: 1h}}",
+        "states: {look: {timeout: 1h}, again: {parallel: [review]}}",
+    );
+    assert!(
+        problems(&cycle)
+            .iter()
+            .any(|p| p.contains("a workflow cannot run itself")),
+        "{:?}",
+        problems(&cycle)
+    );
+    let long = fixed.replace("review", &"r".repeat(60));
+    assert!(problems(&long)
+        .iter()
+        .any(|p| p.starts_with("the child token ids can be ")));
+}
+
+#[test]
+fn python_names_are_checked_for_the_reference_supervisor() {
+    let found = problems(&BASE.replace(
+        "  checkout: {}",
+        "  checkout: {}\n  check-out: {}\n  check_out: {}",
+    ));
+    assert!(
+        found.contains(
+            &"the events 'check-out' and 'check_out' are both 'check_out' in Python; rename one"
+                .to_owned()
+        ),
+        "{found:?}"
+    );
+    let found = problems(&BASE.replace("Receipt", "Literal"));
+    assert!(
+        found.contains(
+            &"a schema is named 'Literal', which contract.py uses itself; rename the schema"
+                .to_owned()
+        ),
+        "{found:?}"
+    );
+    let found = problems(&BASE.replace(
+        "Receipt: {type: object",
+        "Receipt: {items: {$ref: \"#/schemas/Receipt\"}, type: object",
+    ));
+    assert!(
+        found.contains(&"the schema 'Receipt' refers to itself; that is not supported".to_owned()),
+        "{found:?}"
+    );
+}

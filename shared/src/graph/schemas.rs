@@ -1,0 +1,119 @@
+//! The models of a graph document as compiled JSON Schema validators (Draft 2020-12),
+//! built once when the graph loads (reference `control/graph.py`).
+//!
+//! A model `NAME` is checked as `{"$ref": "#/schemas/NAME", "schemas": {...}}`, so a
+//! model's own `$ref`s to `#/schemas/OTHER` resolve against the document's schemas.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde_json::{json, Value};
+
+use crate::wire::Object;
+
+/// The validators of the models a graph document names, by model name.
+#[derive(Default)]
+pub(crate) struct Models {
+    validators: BTreeMap<String, jsonschema::Validator>,
+}
+
+impl fmt::Debug for Models {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.validators.keys()).finish()
+    }
+}
+
+impl Models {
+    /// Compile the validator of model `name` unless it is compiled already. The error
+    /// is one sentence: the model is missing, or it is not valid JSON Schema.
+    pub(crate) fn add(&mut self, name: &str, schemas: &Object) -> Result<(), String> {
+        if self.validators.contains_key(name) {
+            return Ok(());
+        }
+        let validator = compile(name, schemas)?;
+        self.validators.insert(name.to_owned(), validator);
+        Ok(())
+    }
+
+    /// The problems of `value` against model `name`, one sentence each:
+    /// `<dotted path, or the model's name>: <message>`.
+    pub(crate) fn errors(&self, name: &str, value: &Value) -> Vec<String> {
+        let Some(validator) = self.validators.get(name) else {
+            return vec![format!("{name}: the graph has no such model")];
+        };
+        validator
+            .iter_errors(value)
+            .map(|error| {
+                let path = dotted(error.instance_path.as_str());
+                let at = if path.is_empty() { name } else { &path };
+                format!("{at}: {error}")
+            })
+            .collect()
+    }
+}
+
+/// The validator of model `name`, against the document's `schemas`.
+pub(crate) fn compile(name: &str, schemas: &Object) -> Result<jsonschema::Validator, String> {
+    if !schemas.contains_key(name) {
+        return Err(format!("the model '{name}' is not in 'schemas'"));
+    }
+    let root = json!({"$ref": format!("#/schemas/{name}"), "schemas": schemas});
+    jsonschema::options()
+        .with_draft(jsonschema::Draft::Draft202012)
+        .should_validate_formats(false)
+        .build(&root)
+        .map_err(|error| format!("the model '{name}' is not valid JSON Schema: {error}"))
+}
+
+/// A JSON pointer (`/items/0/name`) as a dotted path (`items.0.name`), as the
+/// reference joins `absolute_path`.
+fn dotted(pointer: &str) -> String {
+    pointer
+        .split('/')
+        .skip(1)
+        .map(|part| part.replace("~1", "/").replace("~0", "~"))
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn schemas() -> Object {
+        serde_json::from_value(json!({
+            "Item": {"type": "object", "properties": {
+                "title": {"type": "string"},
+                "tags": {"type": "array", "items": {"$ref": "#/schemas/Tag"}}
+            }, "required": ["title"]},
+            "Tag": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn errors_name_the_path_or_the_model() {
+        let mut models = Models::default();
+        models.add("Item", &schemas()).unwrap();
+        assert!(models.errors("Item", &json!({"title": "x"})).is_empty());
+        let missing = models.errors("Item", &json!({}));
+        assert_eq!(missing.len(), 1);
+        assert!(missing[0].starts_with("Item: "), "{missing:?}");
+        assert!(missing[0].contains("title"), "{missing:?}");
+        let nested = models.errors("Item", &json!({"title": "x", "tags": [{"name": 3}]}));
+        assert_eq!(nested.len(), 1);
+        assert!(nested[0].starts_with("tags.0.name: "), "{nested:?}");
+    }
+
+    #[test]
+    fn a_missing_or_broken_model_is_refused_with_a_sentence() {
+        let mut broken = schemas();
+        broken.insert("Bad".into(), json!({"type": 12}));
+        assert!(compile("Nope", &broken)
+            .unwrap_err()
+            .contains("not in 'schemas'"));
+        assert!(compile("Bad", &broken)
+            .unwrap_err()
+            .contains("not valid JSON Schema"));
+    }
+}

@@ -1,0 +1,194 @@
+//! How a token and its history read as lines of text: `TICKET-1: coding (visit 2),
+//! active` and `12:00:01  #5  build-box-1 took task 1 (attempt 1)`.
+//!
+//! The lines are the reference's, word for word (`stateous token show`, see
+//! `docs/how-to/steer-tokens.md`): the `token` commands, `--follow` and the TUI all
+//! print them. Times are shown in local time. A missing fact reads as `?`, and a
+//! kind this version does not know is shown as its name and its data, so a newer
+//! daemon never breaks an older client.
+
+mod pyjson;
+
+use chrono::{DateTime, Local, LocalResult, NaiveDate, NaiveDateTime, TimeZone};
+use serde_json::Value;
+
+use crate::wire::{HistoryEntry, Object, TokenView};
+use pyjson::{python_json, python_str};
+
+/// The longest rendering of a payload or unknown data before it is cut with `...`.
+const SHORT: usize = 80;
+
+/// `T-1: coding, active`; ` (visit N)` after the state from the second visit on;
+/// START and END for Stateous's own states.
+pub fn token_line(token: &TokenView) -> String {
+    let visit = if token.visit > 1 {
+        format!(" (visit {})", token.visit)
+    } else {
+        String::new()
+    };
+    format!(
+        "{}: {}{visit}, {}",
+        token.token,
+        named(&token.state),
+        token.status
+    )
+}
+
+/// `HH:MM:SS  #SEQ  WHAT`, with the time in the local time zone.
+pub fn entry_line(entry: &HistoryEntry) -> String {
+    entry_line_in(entry, &Local)
+}
+
+/// As [`entry_line`], in the time zone `zone` (tests use a fixed offset).
+pub fn entry_line_in<Z: TimeZone>(entry: &HistoryEntry, zone: &Z) -> String
+where
+    Z::Offset: std::fmt::Display,
+{
+    format!(
+        "{}  #{}  {}",
+        local(&entry.at, "%H:%M:%S", zone),
+        entry.seq,
+        what(&entry.kind, &entry.data, zone)
+    )
+}
+
+/// What one ledger entry says, after the time and the number.
+pub fn what<Z: TimeZone>(kind: &str, data: &Object, zone: &Z) -> String
+where
+    Z::Offset: std::fmt::Display,
+{
+    let get = |key: &str| data.get(key).map_or_else(|| "?".to_string(), python_str);
+    match kind {
+        "started" if data.contains_key("parent") => format!("started by {}", get("parent")),
+        "started" => "started".to_string(),
+        "branch_started" => format!("started the child {}", get("token")),
+        "entered" => format!("entered {}{}", named(&get("state")), visit_note(data)),
+        "task_queued" => format!("task {} queued for {}", get("task"), get("state")),
+        "task_claimed" => format!(
+            "{} took task {} (attempt {})",
+            get("supervisor"),
+            get("task"),
+            get("attempt")
+        ),
+        "task_done" => format!("task {} done", get("task")),
+        "task_failed" => format!("task {} failed: {}", get("task"), get("error")),
+        "task_retrying" => format!(
+            "task {} is tried again (attempt {})",
+            get("task"),
+            get("attempt")
+        ),
+        "task_cancelled" => format!("task {} cancelled", get("task")),
+        "task_waiting" => format!("task {} waits: the work goes on outside", get("task")),
+        "event_accepted" => format!(
+            "{} in {}{}",
+            get("event"),
+            named(&get("state")),
+            payload_note(data.get("payload"))
+        ),
+        "event_rejected" => format!("{} refused: {}", get("event"), get("reason")),
+        "timer_set" => format!(
+            "timer set: {} at {}",
+            get("event"),
+            local(&get("due_at"), "%Y-%m-%d %H:%M:%S", zone)
+        ),
+        "timer_fired" => format!("timer fired: {}", get("event")),
+        "note" => get("text"),
+        "memory_set" => format!("memory set: {} (in {})", get("memory_key"), get("state")),
+        "memory_deleted" => format!(
+            "memory deleted: {} (in {})",
+            get("memory_key"),
+            get("state")
+        ),
+        "context_changed" => format!("context changed: {}", keys_note(data.get("keys"))),
+        "cancelled" if data.contains_key("reason") => format!("cancelled: {}", get("reason")),
+        "paused" | "resumed" | "completed" | "cancelled" => kind.to_string(),
+        "event_deferred" => format!("{} held while paused", get("event")),
+        "event_replayed" => format!("{} applied on resume", get("event")),
+        "event_dropped" => format!("{} dropped on resume: {}", get("event"), get("reason")),
+        "failed" => format!("failed: {}", get("reason")),
+        _ => format!("{kind} {}", short(&Value::Object(data.clone()))),
+    }
+}
+
+/// A state as a person reads it: `__start__` as START, `__end__` as END.
+pub fn named(state: &str) -> &str {
+    match state {
+        "__start__" => "START",
+        "__end__" => "END",
+        other => other,
+    }
+}
+
+/// ` (visit N)` when the entry's `visit` is a whole number above 1.
+fn visit_note(data: &Object) -> String {
+    match data.get("visit").and_then(Value::as_i64) {
+        Some(visit) if visit > 1 => format!(" (visit {visit})"),
+        _ => String::new(),
+    }
+}
+
+/// `: {"passed": 3}` for a payload that is not empty, else nothing (the
+/// reference leaves out what Python counts as false: null, `{}`, `[]`, `""`, 0).
+fn payload_note(payload: Option<&Value>) -> String {
+    let empty = match payload {
+        None | Some(Value::Null) => true,
+        Some(Value::Bool(flag)) => !flag,
+        Some(Value::Number(number)) => number.as_f64() == Some(0.0),
+        Some(Value::String(text)) => text.is_empty(),
+        Some(Value::Array(items)) => items.is_empty(),
+        Some(Value::Object(fields)) => fields.is_empty(),
+    };
+    match payload {
+        Some(value) if !empty => format!(": {}", short(value)),
+        _ => String::new(),
+    }
+}
+
+/// The changed keys, comma-separated; `?` when `keys` is not a list.
+fn keys_note(keys: Option<&Value>) -> String {
+    match keys {
+        Some(Value::Array(names)) => names.iter().map(python_str).collect::<Vec<_>>().join(", "),
+        _ => "?".to_string(),
+    }
+}
+
+/// `value` as JSON the way the reference prints it (`, ` and `: ` between items,
+/// non-ASCII escaped), cut to 80 characters with `...`.
+pub fn short(value: &Value) -> String {
+    let text = python_json(value);
+    if text.chars().count() <= SHORT {
+        return text;
+    }
+    let kept: String = text.chars().take(SHORT - 3).collect();
+    format!("{kept}...")
+}
+
+/// An ISO 8601 time in `zone`, in the strftime `form`; the text unchanged when it
+/// is not a time. A time without an offset is taken as already local, as Python's
+/// `astimezone` takes a naive time.
+fn local<Z: TimeZone>(at: &str, form: &str, zone: &Z) -> String
+where
+    Z::Offset: std::fmt::Display,
+{
+    if let Ok(moment) = DateTime::parse_from_rfc3339(&at.replace(' ', "T")) {
+        return moment.with_timezone(zone).format(form).to_string();
+    }
+    let naive = NaiveDateTime::parse_from_str(at, "%Y-%m-%dT%H:%M:%S%.f")
+        .or_else(|_| NaiveDateTime::parse_from_str(at, "%Y-%m-%d %H:%M:%S%.f"))
+        .or_else(|_| NaiveDateTime::parse_from_str(at, "%Y-%m-%dT%H:%M"))
+        .ok()
+        .or_else(|| {
+            NaiveDate::parse_from_str(at, "%Y-%m-%d")
+                .ok()
+                .and_then(|day| day.and_hms_opt(0, 0, 0))
+        });
+    match naive.map(|naive| zone.from_local_datetime(&naive)) {
+        Some(LocalResult::Single(moment)) | Some(LocalResult::Ambiguous(moment, _)) => {
+            moment.format(form).to_string()
+        }
+        _ => at.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests;

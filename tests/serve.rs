@@ -1,0 +1,293 @@
+//! Black-box: `stateous serve` as a process: its start order and refusals (one line,
+//! exit 1), its Unix socket, and its graceful stop.
+
+mod harness;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::time::Duration;
+
+use harness::{asset_graph, run, Daemon, Setup};
+use serde_json::json;
+
+fn graph() -> String {
+    asset_graph("orders").display().to_string()
+}
+
+/// The one `error:` line of a refusal at start, checked: exit 1, one line.
+fn refused_at_start(dir: &std::path::Path, args: &[&str]) -> String {
+    let finished = run(dir, args);
+    assert_eq!(finished.code(), 1, "{finished}");
+    let lines: Vec<&str> = finished.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "one line: {finished}");
+    assert!(lines[0].starts_with("error: "), "{finished}");
+    assert!(!finished.stderr.contains("panicked"), "{finished}");
+    lines[0].to_string()
+}
+
+#[test]
+fn serve_prints_its_url_then_stops_on_sigint_with_stopped_and_exit_0() {
+    let mut daemon = Daemon::orders();
+    daemon.get("/health").expect(200);
+    let status = daemon.stop_with(libc::SIGINT);
+    assert_eq!(status.code(), Some(0), "{}", daemon.report());
+    let stderr = daemon.stderr();
+    assert!(
+        stderr.contains(&format!("serving on {} (Ctrl-C stops)", daemon.url)),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().last(), Some("stopped"), "{stderr}");
+    assert!(
+        !daemon.socket.exists(),
+        "the socket file is removed at the stop"
+    );
+}
+
+#[test]
+fn sigterm_stops_gracefully_too() {
+    let mut daemon = Daemon::orders();
+    let status = daemon.stop_with(libc::SIGTERM);
+    assert_eq!(status.code(), Some(0), "{}", daemon.report());
+    assert_eq!(daemon.stderr().lines().last(), Some("stopped"));
+}
+
+#[test]
+fn a_request_in_progress_at_a_graceful_stop_is_answered() {
+    let mut daemon = Daemon::orders();
+    let mut stream = TcpStream::connect(&daemon.authority).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let body = json!({"supervisor": "box-1"}).to_string();
+    let head = format!(
+        "POST /tasks/claim HTTP/1.1\r\nhost: x\r\nconnection: close\r\ncontent-length: {}\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).unwrap();
+    stream.write_all(&body.as_bytes()[..5]).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    daemon.signal(libc::SIGINT);
+    std::thread::sleep(Duration::from_millis(300));
+    stream.write_all(&body.as_bytes()[5..]).unwrap();
+    let reply = harness::read_reply(&mut stream, "POST /tasks/claim".into()).unwrap();
+    reply.refused(422, "invalid_body");
+    let status = daemon.wait(Duration::from_secs(20));
+    assert_eq!(status.code(), Some(0), "{}", daemon.report());
+    // A new connection after the stop began is not served.
+    assert!(TcpStream::connect(&daemon.authority).is_err());
+}
+
+#[test]
+fn an_idle_connection_does_not_hold_a_graceful_stop() {
+    let mut daemon = Daemon::orders();
+    let mut idle = TcpStream::connect(&daemon.authority).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let status = daemon.stop_with(libc::SIGINT);
+    assert_eq!(status.code(), Some(0), "{}", daemon.report());
+    let mut rest = Vec::new();
+    let _ = idle.read_to_end(&mut rest);
+}
+
+#[test]
+fn the_unix_socket_is_private_and_answers_as_tcp_does() {
+    let daemon = Daemon::orders();
+    let meta = std::fs::metadata(&daemon.socket).unwrap();
+    assert!(meta.file_type().is_socket());
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+    let stderr = daemon.stderr();
+    assert!(
+        stderr.contains(&format!("unix://{}", daemon.socket.display())),
+        "{stderr}"
+    );
+    for path in ["/health", "/workflow", "/nothing", "/tokens?limit=0"] {
+        let tcp = daemon.get(path);
+        let unix = daemon.request_unix("GET", path, &[], b"");
+        assert_eq!((tcp.status, &tcp.body), (unix.status, &unix.body), "{path}");
+    }
+    let big = vec![b' '; 1024 * 1024 + 1];
+    daemon
+        .request_unix("POST", "/tokens", &[], &big)
+        .refused(413, "bad_request");
+}
+
+#[test]
+fn curl_reaches_the_api_over_the_unix_socket() {
+    let daemon = Daemon::orders();
+    let output = std::process::Command::new("curl")
+        .args(["-s", "--unix-socket"])
+        .arg(&daemon.socket)
+        .arg("http://x/health")
+        .output();
+    let Ok(output) = output else {
+        eprintln!("curl is not installed; the raw socket tests cover the socket");
+        return;
+    };
+    let health: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(health["workflow"], "orders", "{}", daemon.report());
+}
+
+#[test]
+fn a_live_daemon_keeps_its_socket_against_a_second_one() {
+    let daemon = Daemon::orders();
+    let other = tempfile::tempdir().unwrap();
+    let socket = daemon.socket.display().to_string();
+    let line = refused_at_start(
+        other.path(),
+        &[
+            "serve",
+            &graph(),
+            "--listen",
+            "127.0.0.1:0",
+            "--socket",
+            &socket,
+        ],
+    );
+    assert!(line.contains("listens on the socket"), "{line}");
+    daemon.request_unix("GET", "/health", &[], b"").expect(200);
+}
+
+#[test]
+fn a_stale_socket_file_from_a_killed_daemon_is_replaced() {
+    let mut daemon = Daemon::orders();
+    daemon.crash_and_restart();
+    daemon.request_unix("GET", "/health", &[], b"").expect(200);
+}
+
+#[test]
+fn a_port_in_use_is_refused_with_one_sentence() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let dir = tempfile::tempdir().unwrap();
+    let listen = format!("127.0.0.1:{port}");
+    let socket = dir.path().join("s.sock").display().to_string();
+    let line = refused_at_start(
+        dir.path(),
+        &["serve", &graph(), "--listen", &listen, "--socket", &socket],
+    );
+    assert!(line.contains("already uses that port"), "{line}");
+    assert!(
+        !dir.path().join("stateous.db").exists(),
+        "the database is not opened"
+    );
+    assert!(!dir.path().join("s.sock").exists());
+}
+
+#[test]
+fn a_listen_that_is_not_host_and_port_is_refused_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let line = refused_at_start(
+        dir.path(),
+        &["serve", "missing.json", "--listen", "0.0.0.0"],
+    );
+    assert!(line.contains("is not HOST:PORT"), "{line}");
+    assert!(!dir.path().join("stateous.db").exists());
+}
+
+#[test]
+fn a_missing_or_broken_graph_file_is_refused_with_one_sentence() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("s.sock").display().to_string();
+    let base = ["--listen", "127.0.0.1:0", "--socket", socket.as_str()];
+    let missing = refused_at_start(
+        dir.path(),
+        &[&["serve", "missing.json"][..], &base].concat(),
+    );
+    assert!(
+        missing.contains("cannot read the graph file missing.json"),
+        "{missing}"
+    );
+    for (name, text) in [
+        ("empty.json", ""),
+        ("list.json", "[1]"),
+        ("broken.json", "{\"stateous\": 1,"),
+        ("other.json", "{\"stateous\": 2}"),
+    ] {
+        std::fs::write(dir.path().join(name), text).unwrap();
+        let line = refused_at_start(dir.path(), &[&["serve", name][..], &base].concat());
+        assert!(
+            line.contains(&format!("{name} is not a graph file")),
+            "{line}"
+        );
+    }
+    std::fs::write(dir.path().join("binary.json"), b"\xff\xfe").unwrap();
+    let line = refused_at_start(dir.path(), &[&["serve", "binary.json"][..], &base].concat());
+    assert!(line.contains("is not a graph file"), "{line}");
+    assert!(!dir.path().join("stateous.db").exists());
+}
+
+#[test]
+fn database_urls_other_than_sqlite_are_refused_with_one_sentence() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("s.sock").display().to_string();
+    for (db, expected) in [
+        ("postgresql://u:secret@localhost/s", "not supported yet"),
+        ("mysql://x/y", "is not a database URL"),
+        ("sqlite:///", "names no database file"),
+    ] {
+        let line = refused_at_start(
+            dir.path(),
+            &[
+                "serve",
+                &graph(),
+                "--db",
+                db,
+                "--listen",
+                "127.0.0.1:0",
+                "--socket",
+                &socket,
+            ],
+        );
+        assert!(
+            line.contains(expected) && !line.contains("secret"),
+            "{line}"
+        );
+    }
+}
+
+#[test]
+fn a_bad_timing_from_a_flag_or_the_environment_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let line = refused_at_start(dir.path(), &["serve", &graph(), "--tick", "soon"]);
+    assert!(line.contains("--tick"), "{line}");
+    let finished = std::process::Command::new(harness::binary())
+        .args(["serve", &graph()])
+        .env("STATEOUS_LEASE", "0s")
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(finished.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&finished.stderr).contains("--lease"));
+}
+
+#[test]
+fn help_documents_the_timing_flags_and_their_environment_variables() {
+    let dir = tempfile::tempdir().unwrap();
+    let help = run(dir.path(), &["serve", "--help"]);
+    assert_eq!(help.code(), 0, "{help}");
+    for text in [
+        "--lease",
+        "STATEOUS_LEASE",
+        "STATEOUS_TICK",
+        "STATEOUS_BUSY_TIMEOUT",
+        "--socket",
+        "[default: 2m]",
+    ] {
+        assert!(help.stdout.contains(text), "{text}: {help}");
+    }
+}
+
+#[test]
+fn a_wide_address_warns_that_the_api_has_no_authentication() {
+    let daemon = Setup::new(asset_graph("orders"))
+        .args(&["--listen", "0.0.0.0:0"])
+        .start();
+    let stderr = daemon.stderr();
+    assert!(
+        stderr.contains(
+            "warning: other computers can reach 0.0.0.0, and the API has no authentication"
+        ),
+        "{stderr}"
+    );
+    daemon.get("/health").expect(200);
+}
