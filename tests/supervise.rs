@@ -458,3 +458,98 @@ fn a_report_that_cannot_be_sent_stays_in_the_outbox_and_goes_at_the_next_start()
     let token = daemon.get("/tokens/O-1").expect(200);
     assert_ne!(token["state"], "coding", "{token}");
 }
+
+/// A copy of an example supervisor of `assets/`, pointed at `daemon`.
+fn example_folder(daemon: &Daemon, name: &str) -> PathBuf {
+    let from = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("assets")
+        .join(name);
+    let to = daemon.dir.path().join(name);
+    std::fs::create_dir_all(&to).unwrap();
+    for entry in std::fs::read_dir(&from).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+    }
+    let config = to.join("stateous.yaml");
+    let text = std::fs::read_to_string(&config)
+        .unwrap()
+        .replace("http://127.0.0.1:8080", &daemon.url);
+    std::fs::write(&config, text + TIMINGS).unwrap();
+    to
+}
+
+#[test]
+fn the_orders_example_supervisor_reviews_each_order_twice_unless_rushed() {
+    let daemon = Setup::new(asset_graph("orders")).start();
+    let folder = example_folder(&daemon, "orders-supervisor");
+    let _sup = Supervise::start(&folder);
+    for (id, title) in [("O-1", "desk"), ("O-2", "rush chair")] {
+        daemon
+            .post(
+                "/tokens",
+                &json!({"token": id, "context": {"title": title}}),
+            )
+            .expect(201);
+    }
+    wait_for_status(&daemon, "O-1", "completed");
+    wait_for_status(&daemon, "O-2", "completed");
+    let reviews = |id: &str| {
+        history(&daemon, id)
+            .iter()
+            .filter(|e| e["kind"] == "event_accepted" && e["data"]["event"] == "reviewed")
+            .count()
+    };
+    assert_eq!(reviews("O-1"), 2);
+    assert_eq!(reviews("O-2"), 1);
+}
+
+#[test]
+fn the_sdlc_example_supervisor_codes_and_tests_a_checkout() {
+    let daemon = sdlc();
+    let folder = example_folder(&daemon, "sdlc-supervisor");
+    let checkout = folder.join("repo");
+    std::fs::create_dir_all(&checkout).unwrap();
+    write_script(&checkout.join("test_ok"), "exit 0");
+    let _sup = Supervise::start(&folder);
+    daemon
+        .post(
+            "/tokens",
+            &json!({"token": "TICKET-1", "context": {"repo": "repo"}}),
+        )
+        .expect(201);
+    daemon
+        .post(
+            "/tokens",
+            &json!({"token": "TICKET-2", "context": {"repo": "nowhere"}}),
+        )
+        .expect(201);
+    wait_for_status(&daemon, "TICKET-1", "completed");
+    wait_for_status(&daemon, "TICKET-2", "completed");
+    let last = |id: &str| {
+        history(&daemon, id)
+            .into_iter()
+            .filter(|e| e["kind"] == "event_accepted")
+            .last()
+            .map(|e| e["data"]["event"].clone())
+    };
+    assert_eq!(last("TICKET-1"), Some(json!("passed")));
+    assert_eq!(last("TICKET-2"), Some(json!("stuck")));
+}
+
+#[test]
+fn the_example_contracts_are_those_of_the_example_graphs() {
+    for (graph, folder) in [("orders", "orders-supervisor"), ("sdlc", "sdlc-supervisor")] {
+        let daemon = Setup::new(asset_graph(graph)).start();
+        let health = daemon.get("/health").expect(200);
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("assets")
+            .join(folder)
+            .join("contract.json");
+        let contract: Value =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        assert_eq!(
+            contract["checksum"], health["checksum"],
+            "run `stateous init supervisor assets/{graph}/build/{graph}.json assets/{folder}`"
+        );
+    }
+}

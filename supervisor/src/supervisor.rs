@@ -205,7 +205,7 @@ impl Core {
         self.running.lock().map(|r| r.len()).unwrap_or(0)
     }
 
-    fn depth(&self) -> Option<i64> {
+    pub(crate) fn depth(&self) -> Option<i64> {
         self.with_outbox(|o| o.depth()).ok()
     }
 
@@ -279,7 +279,11 @@ impl Core {
             let mut tasks: Vec<i64> = held.iter().map(|r| r.grant.task).collect();
             tasks.sort_unstable();
             tasks.dedup();
-            match self.api.heartbeat(&self.name, &tasks, None).await {
+            match self
+                .api
+                .heartbeat(&self.name, &tasks, self.depth(), None)
+                .await
+            {
                 Ok(lost) => {
                     for running in held.iter().filter(|r| lost.contains(&r.grant.task)) {
                         lose(running);
@@ -426,6 +430,7 @@ impl Core {
                 server.abort();
                 let _ = std::fs::remove_file(&socket);
                 exit.failure()
+                    .or_else(|| (!ctx.has_outcome()).then(|| exit.without_outcome()))
             }
             Routine::InProcess(function) => {
                 inprocess::call(function, ctx.clone(), &running.kill).await
