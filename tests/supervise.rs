@@ -528,8 +528,7 @@ fn the_sdlc_example_supervisor_codes_and_tests_a_checkout() {
     let last = |id: &str| {
         history(&daemon, id)
             .into_iter()
-            .filter(|e| e["kind"] == "event_accepted")
-            .last()
+            .rfind(|e| e["kind"] == "event_accepted")
             .map(|e| e["data"]["event"].clone())
     };
     assert_eq!(last("TICKET-1"), Some(json!("passed")));
