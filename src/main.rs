@@ -46,6 +46,11 @@ enum Command {
     Supervise {
         /// The supervisor's folder.
         folder: PathBuf,
+        /// The control plane, over `url` in stateous.yaml: http://HOST:PORT or
+        /// unix:///PATH. Without either: STATEOUS_URL, the default socket, then
+        /// http://127.0.0.1:8080.
+        #[arg(long)]
+        url: Option<String>,
     },
     /// Inside a routine: speak to the supervisor that runs it.
     #[command(subcommand)]
@@ -105,9 +110,9 @@ fn main() -> ExitCode {
             code(stateous_supervisor::init::init_command(&source, &folder))
         }
         Command::Serve(flags) => code(serve_args::run(flags)),
-        Command::Supervise { folder } => {
-            code(stateous_supervisor::command::supervise_command(&folder))
-        }
+        Command::Supervise { folder, url } => code(
+            stateous_supervisor::command::supervise_command(&folder, url.as_deref()),
+        ),
         Command::Ctx(command) => code(ctx_args::run(command)),
         Command::Bench(args) => {
             let options = bench::BenchOptions {

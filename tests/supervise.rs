@@ -23,11 +23,16 @@ struct Supervise {
 
 impl Supervise {
     fn start(folder: &Path) -> Supervise {
+        Supervise::start_with(folder, &[])
+    }
+
+    fn start_with(folder: &Path, args: &[&str]) -> Supervise {
         let log = folder.with_extension("log");
         let stderr = std::fs::File::create(&log).expect("a log file");
         let child = Command::new(binary())
             .arg("supervise")
             .arg(folder)
+            .args(args)
             .env_remove("STATEOUS_URL")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -551,4 +556,20 @@ fn the_example_contracts_are_those_of_the_example_graphs() {
             "run `stateous init supervisor assets/{graph}/build/{graph}.json assets/{folder}`"
         );
     }
+}
+
+#[test]
+fn url_on_the_command_line_wins_and_a_unix_socket_serves_as_well() {
+    let daemon = sdlc();
+    let folder = folder_for(&daemon, &[("coding.sh", "stateous ctx emit stuck")]);
+    let config = folder.join("stateous.yaml");
+    let text = std::fs::read_to_string(&config)
+        .unwrap()
+        .replace(&daemon.url, "http://127.0.0.1:9");
+    std::fs::write(&config, text).unwrap();
+    let socket = format!("unix://{}", daemon.socket.display());
+    let sup = Supervise::start_with(&folder, &["--url", &socket]);
+    sup.wait_for_line(&format!("serves coding; the control plane is {socket}"));
+    start_token(&daemon, "U-1");
+    wait_for_status(&daemon, "U-1", "completed");
 }

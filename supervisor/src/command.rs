@@ -115,7 +115,7 @@ pub async fn check_health(
 
 /// The body of `stateous supervise FOLDER`: the exit code (0 after a graceful
 /// stop, 1 after a forced one or when it does not start, with `error: ...`).
-pub fn supervise_command(folder: &Path) -> i32 {
+pub fn supervise_command(folder: &Path, url: Option<&str>) -> i32 {
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -127,7 +127,7 @@ pub fn supervise_command(folder: &Path) -> i32 {
         }
     };
     let code = runtime.block_on(async {
-        match supervise(folder, None).await {
+        match supervise(folder, url).await {
             Ok(code) => code,
             Err(e) => {
                 eprintln!("error: {e}");
@@ -141,11 +141,11 @@ pub fn supervise_command(folder: &Path) -> i32 {
 }
 
 /// Load, check and run the supervisor of `folder` until a stop signal. `url`
-/// overrides `stateous.yaml`'s (as `serve --supervise` does).
+/// (`--url`, or `serve --supervise`'s own address) wins over `stateous.yaml`'s.
 pub async fn supervise(folder: &Path, url: Option<&str>) -> Result<i32, StartError> {
     let loaded = load_folder(folder)?;
     let outbox = open_outbox(&loaded.path)?;
-    let url = url.unwrap_or(&loaded.config.url).to_string();
+    let url = loaded.config.control_plane(url);
     let timings = loaded.config.timings.clone();
     let api =
         Api::new(&url, timings.request_timeout, timings.backoff.clone()).map_err(StartError)?;
