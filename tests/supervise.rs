@@ -573,3 +573,54 @@ fn url_on_the_command_line_wins_and_a_unix_socket_serves_as_well() {
     start_token(&daemon, "U-1");
     wait_for_status(&daemon, "U-1", "completed");
 }
+
+#[test]
+fn serve_with_supervise_runs_the_folder_in_the_same_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let graph = asset_graph("sdlc").display().to_string();
+    let made = run(dir.path(), &["init", "supervisor", &graph, "sup"]);
+    assert_eq!(made.code(), 0, "{made}");
+    let folder = dir.path().join("sup");
+    write_script(&folder.join("coding.sh"), CODING);
+    write_script(&folder.join("testing.sh"), TESTING);
+    let config = folder.join("stateous.yaml");
+    let text = std::fs::read_to_string(&config).unwrap() + TIMINGS;
+    std::fs::write(&config, text).unwrap();
+    let db = dir.path().join("stateous.db");
+    let mut daemon = Setup::new(asset_graph("sdlc"))
+        .in_dir(dir, db)
+        .args(&["--supervise", folder.to_str().unwrap()])
+        .start();
+    start_token(&daemon, "B-1");
+    wait_for_status(&daemon, "B-1", "completed");
+    let stderr = daemon.stderr();
+    assert!(
+        stderr.contains("box-1 serves coding, testing; the control plane is unix://"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("of B-1: reported passed"), "{stderr}");
+    let status = daemon.stop_with(libc::SIGINT);
+    assert_eq!(status.code(), Some(0), "{}", daemon.report());
+}
+
+#[test]
+fn serve_with_a_folder_that_cannot_be_used_does_not_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let graph = asset_graph("sdlc").display().to_string();
+    let finished = run(
+        dir.path(),
+        &[
+            "serve",
+            &graph,
+            "--listen",
+            "127.0.0.1:0",
+            "--supervise",
+            "missing",
+        ],
+    );
+    assert_eq!(finished.code(), 1, "{finished}");
+    assert_eq!(
+        finished.stderr, "error: missing is not a folder\n",
+        "{finished}"
+    );
+}
