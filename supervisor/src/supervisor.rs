@@ -7,7 +7,8 @@
 //! names every running task each period and stops the routines of lost ones. Each
 //! routine's notes and memory writes go through the outbox in order, before its
 //! report. The first stop signal ends the claims and waits for the routines; the
-//! second kills them and the run returns 1.
+//! second kills them (dropping their attempts' messages, as for a lost task) and
+//! the run returns 1.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -179,7 +180,12 @@ impl Handle {
         core.forced.set();
         core.stopping.set();
         core.freed.notify_one();
+        // A routine stopped now is a lost task (SPEC section 3.2): its attempt's
+        // messages are dropped. One whose report is on its way keeps it.
         for running in core.running_list() {
+            if !running.reporting.load(Ordering::SeqCst) {
+                running.lost.store(true, Ordering::SeqCst);
+            }
             running.kill.set();
         }
     }

@@ -365,3 +365,28 @@ async fn a_second_stop_cancels_the_routines_and_returns_1() {
     assert!(reports(&fake.seen()).is_empty());
     assert_eq!(Running::depth(&folder), 0);
 }
+
+#[tokio::test]
+async fn a_second_stop_drops_the_messages_of_the_routines_it_stops() {
+    let sup = start(routine(|ctx: Ctx| async move {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        ctx.note("written while the control plane is down")?;
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        ctx.emit("done", None)
+    }));
+    sup.fake.grant(grant(12, 1));
+    until(&sup.fake, |seen| {
+        seen.iter().any(|s| s.path == "/tasks/claim")
+    })
+    .await;
+    sup.fake.set_down(true);
+    until(&sup.fake, |seen| {
+        seen.iter().any(|s| s.path == "/tasks/12/note")
+    })
+    .await;
+    sup.handle.signal();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let (code, folder) = sup.stop().await;
+    assert_eq!(code, 1);
+    assert_eq!(Running::depth(&folder), 0);
+}
