@@ -60,6 +60,8 @@ pub struct Core {
     freed: Notify,
     running: Mutex<Vec<Arc<Running>>>,
     next_run: std::sync::atomic::AtomicU64,
+    /// Stop signals so far, from every handle.
+    signals: std::sync::atomic::AtomicUsize,
 }
 
 /// What a supervisor runs with, checked by `supervise` (or a Rust caller).
@@ -91,7 +93,6 @@ pub struct Supervisor {
 #[derive(Clone)]
 pub struct Handle {
     core: Arc<Core>,
-    signals: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl Supervisor {
@@ -114,6 +115,7 @@ impl Supervisor {
             freed: Notify::new(),
             running: Mutex::new(Vec::new()),
             next_run: std::sync::atomic::AtomicU64::new(1),
+            signals: std::sync::atomic::AtomicUsize::new(0),
         };
         Ok(Supervisor {
             core: Arc::new(core),
@@ -124,7 +126,6 @@ impl Supervisor {
     pub fn handle(&self) -> Handle {
         Handle {
             core: self.core.clone(),
-            signals: Arc::default(),
         }
     }
 
@@ -154,7 +155,7 @@ impl Supervisor {
 impl Handle {
     /// A stop signal: the first stops the claims and waits; the second stops now.
     pub fn signal(&self) {
-        let count = self.signals.fetch_add(1, Ordering::SeqCst) + 1;
+        let count = self.core.signals.fetch_add(1, Ordering::SeqCst) + 1;
         if count == 1 && !self.core.stopping.is_set() {
             log_line!(
                 "stopping: no new tasks; waiting for {} routine(s) (signal again to stop now)",
