@@ -158,3 +158,23 @@ fn serve_with_a_folder_that_cannot_be_used_does_not_start() {
         "{finished}"
     );
 }
+
+#[test]
+fn a_command_line_under_routines_serves_its_state() {
+    let daemon = sdlc();
+    let folder = folder_for(&daemon, &[]);
+    let config = folder.join("stateous.yaml");
+    let text = std::fs::read_to_string(&config).unwrap()
+        + "routines:\n  coding: stateous ctx note \"from $STATEOUS_STATE\" && stateous ctx emit stuck\n";
+    std::fs::write(&config, text).unwrap();
+    let sup = Supervise::start(&folder);
+    sup.wait_for_line("box-1 serves coding; the control plane is");
+    start_token(&daemon, "C-1");
+    wait_for_status(&daemon, "C-1", "completed");
+    let notes: Vec<Value> = history(&daemon, "C-1")
+        .into_iter()
+        .filter(|e| e["kind"] == "note")
+        .map(|e| e["data"]["text"].clone())
+        .collect();
+    assert_eq!(notes, [json!("from coding")]);
+}
