@@ -10,6 +10,7 @@ pub mod config;
 pub mod contract;
 pub mod ctx;
 pub mod ctx_socket;
+pub mod examples;
 #[cfg(any(test, feature = "fake"))]
 pub mod fake;
 pub mod init;
