@@ -40,9 +40,11 @@ enum Command {
     /// over one database.
     Serve(serve_args::ServeFlags),
     /// Run the routines of a supervisor's folder. Ctrl-C once: take no new tasks and
-    /// wait for the running routines. Twice: stop them and exit 1. Timings come from
-    /// stateous.yaml, or STATEOUS_SUPERVISOR_HEARTBEAT, _IDLE, _GRACE, _CANCEL_WAIT,
-    /// _REQUEST_TIMEOUT and _BACKOFF (e.g. `1s,2s,4s`).
+    /// wait for the running routines. Twice: stop them and exit 1. Timings are keys of
+    /// stateous.yaml: heartbeat (30s), idle (1s, after an empty claim), grace (10s,
+    /// SIGTERM to SIGKILL), cancel_wait (5s), request_timeout (30s), backoff ([1s, 2s,
+    /// 4s, 8s, 16s, 30s]); each also from STATEOUS_SUPERVISOR_HEARTBEAT, _IDLE, _GRACE,
+    /// _CANCEL_WAIT, _REQUEST_TIMEOUT and _BACKOFF (e.g. `1s,2s,4s`), which win.
     Supervise {
         /// The supervisor's folder.
         folder: PathBuf,
@@ -52,7 +54,10 @@ enum Command {
         #[arg(long)]
         url: Option<String>,
     },
-    /// Inside a routine: speak to the supervisor that runs it.
+    /// Inside a routine: speak to the supervisor that runs it, over the Unix socket
+    /// that STATEOUS_CTX names. A routine may speak that protocol itself: one JSON
+    /// object per line, e.g. {"op": "emit", "event": "done"}; the answer is
+    /// {"ok": true, "value": ...} or {"ok": false, "error": "..."}.
     #[command(subcommand)]
     Ctx(ctx_args::CtxCommand),
     /// Act on tokens: start, fire, show, pause, resume, cancel.
