@@ -119,7 +119,7 @@ impl Control {
         let holder = options.holder.clone().unwrap_or_else(default_holder);
         let now = options.clock.now();
         once(&conn, now, |tx| {
-            engine::serving::take_hold(tx, &holder, micros(options.hold_lapses))
+            engine::serving::take_hold(tx, &holder, micros(options.hold_lapses), &holder_is_gone)
         })?;
         if let Err(sentence) = once(&conn, now, |tx| {
             engine::serving::check_structure(tx, &graph)
@@ -429,7 +429,26 @@ fn once(
 }
 
 /// `host:pid:id`, as the reference names a control plane in its record.
-fn default_holder() -> String {
+/// Whether the control plane named `host:pid:id` in a serving record is known to
+/// be dead: it ran on this host and no process has its pid now.
+fn holder_is_gone(who: &str) -> bool {
+    let mut parts = who.rsplitn(3, ':');
+    let (Some(_id), Some(pid), Some(host)) = (parts.next(), parts.next(), parts.next()) else {
+        return false;
+    };
+    let Ok(pid) = pid.parse::<libc::pid_t>() else {
+        return false;
+    };
+    if host != host_name() || pid <= 0 || pid == std::process::id() as libc::pid_t {
+        return false;
+    }
+    // SAFETY: signal 0 only asks whether the process exists; nothing is sent.
+    let alive = unsafe { libc::kill(pid, 0) } == 0
+        || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+    !alive
+}
+
+fn host_name() -> String {
     let mut name = [0u8; 256];
     // SAFETY: the buffer is valid for its whole length; gethostname writes at most
     // that many bytes and the result is read only up to the first NUL.
@@ -440,6 +459,11 @@ fn default_holder() -> String {
     } else {
         "localhost".to_string()
     };
+    host
+}
+
+fn default_holder() -> String {
+    let host = host_name();
     let id: u32 = rand::random();
     format!("{host}:{}:{id:08x}", std::process::id())
 }

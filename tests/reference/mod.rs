@@ -36,7 +36,11 @@ pub fn reference_stateous() -> PathBuf {
         // Another test won the race; its virtualenv is complete.
         let _ = std::fs::remove_dir_all(&building);
     }
-    assert!(command.is_file(), "the reference was not installed at {}", command.display());
+    assert!(
+        command.is_file(),
+        "the reference was not installed at {}",
+        command.display()
+    );
     command
 }
 
