@@ -367,3 +367,57 @@ async fn entering_a_parallel_state_is_refused_cleanly_until_parallel_states_run(
         "'reviews' is a parallel state, which this control plane does not run yet"
     );
 }
+
+#[tokio::test]
+async fn watchers_get_each_committed_row_once_and_can_resume_by_id() {
+    let folder = tempfile::tempdir().unwrap();
+    let db = folder.path().join("w.db");
+    let control = Control::open(graph("orders"), options(&db, &clock(), "a:1:1")).unwrap();
+    let mut watch = control.subscribe();
+    control
+        .start("ORDER-1".into(), ctx(json!({"title": "t"})))
+        .await
+        .unwrap();
+    // Rolled back: nothing to publish. Recorded refusal: its event_rejected row.
+    let bad = Some(ctx(json!({"approved": "yes"})));
+    assert!(control
+        .fire("ORDER-1".into(), "reviewed".into(), bad, None)
+        .await
+        .is_err());
+    assert!(control
+        .fire("ORDER-1".into(), "nope".into(), None, None)
+        .await
+        .is_err());
+    let stored = control.entries_since(0, None, 100).await.unwrap();
+    let kinds: Vec<&str> = stored.iter().map(|e| e.kind.as_str()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "started",
+            "event_accepted",
+            "entered",
+            "task_queued",
+            "event_rejected"
+        ]
+    );
+    for entry in &stored {
+        let got = watch.try_recv().unwrap();
+        assert_eq!(
+            stateous_daemon::control::Committed::from(got.as_ref()),
+            *entry
+        );
+    }
+    assert!(watch.try_recv().is_err(), "nothing else was published");
+    let ids: Vec<i64> = stored.iter().map(|e| e.id).collect();
+    assert!(ids.windows(2).all(|w| w[0] < w[1]));
+    let rest = control
+        .entries_since(ids[2], Some("ORDER-1".into()), 100)
+        .await
+        .unwrap();
+    assert_eq!(rest, stored[3..]);
+    assert!(control
+        .entries_since(0, Some("OTHER".into()), 100)
+        .await
+        .unwrap()
+        .is_empty());
+}

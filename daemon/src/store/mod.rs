@@ -84,6 +84,8 @@ pub struct TokenRow {
 /// A row of `ledger`: one thing that happened to a token.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LedgerRow {
+    /// Global and increasing over all tokens: the watch stream's event id.
+    pub id: i64,
     /// The token.
     pub token: String,
     /// 1, 2, 3 ... per token.
@@ -198,6 +200,13 @@ pub trait Ledger {
     /// Append one entry at `Tx::now`; returns its seq.
     fn append(&self, token: &str, kind: &str, key: Option<&str>, data: &Object)
         -> StoreResult<i64>;
+    /// Entries with an id above `after`, in id order, of one token or of all.
+    fn entries_since(
+        &self,
+        after: i64,
+        token: Option<&str>,
+        limit: i64,
+    ) -> StoreResult<Vec<LedgerRow>>;
     /// Every entry of the token, in seq order.
     fn entries(&self, token: &str) -> StoreResult<Vec<LedgerRow>>;
     /// Whether an entry of the token has this idempotency key.

@@ -9,6 +9,7 @@ mod tasks;
 mod timers;
 mod tokens;
 
+use std::cell::RefCell;
 use std::path::Path;
 use std::time::Duration;
 
@@ -16,18 +17,29 @@ use rusqlite::{Connection, OpenFlags};
 use serde_json::Value;
 use stateous_shared::wire::Object;
 
-use super::{StoreError, StoreResult, Tx};
+use super::{LedgerRow, StoreError, StoreResult, Tx};
 
 /// A transaction (or a savepoint inside one) on a SQLite connection, at `now`.
 pub struct SqliteTx<'c> {
     conn: &'c Connection,
     now: i64,
+    /// The ledger rows this transaction appended, to publish after the commit.
+    appended: RefCell<Vec<LedgerRow>>,
 }
 
 impl<'c> SqliteTx<'c> {
     /// Work on `conn`, whose transaction the caller opened, at `now` (microseconds).
     pub fn new(conn: &'c Connection, now: i64) -> SqliteTx<'c> {
-        SqliteTx { conn, now }
+        SqliteTx {
+            conn,
+            now,
+            appended: RefCell::new(Vec::new()),
+        }
+    }
+
+    /// The ledger rows appended so far, taken out.
+    pub fn take_appended(&self) -> Vec<LedgerRow> {
+        std::mem::take(&mut *self.appended.borrow_mut())
     }
 }
 
@@ -60,7 +72,7 @@ pub fn open(path: &Path, busy_timeout: Duration, read_only: bool) -> StoreResult
 
 /// An object as stored JSON text.
 pub(crate) fn to_text(value: &Object) -> String {
-    Value::Object(value.clone()).to_string()
+    serde_json::to_string(value).unwrap_or_else(|_| "{}".to_string())
 }
 
 /// Stored JSON text as an object.
