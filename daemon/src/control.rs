@@ -307,6 +307,12 @@ impl Control {
             .await
     }
 
+    /// A token with its tasks, pending timers and held events (for the TUI).
+    pub async fn detail(&self, token: String) -> Result<engine::detail::TokenDetail, Refusal> {
+        self.read(move |tx| engine::detail::detail(tx, &token))
+            .await
+    }
+
     /// `GET /tokens/{id}/history`.
     pub async fn history(&self, token: String) -> Result<Vec<HistoryEntry>, Refusal> {
         self.read(move |tx| engine::read::history(tx, &token)).await

@@ -421,3 +421,43 @@ async fn watchers_get_each_committed_row_once_and_can_resume_by_id() {
         .unwrap()
         .is_empty());
 }
+
+#[tokio::test]
+async fn the_detail_shows_tasks_timers_and_held_events() {
+    let folder = tempfile::tempdir().unwrap();
+    let db = folder.path().join("d.db");
+    let control = Control::open(graph("sdlc"), options(&db, &clock(), "a:1:1")).unwrap();
+    control
+        .start("T-1".into(), ctx(json!({"repo": "r"})))
+        .await
+        .unwrap();
+    control
+        .claim("box".into(), vec!["coding".into()], None)
+        .await
+        .unwrap()
+        .unwrap();
+    control.pause("T-1".into()).await.unwrap();
+    control
+        .fire("T-1".into(), "stuck".into(), None, Some("k".into()))
+        .await
+        .unwrap();
+    let detail = control.detail("T-1".into()).await.unwrap();
+    assert_eq!(detail.token.status, "paused");
+    let task = &detail.tasks[0];
+    assert_eq!(
+        (
+            task.status.as_str(),
+            task.attempt,
+            task.claimed_by.as_deref()
+        ),
+        ("claimed", 1, Some("box"))
+    );
+    assert_eq!(task.lease_until.as_deref(), Some("2026-10-06T09:02:00Z"));
+    assert_eq!(detail.timers.len(), 1);
+    assert_eq!(detail.timers[0].due_at, "2026-10-06T15:00:00Z");
+    assert_eq!(detail.held.len(), 1);
+    assert_eq!(
+        (detail.held[0].event.as_str(), detail.held[0].arrival),
+        ("stuck", 1)
+    );
+}

@@ -11,6 +11,7 @@
 
 pub mod cancel;
 pub mod claim;
+pub mod detail;
 pub mod fire;
 pub mod heartbeat;
 pub mod lease;

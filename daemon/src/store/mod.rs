@@ -229,6 +229,8 @@ pub trait Tasks {
     fn update_task(&self, row: &TaskRow) -> StoreResult<()>;
     /// The token's queued, claimed and waiting tasks, by id.
     fn open_tasks(&self, token: &str) -> StoreResult<Vec<TaskRow>>;
+    /// Every task of the token, by id.
+    fn tasks_of(&self, token: &str) -> StoreResult<Vec<TaskRow>>;
     /// Up to `limit` oldest queued tasks of active tokens in these states: each
     /// `(workflow, state)` with `None` for the main workflow.
     fn queued_tasks(

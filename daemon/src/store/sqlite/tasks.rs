@@ -67,6 +67,13 @@ impl Tasks for SqliteTx<'_> {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
+    fn tasks_of(&self, token: &str) -> StoreResult<Vec<TaskRow>> {
+        let sql = format!("SELECT {COLUMNS} FROM tasks WHERE token = ?1 ORDER BY id");
+        let mut statement = self.conn.prepare_cached(&sql)?;
+        let rows = statement.query_map([token], read)?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
     fn queued_tasks(
         &self,
         states: &[(Option<String>, String)],
