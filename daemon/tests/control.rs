@@ -461,3 +461,20 @@ async fn the_detail_shows_tasks_timers_and_held_events() {
         ("stuck", 1)
     );
 }
+
+#[test]
+fn a_database_that_cannot_be_opened_is_refused_with_the_reason() {
+    let folder = tempfile::tempdir().unwrap();
+    let db = folder.path().join("no-such-folder").join("x.db");
+    let refused = Control::open(graph("orders"), options(&db, &clock(), "a:1:1"))
+        .err()
+        .unwrap();
+    assert!(
+        refused.starts_with("cannot open the database "),
+        "{refused}"
+    );
+    assert!(
+        refused.ends_with("unable to open database file"),
+        "{refused}"
+    );
+}

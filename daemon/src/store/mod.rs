@@ -20,11 +20,12 @@ use stateous_shared::wire::Object;
 /// the API answers them 503 `database_busy` (reference `docs/reference/http.md`).
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    /// Another process holds the write lock past the busy timeout.
+    /// Another process holds the write lock past the busy timeout, or the
+    /// database cannot be written now (I/O failure, full disk).
     #[error("the database is busy")]
     Busy,
     /// Any other database failure.
-    #[error("the database failed: {0}")]
+    #[error("{0}")]
     Database(String),
     /// A stored value that cannot be read back (e.g. JSON that is not an object).
     #[error("the database holds a value that cannot be read: {0}")]
@@ -34,8 +35,17 @@ pub enum StoreError {
 impl From<rusqlite::Error> for StoreError {
     fn from(error: rusqlite::Error) -> StoreError {
         use rusqlite::ErrorCode;
+        // The operational failures (the reference's `OperationalError`): the
+        // database cannot take the request now, and trying again may help.
         match error.sqlite_error_code() {
-            Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => StoreError::Busy,
+            Some(
+                ErrorCode::DatabaseBusy
+                | ErrorCode::DatabaseLocked
+                | ErrorCode::SystemIoFailure
+                | ErrorCode::DiskFull
+                | ErrorCode::CannotOpen
+                | ErrorCode::OutOfMemory,
+            ) => StoreError::Busy,
             _ => StoreError::Database(error.to_string()),
         }
     }

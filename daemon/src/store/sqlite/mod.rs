@@ -59,13 +59,24 @@ pub fn open(path: &Path, busy_timeout: Duration, read_only: bool) -> StoreResult
             | OpenFlags::SQLITE_OPEN_CREATE
             | OpenFlags::SQLITE_OPEN_NO_MUTEX
     };
-    let conn = Connection::open_with_flags(path, flags)?;
-    conn.busy_timeout(busy_timeout)?;
+    // At open, a failure is said as it is ("unable to open database file"), not
+    // as a busy database: serve refuses to start with that sentence.
+    let shown = format!(": {}", path.display());
+    let said = |e: rusqlite::Error| {
+        // SQLite names the file at the end; the caller names it already.
+        let text = e.to_string();
+        StoreError::Database(text.strip_suffix(&shown).unwrap_or(&text).to_string())
+    };
+    let conn = Connection::open_with_flags(path, flags).map_err(said)?;
+    conn.busy_timeout(busy_timeout).map_err(said)?;
     if !read_only {
-        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(said)?;
     }
-    conn.pragma_update(None, "synchronous", "FULL")?;
-    conn.pragma_update(None, "foreign_keys", "OFF")?;
+    conn.pragma_update(None, "synchronous", "FULL")
+        .map_err(said)?;
+    conn.pragma_update(None, "foreign_keys", "OFF")
+        .map_err(said)?;
     conn.set_prepared_statement_cache_capacity(64);
     Ok(conn)
 }
