@@ -355,7 +355,7 @@ fn guard_mistakes_have_their_line() {
         (BASE.replace("{from: paying, to: END, on: paid}", "{from: paying, to: END, on: paid, when: \"payload.amount > 1\", otherwise: true}"),
          "transition 3 (paying -> END): a fallback (otherwise: true) has no guard; drop 'when'"),
         (with_transitions("  - {from: paying, to: filling, on: paid, when: \"payload.amount > 1\"}\n  - {from: paying, to: paying, on: paid, when: \"payload.amount < 5\"}\n"),
-         "'paid' from 'paying': the guards 'payload.amount > 1' and 'payload.amount < 5' can both be true, e.g. when payload.amount = 3.0; make them exclusive, or make one the fallback (otherwise=True)"),
+         "'paid' from 'paying': the guards 'payload.amount > 1' and 'payload.amount < 5' can both be true, e.g. when payload.amount = 3.0; make them exclusive, or make one the fallback (otherwise: true)"),
         (with_transitions("  - {from: paying, to: filling, on: paid, when: \"payload.amount > 1\"}\n"),
          "'paid' from 'paying' has guarded transitions and an unguarded one; mark the unguarded one otherwise: true"),
     ];
