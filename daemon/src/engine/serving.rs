@@ -20,10 +20,21 @@ fn free(serving: Option<&str>, since: Option<i64>, holder: &str, now: i64, stale
 }
 
 /// Take the database for `holder`, or say in one sentence who holds it.
-pub fn take_hold<T: Tx>(tx: &T, holder: &str, stale: i64) -> Step<Result<(), String>> {
+///
+/// `gone(who)` tells whether the holder named in the record is known to be dead
+/// (the caller checks the process table of this host): then its record is taken at
+/// once instead of after `stale`, so a daemon killed with SIGKILL restarts without
+/// waiting. The reference always waits; this is ours.
+pub fn take_hold<T: Tx>(
+    tx: &T,
+    holder: &str,
+    stale: i64,
+    gone: &dyn Fn(&str) -> bool,
+) -> Step<Result<(), String>> {
     let row = tx.control_plane()?;
     let now = tx.now();
-    if !free(row.serving.as_deref(), row.since, holder, now, stale) {
+    let dead = row.serving.as_deref().is_some_and(gone);
+    if !dead && !free(row.serving.as_deref(), row.since, holder, now, stale) {
         let who = row.serving.unwrap_or_default();
         let seen = from_micros(row.since.unwrap_or(0));
         let at = format!(

@@ -10,8 +10,8 @@ mod codegen;
 mod declare;
 mod flow;
 mod mermaid;
+pub mod overlap;
 mod python;
-mod reads;
 mod starter;
 mod validate;
 
@@ -179,7 +179,35 @@ fn plain(error: &std::io::Error) -> String {
 }
 
 /// The overlap check of one workflow: guards on one state and event that can both
-/// be true, with an example (the `overlap` module).
-fn overlap_check(_declared: &declare::Declared, _flow: &declare::Flow) -> Vec<String> {
-    Vec::new()
+/// be true, with an example (the `overlap` module). The groups come in the order of
+/// their first transition, as the reference lists them.
+fn overlap_check(declared: &declare::Declared, flow: &declare::Flow) -> Vec<String> {
+    let mut groups: Vec<(&str, &str, Vec<&crate::guards::Guard>)> = Vec::new();
+    for edge in &flow.transitions {
+        let Some(guard) = &edge.when else { continue };
+        match groups
+            .iter_mut()
+            .find(|(source, event, _)| *source == edge.source && *event == edge.event)
+        {
+            Some((_, _, guards)) => guards.push(guard),
+            None => groups.push((&edge.source, &edge.event, vec![guard])),
+        }
+    }
+    let context = flow
+        .context
+        .as_deref()
+        .and_then(|n| declared.schemas.get(n));
+    groups
+        .into_iter()
+        .flat_map(|(source, event, guards)| {
+            let payload = flow.payload(event).and_then(|n| declared.schemas.get(n));
+            let place = overlap::Where {
+                event,
+                context,
+                payload,
+                schemas: Some(&declared.schemas),
+            };
+            overlap::check_group(source, &guards, &place)
+        })
+        .collect()
 }
