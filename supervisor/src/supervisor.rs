@@ -9,6 +9,40 @@
 //! report. The first stop signal ends the claims and waits for the routines; the
 //! second kills them (dropping their attempts' messages, as for a lost task) and
 //! the run returns 1.
+//!
+//! A Rust program can run a supervisor of in-process routines:
+//!
+//! ```no_run
+//! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::collections::BTreeMap;
+//! use stateous_supervisor::{api::Api, config::Timings, contract::Contract};
+//! use stateous_supervisor::inprocess::{routine, Ctx};
+//! use stateous_supervisor::outbox::{outbox_path, Outbox};
+//! use stateous_supervisor::supervisor::{Parts, Supervisor};
+//!
+//! let folder = std::path::PathBuf::from("my-supervisor");
+//! let timings = Timings::default();
+//! let api = Api::new("http://127.0.0.1:8080", timings.request_timeout, timings.backoff.clone())?;
+//! let coding = routine(|ctx: Ctx| async move {
+//!     ctx.note("coding")?;
+//!     ctx.emit("done", None)
+//! });
+//! let supervisor = Supervisor::new(Parts {
+//!     api,
+//!     name: "rust-box".into(),
+//!     outbox: Outbox::open(&outbox_path(&folder))?,
+//!     contract: Contract::load(&folder.join("contract.json"))?,
+//!     routines: BTreeMap::from([("coding".to_string(), coding)]),
+//!     folder,
+//!     timings,
+//!     tasks: 4,
+//! })?;
+//! let stop = supervisor.handle(); // stop.signal() from elsewhere ends the run
+//! let code = supervisor.run().await;
+//! # let _ = (stop, code);
+//! # Ok(())
+//! # }
+//! ```
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -533,7 +567,12 @@ fn new_request_id() -> String {
 /// A private folder for the helper's sockets, short enough for a socket path.
 fn make_ctx_dir() -> std::io::Result<PathBuf> {
     use std::os::unix::fs::DirBuilderExt;
-    let dir = std::env::temp_dir().join(format!(
+    // A socket's path has at most about 100 bytes; a long TMPDIR would not fit.
+    let mut base = std::env::temp_dir();
+    if base.as_os_str().len() > 60 {
+        base = PathBuf::from("/tmp");
+    }
+    let dir = base.join(format!(
         "stateous-ctx-{}-{:08x}",
         std::process::id(),
         rand::random::<u32>()
