@@ -389,3 +389,28 @@ async fn a_second_stop_drops_the_messages_of_the_routines_it_stops() {
     assert_eq!(code, 1);
     assert_eq!(Running::depth(&folder), 0);
 }
+
+#[tokio::test]
+async fn an_answer_503_is_tried_again_and_a_422_is_a_refusal() {
+    let sup = start(routine(|ctx: Ctx| async move { ctx.emit("done", None) }));
+    sup.fake
+        .answer_next_report(503, json!({"error": "busy", "code": "database_busy"}));
+    sup.fake.answer_next_report(
+        422,
+        json!({"error": "bad context", "code": "invalid_context"}),
+    );
+    sup.fake.grant(grant(13, 1));
+    until(&sup.fake, |seen| reports(seen).len() == 3).await;
+    let seen = reports(&sup.fake.seen());
+    assert_eq!(
+        seen[0].body, seen[1].body,
+        "the same report again after a 503"
+    );
+    assert_eq!(seen[2].body["kind"], "failed");
+    assert_eq!(
+        seen[2].body["error"],
+        "the control plane refused the report: bad context"
+    );
+    let (_, folder) = sup.stop().await;
+    assert_eq!(Running::depth(&folder), 0);
+}
