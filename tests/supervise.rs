@@ -318,3 +318,24 @@ fn a_report_that_cannot_be_sent_stays_in_the_outbox_and_goes_at_the_next_start()
     let token = daemon.get("/tokens/O-1").expect(200);
     assert_ne!(token["state"], "coding", "{token}");
 }
+
+#[test]
+fn an_outbox_message_survives_a_sigkill_of_the_supervisor() {
+    let mut daemon = Setup::new(asset_graph("sdlc"))
+        .args(&["--lease", "60s", "--stale-after", "1s"])
+        .start();
+    let folder = folder_for(&daemon, &[("coding.sh", "sleep 1\nstateous ctx emit done")]);
+    let mut sup = Supervise::start(&folder);
+    start_token(&daemon, "K-1");
+    sup.wait_for_line("coding of K-1, attempt 1");
+    daemon.stop_with(libc::SIGKILL);
+    sup.wait_for_line("trying again in");
+    std::thread::sleep(Duration::from_millis(1500));
+    sup.signal(libc::SIGKILL);
+    sup.wait();
+    // The daemon is down already; this starts it again on the same port and database.
+    daemon.crash_and_restart();
+    let again = Supervise::start(&folder);
+    again.wait_for_line("sending 1 message(s) left in the outbox");
+    again.wait_for_line("of K-1: reported done");
+}
