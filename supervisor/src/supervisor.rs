@@ -79,7 +79,9 @@ pub(crate) struct Running {
 pub struct Core {
     pub(crate) api: Api,
     pub(crate) name: String,
-    outbox: Mutex<Outbox>,
+    /// Shared with blocking threads: a commit waits for an fsync, which must not
+    /// hold up the runtime's few worker threads.
+    outbox: Arc<Mutex<Outbox>>,
     contract: Arc<Contract>,
     routines: BTreeMap<String, Routine>,
     folder: PathBuf,
@@ -137,7 +139,7 @@ impl Supervisor {
         let core = Core {
             api: parts.api,
             name: parts.name,
-            outbox: Mutex::new(parts.outbox),
+            outbox: Arc::new(Mutex::new(parts.outbox)),
             contract: Arc::new(parts.contract),
             routines: parts.routines,
             folder: parts.folder,
@@ -233,6 +235,25 @@ impl Core {
     ) -> Result<T, OutboxError> {
         let outbox = self.outbox.lock().unwrap_or_else(|e| e.into_inner());
         work(&outbox)
+    }
+
+    /// [`Core::with_outbox`] on a blocking thread, for async code.
+    pub(crate) async fn outbox_do<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&Outbox) -> Result<T, OutboxError> + Send + 'static,
+    ) -> Result<T, OutboxError> {
+        let outbox = self.outbox.clone();
+        let done = tokio::task::spawn_blocking(move || {
+            let outbox = outbox.lock().unwrap_or_else(|e| e.into_inner());
+            work(&outbox)
+        })
+        .await;
+        done.unwrap_or_else(|e| {
+            Err(OutboxError::Open {
+                path: PathBuf::from(".stateous/outbox.db"),
+                why: format!("the outbox's thread failed: {e}"),
+            })
+        })
     }
 
     fn running_list(&self) -> Vec<Arc<Running>> {
@@ -373,7 +394,7 @@ impl Core {
             self.work(&running).await;
             if running.lost.load(Ordering::SeqCst) {
                 let (task, attempt) = (running.grant.task, running.grant.attempt);
-                if let Err(e) = self.with_outbox(|o| o.drop_attempt(task, attempt)) {
+                if let Err(e) = self.outbox_do(move |o| o.drop_attempt(task, attempt)).await {
                     log_line!("task {task}: cannot drop its messages from the outbox: {e}");
                 }
             }
@@ -415,9 +436,10 @@ impl Core {
         }
         running.reporting.store(true, Ordering::SeqCst);
         let body = serde_json::to_value(&outcome).unwrap_or(Value::Null);
-        let written = self.with_outbox(|o| {
-            o.append(grant.task, grant.attempt, &grant.token, Kind::Report, &body)
-        });
+        let (task, attempt, token) = (grant.task, grant.attempt, grant.token.clone());
+        let written = self
+            .outbox_do(move |o| o.append(task, attempt, &token, Kind::Report, &body))
+            .await;
         match written {
             Ok(message) if !held => {
                 self.send(&message).await;
