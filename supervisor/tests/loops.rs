@@ -303,7 +303,10 @@ async fn a_lost_claim_answer_is_claimed_again_with_the_same_request_id() {
     let sup = start(routine(|ctx: Ctx| async move { ctx.wait() }));
     sup.fake.drop_claim_answers(1);
     sup.fake.grant(grant(10, 1));
-    until(&sup.fake, |seen| !reports(seen).is_empty()).await;
+    until(&sup.fake, |seen| {
+        !reports(seen).is_empty() && seen.iter().filter(|s| s.path == "/tasks/claim").count() >= 3
+    })
+    .await;
     let claims = sup.fake.seen_at("/tasks/claim");
     assert_eq!(claims[0].body["request"], claims[1].body["request"]);
     assert_ne!(claims[1].body["request"], claims[2].body["request"]);
@@ -325,7 +328,15 @@ async fn at_most_tasks_routines_run_at_once() {
             async move {
                 let running = n.fetch_add(1, Ordering::SeqCst) + 1;
                 m.fetch_max(running, Ordering::SeqCst);
-                tokio::time::sleep(Duration::from_millis(200)).await;
+                // Stay until a second routine runs (or a while passed), so that
+                // the most at once does not depend on how fast claims are.
+                for _ in 0..100 {
+                    if n.load(Ordering::SeqCst) >= 2 {
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
                 n.fetch_sub(1, Ordering::SeqCst);
                 ctx.emit("done", None)
             }
