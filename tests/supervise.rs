@@ -339,3 +339,26 @@ fn an_outbox_message_survives_a_sigkill_of_the_supervisor() {
     again.wait_for_line("sending 1 message(s) left in the outbox");
     again.wait_for_line("of K-1: reported done");
 }
+
+#[test]
+fn init_supervisor_refuses_a_source_it_cannot_use_with_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("bad.json"), "{}").unwrap();
+    for (source, start) in [
+        ("nothing.json", "error: nothing.json does not exist"),
+        ("bad.json", "error: cannot use bad.json: "),
+        (
+            "http://127.0.0.1:1",
+            "error: cannot fetch the workflow from http://127.0.0.1:1: ",
+        ),
+    ] {
+        let finished = run(dir.path(), &["init", "supervisor", source, "sup"]);
+        assert_eq!(finished.code(), 1, "{finished}");
+        assert_eq!(finished.stderr.lines().count(), 1, "{finished}");
+        assert!(finished.stderr.starts_with(start), "{finished}");
+        assert!(
+            !dir.path().join("sup").exists(),
+            "nothing written: {finished}"
+        );
+    }
+}
