@@ -362,3 +362,48 @@ fn init_supervisor_refuses_a_source_it_cannot_use_with_one_line() {
         );
     }
 }
+
+/// Whether `pid` runs: it exists and is not a zombie waiting for its reaper.
+fn running(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat
+            .rsplit(") ")
+            .next()
+            .is_some_and(|rest| rest.starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+#[test]
+fn a_routine_stops_when_its_supervisor_is_killed() {
+    let daemon = sdlc();
+    let folder = folder_for(
+        &daemon,
+        &[("coding.sh", "echo $$ > routine.pid\nexec sleep 60")],
+    );
+    let mut sup = Supervise::start(&folder);
+    start_token(&daemon, "D-1");
+    sup.wait_for_line("coding of D-1, attempt 1");
+    let pid_file = folder.join("routine.pid");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !pid_file.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    let routine: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(running(routine));
+    sup.signal(libc::SIGKILL);
+    sup.wait();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while running(routine) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        !running(routine),
+        "the routine got SIGTERM when its supervisor died"
+    );
+}
