@@ -126,6 +126,9 @@ async fn probe(
         let began = Instant::now();
         control.tick().await?;
         ticks.push(began.elapsed());
+        if std::env::var_os("SCALE_TICKS").is_some() {
+            println!("    tick {:?}", began.elapsed());
+        }
     }
     control.shutdown().await?;
     let medians = Medians {
@@ -154,7 +157,12 @@ fn show(name: &str, mut took: Vec<Duration>) -> f64 {
 fn fill(db: &Path, tokens: u64, timers: u64) -> Result<(), Failure> {
     let conn = open(db, Duration::from_secs(30), false)?;
     migrate(&conn)?;
-    let now = 1_700_000_000_000_000_i64;
+    // The clock's now (microseconds since 1970): the timers must be due later.
+    let now = i64::try_from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)?
+            .as_micros(),
+    )?;
     let mut start = 0;
     while start < tokens {
         let end = (start + FILL_CHUNK).min(tokens);
@@ -206,6 +214,8 @@ fn fill(db: &Path, tokens: u64, timers: u64) -> Result<(), Failure> {
         [now],
     )?;
     conn.execute_batch("COMMIT")?;
+    // Move the fill out of the WAL now, or the probe's first commit would do it.
+    conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)")?;
     Ok(())
 }
 
