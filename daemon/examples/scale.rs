@@ -9,7 +9,7 @@
 //! ```
 //!
 //! GRAPH is the `orders` starter (`stateous init workflow orders`). DB_FILE must
-//! not exist; it is left filled, so that `stateous serve` can run on it (to read
+//! not exist, nor DB_FILE.empty (the empty database); it is left filled, so that `stateous serve` can run on it (to read
 //! the daemon's memory with a million tokens: `grep VmRSS /proc/PID/status`).
 //! The defaults: 1,000,000 tokens, 100,000 timers, 300 rounds.
 
@@ -49,8 +49,17 @@ fn main() -> Result<(), Failure> {
     let graph = Arc::new(Graph::load(&std::fs::read_to_string(graph)?)?);
     let runtime = tokio::runtime::Runtime::new()?;
 
-    println!("empty database:");
-    let empty = runtime.block_on(probe(&graph, &db, rounds, "E"))?;
+    // The empty database goes through the same steps as the full one (a fill of
+    // nothing, a checkpoint), so that the two differ only in what they hold.
+    let mut empty_db = db.clone().into_os_string();
+    empty_db.push(".empty");
+    let empty_db = PathBuf::from(empty_db);
+    if empty_db.exists() {
+        return Err(format!("{} exists; name a new file", empty_db.display()).into());
+    }
+    fill(&empty_db, 0, 0)?;
+    println!("empty database ({}):", empty_db.display());
+    let empty = runtime.block_on(probe(&graph, &empty_db, rounds, "E"))?;
     let began = Instant::now();
     fill(&db, tokens, timers)?;
     println!(
