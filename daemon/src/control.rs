@@ -227,7 +227,7 @@ impl Control {
 
     /// `POST /tokens/{id}/pause`.
     pub async fn pause(&self, token: String) -> Result<TokenView, Refusal> {
-        self.write(move |_, tx| engine::pause::pause(tx, &token))
+        self.write(move |rules, tx| engine::pause::pause(rules, tx, &token))
             .await
     }
 
