@@ -42,6 +42,7 @@ reviews = flow.state(
 )
 race = flow.state("race", parallel=[security, design], join="any", inputs=["repo", "branch"])
 nested = flow.state("nested", parallel=[audit], inputs=["repo"])
+quick = flow.state("quick", parallel=[security, design], inputs=["repo", "branch"], timeout="2s")
 merging = flow.state("merging")
 blocked = flow.state("blocked")
 
@@ -49,12 +50,14 @@ done = flow.event("done")
 hurry = flow.event("hurry")
 deep = flow.event("deep")
 abandon = flow.event("abandon")
+rush = flow.event("rush")
 merged = flow.event("merged")
 
 flow.transition(START, coding)
 flow.transition(coding, reviews, on=done)
 flow.transition(coding, race, on=hurry)
 flow.transition(coding, nested, on=deep)
+flow.transition(coding, quick, on=rush)
 flow.transition(
     reviews,
     merging,
@@ -66,5 +69,7 @@ flow.transition(reviews, blocked, on="timeout")
 flow.transition(reviews, coding, on=abandon)
 flow.transition(race, merging, on="joined", when="branches.any(status == 'completed')")
 flow.transition(nested, merging, on="joined")
+flow.transition(quick, merging, on="joined")
+flow.transition(quick, blocked, on="timeout")
 flow.transition(merging, END, on=merged)
 flow.transition(blocked, coding, on=done)
