@@ -292,3 +292,8 @@ async fn parallel_joins_failing_children_and_branch_guards_match_the_reference()
 async fn steering_timeouts_held_events_and_nesting_of_parallel_states_match_the_reference() {
     check("release_steering").await;
 }
+
+#[tokio::test]
+async fn children_that_end_as_they_start_and_children_that_cannot_start_match_the_reference() {
+    check("instant_children").await;
+}

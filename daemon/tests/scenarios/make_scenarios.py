@@ -361,6 +361,22 @@ SCENARIOS = {
         start("z" * 64, {"repo": "a"}),
         fire("z" * 64, "deep"),
     ]),
+    "instant_children": ("instant", [
+        start("I-1", {"repo": "acme/api"}),
+        fire("I-1", "done"),
+        op("tokens", parent="I-1"),
+        fire("I-1", "done"),
+        op("tokens", parent="I-1"),
+        op("advance", seconds=49 * 3600),
+        op("tick"),
+        op("token", token="I-1"),
+        fire("I-1", "alone"),
+        start("I-1.reviews.3.security", {"repo": "acme/api"}),
+        start("I-2", {"repo": "acme/api"}),
+        start("i-2.reviews.1.security", {"repo": "acme/api"}),
+        fire("I-2", "done"),
+        op("history", token="I-2"),
+    ]),
 }
 
 for name, (graph, steps) in SCENARIOS.items():
