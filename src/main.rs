@@ -53,6 +53,14 @@ enum Command {
     /// Act on tokens: start, fire, show, pause, resume, cancel.
     #[command(subcommand_required = true, arg_required_else_help = true)]
     Token(token_args::TokenArgs),
+    /// Watch and steer tokens in a terminal UI.
+    Tui {
+        /// The control plane's URL: http://HOST:PORT or unix:///PATH. Default:
+        /// STATEOUS_URL, else the default socket when a daemon listens there, else
+        /// http://127.0.0.1:8080.
+        #[arg(long)]
+        url: Option<String>,
+    },
     /// Measure a control plane: run tokens of the `orders` starter through it as
     /// many supervisors without routines, then print tokens/s and request latency.
     Bench(token_args::BenchArgs),
@@ -120,6 +128,10 @@ fn main() -> ExitCode {
                 let mut out = std::io::stdout().lock();
                 bench::run(&options, &mut out).await
             })
+        }
+        Command::Tui { url } => {
+            stateous_tui::run(url.as_deref()).unwrap_or_else(|e| exit_with(e));
+            ExitCode::SUCCESS
         }
         Command::Token(args) => {
             let command = token::TokenCommand::from(args);

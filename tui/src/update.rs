@@ -1,0 +1,202 @@
+//! `update`: the model after a message, and the requests to make. It does no I/O
+//! and reads no clock (STYLE point 10): the time comes in `Msg::Tick`.
+
+use stateous_shared::client::TokenQuery;
+use stateous_shared::graph::{canonical, Graph};
+
+use crate::keys;
+use crate::message::{Acted, Command, Msg};
+use crate::model::{Connection, Fetch, Model, Problem, Supervisors, MOST_TOKENS};
+
+/// Apply `msg` to `model`; the commands are the requests to send.
+pub fn update(model: &mut Model, msg: Msg) -> Vec<Command> {
+    match msg {
+        Msg::Key(key) => return keys::key(model, key),
+        Msg::Resize(columns, rows) => model.size = (columns, rows),
+        Msg::Tick(now) => {
+            model.now = now;
+            return refresh(model);
+        }
+        Msg::Tokens(answer) => tokens(model, answer),
+        Msg::Token(id, answer) => {
+            model.in_flight.remove(&Fetch::Token(id.clone()));
+            if let Some((detail, route)) = answered(model, answer) {
+                model.detail_route = Some(route);
+                if model.selected().as_deref() == Some(id.as_str()) {
+                    model.detail = Some(detail);
+                }
+            }
+        }
+        Msg::History(id, answer) => {
+            model.in_flight.remove(&Fetch::History(id.clone()));
+            if let Some(entries) = answered(model, answer) {
+                if model.selected().as_deref() == Some(id.as_str()) {
+                    model.history = entries;
+                    model.history_of = Some(id);
+                }
+            }
+        }
+        Msg::Children(id, answer) => {
+            model.in_flight.remove(&Fetch::Children(id.clone()));
+            if let Some(children) = answered(model, answer) {
+                if model.selected().as_deref() == Some(id.as_str()) {
+                    model.children = children;
+                }
+            }
+        }
+        Msg::Workflow(answer) => {
+            model.in_flight.remove(&Fetch::Workflow);
+            if let Some(document) = answered(model, answer) {
+                match Graph::load(&canonical(&document)) {
+                    Ok(graph) => model.graph = Some(graph),
+                    Err(error) => model.say(format!("the served workflow: {error}"), true),
+                }
+            }
+        }
+        Msg::Supervisors(answer) => {
+            model.in_flight.remove(&Fetch::Supervisors);
+            if let Some(list) = answered(model, answer) {
+                model.supervisors = match list {
+                    Some(list) => Supervisors::Seen(list),
+                    None => Supervisors::Unsupported,
+                };
+            }
+        }
+        Msg::Done(answer) => return done(model, answer),
+    }
+    Vec::new()
+}
+
+/// The reads that keep the screen current, each unless one is in flight: the
+/// tokens (only as many as the table shows, plus a page), the workflow until it is
+/// known, the supervisors, and the selected token with its history and children.
+pub fn refresh(model: &mut Model) -> Vec<Command> {
+    let mut commands = Vec::new();
+    let mut want = |model: &mut Model, fetch: Fetch, command: Command| {
+        if model.in_flight.insert(fetch) {
+            commands.push(command);
+        }
+    };
+    let query = tokens_query(model);
+    want(model, Fetch::Tokens, Command::Tokens(query));
+    if model.graph.is_none() {
+        want(model, Fetch::Workflow, Command::Workflow);
+    }
+    if model.supervisors != Supervisors::Unsupported {
+        want(model, Fetch::Supervisors, Command::Supervisors);
+    }
+    if let Some(id) = model.selected() {
+        let detail = model.detail_route != Some(false);
+        let read = Command::Token {
+            id: id.clone(),
+            detail,
+        };
+        want(model, Fetch::Token(id.clone()), read);
+        want(
+            model,
+            Fetch::History(id.clone()),
+            Command::History(id.clone()),
+        );
+        want(model, Fetch::Children(id.clone()), Command::Children(id));
+    }
+    commands
+}
+
+/// The page of tokens to ask for: the status filter, and the rows on screen plus
+/// one page ahead (all 1000 the API gives while a text filter is set, since the
+/// text is matched here).
+fn tokens_query(model: &Model) -> TokenQuery {
+    let rows = model.table_rows().max(1);
+    let ahead = (model.scroll + 2 * rows) as u32;
+    let limit = if model.text_filter.is_empty() {
+        ahead.clamp(1, MOST_TOKENS)
+    } else {
+        MOST_TOKENS
+    };
+    TokenQuery {
+        status: model.status_filter.map(str::to_string),
+        parent: None,
+        limit: Some(limit),
+    }
+}
+
+fn tokens(model: &mut Model, answer: Result<Vec<stateous_shared::wire::TokenView>, Problem>) {
+    model.in_flight.remove(&Fetch::Tokens);
+    let before = model.selected();
+    let Some(tokens) = answered(model, answer) else {
+        return;
+    };
+    model.tokens = tokens;
+    // The selection follows its token when others move past it.
+    let shown = model.shown();
+    let at = before.and_then(|id| shown.iter().position(|t| t.token == id));
+    let count = shown.len();
+    model.cursor = at.unwrap_or(model.cursor).min(count.saturating_sub(1));
+    keys::follow_cursor(model);
+}
+
+/// The value of a read's answer; a failure goes to the connection state and the
+/// status line instead.
+fn answered<T>(model: &mut Model, answer: Result<T, Problem>) -> Option<T> {
+    match answer {
+        Ok(value) => {
+            if model.connection != Connection::Connected {
+                let was_lost = matches!(model.connection, Connection::Lost(_));
+                model.connection = Connection::Connected;
+                if was_lost {
+                    // The daemon may have come back with another graph.
+                    model.graph = None;
+                    model.supervisors = Supervisors::Unknown;
+                    model.detail_route = None;
+                    model.say("connected again", false);
+                }
+            }
+            Some(value)
+        }
+        Err(Problem::Unreachable(why)) => {
+            model.connection = Connection::Lost(why);
+            None
+        }
+        Err(problem) => {
+            model.say(describe(&problem), true);
+            None
+        }
+    }
+}
+
+/// The status line after an action.
+fn done(model: &mut Model, answer: Result<Acted, Problem>) -> Vec<Command> {
+    match answer {
+        Ok(acted) => {
+            let line = stateous_shared::history::token_line(&acted.token);
+            let line = if acted.duplicate {
+                format!("duplicate: {line}")
+            } else {
+                line
+            };
+            model.say(line, false);
+            refresh(model)
+        }
+        Err(Problem::Unreachable(why)) => {
+            model.say(format!("not sent: {why}"), true);
+            model.connection = Connection::Lost(why);
+            Vec::new()
+        }
+        Err(problem) => {
+            model.say(describe(&problem), true);
+            Vec::new()
+        }
+    }
+}
+
+/// A problem as the status line tells it: a refusal's sentence and its code.
+pub fn describe(problem: &Problem) -> String {
+    match problem {
+        Problem::Refused {
+            status,
+            code,
+            sentence,
+        } => format!("refused ({status} {code}): {sentence}"),
+        Problem::Unreachable(why) | Problem::Other(why) => why.clone(),
+    }
+}
