@@ -38,7 +38,10 @@ pub fn spawn(client: &Client, command: Command, to: &UnboundedSender<Msg>) {
 /// The message that answers `command`.
 pub async fn perform(client: &Client, command: Command) -> Msg {
     match command {
-        Command::Tokens(query) => Msg::Tokens(client.tokens(&query).await.map_err(problem)),
+        Command::Tokens(query) => {
+            let answer = client.tokens(&query).await.map_err(problem);
+            Msg::Tokens(query.status, answer)
+        }
         Command::Token { id, detail } => {
             let answer = read_token(client, &id, detail).await;
             Msg::Token(id, answer)

@@ -20,12 +20,18 @@ pub fn open_pick(model: &mut Model) {
         model.say("the workflow is not read yet; try again in a moment", true);
         return;
     };
-    let state = model
+    let Some((state, status)) = model
         .shown()
         .into_iter()
         .find(|t| t.token == token)
-        .map(|t| t.state.clone())
-        .unwrap_or_default();
+        .map(|t| (t.state.clone(), t.status.clone()))
+    else {
+        return;
+    };
+    if status != "active" && status != "paused" {
+        model.say(format!("{token} is {status}: no event moves it"), true);
+        return;
+    }
     let events: Vec<String> = std::iter::once(&graph.main)
         .chain(graph.children.values())
         .find(|w| w.states.contains_key(&state))

@@ -19,8 +19,8 @@ pub enum Msg {
     Resize(u16, u16),
     /// A second passed; the time now.
     Tick(DateTime<Utc>),
-    /// `GET /tokens` answered.
-    Tokens(Result<Vec<TokenView>, Problem>),
+    /// `GET /tokens` answered the read made under this status filter.
+    Tokens(Option<String>, Result<Vec<TokenView>, Problem>),
     /// The selected token was read: with its tasks, timers and held events when the
     /// daemon has the detail route (`true`), else the plain token (`false`).
     Token(String, Result<(TokenDetail, bool), Problem>),

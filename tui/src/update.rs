@@ -3,6 +3,7 @@
 
 use stateous_shared::client::TokenQuery;
 use stateous_shared::graph::{canonical, Graph};
+use stateous_shared::wire::TokenView;
 
 use crate::keys;
 use crate::message::{Acted, Command, Msg};
@@ -17,7 +18,7 @@ pub fn update(model: &mut Model, msg: Msg) -> Vec<Command> {
             model.now = now;
             return refresh(model);
         }
-        Msg::Tokens(answer) => tokens(model, answer),
+        Msg::Tokens(status, answer) => tokens(model, status, answer),
         Msg::Token(id, answer) => {
             model.in_flight.remove(&Fetch::Token(id.clone()));
             if let Some((detail, route)) = answered(model, answer) {
@@ -120,7 +121,12 @@ fn tokens_query(model: &Model) -> TokenQuery {
     }
 }
 
-fn tokens(model: &mut Model, answer: Result<Vec<stateous_shared::wire::TokenView>, Problem>) {
+/// A page of tokens; one read under another status filter than the current one
+/// is dropped (the filter changed while it was out).
+fn tokens(model: &mut Model, status: Option<String>, answer: Result<Vec<TokenView>, Problem>) {
+    if status.as_deref() != model.status_filter {
+        return;
+    }
     model.in_flight.remove(&Fetch::Tokens);
     let before = model.selected();
     let Some(tokens) = answered(model, answer) else {
