@@ -40,14 +40,24 @@ enum Command {
     /// over one database.
     Serve(serve_args::ServeFlags),
     /// Run the routines of a supervisor's folder. Ctrl-C once: take no new tasks and
-    /// wait for the running routines. Twice: stop them and exit 1. Timings come from
-    /// stateous.yaml, or STATEOUS_SUPERVISOR_HEARTBEAT, _IDLE, _GRACE, _CANCEL_WAIT,
-    /// _REQUEST_TIMEOUT and _BACKOFF (e.g. `1s,2s,4s`).
+    /// wait for the running routines. Twice: stop them and exit 1. Timings are keys of
+    /// stateous.yaml: heartbeat (30s), idle (1s, after an empty claim), grace (10s,
+    /// SIGTERM to SIGKILL), cancel_wait (5s), request_timeout (30s), backoff ([1s, 2s,
+    /// 4s, 8s, 16s, 30s]); each also from STATEOUS_SUPERVISOR_HEARTBEAT, _IDLE, _GRACE,
+    /// _CANCEL_WAIT, _REQUEST_TIMEOUT and _BACKOFF (e.g. `1s,2s,4s`), which win.
     Supervise {
         /// The supervisor's folder.
         folder: PathBuf,
+        /// The control plane, over `url` in stateous.yaml: http://HOST:PORT or
+        /// unix:///PATH. Without either: STATEOUS_URL, the default socket, then
+        /// http://127.0.0.1:8080.
+        #[arg(long)]
+        url: Option<String>,
     },
-    /// Inside a routine: speak to the supervisor that runs it.
+    /// Inside a routine: speak to the supervisor that runs it, over the Unix socket
+    /// that STATEOUS_CTX names. A routine may speak that protocol itself: one JSON
+    /// object per line, e.g. {"op": "emit", "event": "done"}; the answer is
+    /// {"ok": true, "value": ...} or {"ok": false, "error": "..."}.
     #[command(subcommand)]
     Ctx(ctx_args::CtxCommand),
     /// Act on tokens: start, fire, show, pause, resume, cancel.
@@ -113,9 +123,9 @@ fn main() -> ExitCode {
             code(stateous_supervisor::init::init_command(&source, &folder))
         }
         Command::Serve(flags) => code(serve_args::run(flags)),
-        Command::Supervise { folder } => {
-            code(stateous_supervisor::command::supervise_command(&folder))
-        }
+        Command::Supervise { folder, url } => code(
+            stateous_supervisor::command::supervise_command(&folder, url.as_deref()),
+        ),
         Command::Ctx(command) => code(ctx_args::run(command)),
         Command::Bench(args) => {
             let options = bench::BenchOptions {

@@ -33,12 +33,34 @@ pub struct ServeFlags {
     /// which another control plane may take it.
     #[arg(long, value_name = "DURATION", env = "STATEOUS_STALE_AFTER", default_value = serve_options::DEFAULT_STALE_AFTER)]
     pub stale_after: String,
+    /// Also run the supervisor of FOLDER in this process, speaking to this server
+    /// over its socket. For development: a stop of the server stops it too.
+    #[arg(long, value_name = "FOLDER")]
+    pub supervise: Option<PathBuf>,
 }
 
 /// Run `stateous serve`; its exit code.
 pub fn run(flags: ServeFlags) -> i32 {
     log_to_stderr();
-    stateous_daemon::serve::run(serve_options::ServeArgs {
+    // The supervisor reaches this server over its socket, known before it binds.
+    let beside = match &flags.supervise {
+        None => None,
+        Some(folder) => {
+            let socket = flags
+                .socket
+                .clone()
+                .unwrap_or_else(stateous_shared::client::default_socket);
+            let url = format!("unix://{}", socket.display());
+            match stateous_supervisor::beside::supervise_beside(folder, url) {
+                Ok(beside) => Some(beside),
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return 1;
+                }
+            }
+        }
+    };
+    let code = stateous_daemon::serve::run(serve_options::ServeArgs {
         graph: flags.graph,
         db: flags.db,
         listen: flags.listen,
@@ -47,7 +69,11 @@ pub fn run(flags: ServeFlags) -> i32 {
         tick: flags.tick,
         busy_timeout: flags.busy_timeout,
         stale_after: flags.stale_after,
-    })
+    });
+    match beside {
+        Some(beside) => beside.finish(code),
+        None => code,
+    }
 }
 
 /// Log lines (`stateous.*` targets at INFO) go to stderr, one line each.

@@ -72,6 +72,10 @@ pub enum TokenCommand {
         /// Draw the workflow as a Mermaid diagram.
         #[arg(long)]
         graph: bool,
+        /// After the history, print each new entry as it happens, until the token
+        /// ends.
+        #[arg(long)]
+        follow: bool,
     },
     /// Pause a token: its events are held, its tasks wait, its timers stand still.
     Pause {
@@ -110,7 +114,7 @@ impl From<TokenArgs> for token::TokenCommand {
                 payload,
                 key,
             },
-            TokenCommand::Show { id, graph } => A::Show { id, graph },
+            TokenCommand::Show { id, graph, follow } => A::Show { id, graph, follow },
             TokenCommand::Pause { id } => steer(id, Steer::Pause),
             TokenCommand::Resume { id } => steer(id, Steer::Resume),
             TokenCommand::Cancel { id } => steer(id, Steer::Cancel),

@@ -4,16 +4,16 @@
 
 mod harness;
 
-use harness::{asset_graph, Daemon};
+use harness::{test_graph, Daemon};
 use serde_json::{json, Value};
 
 const JSON: (&str, &str) = ("content-type", "application/json");
 
 #[test]
 fn health_names_the_workflow_and_the_graph_checksum() {
-    let daemon = Daemon::orders();
+    let daemon = Daemon::tickets();
     let health = daemon.get("/health").expect(200);
-    assert_eq!(health["workflow"], "orders");
+    assert_eq!(health["workflow"], "tickets");
     let checksum = health["checksum"].as_str().unwrap_or_default();
     assert!(
         checksum.starts_with("sha256:") && checksum.len() == 71,
@@ -24,9 +24,9 @@ fn health_names_the_workflow_and_the_graph_checksum() {
 
 #[test]
 fn workflow_answers_the_graph_file_as_json() {
-    let daemon = Daemon::orders();
+    let daemon = Daemon::tickets();
     let served = daemon.get("/workflow").expect(200);
-    let text = std::fs::read_to_string(asset_graph("orders")).unwrap();
+    let text = std::fs::read_to_string(test_graph("tickets")).unwrap();
     let file: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(served, file);
     let reply = daemon.get("/workflow");
@@ -35,7 +35,7 @@ fn workflow_answers_the_graph_file_as_json() {
 
 #[test]
 fn an_unknown_path_is_404_not_found_and_names_the_path() {
-    let daemon = Daemon::orders();
+    let daemon = Daemon::tickets();
     for path in [
         "/nothing",
         "/",
@@ -55,7 +55,7 @@ fn an_unknown_path_is_404_not_found_and_names_the_path() {
 
 #[test]
 fn a_wrong_method_is_405_method_not_allowed_and_names_it() {
-    let daemon = Daemon::orders();
+    let daemon = Daemon::tickets();
     let cases = [
         ("GET", "/tokens/T-1/pause"),
         ("DELETE", "/tokens"),
@@ -65,7 +65,7 @@ fn a_wrong_method_is_405_method_not_allowed_and_names_it() {
         ("GET", "/tasks/claim"),
         ("POST", "/tasks/5/memory"),
         ("GET", "/tasks/5/report"),
-        ("PATCH", "/tokens/T-1/events/submitted"),
+        ("PATCH", "/tokens/T-1/events/done"),
     ];
     for (method, path) in cases {
         let sentence = daemon
@@ -77,7 +77,7 @@ fn a_wrong_method_is_405_method_not_allowed_and_names_it() {
 
 #[test]
 fn a_path_with_a_trailing_slash_redirects_to_the_route() {
-    let daemon = Daemon::orders();
+    let daemon = Daemon::tickets();
     let reply = daemon.get("/tokens/?limit=5");
     assert_eq!(reply.status, 307, "{reply}");
     assert_eq!(reply.header("location"), Some("/tokens?limit=5"));
@@ -86,7 +86,7 @@ fn a_path_with_a_trailing_slash_redirects_to_the_route() {
 
 #[test]
 fn head_answers_like_get_without_a_body() {
-    let daemon = Daemon::orders();
+    let daemon = Daemon::tickets();
     let reply = daemon.request("HEAD", "/health", &[], b"");
     assert_eq!(reply.status, 200, "{reply}");
     assert!(reply.body.is_empty(), "{reply}");
@@ -94,7 +94,7 @@ fn head_answers_like_get_without_a_body() {
 
 #[test]
 fn a_body_over_1_mib_is_413_bad_request_on_every_path() {
-    let daemon = Daemon::orders();
+    let daemon = Daemon::tickets();
     let big = vec![b' '; 1024 * 1024 + 1];
     for (method, path) in [
         ("POST", "/tokens"),
@@ -111,7 +111,7 @@ fn a_body_over_1_mib_is_413_bad_request_on_every_path() {
 
 #[test]
 fn a_chunked_body_over_1_mib_is_413_bad_request() {
-    let daemon = Daemon::orders();
+    let daemon = Daemon::tickets();
     let mut chunked = Vec::new();
     for _ in 0..3 {
         chunked.extend_from_slice(format!("{:x}\r\n", 512 * 1024).as_bytes());
@@ -127,7 +127,7 @@ fn a_chunked_body_over_1_mib_is_413_bad_request() {
 
 #[test]
 fn a_body_of_exactly_1_mib_is_read() {
-    let daemon = Daemon::orders();
+    let daemon = Daemon::tickets();
     let blank = vec![b' '; 1024 * 1024];
     // Blank reads as {}: the request gets as far as the token id.
     daemon
@@ -141,7 +141,7 @@ fn nested(levels: usize) -> String {
 
 #[test]
 fn json_nested_deeper_than_64_levels_is_400_bad_request() {
-    let daemon = Daemon::orders();
+    let daemon = Daemon::tickets();
     let deep = nested(65);
     daemon
         .request("POST", "/tokens", &[JSON], deep.as_bytes())
@@ -158,7 +158,7 @@ fn json_nested_deeper_than_64_levels_is_400_bad_request() {
 
 #[test]
 fn text_that_is_not_strict_json_is_400_bad_request() {
-    let daemon = Daemon::orders();
+    let daemon = Daemon::tickets();
     let bad: [&[u8]; 6] = [
         b"{",
         b"{not json",
@@ -176,7 +176,7 @@ fn text_that_is_not_strict_json_is_400_bad_request() {
 
 #[test]
 fn json_that_is_not_an_object_is_422_invalid_body() {
-    let daemon = Daemon::orders();
+    let daemon = Daemon::tickets();
     for raw in ["[1, 2]", "\"x\"", "null", "7"] {
         daemon
             .request("POST", "/tokens", &[JSON], raw.as_bytes())
@@ -186,7 +186,7 @@ fn json_that_is_not_an_object_is_422_invalid_body() {
 
 #[test]
 fn an_empty_body_reads_as_an_empty_object() {
-    let daemon = Daemon::orders();
+    let daemon = Daemon::tickets();
     daemon
         .post_empty("/tokens")
         .refused(422, "invalid_token_id");
@@ -200,7 +200,7 @@ fn an_empty_body_reads_as_an_empty_object() {
 
 #[test]
 fn wrong_shapes_and_values_are_refused_with_the_reference_codes() {
-    let daemon = Daemon::orders();
+    let daemon = Daemon::tickets();
     let long = "k".repeat(129);
     let cases: Vec<(&str, &str, Value, u16, &str)> = vec![
         (
@@ -226,7 +226,7 @@ fn wrong_shapes_and_values_are_refused_with_the_reference_codes() {
         ),
         (
             "POST",
-            "/tokens/T-1/events/submitted",
+            "/tokens/T-1/events/done",
             json!({"payload": 1}),
             422,
             "invalid_payload",
@@ -367,7 +367,7 @@ fn wrong_shapes_and_values_are_refused_with_the_reference_codes() {
 
 #[test]
 fn bad_listing_queries_are_422_invalid_argument() {
-    let daemon = Daemon::orders();
+    let daemon = Daemon::tickets();
     let long_parent = format!("/tokens?parent={}", "x".repeat(129));
     let long_limit = format!("/tokens?limit={}", "9".repeat(30));
     for path in [
@@ -388,19 +388,19 @@ fn bad_listing_queries_are_422_invalid_argument() {
 
 #[test]
 fn a_bad_idempotency_key_is_422_invalid_payload() {
-    let daemon = Daemon::orders();
+    let daemon = Daemon::tickets();
     let long = "k".repeat(257);
     for key in ["", long.as_str(), "a\tb"] {
         let headers = [JSON, ("Idempotency-Key", key)];
         daemon
-            .request("POST", "/tokens/T-1/events/submitted", &headers, b"{}")
+            .request("POST", "/tokens/T-1/events/done", &headers, b"{}")
             .refused(422, "invalid_payload");
     }
 }
 
 #[test]
 fn a_task_id_larger_than_a_database_integer_is_404_task_not_found() {
-    let daemon = Daemon::orders();
+    let daemon = Daemon::tickets();
     let big = format!("/tasks/{}/note", "9".repeat(25));
     daemon
         .post(&big, &json!({"text": "x"}))

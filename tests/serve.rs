@@ -8,11 +8,11 @@ use std::net::TcpStream;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::time::Duration;
 
-use harness::{asset_graph, run, Daemon, Setup};
+use harness::{run, test_graph, Daemon, Setup};
 use serde_json::json;
 
 fn graph() -> String {
-    asset_graph("orders").display().to_string()
+    test_graph("tickets").display().to_string()
 }
 
 /// The one `error:` line of a refusal at start, checked: exit 1, one line.
@@ -28,7 +28,7 @@ fn refused_at_start(dir: &std::path::Path, args: &[&str]) -> String {
 
 #[test]
 fn serve_prints_its_url_then_stops_on_sigint_with_stopped_and_exit_0() {
-    let mut daemon = Daemon::orders();
+    let mut daemon = Daemon::tickets();
     daemon.get("/health").expect(200);
     let status = daemon.stop_with(libc::SIGINT);
     assert_eq!(status.code(), Some(0), "{}", daemon.report());
@@ -46,7 +46,7 @@ fn serve_prints_its_url_then_stops_on_sigint_with_stopped_and_exit_0() {
 
 #[test]
 fn sigterm_stops_gracefully_too() {
-    let mut daemon = Daemon::orders();
+    let mut daemon = Daemon::tickets();
     let status = daemon.stop_with(libc::SIGTERM);
     assert_eq!(status.code(), Some(0), "{}", daemon.report());
     assert_eq!(daemon.stderr().lines().last(), Some("stopped"));
@@ -54,7 +54,7 @@ fn sigterm_stops_gracefully_too() {
 
 #[test]
 fn a_request_in_progress_at_a_graceful_stop_is_answered() {
-    let mut daemon = Daemon::orders();
+    let mut daemon = Daemon::tickets();
     let mut stream = TcpStream::connect(&daemon.authority).unwrap();
     stream
         .set_read_timeout(Some(Duration::from_secs(20)))
@@ -79,8 +79,28 @@ fn a_request_in_progress_at_a_graceful_stop_is_answered() {
 }
 
 #[test]
+fn a_second_signal_stops_at_once_without_the_hung_request() {
+    let mut daemon = Daemon::tickets();
+    let mut hung = TcpStream::connect(&daemon.authority).unwrap();
+    let head = "POST /tokens HTTP/1.1\r\nhost: x\r\ncontent-length: 100\r\n\r\n{\"tok";
+    hung.write_all(head.as_bytes()).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    daemon.signal(libc::SIGINT);
+    std::thread::sleep(Duration::from_millis(700));
+    assert!(
+        daemon.is_running(),
+        "a graceful stop waits for the request in progress"
+    );
+    daemon.signal(libc::SIGINT);
+    // Well inside the grace period that the first signal would have waited.
+    let status = daemon.wait(Duration::from_secs(3));
+    assert_eq!(status.code(), Some(0), "{}", daemon.report());
+    assert_eq!(daemon.stderr().lines().last(), Some("stopped"));
+}
+
+#[test]
 fn an_idle_connection_does_not_hold_a_graceful_stop() {
-    let mut daemon = Daemon::orders();
+    let mut daemon = Daemon::tickets();
     let mut idle = TcpStream::connect(&daemon.authority).unwrap();
     std::thread::sleep(Duration::from_millis(200));
     let status = daemon.stop_with(libc::SIGINT);
@@ -91,7 +111,7 @@ fn an_idle_connection_does_not_hold_a_graceful_stop() {
 
 #[test]
 fn the_unix_socket_is_private_and_answers_as_tcp_does() {
-    let daemon = Daemon::orders();
+    let daemon = Daemon::tickets();
     let meta = std::fs::metadata(&daemon.socket).unwrap();
     assert!(meta.file_type().is_socket());
     assert_eq!(meta.permissions().mode() & 0o777, 0o600);
@@ -113,7 +133,7 @@ fn the_unix_socket_is_private_and_answers_as_tcp_does() {
 
 #[test]
 fn curl_reaches_the_api_over_the_unix_socket() {
-    let daemon = Daemon::orders();
+    let daemon = Daemon::tickets();
     let output = std::process::Command::new("curl")
         .args(["-s", "--unix-socket"])
         .arg(&daemon.socket)
@@ -124,12 +144,12 @@ fn curl_reaches_the_api_over_the_unix_socket() {
         return;
     };
     let health: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!(health["workflow"], "orders", "{}", daemon.report());
+    assert_eq!(health["workflow"], "tickets", "{}", daemon.report());
 }
 
 #[test]
 fn a_live_daemon_keeps_its_socket_against_a_second_one() {
-    let daemon = Daemon::orders();
+    let daemon = Daemon::tickets();
     let other = tempfile::tempdir().unwrap();
     let socket = daemon.socket.display().to_string();
     let line = refused_at_start(
@@ -149,7 +169,7 @@ fn a_live_daemon_keeps_its_socket_against_a_second_one() {
 
 #[test]
 fn a_stale_socket_file_from_a_killed_daemon_is_replaced() {
-    let mut daemon = Daemon::orders();
+    let mut daemon = Daemon::tickets();
     daemon.crash_and_restart();
     daemon.request_unix("GET", "/health", &[], b"").expect(200);
 }
@@ -279,7 +299,7 @@ fn help_documents_the_timing_flags_and_their_environment_variables() {
 
 #[test]
 fn a_wide_address_warns_that_the_api_has_no_authentication() {
-    let daemon = Setup::new(asset_graph("orders"))
+    let daemon = Setup::new(test_graph("tickets"))
         .args(&["--listen", "0.0.0.0:0"])
         .start();
     let stderr = daemon.stderr();

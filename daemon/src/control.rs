@@ -121,9 +121,15 @@ impl Control {
         once(&conn, now, |tx| {
             engine::serving::take_hold(tx, &holder, micros(options.hold_lapses), &holder_is_gone)
         })?;
-        once(&conn, now, |tx| {
+        if let Err(sentence) = once(&conn, now, |tx| {
             engine::serving::check_structure(tx, &graph)
-        })?;
+        }) {
+            // A refused start gives its hold back, so the next try need not wait.
+            let _ = once(&conn, now, |tx| {
+                engine::serving::release(tx, &holder).map(Ok)
+            });
+            return Err(sentence);
+        }
         let (writer, _thread) = Writer::spawn(conn, options.clock.clone())
             .map_err(|e| format!("cannot start the writer thread: {e}"))?;
         let reader = Reader::new(options.db_path.clone(), options.busy_timeout);
@@ -287,8 +293,8 @@ impl Control {
             .write(move |_, tx| engine::serving::keep_hold(tx, &holder, renew, lapses))
             .await?;
         if !kept {
+            // The serve loop logs the line and stops; this handle refuses from now on.
             inner.lost.store(true, Ordering::SeqCst);
-            tracing::error!("{LOST}");
             return Err(not_serving());
         }
         let expired = self.write(|_, tx| engine::lease::expired(tx)).await?;
@@ -314,31 +320,36 @@ impl Control {
         released
     }
 
-    /// Run `step` for each id, each as its own request in the same group commits.
+    /// Run `step` for each id, each as its own request (its own savepoint), all
+    /// queued at once so that they share group commits.
     async fn each(
         &self,
         ids: Vec<i64>,
         step: fn(&Rules, &SqliteTx<'_>, i64) -> Step<bool>,
     ) -> Result<(), Refusal> {
-        let handles: Vec<_> = ids
+        self.serving()?;
+        let answers: Vec<_> = ids
             .into_iter()
             .map(|id| {
-                let control = self.clone();
-                tokio::spawn(
-                    async move { control.write(move |rules, tx| step(rules, tx, id)).await },
-                )
+                let rules = Arc::clone(&self.inner.rules);
+                self.inner
+                    .writer
+                    .submit(move |tx| keep(step(&rules, tx, id)))
             })
             .collect();
         let mut first_error = None;
-        for handle in handles {
-            let outcome = handle
-                .await
-                .map_err(|_| Refusal::new(Code::Unexpected, "a clock step failed unexpectedly"));
-            if let Err(refusal) = outcome.and_then(|answer| answer.map(|_| ())) {
+        for answer in answers {
+            let outcome = answer.await.map_err(Refusal::from);
+            if let Err(refusal) = outcome.and_then(|r| r.map_err(engine::Fail::refusal)) {
                 first_error.get_or_insert(refusal);
             }
         }
         first_error.map_or(Ok(()), Err)
+    }
+
+    /// How many transactions the writer committed so far (for metrics).
+    pub fn commits(&self) -> u64 {
+        self.inner.writer.commits()
     }
 
     fn serving(&self) -> Result<(), Refusal> {
@@ -358,14 +369,7 @@ impl Control {
         let answer = self
             .inner
             .writer
-            .run(move |tx| {
-                let result = work(&rules, tx);
-                let keep = match &result {
-                    Ok(_) => true,
-                    Err(fail) => fail.keeps(),
-                };
-                (keep, result)
-            })
+            .run(move |tx| keep(work(&rules, tx)))
             .await
             .map_err(Refusal::from)?;
         answer.map_err(engine::Fail::refusal)
@@ -386,6 +390,15 @@ impl Control {
             .map_err(Refusal::from)?;
         answer.map_err(engine::Fail::refusal)
     }
+}
+
+/// Whether a step's changes stay: on success, and on a recorded refusal.
+fn keep<R>(result: Step<R>) -> (bool, Step<R>) {
+    let kept = match &result {
+        Ok(_) => true,
+        Err(fail) => fail.keeps(),
+    };
+    (kept, result)
 }
 
 fn not_serving() -> Refusal {

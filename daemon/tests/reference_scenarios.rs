@@ -271,3 +271,13 @@ async fn pause_resume_and_cancel_match_the_reference() {
 async fn start_guards_error_transitions_and_timeouts_match_the_reference() {
     check("triage_errors_and_timeouts").await;
 }
+
+#[tokio::test]
+async fn the_error_route_routine_timers_and_outside_reports_match_the_reference() {
+    check("triage_error_route_timers_and_outside_reports").await;
+}
+
+#[tokio::test]
+async fn guards_that_both_hold_fail_the_token_as_the_reference_does() {
+    check("overlapping_guards").await;
+}

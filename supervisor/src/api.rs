@@ -92,7 +92,8 @@ impl Api {
     }
 
     /// `POST /tasks/claim`: a task of `states`, or `None` (204). Every try sends the
-    /// same `request` id, so a lost answer gets the same task again.
+    /// same `request` id, so a lost answer gets the same task again. `outbox` as in
+    /// [`Api::heartbeat`].
     pub async fn claim(
         &self,
         supervisor: &str,
@@ -116,14 +117,19 @@ impl Api {
         })
     }
 
-    /// `POST /tasks/heartbeat`: the ids among `tasks` no longer held.
+    /// `POST /tasks/heartbeat`: the ids among `tasks` no longer held. `outbox`,
+    /// the outbox's depth, is an addition the reference's control plane ignores.
     pub async fn heartbeat(
         &self,
         supervisor: &str,
         tasks: &[i64],
+        outbox: Option<i64>,
         stop: Option<&Stop>,
     ) -> Result<Vec<i64>, CallError> {
-        let body = json!({"supervisor": supervisor, "tasks": tasks});
+        let mut body = json!({"supervisor": supervisor, "tasks": tasks});
+        if let Some(depth) = outbox {
+            body["outbox"] = json!(depth);
+        }
         let answer = self
             .call("POST", "/tasks/heartbeat", Some(&body), stop)
             .await?;

@@ -115,7 +115,7 @@ pub async fn check_health(
 
 /// The body of `stateous supervise FOLDER`: the exit code (0 after a graceful
 /// stop, 1 after a forced one or when it does not start, with `error: ...`).
-pub fn supervise_command(folder: &Path) -> i32 {
+pub fn supervise_command(folder: &Path, url: Option<&str>) -> i32 {
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -127,7 +127,7 @@ pub fn supervise_command(folder: &Path) -> i32 {
         }
     };
     let code = runtime.block_on(async {
-        match supervise(folder, None).await {
+        match supervise(folder, url).await {
             Ok(code) => code,
             Err(e) => {
                 eprintln!("error: {e}");
@@ -141,15 +141,25 @@ pub fn supervise_command(folder: &Path) -> i32 {
 }
 
 /// Load, check and run the supervisor of `folder` until a stop signal. `url`
-/// overrides `stateous.yaml`'s (as `serve --supervise` does).
+/// (`--url`, or `serve --supervise`'s own address) wins over `stateous.yaml`'s.
 pub async fn supervise(folder: &Path, url: Option<&str>) -> Result<i32, StartError> {
+    let signals = Signals::new();
+    signals.listen()?;
+    supervise_with(folder, url, &signals).await
+}
+
+/// [`supervise`], stopped by `signals` (which something else may feed).
+pub(crate) async fn supervise_with(
+    folder: &Path,
+    url: Option<&str>,
+    signals: &Signals,
+) -> Result<i32, StartError> {
     let loaded = load_folder(folder)?;
     let outbox = open_outbox(&loaded.path)?;
-    let url = url.unwrap_or(&loaded.config.url).to_string();
+    let url = loaded.config.control_plane(url);
     let timings = loaded.config.timings.clone();
     let api =
         Api::new(&url, timings.request_timeout, timings.backoff.clone()).map_err(StartError)?;
-    let signals = Signals::listen()?;
     if !check_health(&api, &loaded, &signals.early).await? {
         return Ok(1);
     }
@@ -174,38 +184,53 @@ pub async fn supervise(folder: &Path, url: Option<&str>) -> Result<i32, StartErr
     Ok(supervisor.run().await)
 }
 
-/// SIGINT and SIGTERM: before the run they stop the start; during it, each goes
-/// to the supervisor's [`Handle::signal`].
-struct Signals {
-    early: Stop,
+/// Stop requests for a supervisor: before its run they stop the start (`early`);
+/// during it, each goes to its [`Handle::signal`]. Cheap to clone.
+#[derive(Clone, Default)]
+pub(crate) struct Signals {
+    pub(crate) early: Stop,
     handle: std::sync::Arc<std::sync::Mutex<Option<Handle>>>,
 }
 
 impl Signals {
-    fn listen() -> Result<Signals, StartError> {
+    pub(crate) fn new() -> Signals {
+        Signals::default()
+    }
+
+    /// One stop request.
+    pub(crate) fn stop(&self) {
+        let current = self.handle.lock().ok().and_then(|h| h.clone());
+        match current {
+            Some(handle) => handle.signal(),
+            None => self.early.set(),
+        }
+    }
+
+    /// Stop at once, before or during the run.
+    pub(crate) fn stop_now(&self) {
+        self.early.set();
+        if let Some(handle) = self.handle.lock().ok().and_then(|h| h.clone()) {
+            handle.stop_now();
+        }
+    }
+
+    /// Turn each SIGINT and SIGTERM into [`Signals::stop`].
+    pub(crate) fn listen(&self) -> Result<(), StartError> {
         use tokio::signal::unix::{signal, SignalKind};
         let cannot = |e: std::io::Error| StartError(format!("cannot listen for signals: {e}"));
         let mut interrupt = signal(SignalKind::interrupt()).map_err(cannot)?;
         let mut terminate = signal(SignalKind::terminate()).map_err(cannot)?;
-        let signals = Signals {
-            early: Stop::new(),
-            handle: Default::default(),
-        };
-        let (early, handle) = (signals.early.clone(), signals.handle.clone());
+        let signals = self.clone();
         tokio::spawn(async move {
             loop {
                 tokio::select! {
                     _ = interrupt.recv() => {}
                     _ = terminate.recv() => {}
                 }
-                let current = handle.lock().ok().and_then(|h| h.clone());
-                match current {
-                    Some(handle) => handle.signal(),
-                    None => early.set(),
-                }
+                signals.stop();
             }
         });
-        Ok(signals)
+        Ok(())
     }
 
     fn forward(&self, handle: Handle) {

@@ -1,7 +1,8 @@
 //! `stateous.yaml`: a supervisor's settings (SPEC section 3.2; reference
 //! `docs/reference/files.md`).
 //!
-//! Keys: `url` (required), `tasks` (1 to 1000, default 4), `name` (1 to 128
+//! Keys: `url` (the control plane; without it, `supervise` takes `STATEOUS_URL`, then
+//! the default socket, then `http://127.0.0.1:8080`, as every client does), `tasks` (1 to 1000, default 4), `name` (1 to 128
 //! characters, default the host name), `routines` (state to command line), and the
 //! timing keys `heartbeat`, `idle`, `grace`, `cancel_wait`, `request_timeout` and
 //! `backoff`. Each timing key may also come from the environment
@@ -58,7 +59,7 @@ impl Default for Timings {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
     /// The control plane: `http://HOST:PORT` or `unix:///PATH`, without a final `/`.
-    pub url: String,
+    pub url: Option<String>,
     /// How many routines run at once: 1 to 1000.
     pub tasks: u32,
     /// The supervisor's name in the token's history; `None`: the host name.
@@ -80,6 +81,16 @@ pub struct ConfigError {
 }
 
 impl Config {
+    /// The control plane to use: `flag` (`supervise --url`), else `url`, else as
+    /// every client finds it (SPEC section 3.3): `STATEOUS_URL`, the default socket
+    /// when a daemon listens there, `http://127.0.0.1:8080`.
+    pub fn control_plane(&self, flag: Option<&str>) -> String {
+        match flag.or(self.url.as_deref()) {
+            Some(url) => url.trim_end_matches('/').to_string(),
+            None => stateous_shared::client::resolve_url(None),
+        }
+    }
+
     /// The supervisor's name: `name`, else the host name.
     pub fn supervisor_name(&self) -> String {
         self.name.clone().unwrap_or_else(host_name)
@@ -108,23 +119,19 @@ impl Config {
         };
         let mut problems = Vec::new();
         let mut config = Config {
-            url: String::new(),
+            url: None,
             tasks: DEFAULT_TASKS,
             name: None,
             routines: BTreeMap::new(),
             timings: Timings::default(),
         };
-        let mut has_url = false;
         for (key, value) in &map {
             let Some(key) = key.as_str() else {
                 problems.push(format!("{}: a setting's name is text", plain(key)));
                 continue;
             };
             let result = match key {
-                "url" => {
-                    has_url = true;
-                    check_url(value).map(|url| config.url = url)
-                }
+                "url" => check_url(value).map(|url| config.url = Some(url)),
                 "tasks" => check_tasks(value).map(|tasks| config.tasks = tasks),
                 "name" => check_name(value).map(|name| config.name = Some(name)),
                 "routines" => check_routines(value).map(|r| config.routines = r),
@@ -137,9 +144,6 @@ impl Config {
             if let Err(problem) = result {
                 problems.push(format!("{key}: {problem}"));
             }
-        }
-        if !has_url {
-            problems.push("url: missing".into());
         }
         if problems.is_empty() {
             Ok(config)
@@ -326,7 +330,8 @@ mod tests {
              idle: 1\nbackoff: [100ms, 1s]\nroutines:\n  testing: ./run-tests --fast\n",
         )
         .unwrap();
-        assert_eq!(config.url, "http://127.0.0.1:8080");
+        assert_eq!(config.control_plane(None), "http://127.0.0.1:8080");
+        assert_eq!(config.control_plane(Some("unix:///s")), "unix:///s");
         assert_eq!(config.tasks, 8);
         assert_eq!(config.supervisor_name(), "box-1");
         assert_eq!(config.timings.heartbeat, Duration::from_millis(500));
@@ -360,7 +365,6 @@ mod tests {
             "{err}"
         );
         assert!(err.contains("idle: 'soon' is not a duration"), "{err}");
-        assert!(err.contains("url: missing"), "{err}");
         assert!(!err.contains('\n'));
         let err = Config::parse("url: ftp://x").unwrap_err();
         assert!(err.starts_with("url: 'ftp://x' is not"), "{err}");

@@ -281,6 +281,12 @@ impl RunCtx {
         Ok(Value::Null)
     }
 
+    /// Whether the routine gave an outcome (or one the contract refused).
+    pub fn has_outcome(&self) -> bool {
+        let state = self.lock();
+        state.said.is_some() || state.wrong.is_some()
+    }
+
     /// The report of the routine, once it ended: `failure` is why it failed
     /// (an exit status, an error), or `None` when it ended well. The context
     /// writes and timers go with an event or waiting, never with a failure.

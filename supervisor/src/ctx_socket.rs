@@ -40,10 +40,16 @@ pub async fn serve(listener: UnixListener, ctx: Arc<RunCtx>) {
                     Ok(0) | Err(_) => return,
                     Ok(_) => {}
                 }
-                let answer = answer(&ctx, &line).await;
+                let too_long = line.len() >= MAX_LINE && !line.ends_with(b"\n");
+                let answer = if too_long {
+                    json!({"ok": false, "error": format!("a request is at most {MAX_LINE} bytes")})
+                } else {
+                    answer(&ctx, &line).await
+                };
                 let mut text = answer.to_string();
                 text.push('\n');
-                if write.write_all(text.as_bytes()).await.is_err() {
+                // The rest of an over-long line cannot be read as a request.
+                if write.write_all(text.as_bytes()).await.is_err() || too_long {
                     return;
                 }
             }
@@ -189,5 +195,102 @@ pub fn call(path: &Path, request: &Request) -> Result<Value, String> {
             .as_str()
             .unwrap_or("the supervisor refused the request")
             .to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::contract::Contract;
+    use crate::ctx::Sink;
+    use crate::outbox::Kind;
+
+    struct Nowhere;
+
+    impl Sink for Nowhere {
+        fn put(&self, _: Kind, _: Value) -> Result<(), String> {
+            Ok(())
+        }
+    }
+
+    fn run_ctx() -> Arc<RunCtx> {
+        let doc = json!({"workflow": "w", "states": {"s": {"emits": ["go"]}},
+                         "events": {"go": {}}});
+        let contract = Arc::new(Contract::from_graph(&doc, "sha256:0").unwrap());
+        let grant = serde_json::from_value(json!({"task": 1, "token": "T", "state": "s",
+            "visit": 1, "attempt": 1, "context": {"k": "v"}, "memory": {}}))
+        .unwrap();
+        Arc::new(RunCtx::new(grant, contract, Arc::new(Nowhere)))
+    }
+
+    #[tokio::test]
+    async fn the_protocol_answers_each_line_and_the_helper_reads_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.sock");
+        let ctx = run_ctx();
+        let server = tokio::spawn(serve(UnixListener::bind(&path).unwrap(), ctx.clone()));
+        let asked = path.clone();
+        let got = tokio::task::spawn_blocking(move || {
+            let key = call(
+                &asked,
+                &Request::Get {
+                    key: Some("k".into()),
+                },
+            );
+            let wrong = call(
+                &asked,
+                &Request::Get {
+                    key: Some("x".into()),
+                },
+            );
+            let emit = call(
+                &asked,
+                &Request::Emit {
+                    event: "go".into(),
+                    payload: None,
+                },
+            );
+            (key, wrong, emit)
+        })
+        .await
+        .unwrap();
+        assert_eq!(got.0, Ok(json!("v")));
+        assert_eq!(got.1, Err("the context has no key 'x'".to_string()));
+        assert_eq!(got.2, Ok(Value::Null));
+        assert_eq!(ctx.outcome(None).kind, "event");
+
+        let mut stream = tokio::net::UnixStream::connect(&path).await.unwrap();
+        stream
+            .write_all(b"not json\n{\"op\": \"wait\"}\n")
+            .await
+            .unwrap();
+        let mut lines = tokio::io::BufReader::new(stream).lines();
+        let first: Value =
+            serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+        assert_eq!(first["ok"], false);
+        assert!(first["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("not a ctx request"));
+        let second: Value =
+            serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+        assert_eq!(second["ok"], false, "the outcome is given already");
+        server.abort();
+    }
+
+    #[test]
+    fn helper_arguments_are_json() {
+        let request = Helper::Set("n".into(), "2".into()).request().unwrap();
+        assert_eq!(
+            request,
+            Request::Set {
+                key: "n".into(),
+                value: json!(2)
+            }
+        );
+        let err = Helper::Emit("go".into(), Some("{oops".into()))
+            .request()
+            .unwrap_err();
+        assert!(err.starts_with("the payload '{oops' is not JSON"), "{err}");
     }
 }

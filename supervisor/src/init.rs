@@ -31,19 +31,23 @@ pub async fn contract_of(source: &str) -> Result<(String, Contract), String> {
         ));
     }
     let is = |ext: &str| path.extension().is_some_and(|e| e == ext);
-    if path.is_file() && (is("yaml") || is("yml")) {
-        return Err(format!(
-            "{source}: compile it first (`stateous compile {source}`), then give the graph file"
-        ));
-    }
-    if !path.is_file() || !is("json") {
+    let document = if path.is_file() && (is("yaml") || is("yml")) {
+        // A flow.yaml is compiled in memory; no graph file is written.
+        stateous_shared::compiler::compile_file(path)
+            .map_err(|e| format!("cannot use {source}: {e}"))?
+            .document
+    } else if path.is_file() && is("json") {
+        let text =
+            std::fs::read_to_string(path).map_err(|e| format!("cannot read {source}: {e}"))?;
+        // The checks `serve` makes on a graph file.
+        stateous_shared::graph::Graph::load(&text)
+            .map_err(|e| format!("cannot use {source}: {e}"))?
+            .document
+    } else {
         return Err(format!(
             "{source} is not a graph file (.json) or a flow.yaml"
         ));
-    }
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {source}: {e}"))?;
-    let document: Value =
-        serde_json::from_str(&text).map_err(|e| format!("cannot use {source}: {e}"))?;
+    };
     let checksum = stateous_shared::graph::checksum(&document);
     let contract = Contract::from_graph(&document, &checksum)
         .map_err(|e| format!("cannot use {source}: {e}"))?;

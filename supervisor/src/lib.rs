@@ -4,11 +4,15 @@
 //! It depends only on `stateous-shared`; it meets the daemon only over HTTP.
 
 pub mod api;
+pub mod beside;
 pub mod command;
 pub mod config;
 pub mod contract;
 pub mod ctx;
 pub mod ctx_socket;
+pub mod examples;
+#[cfg(any(test, feature = "fake"))]
+pub mod fake;
 pub mod init;
 pub mod inprocess;
 pub mod log;

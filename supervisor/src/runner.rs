@@ -82,6 +82,19 @@ impl Exit {
     }
 }
 
+impl Exit {
+    /// Why an attempt whose routine exited 0 without an outcome failed.
+    pub fn without_outcome(&self) -> String {
+        let what = "the routine exited with status 0 without an outcome: call \
+                    `stateous ctx emit EVENT` or `stateous ctx wait` before it exits";
+        if self.stderr_tail.is_empty() {
+            what.to_string()
+        } else {
+            format!("{what}; stderr: {}", self.stderr_tail.join(" / "))
+        }
+    }
+}
+
 /// Run `program` for `grant` until it ends, or until `kill` is set (then SIGTERM,
 /// and SIGKILL after the grace period).
 pub async fn run(program: &Program, grant: &Grant, spec: &RunSpec, kill: &Stop) -> Exit {

@@ -166,7 +166,7 @@ impl Core {
         }
         match self
             .api
-            .heartbeat(&self.name, &[task], Some(&self.stopping))
+            .heartbeat(&self.name, &[task], self.depth(), Some(&self.stopping))
             .await
         {
             Ok(lost) => Ok(!lost.contains(&task)),

@@ -7,7 +7,8 @@
 //! names every running task each period and stops the routines of lost ones. Each
 //! routine's notes and memory writes go through the outbox in order, before its
 //! report. The first stop signal ends the claims and waits for the routines; the
-//! second kills them and the run returns 1.
+//! second kills them (dropping their attempts' messages, as for a lost task) and
+//! the run returns 1.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -59,6 +60,8 @@ pub struct Core {
     freed: Notify,
     running: Mutex<Vec<Arc<Running>>>,
     next_run: std::sync::atomic::AtomicU64,
+    /// Stop signals so far, from every handle.
+    signals: std::sync::atomic::AtomicUsize,
 }
 
 /// What a supervisor runs with, checked by `supervise` (or a Rust caller).
@@ -90,7 +93,6 @@ pub struct Supervisor {
 #[derive(Clone)]
 pub struct Handle {
     core: Arc<Core>,
-    signals: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl Supervisor {
@@ -113,6 +115,7 @@ impl Supervisor {
             freed: Notify::new(),
             running: Mutex::new(Vec::new()),
             next_run: std::sync::atomic::AtomicU64::new(1),
+            signals: std::sync::atomic::AtomicUsize::new(0),
         };
         Ok(Supervisor {
             core: Arc::new(core),
@@ -123,7 +126,6 @@ impl Supervisor {
     pub fn handle(&self) -> Handle {
         Handle {
             core: self.core.clone(),
-            signals: Arc::default(),
         }
     }
 
@@ -153,7 +155,7 @@ impl Supervisor {
 impl Handle {
     /// A stop signal: the first stops the claims and waits; the second stops now.
     pub fn signal(&self) {
-        let count = self.signals.fetch_add(1, Ordering::SeqCst) + 1;
+        let count = self.core.signals.fetch_add(1, Ordering::SeqCst) + 1;
         if count == 1 && !self.core.stopping.is_set() {
             log_line!(
                 "stopping: no new tasks; waiting for {} routine(s) (signal again to stop now)",
@@ -179,7 +181,12 @@ impl Handle {
         core.forced.set();
         core.stopping.set();
         core.freed.notify_one();
+        // A routine stopped now is a lost task (SPEC section 3.2): its attempt's
+        // messages are dropped. One whose report is on its way keeps it.
         for running in core.running_list() {
+            if !running.reporting.load(Ordering::SeqCst) {
+                running.lost.store(true, Ordering::SeqCst);
+            }
             running.kill.set();
         }
     }
@@ -205,7 +212,7 @@ impl Core {
         self.running.lock().map(|r| r.len()).unwrap_or(0)
     }
 
-    fn depth(&self) -> Option<i64> {
+    pub(crate) fn depth(&self) -> Option<i64> {
         self.with_outbox(|o| o.depth()).ok()
     }
 
@@ -279,7 +286,11 @@ impl Core {
             let mut tasks: Vec<i64> = held.iter().map(|r| r.grant.task).collect();
             tasks.sort_unstable();
             tasks.dedup();
-            match self.api.heartbeat(&self.name, &tasks, None).await {
+            match self
+                .api
+                .heartbeat(&self.name, &tasks, self.depth(), None)
+                .await
+            {
                 Ok(lost) => {
                     for running in held.iter().filter(|r| lost.contains(&r.grant.task)) {
                         lose(running);
@@ -426,6 +437,7 @@ impl Core {
                 server.abort();
                 let _ = std::fs::remove_file(&socket);
                 exit.failure()
+                    .or_else(|| (!ctx.has_outcome()).then(|| exit.without_outcome()))
             }
             Routine::InProcess(function) => {
                 inprocess::call(function, ctx.clone(), &running.kill).await

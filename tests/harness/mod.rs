@@ -29,6 +29,16 @@ pub fn asset_graph(name: &str) -> PathBuf {
         .join(format!("{name}.json"))
 }
 
+/// The path of a graph file of the tests, e.g. `tickets`: `coding` (retries 1,
+/// emits `done` or `stuck`), then `testing` (timeout 3 s, emits `passed` with a
+/// `Tests` payload; its timeout goes back to `coding`); the context needs `repo`.
+pub fn test_graph(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests")
+        .join("data")
+        .join(format!("{name}.json"))
+}
+
 /// The `stateous` binary under test.
 pub fn binary() -> &'static str {
     env!("CARGO_BIN_EXE_stateous")
@@ -184,9 +194,14 @@ impl Setup {
 }
 
 impl Daemon {
-    /// A daemon serving the project's `orders` starter.
+    /// A daemon serving the project's `orders` starter (`assets/orders`).
     pub fn orders() -> Daemon {
         Setup::new(asset_graph("orders")).start()
+    }
+
+    /// A daemon serving the test graph `tickets` (see [`test_graph`]).
+    pub fn tickets() -> Daemon {
+        Setup::new(test_graph("tickets")).start()
     }
 
     fn log_path(&self, name: &str) -> PathBuf {
@@ -201,6 +216,8 @@ impl Daemon {
             .args(&self.args)
             .current_dir(self.dir.path())
             .env_remove("STATEOUS_URL")
+            .env_remove("STATEOUS_BUSY_TIMEOUT")
+            .env_remove("STATEOUS_STALE_AFTER")
             .stdin(Stdio::null())
             .stdout(stdout)
             .stderr(stderr);
@@ -271,6 +288,12 @@ impl Daemon {
     pub fn signal(&self, signal: i32) {
         // SAFETY: kill(2) on our own child's pid has no memory effects.
         unsafe { libc::kill(self.pid(), signal) };
+    }
+
+    /// Whether the daemon's process still runs.
+    pub fn is_running(&mut self) -> bool {
+        let child = self.child.as_mut().expect("a started daemon");
+        matches!(child.try_wait(), Ok(None))
     }
 
     /// Wait for the daemon to exit (at most `within`); its exit status.

@@ -56,7 +56,14 @@ pub async fn read_limited(headers: &HeaderMap, mut body: Incoming) -> Result<Byt
         .and_then(|text| text.trim().parse::<u64>().ok());
     let chunked = headers.contains_key(hyper::header::TRANSFER_ENCODING);
     if !chunked && declared.is_some_and(|length| length > MAX_BODY as u64) {
-        drain(&mut body, 0).await;
+        // A client that waits for `100 Continue` has sent nothing yet: answer at
+        // once, and it never sends the body.
+        let waits = headers
+            .get(hyper::header::EXPECT)
+            .is_some_and(|value| value.as_bytes().eq_ignore_ascii_case(b"100-continue"));
+        if !waits {
+            drain(&mut body, 0).await;
+        }
         return Err(BodyError::TooLarge);
     }
     let mut collected = BytesMut::new();
@@ -73,10 +80,8 @@ pub async fn read_limited(headers: &HeaderMap, mut body: Incoming) -> Result<Byt
     Ok(collected.freeze())
 }
 
-/// Read and drop what is left of a refused body, within bounds. A client that
-/// asked `Expect: 100-continue` gets no `100 Continue` from this: hyper sends it
-/// only when the body is read, and then the client sends a body it need not send,
-/// but that is bounded here too.
+/// Read and drop what is left of a refused body, within bounds, so that the
+/// client reads the refusal rather than a reset connection.
 async fn drain(body: &mut Incoming, mut seen: usize) {
     let reading = async {
         while let Some(Ok(frame)) = body.frame().await {

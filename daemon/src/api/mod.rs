@@ -50,10 +50,6 @@ pub struct Api {
     lost: Arc<AtomicBool>,
 }
 
-/// The sentence of every answer after another control plane took the database.
-pub const LOST_SENTENCE: &str =
-    "another control plane took this database; this one does no more work, so stop it";
-
 impl Api {
     /// The API over `control`. `lost` is shared with whatever watches the hold on
     /// the database (the clock of `stateous serve`).
@@ -73,13 +69,13 @@ impl Api {
 
     /// Whether this control plane lost its database.
     pub fn is_lost(&self) -> bool {
-        self.lost.load(Ordering::SeqCst)
+        self.lost.load(Ordering::SeqCst) || self.control.lost()
     }
 
     /// The answer to one request. It never fails: every problem is a refusal.
     pub async fn answer(&self, request: Request<Incoming>) -> Answer {
         if self.is_lost() {
-            return refusal(&Refusal::new(Code::NotServing, LOST_SENTENCE));
+            return refusal(&Refusal::new(Code::NotServing, crate::control::LOST));
         }
         let (parts, incoming) = request.into_parts();
         let head = parts.method == hyper::Method::HEAD;

@@ -127,7 +127,7 @@ where
 {
     let service = service_fn(move |request: Request<Incoming>| {
         let api = api.clone();
-        async move { Ok::<Answer, Infallible>(isolated(api, request).await) }
+        async move { Ok::<Answer, Infallible>(isolated(async move { api.answer(request).await }).await) }
     });
     let mut builder = http1::Builder::new();
     builder
@@ -153,8 +153,11 @@ where
 
 /// The answer to one request, computed in a task of its own: a panic in a handler
 /// becomes a 500 `unexpected`, and the server carries on.
-async fn isolated(api: Api, request: Request<Incoming>) -> Answer {
-    match tokio::spawn(async move { api.answer(request).await }).await {
+async fn isolated<F>(work: F) -> Answer
+where
+    F: std::future::Future<Output = Answer> + Send + 'static,
+{
+    match tokio::spawn(work).await {
         Ok(answer) => answer,
         Err(error) => {
             tracing::error!(target: "stateous.serve", "a request failed unexpectedly: {error}");
@@ -163,5 +166,28 @@ async fn isolated(api: Api, request: Request<Incoming>) -> Answer {
                 "the request failed unexpectedly",
             ))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_panic_in_a_handler_answers_500_unexpected() {
+        let answer = isolated(async { panic!("a bug in a handler") }).await;
+        assert_eq!(answer.status(), 500);
+        let body = http_body_util::BodyExt::collect(answer.into_body())
+            .await
+            .unwrap()
+            .to_bytes();
+        let refusal: Refusal = serde_json::from_slice(&body).unwrap();
+        assert_eq!(refusal.code, Code::Unexpected);
+        let fine = isolated(async { refusal_of_nothing() }).await;
+        assert_eq!(fine.status(), 404);
+    }
+
+    fn refusal_of_nothing() -> Answer {
+        refusal(&Refusal::new(Code::NotFound, "no such path"))
     }
 }

@@ -17,8 +17,7 @@ use tokio::sync::{watch, Notify};
 use crate::control::Control;
 
 /// The log line of a lost hold on the database.
-pub const LOST_LINE: &str = "another control plane took this database; this control plane does no \
-     more work; trying again does not help: stop this server";
+pub use crate::control::LOST as LOST_LINE;
 
 /// The clock: options, then [`Clock::run`].
 pub struct Clock {

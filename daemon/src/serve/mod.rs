@@ -84,6 +84,9 @@ fn start(args: &ServeArgs) -> Result<Ready, String> {
         busy_timeout: timings.busy_timeout,
         tick: timings.tick,
         hold_lapses: timings.stale_after,
+        // Renew well inside the time after which the hold lapses, so that a short
+        // --stale-after in tests never lapses between two renewals.
+        renew_every: (timings.stale_after / 3).min(Duration::from_secs(10)),
         ..Options::new(db_path)
     };
     let control = {
@@ -243,7 +246,7 @@ async fn serve_until_stopped(
     let api = Api::new(control.clone(), lost.clone());
     let mut server = tokio::spawn(Server::new(api, tcp, Some(unix), GRACE).run(server_stops));
     let clock = clock::Clock {
-        control,
+        control: control.clone(),
         every: timings.tick,
         lost,
         on_lost: on_lost.clone(),
@@ -266,6 +269,12 @@ async fn serve_until_stopped(
     }
     let _ = stop_clock.send(true);
     let _ = clock.await;
+    if matches!(ending, Ending::Stopped) {
+        // Give the hold up, so that the next control plane may start at once.
+        if let Err(refusal) = control.shutdown().await {
+            tracing::warn!(target: "stateous.serve", "cannot give up the hold on the database: {}", refusal.error);
+        }
+    }
     ending
 }
 

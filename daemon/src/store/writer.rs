@@ -3,8 +3,10 @@
 //! SAVEPOINT of one transaction, commits once, then answers them all (group
 //! commit, SPEC section 4). A request that fails rolls back only its savepoint.
 
+use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 
 use rusqlite::Connection;
@@ -58,16 +60,24 @@ where
 #[derive(Clone)]
 pub struct Writer {
     jobs: mpsc::Sender<Job>,
+    commits: Arc<AtomicU64>,
 }
 
 impl Writer {
     /// Start the writer thread on `conn`. It stops when every handle is dropped.
     pub fn spawn(conn: Connection, clock: Clock) -> std::io::Result<(Writer, JoinHandle<()>)> {
         let (jobs, queue) = mpsc::channel::<Job>();
+        let commits = Arc::new(AtomicU64::new(0));
+        let counted = Arc::clone(&commits);
         let thread = std::thread::Builder::new()
             .name("stateous-writer".into())
-            .spawn(move || run(conn, clock, queue))?;
-        Ok((Writer { jobs }, thread))
+            .spawn(move || run(conn, clock, queue, &counted))?;
+        Ok((Writer { jobs, commits }, thread))
+    }
+
+    /// How many transactions the writer committed so far.
+    pub fn commits(&self) -> u64 {
+        self.commits.load(Ordering::Relaxed)
     }
 
     /// Run `work` in its own savepoint of the next group commit, at the writer's
@@ -78,19 +88,32 @@ impl Writer {
         R: Send + 'static,
         F: FnOnce(&SqliteTx<'_>) -> (bool, R) + Send + 'static,
     {
+        self.submit(work).await
+    }
+
+    /// Queue `work` now (as `run` does) and return the future of its answer, so
+    /// that a caller can queue many requests before it waits for the first.
+    pub fn submit<R, F>(&self, work: F) -> impl Future<Output = StoreResult<R>> + Send + 'static
+    where
+        R: Send + 'static,
+        F: FnOnce(&SqliteTx<'_>) -> (bool, R) + Send + 'static,
+    {
         let (answer, answered) = oneshot::channel::<StoreResult<R>>();
         let job: Job = Box::new(Pending { work, answer });
-        self.jobs
-            .send(job)
-            .map_err(|_| StoreError::Database("the writer thread stopped".into()))?;
-        // A job that panicked drops its sender: say so, never hang.
-        answered
-            .await
-            .map_err(|_| StoreError::Database("the request failed inside the writer".into()))?
+        let sent = self.jobs.send(job).is_ok();
+        async move {
+            if !sent {
+                return Err(StoreError::Database("the writer thread stopped".into()));
+            }
+            // A job that panicked drops its sender: say so, never hang.
+            answered
+                .await
+                .map_err(|_| StoreError::Database("the request failed inside the writer".into()))?
+        }
     }
 }
 
-fn run(conn: Connection, clock: Clock, queue: mpsc::Receiver<Job>) {
+fn run(conn: Connection, clock: Clock, queue: mpsc::Receiver<Job>, commits: &AtomicU64) {
     while let Ok(first) = queue.recv() {
         let mut batch = vec![first];
         while batch.len() < MOST_IN_ONE_COMMIT {
@@ -99,11 +122,12 @@ fn run(conn: Connection, clock: Clock, queue: mpsc::Receiver<Job>) {
                 Err(_) => break,
             }
         }
-        commit_batch(&conn, &clock, batch);
+        commit_batch(&conn, &clock, batch, commits);
     }
 }
 
-fn commit_batch(conn: &Connection, clock: &Clock, batch: Vec<Job>) {
+/// Run a batch in one transaction, count the commit, then answer every request.
+fn commit_batch(conn: &Connection, clock: &Clock, batch: Vec<Job>, commits: &AtomicU64) {
     if let Err(error) = conn.execute_batch("BEGIN IMMEDIATE") {
         let error = StoreError::from(error);
         // The jobs never ran; each answers the failure to begin.
@@ -121,6 +145,9 @@ fn commit_batch(conn: &Connection, clock: &Clock, batch: Vec<Job>) {
     let committed = conn.execute_batch("COMMIT").map_err(StoreError::from);
     if committed.is_err() {
         let _ = conn.execute_batch("ROLLBACK");
+    }
+    if committed.is_ok() {
+        commits.fetch_add(1, Ordering::Relaxed);
     }
     for deliver in delivers {
         deliver(match &committed {
@@ -156,5 +183,70 @@ fn copy(error: &StoreError) -> StoreError {
         StoreError::Busy => StoreError::Busy,
         StoreError::Database(text) => StoreError::Database(text.clone()),
         StoreError::Corrupt(text) => StoreError::Corrupt(text.clone()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::store::schema::migrate;
+    use crate::store::sqlite::open;
+    use crate::store::Ledger;
+
+    fn writer(folder: &tempfile::TempDir) -> Writer {
+        let path = folder.path().join("w.db");
+        let conn = open(&path, std::time::Duration::from_secs(5), false).unwrap();
+        migrate(&conn).unwrap();
+        Writer::spawn(conn, Clock::manual(1_000_000)).unwrap().0
+    }
+
+    fn row(tx: &SqliteTx<'_>, token: &str) -> i64 {
+        let data = json!({"n": 1}).as_object().unwrap().clone();
+        tx.append(token, "note", None, &data).unwrap()
+    }
+
+    #[tokio::test]
+    async fn waiting_requests_commit_together_and_a_failed_one_rolls_back_alone() {
+        let folder = tempfile::tempdir().unwrap();
+        let writer = writer(&folder);
+        let (started, wait_started) = std::sync::mpsc::channel::<()>();
+        let (release, gate) = std::sync::mpsc::channel::<()>();
+        let blocker = writer.submit(move |_| {
+            started.send(()).unwrap();
+            gate.recv().unwrap();
+            (true, ())
+        });
+        wait_started.recv().unwrap();
+        let kept: Vec<_> = (0..50)
+            .map(|_| writer.submit(|tx| (true, row(tx, "kept"))))
+            .collect();
+        let dropped = writer.submit(|tx| (false, row(tx, "dropped")));
+        let panicked = writer.submit(|tx| -> (bool, i64) {
+            row(tx, "panicked");
+            panic!("a bug inside a request")
+        });
+        let last = writer.submit(|tx| (true, row(tx, "kept")));
+        release.send(()).unwrap();
+        blocker.await.unwrap();
+        let mut seqs = Vec::new();
+        for answer in kept {
+            seqs.push(answer.await.unwrap());
+        }
+        assert_eq!(seqs, (1..=50).collect::<Vec<i64>>());
+        assert_eq!(dropped.await.unwrap(), 1);
+        assert!(panicked.await.is_err());
+        assert_eq!(last.await.unwrap(), 51);
+        // One commit for the blocker, one for everything that waited behind it.
+        assert_eq!(writer.commits(), 2);
+        let counts = writer
+            .submit(|tx| {
+                let count = |t: &str| tx.entries(t).unwrap().len();
+                (false, (count("kept"), count("dropped"), count("panicked")))
+            })
+            .await
+            .unwrap();
+        assert_eq!(counts, (51, 0, 0));
     }
 }

@@ -13,6 +13,7 @@ use serde_json::Value;
 use super::calls::{Call, ClaimRequest, Steer, TokenQuery};
 use super::error::ClientError;
 use super::transport::{Answer, Endpoint, Transport};
+use super::watch::Watch;
 use crate::wire::{Grant, Health, HistoryEntry, Lost, Object, Outcome, TokenView};
 
 /// How long a call waits for its answer unless told otherwise: 30 s, as the
@@ -179,6 +180,31 @@ impl Client {
     ) -> Result<(), ClientError> {
         let call = Call::set_memory(task, key, value, attempt);
         self.send(&call).await.map(drop)
+    }
+
+    /// `GET /watch`, the live stream of ledger entries (SPEC section 3.3): only
+    /// `token`'s when given; after the event `last_event_id` when given (sent as
+    /// `Last-Event-ID`), so a reconnect loses nothing.
+    pub async fn watch(
+        &self,
+        token: Option<&str>,
+        last_event_id: Option<&str>,
+    ) -> Result<Watch, ClientError> {
+        let path = match token {
+            Some(token) => format!("/watch?token={}", super::calls::segment(token)),
+            None => "/watch".to_string(),
+        };
+        let headers: Vec<(&str, &str)> = last_event_id
+            .map(|id| vec![("last-event-id", id)])
+            .unwrap_or_default();
+        match Watch::open(&self.url, &self.transport, &path, &headers).await {
+            Ok(Ok(watch)) => Ok(watch),
+            Ok(Err((status, body))) => Err(ClientError::refused(&self.url, status, &body)),
+            Err(source) => Err(ClientError::Unreachable {
+                url: self.url.clone(),
+                source,
+            }),
+        }
     }
 
     /// Send `call` and read its answer as JSON (`Value::Null` for a 204): what

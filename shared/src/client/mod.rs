@@ -8,11 +8,13 @@ mod api;
 mod calls;
 mod error;
 mod transport;
+mod watch;
 
 pub use api::{Client, Fired, DEFAULT_TIMEOUT};
 pub use calls::{segment, Call, ClaimRequest, Steer, TokenQuery};
 pub use error::{synthetic_code, ClientError};
 pub use transport::{Answer, Endpoint, Transport, TransportError};
+pub use watch::{Watch, WatchEntry, WatchEvent};
 
 #[cfg(test)]
 mod tests;

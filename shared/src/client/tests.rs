@@ -235,3 +235,31 @@ async fn a_unix_socket_serves_the_same_api() {
     assert_eq!(client.health().await.unwrap().checksum, "c");
     assert_eq!(log.last().path, "/health");
 }
+
+#[tokio::test]
+async fn watch_reads_entries_and_sends_the_last_event_id() {
+    let (url, log) = server(|seen| match seen.path.as_str() {
+        "/watch?token=T-1" => (
+            200,
+            "id: 4\nevent: entry\ndata: {\"id\": 4, \"token\": \"T-1\", \"seq\": 2, \
+             \"at\": \"2026-10-07T05:43:39Z\", \"kind\": \"paused\", \"data\": {}}\n\n\
+             : keep-alive\n\nevent: supervisor\ndata: {\"name\": \"box\"}\n\n"
+                .into(),
+        ),
+        _ => (404, r#"{"error":"no such path","code":"not_found"}"#.into()),
+    })
+    .await;
+    let client = Client::new(&url).unwrap();
+    let mut watch = client.watch(Some("T-1"), Some("3")).await.unwrap();
+    assert_eq!(log.last().last_event_id.as_deref(), Some("3"));
+    let first = watch.next().await.unwrap().expect("an event");
+    assert_eq!(first.id.as_deref(), Some("4"));
+    assert_eq!(first.entry().expect("an entry").entry.kind, "paused");
+    let second = watch.next().await.unwrap().expect("an event");
+    assert_eq!(second.event.as_deref(), Some("supervisor"));
+    assert_eq!(second.entry(), None);
+    assert_eq!(watch.next().await.unwrap(), None);
+
+    let missing = client.watch(None, None).await.unwrap_err();
+    assert_eq!(missing.code(), Some(Code::NotFound));
+}

@@ -17,6 +17,7 @@ pub(crate) struct Seen {
     pub(crate) method: String,
     pub(crate) path: String,
     pub(crate) key: Option<String>,
+    pub(crate) last_event_id: Option<String>,
     pub(crate) body: Value,
 }
 
@@ -46,16 +47,21 @@ where
         async move {
             let method = request.method().to_string();
             let path = request.uri().to_string();
-            let key = request
-                .headers()
-                .get("idempotency-key")
-                .map(|v| v.to_str().unwrap().to_string());
+            let header = |name: &str| {
+                request
+                    .headers()
+                    .get(name)
+                    .map(|v| v.to_str().unwrap().to_string())
+            };
+            let key = header("idempotency-key");
+            let last_event_id = header("last-event-id");
             let bytes = request.into_body().collect().await.unwrap().to_bytes();
             let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
             let seen = Seen {
                 method,
                 path,
                 key,
+                last_event_id,
                 body,
             };
             let (status, text) = handler(&seen);

@@ -82,7 +82,7 @@ pub struct Answer {
 }
 
 /// The sending half of an open HTTP/1.1 connection.
-type Sender = hyper::client::conn::http1::SendRequest<Full<Bytes>>;
+pub(super) type Sender = hyper::client::conn::http1::SendRequest<Full<Bytes>>;
 
 /// Idle keep-alive connections, shared by the clones of one transport.
 type Pool = Arc<Mutex<Vec<Sender>>>;
@@ -115,6 +115,11 @@ impl Transport {
             timeout,
             pool: Some(Arc::default()),
         }
+    }
+
+    /// How long a request waits for its answer.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
     }
 
     /// The endpoint.
@@ -171,7 +176,7 @@ impl Transport {
     }
 
     /// The request, with the `host` header and a JSON content type when it has a body.
-    fn request(
+    pub(super) fn request(
         &self,
         method: &str,
         path: &str,
@@ -209,7 +214,9 @@ impl Transport {
     }
 
     /// A new connection: its sender, and the task that drives it.
-    async fn connect(&self) -> Result<(Sender, tokio::task::JoinHandle<()>), TransportError> {
+    pub(super) async fn connect(
+        &self,
+    ) -> Result<(Sender, tokio::task::JoinHandle<()>), TransportError> {
         match &self.endpoint {
             Endpoint::Tcp { authority } => {
                 let stream = tokio::net::TcpStream::connect(authority)

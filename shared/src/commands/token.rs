@@ -9,7 +9,9 @@ use serde_json::json;
 use super::{json_object, line, CommandError};
 use crate::client::{resolve_url, Call, Client, Steer, TokenQuery};
 use crate::history::{entry_line, token_line};
-use crate::wire::Object;
+use crate::wire::{HistoryEntry, Object, TokenView};
+
+mod follow;
 
 /// The most children `show ID` lists: the largest page of `GET /tokens`.
 pub const MOST_CHILDREN: u32 = 1000;
@@ -47,12 +49,16 @@ pub enum TokenAction {
         /// An idempotency key.
         key: Option<String>,
     },
-    /// `show [ID] [--graph]`: a token, its children and history; or the list.
+    /// `show [ID] [--graph] [--follow]`: a token, its children and history; or
+    /// the list.
     Show {
         /// The token; none lists the tokens.
         id: Option<String>,
         /// `--graph`: draw the served workflow instead.
         graph: bool,
+        /// `--follow`: after the history, print each new entry as it commits,
+        /// until the token ends (SPEC section 3.3).
+        follow: bool,
     },
     /// `pause ID`, `resume ID` or `cancel ID`.
     Steer {
@@ -65,14 +71,17 @@ pub enum TokenAction {
 
 /// Run `command`, writing its output to `out`.
 pub async fn run(command: &TokenCommand, out: &mut dyn Write) -> Result<(), CommandError> {
-    if let TokenAction::Show {
-        id: Some(_),
-        graph: true,
-    } = &command.action
-    {
-        return Err(CommandError::Usage(
-            "give a token ID or --graph, not both".into(),
-        ));
+    if let TokenAction::Show { id, graph, follow } = &command.action {
+        if id.is_some() && *graph {
+            return Err(CommandError::Usage(
+                "give a token ID or --graph, not both".into(),
+            ));
+        }
+        if *follow && (id.is_none() || command.json) {
+            return Err(CommandError::Usage(
+                "--follow follows one token: give its ID, without --json".into(),
+            ));
+        }
     }
     let client = Client::new(&resolve_url(command.url.as_deref()))?;
     if command.json {
@@ -105,10 +114,15 @@ pub async fn run(command: &TokenCommand, out: &mut dyn Write) -> Result<(), Comm
         }
         TokenAction::Show { graph: true, .. } => {
             let document = client.workflow().await?;
-            write!(out, "{}", draw_graph(&document)?)?;
+            write!(out, "{}", draw_graph(&document))?;
             Ok(())
         }
         TokenAction::Show { id: None, .. } => list(&client, out).await,
+        TokenAction::Show {
+            id: Some(id),
+            follow: true,
+            ..
+        } => follow::show_and_follow(&client, id, out).await,
         TokenAction::Show { id: Some(id), .. } => show(&client, id, out).await,
         TokenAction::Steer { id, action } => {
             let token = match action {
@@ -121,15 +135,10 @@ pub async fn run(command: &TokenCommand, out: &mut dyn Write) -> Result<(), Comm
     }
 }
 
-/// The workflow as a Mermaid state diagram, for `show --graph`.
-///
-/// HOOK for the compiler's Mermaid renderer (SPEC section 3.1): replace the body
-/// with a call to it, giving the graph file that `GET /workflow` answered. Until
-/// then the command says plainly that this build cannot draw.
-fn draw_graph(_document: &Object) -> Result<String, CommandError> {
-    Err(CommandError::Usage(
-        "this build of stateous cannot draw the workflow yet".into(),
-    ))
+/// The workflow as a Mermaid state diagram, for `show --graph`: the compiler's
+/// drawing of the graph file that `GET /workflow` answered, no state lit.
+fn draw_graph(document: &Object) -> String {
+    crate::compiler::mermaid(&serde_json::Value::Object(document.clone()), None, false)
 }
 
 /// The tokens, most recently moved first, one line each; `no tokens` when none.
@@ -149,8 +158,18 @@ async fn show(client: &Client, id: &str, out: &mut dyn Write) -> Result<(), Comm
     let token = client.token(id).await?;
     let children = client.tokens(&children_of(id)).await?;
     let history = client.history(id).await?;
-    line(out, &token_line(&token))?;
-    for child in &children {
+    print_show(&token, &children, &history, out)
+}
+
+/// The lines of `show ID`.
+fn print_show(
+    token: &TokenView,
+    children: &[TokenView],
+    history: &[HistoryEntry],
+    out: &mut dyn Write,
+) -> Result<(), CommandError> {
+    line(out, &token_line(token))?;
+    for child in children {
         line(out, &format!("  child {}", token_line(child)))?;
     }
     if children.len() == MOST_CHILDREN as usize {
@@ -162,7 +181,7 @@ async fn show(client: &Client, id: &str, out: &mut dyn Write) -> Result<(), Comm
             ),
         )?;
     }
-    for entry in &history {
+    for entry in history {
         line(out, &entry_line(entry))?;
     }
     Ok(())
@@ -220,5 +239,4 @@ fn parsed(text: Option<&str>, name: &str) -> Result<Option<Object>, CommandError
 }
 
 #[cfg(test)]
-#[path = "token_tests.rs"]
 mod tests;

@@ -4,10 +4,10 @@
 //! collected, not raised, so that one compile lists them all.
 
 use super::flow::{Ordered, RawBody, RawEvent, RawFlow, RawState, RawTransition};
-use super::reads::{reads, Reads};
 use crate::durations::parse_duration;
 use crate::graph::{END, ERROR, JOINED, START, STARTED, TIMEOUT};
-use crate::guards::{parse_guard, Guard};
+use crate::guards::{parse_guard, Guard, Reads};
+use crate::pyrepr::repr_str;
 use crate::wire::Object;
 
 /// A state of a workflow.
@@ -303,7 +303,7 @@ fn transition(
     };
     match raw.when.as_deref().map(parse_guard) {
         Some(Ok(guard)) => {
-            edge.reads = reads(&guard);
+            edge.reads = guard.reads.clone();
             guard_problems(scope, flow, &edge, &guard.text, problems);
             edge.when = Some(guard);
         }
@@ -420,21 +420,22 @@ fn guard_problems(
     problems: &mut Vec<String>,
 ) {
     let reads = &edge.reads;
+    let shown = repr_str(text);
     if reads.branches && edge.event != JOINED {
         problems.push(format!(
-            "guard '{text}': branches.all() and branches.any() belong to transitions on '{JOINED}'"
+            "guard {shown}: branches.all() and branches.any() belong to transitions on '{JOINED}'"
         ));
     }
     if edge.source == START {
-        if !reads.payload.is_empty() {
+        if !reads.payload_fields.is_empty() {
             problems.push(format!(
-                "guard '{text}': START's guards read the context only; a starting token \
+                "guard {shown}: START's guards read the context only; a starting token \
                  has no event, and so no payload"
             ));
         }
-        if !reads.counts.is_empty() {
+        if !reads.events.is_empty() {
             problems.push(format!(
-                "guard '{text}': START's guards cannot count events; nothing has happened yet"
+                "guard {shown}: START's guards cannot count events; nothing has happened yet"
             ));
         }
         return;
@@ -442,10 +443,10 @@ fn guard_problems(
     let fields = flow
         .payload(&edge.event)
         .map(|model| super::validate::properties_of(scope.schemas, model));
-    for field in &reads.payload {
+    for field in &reads.payload_fields {
         if !fields.as_ref().is_some_and(|f| f.contains(field)) {
             problems.push(format!(
-                "guard '{text}': the payload of '{}' has no field '{field}'",
+                "guard {shown}: the payload of '{}' has no field '{field}'",
                 edge.event
             ));
         }

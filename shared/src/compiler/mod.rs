@@ -12,7 +12,6 @@ mod flow;
 mod mermaid;
 pub mod overlap;
 mod python;
-mod reads;
 mod starter;
 mod validate;
 

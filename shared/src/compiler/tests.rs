@@ -327,3 +327,99 @@ fn python_names_are_checked_for_the_reference_supervisor() {
         "{found:?}"
     );
 }
+
+#[test]
+fn guard_mistakes_have_their_line() {
+    let guarded = |when: &str| {
+        with_transitions(&format!(
+            "  - {{from: paying, to: filling, on: paid, when: \"{when}\"}}\n  - {{from: paying, to: filling, on: paid, otherwise: true}}\n"
+        ))
+        .replace("  - {from: paying, to: END, on: paid}\n", "  - {from: filling, to: END, on: checkout, when: \"ctx['items'] == []\"}\n  - {from: filling, to: paying, on: checkout, otherwise: true}\n")
+        .replace("  - {from: filling, to: paying, on: checkout}\n", "")
+    };
+    let cases: Vec<(String, &str)> = vec![
+        (guarded("payload.amont > 3"),
+         "guard 'payload.amont > 3': the payload of 'paid' has no field 'amont'"),
+        (guarded("ctx['total'] > 3"),
+         "transition 'paying' --paid--> 'filling' reads ctx['total'], which Cart does not have"),
+        (guarded("count('refund') > 1"),
+         "guard \"count('refund') > 1\" counts 'refund', which is not an event"),
+        (guarded("branches.all(status == 'completed')"),
+         "guard \"branches.all(status == 'completed')\": branches.all() and branches.any() belong to transitions on 'joined'"),
+        (guarded("payload.amount >"),
+         "transition 4 (paying -> filling): guard 'payload.amount >': not a valid expression: it ends where a value is expected"),
+        (BASE.replace("{from: START, to: filling}", "{from: START, to: filling, when: \"payload.amount > 1\"}\n  - {from: START, to: paying, otherwise: true}"),
+         "guard 'payload.amount > 1': START's guards read the context only; a starting token has no event, and so no payload"),
+        (BASE.replace("{from: START, to: filling}", "{from: START, to: filling, when: \"count('paid') > 1\"}\n  - {from: START, to: paying, otherwise: true}"),
+         "guard \"count('paid') > 1\": START's guards cannot count events; nothing has happened yet"),
+        (BASE.replace("{from: paying, to: END, on: paid}", "{from: paying, to: END, on: paid, when: \"payload.amount > 1\", otherwise: true}"),
+         "transition 3 (paying -> END): a fallback (otherwise: true) has no guard; drop 'when'"),
+        (with_transitions("  - {from: paying, to: filling, on: paid, when: \"payload.amount > 1\"}\n  - {from: paying, to: paying, on: paid, when: \"payload.amount < 5\"}\n"),
+         "'paid' from 'paying': the guards 'payload.amount > 1' and 'payload.amount < 5' can both be true, e.g. when payload.amount = 3.0; make them exclusive, or make one the fallback (otherwise: true)"),
+        (with_transitions("  - {from: paying, to: filling, on: paid, when: \"payload.amount > 1\"}\n"),
+         "'paid' from 'paying' has guarded transitions and an unguarded one; mark the unguarded one otherwise: true"),
+    ];
+    for (text, line) in cases {
+        let found = problems(&text);
+        assert!(
+            found.iter().any(|p| p == line),
+            "expected {line:?} in {found:?}"
+        );
+    }
+    // The same guards, right, compile.
+    compile_text(
+        &guarded("payload.amount > 3 and ctx['items'] != []"),
+        "flow.yaml",
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_child_workflow_starts_without_fail() {
+    let fixed = PARALLEL.replace("required: [repo, depth]", "required: [repo]");
+    let guarded = fixed.replace(
+        "      - {from: START, to: look}\n",
+        "      - {from: START, to: look, when: \"ctx['repo'] == 'x'\"}\n",
+    );
+    let found = problems(&guarded);
+    assert!(found.contains(&"in child workflow 'review': START has no fallback: the parent's state starts a child workflow, and no one hears when no guard holds; leave one transition from START without a guard, or mark one otherwise: true".to_owned()), "{found:?}");
+    let branches = fixed.replace(
+        "{from: reviews, to: END, on: joined}",
+        "{from: reviews, to: END, on: joined, when: \"branches.all(status == 'completed')\"}\n  - {from: reviews, to: prepare, on: joined, otherwise: true}",
+    );
+    compile_text(&branches, "flow.yaml").unwrap();
+}
+
+#[test]
+fn parallel_settings_and_names_have_their_line() {
+    let fixed = PARALLEL.replace("required: [repo, depth]", "required: [repo]");
+    let cases: Vec<(String, &str)> = vec![
+        (fixed.replace("join: all, inputs: [repo]", "join: all, inputs: [repo], retries: 1"),
+         "state 'reviews': a parallel state has no task, and so no retries"),
+        (fixed.replace("parallel: [review]", "parallel: [review, review]"),
+         "state 'reviews': it runs the workflow 'review' twice; each child needs a workflow of its own"),
+        (fixed.replace("join: all", "join: most"),
+         "state 'reviews': join is 'all' or 'any', not 'most'"),
+        (fixed.replace("inputs: [repo]", "inputs: [repo, \"\"]"),
+         "state 'reviews': inputs is a list of context keys, e.g. inputs: [repo]"),
+        (fixed.replace("workflows:\n", "workflows:\n  release: {states: {}}\n"),
+         "in child workflow 'release': two different workflows are named 'release'; give the child its own name"),
+        (fixed.replace("  ready: {}", "  ready: {}\n  review: {}"),
+         "the child workflow 'review' and 'review' of workflow 'release' are both 'review' in Python; rename one"),
+        (fixed.replace("repo: {type: string}, depth", "repo: {type: string}, class: {type: string}, depth"),
+         "the field 'class' of Review cannot be a Python name in contract.py"),
+        (fixed.replace("Review", "Build-Review"),
+         "the schema name 'Build-Review' cannot be a Python name in contract.py; rename it"),
+        (fixed.replace("Review", "BuildContext"),
+         "a schema is named 'BuildContext', which contract.py uses for the context of Build; rename the schema"),
+        (fixed.replace("prepare", "if"),
+         "the state 'if' cannot be a Python name in contract.py; rename it"),
+    ];
+    for (text, line) in cases {
+        let found = problems(&text);
+        assert!(
+            found.iter().any(|p| p == line),
+            "expected {line:?} in {found:?}"
+        );
+    }
+}

@@ -10,6 +10,7 @@ use serde_json::Value;
 use super::declare::{Declared, Edge, Flow};
 use super::overlap_check;
 use crate::graph::{END, ERROR, JOINED, START, TIMEOUT};
+use crate::pyrepr::repr_str;
 use crate::wire::Object;
 
 /// The most characters in a token id; a child's id is its parent's id and more.
@@ -181,7 +182,12 @@ fn context_keys(declared: &Declared, flow: &Flow) -> Vec<String> {
     let fields = properties_of(&declared.schemas, model);
     let mut problems = Vec::new();
     for edge in flow.transitions.iter().filter(|e| e.when.is_some()) {
-        for key in edge.reads.ctx.iter().filter(|k| !fields.contains(*k)) {
+        for key in edge
+            .reads
+            .context_keys
+            .iter()
+            .filter(|k| !fields.contains(*k))
+        {
             problems.push(format!(
                 "{} reads ctx['{key}'], which {model} does not have",
                 place(edge)
@@ -256,10 +262,10 @@ fn counted_events(flow: &Flow) -> Vec<String> {
     let mut problems = Vec::new();
     for edge in &flow.transitions {
         let Some(guard) = &edge.when else { continue };
-        for event in edge.reads.counts.iter().filter(|e| !known(e)) {
+        for event in edge.reads.events.iter().filter(|e| !known(e)) {
             problems.push(format!(
-                "guard '{}' counts '{event}', which is not an event",
-                guard.text
+                "guard {} counts '{event}', which is not an event",
+                repr_str(&guard.text)
             ));
         }
     }

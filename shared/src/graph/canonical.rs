@@ -7,7 +7,8 @@
 //! above U+FFFF) and write floats as Python's `repr` does (`1.0`, `1e-05`, `1e+16`).
 //!
 //! Limit: serde_json reads an integer beyond the range of `i64`/`u64` as a float, so
-//! such an integer is written as a float where Python would keep it whole.
+//! such an integer is written as a float where Python would keep it whole; and it
+//! reads the integer `-0` as the float `-0.0`. Compiled graph files hold neither.
 
 use std::fmt::Write as _;
 
@@ -232,6 +233,12 @@ mod tests {
             canonical(&value),
             r#"{"A":{},"a":[true,null,2.0,-3],"b":1,"\u00e9":"\u00fc\ud83d\ude00\"\\\n\u0001\u007f~"}"#
         );
+    }
+
+    #[test]
+    fn numbers_keep_their_python_kind() {
+        let value: Value = serde_json::from_str("[-0.0, 1E5, 12, -7, 2.50]").unwrap();
+        assert_eq!(canonical(&value), "[-0.0,100000.0,12,-7,2.5]");
     }
 
     #[test]

@@ -255,3 +255,26 @@ fn bad_transitions_events_and_models_are_refused() {
     doc["transitions"][1]["otherwise"] = json!("yes");
     assert!(load_err(&doc).contains("'otherwise' must be true or false"));
 }
+
+#[test]
+fn the_reference_graph_files_load_with_their_guards() {
+    let sdlc = Graph::load(&asset("sdlc/build/sdlc.json")).unwrap();
+    assert_eq!(
+        sdlc.checksum,
+        "sha256:ce35bf077678e6aa975cf404a1417ecdb9f5283b037a34d00d5418cbc9123881"
+    );
+    let guarded: Vec<_> = sdlc.main.candidates("testing", "failed").collect();
+    assert_eq!(
+        guarded[0].when.as_ref().unwrap().text,
+        "count('failed') < 3"
+    );
+    assert!(guarded[1].otherwise && guarded[1].when.is_none());
+    let orders = Graph::load(&asset("orders/build/orders.json")).unwrap();
+    assert_eq!(
+        orders.checksum,
+        "sha256:77510d7465e1e6d8061c1018f6f152e6136aa15304b08e92be3efa62174d7851"
+    );
+    let mut doc = asset_value("orders/build/orders.json");
+    doc["transitions"][2]["when"] = json!("payload.approved ==");
+    assert!(load_err(&doc).contains("has a bad guard: guard 'payload.approved ==': "));
+}

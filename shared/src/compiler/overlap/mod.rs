@@ -281,14 +281,14 @@ pub fn check_group(source: &str, guards: &[&Guard], place: &Where<'_>) -> Vec<St
                         .collect();
                     problems.push(format!(
                         "{group}: the guards {a} and {b} can both be true, e.g. when {}; \
-                         make them exclusive, or make one the fallback (otherwise=True)",
+                         make them exclusive, or make one the fallback (otherwise: true)",
                         shown.join(", ")
                     ));
                 }
                 Verdict::Undecidable(reason) => problems.push(format!(
                     "{group}: cannot prove the guards {a} and {b} are never both true: \
                      {reason}; compare values with literals, or make one the fallback \
-                     (otherwise=True)"
+                     (otherwise: true)"
                 )),
             }
         }

@@ -106,7 +106,7 @@ fn an_overlap_is_refused_with_the_reference_line() {
         line,
         "'verdict' from 'judge': the guards 'payload.score > 5' and 'payload.score > 3' \
          can both be true, e.g. when payload.score = 6; make them exclusive, or make one \
-         the fallback (otherwise=True)"
+         the fallback (otherwise: true)"
     );
 }
 
@@ -127,7 +127,7 @@ fn the_documented_example_reads_as_documented() {
         one(check_group("review", &[&guards[0], &guards[1]], &place)),
         "'reviewed' from 'review': the guards \"ctx['amount'] > 100\" and \"ctx['amount'] > 50\" \
          can both be true, e.g. when ctx['amount'] = 101; make them exclusive, or make one the \
-         fallback (otherwise=True)"
+         fallback (otherwise: true)"
     );
     let approved = json!({"properties": {"approved": {"type": "boolean"}, "note": {"type": "string"}},
                           "required": ["approved", "note"]});
@@ -177,7 +177,7 @@ fn what_cannot_be_proven_is_refused_with_advice() {
         line,
         "'verdict' from 'judge': cannot prove the guards \"payload.score > ctx['a']\" and \
          'payload.score < 3' are never both true: a guard compares two values with each other; \
-         compare values with literals, or make one the fallback (otherwise=True)"
+         compare values with literals, or make one the fallback (otherwise: true)"
     );
     let line = one(judged(&["1 in payload.score", "payload.score > 3"]));
     assert!(
@@ -546,7 +546,7 @@ fn compile_lists_overlapping_guards_as_the_reference_does() {
         found,
         ["'reviewed' from 'review': the guards \"ctx['amount'] > 100\" and \"ctx['amount'] > 50\" \
           can both be true, e.g. when ctx['amount'] = 101; make them exclusive, or make one the \
-          fallback (otherwise=True)"]
+          fallback (otherwise: true)"]
     );
     let exclusive = ORDERS.replace(
         "- {from: review, to: END, on: reviewed, when: \"ctx['amount'] > 100\"}",

@@ -65,6 +65,7 @@ fn show(id: Option<&str>) -> TokenAction {
     TokenAction::Show {
         id: id.map(str::to_string),
         graph: false,
+        follow: false,
     }
 }
 
@@ -181,6 +182,7 @@ async fn refusals_and_mistakes_are_one_sentence() {
     let both = TokenAction::Show {
         id: Some("T-1".into()),
         graph: true,
+        follow: false,
     };
     let error = run_at(&url, false, both).await.unwrap_err().to_string();
     assert!(error.contains("not both"));
@@ -206,4 +208,113 @@ async fn a_control_plane_that_does_not_answer_is_one_sentence() {
         .await
         .unwrap_err();
     assert!(error.to_string().contains("has a host that is not valid"));
+}
+
+fn sse(id: u64, seq: i64, kind: &str) -> String {
+    let entry = json!({"id": id, "token": "T-1", "seq": seq, "at": "2026-10-07T05:43:39Z",
+                       "kind": kind, "data": {}});
+    format!("id: {id}\nevent: entry\ndata: {entry}\n\n")
+}
+
+fn history_of(kinds: &[&str]) -> String {
+    let entries: Vec<Value> = kinds
+        .iter()
+        .enumerate()
+        .map(|(n, kind)| json!({"seq": n + 1, "at": "2026-10-07T05:43:39Z", "kind": kind, "data": {}}))
+        .collect();
+    Value::Array(entries).to_string()
+}
+
+#[tokio::test]
+async fn follow_prints_new_entries_once_and_reconnects_until_the_token_ends() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let watches = AtomicUsize::new(0);
+    let histories = AtomicUsize::new(0);
+    let (url, log) = server(move |seen| match seen.path.as_str() {
+        "/watch?token=T-1" => match watches.fetch_add(1, Ordering::SeqCst) {
+            // The first stream repeats entry 1, brings entry 2, then breaks.
+            0 => (200, sse(10, 1, "started") + &sse(11, 2, "paused")),
+            _ => (200, sse(13, 4, "completed")),
+        },
+        "/tokens/T-1" => (200, token_json("T-1", "draft", "active", 1).to_string()),
+        "/tokens?parent=T-1&limit=1000" => (200, "[]".into()),
+        "/tokens/T-1/history" => match histories.fetch_add(1, Ordering::SeqCst) {
+            0 => (200, history_of(&["started"])),
+            // While the stream was down, entry 3 committed.
+            _ => (200, history_of(&["started", "paused", "resumed"])),
+        },
+        _ => (404, r#"{"error":"no","code":"not_found"}"#.into()),
+    })
+    .await;
+    let action = TokenAction::Show {
+        id: Some("T-1".into()),
+        graph: false,
+        follow: true,
+    };
+    let shown = run_at(&url, false, action).await.unwrap();
+    let kinds: Vec<&str> = shown
+        .lines()
+        .skip(1)
+        .map(|line| line.split("  ").last().unwrap())
+        .collect();
+    assert_eq!(kinds, ["started", "paused", "resumed", "completed"]);
+    let resumed = log
+        .requests
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|seen| seen.path.starts_with("/watch"))
+        .map(|seen| seen.last_event_id.clone())
+        .collect::<Vec<_>>();
+    assert_eq!(resumed, [None, Some("11".to_string())]);
+}
+
+#[tokio::test]
+async fn follow_needs_one_token_and_ends_at_once_for_an_ended_token() {
+    let (url, _) = server(|seen| match seen.path.as_str() {
+        "/watch?token=T-1" => (200, String::new()),
+        "/tokens/T-1" => (200, token_json("T-1", "review", "completed", 1).to_string()),
+        "/tokens?parent=T-1&limit=1000" => (200, "[]".into()),
+        "/tokens/T-1/history" => (200, history_of(&["started", "completed"])),
+        _ => (404, r#"{"error":"no","code":"not_found"}"#.into()),
+    })
+    .await;
+    let follow = |id: Option<&str>| TokenAction::Show {
+        id: id.map(str::to_string),
+        graph: false,
+        follow: true,
+    };
+    let shown = run_at(&url, false, follow(Some("T-1"))).await.unwrap();
+    assert_eq!(shown.lines().count(), 3);
+    let error = run_at(&url, false, follow(None)).await.unwrap_err();
+    assert!(error.to_string().starts_with("--follow follows one token"));
+    let error = run_at(&url, true, follow(Some("T-1"))).await.unwrap_err();
+    assert!(error.to_string().contains("without --json"));
+}
+
+#[tokio::test]
+async fn show_graph_draws_the_served_workflow() {
+    let (url, _) = server(|seen| match seen.path.as_str() {
+        "/workflow" => (
+            200,
+            json!({"stateous": 1, "workflow": "w", "context": null,
+                   "states": {"coding": {}, "testing": {}},
+                   "events": {"done": {}},
+                   "transitions": [
+                       {"from": "__start__", "to": "coding"},
+                       {"from": "coding", "to": "testing", "on": "done"},
+                       {"from": "testing", "to": "__end__", "on": "done"}]})
+            .to_string(),
+        ),
+        _ => (404, r#"{"error":"no","code":"not_found"}"#.into()),
+    })
+    .await;
+    let graph = TokenAction::Show {
+        id: None,
+        graph: true,
+        follow: false,
+    };
+    let drawn = run_at(&url, false, graph).await.unwrap();
+    assert!(drawn.starts_with("stateDiagram-v2\n"), "{drawn}");
+    assert!(drawn.contains("    coding --> testing: done\n"), "{drawn}");
 }

@@ -1,0 +1,246 @@
+//! The live stream `GET /watch` (server-sent events), an addition of ours to the
+//! API (SPEC section 3.3): every ledger entry as it commits, and supervisor
+//! changes; `?token=ID` filters; `Last-Event-ID` resumes without loss.
+//!
+//! The reader here knows the event-stream format, not the event names: an event
+//! whose data is a ledger entry (`token`, `seq`, `at`, `kind`, `data`) reads as
+//! one through [`WatchEvent::entry`], whatever its `event:` field says.
+
+use bytes::{Buf, Bytes, BytesMut};
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use serde::Deserialize;
+
+use super::error::ClientError;
+use super::transport::{Transport, TransportError};
+use crate::wire::{HistoryEntry, Object};
+
+/// One server-sent event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WatchEvent {
+    /// The `id:` field: what `Last-Event-ID` names to resume after this event.
+    pub id: Option<String>,
+    /// The `event:` field; `None` is the default type `message`.
+    pub event: Option<String>,
+    /// The `data:` lines, joined with newlines (a JSON document from the daemon).
+    pub data: String,
+}
+
+/// A ledger entry as the stream carries it.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct WatchEntry {
+    /// The token the entry belongs to.
+    pub token: String,
+    /// The entry itself: `seq`, `at`, `kind`, `data`.
+    #[serde(flatten)]
+    pub entry: HistoryEntry,
+}
+
+impl WatchEvent {
+    /// The ledger entry this event carries, or `None` for another kind of event
+    /// (a supervisor change, a keep-alive).
+    pub fn entry(&self) -> Option<WatchEntry> {
+        let value: serde_json::Value = serde_json::from_str(&self.data).ok()?;
+        let fields: &Object = value.as_object()?;
+        if !(fields.contains_key("seq") && fields.contains_key("kind")) {
+            return None;
+        }
+        serde_json::from_value(value).ok()
+    }
+}
+
+/// An open stream; it reads events as they arrive. Dropping it closes the
+/// connection.
+#[derive(Debug)]
+pub struct Watch {
+    url: String,
+    body: Incoming,
+    buffer: BytesMut,
+    parser: Parser,
+    driver: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        self.driver.abort();
+    }
+}
+
+impl Watch {
+    /// Open `GET path` with the given headers; the transport's timeout covers the
+    /// connection and the answer's head, not the stream. Answers the status and,
+    /// for 400 or more, the body read whole (for the refusal).
+    pub(super) async fn open(
+        url: &str,
+        transport: &Transport,
+        path: &str,
+        headers: &[(&str, &str)],
+    ) -> Result<Result<Watch, (u16, Bytes)>, TransportError> {
+        let timeout = transport.timeout();
+        let opening = Watch::open_now(url, transport, path, headers);
+        match tokio::time::timeout(timeout, opening).await {
+            Ok(opened) => opened,
+            Err(_) => Err(TransportError::Timeout(timeout)),
+        }
+    }
+
+    async fn open_now(
+        url: &str,
+        transport: &Transport,
+        path: &str,
+        headers: &[(&str, &str)],
+    ) -> Result<Result<Watch, (u16, Bytes)>, TransportError> {
+        let mut with_accept = vec![("accept", "text/event-stream")];
+        with_accept.extend_from_slice(headers);
+        let request = transport.request("GET", path, None, &with_accept)?;
+        let (mut sender, driver) = transport.connect().await?;
+        let response = sender
+            .send_request(request)
+            .await
+            .map_err(|error| TransportError::Http(error.to_string()))?;
+        let status = response.status().as_u16();
+        let body = response.into_body();
+        if status >= 400 {
+            let bytes = body
+                .collect()
+                .await
+                .map_err(|error| TransportError::Http(error.to_string()))?
+                .to_bytes();
+            driver.abort();
+            return Ok(Err((status, bytes)));
+        }
+        Ok(Ok(Watch {
+            url: url.to_string(),
+            body,
+            buffer: BytesMut::new(),
+            parser: Parser::default(),
+            driver,
+        }))
+    }
+
+    /// The next event; `None` when the server ended the stream. Waits as long as
+    /// it takes: the stream is quiet while nothing happens.
+    pub async fn next(&mut self) -> Result<Option<WatchEvent>, ClientError> {
+        loop {
+            while let Some(at) = self.buffer.iter().position(|byte| *byte == b'\n') {
+                let raw = self.buffer.split_to(at + 1);
+                let text = String::from_utf8_lossy(&raw);
+                if let Some(event) = self.parser.line(text.trim_end_matches(['\n', '\r'])) {
+                    return Ok(Some(event));
+                }
+            }
+            match self.body.frame().await {
+                None => return Ok(None),
+                Some(Err(error)) => {
+                    return Err(ClientError::Unreachable {
+                        url: self.url.clone(),
+                        source: TransportError::Http(error.to_string()),
+                    })
+                }
+                Some(Ok(frame)) => {
+                    if let Ok(mut data) = frame.into_data() {
+                        while data.has_remaining() {
+                            let chunk = data.chunk();
+                            self.buffer.extend_from_slice(chunk);
+                            let taken = chunk.len();
+                            data.advance(taken);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The event-stream format, line by line (the WHATWG rules that matter here:
+/// `field: value`, one optional space after the colon, comments start with `:`,
+/// a blank line ends an event, an event without data is not dispatched).
+#[derive(Debug, Default)]
+pub(crate) struct Parser {
+    id: Option<String>,
+    event: Option<String>,
+    data: Vec<String>,
+}
+
+impl Parser {
+    /// Feed one line without its line ending; an event comes out at a blank line.
+    pub(crate) fn line(&mut self, line: &str) -> Option<WatchEvent> {
+        if line.is_empty() {
+            let event = self.event.take();
+            if self.data.is_empty() {
+                return None;
+            }
+            let data = std::mem::take(&mut self.data).join("\n");
+            return Some(WatchEvent {
+                id: self.id.clone(),
+                event,
+                data,
+            });
+        }
+        if line.starts_with(':') {
+            return None;
+        }
+        let (field, value) = match line.split_once(':') {
+            Some((field, value)) => (field, value.strip_prefix(' ').unwrap_or(value)),
+            None => (line, ""),
+        };
+        match field {
+            "id" if !value.contains('\0') => self.id = Some(value.to_string()),
+            "event" => self.event = Some(value.to_string()),
+            "data" => self.data.push(value.to_string()),
+            _ => {}
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_are_read_line_by_line() {
+        let mut parser = Parser::default();
+        let mut events = Vec::new();
+        let text = ": hello\nid: 7\nevent: entry\ndata: {\"a\":\ndata:1}\n\n\
+                    event: empty\n\ndata: x\n\n";
+        for line in text.split('\n') {
+            events.extend(parser.line(line));
+        }
+        assert_eq!(
+            events,
+            vec![
+                WatchEvent {
+                    id: Some("7".into()),
+                    event: Some("entry".into()),
+                    data: "{\"a\":\n1}".into(),
+                },
+                WatchEvent {
+                    id: Some("7".into()),
+                    event: None,
+                    data: "x".into(),
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn an_entry_is_read_from_its_data() {
+        let event = WatchEvent {
+            id: Some("12".into()),
+            event: Some("entry".into()),
+            data: r#"{"id": 12, "token": "T-1", "seq": 3, "at": "2026-10-07T05:43:39Z",
+                      "kind": "entered", "data": {"state": "draft", "visit": 1}}"#
+                .into(),
+        };
+        let entry = event.entry().expect("an entry");
+        assert_eq!(entry.token, "T-1");
+        assert_eq!(entry.entry.seq, 3);
+        assert_eq!(entry.entry.data["state"], "draft");
+        let other = WatchEvent {
+            data: r#"{"supervisor": "box-1"}"#.into(),
+            ..event
+        };
+        assert_eq!(other.entry(), None);
+    }
+}

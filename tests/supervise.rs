@@ -1,0 +1,320 @@
+//! Black-box: `stateous init supervisor` and `stateous supervise` against our own
+//! `stateous serve`, with program routines that speak through `stateous ctx`.
+
+mod harness;
+mod supervising;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use harness::{asset_graph, run, Setup};
+use serde_json::{json, Value};
+use supervising::{
+    alive, folder_for, history, sdlc, start_token, wait_for_status, write_script, Supervise,
+};
+
+const CODING: &str = r#"read grant
+echo "$grant" > grant.json
+echo "$STATEOUS_TOKEN $STATEOUS_STATE $STATEOUS_VISIT $STATEOUS_ATTEMPT" > env.txt
+stateous ctx note "coding $(stateous ctx get repo --raw)"
+stateous ctx memory set dev '"session-1"'
+echo "to the log"
+stateous ctx emit done"#;
+
+const TESTING: &str = r#"stateous ctx emit passed '{"passed": 3, "failed": 0}'"#;
+
+#[test]
+fn init_supervisor_writes_the_contract_stubs_and_settings_then_keeps_them() {
+    let daemon = sdlc();
+    let first = run(
+        daemon.dir.path(),
+        &["init", "supervisor", &daemon.url, "sup"],
+    );
+    assert_eq!(
+        first.stdout,
+        "wrote    sup/contract.json\nwrote    sup/coding.sh\nwrote    sup/testing.sh\n\
+         wrote    sup/stateous.yaml\n\nWrite the routines, then run: stateous supervise sup\n",
+        "{first}"
+    );
+    let contract: Value = serde_json::from_str(
+        &std::fs::read_to_string(daemon.dir.path().join("sup/contract.json")).unwrap(),
+    )
+    .unwrap();
+    let health = daemon.get("/health").expect(200);
+    assert_eq!(contract["checksum"], health["checksum"]);
+    assert_eq!(
+        contract["states"]["testing"]["emits"],
+        json!(["passed", "failed"])
+    );
+    let again = run(
+        daemon.dir.path(),
+        &["init", "supervisor", &daemon.url, "sup"],
+    );
+    assert!(
+        again.stdout.contains("kept     the routine of 'coding'"),
+        "{again}"
+    );
+    assert!(
+        again.stdout.contains("kept     sup/stateous.yaml"),
+        "{again}"
+    );
+    for source in [
+        asset_graph("sdlc"),
+        asset_graph("sdlc")
+            .parent()
+            .unwrap()
+            .parent()
+            .unwrap()
+            .join("flow.yaml"),
+    ] {
+        let other = run(
+            daemon.dir.path(),
+            &["init", "supervisor", source.to_str().unwrap(), "other"],
+        );
+        assert_eq!(other.code(), 0, "{other}");
+        let written: Value = serde_json::from_str(
+            &std::fs::read_to_string(daemon.dir.path().join("other/contract.json")).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(written["checksum"], health["checksum"], "{source:?}");
+    }
+}
+
+#[test]
+fn a_token_runs_through_program_routines_that_use_the_ctx_helper() {
+    let daemon = sdlc();
+    let folder = folder_for(&daemon, &[("coding.sh", CODING), ("testing", TESTING)]);
+    let mut sup = Supervise::start(&folder);
+    sup.wait_for_line("box-1 serves coding, testing; the control plane is");
+    start_token(&daemon, "T-1");
+    wait_for_status(&daemon, "T-1", "completed");
+    sup.wait_for_line("of T-1: reported passed");
+    let log = sup.stderr();
+    assert!(log.contains("coding of T-1, attempt 1"), "{log}");
+    assert!(log.contains("of T-1: reported done"), "{log}");
+    assert!(log.contains("| to the log"), "{log}");
+    let grant: Value =
+        serde_json::from_str(&std::fs::read_to_string(folder.join("grant.json")).unwrap()).unwrap();
+    assert_eq!(grant["token"], "T-1");
+    assert_eq!(grant["context"], json!({"repo": "acme"}));
+    assert_eq!(grant["entered_by"]["name"], "__started__");
+    let env = std::fs::read_to_string(folder.join("env.txt")).unwrap();
+    assert_eq!(env.trim(), "T-1 coding 1 1");
+    let kinds: Vec<String> = history(&daemon, "T-1")
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert!(kinds.contains(&"note".to_string()), "{kinds:?}");
+    assert!(kinds.contains(&"memory_set".to_string()), "{kinds:?}");
+    let logs: Vec<_> = std::fs::read_dir(folder.join(".stateous/logs"))
+        .unwrap()
+        .collect();
+    assert_eq!(logs.len(), 2);
+    sup.signal(libc::SIGTERM);
+    assert_eq!(sup.wait().code(), Some(0), "{}", sup.report());
+    sup.wait_for_line(
+        "stopping: no new tasks; waiting for 0 routine(s) (signal again to stop now)",
+    );
+}
+
+#[test]
+fn a_failing_routine_fails_its_attempt_with_its_exit_status_and_stderr() {
+    let daemon = sdlc();
+    let folder = folder_for(&daemon, &[("coding.sh", "echo boom >&2\nexit 3")]);
+    let _sup = Supervise::start(&folder);
+    start_token(&daemon, "F-1");
+    wait_for_status(&daemon, "F-1", "failed");
+    let failures: Vec<String> = history(&daemon, "F-1")
+        .iter()
+        .filter(|e| e["kind"] == "task_failed")
+        .map(|e| e["data"]["error"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(failures.len(), 3, "coding has 2 retries: {failures:?}");
+    assert_eq!(
+        failures[0],
+        "the routine exited with status 3; stderr: boom"
+    );
+}
+
+#[test]
+fn an_outcome_the_contract_does_not_allow_fails_the_attempt() {
+    let daemon = sdlc();
+    let folder = folder_for(
+        &daemon,
+        &[("coding.sh", "stateous ctx emit passed || true")],
+    );
+    let _sup = Supervise::start(&folder);
+    start_token(&daemon, "W-1");
+    wait_for_status(&daemon, "W-1", "failed");
+    let failure = history(&daemon, "W-1")
+        .into_iter()
+        .find(|e| e["kind"] == "task_failed")
+        .unwrap();
+    assert_eq!(
+        failure["data"]["error"],
+        "the routine emitted 'passed', which 'coding' may not emit (allowed: done, stuck)"
+    );
+}
+
+fn refused(folder: &Path) -> String {
+    let finished = run(
+        folder.parent().unwrap(),
+        &["supervise", folder.to_str().unwrap()],
+    );
+    assert_eq!(finished.code(), 1, "{finished}");
+    let lines: Vec<&str> = finished.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "one line: {finished}");
+    lines[0].to_string()
+}
+
+#[test]
+fn a_folder_that_cannot_be_used_stops_supervise_with_one_line() {
+    let daemon = sdlc();
+    let folder = folder_for(&daemon, &[("coding.sh", "exit 0")]);
+    let config = folder.join("stateous.yaml");
+    let good = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(&config, format!("{good}taks: 3\n")).unwrap();
+    let line = refused(&folder);
+    assert!(
+        line.ends_with("stateous.yaml: taks: there is no such setting"),
+        "{line}"
+    );
+    std::fs::write(&config, &good).unwrap();
+    write_script(&folder.join("coding.py"), "exit 0");
+    let line = refused(&folder);
+    assert!(
+        line.contains("two routines for 'coding': coding.py and coding.sh"),
+        "{line}"
+    );
+    std::fs::remove_file(folder.join("coding.py")).unwrap();
+    let contract = folder.join("contract.json");
+    let text = std::fs::read_to_string(&contract).unwrap();
+    std::fs::write(&contract, text.replace("sha256:", "sha256:0")).unwrap();
+    let line = refused(&folder);
+    assert!(
+        line.contains("is for another version of the workflow"),
+        "{line}"
+    );
+    assert!(line.ends_with("again"), "{line}");
+}
+
+#[test]
+fn a_second_supervisor_on_the_same_folder_does_not_start() {
+    let daemon = sdlc();
+    let folder = folder_for(&daemon, &[("coding.sh", "exit 0")]);
+    let first = Supervise::start(&folder);
+    first.wait_for_line("serves coding");
+    let line = refused(&folder);
+    assert!(
+        line.starts_with("error: another supervisor runs on"),
+        "{line}"
+    );
+    assert!(
+        line.ends_with("now: stop it, or use another folder"),
+        "{line}"
+    );
+}
+
+#[test]
+fn the_first_signal_waits_for_the_routine_and_the_second_kills_its_group() {
+    let daemon = sdlc();
+    let folder = folder_for(
+        &daemon,
+        &[("coding.sh", "sleep 60 &\necho $! > child.pid\nwait")],
+    );
+    let mut sup = Supervise::start(&folder);
+    start_token(&daemon, "S-1");
+    sup.wait_for_line("coding of S-1, attempt 1");
+    let pid_file = folder.join("child.pid");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !pid_file.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    let child: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    sup.signal(libc::SIGTERM);
+    sup.wait_for_line(
+        "stopping: no new tasks; waiting for 1 routine(s) (signal again to stop now)",
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        sup.child.try_wait().unwrap().is_none(),
+        "it waits for the routine"
+    );
+    sup.signal(libc::SIGINT);
+    assert_eq!(sup.wait().code(), Some(1), "{}", sup.report());
+    assert!(sup
+        .stderr()
+        .contains("stopping now: cancelling 1 routine(s)"));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while alive(child) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        !alive(child),
+        "the routine's whole process group is stopped"
+    );
+}
+
+#[test]
+fn a_lost_task_stops_its_routine() {
+    let daemon = sdlc();
+    let folder = folder_for(
+        &daemon,
+        &[("coding.sh", "sleep 60 &\necho $! > child.pid\nwait")],
+    );
+    let sup = Supervise::start(&folder);
+    start_token(&daemon, "L-1");
+    sup.wait_for_line("coding of L-1, attempt 1");
+    std::thread::sleep(Duration::from_millis(300));
+    let child: i32 = std::fs::read_to_string(folder.join("child.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    daemon.post_empty("/tokens/L-1/cancel").expect(200);
+    sup.wait_for_line("of L-1: the control plane took it back; cancelling its routine");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while alive(child) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!alive(child), "the lost routine's group is stopped");
+}
+
+#[test]
+fn a_report_that_cannot_be_sent_stays_in_the_outbox_and_goes_at_the_next_start() {
+    let mut daemon = Setup::new(asset_graph("sdlc"))
+        .args(&["--lease", "60s", "--stale-after", "1s"])
+        .start();
+    let folder = folder_for(&daemon, &[("coding.sh", "sleep 1\nstateous ctx emit done")]);
+    let mut sup = Supervise::start(&folder);
+    start_token(&daemon, "O-1");
+    sup.wait_for_line("coding of O-1, attempt 1");
+    daemon.stop_with(libc::SIGKILL);
+    sup.wait_for_line("trying again in");
+    std::thread::sleep(Duration::from_millis(1500));
+    sup.signal(libc::SIGTERM);
+    assert_eq!(sup.wait().code(), Some(0), "{}", sup.report());
+    sup.wait_for_line("of O-1: the control plane cannot be reached; the report stays in the outbox for the next start");
+    let outbox = rusqlite::Connection::open(folder.join(".stateous/outbox.db")).unwrap();
+    let left: i64 = outbox
+        .query_row(
+            "SELECT COUNT(*) FROM messages WHERE kind = 'report'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(left, 1);
+    drop(outbox);
+    // The daemon is down already; this starts it again on the same port and database.
+    daemon.crash_and_restart();
+    let again = Supervise::start(&folder);
+    again.wait_for_line("sending 1 message(s) left in the outbox");
+    again.wait_for_line("of O-1: reported done");
+    let token = daemon.get("/tokens/O-1").expect(200);
+    assert_ne!(token["state"], "coding", "{token}");
+}

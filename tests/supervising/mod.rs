@@ -1,0 +1,182 @@
+//! Helpers for the black-box tests of `stateous supervise`: a supervisor process
+//! whose log can be waited on, and folders made by `stateous init supervisor`.
+
+// Each test file uses a different part of the helpers.
+#![allow(dead_code)]
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::harness::{asset_graph, binary, run, Daemon, Setup};
+
+/// Short timings for the supervisor, in its `stateous.yaml`.
+pub const TIMINGS: &str =
+    "name: box-1\nheartbeat: 200ms\nidle: 50ms\ngrace: 1s\nbackoff: [100ms]\n";
+
+/// A supervisor under test: `stateous supervise FOLDER`, its stderr in a file.
+pub struct Supervise {
+    /// The process.
+    pub child: Child,
+    folder: PathBuf,
+    log: PathBuf,
+}
+
+impl Supervise {
+    pub fn start(folder: &Path) -> Supervise {
+        Supervise::start_with(folder, &[])
+    }
+
+    pub fn start_with(folder: &Path, args: &[&str]) -> Supervise {
+        let log = folder.with_extension("log");
+        let stderr = std::fs::File::create(&log).expect("a log file");
+        let child = Command::new(binary())
+            .arg("supervise")
+            .arg(folder)
+            .args(args)
+            .env_remove("STATEOUS_URL")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(stderr)
+            .spawn()
+            .expect("the stateous binary starts");
+        Supervise {
+            child,
+            folder: folder.to_path_buf(),
+            log,
+        }
+    }
+
+    pub fn stderr(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    pub fn wait_for_line(&self, part: &str) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if self.stderr().contains(part) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("the supervisor never logged {part:?}\n{}", self.report());
+    }
+
+    pub fn signal(&self, signal: i32) {
+        // SAFETY: kill(2) on our own child's pid has no memory effects.
+        unsafe { libc::kill(self.child.id() as i32, signal) };
+    }
+
+    pub fn wait(&mut self) -> ExitStatus {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(status) = self.child.try_wait().expect("a status") {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "no exit\n{}", self.report());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn report(&self) -> String {
+        format!(
+            "command: stateous supervise {}\n--- stderr ---\n{}",
+            self.folder.display(),
+            self.stderr()
+        )
+    }
+}
+
+impl Drop for Supervise {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("=== the supervisor under test ===\n{}", self.report());
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `stateous init supervisor URL FOLDER`, the stubs removed, `routines` written
+/// (file name, script), and the short timings added.
+pub fn folder_for(daemon: &Daemon, routines: &[(&str, &str)]) -> PathBuf {
+    let folder = daemon.dir.path().join("sup");
+    let made = run(
+        daemon.dir.path(),
+        &["init", "supervisor", &daemon.url, "sup"],
+    );
+    assert_eq!(made.code(), 0, "{made}");
+    for stub in ["coding.sh", "testing.sh"] {
+        let _ = std::fs::remove_file(folder.join(stub));
+    }
+    for (name, script) in routines {
+        write_script(&folder.join(name), script);
+    }
+    let config = folder.join("stateous.yaml");
+    let text = std::fs::read_to_string(&config).unwrap() + TIMINGS;
+    std::fs::write(config, text).unwrap();
+    folder
+}
+
+pub fn write_script(path: &Path, body: &str) {
+    std::fs::write(path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+pub fn sdlc() -> Daemon {
+    Setup::new(asset_graph("sdlc")).start()
+}
+
+pub fn start_token(daemon: &Daemon, id: &str) {
+    daemon
+        .post(
+            "/tokens",
+            &json!({"token": id, "context": {"repo": "acme"}}),
+        )
+        .expect(201);
+}
+
+pub fn wait_for_status(daemon: &Daemon, id: &str, status: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let token = daemon.get(&format!("/tokens/{id}")).expect(200);
+        if token["status"] == status {
+            return token;
+        }
+        assert!(Instant::now() < deadline, "{id} is {token}, never {status}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+pub fn history(daemon: &Daemon, id: &str) -> Vec<Value> {
+    let answer = daemon.get(&format!("/tokens/{id}/history")).expect(200);
+    let entries = answer.get("history").cloned().unwrap_or(answer);
+    entries.as_array().cloned().unwrap_or_default()
+}
+
+pub fn alive(pid: i32) -> bool {
+    // SAFETY: signal 0 only checks that the process exists.
+    unsafe { libc::kill(pid, 0) == 0 }
+}
+
+/// A copy of an example supervisor of `assets/`, pointed at `daemon`.
+pub fn example_folder(daemon: &Daemon, name: &str) -> PathBuf {
+    let from = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("assets")
+        .join(name);
+    let to = daemon.dir.path().join(name);
+    std::fs::create_dir_all(&to).unwrap();
+    for entry in std::fs::read_dir(&from).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+    }
+    let config = to.join("stateous.yaml");
+    let text = std::fs::read_to_string(&config)
+        .unwrap()
+        .replace("http://127.0.0.1:8080", &daemon.url);
+    std::fs::write(&config, text + TIMINGS).unwrap();
+    to
+}
