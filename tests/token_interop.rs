@@ -104,7 +104,10 @@ fn our_token_commands_print_what_the_reference_prints() {
         assert!(code == Some(0) || code == Some(1), "{step:?}: {stderr}");
     }
     let (shown, _, _) = token(ours, url, &["show", "O-1"]);
-    assert!(shown.starts_with("O-1: draft (visit 2), active\n"), "{shown}");
+    assert!(
+        shown.starts_with("O-1: draft (visit 2), active\n"),
+        "{shown}"
+    );
     assert!(shown.lines().count() > 15, "{shown}");
     let reads: [&[&str]; 10] = [
         &["show", "O-1"],
