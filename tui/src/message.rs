@@ -4,11 +4,11 @@
 use chrono::{DateTime, Utc};
 use crossterm::event::KeyEvent;
 use serde_json::Value;
-use stateous_shared::client::{Steer, TokenQuery};
+use stateous_shared::client::{Steer, TokenQuery, WatchEntry};
 use stateous_shared::live::{SupervisorView, TokenDetail};
 use stateous_shared::wire::{HistoryEntry, Object, TokenView};
 
-use crate::model::Problem;
+use crate::model::{Problem, StreamState};
 
 /// Something that happened: a key, a tick of the clock, or an answer.
 #[derive(Debug, Clone)]
@@ -34,6 +34,10 @@ pub enum Msg {
     Supervisors(Result<Option<Vec<SupervisorView>>, Problem>),
     /// A pause, resume, cancel, fire or start answered.
     Done(Result<Acted, Problem>),
+    /// The live stream (`GET /watch`) opened, broke, or is not served.
+    Stream(StreamState),
+    /// A ledger entry came on the live stream, after its commit.
+    Entry(WatchEntry),
 }
 
 /// The answer to an action.

@@ -47,6 +47,17 @@ pub enum Connection {
     Lost(String),
 }
 
+/// The live stream's state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamState {
+    /// Not open (not yet, or broken and being opened again).
+    Off,
+    /// Open: entries come as they commit, and reads happen only when they do.
+    Live,
+    /// The control plane has no `GET /watch` (the reference's): every tick reads.
+    Unsupported,
+}
+
 /// What the status line shows.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Status {
@@ -185,6 +196,12 @@ pub struct Model {
     pub in_flight: BTreeSet<Fetch>,
     /// Set by `q`: the loop ends.
     pub quit: bool,
+    /// The live stream's state.
+    pub stream: StreamState,
+    /// True when entries came since the last read of the screen's data.
+    pub dirty: bool,
+    /// Ticks since the screen's data was last read.
+    pub quiet_ticks: u32,
 }
 
 impl Model {
@@ -212,6 +229,9 @@ impl Model {
             status: None,
             in_flight: BTreeSet::new(),
             quit: false,
+            stream: StreamState::Off,
+            dirty: false,
+            quiet_ticks: 0,
         }
     }
 

@@ -6,10 +6,11 @@ use std::time::Duration;
 use chrono::Utc;
 use crossterm::event::{Event, KeyEventKind};
 use stateous_shared::client::Client;
+use stateous_shared::refusal::Code;
 use tokio::sync::mpsc::{self, UnboundedSender};
 
 use crate::message::Msg;
-use crate::model::Model;
+use crate::model::{Model, StreamState};
 use crate::{client, update, view, TuiError};
 
 /// How often the screen is refreshed from the daemon.
@@ -38,6 +39,7 @@ async fn looping(api: &Client, terminal: &mut ratatui::DefaultTerminal) -> Resul
             }
         }
     });
+    watch_stream(api.clone(), to.clone());
     let mut model = Model::new(api.url(), Utc::now());
     let size = terminal.size().map_err(TuiError::Terminal)?;
     model.size = (size.width, size.height);
@@ -60,6 +62,41 @@ async fn looping(api: &Client, terminal: &mut ratatui::DefaultTerminal) -> Resul
             return Ok(());
         }
     }
+}
+
+/// The live stream: opened, read, and opened again after a break from the last
+/// event id (so nothing is lost); given up only on a daemon that has none.
+fn watch_stream(api: Client, to: UnboundedSender<Msg>) {
+    tokio::spawn(async move {
+        let mut last: Option<String> = None;
+        loop {
+            match api.watch(None, last.as_deref()).await {
+                Ok(mut watch) => {
+                    let _ = to.send(Msg::Stream(StreamState::Live));
+                    while let Ok(Some(event)) = watch.next().await {
+                        if event.id.is_some() {
+                            last = event.id.clone();
+                        }
+                        if let Some(entry) = event.entry() {
+                            if to.send(Msg::Entry(entry)).is_err() {
+                                return;
+                            }
+                        }
+                    }
+                    let _ = to.send(Msg::Stream(StreamState::Off));
+                }
+                Err(error) if error.code() == Some(Code::NotFound) => {
+                    let _ = to.send(Msg::Stream(StreamState::Unsupported));
+                    return;
+                }
+                Err(_) => {}
+            }
+            if to.is_closed() {
+                return;
+            }
+            tokio::time::sleep(TICK).await;
+        }
+    });
 }
 
 /// Keys and resizes, read on a thread of their own (crossterm's read blocks).

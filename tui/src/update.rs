@@ -2,12 +2,17 @@
 //! and reads no clock (STYLE point 10): the time comes in `Msg::Tick`.
 
 use stateous_shared::client::TokenQuery;
+use stateous_shared::client::WatchEntry;
 use stateous_shared::graph::{canonical, Graph};
 use stateous_shared::wire::TokenView;
 
 use crate::keys;
 use crate::message::{Acted, Command, Msg};
-use crate::model::{Connection, Fetch, Model, Problem, Supervisors, MOST_TOKENS};
+use crate::model::{Connection, Fetch, Model, Problem, StreamState, Supervisors, MOST_TOKENS};
+
+/// With a live stream and nothing new, the screen's data is read this often
+/// anyway (in ticks).
+pub const QUIET_TICKS: u32 = 10;
 
 /// Apply `msg` to `model`; the commands are the requests to send.
 pub fn update(model: &mut Model, msg: Msg) -> Vec<Command> {
@@ -16,8 +21,14 @@ pub fn update(model: &mut Model, msg: Msg) -> Vec<Command> {
         Msg::Resize(columns, rows) => model.size = (columns, rows),
         Msg::Tick(now) => {
             model.now = now;
-            return refresh(model);
+            return tick(model);
         }
+        Msg::Stream(state) => {
+            model.stream = state;
+            // What happened while the stream was away is read now.
+            model.dirty = true;
+        }
+        Msg::Entry(entry) => stream_entry(model, entry),
         Msg::Tokens(status, answer) => tokens(model, status, answer),
         Msg::Token(id, answer) => {
             model.in_flight.remove(&Fetch::Token(id.clone()));
@@ -66,6 +77,40 @@ pub fn update(model: &mut Model, msg: Msg) -> Vec<Command> {
         Msg::Done(answer) => return done(model, answer),
     }
     Vec::new()
+}
+
+/// While the stream is live, the table and the detail are read again only when
+/// entries came (or every [`QUIET_TICKS`], for what the ledger does not record);
+/// the supervisors pane is read every tick, since heartbeats are not entries.
+/// Without the stream, everything is read every tick.
+fn tick(model: &mut Model) -> Vec<Command> {
+    model.quiet_ticks += 1;
+    let due = model.dirty || model.quiet_ticks >= QUIET_TICKS;
+    if model.stream == StreamState::Live && !due {
+        let mut commands = Vec::new();
+        if model.supervisors != Supervisors::Unsupported
+            && model.in_flight.insert(Fetch::Supervisors)
+        {
+            commands.push(Command::Supervisors);
+        }
+        return commands;
+    }
+    model.dirty = false;
+    model.quiet_ticks = 0;
+    refresh(model)
+}
+
+/// A ledger entry from the stream: the selected token's history grows by it at
+/// once (each `seq` once); the table is read again on the next tick.
+fn stream_entry(model: &mut Model, entry: WatchEntry) {
+    model.dirty = true;
+    if model.history_of.as_deref() != Some(entry.token.as_str()) {
+        return;
+    }
+    let last = model.history.last().map_or(0, |e| e.seq);
+    if entry.entry.seq > last {
+        model.history.push(entry.entry);
+    }
 }
 
 /// The reads that keep the screen current, each unless one is in flight: the

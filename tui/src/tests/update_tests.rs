@@ -384,3 +384,61 @@ fn help_graph_and_quit() {
     update(&mut other, Msg::Key(ctrl_c));
     assert!(other.quit);
 }
+
+fn entry(token: &str, seq: i64, kind: &str) -> stateous_shared::client::WatchEntry {
+    stateous_shared::client::WatchEntry {
+        token: token.into(),
+        entry: stateous_shared::wire::HistoryEntry {
+            seq,
+            at: at(0),
+            kind: kind.into(),
+            data: Default::default(),
+        },
+    }
+}
+
+#[test]
+fn stream_entries_grow_the_selected_history_once_each() {
+    let mut model = full_model();
+    update(&mut model, Msg::Entry(entry("ORD-1", 10, "paused")));
+    update(&mut model, Msg::Entry(entry("ORD-1", 10, "paused")));
+    update(&mut model, Msg::Entry(entry("ORD-1", 9, "task_claimed")));
+    update(&mut model, Msg::Entry(entry("ORD-2", 11, "resumed")));
+    let seqs: Vec<i64> = model.history.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, vec![1, 3, 5, 7, 9, 10]);
+    assert!(model.dirty);
+}
+
+#[test]
+fn with_a_live_stream_the_screen_is_read_only_when_entries_came() {
+    let mut model = model();
+    update(&mut model, Msg::Stream(crate::model::StreamState::Live));
+    let first = update(&mut model, Msg::Tick(now()));
+    assert!(first.iter().any(|c| matches!(c, Command::Tokens(_))));
+    model.in_flight.clear();
+    let quiet = update(&mut model, Msg::Tick(now()));
+    assert_eq!(
+        quiet,
+        vec![Command::Supervisors],
+        "only the supervisors pane"
+    );
+    model.in_flight.clear();
+    update(&mut model, Msg::Entry(entry("ORD-3", 1, "started")));
+    let busy = update(&mut model, Msg::Tick(now()));
+    assert!(busy.iter().any(|c| matches!(c, Command::Tokens(_))));
+    model.in_flight.clear();
+    for _ in 1..crate::update::QUIET_TICKS {
+        let commands = update(&mut model, Msg::Tick(now()));
+        assert!(!commands.iter().any(|c| matches!(c, Command::Tokens(_))));
+        model.in_flight.clear();
+    }
+    let anyway = update(&mut model, Msg::Tick(now()));
+    assert!(anyway.iter().any(|c| matches!(c, Command::Tokens(_))));
+    model.in_flight.clear();
+    update(&mut model, Msg::Stream(crate::model::StreamState::Off));
+    for _ in 0..2 {
+        let polled = update(&mut model, Msg::Tick(now()));
+        assert!(polled.iter().any(|c| matches!(c, Command::Tokens(_))));
+        model.in_flight.clear();
+    }
+}

@@ -16,7 +16,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
-use crate::model::{Connection, Mode, Model};
+use crate::model::{Connection, Mode, Model, StreamState};
 
 pub use format::{age, clock, history_line};
 pub use graph::graph_lines;
@@ -94,10 +94,15 @@ fn title(model: &Model) -> Paragraph<'static> {
         Connection::Lost(_) => ("reconnecting".to_string(), Color::Red),
     };
     let bold = Style::default().add_modifier(Modifier::BOLD);
+    let stream = match model.stream {
+        StreamState::Live => ", live",
+        StreamState::Off | StreamState::Unsupported => ", polling",
+    };
     Paragraph::new(Line::from(vec![
         Span::styled(" stateous ", bold),
         Span::raw(format!(" workflow {workflow}  {}  ", model.url)),
         Span::styled(mark, Style::default().fg(color)),
+        Span::raw(stream),
         Span::raw("   ? keys  q quit"),
     ]))
 }
