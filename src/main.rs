@@ -4,6 +4,7 @@
 //! the work lives in the crates.
 
 mod ctx_args;
+mod demo;
 mod serve_args;
 mod token_args;
 
@@ -63,6 +64,9 @@ enum Command {
     /// Act on tokens: start, fire, show, pause, resume, cancel.
     #[command(subcommand_required = true, arg_required_else_help = true)]
     Token(token_args::TokenArgs),
+    /// See it work: a daemon, a supervisor and a few tokens of a bundled example,
+    /// in the terminal UI (without a terminal: their histories).
+    Demo,
     /// Watch and steer tokens in a terminal UI.
     Tui {
         /// The control plane's URL: http://HOST:PORT or unix:///PATH. Default:
@@ -138,6 +142,10 @@ fn main() -> ExitCode {
                 let mut out = std::io::stdout().lock();
                 bench::run(&options, &mut out).await
             })
+        }
+        Command::Demo => {
+            demo::run().unwrap_or_else(|e| exit_with(format!("{e:#}")));
+            ExitCode::SUCCESS
         }
         Command::Tui { url } => {
             stateous_tui::run(url.as_deref()).unwrap_or_else(|e| exit_with(e));
