@@ -185,3 +185,29 @@ fn supervisors_detail_and_metrics_show_claims_leases_held_events_and_counts() {
     );
     let _: Value = daemon.get("/health").expect(200);
 }
+
+#[tokio::test]
+async fn a_watcher_of_all_tokens_is_told_of_supervisor_changes() {
+    let daemon = Daemon::orders();
+    let client = Client::new(&daemon.url).expect("a client");
+    let mut watch = client.watch(None, None).await.expect("the stream opens");
+    let claim = json!({"supervisor": "box-9", "states": ["draft"], "outbox": 2});
+    daemon.post("/tasks/claim", &claim).expect(204);
+    let change = loop {
+        let event = tokio::time::timeout(std::time::Duration::from_secs(10), watch.next())
+            .await
+            .expect("an event within 10 s")
+            .expect("the stream reads")
+            .expect("the stream goes on");
+        if event.event.as_deref() == Some("supervisors") {
+            break event;
+        }
+    };
+    assert_eq!(
+        change.id, None,
+        "a change is not a ledger entry to resume from"
+    );
+    let list: Value = serde_json::from_str(&change.data).expect("JSON");
+    assert_eq!(list["supervisors"][0]["name"], "box-9");
+    assert_eq!(list["supervisors"][0]["outbox"], 2);
+}

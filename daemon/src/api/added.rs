@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
@@ -44,6 +45,9 @@ struct Seen {
 #[derive(Debug, Clone, Default)]
 pub struct SupervisorsSeen {
     seen: Arc<Mutex<BTreeMap<String, Seen>>>,
+    /// Counts the changes a watcher is told of: a new supervisor, new states, a
+    /// new outbox depth (not each heartbeat's time).
+    changes: Arc<AtomicU64>,
 }
 
 impl SupervisorsSeen {
@@ -53,18 +57,40 @@ impl SupervisorsSeen {
         let Ok(mut seen) = self.seen.lock() else {
             return;
         };
+        let mut changed = !seen.contains_key(name);
         let entry = seen.entry(name.to_string()).or_insert_with(|| Seen {
             states: Vec::new(),
             outbox: None,
             last_seen: now,
         });
         if let Some(states) = states {
+            changed |= entry.states != states;
             entry.states = states.to_vec();
         }
         if outbox.is_some() {
+            changed |= entry.outbox != outbox;
             entry.outbox = outbox;
         }
         entry.last_seen = now;
+        if changed {
+            self.changes.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// How many changes there were so far.
+    pub fn changes(&self) -> u64 {
+        self.changes.load(Ordering::SeqCst)
+    }
+
+    /// The supervisors as `GET /supervisors` lists them, read through `control`.
+    pub async fn listed(
+        &self,
+        control: &crate::control::Control,
+    ) -> Result<SupervisorList, Refusal> {
+        let running = control.read(|tx| Ok(tx.running_by_supervisor()?)).await?;
+        Ok(SupervisorList {
+            supervisors: self.list(&running),
+        })
     }
 
     fn list(&self, running: &BTreeMap<String, i64>) -> Vec<SupervisorView> {
@@ -116,12 +142,7 @@ impl Api {
     }
 
     async fn supervisors(&self) -> Result<super::Answer, Refusal> {
-        let running = self
-            .control
-            .read(|tx| Ok(tx.running_by_supervisor()?))
-            .await?;
-        let supervisors = self.seen.list(&running);
-        Ok(json(200, &SupervisorList { supervisors }))
+        Ok(json(200, &self.seen.listed(&self.control).await?))
     }
 
     async fn detail(&self, token: String) -> Result<super::Answer, Refusal> {

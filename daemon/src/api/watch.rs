@@ -4,7 +4,9 @@
 //!
 //! Where a stream starts: after the `Last-Event-ID` header's id (a reconnecting
 //! client), else after `?after=ID`, else after the newest entry (only what comes).
-//! `?token=ID` keeps one token's entries.
+//! `?token=ID` keeps one token's entries. A stream of all tokens also tells of
+//! supervisor changes (a new one, new states, a new outbox depth) as an event
+//! named `supervisors` without an id, whose data is `GET /supervisors`'s answer.
 //!
 //! Each stream reads the committed ledger from the database at its own pace, so a
 //! slow reader holds no memory and never slows the write path: it is simply
@@ -26,7 +28,7 @@ use stateous_shared::time::{from_micros, iso};
 use tokio::sync::mpsc;
 use tokio::sync::watch as signal;
 
-use super::added::Body;
+use super::added::{Body, SupervisorsSeen};
 use super::server::Stop;
 use super::{refusal, routes, Api};
 use crate::control::Control;
@@ -98,7 +100,8 @@ pub async fn stream(
         },
     };
     let (events, waiting) = mpsc::channel(WAITING);
-    tokio::spawn(pump(control, position.token, after, events, stop));
+    let seen = position.token.is_none().then(|| api.seen.clone());
+    tokio::spawn(pump(control, seen, position.token, after, events, stop));
     let mut answer = Response::new(EventBody { waiting }.boxed());
     let headers = answer.headers_mut();
     headers.insert(
@@ -129,6 +132,7 @@ fn event(row: FeedRow) -> Bytes {
 /// Send the entries after `after`, then each new one as it commits.
 async fn pump(
     control: Control,
+    seen: Option<SupervisorsSeen>,
     token: Option<String>,
     mut after: i64,
     events: mpsc::Sender<Bytes>,
@@ -138,7 +142,18 @@ async fn pump(
     if !send(&events, Bytes::from(hello)).await {
         return;
     }
+    let mut told = seen.as_ref().map_or(0, SupervisorsSeen::changes);
     loop {
+        if let Some(seen) = seen.as_ref().filter(|seen| seen.changes() != told) {
+            told = seen.changes();
+            if let Ok(list) = seen.listed(&control).await {
+                let data = serde_json::to_string(&list).unwrap_or_else(|_| "{}".into());
+                let change = format!("event: supervisors\ndata: {data}\n\n");
+                if !send(&events, Bytes::from(change)).await {
+                    return;
+                }
+            }
+        }
         let commits = control.commits();
         let wanted = token.clone();
         let read = control
@@ -158,22 +173,24 @@ async fn pump(
         if full {
             continue;
         }
-        if !caught_up(&control, commits, &events, &mut stop).await {
+        let changes = (seen.as_ref(), told);
+        if !caught_up(&control, commits, changes, &events, &mut stop).await {
             return;
         }
     }
 }
 
-/// Wait until something committed after `commits`; false when the stream ends
-/// instead (a stop, a client gone).
+/// Wait until something committed after `commits`, or the supervisors changed
+/// after `changes`; false when the stream ends instead (a stop, a client gone).
 async fn caught_up(
     control: &Control,
     commits: u64,
+    (seen, changes): (Option<&SupervisorsSeen>, u64),
     events: &mpsc::Sender<Bytes>,
     stop: &mut signal::Receiver<Stop>,
 ) -> bool {
     let mut quiet = Duration::ZERO;
-    while control.commits() == commits {
+    while control.commits() == commits && seen.is_none_or(|seen| seen.changes() == changes) {
         if *stop.borrow_and_update() != Stop::Serving || control.lost() || events.is_closed() {
             return false;
         }
