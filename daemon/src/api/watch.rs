@@ -10,8 +10,10 @@
 //!
 //! Each stream reads the committed ledger from the database at its own pace, so a
 //! slow reader holds no memory and never slows the write path: it is simply
-//! further back in the table. A reader that takes nothing for [`STALL`] is closed;
-//! it resumes from its last id with `Last-Event-ID` and misses nothing.
+//! further back in the table. A reader that falls behind (its queue of
+//! [`WAITING`] events stays full for [`STALL`]) is told so in a last event,
+//! `event: behind` with `{"resume_after": ID}`, and closed; it resumes from that
+//! id with `Last-Event-ID` and misses nothing.
 
 use std::convert::Infallible;
 use std::pin::Pin;
@@ -139,7 +141,7 @@ async fn pump(
     mut stop: signal::Receiver<Stop>,
 ) {
     let hello = format!("retry: 1000\n: watching after {after}\n\n");
-    if !send(&events, Bytes::from(hello)).await {
+    if !send(&events, Bytes::from(hello), after, STALL).await {
         return;
     }
     let mut told = seen.as_ref().map_or(0, SupervisorsSeen::changes);
@@ -149,7 +151,7 @@ async fn pump(
             if let Ok(list) = seen.listed(&control).await {
                 let data = serde_json::to_string(&list).unwrap_or_else(|_| "{}".into());
                 let change = format!("event: supervisors\ndata: {data}\n\n");
-                if !send(&events, Bytes::from(change)).await {
+                if !send(&events, Bytes::from(change), after, STALL).await {
                     return;
                 }
             }
@@ -165,7 +167,7 @@ async fn pump(
         let full = rows.len() as i64 == BATCH;
         for row in rows {
             let id = row.id;
-            if !send(&events, event(row)).await {
+            if !send(&events, event(row), after, STALL).await {
                 return;
             }
             after = id;
@@ -174,7 +176,7 @@ async fn pump(
             continue;
         }
         let changes = (seen.as_ref(), told);
-        if !caught_up(&control, commits, changes, &events, &mut stop).await {
+        if !caught_up(&control, (commits, after), changes, &events, &mut stop).await {
             return;
         }
     }
@@ -184,7 +186,7 @@ async fn pump(
 /// after `changes`; false when the stream ends instead (a stop, a client gone).
 async fn caught_up(
     control: &Control,
-    commits: u64,
+    (commits, after): (u64, i64),
     (seen, changes): (Option<&SupervisorsSeen>, u64),
     events: &mpsc::Sender<Bytes>,
     stop: &mut signal::Receiver<Stop>,
@@ -201,7 +203,8 @@ async fn caught_up(
         quiet += POLL;
         if quiet >= KEEP_ALIVE {
             quiet = Duration::ZERO;
-            if !send(events, Bytes::from_static(b": keep-alive\n\n")).await {
+            let alive = Bytes::from_static(b": keep-alive\n\n");
+            if !send(events, alive, after, STALL).await {
                 return false;
             }
         }
@@ -209,12 +212,24 @@ async fn caught_up(
     true
 }
 
-/// Queue `bytes` for the client; false when it left or took nothing for [`STALL`].
-async fn send(events: &mpsc::Sender<Bytes>, bytes: Bytes) -> bool {
-    matches!(
-        tokio::time::timeout(STALL, events.send(bytes)).await,
-        Ok(Ok(()))
-    )
+/// Queue `bytes` for the client; false when it left, or fell behind: its queue
+/// stayed full for `stall`. The last place of the queue is kept for the event
+/// that tells a reader behind to resume after `after`, the last id queued.
+async fn send(events: &mpsc::Sender<Bytes>, bytes: Bytes, after: i64, stall: Duration) -> bool {
+    let mut waited = Duration::ZERO;
+    while events.capacity() <= 1 {
+        if events.is_closed() {
+            return false;
+        }
+        if waited >= stall {
+            let behind = format!("event: behind\ndata: {{\"resume_after\": {after}}}\n\n");
+            let _ = events.try_send(Bytes::from(behind));
+            return false;
+        }
+        tokio::time::sleep(POLL).await;
+        waited += POLL;
+    }
+    events.try_send(bytes).is_ok()
 }
 
 /// The body of a stream: the events as the pump queues them.
@@ -233,5 +248,29 @@ impl hyper::body::Body for EventBody {
         self.waiting
             .poll_recv(cx)
             .map(|next| next.map(|bytes| Ok(Frame::data(bytes))))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_reader_that_falls_behind_is_told_where_to_resume() {
+        let (events, mut waiting) = mpsc::channel(3);
+        let stall = Duration::from_millis(200);
+        assert!(send(&events, Bytes::from("a"), 1, stall).await);
+        assert!(send(&events, Bytes::from("b"), 2, stall).await);
+        // The queue keeps its last place: the third event waits, then the reader
+        // is told to resume after 2, the last id it will have read.
+        assert!(!send(&events, Bytes::from("c"), 2, stall).await);
+        let got: Vec<Bytes> = std::iter::from_fn(|| waiting.try_recv().ok()).collect();
+        assert_eq!(got.len(), 3);
+        assert_eq!(
+            got[2],
+            Bytes::from("event: behind\ndata: {\"resume_after\": 2}\n\n")
+        );
+        drop(waiting);
+        assert!(!send(&events, Bytes::from("d"), 2, stall).await);
     }
 }
