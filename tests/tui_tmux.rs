@@ -15,9 +15,9 @@ struct Tmux {
 }
 
 impl Tmux {
-    fn start(command: &str) -> Tmux {
+    fn start(name: &str, command: &str) -> Tmux {
         let tmux = Tmux {
-            socket: format!("stateous-tui-test-{}", std::process::id()),
+            socket: format!("stateous-tui-{name}-{}", std::process::id()),
         };
         tmux.run(&[
             "new-session",
@@ -77,10 +77,18 @@ fn row<'a>(screen: &'a str, token: &str) -> Option<&'a str> {
         .find(|line| line.starts_with(&format!("│{token} ")))
 }
 
+/// Whether tmux is there; the tests say so on stderr when it is not.
+fn have_tmux() -> bool {
+    let found = Command::new("tmux").arg("-V").output().is_ok();
+    if !found {
+        eprintln!("tmux is not installed: this test needs it (apt-get install tmux)");
+    }
+    found
+}
+
 #[test]
 fn a_token_paused_and_resumed_with_keys_shows_the_change_on_screen() {
-    if Command::new("tmux").arg("-V").output().is_err() {
-        eprintln!("tmux is not installed: this test needs it (apt-get install tmux)");
+    if !have_tmux() {
         return;
     }
     let daemon = Daemon::orders();
@@ -90,7 +98,7 @@ fn a_token_paused_and_resumed_with_keys_shows_the_change_on_screen() {
             &json!({"token": "ORD-1", "context": {"title": "pen"}}),
         )
         .expect(201);
-    let tmux = Tmux::start(&format!("{} tui --url {}", binary(), daemon.url));
+    let tmux = Tmux::start("keys", &format!("{} tui --url {}", binary(), daemon.url));
     tmux.wait_for("ORD-1 active in draft", |s| {
         row(s, "ORD-1").is_some_and(|r| r.contains("draft") && r.contains("active"))
     });
@@ -110,5 +118,34 @@ fn a_token_paused_and_resumed_with_keys_shows_the_change_on_screen() {
     });
     eprintln!("the screen after resume:\n{resumed}");
     assert_eq!(daemon.get("/tokens/ORD-1").expect(200)["status"], "active");
+    tmux.keys("q");
+}
+
+#[test]
+fn the_tui_stays_live_through_a_daemon_restart() {
+    if !have_tmux() {
+        return;
+    }
+    let mut daemon = Daemon::orders();
+    daemon
+        .post(
+            "/tokens",
+            &json!({"token": "ORD-1", "context": {"title": "pen"}}),
+        )
+        .expect(201);
+    // The socket keeps its path across the restart; the TCP port does not.
+    let url = format!("unix://{}", daemon.socket.display());
+    let tmux = Tmux::start("restart", &format!("{} tui --url {url}", binary()));
+    tmux.wait_for("the live stream", |s| s.contains("connected, live"));
+    daemon.crash_and_restart();
+    daemon
+        .post_empty("/tokens/ORD-1/events/submitted")
+        .expect(200);
+    let after = tmux.wait_for("ORD-1 in review, live again", |s| {
+        s.contains("connected, live")
+            && row(s, "ORD-1").is_some_and(|r| r.contains("review"))
+            && s.contains("#7  entered review")
+    });
+    assert!(after.contains("ORD-1: review, active"), "{after}");
     tmux.keys("q");
 }
