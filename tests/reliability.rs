@@ -399,3 +399,33 @@ fn send(daemon: &Daemon, path: &str, body: &Value) -> Option<u16> {
         .ok()
         .map(|reply| reply.status)
 }
+
+#[test]
+fn a_claim_whose_answer_was_lost_to_a_crash_is_granted_again_after_the_restart() {
+    let mut daemon = Daemon::tickets();
+    start(&daemon, "T-1");
+    let body = json!({"supervisor": "box-1", "states": ["coding"], "request": "claim-1"});
+    let first = daemon.post("/tasks/claim", &body).expect(200);
+    daemon.crash_and_restart();
+    let again = daemon.post("/tasks/claim", &body).expect(200);
+    assert_eq!(again, first);
+}
+
+#[test]
+fn a_timeout_set_before_a_crash_fires_after_the_restart() {
+    let mut daemon = Daemon::tickets();
+    start(&daemon, "T-1");
+    daemon.post_empty("/tokens/T-1/events/done").expect(200);
+    daemon.crash_and_restart();
+    eventually(
+        &daemon,
+        Duration::from_secs(15),
+        "the timeout after a restart",
+        || (daemon.get("/tokens/T-1").expect(200)["state"] == "coding").then_some(()),
+    );
+    let fired = kinds(&daemon, "T-1")
+        .iter()
+        .filter(|k| *k == "timer_fired")
+        .count();
+    assert_eq!(fired, 1, "the timer fires once");
+}

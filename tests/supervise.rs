@@ -318,3 +318,92 @@ fn a_report_that_cannot_be_sent_stays_in_the_outbox_and_goes_at_the_next_start()
     let token = daemon.get("/tokens/O-1").expect(200);
     assert_ne!(token["state"], "coding", "{token}");
 }
+
+#[test]
+fn an_outbox_message_survives_a_sigkill_of_the_supervisor() {
+    let mut daemon = Setup::new(asset_graph("sdlc"))
+        .args(&["--lease", "60s", "--stale-after", "1s"])
+        .start();
+    let folder = folder_for(&daemon, &[("coding.sh", "sleep 1\nstateous ctx emit done")]);
+    let mut sup = Supervise::start(&folder);
+    start_token(&daemon, "K-1");
+    sup.wait_for_line("coding of K-1, attempt 1");
+    daemon.stop_with(libc::SIGKILL);
+    sup.wait_for_line("trying again in");
+    std::thread::sleep(Duration::from_millis(1500));
+    sup.signal(libc::SIGKILL);
+    sup.wait();
+    // The daemon is down already; this starts it again on the same port and database.
+    daemon.crash_and_restart();
+    let again = Supervise::start(&folder);
+    again.wait_for_line("sending 1 message(s) left in the outbox");
+    again.wait_for_line("of K-1: reported done");
+}
+
+#[test]
+fn init_supervisor_refuses_a_source_it_cannot_use_with_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("bad.json"), "{}").unwrap();
+    for (source, start) in [
+        ("nothing.json", "error: nothing.json does not exist"),
+        ("bad.json", "error: cannot use bad.json: "),
+        (
+            "http://127.0.0.1:1",
+            "error: cannot fetch the workflow from http://127.0.0.1:1: ",
+        ),
+    ] {
+        let finished = run(dir.path(), &["init", "supervisor", source, "sup"]);
+        assert_eq!(finished.code(), 1, "{finished}");
+        assert_eq!(finished.stderr.lines().count(), 1, "{finished}");
+        assert!(finished.stderr.starts_with(start), "{finished}");
+        assert!(
+            !dir.path().join("sup").exists(),
+            "nothing written: {finished}"
+        );
+    }
+}
+
+/// Whether `pid` runs: it exists and is not a zombie waiting for its reaper.
+fn running(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat
+            .rsplit(") ")
+            .next()
+            .is_some_and(|rest| rest.starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+#[test]
+fn a_routine_stops_when_its_supervisor_is_killed() {
+    let daemon = sdlc();
+    let folder = folder_for(
+        &daemon,
+        &[("coding.sh", "echo $$ > routine.pid\nexec sleep 60")],
+    );
+    let mut sup = Supervise::start(&folder);
+    start_token(&daemon, "D-1");
+    sup.wait_for_line("coding of D-1, attempt 1");
+    let pid_file = folder.join("routine.pid");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !pid_file.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    let routine: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(running(routine));
+    sup.signal(libc::SIGKILL);
+    sup.wait();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while running(routine) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        !running(routine),
+        "the routine got SIGTERM when its supervisor died"
+    );
+}

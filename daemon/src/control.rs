@@ -13,7 +13,9 @@ use std::time::Duration;
 use serde_json::Value;
 use stateous_shared::graph::Graph;
 use stateous_shared::refusal::{Code, Refusal};
+use stateous_shared::time::{from_micros, iso};
 use stateous_shared::wire::{Grant, HistoryEntry, Object, Outcome, TokenView};
+use tokio::sync::broadcast;
 
 use crate::clock::{micros, Clock};
 use crate::engine::claim::ClaimInput;
@@ -25,6 +27,7 @@ use crate::store::reader::Reader;
 use crate::store::schema::migrate;
 use crate::store::sqlite::{open as open_sqlite, SqliteTx};
 use crate::store::writer::Writer;
+use crate::store::{Ledger, LedgerRow};
 
 /// The answer (503 `not_serving`) to each request after another control plane took
 /// the database, and the log line of that moment.
@@ -95,6 +98,37 @@ struct Inner {
     options: Options,
     holder: String,
     lost: AtomicBool,
+}
+
+/// A ledger row as the watch stream sends it (SPEC section 3.3, `GET /watch`):
+/// `id` is global and increasing, so `Last-Event-ID` resumes without loss.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Committed {
+    /// Global and increasing over all tokens.
+    pub id: i64,
+    /// The token.
+    pub token: String,
+    /// The entry's number in the token's ledger.
+    pub seq: i64,
+    /// When it was written: ISO 8601 in UTC with `Z`.
+    pub at: String,
+    /// What happened.
+    pub kind: String,
+    /// The facts of that kind.
+    pub data: Object,
+}
+
+impl From<&LedgerRow> for Committed {
+    fn from(row: &LedgerRow) -> Committed {
+        Committed {
+            id: row.id,
+            token: row.token.clone(),
+            seq: row.seq,
+            at: iso(from_micros(row.at)),
+            kind: row.kind.clone(),
+            data: row.data.clone(),
+        }
+    }
 }
 
 /// A cheap, cloneable handle to the control plane.
@@ -273,6 +307,12 @@ impl Control {
             .await
     }
 
+    /// A token with its tasks, pending timers and held events (for the TUI).
+    pub async fn detail(&self, token: String) -> Result<engine::detail::TokenDetail, Refusal> {
+        self.read(move |tx| engine::detail::detail(tx, &token))
+            .await
+    }
+
     /// `GET /tokens/{id}/history`.
     pub async fn history(&self, token: String) -> Result<Vec<HistoryEntry>, Refusal> {
         self.read(move |tx| engine::read::history(tx, &token)).await
@@ -345,6 +385,28 @@ impl Control {
             }
         }
         first_error.map_or(Ok(()), Err)
+    }
+
+    /// Every ledger row from now on, each sent only after its transaction
+    /// committed. A receiver that falls behind gets `Lagged` and reads the rest
+    /// with `entries_since`.
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<LedgerRow>> {
+        self.inner.writer.subscribe()
+    }
+
+    /// Committed ledger rows with an id above `after`, oldest first, of one token
+    /// or of all; at most `limit` (for a watch that resumes from `Last-Event-ID`).
+    pub async fn entries_since(
+        &self,
+        after: i64,
+        token: Option<String>,
+        limit: i64,
+    ) -> Result<Vec<Committed>, Refusal> {
+        self.read(move |tx| {
+            let rows = tx.entries_since(after, token.as_deref(), limit)?;
+            Ok(rows.iter().map(Committed::from).collect())
+        })
+        .await
     }
 
     /// How many transactions the writer committed so far (for metrics).

@@ -336,3 +336,145 @@ async fn a_lease_in_seconds_says_so_in_the_history() {
     );
     assert_eq!(history.last().unwrap().kind, "failed");
 }
+
+#[tokio::test]
+async fn entering_a_parallel_state_is_refused_cleanly_until_parallel_states_run() {
+    let folder = tempfile::tempdir().unwrap();
+    let db = folder.path().join("p.db");
+    let control = Control::open(graph("parallel"), options(&db, &clock(), "a:1:1")).unwrap();
+    control
+        .start(
+            "T-1".into(),
+            ctx(json!({"repo": "acme/api", "branch": "b"})),
+        )
+        .await
+        .unwrap();
+    let refused = control
+        .fire("T-1".into(), "done".into(), None, None)
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code, Code::EventNotAllowed);
+    let token = control.token("T-1".into()).await.unwrap();
+    assert_eq!(
+        (token.state.as_str(), token.status.as_str()),
+        ("coding", "active")
+    );
+    let history = control.history("T-1".into()).await.unwrap();
+    let last = history.last().unwrap();
+    assert_eq!(last.kind, "event_rejected");
+    assert_eq!(
+        last.data["reason"],
+        "'reviews' is a parallel state, which this control plane does not run yet"
+    );
+}
+
+#[tokio::test]
+async fn watchers_get_each_committed_row_once_and_can_resume_by_id() {
+    let folder = tempfile::tempdir().unwrap();
+    let db = folder.path().join("w.db");
+    let control = Control::open(graph("orders"), options(&db, &clock(), "a:1:1")).unwrap();
+    let mut watch = control.subscribe();
+    control
+        .start("ORDER-1".into(), ctx(json!({"title": "t"})))
+        .await
+        .unwrap();
+    // Rolled back: nothing to publish. Recorded refusal: its event_rejected row.
+    let bad = Some(ctx(json!({"approved": "yes"})));
+    assert!(control
+        .fire("ORDER-1".into(), "reviewed".into(), bad, None)
+        .await
+        .is_err());
+    assert!(control
+        .fire("ORDER-1".into(), "nope".into(), None, None)
+        .await
+        .is_err());
+    let stored = control.entries_since(0, None, 100).await.unwrap();
+    let kinds: Vec<&str> = stored.iter().map(|e| e.kind.as_str()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "started",
+            "event_accepted",
+            "entered",
+            "task_queued",
+            "event_rejected"
+        ]
+    );
+    for entry in &stored {
+        let got = watch.try_recv().unwrap();
+        assert_eq!(
+            stateous_daemon::control::Committed::from(got.as_ref()),
+            *entry
+        );
+    }
+    assert!(watch.try_recv().is_err(), "nothing else was published");
+    let ids: Vec<i64> = stored.iter().map(|e| e.id).collect();
+    assert!(ids.windows(2).all(|w| w[0] < w[1]));
+    let rest = control
+        .entries_since(ids[2], Some("ORDER-1".into()), 100)
+        .await
+        .unwrap();
+    assert_eq!(rest, stored[3..]);
+    assert!(control
+        .entries_since(0, Some("OTHER".into()), 100)
+        .await
+        .unwrap()
+        .is_empty());
+}
+
+#[tokio::test]
+async fn the_detail_shows_tasks_timers_and_held_events() {
+    let folder = tempfile::tempdir().unwrap();
+    let db = folder.path().join("d.db");
+    let control = Control::open(graph("sdlc"), options(&db, &clock(), "a:1:1")).unwrap();
+    control
+        .start("T-1".into(), ctx(json!({"repo": "r"})))
+        .await
+        .unwrap();
+    control
+        .claim("box".into(), vec!["coding".into()], None)
+        .await
+        .unwrap()
+        .unwrap();
+    control.pause("T-1".into()).await.unwrap();
+    control
+        .fire("T-1".into(), "stuck".into(), None, Some("k".into()))
+        .await
+        .unwrap();
+    let detail = control.detail("T-1".into()).await.unwrap();
+    assert_eq!(detail.token.status, "paused");
+    let task = &detail.tasks[0];
+    assert_eq!(
+        (
+            task.status.as_str(),
+            task.attempt,
+            task.claimed_by.as_deref()
+        ),
+        ("claimed", 1, Some("box"))
+    );
+    assert_eq!(task.lease_until.as_deref(), Some("2026-10-06T09:02:00Z"));
+    assert_eq!(detail.timers.len(), 1);
+    assert_eq!(detail.timers[0].due_at, "2026-10-06T15:00:00Z");
+    assert_eq!(detail.held.len(), 1);
+    assert_eq!(
+        (detail.held[0].event.as_str(), detail.held[0].arrival),
+        ("stuck", 1)
+    );
+}
+
+#[test]
+fn a_database_that_cannot_be_opened_is_refused_with_the_reason() {
+    let folder = tempfile::tempdir().unwrap();
+    let db = folder.path().join("no-such-folder").join("x.db");
+    let refused = Control::open(graph("orders"), options(&db, &clock(), "a:1:1"))
+        .err()
+        .unwrap();
+    assert!(
+        refused.starts_with("cannot open the database "),
+        "{refused}"
+    );
+    assert!(
+        refused.ends_with("unable to open database file"),
+        "{refused}"
+    );
+}

@@ -208,6 +208,17 @@ impl Contract {
                 "the routine emitted '{event}', which '{state}' may not emit (allowed: {allowed})"
             )));
         }
+        self.check_payload(state, event, payload)
+    }
+
+    /// Whether `payload` fits the payload schema of `event` (of `state`'s workflow):
+    /// none for an event without one, a valid one for an event with one.
+    pub fn check_payload(
+        &self,
+        state: &str,
+        event: &str,
+        payload: Option<&Value>,
+    ) -> Result<(), ContractError> {
         match (self.payload_schema(state, event), payload) {
             (None, None) | (None, Some(Value::Null)) => Ok(()),
             (None, Some(_)) => Err(ContractError(format!(

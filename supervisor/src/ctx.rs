@@ -244,6 +244,10 @@ impl RunCtx {
         if !self.contract.events.contains_key(&known) {
             return Err(format!("'{event}' is not an event of the workflow"));
         }
+        let shown = payload.clone().map(Value::Object);
+        self.contract
+            .check_payload(&self.grant.state, &event, shown.as_ref())
+            .map_err(|e| e.0)?;
         self.lock().schedules.push(Schedule {
             event,
             payload,

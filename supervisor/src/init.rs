@@ -23,6 +23,12 @@ pub async fn contract_of(source: &str) -> Result<(String, Contract), String> {
             .map_err(|e| format!("cannot fetch the workflow from {source}: {e}"))?;
         return Ok((source.trim_end_matches('/').to_string(), contract));
     }
+    if source.starts_with("https://") {
+        return Err(format!(
+            "cannot fetch the workflow from {source}: a control plane serves plain HTTP; \
+             write http:// or unix://"
+        ));
+    }
     let path = Path::new(source);
     if !path.exists() {
         return Err(format!(

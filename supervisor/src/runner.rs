@@ -119,6 +119,7 @@ pub async fn run(program: &Program, grant: &Grant, spec: &RunSpec, kill: &Stop) 
         .env("STATEOUS_ATTEMPT", grant.attempt.to_string())
         .env(crate::ctx_socket::CTX_ENV, &spec.ctx_socket)
         .env("PATH", path_with_own_folder());
+    stop_with_the_supervisor(&mut command);
     let mut child = match command.spawn() {
         Ok(child) => child,
         Err(e) => {
@@ -191,6 +192,31 @@ pub async fn run(program: &Program, grant: &Grant, spec: &RunSpec, kill: &Stop) 
     };
     Exit { ended, stderr_tail }
 }
+
+/// On Linux, the program gets SIGTERM when the supervisor dies (even by SIGKILL),
+/// so a crashed supervisor leaves no routine running whose task will run again.
+#[cfg(target_os = "linux")]
+fn stop_with_the_supervisor(command: &mut Command) {
+    // SAFETY: getpid is async-signal-safe.
+    let supervisor = unsafe { libc::getpid() };
+    // SAFETY: the closure runs in the child between fork and exec, and calls only
+    // async-signal-safe functions (prctl, getppid); it touches no shared state.
+    unsafe {
+        command.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The supervisor may have died before the prctl took effect.
+            if libc::getppid() != supervisor {
+                return Err(std::io::Error::other("the supervisor is gone"));
+            }
+            Ok(())
+        });
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn stop_with_the_supervisor(_command: &mut Command) {}
 
 /// Send `signal` to the process group led by `pid`.
 fn signal_group(pid: Option<i32>, signal: i32) {

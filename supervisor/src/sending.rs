@@ -25,7 +25,7 @@ impl Core {
     /// Send the messages an earlier run left, in order, before the first claim. A
     /// message that does not go holds back the later messages of its task.
     pub(crate) async fn send_left(&self) {
-        let left = match self.with_outbox(|o| o.pending()) {
+        let left = match self.outbox_do(|o| o.pending()).await {
             Ok(left) => left,
             Err(e) => {
                 log_line!("cannot read the outbox: {e}");
@@ -78,7 +78,7 @@ impl Core {
             ),
             Ok(()) => {}
         }
-        self.forget(message.id);
+        self.forget(message.id).await;
         true
     }
 
@@ -92,8 +92,8 @@ impl Core {
         );
     }
 
-    fn forget(&self, id: i64) {
-        if let Err(e) = self.with_outbox(|o| o.remove(id)) {
+    async fn forget(&self, id: i64) {
+        if let Err(e) = self.outbox_do(move |o| o.remove(id)).await {
             log_line!("cannot remove message {id} from the outbox: {e}");
         }
     }
@@ -144,7 +144,7 @@ impl Core {
                 }
             }
         }
-        self.forget(message.id);
+        self.forget(message.id).await;
         true
     }
 
@@ -187,16 +187,11 @@ impl Core {
             "context": {},
             "schedules": [],
         });
-        let written = self.with_outbox(|o| {
-            o.append(
-                refused.task,
-                refused.attempt,
-                &refused.token,
-                Kind::Report,
-                &failed,
-            )
-        });
-        self.forget(refused.id);
+        let (task, attempt, token) = (refused.task, refused.attempt, refused.token.clone());
+        let written = self
+            .outbox_do(move |o| o.append(task, attempt, &token, Kind::Report, &failed))
+            .await;
+        self.forget(refused.id).await;
         match written {
             Ok(message) => self.send(&message).await,
             Err(e) => {

@@ -9,6 +9,40 @@
 //! report. The first stop signal ends the claims and waits for the routines; the
 //! second kills them (dropping their attempts' messages, as for a lost task) and
 //! the run returns 1.
+//!
+//! A Rust program can run a supervisor of in-process routines:
+//!
+//! ```no_run
+//! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::collections::BTreeMap;
+//! use stateous_supervisor::{api::Api, config::Timings, contract::Contract};
+//! use stateous_supervisor::inprocess::{routine, Ctx};
+//! use stateous_supervisor::outbox::{outbox_path, Outbox};
+//! use stateous_supervisor::supervisor::{Parts, Supervisor};
+//!
+//! let folder = std::path::PathBuf::from("my-supervisor");
+//! let timings = Timings::default();
+//! let api = Api::new("http://127.0.0.1:8080", timings.request_timeout, timings.backoff.clone())?;
+//! let coding = routine(|ctx: Ctx| async move {
+//!     ctx.note("coding")?;
+//!     ctx.emit("done", None)
+//! });
+//! let supervisor = Supervisor::new(Parts {
+//!     api,
+//!     name: "rust-box".into(),
+//!     outbox: Outbox::open(&outbox_path(&folder))?,
+//!     contract: Contract::load(&folder.join("contract.json"))?,
+//!     routines: BTreeMap::from([("coding".to_string(), coding)]),
+//!     folder,
+//!     timings,
+//!     tasks: 4,
+//! })?;
+//! let stop = supervisor.handle(); // stop.signal() from elsewhere ends the run
+//! let code = supervisor.run().await;
+//! # let _ = (stop, code);
+//! # Ok(())
+//! # }
+//! ```
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -45,7 +79,9 @@ pub(crate) struct Running {
 pub struct Core {
     pub(crate) api: Api,
     pub(crate) name: String,
-    outbox: Mutex<Outbox>,
+    /// Shared with blocking threads: a commit waits for an fsync, which must not
+    /// hold up the runtime's few worker threads.
+    outbox: Arc<Mutex<Outbox>>,
     contract: Arc<Contract>,
     routines: BTreeMap<String, Routine>,
     folder: PathBuf,
@@ -103,7 +139,7 @@ impl Supervisor {
         let core = Core {
             api: parts.api,
             name: parts.name,
-            outbox: Mutex::new(parts.outbox),
+            outbox: Arc::new(Mutex::new(parts.outbox)),
             contract: Arc::new(parts.contract),
             routines: parts.routines,
             folder: parts.folder,
@@ -199,6 +235,25 @@ impl Core {
     ) -> Result<T, OutboxError> {
         let outbox = self.outbox.lock().unwrap_or_else(|e| e.into_inner());
         work(&outbox)
+    }
+
+    /// [`Core::with_outbox`] on a blocking thread, for async code.
+    pub(crate) async fn outbox_do<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&Outbox) -> Result<T, OutboxError> + Send + 'static,
+    ) -> Result<T, OutboxError> {
+        let outbox = self.outbox.clone();
+        let done = tokio::task::spawn_blocking(move || {
+            let outbox = outbox.lock().unwrap_or_else(|e| e.into_inner());
+            work(&outbox)
+        })
+        .await;
+        done.unwrap_or_else(|e| {
+            Err(OutboxError::Open {
+                path: PathBuf::from(".stateous/outbox.db"),
+                why: format!("the outbox's thread failed: {e}"),
+            })
+        })
     }
 
     fn running_list(&self) -> Vec<Arc<Running>> {
@@ -339,7 +394,7 @@ impl Core {
             self.work(&running).await;
             if running.lost.load(Ordering::SeqCst) {
                 let (task, attempt) = (running.grant.task, running.grant.attempt);
-                if let Err(e) = self.with_outbox(|o| o.drop_attempt(task, attempt)) {
+                if let Err(e) = self.outbox_do(move |o| o.drop_attempt(task, attempt)).await {
                     log_line!("task {task}: cannot drop its messages from the outbox: {e}");
                 }
             }
@@ -381,9 +436,10 @@ impl Core {
         }
         running.reporting.store(true, Ordering::SeqCst);
         let body = serde_json::to_value(&outcome).unwrap_or(Value::Null);
-        let written = self.with_outbox(|o| {
-            o.append(grant.task, grant.attempt, &grant.token, Kind::Report, &body)
-        });
+        let (task, attempt, token) = (grant.task, grant.attempt, grant.token.clone());
+        let written = self
+            .outbox_do(move |o| o.append(task, attempt, &token, Kind::Report, &body))
+            .await;
         match written {
             Ok(message) if !held => {
                 self.send(&message).await;
@@ -533,7 +589,12 @@ fn new_request_id() -> String {
 /// A private folder for the helper's sockets, short enough for a socket path.
 fn make_ctx_dir() -> std::io::Result<PathBuf> {
     use std::os::unix::fs::DirBuilderExt;
-    let dir = std::env::temp_dir().join(format!(
+    // A socket's path has at most about 100 bytes; a long TMPDIR would not fit.
+    let mut base = std::env::temp_dir();
+    if base.as_os_str().len() > 60 {
+        base = PathBuf::from("/tmp");
+    }
+    let dir = base.join(format!(
         "stateous-ctx-{}-{:08x}",
         std::process::id(),
         rand::random::<u32>()

@@ -101,6 +101,8 @@ async fn drain(body: &mut Incoming, mut seen: usize) {
 /// Errors: `bad_request` (400) when it is not strict JSON or nests deeper than
 /// [`MAX_DEPTH`]; `invalid_body` (422) when it is JSON but not an object.
 pub fn json_object(raw: &[u8]) -> Result<Object, Refusal> {
+    // A UTF-8 byte order mark is read past, as the reference reads it.
+    let raw = raw.strip_prefix(b"\xef\xbb\xbf").unwrap_or(raw);
     if raw.iter().all(|b| b.is_ascii_whitespace() || *b == 0x0b) {
         return Ok(Object::new());
     }
@@ -167,6 +169,7 @@ mod tests {
     fn an_empty_or_blank_body_reads_as_an_empty_object() {
         assert_eq!(json_object(b"").unwrap(), Object::new());
         assert_eq!(json_object(b" \r\n\t").unwrap(), Object::new());
+        assert_eq!(json_object(b"\xef\xbb\xbf{}").unwrap(), Object::new());
     }
 
     #[test]

@@ -11,6 +11,7 @@
 
 pub mod cancel;
 pub mod claim;
+pub mod detail;
 pub mod fire;
 pub mod heartbeat;
 pub mod lease;
@@ -237,4 +238,29 @@ pub fn refuse_child<T: Tx>(tx: &T, row: &TokenRow, verb: &str) -> Step<()> {
             py(&top.token)
         ),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::py;
+    use crate::engine::start::token_id_ok;
+
+    #[test]
+    fn names_are_quoted_as_python_repr_quotes_them() {
+        assert_eq!(py("coding"), "'coding'");
+        assert_eq!(py("it's"), "\"it's\"");
+        assert_eq!(py("a'b\"c"), "'a\\'b\"c'");
+        assert_eq!(py("tab\there"), "'tab\\there'");
+        assert_eq!(py("back\\slash"), "'back\\\\slash'");
+    }
+
+    #[test]
+    fn token_ids_follow_the_reference_pattern() {
+        for good in ["T-1", "a", "9.x_y-z", &"x".repeat(128)] {
+            assert!(token_id_ok(good), "{good}");
+        }
+        for bad in ["", "-a", ".a", "a b", "ä", "a/b", &"x".repeat(129)] {
+            assert!(!token_id_ok(bad), "{bad}");
+        }
+    }
 }

@@ -20,11 +20,12 @@ use stateous_shared::wire::Object;
 /// the API answers them 503 `database_busy` (reference `docs/reference/http.md`).
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    /// Another process holds the write lock past the busy timeout.
+    /// Another process holds the write lock past the busy timeout, or the
+    /// database cannot be written now (I/O failure, full disk).
     #[error("the database is busy")]
     Busy,
     /// Any other database failure.
-    #[error("the database failed: {0}")]
+    #[error("{0}")]
     Database(String),
     /// A stored value that cannot be read back (e.g. JSON that is not an object).
     #[error("the database holds a value that cannot be read: {0}")]
@@ -34,8 +35,17 @@ pub enum StoreError {
 impl From<rusqlite::Error> for StoreError {
     fn from(error: rusqlite::Error) -> StoreError {
         use rusqlite::ErrorCode;
+        // The operational failures (the reference's `OperationalError`): the
+        // database cannot take the request now, and trying again may help.
         match error.sqlite_error_code() {
-            Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => StoreError::Busy,
+            Some(
+                ErrorCode::DatabaseBusy
+                | ErrorCode::DatabaseLocked
+                | ErrorCode::SystemIoFailure
+                | ErrorCode::DiskFull
+                | ErrorCode::CannotOpen
+                | ErrorCode::OutOfMemory,
+            ) => StoreError::Busy,
             _ => StoreError::Database(error.to_string()),
         }
     }
@@ -84,6 +94,8 @@ pub struct TokenRow {
 /// A row of `ledger`: one thing that happened to a token.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LedgerRow {
+    /// Global and increasing over all tokens: the watch stream's event id.
+    pub id: i64,
     /// The token.
     pub token: String,
     /// 1, 2, 3 ... per token.
@@ -198,6 +210,13 @@ pub trait Ledger {
     /// Append one entry at `Tx::now`; returns its seq.
     fn append(&self, token: &str, kind: &str, key: Option<&str>, data: &Object)
         -> StoreResult<i64>;
+    /// Entries with an id above `after`, in id order, of one token or of all.
+    fn entries_since(
+        &self,
+        after: i64,
+        token: Option<&str>,
+        limit: i64,
+    ) -> StoreResult<Vec<LedgerRow>>;
     /// Every entry of the token, in seq order.
     fn entries(&self, token: &str) -> StoreResult<Vec<LedgerRow>>;
     /// Whether an entry of the token has this idempotency key.
@@ -220,6 +239,8 @@ pub trait Tasks {
     fn update_task(&self, row: &TaskRow) -> StoreResult<()>;
     /// The token's queued, claimed and waiting tasks, by id.
     fn open_tasks(&self, token: &str) -> StoreResult<Vec<TaskRow>>;
+    /// Every task of the token, by id.
+    fn tasks_of(&self, token: &str) -> StoreResult<Vec<TaskRow>>;
     /// Up to `limit` oldest queued tasks of active tokens in these states: each
     /// `(workflow, state)` with `None` for the main workflow.
     fn queued_tasks(

@@ -59,15 +59,16 @@ CREATE INDEX tokens_parent ON tokens (parent);
 CREATE INDEX tokens_moved ON tokens (entered_at DESC, token);
 
 CREATE TABLE ledger (
+    -- Global and increasing: the watch stream's event id (Last-Event-ID resumes).
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
     token TEXT NOT NULL,
     seq INTEGER NOT NULL CHECK (seq >= 1),
     at INTEGER NOT NULL,
     kind TEXT NOT NULL,
     key TEXT CHECK (key IS NULL OR length(key) BETWEEN 1 AND 256),
     data TEXT NOT NULL,
-    PRIMARY KEY (token, seq)
-) WITHOUT ROWID;
--- An idempotency key is used once for a token's life; NULL keys never clash.
+    UNIQUE (token, seq)
+);
 CREATE UNIQUE INDEX ledger_key ON ledger (token, key);
 
 CREATE TABLE tasks (

@@ -10,15 +10,19 @@ use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 
 use rusqlite::Connection;
-use tokio::sync::oneshot;
+use tokio::sync::{broadcast, oneshot};
 
 use super::sqlite::SqliteTx;
-use super::{StoreError, StoreResult};
+use super::{LedgerRow, StoreError, StoreResult};
 use crate::clock::Clock;
 
 /// How many waiting requests one transaction takes at most, so that one commit
 /// never holds answers back for long.
 const MOST_IN_ONE_COMMIT: usize = 512;
+
+/// How many committed ledger rows a slow subscriber may fall behind before it is
+/// told it lagged (it then reads the rest from the ledger by id).
+const PUBLISHED_ROWS: usize = 8192;
 
 /// Called after the commit with its result: it answers the request.
 type Deliver = Box<dyn FnOnce(StoreResult<()>) + Send>;
@@ -61,6 +65,7 @@ where
 pub struct Writer {
     jobs: mpsc::Sender<Job>,
     commits: Arc<AtomicU64>,
+    published: broadcast::Sender<Arc<LedgerRow>>,
 }
 
 impl Writer {
@@ -68,11 +73,27 @@ impl Writer {
     pub fn spawn(conn: Connection, clock: Clock) -> std::io::Result<(Writer, JoinHandle<()>)> {
         let (jobs, queue) = mpsc::channel::<Job>();
         let commits = Arc::new(AtomicU64::new(0));
-        let counted = Arc::clone(&commits);
+        let (published, _) = broadcast::channel(PUBLISHED_ROWS);
+        let path = Path {
+            commits: Arc::clone(&commits),
+            published: published.clone(),
+        };
         let thread = std::thread::Builder::new()
             .name("stateous-writer".into())
-            .spawn(move || run(conn, clock, queue, &counted))?;
-        Ok((Writer { jobs, commits }, thread))
+            .spawn(move || run(conn, clock, queue, &path))?;
+        Ok((
+            Writer {
+                jobs,
+                commits,
+                published,
+            },
+            thread,
+        ))
+    }
+
+    /// Every ledger row from now on, each sent once its transaction committed.
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<LedgerRow>> {
+        self.published.subscribe()
     }
 
     /// How many transactions the writer committed so far.
@@ -113,7 +134,13 @@ impl Writer {
     }
 }
 
-fn run(conn: Connection, clock: Clock, queue: mpsc::Receiver<Job>, commits: &AtomicU64) {
+/// What the writer thread reports to: the commit count and the watchers.
+struct Path {
+    commits: Arc<AtomicU64>,
+    published: broadcast::Sender<Arc<LedgerRow>>,
+}
+
+fn run(conn: Connection, clock: Clock, queue: mpsc::Receiver<Job>, path: &Path) {
     while let Ok(first) = queue.recv() {
         let mut batch = vec![first];
         while batch.len() < MOST_IN_ONE_COMMIT {
@@ -122,12 +149,13 @@ fn run(conn: Connection, clock: Clock, queue: mpsc::Receiver<Job>, commits: &Ato
                 Err(_) => break,
             }
         }
-        commit_batch(&conn, &clock, batch, commits);
+        commit_batch(&conn, &clock, batch, path);
     }
 }
 
-/// Run a batch in one transaction, count the commit, then answer every request.
-fn commit_batch(conn: &Connection, clock: &Clock, batch: Vec<Job>, commits: &AtomicU64) {
+/// Run a batch in one transaction, count the commit, publish its ledger rows, then
+/// answer every request. Rows are published only after the commit.
+fn commit_batch(conn: &Connection, clock: &Clock, batch: Vec<Job>, path: &Path) {
     if let Err(error) = conn.execute_batch("BEGIN IMMEDIATE") {
         let error = StoreError::from(error);
         // The jobs never ran; each answers the failure to begin.
@@ -137,8 +165,9 @@ fn commit_batch(conn: &Connection, clock: &Clock, batch: Vec<Job>, commits: &Ato
         return;
     }
     let mut delivers = Vec::with_capacity(batch.len());
+    let mut rows = Vec::new();
     for job in batch {
-        if let Some(deliver) = one_request(conn, clock, job) {
+        if let Some(deliver) = one_request(conn, clock, job, &mut rows) {
             delivers.push(deliver);
         }
     }
@@ -147,7 +176,11 @@ fn commit_batch(conn: &Connection, clock: &Clock, batch: Vec<Job>, commits: &Ato
         let _ = conn.execute_batch("ROLLBACK");
     }
     if committed.is_ok() {
-        commits.fetch_add(1, Ordering::Relaxed);
+        path.commits.fetch_add(1, Ordering::Relaxed);
+        for row in rows {
+            // No subscriber is not an error: nobody watches.
+            let _ = path.published.send(Arc::new(row));
+        }
     }
     for deliver in delivers {
         deliver(match &committed {
@@ -157,15 +190,23 @@ fn commit_batch(conn: &Connection, clock: &Clock, batch: Vec<Job>, commits: &Ato
     }
 }
 
-/// Run one job in its savepoint; `None` when it panicked (its answer is dropped).
-fn one_request(conn: &Connection, clock: &Clock, job: Job) -> Option<Deliver> {
+/// Run one job in its savepoint, adding the ledger rows it keeps to `rows`; `None`
+/// when it panicked (its answer is dropped).
+fn one_request(
+    conn: &Connection,
+    clock: &Clock,
+    job: Job,
+    rows: &mut Vec<LedgerRow>,
+) -> Option<Deliver> {
     if let Err(error) = conn.execute_batch("SAVEPOINT request") {
         tracing::error!("cannot open a savepoint: {error}");
     }
     let tx = SqliteTx::new(conn, clock.now());
     let ran = catch_unwind(AssertUnwindSafe(|| job.run(&tx)));
     let keep = matches!(ran, Ok((true, _)));
-    if !keep {
+    if keep {
+        rows.extend(tx.take_appended());
+    } else {
         let _ = conn.execute_batch("ROLLBACK TO request");
     }
     let _ = conn.execute_batch("RELEASE request");

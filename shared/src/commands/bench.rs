@@ -60,11 +60,11 @@ const KINDS: [(Kind, &str); 3] = [
     (Kind::Report, "report"),
 ];
 
-/// What one worker measured: each request's kind and latency, and the claims
-/// that found nothing to do.
+/// What one worker measured: each request's kind and latency in microseconds
+/// (small, since a long run keeps millions), and the claims that found nothing.
 #[derive(Debug, Default)]
 struct Measured {
-    samples: Vec<(Kind, Duration)>,
+    samples: Vec<(Kind, u32)>,
     empty_claims: usize,
 }
 
@@ -170,13 +170,13 @@ async fn work(shared: Arc<Shared>, index: usize) -> Result<Measured, CommandErro
             let id = format!("{}-{number}", shared.run);
             let began = Instant::now();
             shared.client.start(&id, &context).await.map_err(failed)?;
-            measured.samples.push((Kind::Start, began.elapsed()));
+            measured.samples.push((Kind::Start, micros(began)));
         }
         claims += 1;
         claim.request = Some(format!("b{index}-{claims}"));
         let began = Instant::now();
         let grant = shared.client.claim(&claim).await.map_err(failed)?;
-        measured.samples.push((Kind::Claim, began.elapsed()));
+        measured.samples.push((Kind::Claim, micros(began)));
         let Some(grant) = grant else {
             measured.empty_claims += 1;
             // Every task is held by another worker: wait a little, not in a spin.
@@ -189,7 +189,7 @@ async fn work(shared: Arc<Shared>, index: usize) -> Result<Measured, CommandErro
             .report(grant.task, &outcome(&grant, &claim.supervisor)?)
             .await
             .map_err(failed)?;
-        measured.samples.push((Kind::Report, began.elapsed()));
+        measured.samples.push((Kind::Report, micros(began)));
         if after.status == "completed" {
             shared.completed.fetch_add(1, Ordering::SeqCst);
         }
@@ -223,6 +223,11 @@ fn outcome(grant: &Grant, supervisor: &str) -> Result<Outcome, CommandError> {
     })
 }
 
+/// Microseconds since `began`, saturating at about 71 minutes.
+fn micros(began: Instant) -> u32 {
+    u32::try_from(began.elapsed().as_micros()).unwrap_or(u32::MAX)
+}
+
 fn failed(error: ClientError) -> CommandError {
     CommandError::Client(error)
 }
@@ -251,10 +256,10 @@ fn print_results(
             all.empty_claims
         ),
     )?;
-    let every: Vec<Duration> = all.samples.iter().map(|(_, took)| *took).collect();
+    let every: Vec<u32> = all.samples.iter().map(|(_, took)| *took).collect();
     line(out, &format!("latency {}", percentiles(every)))?;
     for (kind, name) in KINDS {
-        let some: Vec<Duration> = all
+        let some: Vec<u32> = all
             .samples
             .iter()
             .filter(|(of, _)| *of == kind)
@@ -265,17 +270,18 @@ fn print_results(
     Ok(())
 }
 
-/// `p50 1.20 ms  p90 ...  p99 ...  max ...` of `samples` (nearest-rank).
-fn percentiles(mut samples: Vec<Duration>) -> String {
+/// `p50 1.20 ms  p90 ...  p99 ...  max ...` of `samples`, in microseconds
+/// (nearest-rank).
+fn percentiles(mut samples: Vec<u32>) -> String {
     if samples.is_empty() {
         return "no requests".to_string();
     }
-    samples.sort();
+    samples.sort_unstable();
     let rank = |p: f64| {
         let index = ((p / 100.0) * samples.len() as f64).ceil() as usize;
         samples[index.clamp(1, samples.len()) - 1]
     };
-    let ms = |took: Duration| took.as_secs_f64() * 1000.0;
+    let ms = |took: u32| f64::from(took) / 1000.0;
     format!(
         "p50 {:.2} ms  p90 {:.2} ms  p99 {:.2} ms  max {:.2} ms",
         ms(rank(50.0)),
@@ -291,13 +297,13 @@ mod tests {
 
     #[test]
     fn percentiles_use_the_nearest_rank() {
-        let samples: Vec<Duration> = (1..=100).map(Duration::from_millis).collect();
+        let samples: Vec<u32> = (1..=100).map(|ms| ms * 1000).collect();
         assert_eq!(
             percentiles(samples),
             "p50 50.00 ms  p90 90.00 ms  p99 99.00 ms  max 100.00 ms"
         );
         assert_eq!(
-            percentiles(vec![Duration::from_millis(3)]),
+            percentiles(vec![3000]),
             "p50 3.00 ms  p90 3.00 ms  p99 3.00 ms  max 3.00 ms"
         );
         assert_eq!(percentiles(Vec::new()), "no requests");

@@ -8,16 +8,17 @@ use stateous_shared::wire::Object;
 use super::{corrupt, object, to_text, SqliteTx};
 use crate::store::{Ledger, LedgerRow, StoreResult};
 
-const COLUMNS: &str = "token, seq, at, kind, key, data";
+const COLUMNS: &str = "id, token, seq, at, kind, key, data";
 
 fn read(row: &Row<'_>) -> rusqlite::Result<LedgerRow> {
-    let data: String = row.get(5)?;
+    let data: String = row.get(6)?;
     Ok(LedgerRow {
-        token: row.get(0)?,
-        seq: row.get(1)?,
-        at: row.get(2)?,
-        kind: row.get(3)?,
-        key: row.get(4)?,
+        id: row.get(0)?,
+        token: row.get(1)?,
+        seq: row.get(2)?,
+        at: row.get(3)?,
+        kind: row.get(4)?,
+        key: row.get(5)?,
         data: object(&data).map_err(corrupt)?,
     })
 }
@@ -35,13 +36,37 @@ impl Ledger for SqliteTx<'_> {
         let mut statement = self.conn.prepare_cached(
             "INSERT INTO ledger (token, seq, at, kind, key, data)
              SELECT ?1, coalesce(max(seq), 0) + 1, ?2, ?3, ?4, ?5 FROM ledger WHERE token = ?1
-             RETURNING seq",
+             RETURNING id, seq",
         )?;
-        let seq = statement
+        let (id, seq) = statement
             .query_row(params![token, self.now, kind, key, to_text(data)], |row| {
-                row.get(0)
+                Ok((row.get(0)?, row.get(1)?))
             })?;
+        self.appended.borrow_mut().push(LedgerRow {
+            id,
+            token: token.to_string(),
+            seq,
+            at: self.now,
+            kind: kind.to_string(),
+            key: key.map(str::to_string),
+            data: data.clone(),
+        });
         Ok(seq)
+    }
+
+    fn entries_since(
+        &self,
+        after: i64,
+        token: Option<&str>,
+        limit: i64,
+    ) -> StoreResult<Vec<LedgerRow>> {
+        let sql = format!(
+            "SELECT {COLUMNS} FROM ledger WHERE id > ?1 AND (?2 IS NULL OR token = ?2)
+             ORDER BY id LIMIT ?3"
+        );
+        let mut statement = self.conn.prepare_cached(&sql)?;
+        let rows = statement.query_map(params![after, token, limit], read)?;
+        Ok(rows.collect::<Result<_, _>>()?)
     }
 
     fn entries(&self, token: &str) -> StoreResult<Vec<LedgerRow>> {

@@ -10,6 +10,7 @@ mod tasks;
 mod timers;
 mod tokens;
 
+use std::cell::RefCell;
 use std::path::Path;
 use std::time::Duration;
 
@@ -19,18 +20,29 @@ use stateous_shared::wire::Object;
 
 pub use feed::FeedRow;
 
-use super::{StoreError, StoreResult, Tx};
+use super::{LedgerRow, StoreError, StoreResult, Tx};
 
 /// A transaction (or a savepoint inside one) on a SQLite connection, at `now`.
 pub struct SqliteTx<'c> {
     conn: &'c Connection,
     now: i64,
+    /// The ledger rows this transaction appended, to publish after the commit.
+    appended: RefCell<Vec<LedgerRow>>,
 }
 
 impl<'c> SqliteTx<'c> {
     /// Work on `conn`, whose transaction the caller opened, at `now` (microseconds).
     pub fn new(conn: &'c Connection, now: i64) -> SqliteTx<'c> {
-        SqliteTx { conn, now }
+        SqliteTx {
+            conn,
+            now,
+            appended: RefCell::new(Vec::new()),
+        }
+    }
+
+    /// The ledger rows appended so far, taken out.
+    pub fn take_appended(&self) -> Vec<LedgerRow> {
+        std::mem::take(&mut *self.appended.borrow_mut())
     }
 }
 
@@ -50,20 +62,31 @@ pub fn open(path: &Path, busy_timeout: Duration, read_only: bool) -> StoreResult
             | OpenFlags::SQLITE_OPEN_CREATE
             | OpenFlags::SQLITE_OPEN_NO_MUTEX
     };
-    let conn = Connection::open_with_flags(path, flags)?;
-    conn.busy_timeout(busy_timeout)?;
+    // At open, a failure is said as it is ("unable to open database file"), not
+    // as a busy database: serve refuses to start with that sentence.
+    let shown = format!(": {}", path.display());
+    let said = |e: rusqlite::Error| {
+        // SQLite names the file at the end; the caller names it already.
+        let text = e.to_string();
+        StoreError::Database(text.strip_suffix(&shown).unwrap_or(&text).to_string())
+    };
+    let conn = Connection::open_with_flags(path, flags).map_err(said)?;
+    conn.busy_timeout(busy_timeout).map_err(said)?;
     if !read_only {
-        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(said)?;
     }
-    conn.pragma_update(None, "synchronous", "FULL")?;
-    conn.pragma_update(None, "foreign_keys", "OFF")?;
+    conn.pragma_update(None, "synchronous", "FULL")
+        .map_err(said)?;
+    conn.pragma_update(None, "foreign_keys", "OFF")
+        .map_err(said)?;
     conn.set_prepared_statement_cache_capacity(64);
     Ok(conn)
 }
 
 /// An object as stored JSON text.
 pub(crate) fn to_text(value: &Object) -> String {
-    Value::Object(value.clone()).to_string()
+    serde_json::to_string(value).unwrap_or_else(|_| "{}".to_string())
 }
 
 /// Stored JSON text as an object.

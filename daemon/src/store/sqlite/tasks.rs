@@ -67,40 +67,39 @@ impl Tasks for SqliteTx<'_> {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
+    fn tasks_of(&self, token: &str) -> StoreResult<Vec<TaskRow>> {
+        let sql = format!("SELECT {COLUMNS} FROM tasks WHERE token = ?1 ORDER BY id");
+        let mut statement = self.conn.prepare_cached(&sql)?;
+        let rows = statement.query_map([token], read)?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
     fn queued_tasks(
         &self,
         states: &[(Option<String>, String)],
         limit: i64,
     ) -> StoreResult<Vec<i64>> {
-        // A state of the main workflow is served as `/<state>` (tokens without a
-        // workflow), a child's as `<workflow>/<state>`. The bare names let the
-        // `tasks_queue` index narrow the scan first.
-        let bare: Vec<Value> = states
-            .iter()
-            .map(|(_, s)| Value::from(s.as_str()))
-            .collect();
-        let named: Vec<Value> = states
-            .iter()
-            .map(|(w, s)| Value::from(format!("{}/{s}", w.as_deref().unwrap_or(""))))
-            .collect();
+        // One query per state, each walking `tasks_queue` in id order and stopping
+        // at `limit`, then merged: one query over all states would sort every
+        // queued task of those states on each claim.
         let mut statement = self.conn.prepare_cached(
             "SELECT t.id FROM tasks t JOIN tokens k ON k.token = t.token
-             WHERE t.status = 'queued'
-               AND t.state IN (SELECT value FROM json_each(?1))
-               AND (coalesce(k.workflow, '') || '/' || t.state)
-                   IN (SELECT value FROM json_each(?2))
-               AND k.status = 'active'
+             WHERE t.status = 'queued' AND t.state = ?1
+               AND coalesce(k.workflow, '') = ?2 AND k.status = 'active'
              ORDER BY t.id LIMIT ?3",
         )?;
-        let rows = statement.query_map(
-            params![
-                Value::from(bare).to_string(),
-                Value::from(named).to_string(),
-                limit
-            ],
-            |row| row.get(0),
-        )?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        let mut found = Vec::new();
+        for (workflow, state) in states {
+            let workflow = workflow.as_deref().unwrap_or("");
+            let rows = statement.query_map(params![state, workflow, limit], |row| row.get(0))?;
+            for id in rows {
+                found.push(id?);
+            }
+        }
+        found.sort_unstable();
+        found.dedup();
+        found.truncate(usize::try_from(limit).unwrap_or(0));
+        Ok(found)
     }
 
     fn renew_leases(&self, supervisor: &str, ids_: &[i64], until: i64) -> StoreResult<Vec<i64>> {
