@@ -58,6 +58,18 @@ pub enum StreamState {
     Unsupported,
 }
 
+/// What the stream's entries made out of date, to read on the next tick.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stale {
+    /// The tokens table: some token moved.
+    pub table: bool,
+    /// The selected token's detail and children: it moved.
+    pub token: bool,
+    /// The selected token's history: an entry came that does not follow the last
+    /// one shown (or none is shown yet), so the history is read whole.
+    pub history: bool,
+}
+
 /// What the status line shows.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Status {
@@ -198,8 +210,8 @@ pub struct Model {
     pub quit: bool,
     /// The live stream's state.
     pub stream: StreamState,
-    /// True when entries came since the last read of the screen's data.
-    pub dirty: bool,
+    /// What entries from the stream made out of date since it was last read.
+    pub stale: Stale,
     /// Ticks since the screen's data was last read.
     pub quiet_ticks: u32,
 }
@@ -230,7 +242,7 @@ impl Model {
             in_flight: BTreeSet::new(),
             quit: false,
             stream: StreamState::Off,
-            dirty: false,
+            stale: Stale::default(),
             quiet_ticks: 0,
         }
     }

@@ -8,7 +8,9 @@ use stateous_shared::wire::TokenView;
 
 use crate::keys;
 use crate::message::{Acted, Command, Msg};
-use crate::model::{Connection, Fetch, Model, Problem, StreamState, Supervisors, MOST_TOKENS};
+use crate::model::{
+    Connection, Fetch, Model, Problem, Stale, StreamState, Supervisors, MOST_TOKENS,
+};
 
 /// With a live stream and nothing new, the screen's data is read this often
 /// anyway (in ticks).
@@ -25,8 +27,8 @@ pub fn update(model: &mut Model, msg: Msg) -> Vec<Command> {
         }
         Msg::Stream(state) => {
             model.stream = state;
-            // What happened while the stream was away is read now.
-            model.dirty = true;
+            // What happened while the stream was away is read whole, at once.
+            model.quiet_ticks = QUIET_TICKS;
         }
         Msg::Entry(entry) => stream_entry(model, entry),
         Msg::Tokens(status, answer) => tokens(model, status, answer),
@@ -79,37 +81,73 @@ pub fn update(model: &mut Model, msg: Msg) -> Vec<Command> {
     Vec::new()
 }
 
-/// While the stream is live, the table and the detail are read again only when
-/// entries came (or every [`QUIET_TICKS`], for what the ledger does not record);
-/// the supervisors pane is read every tick, since heartbeats are not entries.
+/// While the stream is live, a tick reads only what its entries made out of date
+/// (the table, the selected token, its history when an entry is missing), and
+/// everything every [`QUIET_TICKS`], for what the ledger does not record. The
+/// supervisors pane is read every tick, since heartbeats are not entries.
 /// Without the stream, everything is read every tick.
 fn tick(model: &mut Model) -> Vec<Command> {
     model.quiet_ticks += 1;
-    let due = model.dirty || model.quiet_ticks >= QUIET_TICKS;
-    if model.stream == StreamState::Live && !due {
-        let mut commands = Vec::new();
-        if model.supervisors != Supervisors::Unsupported
-            && model.in_flight.insert(Fetch::Supervisors)
-        {
-            commands.push(Command::Supervisors);
-        }
-        return commands;
+    if model.stream != StreamState::Live || model.quiet_ticks >= QUIET_TICKS {
+        model.quiet_ticks = 0;
+        model.stale = Stale::default();
+        return refresh(model);
     }
-    model.dirty = false;
-    model.quiet_ticks = 0;
-    refresh(model)
+    let stale = std::mem::take(&mut model.stale);
+    let mut commands = Vec::new();
+    let mut want = |model: &mut Model, fetch: Fetch, command: Command| {
+        if model.in_flight.insert(fetch) {
+            commands.push(command);
+        }
+    };
+    if model.supervisors != Supervisors::Unsupported {
+        want(model, Fetch::Supervisors, Command::Supervisors);
+    }
+    if stale.table {
+        let query = tokens_query(model);
+        want(model, Fetch::Tokens, Command::Tokens(query));
+    }
+    if let Some(id) = model.selected() {
+        if stale.token {
+            let detail = model.detail_route != Some(false);
+            let read = Command::Token {
+                id: id.clone(),
+                detail,
+            };
+            want(model, Fetch::Token(id.clone()), read);
+            want(
+                model,
+                Fetch::Children(id.clone()),
+                Command::Children(id.clone()),
+            );
+        }
+        if stale.history {
+            want(model, Fetch::History(id.clone()), Command::History(id));
+        }
+    }
+    commands
 }
 
 /// A ledger entry from the stream: the selected token's history grows by it at
-/// once (each `seq` once); the table is read again on the next tick.
+/// once when it follows the last entry shown; what it makes out of date is read
+/// on the next tick.
 fn stream_entry(model: &mut Model, entry: WatchEntry) {
-    model.dirty = true;
+    model.stale.table = true;
+    let selected = model.selected();
+    if selected.as_deref() == Some(entry.token.as_str()) {
+        model.stale.token = true;
+    }
     if model.history_of.as_deref() != Some(entry.token.as_str()) {
+        if selected.as_deref() == Some(entry.token.as_str()) {
+            model.stale.history = true;
+        }
         return;
     }
     let last = model.history.last().map_or(0, |e| e.seq);
-    if entry.entry.seq > last {
+    if entry.entry.seq == last + 1 {
         model.history.push(entry.entry);
+    } else if entry.entry.seq > last + 1 {
+        model.stale.history = true;
     }
 }
 

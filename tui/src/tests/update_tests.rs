@@ -406,15 +406,26 @@ fn stream_entries_grow_the_selected_history_once_each() {
     update(&mut model, Msg::Entry(entry("ORD-2", 11, "resumed")));
     let seqs: Vec<i64> = model.history.iter().map(|e| e.seq).collect();
     assert_eq!(seqs, vec![1, 3, 5, 7, 9, 10]);
-    assert!(model.dirty);
+    assert!(model.stale.table && model.stale.token);
+    assert!(!model.stale.history, "nothing is missing");
+    update(&mut model, Msg::Entry(entry("ORD-1", 12, "resumed")));
+    assert_eq!(
+        model.history.len(),
+        6,
+        "11 is missing: the history is read again"
+    );
+    assert!(model.stale.history);
 }
 
 #[test]
-fn with_a_live_stream_the_screen_is_read_only_when_entries_came() {
-    let mut model = model();
+fn with_a_live_stream_a_tick_reads_only_what_entries_made_stale() {
+    let mut model = full_model();
     update(&mut model, Msg::Stream(crate::model::StreamState::Live));
     let first = update(&mut model, Msg::Tick(now()));
-    assert!(first.iter().any(|c| matches!(c, Command::Tokens(_))));
+    assert!(
+        first.iter().any(|c| matches!(c, Command::Tokens(_))),
+        "all at once"
+    );
     model.in_flight.clear();
     let quiet = update(&mut model, Msg::Tick(now()));
     assert_eq!(
@@ -424,16 +435,30 @@ fn with_a_live_stream_the_screen_is_read_only_when_entries_came() {
     );
     model.in_flight.clear();
     update(&mut model, Msg::Entry(entry("ORD-3", 1, "started")));
-    let busy = update(&mut model, Msg::Tick(now()));
-    assert!(busy.iter().any(|c| matches!(c, Command::Tokens(_))));
+    let other = update(&mut model, Msg::Tick(now()));
+    assert_eq!(other.len(), 2, "the supervisors and the table: {other:?}");
     model.in_flight.clear();
-    for _ in 1..crate::update::QUIET_TICKS {
+    update(&mut model, Msg::Entry(entry("ORD-1", 10, "paused")));
+    let ours = update(&mut model, Msg::Tick(now()));
+    assert!(ours.contains(&Command::Token {
+        id: "ORD-1".into(),
+        detail: true
+    }));
+    assert!(
+        !ours.contains(&Command::History("ORD-1".into())),
+        "the stream gave it"
+    );
+    model.in_flight.clear();
+    for _ in 4..crate::update::QUIET_TICKS {
         let commands = update(&mut model, Msg::Tick(now()));
-        assert!(!commands.iter().any(|c| matches!(c, Command::Tokens(_))));
+        assert_eq!(commands, vec![Command::Supervisors]);
         model.in_flight.clear();
     }
     let anyway = update(&mut model, Msg::Tick(now()));
-    assert!(anyway.iter().any(|c| matches!(c, Command::Tokens(_))));
+    assert!(
+        anyway.contains(&Command::History("ORD-1".into())),
+        "everything, now and then"
+    );
     model.in_flight.clear();
     update(&mut model, Msg::Stream(crate::model::StreamState::Off));
     for _ in 0..2 {
