@@ -8,6 +8,7 @@
 //! `rejected`, payload `{count}`), each of which ends on `recorded`.
 
 mod harness;
+mod supervising;
 
 use harness::{run, Daemon, Setup};
 use serde_json::{json, Value};
@@ -399,4 +400,41 @@ fn token_show_lists_the_children_under_the_parent() {
         ],
         "{finished}"
     );
+}
+
+#[test]
+fn a_supervisor_runs_the_routines_of_child_states_from_w_dot_s_files() {
+    let daemon = serve();
+    let review = r#"echo "$STATEOUS_STATE $(stateous ctx get branch --raw)" >> seen.txt
+stateous ctx emit lgtm"#;
+    let routines = [
+        ("coding.sh", "stateous ctx emit done"),
+        ("security.triage.sh", review),
+        ("design.triage.sh", review),
+        ("security.approved.sh", "stateous ctx emit recorded"),
+        ("design.approved.sh", "stateous ctx emit recorded"),
+        ("merging.sh", "stateous ctx emit merged"),
+    ];
+    let folder = supervising::folder_for(&daemon, &routines);
+    let contract = std::fs::read_to_string(folder.join("contract.json")).expect("a contract");
+    let contract: Value = serde_json::from_str(&contract).expect("JSON");
+    assert_eq!(
+        contract["states"]["security/triage"]["emits"],
+        json!(["lgtm", "deny"])
+    );
+    assert!(contract["states"].get("reviews").is_none(), "{contract}");
+    let sup = supervising::Supervise::start(&folder);
+    start(&daemon, "E-1");
+    supervising::wait_for_status(&daemon, "E-1", "completed");
+    sup.wait_for_line("of E-1.reviews.1.security: reported lgtm");
+    let mut seen: Vec<String> = std::fs::read_to_string(folder.join("seen.txt"))
+        .expect("the routines ran")
+        .lines()
+        .map(str::to_string)
+        .collect();
+    seen.sort();
+    assert_eq!(seen, ["design/triage main", "security/triage main"]);
+    for child in ["E-1.reviews.1.security", "E-1.reviews.1.design"] {
+        assert_eq!(where_is(&daemon, child), at("approved", "completed"));
+    }
 }
