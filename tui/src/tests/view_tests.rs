@@ -175,3 +175,18 @@ fn a_small_terminal_draws_without_panicking() {
         }
     }
 }
+
+#[test]
+fn a_token_with_nothing_running_says_so() {
+    let mut model = full_model();
+    if let Some(detail) = model.detail.as_mut() {
+        detail.tasks.clear();
+        detail.timers.clear();
+        detail.held.clear();
+    }
+    let text = screen(&model);
+    assert!(
+        text.contains("tasks     none running; no timers; nothing held"),
+        "{text}"
+    );
+}
