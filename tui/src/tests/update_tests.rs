@@ -467,3 +467,38 @@ fn with_a_live_stream_a_tick_reads_only_what_entries_made_stale() {
         model.in_flight.clear();
     }
 }
+
+#[test]
+fn the_filter_line_takes_a_status_word_and_text() {
+    let mut model = model();
+    press(&mut model, KeyCode::Char('/'));
+    typed(&mut model, "status:paused ord");
+    press(&mut model, KeyCode::Enter);
+    assert_eq!(model.status_filter, Some("paused"));
+    assert_eq!(model.text_filter, "ord");
+    press(&mut model, KeyCode::Char('/'));
+    let Mode::Filter(edit) = &model.mode else {
+        panic!("the filter line: {:?}", model.mode);
+    };
+    assert_eq!(edit.text(), "status:paused ord");
+    press(&mut model, KeyCode::Esc);
+    press(&mut model, KeyCode::Char('/'));
+    typed(&mut model, "status:asleep x");
+    press(&mut model, KeyCode::Enter);
+    assert!(status_line(&model).starts_with("'asleep' is not a status"));
+    assert_eq!(
+        (model.status_filter, model.text_filter.as_str()),
+        (Some("paused"), "x")
+    );
+    press(&mut model, KeyCode::Char('/'));
+    press(&mut model, KeyCode::Home);
+    for _ in 0..30 {
+        press(&mut model, KeyCode::Delete);
+    }
+    typed(&mut model, "status:all");
+    press(&mut model, KeyCode::Enter);
+    assert_eq!(
+        (model.status_filter, model.text_filter.as_str()),
+        (None, "")
+    );
+}
