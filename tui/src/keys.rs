@@ -111,6 +111,8 @@ fn next_status(model: &mut Model) -> Vec<Command> {
 /// The table starts over at its top, with a fresh read.
 fn reset_table(model: &mut Model) -> Vec<Command> {
     model.tokens.clear();
+    model.exact = None;
+    model.in_flight.remove(&crate::model::Fetch::Exact);
     // A read under the old filters may be out; this one goes out at once too.
     model.in_flight.remove(&crate::model::Fetch::Tokens);
     model.cursor = 0;

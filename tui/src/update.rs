@@ -58,6 +58,14 @@ pub fn update(model: &mut Model, msg: Msg) -> Vec<Command> {
                 }
             }
         }
+        Msg::Exact(id, answer) => {
+            model.in_flight.remove(&Fetch::Exact);
+            if let Some(token) = answered(model, answer) {
+                if id == model.text_filter {
+                    model.exact = token;
+                }
+            }
+        }
         Msg::Workflow(answer) => {
             model.in_flight.remove(&Fetch::Workflow);
             if let Some(document) = answered(model, answer) {
@@ -163,6 +171,11 @@ pub fn refresh(model: &mut Model) -> Vec<Command> {
     };
     let query = tokens_query(model);
     want(model, Fetch::Tokens, Command::Tokens(query));
+    // A filter that could be a token id is also read as one.
+    let text = model.text_filter.clone();
+    if !text.is_empty() && !text.contains(char::is_whitespace) {
+        want(model, Fetch::Exact, Command::Exact(text));
+    }
     if model.graph.is_none() {
         want(model, Fetch::Workflow, Command::Workflow);
     }

@@ -502,3 +502,32 @@ fn the_filter_line_takes_a_status_word_and_text() {
         (None, "")
     );
 }
+
+#[test]
+fn a_text_filter_that_is_an_id_finds_a_token_older_than_the_page() {
+    let mut model = model();
+    press(&mut model, KeyCode::Char('/'));
+    typed(&mut model, "OLD-7");
+    let commands = press(&mut model, KeyCode::Enter);
+    assert!(
+        commands.contains(&Command::Exact("OLD-7".into())),
+        "{commands:?}"
+    );
+    update(
+        &mut model,
+        Msg::Tokens(None, Ok(vec![token("ORD-1", "draft", "active", 1)])),
+    );
+    assert!(model.shown().is_empty());
+    let old = token("OLD-7", "draft", "paused", 90_000);
+    update(&mut model, Msg::Exact("OLD-7".into(), Ok(Some(old))));
+    assert_eq!(model.selected().as_deref(), Some("OLD-7"));
+    update(&mut model, Msg::Exact("OLD-7".into(), Ok(None)));
+    assert!(model.shown().is_empty(), "gone");
+    press(&mut model, KeyCode::Char('/'));
+    typed(&mut model, " two");
+    let commands = press(&mut model, KeyCode::Enter);
+    assert!(
+        !commands.iter().any(|c| matches!(c, Command::Exact(_))),
+        "not an id"
+    );
+}
