@@ -519,8 +519,12 @@ fn a_text_filter_that_is_an_id_finds_a_token_older_than_the_page() {
     );
     assert!(model.shown().is_empty());
     let old = token("OLD-7", "draft", "paused", 90_000);
-    update(&mut model, Msg::Exact("OLD-7".into(), Ok(Some(old))));
+    let read = update(&mut model, Msg::Exact("OLD-7".into(), Ok(Some(old))));
     assert_eq!(model.selected().as_deref(), Some("OLD-7"));
+    assert!(
+        read.contains(&Command::History("OLD-7".into())),
+        "read at once: {read:?}"
+    );
     update(&mut model, Msg::Exact("OLD-7".into(), Ok(None)));
     assert!(model.shown().is_empty(), "gone");
     press(&mut model, KeyCode::Char('/'));
