@@ -190,3 +190,13 @@ fn a_token_with_nothing_running_says_so() {
         "{text}"
     );
 }
+
+#[test]
+fn a_parent_with_children_on_a_live_stream() {
+    let mut model = full_model();
+    model.stream = crate::model::StreamState::Live;
+    let mut child = token("ORD-1.review", "check", "active", 30);
+    child.parent = Some("ORD-1".into());
+    model.children = vec![child];
+    snapshot("children_live", &model);
+}
