@@ -211,3 +211,48 @@ async fn a_watcher_of_all_tokens_is_told_of_supervisor_changes() {
     assert_eq!(list["supervisors"][0]["name"], "box-9");
     assert_eq!(list["supervisors"][0]["outbox"], 2);
 }
+
+#[test]
+fn token_show_follow_prints_each_line_once_through_a_restart_until_the_token_ends() {
+    let mut daemon = Daemon::orders();
+    start(&daemon, "F-1");
+    let url = format!("unix://{}", daemon.socket.display());
+    let out = daemon.dir.path().join("follow.out");
+    let mut follow = std::process::Command::new(harness::binary())
+        .args(["token", "show", "F-1", "--follow", "--url", &url])
+        .stdout(std::fs::File::create(&out).expect("an output file"))
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("follow starts");
+    let printed = |line: &str| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let text = std::fs::read_to_string(&out).unwrap_or_default();
+            if text.contains(line) {
+                return text;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no '{line}' in:\n{text}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    };
+    printed("#4  task 1 queued for draft");
+    daemon
+        .post_empty("/tokens/F-1/events/submitted")
+        .expect(200);
+    printed("#7  entered review");
+    daemon.crash_and_restart();
+    let verdict = json!({"payload": {"approved": true}});
+    daemon
+        .post("/tokens/F-1/events/reviewed", &verdict)
+        .expect(200);
+    let text = printed("#11  completed");
+    let status = follow.wait().expect("follow ends");
+    assert!(status.success(), "{status}: {text}");
+    for seq in 1..=11 {
+        let mark = format!("  #{seq}  ");
+        assert_eq!(text.matches(&mark).count(), 1, "#{seq} once:\n{text}");
+    }
+}

@@ -58,6 +58,14 @@ pub async fn perform(client: &Client, command: Command) -> Msg {
             };
             Msg::Children(id, client.tokens(&query).await.map_err(problem))
         }
+        Command::Exact(id) => {
+            let answer = match client.token(&id).await {
+                Ok(token) => Ok(Some(token)),
+                Err(error) if error.code() == Some(Code::TokenNotFound) => Ok(None),
+                Err(error) => Err(problem(error)),
+            };
+            Msg::Exact(id, answer)
+        }
         Command::Workflow => Msg::Workflow(
             client
                 .workflow()

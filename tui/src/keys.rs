@@ -38,7 +38,11 @@ fn normal(model: &mut Model, key: KeyEvent) -> Vec<Command> {
         KeyCode::PageUp => return move_by(model, -page),
         KeyCode::Home | KeyCode::Char('g') => return move_by(model, isize::MIN / 2),
         KeyCode::End | KeyCode::Char('G') => return move_by(model, isize::MAX / 2),
-        KeyCode::Char('/') => model.mode = Mode::Filter(LineEdit::new(&model.text_filter)),
+        KeyCode::Char('/') => {
+            let status = model.status_filter.map(|s| format!("status:{s} "));
+            let typed = format!("{}{}", status.unwrap_or_default(), model.text_filter);
+            model.mode = Mode::Filter(LineEdit::new(&typed));
+        }
         KeyCode::Char('t') => return next_status(model),
         KeyCode::Char('p') => return steer(model, Steer::Pause),
         KeyCode::Char('r') => return steer(model, Steer::Resume),
@@ -107,6 +111,8 @@ fn next_status(model: &mut Model) -> Vec<Command> {
 /// The table starts over at its top, with a fresh read.
 fn reset_table(model: &mut Model) -> Vec<Command> {
     model.tokens.clear();
+    model.exact = None;
+    model.in_flight.remove(&crate::model::Fetch::Exact);
     // A read under the old filters may be out; this one goes out at once too.
     model.in_flight.remove(&crate::model::Fetch::Tokens);
     model.cursor = 0;
@@ -121,7 +127,7 @@ fn reset_table(model: &mut Model) -> Vec<Command> {
 fn filter(model: &mut Model, mut edit: LineEdit, key: KeyEvent) -> Vec<Command> {
     match key.code {
         KeyCode::Enter => {
-            model.text_filter = edit.text().trim().to_string();
+            apply_filter(model, edit.text());
             reset_table(model)
         }
         KeyCode::Esc => {
@@ -134,6 +140,27 @@ fn filter(model: &mut Model, mut edit: LineEdit, key: KeyEvent) -> Vec<Command> 
             Vec::new()
         }
     }
+}
+
+/// A typed filter: a word `status:NAME` picks the status (`status:all` any),
+/// the other words are the text to look for. An unknown status says so and
+/// leaves the status filter as it was.
+fn apply_filter(model: &mut Model, typed: &str) {
+    let mut words = Vec::new();
+    for word in typed.split_whitespace() {
+        match word.strip_prefix("status:") {
+            Some("all") => model.status_filter = None,
+            Some(name) => match STATUSES.iter().find(|s| **s == name) {
+                Some(status) => model.status_filter = Some(status),
+                None => model.say(
+                    format!("'{name}' is not a status: {}", STATUSES.join(", ")),
+                    true,
+                ),
+            },
+            None => words.push(word),
+        }
+    }
+    model.text_filter = words.join(" ");
 }
 
 fn confirm(model: &mut Model, token: String, key: KeyEvent) -> Vec<Command> {

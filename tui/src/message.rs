@@ -28,6 +28,8 @@ pub enum Msg {
     History(String, Result<Vec<HistoryEntry>, Problem>),
     /// `GET /tokens?parent={id}` answered.
     Children(String, Result<Vec<TokenView>, Problem>),
+    /// `GET /tokens/{id}` for the text filter answered; `None`: no such token.
+    Exact(String, Result<Option<TokenView>, Problem>),
     /// `GET /workflow` answered: the graph document.
     Workflow(Result<Value, Problem>),
     /// `GET /supervisors` answered; `Ok(None)` when the daemon has no such route.
@@ -65,6 +67,8 @@ pub enum Command {
     History(String),
     /// `GET /tokens?parent={id}`.
     Children(String),
+    /// `GET /tokens/{id}` for the token whose id is the text filter.
+    Exact(String),
     /// `GET /workflow`.
     Workflow,
     /// `GET /supervisors`.

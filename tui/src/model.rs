@@ -95,6 +95,8 @@ pub enum Fetch {
     Workflow,
     /// `GET /supervisors`.
     Supervisors,
+    /// `GET /tokens/{text filter}`: the token whose id is the text filter.
+    Exact,
 }
 
 /// What the supervisors pane knows.
@@ -183,6 +185,9 @@ pub struct Model {
     pub status_filter: Option<&'static str>,
     /// Only tokens whose id, state or context contains this (case-insensitive).
     pub text_filter: String,
+    /// The token whose id is the text filter, read by itself: it shows even when
+    /// it is older than the 1000 tokens a page holds.
+    pub exact: Option<TokenView>,
     /// The selected row among the shown tokens.
     pub cursor: usize,
     /// The first row the table shows.
@@ -229,6 +234,7 @@ impl Model {
             tokens: Vec::new(),
             status_filter: None,
             text_filter: String::new(),
+            exact: None,
             cursor: 0,
             scroll: 0,
             detail: None,
@@ -251,8 +257,13 @@ impl Model {
     /// context contains the text filter.
     pub fn shown(&self) -> Vec<&TokenView> {
         let needle = self.text_filter.to_lowercase();
+        let paged = self
+            .exact
+            .as_ref()
+            .filter(|exact| !self.tokens.iter().any(|t| t.token == exact.token));
         self.tokens
             .iter()
+            .chain(paged)
             .filter(|t| self.status_filter.is_none_or(|s| t.status == s))
             .filter(|t| needle.is_empty() || matches_text(t, &needle))
             .collect()

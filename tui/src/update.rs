@@ -31,7 +31,7 @@ pub fn update(model: &mut Model, msg: Msg) -> Vec<Command> {
             model.quiet_ticks = QUIET_TICKS;
         }
         Msg::Entry(entry) => stream_entry(model, entry),
-        Msg::Tokens(status, answer) => tokens(model, status, answer),
+        Msg::Tokens(status, answer) => return tokens(model, status, answer),
         Msg::Token(id, answer) => {
             model.in_flight.remove(&Fetch::Token(id.clone()));
             if let Some((detail, route)) = answered(model, answer) {
@@ -57,6 +57,16 @@ pub fn update(model: &mut Model, msg: Msg) -> Vec<Command> {
                     model.children = children;
                 }
             }
+        }
+        Msg::Exact(id, answer) => {
+            model.in_flight.remove(&Fetch::Exact);
+            let before = model.selected();
+            if let Some(token) = answered(model, answer) {
+                if id == model.text_filter {
+                    model.exact = token;
+                }
+            }
+            return read_new_selection(model, before);
         }
         Msg::Workflow(answer) => {
             model.in_flight.remove(&Fetch::Workflow);
@@ -163,6 +173,11 @@ pub fn refresh(model: &mut Model) -> Vec<Command> {
     };
     let query = tokens_query(model);
     want(model, Fetch::Tokens, Command::Tokens(query));
+    // A filter that could be a token id is also read as one.
+    let text = model.text_filter.clone();
+    if !text.is_empty() && !text.contains(char::is_whitespace) {
+        want(model, Fetch::Exact, Command::Exact(text));
+    }
     if model.graph.is_none() {
         want(model, Fetch::Workflow, Command::Workflow);
     }
@@ -206,22 +221,42 @@ fn tokens_query(model: &Model) -> TokenQuery {
 
 /// A page of tokens; one read under another status filter than the current one
 /// is dropped (the filter changed while it was out).
-fn tokens(model: &mut Model, status: Option<String>, answer: Result<Vec<TokenView>, Problem>) {
+fn tokens(
+    model: &mut Model,
+    status: Option<String>,
+    answer: Result<Vec<TokenView>, Problem>,
+) -> Vec<Command> {
     if status.as_deref() != model.status_filter {
-        return;
+        return Vec::new();
     }
     model.in_flight.remove(&Fetch::Tokens);
     let before = model.selected();
     let Some(tokens) = answered(model, answer) else {
-        return;
+        return Vec::new();
     };
     model.tokens = tokens;
     // The selection follows its token when others move past it.
     let shown = model.shown();
-    let at = before.and_then(|id| shown.iter().position(|t| t.token == id));
+    let at = before
+        .as_ref()
+        .and_then(|id| shown.iter().position(|t| &t.token == id));
     let count = shown.len();
     model.cursor = at.unwrap_or(model.cursor).min(count.saturating_sub(1));
     keys::follow_cursor(model);
+    read_new_selection(model, before)
+}
+
+/// When an answer changed which token is selected (the first page came, the
+/// selected one left the filter), the new one is read at once.
+fn read_new_selection(model: &mut Model, before: Option<String>) -> Vec<Command> {
+    if model.selected() == before {
+        return Vec::new();
+    }
+    model.detail = None;
+    model.history.clear();
+    model.history_of = None;
+    model.children.clear();
+    refresh(model)
 }
 
 /// The value of a read's answer; a failure goes to the connection state and the

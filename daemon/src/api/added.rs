@@ -193,14 +193,15 @@ impl Api {
     }
 
     async fn metrics(&self) -> Result<super::Answer, Refusal> {
-        let counts = self
+        let (counts, entries) = self
             .control
             .read(|tx| {
-                Ok([
+                let counts = [
                     ("stateous_tokens", tx.status_counts("tokens")?),
                     ("stateous_tasks", tx.status_counts("tasks")?),
                     ("stateous_timers", tx.status_counts("timers")?),
-                ])
+                ];
+                Ok((counts, tx.feed_last()?))
             })
             .await?;
         let mut text = String::new();
@@ -210,6 +211,8 @@ impl Api {
                 text.push_str(&format!("{name}{{status=\"{status}\"}} {count}\n"));
             }
         }
+        text.push_str("# TYPE stateous_ledger_entries_total counter\n");
+        text.push_str(&format!("stateous_ledger_entries_total {entries}\n"));
         text.push_str("# TYPE stateous_commits_total counter\n");
         text.push_str(&format!(
             "stateous_commits_total {}\n",

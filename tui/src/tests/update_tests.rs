@@ -467,3 +467,71 @@ fn with_a_live_stream_a_tick_reads_only_what_entries_made_stale() {
         model.in_flight.clear();
     }
 }
+
+#[test]
+fn the_filter_line_takes_a_status_word_and_text() {
+    let mut model = model();
+    press(&mut model, KeyCode::Char('/'));
+    typed(&mut model, "status:paused ord");
+    press(&mut model, KeyCode::Enter);
+    assert_eq!(model.status_filter, Some("paused"));
+    assert_eq!(model.text_filter, "ord");
+    press(&mut model, KeyCode::Char('/'));
+    let Mode::Filter(edit) = &model.mode else {
+        panic!("the filter line: {:?}", model.mode);
+    };
+    assert_eq!(edit.text(), "status:paused ord");
+    press(&mut model, KeyCode::Esc);
+    press(&mut model, KeyCode::Char('/'));
+    typed(&mut model, "status:asleep x");
+    press(&mut model, KeyCode::Enter);
+    assert!(status_line(&model).starts_with("'asleep' is not a status"));
+    assert_eq!(
+        (model.status_filter, model.text_filter.as_str()),
+        (Some("paused"), "x")
+    );
+    press(&mut model, KeyCode::Char('/'));
+    press(&mut model, KeyCode::Home);
+    for _ in 0..30 {
+        press(&mut model, KeyCode::Delete);
+    }
+    typed(&mut model, "status:all");
+    press(&mut model, KeyCode::Enter);
+    assert_eq!(
+        (model.status_filter, model.text_filter.as_str()),
+        (None, "")
+    );
+}
+
+#[test]
+fn a_text_filter_that_is_an_id_finds_a_token_older_than_the_page() {
+    let mut model = model();
+    press(&mut model, KeyCode::Char('/'));
+    typed(&mut model, "OLD-7");
+    let commands = press(&mut model, KeyCode::Enter);
+    assert!(
+        commands.contains(&Command::Exact("OLD-7".into())),
+        "{commands:?}"
+    );
+    update(
+        &mut model,
+        Msg::Tokens(None, Ok(vec![token("ORD-1", "draft", "active", 1)])),
+    );
+    assert!(model.shown().is_empty());
+    let old = token("OLD-7", "draft", "paused", 90_000);
+    let read = update(&mut model, Msg::Exact("OLD-7".into(), Ok(Some(old))));
+    assert_eq!(model.selected().as_deref(), Some("OLD-7"));
+    assert!(
+        read.contains(&Command::History("OLD-7".into())),
+        "read at once: {read:?}"
+    );
+    update(&mut model, Msg::Exact("OLD-7".into(), Ok(None)));
+    assert!(model.shown().is_empty(), "gone");
+    press(&mut model, KeyCode::Char('/'));
+    typed(&mut model, " two");
+    let commands = press(&mut model, KeyCode::Enter);
+    assert!(
+        !commands.iter().any(|c| matches!(c, Command::Exact(_))),
+        "not an id"
+    );
+}

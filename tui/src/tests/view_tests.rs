@@ -175,3 +175,28 @@ fn a_small_terminal_draws_without_panicking() {
         }
     }
 }
+
+#[test]
+fn a_token_with_nothing_running_says_so() {
+    let mut model = full_model();
+    if let Some(detail) = model.detail.as_mut() {
+        detail.tasks.clear();
+        detail.timers.clear();
+        detail.held.clear();
+    }
+    let text = screen(&model);
+    assert!(
+        text.contains("tasks     none running; no timers; nothing held"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_parent_with_children_on_a_live_stream() {
+    let mut model = full_model();
+    model.stream = crate::model::StreamState::Live;
+    let mut child = token("ORD-1.review", "check", "active", 30);
+    child.parent = Some("ORD-1".into());
+    model.children = vec![child];
+    snapshot("children_live", &model);
+}

@@ -15,8 +15,8 @@ use crate::model::{FireForm, Model, StartForm};
 /// The keys, as `?` shows them.
 pub const HELP: [&str; 15] = [
     "↑ ↓  j k      move; PgUp PgDn, g G: page, top, bottom",
-    "/             filter by text (id, state, context); Esc clears",
-    "t             filter by status: all, active, paused, ...",
+    "/             filter: text of id, state, context; status:NAME",
+    "              Enter applies, Esc clears; t: the next status",
     "p             pause the selected token",
     "r             resume it",
     "c             cancel it (asks first)",
