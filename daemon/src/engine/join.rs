@@ -8,6 +8,7 @@
 
 use serde_json::{json, Value};
 use stateous_shared::graph::{StateSpec, Workflow, END, JOINED, START};
+use stateous_shared::refusal::{Code, Refusal};
 use stateous_shared::wire::Object;
 
 use super::route::{fail, route};
@@ -32,8 +33,8 @@ fn inputs_of(spec: &StateSpec, context: &Object) -> Object {
 /// A child workflow of the served graph by name.
 fn child_workflow<'g>(rules: &'g Rules, name: &str) -> Step<&'g Workflow> {
     rules.graph.children.get(name).ok_or_else(|| {
-        Fail::Rollback(stateous_shared::refusal::Refusal::new(
-            stateous_shared::refusal::Code::Unexpected,
+        Fail::Rollback(Refusal::new(
+            Code::Unexpected,
             format!("the served graph has no workflow {}", py(name)),
         ))
     })
