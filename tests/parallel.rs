@@ -8,6 +8,7 @@
 //! `rejected`, payload `{count}`), each of which ends on `recorded`.
 
 mod harness;
+mod reference;
 mod supervising;
 
 use harness::{run, Daemon, Setup};
@@ -437,4 +438,53 @@ stateous ctx emit lgtm"#;
     for child in ["E-1.reviews.1.security", "E-1.reviews.1.design"] {
         assert_eq!(where_is(&daemon, child), at("approved", "completed"));
     }
+}
+
+/// stdout, stderr and exit code of `PROGRAM token ARGS --url URL`.
+fn token_command(program: &Path, url: &str, args: &[&str]) -> (String, String, Option<i32>) {
+    let output = std::process::Command::new(program)
+        .arg("token")
+        .args(args)
+        .args(["--url", url])
+        .env_remove("STATEOUS_URL")
+        .output()
+        .expect("the command runs");
+    (
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+        output.status.code(),
+    )
+}
+
+#[test]
+fn the_reference_token_commands_read_our_families_as_ours_do() {
+    let theirs = reference::reference_stateous();
+    let ours = Path::new(harness::binary());
+    let daemon = serve();
+    start(&daemon, "R-1");
+    fire(&daemon, "R-1", "done");
+    work(&daemon, "security/triage", "lgtm", None);
+    work(&daemon, "security/approved", "recorded", None);
+    work(&daemon, "design/triage", "deny", Some(json!({"count": 2})));
+    work(&daemon, "design/rejected", "recorded", None);
+    fire(&daemon, "R-1", "hurry");
+    daemon.post_empty("/tokens/R-1/pause").expect(200);
+    let reads: [&[&str]; 6] = [
+        &["show", "R-1"],
+        &["show", "R-1.reviews.1.design"],
+        &["show", "R-1.race.1.security"],
+        &["show"],
+        &["resume", "R-1.race.1.security"],
+        &["cancel", "R-1.race.1.design"],
+    ];
+    for read in reads {
+        let mine = token_command(ours, &daemon.url, read);
+        let reference = token_command(&theirs, &daemon.url, read);
+        assert_eq!(mine, reference, "stateous token {}", read.join(" "));
+    }
+    let (shown, _, _) = token_command(ours, &daemon.url, &["show", "R-1"]);
+    assert!(
+        shown.contains("  child R-1.race.1.security: triage, paused"),
+        "{shown}"
+    );
 }
