@@ -483,3 +483,27 @@ fn serve_with_supervise_stops_at_once_with_exit_1_on_a_second_signal() {
     );
     assert!(!log.lines().any(|l| l == "stopped"), "{log}");
 }
+
+#[test]
+fn serve_with_supervise_stops_both_when_another_control_plane_takes_the_database() {
+    let (mut daemon, _folder) = serving_with_a_waiting_routine();
+    let db = rusqlite::Connection::open(&daemon.db).unwrap();
+    db.busy_timeout(Duration::from_secs(10)).unwrap();
+    db.execute(
+        "UPDATE control_plane SET serving = 'another-control-plane'",
+        [],
+    )
+    .unwrap();
+    let status = daemon.wait(Duration::from_secs(30));
+    assert_eq!(status.code(), Some(1), "{}", daemon.report());
+    let log = daemon.stderr();
+    assert!(
+        log.contains("stopping now: cancelling 1 routine(s)"),
+        "{log}"
+    );
+    assert!(
+        log.contains("error: another control plane took the database; this control plane stopped"),
+        "{log}"
+    );
+    assert!(!log.lines().any(|l| l == "stopped"), "{log}");
+}
