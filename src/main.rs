@@ -4,6 +4,7 @@
 //! the work lives in the crates.
 
 mod ctx_args;
+mod demo;
 mod serve_args;
 mod token_args;
 
@@ -63,6 +64,17 @@ enum Command {
     /// Act on tokens: start, fire, show, pause, resume, cancel.
     #[command(subcommand_required = true, arg_required_else_help = true)]
     Token(token_args::TokenArgs),
+    /// See it work: a daemon, a supervisor and a few tokens of a bundled example,
+    /// in the terminal UI (without a terminal: their histories).
+    Demo,
+    /// Watch and steer tokens in a terminal UI.
+    Tui {
+        /// The control plane's URL: http://HOST:PORT or unix:///PATH. Default:
+        /// STATEOUS_URL, else the default socket when a daemon listens there, else
+        /// http://127.0.0.1:8080.
+        #[arg(long)]
+        url: Option<String>,
+    },
     /// Measure a control plane: run tokens of the `orders` starter through it as
     /// many supervisors without routines, then print tokens/s and request latency.
     Bench(token_args::BenchArgs),
@@ -130,6 +142,14 @@ fn main() -> ExitCode {
                 let mut out = std::io::stdout().lock();
                 bench::run(&options, &mut out).await
             })
+        }
+        Command::Demo => {
+            demo::run().unwrap_or_else(|e| exit_with(format!("{e:#}")));
+            ExitCode::SUCCESS
+        }
+        Command::Tui { url } => {
+            stateous_tui::run(url.as_deref()).unwrap_or_else(|e| exit_with(e));
+            ExitCode::SUCCESS
         }
         Command::Token(args) => {
             let command = token::TokenCommand::from(args);

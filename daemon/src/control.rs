@@ -437,7 +437,9 @@ impl Control {
         answer.map_err(engine::Fail::refusal)
     }
 
-    async fn read<R, F>(&self, work: F) -> Result<R, Refusal>
+    /// Run `work` on a read connection, in one snapshot (the added routes of
+    /// `api::added` read through it).
+    pub async fn read<R, F>(&self, work: F) -> Result<R, Refusal>
     where
         R: Send + 'static,
         F: FnOnce(&SqliteTx<'_>) -> Step<R> + Send + 'static,

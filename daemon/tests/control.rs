@@ -135,7 +135,7 @@ async fn a_new_structure_is_refused_while_tokens_are_live() {
     let version: String = conn
         .query_row("SELECT version_num FROM stateous_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, "0001");
+    assert_eq!(version, stateous_daemon::store::schema::newest());
 }
 
 #[tokio::test]
