@@ -103,7 +103,19 @@ pub async fn stream(
     };
     let (events, waiting) = mpsc::channel(WAITING);
     let seen = position.token.is_none().then(|| api.seen.clone());
-    tokio::spawn(pump(control, seen, position.token, after, events, stop));
+    // The supervisors' change count is read now, before the answer goes out, as
+    // `after` is: a change that lands once the client holds the stream is told,
+    // however late the pump task starts.
+    let told = seen.as_ref().map_or(0, SupervisorsSeen::changes);
+    tokio::spawn(pump(
+        control,
+        seen,
+        told,
+        position.token,
+        after,
+        events,
+        stop,
+    ));
     let mut answer = Response::new(EventBody { waiting }.boxed());
     let headers = answer.headers_mut();
     headers.insert(
@@ -135,6 +147,7 @@ fn event(row: FeedRow) -> Bytes {
 async fn pump(
     control: Control,
     seen: Option<SupervisorsSeen>,
+    mut told: u64,
     token: Option<String>,
     mut after: i64,
     events: mpsc::Sender<Bytes>,
@@ -144,7 +157,6 @@ async fn pump(
     if !send(&events, Bytes::from(hello), after, STALL).await {
         return;
     }
-    let mut told = seen.as_ref().map_or(0, SupervisorsSeen::changes);
     loop {
         if let Some(seen) = seen.as_ref().filter(|seen| seen.changes() != told) {
             told = seen.changes();
