@@ -7,15 +7,16 @@
 //! that each stays what it is in production; the workflow and the routines come
 //! from `assets/`, built in.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use serde_json::json;
 use stateous_shared::client::Client;
 use stateous_shared::history::{entry_line, token_line};
+
+use crate::children::{wait_for, Setup};
 
 const FLOW: &str = include_str!("../assets/demo/flow.yaml");
 const CODING: &str = include_str!("../assets/demo-supervisor/coding.sh");
@@ -40,59 +41,17 @@ fn tokens() -> Vec<(&'static str, serde_json::Value)> {
 /// How long, without a terminal, the demo waits for its tokens to end.
 const AT_MOST: Duration = Duration::from_secs(60);
 
-/// The processes and files of a running demo; dropping it stops and removes them.
-struct Demo {
-    folder: PathBuf,
-    children: Vec<Child>,
-}
-
-impl Drop for Demo {
-    fn drop(&mut self) {
-        for child in self.children.iter_mut().rev() {
-            stop(child);
-        }
-        let _ = std::fs::remove_dir_all(&self.folder);
-    }
-}
-
-/// Ask a child to stop (SIGTERM twice: the supervisor then ends its routines
-/// too), and kill it if it has not within 3 seconds.
-fn stop(child: &mut Child) {
-    let pid = child.id() as libc::pid_t;
-    for _ in 0..2 {
-        // SAFETY: kill only sends a signal to our own child, by its pid.
-        unsafe { libc::kill(pid, libc::SIGTERM) };
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let deadline = Instant::now() + Duration::from_secs(3);
-    while Instant::now() < deadline {
-        if let Ok(Some(_)) = child.try_wait() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-}
-
 /// Run the demo; the exit code is 0 when it ran.
 pub fn run() -> Result<()> {
-    let exe = std::env::current_exe().context("cannot find this program's own path")?;
-    let folder = std::env::temp_dir().join(format!("stateous-demo-{}", std::process::id()));
-    std::fs::create_dir_all(&folder).context("cannot make the demo's folder")?;
-    let mut demo = Demo {
-        folder: folder.clone(),
-        children: Vec::new(),
-    };
+    let mut demo = Setup::new("demo")?;
+    let folder = demo.folder.clone();
     let graph = write_workflow(&folder)?;
-    let socket = folder.join("d.sock");
-    let url = format!("unix://{}", socket.display());
+    let url = demo.serve(&graph, &["--lease", "10s", "--tick", "200ms"])?;
     let supervisor = write_supervisor(&folder, &url, &graph)?;
-    demo.children.push(serve(&exe, &folder, &graph, &socket)?);
     let runtime = tokio::runtime::Runtime::new().context("cannot start the runtime")?;
     let client = Client::new(&url)?;
     runtime.block_on(wait_for(&client))?;
-    demo.children.push(supervise(&exe, &folder, &supervisor)?);
+    demo.supervise(&supervisor)?;
     runtime.block_on(start_tokens(&client))?;
     if std::io::stdout().is_terminal() && std::io::stdin().is_terminal() {
         drop(runtime);
@@ -130,64 +89,6 @@ fn write_supervisor(folder: &Path, url: &str, graph: &Path) -> Result<PathBuf> {
     Ok(at)
 }
 
-/// `stateous serve` on a temporary database and the socket, any free port.
-fn serve(exe: &Path, folder: &Path, graph: &Path, socket: &Path) -> Result<Child> {
-    let log = std::fs::File::create(folder.join("serve.log"))?;
-    Command::new(exe)
-        .arg("serve")
-        .arg(graph)
-        .arg("--db")
-        .arg(format!("sqlite:///{}", folder.join("demo.db").display()))
-        .args(["--listen", "127.0.0.1:0", "--socket"])
-        .arg(socket)
-        .args(["--lease", "10s", "--tick", "200ms"])
-        .current_dir(folder)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .context("cannot start the daemon")
-}
-
-/// `stateous supervise` on the demo's folder; the routines call `stateous ctx`,
-/// so this program's folder goes first on their `PATH`.
-fn supervise(exe: &Path, folder: &Path, supervisor: &Path) -> Result<Child> {
-    let log = std::fs::File::create(folder.join("supervise.log"))?;
-    let mut path = exe
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_default()
-        .into_os_string();
-    if let Some(rest) = std::env::var_os("PATH") {
-        path.push(":");
-        path.push(rest);
-    }
-    Command::new(exe)
-        .arg("supervise")
-        .arg(supervisor)
-        .env("PATH", path)
-        .env_remove("STATEOUS_URL")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .context("cannot start the supervisor")
-}
-
-/// Wait until the daemon answers, at most 10 s.
-async fn wait_for(client: &Client) -> Result<()> {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        match client.health().await {
-            Ok(_) => return Ok(()),
-            Err(error) if Instant::now() > deadline => {
-                bail!("the demo's daemon did not start: {error}")
-            }
-            Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
-        }
-    }
-}
-
 async fn start_tokens(client: &Client) -> Result<()> {
     for (id, context) in tokens() {
         let context = context.as_object().cloned().unwrap_or_default();
@@ -211,12 +112,17 @@ async fn print_histories(client: &Client) -> Result<()> {
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
+    let mut text = String::new();
     for (id, _) in tokens() {
-        println!("{}", token_line(&client.token(id).await?));
+        text.push_str(&format!("{}\n", token_line(&client.token(id).await?)));
         for entry in client.history(id).await? {
-            println!("  {}", entry_line(&entry));
+            text.push_str(&format!("  {}\n", entry_line(&entry)));
         }
-        println!();
+        text.push('\n');
     }
-    Ok(())
+    // A reader that stops early (`stateous demo | head`) is not an error.
+    match std::io::stdout().lock().write_all(text.as_bytes()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
+    }
 }
