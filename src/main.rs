@@ -3,7 +3,10 @@
 //! Each command's arguments live beside this file (`token_args.rs`, `ctx_args.rs`);
 //! the work lives in the crates.
 
+mod bench_routines;
+mod children;
 mod ctx_args;
+mod demo;
 mod serve_args;
 mod token_args;
 
@@ -63,9 +66,34 @@ enum Command {
     /// Act on tokens: start, fire, show, pause, resume, cancel.
     #[command(subcommand_required = true, arg_required_else_help = true)]
     Token(token_args::TokenArgs),
+    /// See it work: a daemon, a supervisor and a few tokens of a bundled example,
+    /// in the terminal UI (without a terminal: their histories).
+    Demo,
+    /// Watch and steer tokens in a terminal UI.
+    Tui {
+        /// The control plane's URL: http://HOST:PORT or unix:///PATH. Default:
+        /// STATEOUS_URL, else the default socket when a daemon listens there, else
+        /// http://127.0.0.1:8080.
+        #[arg(long)]
+        url: Option<String>,
+    },
     /// Measure a control plane: run tokens of the `orders` starter through it as
     /// many supervisors without routines, then print tokens/s and request latency.
     Bench(token_args::BenchArgs),
+    /// Measure a supervisor: run short program routines (a shell script that calls
+    /// `stateous ctx emit`) through a daemon and a supervisor of its own, then print
+    /// routines per second.
+    BenchRoutines {
+        /// How many routines to run (one token each).
+        #[arg(long, default_value_t = 1000)]
+        routines: usize,
+        /// How many run at once (the supervisor's `tasks`).
+        #[arg(long, default_value_t = 64)]
+        tasks: usize,
+        /// Give up, with exit code 1, after this many seconds.
+        #[arg(long, default_value_t = 300)]
+        max_seconds: u64,
+    },
 }
 
 #[derive(Subcommand)]
@@ -119,6 +147,19 @@ fn main() -> ExitCode {
             stateous_supervisor::command::supervise_command(&folder, url.as_deref()),
         ),
         Command::Ctx(command) => code(ctx_args::run(command)),
+        Command::BenchRoutines {
+            routines,
+            tasks,
+            max_seconds,
+        } => {
+            let options = bench_routines::Options {
+                routines,
+                tasks,
+                max_time: std::time::Duration::from_secs(max_seconds),
+            };
+            bench_routines::run(&options).unwrap_or_else(|e| exit_with(format!("{e:#}")));
+            ExitCode::SUCCESS
+        }
         Command::Bench(args) => {
             let options = bench::BenchOptions {
                 url: args.url,
@@ -130,6 +171,14 @@ fn main() -> ExitCode {
                 let mut out = std::io::stdout().lock();
                 bench::run(&options, &mut out).await
             })
+        }
+        Command::Demo => {
+            demo::run().unwrap_or_else(|e| exit_with(format!("{e:#}")));
+            ExitCode::SUCCESS
+        }
+        Command::Tui { url } => {
+            stateous_tui::run(url.as_deref()).unwrap_or_else(|e| exit_with(e));
+            ExitCode::SUCCESS
         }
         Command::Token(args) => {
             let command = token::TokenCommand::from(args);

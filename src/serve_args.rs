@@ -34,7 +34,8 @@ pub struct ServeFlags {
     #[arg(long, value_name = "DURATION", env = "STATEOUS_STALE_AFTER", default_value = serve_options::DEFAULT_STALE_AFTER)]
     pub stale_after: String,
     /// Also run the supervisor of FOLDER in this process, speaking to this server
-    /// over its socket. For development: a stop of the server stops it too.
+    /// over its socket. For development: a first Ctrl-C stops the supervisor
+    /// gracefully while the server serves on; then the server stops.
     #[arg(long, value_name = "FOLDER")]
     pub supervise: Option<PathBuf>,
 }
@@ -52,7 +53,14 @@ pub fn run(flags: ServeFlags) -> i32 {
                 .unwrap_or_else(stateous_shared::client::default_socket);
             let url = format!("unix://{}", socket.display());
             match stateous_supervisor::beside::supervise_beside(folder, url) {
-                Ok(beside) => Some(beside),
+                Ok((beside, hooks)) => Some((
+                    beside,
+                    stateous_daemon::serve::Companion {
+                        on_signal: hooks.on_signal,
+                        stop_now: hooks.stop_now,
+                        done: hooks.done,
+                    },
+                )),
                 Err(e) => {
                     eprintln!("error: {e}");
                     return 1;
@@ -60,7 +68,11 @@ pub fn run(flags: ServeFlags) -> i32 {
             }
         }
     };
-    let code = stateous_daemon::serve::run(serve_options::ServeArgs {
+    let (beside, companion) = match beside {
+        Some((beside, companion)) => (Some(beside), Some(companion)),
+        None => (None, None),
+    };
+    let args = serve_options::ServeArgs {
         graph: flags.graph,
         db: flags.db,
         listen: flags.listen,
@@ -69,7 +81,8 @@ pub fn run(flags: ServeFlags) -> i32 {
         tick: flags.tick,
         busy_timeout: flags.busy_timeout,
         stale_after: flags.stale_after,
-    });
+    };
+    let code = stateous_daemon::serve::run_with(args, companion);
     match beside {
         Some(beside) => beside.finish(code),
         None => code,

@@ -4,7 +4,7 @@
 
 mod harness;
 
-use harness::{test_graph, Daemon};
+use harness::{test_graph, Daemon, Setup};
 use serde_json::{json, Value};
 
 const JSON: (&str, &str) = ("content-type", "application/json");
@@ -409,4 +409,17 @@ fn a_task_id_larger_than_a_database_integer_is_404_task_not_found() {
     daemon
         .put(&big, &json!({"key": "k", "value": 1}))
         .refused(404, "task_not_found");
+}
+
+#[test]
+fn a_write_while_another_process_holds_the_database_is_503_database_busy() {
+    let daemon = Setup::new(test_graph("tickets"))
+        .args(&["--busy-timeout", "100ms"])
+        .start();
+    let start = json!({"token": "T-1", "context": {"repo": "r"}});
+    let other = rusqlite::Connection::open(&daemon.db).unwrap();
+    other.execute_batch("BEGIN IMMEDIATE").unwrap();
+    daemon.post("/tokens", &start).refused(503, "database_busy");
+    other.execute_batch("ROLLBACK").unwrap();
+    daemon.post("/tokens", &start).expect(201);
 }

@@ -227,7 +227,7 @@ impl Control {
 
     /// `POST /tokens/{id}/pause`.
     pub async fn pause(&self, token: String) -> Result<TokenView, Refusal> {
-        self.write(move |_, tx| engine::pause::pause(tx, &token))
+        self.write(move |rules, tx| engine::pause::pause(rules, tx, &token))
             .await
     }
 
@@ -437,7 +437,9 @@ impl Control {
         answer.map_err(engine::Fail::refusal)
     }
 
-    async fn read<R, F>(&self, work: F) -> Result<R, Refusal>
+    /// Run `work` on a read connection, in one snapshot (the added routes of
+    /// `api::added` read through it).
+    pub async fn read<R, F>(&self, work: F) -> Result<R, Refusal>
     where
         R: Send + 'static,
         F: FnOnce(&SqliteTx<'_>) -> Step<R> + Send + 'static,

@@ -135,7 +135,7 @@ async fn a_new_structure_is_refused_while_tokens_are_live() {
     let version: String = conn
         .query_row("SELECT version_num FROM stateous_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, "0001");
+    assert_eq!(version, stateous_daemon::store::schema::newest());
 }
 
 #[tokio::test]
@@ -338,34 +338,44 @@ async fn a_lease_in_seconds_says_so_in_the_history() {
 }
 
 #[tokio::test]
-async fn entering_a_parallel_state_is_refused_cleanly_until_parallel_states_run() {
+async fn entering_a_parallel_state_starts_its_children_unless_an_id_is_too_long() {
     let folder = tempfile::tempdir().unwrap();
     let db = folder.path().join("p.db");
     let control = Control::open(graph("parallel"), options(&db, &clock(), "a:1:1")).unwrap();
+    let context = ctx(json!({"repo": "acme/api", "branch": "b"}));
+    control.start("T-1".into(), context.clone()).await.unwrap();
     control
-        .start(
-            "T-1".into(),
-            ctx(json!({"repo": "acme/api", "branch": "b"})),
-        )
+        .fire("T-1".into(), "done".into(), None, None)
         .await
         .unwrap();
+    let token = control.token("T-1".into()).await.unwrap();
+    assert_eq!(token.state, "reviews");
+    let child = control.token("T-1.reviews.1.design".into()).await.unwrap();
+    assert_eq!(child.parent.as_deref(), Some("T-1"));
+    assert_eq!(
+        (child.state.as_str(), child.status.as_str()),
+        ("triage", "active")
+    );
+    assert_eq!(child.context["branch"], "b");
+
+    let long = "x".repeat(110);
+    control.start(long.clone(), context).await.unwrap();
     let refused = control
-        .fire("T-1".into(), "done".into(), None, None)
+        .fire(long.clone(), "done".into(), None, None)
         .await
         .unwrap_err();
     assert_eq!(refused.code, Code::EventNotAllowed);
-    let token = control.token("T-1".into()).await.unwrap();
-    assert_eq!(
-        (token.state.as_str(), token.status.as_str()),
-        ("coding", "active")
-    );
-    let history = control.history("T-1".into()).await.unwrap();
+    let history = control.history(long.clone()).await.unwrap();
     let last = history.last().unwrap();
     assert_eq!(last.kind, "event_rejected");
-    assert_eq!(
-        last.data["reason"],
-        "'reviews' is a parallel state, which this control plane does not run yet"
+    let reason = last.data["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with(&format!(
+            "the child '{long}.reviews.1.security' of 'reviews' would"
+        )),
+        "{reason}"
     );
+    assert!(reason.ends_with("longer than 128 characters; use a shorter token id"));
 }
 
 #[tokio::test]

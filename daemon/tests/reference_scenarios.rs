@@ -114,8 +114,9 @@ async fn run_step(control: &Control, clock: &Clock, step: &Value) -> Value {
         "token" => answer(control.token(text(step, "token")).await),
         "tokens" => {
             let status = step["status"].as_str().map(str::to_string);
+            let parent = step["parent"].as_str().map(str::to_string);
             let limit = step["limit"].as_i64().unwrap_or(100);
-            answer(control.tokens(status, None, limit).await)
+            answer(control.tokens(status, parent, limit).await)
         }
         "history" => answer(control.history(text(step, "token")).await),
         "advance" => {
@@ -280,4 +281,19 @@ async fn the_error_route_routine_timers_and_outside_reports_match_the_reference(
 #[tokio::test]
 async fn guards_that_both_hold_fail_the_token_as_the_reference_does() {
     check("overlapping_guards").await;
+}
+
+#[tokio::test]
+async fn parallel_joins_failing_children_and_branch_guards_match_the_reference() {
+    check("release_joins").await;
+}
+
+#[tokio::test]
+async fn steering_timeouts_held_events_and_nesting_of_parallel_states_match_the_reference() {
+    check("release_steering").await;
+}
+
+#[tokio::test]
+async fn children_that_end_as_they_start_and_children_that_cannot_start_match_the_reference() {
+    check("instant_children").await;
 }

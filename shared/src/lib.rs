@@ -11,6 +11,7 @@ pub mod durations;
 pub mod graph;
 pub mod guards;
 pub mod history;
+pub mod live;
 pub mod pyrepr;
 pub mod refusal;
 pub mod time;

@@ -2,10 +2,11 @@
 //! process, for development (reference `docs/how-to/run-supervisors.md`).
 //!
 //! The supervisor runs on a thread of its own and speaks HTTP to the server's
-//! address (its socket), so it behaves as any other supervisor. Both hear the
-//! same SIGINT and SIGTERM. The server stops as it always does, so the reports of
-//! routines that end after it stay in the outbox for the next start; that is why
-//! `--supervise` is not for production, as in the reference.
+//! address (its socket), so it behaves as any other supervisor. It listens for no
+//! signal itself: the server hands it each SIGINT and SIGTERM through
+//! [`Hooks::on_signal`] and serves on while the supervisor waits for its routines,
+//! so that they can still report; the server stops when [`Hooks::done`] fires
+//! (reference `cli/running.py`, `SupervisedServer`).
 
 use std::path::{Path, PathBuf};
 use std::thread::JoinHandle;
@@ -23,18 +24,43 @@ pub struct Beside {
     thread: JoinHandle<i32>,
 }
 
+/// What the server needs to steer the supervisor beside it.
+pub struct Hooks {
+    /// One stop signal: the first stops the supervisor gracefully (no new tasks,
+    /// wait for the routines), a second one at once.
+    pub on_signal: Box<dyn Fn() + Send + Sync>,
+    /// Stop the supervisor at once (its control plane does no more work).
+    pub stop_now: Box<dyn Fn() + Send + Sync>,
+    /// Gets the supervisor's exit code when it has ended (0 after a graceful stop,
+    /// 1 after a forced one or a failed start); dropped if its thread panicked.
+    pub done: tokio::sync::oneshot::Receiver<i32>,
+}
+
 /// Check `folder` now (a wrong folder refuses the start, one line), then start its
 /// supervisor on a thread; it waits until `url` answers, then runs.
-pub fn supervise_beside(folder: &Path, url: String) -> Result<Beside, String> {
+pub fn supervise_beside(folder: &Path, url: String) -> Result<(Beside, Hooks), String> {
     load_folder(folder).map_err(|e| e.to_string())?;
     let signals = Signals::new();
     let folder: PathBuf = folder.to_path_buf();
     let theirs = signals.clone();
+    let (tell, done) = tokio::sync::oneshot::channel();
     let thread = std::thread::Builder::new()
         .name("stateous-supervisor".into())
-        .spawn(move || run(&folder, &url, &theirs))
+        .spawn(move || {
+            let code = run(&folder, &url, &theirs);
+            theirs.forget();
+            // The server may have ended already; then nobody waits for the code.
+            let _ = tell.send(code);
+            code
+        })
         .map_err(|e| format!("cannot start the supervisor: {e}"))?;
-    Ok(Beside { signals, thread })
+    let (on_signal, on_stop_now) = (signals.clone(), signals.clone());
+    let hooks = Hooks {
+        on_signal: Box::new(move || on_signal.stop()),
+        stop_now: Box::new(move || on_stop_now.stop_now()),
+        done,
+    };
+    Ok((Beside { signals, thread }, hooks))
 }
 
 fn run(folder: &Path, url: &str, signals: &Signals) -> i32 {
@@ -50,10 +76,6 @@ fn run(folder: &Path, url: &str, signals: &Signals) -> i32 {
     };
     let code = runtime.block_on(async {
         if !server_answers(url, signals).await {
-            return 1;
-        }
-        if let Err(e) = signals.listen() {
-            log_line!("the supervisor did not start: {e}");
             return 1;
         }
         match supervise_with(folder, Some(url), signals).await {
@@ -89,18 +111,13 @@ async fn server_answers(url: &str, signals: &Signals) -> bool {
 }
 
 impl Beside {
-    /// The server ended with `server_code`. After a signal (0) the supervisor
-    /// heard it too: wait for its routines. After a failure, stop it now. The
-    /// exit code: the server's, or else the supervisor's.
+    /// The server ended with `server_code`, which already accounts for the
+    /// supervisor's own end: stop the supervisor now if it still runs (the server
+    /// refused to start, or lost its database), wait for its thread, and give
+    /// `server_code` back.
     pub fn finish(self, server_code: i32) -> i32 {
-        if server_code != 0 {
-            self.signals.stop_now();
-        }
-        let supervisor_code = self.thread.join().unwrap_or(1);
-        if server_code != 0 {
-            server_code
-        } else {
-            supervisor_code
-        }
+        self.signals.stop_now();
+        let _ = self.thread.join();
+        server_code
     }
 }

@@ -233,6 +233,13 @@ impl Signals {
         Ok(())
     }
 
+    /// The run has ended: later stop requests have nothing to stop.
+    pub(crate) fn forget(&self) {
+        if let Ok(mut slot) = self.handle.lock() {
+            *slot = None;
+        }
+    }
+
     fn forward(&self, handle: Handle) {
         if let Ok(mut slot) = self.handle.lock() {
             *slot = Some(handle.clone());

@@ -7,10 +7,12 @@
 //! the body and query become inputs ([`inputs`]); then the control plane decides.
 //! Every refusal is `{"error": sentence, "code": code}` with the code's status.
 
+pub mod added;
 mod body;
 pub mod inputs;
 pub mod routes;
 pub mod server;
+mod watch;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -48,6 +50,8 @@ pub struct Api {
     /// Set when this control plane no longer holds the database; shared with the
     /// clock, which finds it out.
     lost: Arc<AtomicBool>,
+    /// The supervisors heard from, for `GET /supervisors`.
+    seen: added::SupervisorsSeen,
 }
 
 impl Api {
@@ -64,6 +68,7 @@ impl Api {
             health: Bytes::from(to_json(&health)),
             control,
             lost,
+            seen: added::SupervisorsSeen::default(),
         }
     }
 
@@ -175,6 +180,10 @@ impl Api {
         match route {
             Route::Claim => {
                 let input = ClaimInput::parse(&body::json_object(raw)?)?;
+                let now = self.control.options().clock.now();
+                let outbox = added::outbox_of(raw);
+                self.seen
+                    .heard(&input.supervisor, Some(&input.states), outbox, now);
                 match control
                     .claim(input.supervisor, input.states, input.request)
                     .await?
@@ -185,6 +194,9 @@ impl Api {
             }
             Route::Heartbeat => {
                 let input = HeartbeatInput::parse(&body::json_object(raw)?)?;
+                let now = self.control.options().clock.now();
+                self.seen
+                    .heard(&input.supervisor, None, added::outbox_of(raw), now);
                 let lost = control.heartbeat(input.supervisor, input.tasks).await?;
                 Ok(json(200, &Lost { lost }))
             }

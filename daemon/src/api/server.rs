@@ -20,6 +20,10 @@ use tokio::net::{TcpListener, UnixListener};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
+use http_body_util::BodyExt;
+use hyper::Response;
+
+use super::added::Body;
 use super::{refusal, Answer, Api};
 
 /// How a server is asked to stop; sent on a `watch` channel.
@@ -125,9 +129,17 @@ async fn connection<S>(api: Api, stream: S, mut stop: watch::Receiver<Stop>)
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
+    let watching = stop.clone();
     let service = service_fn(move |request: Request<Incoming>| {
-        let api = api.clone();
-        async move { Ok::<Answer, Infallible>(isolated(async move { api.answer(request).await }).await) }
+        let (api, watching) = (api.clone(), watching.clone());
+        async move {
+            // The routes this product adds (a stream among them) come first.
+            if let Some(answer) = api.added(&request, watching).await {
+                return Ok::<Response<Body>, Infallible>(answer);
+            }
+            let answer = isolated(async move { api.answer(request).await }).await;
+            Ok(answer.map(BodyExt::boxed))
+        }
     });
     let mut builder = http1::Builder::new();
     builder

@@ -14,6 +14,7 @@ pub mod claim;
 pub mod detail;
 pub mod fire;
 pub mod heartbeat;
+pub mod join;
 pub mod lease;
 pub mod memory;
 pub mod note;

@@ -6,6 +6,7 @@ use serde_json::{json, Value};
 use stateous_shared::refusal::Code;
 use stateous_shared::wire::{Object, Schedule, TokenView};
 
+use super::join::{children, family};
 use super::route::{apply, decide, fail, take, Decision};
 use super::{append, existing, py, refuse, refuse_child, view, Rules, Step, OWN_EVENTS};
 use crate::store::{LedgerRow, TokenRow, Tx};
@@ -76,8 +77,8 @@ fn held(entry: &LedgerRow) -> Held {
     }
 }
 
-/// Pause an active token.
-pub fn pause<T: Tx>(tx: &T, token: &str) -> Step<TokenView> {
+/// Pause an active token and its active children.
+pub fn pause<T: Tx>(rules: &Rules, tx: &T, token: &str) -> Step<TokenView> {
     let mut row = existing(tx, token)?;
     refuse_child(tx, &row, "pause")?;
     if row.status != "active" {
@@ -88,15 +89,27 @@ pub fn pause<T: Tx>(tx: &T, token: &str) -> Step<TokenView> {
         );
         return refuse(Code::TokenNotActive, sentence);
     }
-    row.status = "paused".to_string();
-    tx.update_token(&row)?;
-    append(tx, &row.token, "paused", None, json!({}))?;
+    pause_row(rules, tx, &mut row)?;
     Ok(view(&row))
 }
 
-/// Resume a paused token and apply what it held.
+/// Pause the token, then each active child of its state, depth first.
+fn pause_row<T: Tx>(rules: &Rules, tx: &T, row: &mut TokenRow) -> Step<()> {
+    row.status = "paused".to_string();
+    tx.update_token(row)?;
+    append(tx, &row.token, "paused", None, json!({}))?;
+    for mut child in children(rules, tx, row)? {
+        if child.status == "active" {
+            pause_row(rules, tx, &mut child)?;
+        }
+    }
+    Ok(())
+}
+
+/// Resume a paused token and its paused children, then apply what they all held in
+/// one order of arrival (reference `_resume`).
 pub fn resume<T: Tx>(rules: &Rules, tx: &T, token: &str) -> Step<TokenView> {
-    let mut row = existing(tx, token)?;
+    let row = existing(tx, token)?;
     refuse_child(tx, &row, "resume")?;
     if row.status != "paused" {
         let sentence = format!(
@@ -106,6 +119,27 @@ pub fn resume<T: Tx>(rules: &Rules, tx: &T, token: &str) -> Step<TokenView> {
         );
         return refuse(Code::TokenNotActive, sentence);
     }
+    let mut held = Vec::new();
+    for mut member in family(rules, tx, &row)? {
+        if member.status == "paused" {
+            held.extend(resume_row(tx, &mut member)?);
+        }
+    }
+    held.sort_by(|a, b| {
+        (a.arrival, a.at, &a.token, a.seq).cmp(&(b.arrival, b.at, &b.token, b.seq))
+    });
+    for event in held {
+        // An earlier event can have moved this token (a join moves the parent).
+        let mut member = existing(tx, &event.token)?;
+        replay(rules, tx, &mut member, &event)?;
+    }
+    let row = existing(tx, token)?;
+    Ok(view(&row))
+}
+
+/// Set one paused token active again: its pending timers get the paused time
+/// back. Returns the events it held.
+fn resume_row<T: Tx>(tx: &T, row: &mut TokenRow) -> Step<Vec<Held>> {
     let entries = tx.entries(&row.token)?;
     let now = tx.now();
     let paused_at = entries
@@ -120,16 +154,9 @@ pub fn resume<T: Tx>(rules: &Rules, tx: &T, token: &str) -> Step<TokenView> {
         tx.update_timer(&timer)?;
     }
     row.status = "active".to_string();
-    tx.update_token(&row)?;
+    tx.update_token(row)?;
     append(tx, &row.token, "resumed", None, json!({}))?;
-    let mut held = held_events(&entries);
-    held.sort_by(|a, b| {
-        (a.arrival, a.at, &a.token, a.seq).cmp(&(b.arrival, b.at, &b.token, b.seq))
-    });
-    for event in held {
-        replay(rules, tx, &mut row, &event)?;
-    }
-    Ok(view(&row))
+    Ok(held_events(&entries))
 }
 
 fn dropped<T: Tx>(tx: &T, row: &TokenRow, event: &str, reason: &str) -> Step<()> {

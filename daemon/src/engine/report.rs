@@ -216,7 +216,7 @@ fn report_event<T: Tx>(
     if row.status == "paused" {
         // Hold the whole outcome: resume saves its changes with its event, or none.
         let from = Some((&*task, &input.context, input.schedules.as_slice()));
-        hold(tx, row, event, payload, None, from)?;
+        hold(rules, tx, row, event, payload, None, from)?;
         task.status = "done".to_string();
         task.lease_until = None;
         tx.update_task(task)?;

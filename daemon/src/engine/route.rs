@@ -11,6 +11,8 @@ use stateous_shared::refusal::Code;
 use stateous_shared::time::{from_micros, iso};
 use stateous_shared::wire::{Object, Schedule};
 
+use super::cancel::cancel_row;
+use super::join::{branch_finished, cannot_enter, children, family, start_children, top};
 use super::{append, payload_value, py, refuse, Rules, Step, ENDED};
 use crate::clock::micros;
 use crate::store::{TaskRow, TokenRow, Tx};
@@ -104,24 +106,12 @@ pub fn decide<'g, T: Tx>(
         ));
     };
     if chosen.target != END {
-        if let Some(problem) = cannot_enter(rules, row, &chosen.target)? {
+        let problem = cannot_enter(rules, tx, &row.token, workflow, &chosen.target, context)?;
+        if let Some(problem) = problem {
             return refused(problem);
         }
     }
     Ok(Decision::Take(chosen))
-}
-
-/// Why the token cannot enter `state` now, or `None`. Parallel states start child
-/// tokens; they come with a later issue, so entering one is refused for now.
-pub fn cannot_enter(rules: &Rules, row: &TokenRow, state: &str) -> Step<Option<String>> {
-    let spec = rules.state(row, state)?;
-    if spec.parallel.is_empty() {
-        return Ok(None);
-    }
-    Ok(Some(format!(
-        "{} is a parallel state, which this control plane does not run yet",
-        py(state)
-    )))
 }
 
 /// Route one event: hold it for a paused token, or decide and move. Returns why
@@ -142,7 +132,7 @@ pub fn route<T: Tx>(
         )));
     }
     if row.status == "paused" {
-        hold(tx, row, event, payload, key, None)?;
+        hold(rules, tx, row, event, payload, key, None)?;
         return Ok(None);
     }
     let context = row.context.clone();
@@ -171,15 +161,17 @@ pub fn take<T: Tx>(
 ) -> Step<()> {
     let data = json!({"event": event, "payload": payload_value(payload), "state": row.state});
     append(tx, &row.token, "event_accepted", key, data)?;
-    leave(rules, tx, row, Some(event))?;
+    let why = format!("the parent left {} on {}", py(&row.state), py(event));
+    leave(rules, tx, row, Some(event), &why)?;
     if chosen.target == END {
-        end(tx, row, "completed", json!({}))
+        end(rules, tx, row, "completed", json!({}))
     } else {
         enter(rules, tx, row, &chosen.target)
     }
 }
 
-/// Enter `state`: record it, queue its task, set its timeout.
+/// Enter `state`: record it, queue its task, set its timeout. A parallel state
+/// starts one child for each of its workflows in place of a task, after its timeout.
 pub fn enter<T: Tx>(rules: &Rules, tx: &T, row: &mut TokenRow, state: &str) -> Step<()> {
     let spec = rules.state(row, state)?.clone();
     let visit = tx.visits(&row.token, state)? + 1;
@@ -211,7 +203,7 @@ pub fn enter<T: Tx>(rules: &Rules, tx: &T, row: &mut TokenRow, state: &str) -> S
         };
         set_timer(tx, row, TIMEOUT, None, micros(after), "timeout")?;
     }
-    Ok(())
+    start_children(rules, tx, row, &spec, visit)
 }
 
 /// A timer in the token's current state and visit; leaving the state cancels it.
@@ -230,8 +222,15 @@ pub fn set_timer<T: Tx>(
 }
 
 /// Stop all that the current state started. Leaving on one of the state's own
-/// outcomes finishes a task that someone works on; anything else cancels it.
-pub fn leave<T: Tx>(rules: &Rules, tx: &T, row: &TokenRow, via: Option<&str>) -> Step<()> {
+/// outcomes finishes a task that someone works on; anything else cancels it. Each
+/// live child is cancelled with `why` as its reason.
+pub fn leave<T: Tx>(
+    rules: &Rules,
+    tx: &T,
+    row: &TokenRow,
+    via: Option<&str>,
+    why: &str,
+) -> Step<()> {
     let finished = match via {
         Some(event) => rules
             .state(row, &row.state)?
@@ -252,29 +251,50 @@ pub fn leave<T: Tx>(rules: &Rules, tx: &T, row: &TokenRow, via: Option<&str>) ->
         timer.status = "cancelled".to_string();
         tx.update_timer(&timer)?;
     }
-    // Parallel states (a later issue) cancel their live children here.
+    for mut child in children(rules, tx, row)? {
+        if child.status == "active" || child.status == "paused" {
+            cancel_row(rules, tx, &mut child, json!({"reason": why}))?;
+        }
+    }
     Ok(())
 }
 
-/// The token ends; its memory goes in the same transaction.
-pub fn end<T: Tx>(tx: &T, row: &mut TokenRow, status: &str, data: Value) -> Step<()> {
+/// The token ends; its memory goes in the same transaction. A child that completes
+/// or fails tells its parent, whose join may now be met; a cancelled child was
+/// cancelled by its parent, so it tells no one.
+pub fn end<T: Tx>(
+    rules: &Rules,
+    tx: &T,
+    row: &mut TokenRow,
+    status: &str,
+    data: Value,
+) -> Step<()> {
     row.status = status.to_string();
     tx.update_token(row)?;
     append(tx, &row.token, status, None, data)?;
     tx.delete_memory(&row.token)?;
-    // A child that completes or fails tells its parent's join here (a later issue).
+    if status != "cancelled" {
+        branch_finished(rules, tx, row)?;
+    }
     Ok(())
 }
 
 /// No way to go on: the token fails in its state, and says why.
 pub fn fail<T: Tx>(rules: &Rules, tx: &T, row: &mut TokenRow, reason: &str) -> Step<()> {
-    leave(rules, tx, row, None)?;
-    end(tx, row, "failed", json!({"reason": reason}))
+    leave(
+        rules,
+        tx,
+        row,
+        None,
+        &format!("the parent failed: {reason}"),
+    )?;
+    end(rules, tx, row, "failed", json!({"reason": reason}))
 }
 
 /// Hold an event for a paused token. An event from a task is bound to the task's
 /// state and visit, with the report's context changes and timers.
 pub fn hold<T: Tx>(
+    rules: &Rules,
     tx: &T,
     row: &TokenRow,
     event: &str,
@@ -282,9 +302,13 @@ pub fn hold<T: Tx>(
     key: Option<&str>,
     from: Option<(&TaskRow, &Object, &[Schedule])>,
 ) -> Step<()> {
-    // `arrival` counts the events the whole family holds; without parallel states a
-    // family is the token alone.
-    let arrival = 1 + super::pause::held_events(&tx.entries(&row.token)?).len();
+    // `arrival` counts the events the whole family holds, so that resume applies
+    // them in one order of arrival.
+    let top = top(tx, row)?;
+    let mut arrival = 1;
+    for member in family(rules, tx, &top)? {
+        arrival += super::pause::held_events(&tx.entries(&member.token)?).len();
+    }
     let payload = payload_value(payload);
     let Some((task, changes, schedules)) = from else {
         let data = json!({"event": event, "payload": payload, "arrival": arrival});
@@ -383,7 +407,7 @@ pub fn task_failed<T: Tx>(
     tx.update_task(task)?;
     if row.status == "paused" {
         let empty = Object::new();
-        return hold(tx, row, ERROR, None, None, Some((task, &empty, &[])));
+        return hold(rules, tx, row, ERROR, None, None, Some((task, &empty, &[])));
     }
     let workflow = rules.workflow(row)?;
     let on_error = |t: &TransitionSpec| t.source == row.state && t.event == ERROR;

@@ -6,7 +6,8 @@ use stateous_shared::guards::{evaluate, GuardInput};
 use stateous_shared::refusal::Code;
 use stateous_shared::wire::{Object, TokenView};
 
-use super::route::{cannot_enter, end, enter};
+use super::join::cannot_enter;
+use super::route::{end, enter};
 use super::{append, py, refuse, view, Rules, Step};
 use crate::store::{TokenRow, Tx};
 
@@ -62,17 +63,26 @@ pub fn start<T: Tx>(rules: &Rules, tx: &T, input: StartInput) -> Step<(TokenView
             ),
         );
     }
-    let row = create(rules, tx, &input.token, &input.context, &rules.graph.main)?;
+    let row = create(
+        rules,
+        tx,
+        &input.token,
+        &input.context,
+        &rules.graph.main,
+        None,
+    )?;
     Ok((view(&row), true))
 }
 
-/// A new token of `workflow`, moved out of START to where its context leads.
-fn create<T: Tx>(
+/// A new token of `workflow`, moved out of START to where its context leads. With
+/// `parent`, it is a child of that token's parallel state (reference `_create`).
+pub fn create<T: Tx>(
     rules: &Rules,
     tx: &T,
     token: &str,
     context: &Object,
     workflow: &Workflow,
+    parent: Option<&str>,
 ) -> Step<TokenRow> {
     let values = workflow.with_defaults(context);
     let errors = workflow.context_errors(&values);
@@ -88,22 +98,26 @@ fn create<T: Tx>(
         visit: 0,
         context: values.clone(),
         entered_at: tx.now(),
-        parent: None,
-        workflow: None,
+        parent: parent.map(str::to_string),
+        workflow: parent.map(|_| workflow.name.clone()),
     };
     if chosen.target != END {
-        if let Some(problem) = cannot_enter(rules, &row, &chosen.target)? {
+        if let Some(problem) = cannot_enter(rules, tx, token, workflow, &chosen.target, &values)? {
             return refuse(Code::InvalidContext, problem);
         }
     }
-    append(tx, token, "started", None, json!({"context": values}))?;
+    let started = match parent {
+        None => json!({"context": values}),
+        Some(parent) => json!({"context": values, "parent": parent}),
+    };
+    append(tx, token, "started", None, started)?;
     tx.insert_token(&row)?;
     // Recorded as any other move, so the first routine is told `__started__`
     // brought the token there.
     let data = json!({"event": STARTED, "payload": Value::Null, "state": START});
     append(tx, token, "event_accepted", None, data)?;
     if chosen.target == END {
-        end(tx, &mut row, "completed", json!({}))?;
+        end(rules, tx, &mut row, "completed", json!({}))?;
     } else {
         enter(rules, tx, &mut row, &chosen.target)?;
     }
@@ -111,7 +125,7 @@ fn create<T: Tx>(
 }
 
 /// The transition from START for this context; its guards read only the context.
-fn start_transition<'w>(workflow: &'w Workflow, context: &Object) -> Step<&'w TransitionSpec> {
+pub fn start_transition<'w>(workflow: &'w Workflow, context: &Object) -> Step<&'w TransitionSpec> {
     let none = |_: &str| 0;
     let input = GuardInput {
         ctx: context,

@@ -9,6 +9,11 @@
 //! requests in progress (within [`GRACE`]) and prints `stopped` (exit 0); a second
 //! one stops at once. When another control plane takes the database, every request
 //! answers 503 `not_serving`, and `serve` stops with exit code 1.
+//!
+//! With a [`Companion`] (`serve --supervise`), the stop signals go to the
+//! companion while it runs, and the server serves on, so that its routines can
+//! still report; the server stops when the companion has ended (reference
+//! `cli/running.py`, `SupervisedServer`).
 
 mod clock;
 pub mod options;
@@ -42,8 +47,28 @@ pub const LOST_EXIT_LINE: &str =
 /// stop, 1 after a refusal at start or a lost database). Every line goes to
 /// stderr.
 pub fn run(args: ServeArgs) -> i32 {
+    run_with(args, None)
+}
+
+/// Something that runs beside the server in its process (`serve --supervise`) and
+/// takes the server's stop signals while it runs.
+pub struct Companion {
+    /// Called on each SIGINT or SIGTERM while the companion runs: the first one
+    /// should stop it gracefully, a second one at once.
+    pub on_signal: Box<dyn Fn() + Send + Sync>,
+    /// Stop it at once: the server cannot serve on (a lost database).
+    pub stop_now: Box<dyn Fn() + Send + Sync>,
+    /// Sent the companion's exit code when it has ended; a dropped sender counts
+    /// as exit code 1.
+    pub done: tokio::sync::oneshot::Receiver<i32>,
+}
+
+/// [`run`] with a companion. When the companion ends with exit code 0 the server
+/// stops gracefully and prints `stopped`; with another code it stops at once and
+/// exits with that code, without `stopped`, as the reference's `serve` does.
+pub fn run_with(args: ServeArgs, companion: Option<Companion>) -> i32 {
     match start(&args) {
-        Ok(ready) => ready.serve(),
+        Ok(ready) => ready.serve(companion),
         Err(sentence) => {
             eprintln!("error: {sentence}");
             1
@@ -182,11 +207,13 @@ enum Ending {
     Stopped,
     /// Another control plane took the database.
     Lost,
+    /// The companion ended with this exit code (not 0).
+    CompanionFailed(i32),
 }
 
 impl Ready {
     /// Serve until a signal or a lost database; the exit code.
-    fn serve(self) -> i32 {
+    fn serve(self, companion: Option<Companion>) -> i32 {
         let Ready {
             runtime,
             control,
@@ -208,7 +235,14 @@ impl Ready {
             let signals = Signals::new();
             eprintln!("serving on {url} (Ctrl-C stops)");
             eprintln!("the same API on unix://{socket_path}");
-            Ok::<Ending, String>(serve_until_stopped(control, tcp, unix, timings, signals).await)
+            let serving = Serving {
+                control,
+                tcp,
+                unix,
+                timings,
+                signals,
+            };
+            Ok::<Ending, String>(serving.until_stopped(companion).await)
         });
         drop(socket);
         runtime.shutdown_timeout(Duration::from_secs(1));
@@ -221,6 +255,7 @@ impl Ready {
                 eprintln!("{LOST_EXIT_LINE}");
                 1
             }
+            Ok(Ending::CompanionFailed(code)) => code,
             Err(sentence) => {
                 eprintln!("error: {sentence}");
                 1
@@ -229,51 +264,109 @@ impl Ready {
     }
 }
 
-/// Run the server and the clock until a signal or a lost database, then stop
-/// them in order: the server (gracefully, unless a second signal comes), then the
-/// clock (after its tick in progress), then the control plane.
-async fn serve_until_stopped(
+/// A bound server with its database, ready to run.
+struct Serving {
     control: Control,
     tcp: tokio::net::TcpListener,
     unix: tokio::net::UnixListener,
     timings: Timings,
-    mut signals: Signals,
-) -> Ending {
-    let lost = Arc::new(AtomicBool::new(false));
-    let on_lost = Arc::new(Notify::new());
-    let (stop_server, server_stops) = watch::channel(Stop::Serving);
-    let (stop_clock, clock_stops) = watch::channel(false);
-    let api = Api::new(control.clone(), lost.clone());
-    let mut server = tokio::spawn(Server::new(api, tcp, Some(unix), GRACE).run(server_stops));
-    let clock = clock::Clock {
-        control: control.clone(),
-        every: timings.tick,
-        lost,
-        on_lost: on_lost.clone(),
-    };
-    let clock = tokio::spawn(clock.run(clock_stops));
-    let ending = tokio::select! {
-        _ = signals.next() => Ending::Stopped,
-        _ = on_lost.notified() => Ending::Lost,
-        _ = &mut server => Ending::Stopped,
-    };
-    let _ = stop_server.send(Stop::Graceful);
-    if !server.is_finished() {
-        tokio::select! {
-            _ = &mut server => {}
-            _ = signals.next() => {
-                let _ = stop_server.send(Stop::Now);
-                let _ = server.await;
+    signals: Signals,
+}
+
+impl Serving {
+    /// Run the server and the clock until a signal, the companion's end or a lost
+    /// database, then stop them in order: the server (gracefully, unless a second
+    /// signal comes or the companion failed), then the clock (after its tick in
+    /// progress), then the control plane.
+    async fn until_stopped(self, companion: Option<Companion>) -> Ending {
+        let Serving {
+            control,
+            tcp,
+            unix,
+            timings,
+            mut signals,
+        } = self;
+        let lost = Arc::new(AtomicBool::new(false));
+        let on_lost = Arc::new(Notify::new());
+        let (stop_server, server_stops) = watch::channel(Stop::Serving);
+        let (stop_clock, clock_stops) = watch::channel(false);
+        let api = Api::new(control.clone(), lost.clone());
+        let mut server = tokio::spawn(Server::new(api, tcp, Some(unix), GRACE).run(server_stops));
+        let clock = clock::Clock {
+            control: control.clone(),
+            every: timings.tick,
+            lost,
+            on_lost: on_lost.clone(),
+        };
+        let clock = tokio::spawn(clock.run(clock_stops));
+        let ending = wait_for_ending(&mut signals, &on_lost, &mut server, companion).await;
+        let at_once = matches!(ending, Ending::CompanionFailed(_));
+        let _ = stop_server.send(if at_once { Stop::Now } else { Stop::Graceful });
+        if !server.is_finished() {
+            tokio::select! {
+                _ = &mut server => {}
+                _ = signals.next() => {
+                    let _ = stop_server.send(Stop::Now);
+                    let _ = server.await;
+                }
             }
         }
-    }
-    let _ = stop_clock.send(true);
-    let _ = clock.await;
-    if matches!(ending, Ending::Stopped) {
-        // Give the hold up, so that the next control plane may start at once.
-        if let Err(refusal) = control.shutdown().await {
-            tracing::warn!(target: "stateous.serve", "cannot give up the hold on the database: {}", refusal.error);
+        let _ = stop_clock.send(true);
+        let _ = clock.await;
+        if !matches!(ending, Ending::Lost) {
+            // Give the hold up, so that the next control plane may start at once.
+            if let Err(refusal) = control.shutdown().await {
+                tracing::warn!(target: "stateous.serve", "cannot give up the hold on the database: {}", refusal.error);
+            }
         }
+        ending
+    }
+}
+
+/// Serve until a signal that the companion does not take, the companion's end, a
+/// lost database or the server's own end. A companion still running when the
+/// server cannot serve on is stopped at once.
+async fn wait_for_ending(
+    signals: &mut Signals,
+    on_lost: &Notify,
+    server: &mut tokio::task::JoinHandle<()>,
+    companion: Option<Companion>,
+) -> Ending {
+    let (mut companion, mut done) = match companion {
+        Some(Companion {
+            on_signal,
+            stop_now,
+            done,
+        }) => (Some((on_signal, stop_now)), Some(done)),
+        None => (None, None),
+    };
+    let ending = loop {
+        let companion_ends = async {
+            match done.as_mut() {
+                Some(done) => done.await.unwrap_or(1),
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = signals.next() => match &companion {
+                // The server serves on while the companion stops, so that its
+                // routines can still report.
+                Some((on_signal, _)) => on_signal(),
+                None => break Ending::Stopped,
+            },
+            code = companion_ends => {
+                companion = None;
+                if code != 0 {
+                    break Ending::CompanionFailed(code);
+                }
+                break Ending::Stopped;
+            }
+            _ = on_lost.notified() => break Ending::Lost,
+            _ = &mut *server => break Ending::Stopped,
+        }
+    };
+    if let Some((_, stop_now)) = companion {
+        stop_now();
     }
     ending
 }

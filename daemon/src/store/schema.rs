@@ -11,7 +11,25 @@ use rusqlite::{Connection, OptionalExtension};
 use super::{StoreError, StoreResult};
 
 /// The migrations, in order: (version, SQL). A new one goes at the end.
-pub const MIGRATIONS: &[(&str, &str)] = &[("0001", BASELINE)];
+pub const MIGRATIONS: &[(&str, &str)] = &[("0001", BASELINE), ("0002", FEED)];
+
+/// Version 0002: the order of the ledger across tokens, for `GET /watch` (SPEC
+/// section 3.3). A trigger numbers each ledger row as it is written, inside the
+/// writing transaction, so a rolled-back savepoint takes its numbers with it and
+/// the one writer commits them in increasing order. Rows written before 0002 are
+/// numbered by time. Postgres would use a `BIGSERIAL` column instead.
+const FEED: &str = "
+CREATE TABLE ledger_feed (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    token TEXT NOT NULL,
+    seq INTEGER NOT NULL CHECK (seq >= 1)
+);
+CREATE INDEX ledger_feed_token ON ledger_feed (token, id);
+INSERT INTO ledger_feed (token, seq) SELECT token, seq FROM ledger ORDER BY at, token, seq;
+CREATE TRIGGER ledger_feed_append AFTER INSERT ON ledger BEGIN
+    INSERT INTO ledger_feed (token, seq) VALUES (NEW.token, NEW.seq);
+END;
+";
 
 /// The tables of version 0001.
 const BASELINE: &str = "

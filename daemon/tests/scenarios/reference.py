@@ -54,7 +54,9 @@ def answer(engine, clock, step):
     if op == "token":
         return token_json(engine.get(step["token"]))
     if op == "tokens":
-        found = engine.tokens(status=step.get("status"), limit=step.get("limit", 100))
+        found = engine.tokens(
+            status=step.get("status"), limit=step.get("limit", 100), parent=step.get("parent")
+        )
         return [token_json(t) for t in found]
     if op == "history":
         return [

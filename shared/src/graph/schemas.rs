@@ -9,6 +9,7 @@ use std::fmt;
 
 use serde_json::{json, Value};
 
+use crate::pyrepr::{repr_json, repr_str};
 use crate::wire::Object;
 
 /// The validators of the models a graph document names, by model name.
@@ -46,9 +47,34 @@ impl Models {
             .map(|error| {
                 let path = dotted(error.instance_path.as_str());
                 let at = if path.is_empty() { name } else { &path };
-                format!("{at}: {error}")
+                format!("{at}: {}", message(&error))
             })
             .collect()
+    }
+}
+
+/// An error's message as the reference's validator (Python `jsonschema`) words the
+/// common kinds, with values quoted as Python's `repr` quotes them: these messages
+/// end up in ledger reasons (`event_dropped`, `event_rejected`), which must read the
+/// same. Other kinds keep the Rust validator's words.
+fn message(error: &jsonschema::ValidationError<'_>) -> String {
+    use jsonschema::error::{TypeKind, ValidationErrorKind};
+    match &error.kind {
+        ValidationErrorKind::Required { property } => {
+            format!("{} is a required property", repr_json(property))
+        }
+        ValidationErrorKind::Type { kind } => {
+            let types: Vec<String> = match kind {
+                TypeKind::Single(one) => vec![repr_str(&one.to_string())],
+                TypeKind::Multiple(set) => set.iter().map(|t| repr_str(&t.to_string())).collect(),
+            };
+            format!(
+                "{} is not of type {}",
+                repr_json(&error.instance),
+                types.join(", ")
+            )
+        }
+        _ => error.to_string(),
     }
 }
 
@@ -103,6 +129,20 @@ mod tests {
         let nested = models.errors("Item", &json!({"title": "x", "tags": [{"name": 3}]}));
         assert_eq!(nested.len(), 1);
         assert!(nested[0].starts_with("tags.0.name: "), "{nested:?}");
+    }
+
+    #[test]
+    fn required_and_type_errors_are_worded_as_the_reference_words_them() {
+        let mut models = Models::default();
+        models.add("Item", &schemas()).unwrap();
+        assert_eq!(
+            models.errors("Item", &json!({})),
+            ["Item: 'title' is a required property"]
+        );
+        assert_eq!(
+            models.errors("Item", &json!({"title": "x", "tags": [{"name": 3}]})),
+            ["tags.0.name: 3 is not of type 'string'"]
+        );
     }
 
     #[test]

@@ -3,6 +3,7 @@
 
 mod claims;
 mod control_plane;
+mod feed;
 mod ledger;
 mod memory;
 mod tasks;
@@ -16,6 +17,8 @@ use std::time::Duration;
 use rusqlite::{Connection, OpenFlags};
 use serde_json::Value;
 use stateous_shared::wire::Object;
+
+pub use feed::FeedRow;
 
 use super::{LedgerRow, StoreError, StoreResult, Tx};
 

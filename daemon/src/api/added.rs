@@ -1,0 +1,235 @@
+//! The routes this product adds to the reference's API (SPEC section 3.3), never
+//! changing an answer the reference's clients get: `GET /watch` (see [`watch`]),
+//! `GET /supervisors`, `GET /tokens/{id}/detail` and `GET /metrics`.
+//!
+//! They are answered before the reference's routes; any other method or path
+//! falls through to them (and so to their 404 or 405).
+
+use std::collections::BTreeMap;
+use std::convert::Infallible;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full};
+use hyper::{Request, Response};
+use serde_json::Value;
+use stateous_shared::live::{
+    HeldEvent, SupervisorList, SupervisorView, TaskView, TimerView, TokenDetail,
+};
+use stateous_shared::refusal::Refusal;
+use stateous_shared::time::{from_micros, iso};
+use tokio::sync::watch as signal;
+
+use super::server::Stop;
+use super::{json, refusal, routes, Api};
+use crate::engine::pause::held_events;
+use crate::engine::{existing, view};
+use crate::store::{Ledger, Tasks, Timers};
+
+/// The body of every answer of the server: whole JSON, or a stream of events.
+pub type Body = BoxBody<Bytes, Infallible>;
+
+/// One supervisor as its claims and heartbeats showed it.
+#[derive(Debug, Clone)]
+struct Seen {
+    states: Vec<String>,
+    outbox: Option<u64>,
+    /// Microseconds.
+    last_seen: i64,
+}
+
+/// The supervisors this control plane heard from since it started, by name. Kept
+/// in memory: after a restart a supervisor shows again at its next heartbeat.
+#[derive(Debug, Clone, Default)]
+pub struct SupervisorsSeen {
+    seen: Arc<Mutex<BTreeMap<String, Seen>>>,
+    /// Counts the changes a watcher is told of: a new supervisor, new states, a
+    /// new outbox depth (not each heartbeat's time).
+    changes: Arc<AtomicU64>,
+}
+
+impl SupervisorsSeen {
+    /// A claim or heartbeat from `name` at `now` (microseconds): the states of a
+    /// claim (a heartbeat gives `None` and keeps them), the outbox depth it sent.
+    pub fn heard(&self, name: &str, states: Option<&[String]>, outbox: Option<u64>, now: i64) {
+        let Ok(mut seen) = self.seen.lock() else {
+            return;
+        };
+        let mut changed = !seen.contains_key(name);
+        let entry = seen.entry(name.to_string()).or_insert_with(|| Seen {
+            states: Vec::new(),
+            outbox: None,
+            last_seen: now,
+        });
+        if let Some(states) = states {
+            changed |= entry.states != states;
+            entry.states = states.to_vec();
+        }
+        if outbox.is_some() {
+            changed |= entry.outbox != outbox;
+            entry.outbox = outbox;
+        }
+        entry.last_seen = now;
+        if changed {
+            self.changes.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// How many changes there were so far.
+    pub fn changes(&self) -> u64 {
+        self.changes.load(Ordering::SeqCst)
+    }
+
+    /// The supervisors as `GET /supervisors` lists them, read through `control`.
+    pub async fn listed(
+        &self,
+        control: &crate::control::Control,
+    ) -> Result<SupervisorList, Refusal> {
+        let running = control.read(|tx| Ok(tx.running_by_supervisor()?)).await?;
+        Ok(SupervisorList {
+            supervisors: self.list(&running),
+        })
+    }
+
+    fn list(&self, running: &BTreeMap<String, i64>) -> Vec<SupervisorView> {
+        let Ok(seen) = self.seen.lock() else {
+            return Vec::new();
+        };
+        seen.iter()
+            .map(|(name, s)| SupervisorView {
+                name: name.clone(),
+                states: s.states.clone(),
+                running: running.get(name).copied().unwrap_or(0),
+                outbox: s.outbox,
+                last_seen: iso(from_micros(s.last_seen)),
+            })
+            .collect()
+    }
+}
+
+/// The `outbox` depth a claim or heartbeat body carries, if it is a whole number.
+pub fn outbox_of(body: &[u8]) -> Option<u64> {
+    let value: Value = serde_json::from_slice(body).ok()?;
+    value.get("outbox")?.as_u64()
+}
+
+fn whole(answer: super::Answer) -> Response<Body> {
+    answer.map(BodyExt::boxed)
+}
+
+impl Api {
+    /// The answer of an added route, or `None` when the request is for another.
+    pub async fn added(
+        &self,
+        request: &Request<hyper::body::Incoming>,
+        stop: signal::Receiver<Stop>,
+    ) -> Option<Response<Body>> {
+        if request.method() != hyper::Method::GET || self.is_lost() {
+            return None;
+        }
+        let path = routes::decode(request.uri().path(), false);
+        let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+        let answer = match parts.as_slice() {
+            ["watch"] => return Some(super::watch::stream(self, request, stop).await),
+            ["supervisors"] => self.supervisors().await,
+            ["metrics"] => self.metrics().await,
+            ["tokens", id, "detail"] if !id.is_empty() => self.detail(id.to_string()).await,
+            _ => return None,
+        };
+        Some(whole(answer.unwrap_or_else(|refused| refusal(&refused))))
+    }
+
+    async fn supervisors(&self) -> Result<super::Answer, Refusal> {
+        Ok(json(200, &self.seen.listed(&self.control).await?))
+    }
+
+    async fn detail(&self, token: String) -> Result<super::Answer, Refusal> {
+        let detail = self
+            .control
+            .read(move |tx| {
+                let row = existing(tx, &token)?;
+                let now = tx_now(tx);
+                let tasks = tx.open_tasks(&token)?.into_iter().map(|task| TaskView {
+                    task: task.id,
+                    state: task.state,
+                    status: task.status,
+                    attempt: task.attempt,
+                    holder: task.claimed_by,
+                    lease_until: task.lease_until.map(|until| iso(from_micros(until))),
+                    lease_left: task
+                        .lease_until
+                        .map(|until| (until - now).max(0) as f64 / 1e6),
+                });
+                let timers = tx
+                    .pending_timers(&token)?
+                    .into_iter()
+                    .map(|timer| TimerView {
+                        event: timer.event,
+                        due_at: iso(from_micros(timer.due_at)),
+                    });
+                let held = if row.status == "paused" {
+                    held_events(&tx.entries(&token)?)
+                } else {
+                    Vec::new()
+                };
+                Ok(TokenDetail {
+                    token: view(&row),
+                    tasks: tasks.collect(),
+                    timers: timers.collect(),
+                    held: held
+                        .into_iter()
+                        .map(|h| HeldEvent {
+                            event: h.event,
+                            payload: h.payload,
+                            at: Some(iso(from_micros(h.at))),
+                        })
+                        .collect(),
+                })
+            })
+            .await?;
+        Ok(json(200, &detail))
+    }
+
+    async fn metrics(&self) -> Result<super::Answer, Refusal> {
+        let (counts, entries) = self
+            .control
+            .read(|tx| {
+                let counts = [
+                    ("stateous_tokens", tx.status_counts("tokens")?),
+                    ("stateous_tasks", tx.status_counts("tasks")?),
+                    ("stateous_timers", tx.status_counts("timers")?),
+                ];
+                Ok((counts, tx.feed_last()?))
+            })
+            .await?;
+        let mut text = String::new();
+        for (name, by_status) in &counts {
+            text.push_str(&format!("# TYPE {name} gauge\n"));
+            for (status, count) in by_status {
+                text.push_str(&format!("{name}{{status=\"{status}\"}} {count}\n"));
+            }
+        }
+        text.push_str("# TYPE stateous_ledger_entries_total counter\n");
+        text.push_str(&format!("stateous_ledger_entries_total {entries}\n"));
+        text.push_str("# TYPE stateous_commits_total counter\n");
+        text.push_str(&format!(
+            "stateous_commits_total {}\n",
+            self.control.commits()
+        ));
+        let seen = self.seen.seen.lock().map(|s| s.len()).unwrap_or(0);
+        text.push_str("# TYPE stateous_supervisors gauge\n");
+        text.push_str(&format!("stateous_supervisors {seen}\n"));
+        let mut answer = Response::new(Full::new(Bytes::from(text)));
+        answer.headers_mut().insert(
+            hyper::header::CONTENT_TYPE,
+            hyper::header::HeaderValue::from_static("text/plain; version=0.0.4"),
+        );
+        Ok(answer)
+    }
+}
+
+fn tx_now<T: crate::store::Tx>(tx: &T) -> i64 {
+    tx.now()
+}

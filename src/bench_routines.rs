@@ -1,0 +1,140 @@
+//! `stateous bench-routines` (SPEC section 5): how many short program routines a
+//! supervisor runs per second. It starts a daemon and a supervisor of its own on a
+//! temporary folder, with a one-state workflow whose routine is a shell script
+//! that only calls `stateous ctx emit done`, starts N tokens, and times the
+//! supervisor from its start to the last token's end.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use stateous_shared::client::{Client, TokenQuery};
+
+use crate::children::{wait_for, Setup};
+
+/// The workflow: one state, `work`, whose routine emits `done`.
+const FLOW: &str = "workflow: routines\nstates:\n  work: {}\nevents:\n  done: {}\n\
+transitions:\n  - {from: START, to: work}\n  - {from: work, to: END, on: done}\nschemas: {}\n";
+
+/// The routine: as short as a real program routine can be.
+const ROUTINE: &str = "#!/bin/sh\nexec stateous ctx emit done\n";
+
+/// What to measure.
+pub struct Options {
+    /// How many routines (one token each) to run.
+    pub routines: usize,
+    /// How many routines the supervisor runs at once (`tasks` in stateous.yaml).
+    pub tasks: usize,
+    /// Give up after this long.
+    pub max_time: Duration,
+}
+
+/// Run the benchmark and print its figures to stdout.
+pub fn run(options: &Options) -> Result<()> {
+    if options.routines == 0 || !(1..=1000).contains(&options.tasks) {
+        bail!("--routines must be 1 or more, and --tasks 1 to 1000");
+    }
+    let mut setup = Setup::new("bench-routines")?;
+    let folder = setup.folder.clone();
+    let graph = folder.join("routines.json");
+    let compiled = stateous_shared::compiler::compile_text(FLOW, "routines/flow.yaml")?;
+    stateous_shared::compiler::write_graph(&graph, &compiled.document)?;
+    let url = setup.serve(&graph, &["--tick", "200ms"])?;
+    let supervisor = write_supervisor(&folder, &url, &graph, options.tasks)?;
+    let runtime = tokio::runtime::Runtime::new().context("cannot start the runtime")?;
+    let client = Client::new(&url)?;
+    runtime.block_on(async {
+        wait_for(&client).await?;
+        for n in 0..options.routines {
+            client.start(&format!("R-{n}"), &Default::default()).await?;
+        }
+        anyhow::Ok(())
+    })?;
+    let began = Instant::now();
+    setup.supervise(&supervisor)?;
+    let done = runtime.block_on(wait_until_completed(&client, options, began))?;
+    let seconds = began.elapsed().as_secs_f64();
+    println!(
+        "{done} program routines in {seconds:.2} s with {} at once: {:.0} routines/s \
+         (from the supervisor's start, so its start-up counts too)",
+        options.tasks,
+        done as f64 / seconds
+    );
+    let failed = runtime.block_on(failed(&client))?;
+    if failed > 0 {
+        bail!(
+            "{failed} routine(s) failed; see {}",
+            folder.join("supervise.log").display()
+        );
+    }
+    if done < options.routines {
+        bail!(
+            "only {done} of {} tokens completed in {:?}; see {}",
+            options.routines,
+            options.max_time,
+            folder.join("supervise.log").display()
+        );
+    }
+    Ok(())
+}
+
+/// The supervisor's folder: settings with short waits, the contract, the routine.
+fn write_supervisor(
+    folder: &Path,
+    url: &str,
+    graph: &Path,
+    tasks: usize,
+) -> Result<std::path::PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let at = folder.join("routines-supervisor");
+    std::fs::create_dir_all(&at)?;
+    let routine = at.join("work.sh");
+    std::fs::write(&routine, ROUTINE)?;
+    std::fs::set_permissions(&routine, std::fs::Permissions::from_mode(0o755))?;
+    let settings = format!(
+        "url: {}\ntasks: {tasks}\nname: bench-box\nidle: 50ms\n",
+        serde_json::to_string(url)?
+    );
+    std::fs::write(at.join("stateous.yaml"), settings)?;
+    let document: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(graph)?)?;
+    let checksum = stateous_shared::graph::checksum(&document);
+    let contract = stateous_supervisor::contract::Contract::from_graph(&document, &checksum)
+        .map_err(|e| anyhow::anyhow!(e.0))?;
+    stateous_supervisor::init::write_folder(&at, url, &contract)?;
+    Ok(at)
+}
+
+/// Poll the number of completed tokens until all are, or the time is up; the count.
+async fn wait_until_completed(client: &Client, options: &Options, began: Instant) -> Result<usize> {
+    let mut done = 0;
+    while began.elapsed() < options.max_time {
+        done = ended(client, options.routines).await?;
+        if done >= options.routines {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    Ok(done)
+}
+
+/// How many tokens ended: those no longer active. The listing answers at most 1000
+/// tokens, so while more are active this is a lower bound.
+async fn ended(client: &Client, total: usize) -> Result<usize> {
+    let query = TokenQuery {
+        status: Some("active".into()),
+        limit: Some(1000),
+        ..TokenQuery::default()
+    };
+    let active = client.tokens(&query).await?.len();
+    Ok(total.saturating_sub(active))
+}
+
+/// How many tokens failed (a routine that failed: the benchmark's figure is then wrong).
+async fn failed(client: &Client) -> Result<usize> {
+    let query = TokenQuery {
+        status: Some("failed".into()),
+        limit: Some(1000),
+        ..TokenQuery::default()
+    };
+    Ok(client.tokens(&query).await?.len())
+}

@@ -1,0 +1,151 @@
+//! End to end, as a person uses it: `stateous tui` in a tmux pane against a real
+//! daemon; keys go in with `send-keys`, the screen comes out with `capture-pane`.
+
+mod harness;
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use harness::{binary, Daemon};
+use serde_json::json;
+
+/// A tmux server of this test's own (`-L`), killed when the test ends.
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn start(name: &str, command: &str) -> Tmux {
+        let tmux = Tmux {
+            socket: format!("stateous-tui-{name}-{}", std::process::id()),
+        };
+        tmux.run(&[
+            "new-session",
+            "-d",
+            "-s",
+            "t",
+            "-x",
+            "100",
+            "-y",
+            "30",
+            command,
+        ]);
+        tmux
+    }
+
+    fn run(&self, args: &[&str]) -> String {
+        let output = Command::new("tmux")
+            .args(["-L", &self.socket])
+            .args(args)
+            .output()
+            .expect("tmux runs");
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+
+    fn keys(&self, keys: &str) {
+        self.run(&["send-keys", "-t", "t", keys]);
+    }
+
+    fn screen(&self) -> String {
+        self.run(&["capture-pane", "-t", "t", "-p"])
+    }
+
+    /// The screen once `seen` says it is right; panics with the last screen after 10 s.
+    fn wait_for(&self, what: &str, seen: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let screen = self.screen();
+            if seen(&screen) {
+                return screen;
+            }
+            assert!(Instant::now() < deadline, "{what} never showed:\n{screen}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        self.run(&["kill-server"]);
+    }
+}
+
+/// The table row of `token` on the screen, if it shows.
+fn row<'a>(screen: &'a str, token: &str) -> Option<&'a str> {
+    screen
+        .lines()
+        .find(|line| line.starts_with(&format!("│{token} ")))
+}
+
+/// Whether tmux is there; the tests say so on stderr when it is not.
+fn have_tmux() -> bool {
+    let found = Command::new("tmux").arg("-V").output().is_ok();
+    if !found {
+        eprintln!("tmux is not installed: this test needs it (apt-get install tmux)");
+    }
+    found
+}
+
+#[test]
+fn a_token_paused_and_resumed_with_keys_shows_the_change_on_screen() {
+    if !have_tmux() {
+        return;
+    }
+    let daemon = Daemon::orders();
+    daemon
+        .post(
+            "/tokens",
+            &json!({"token": "ORD-1", "context": {"title": "pen"}}),
+        )
+        .expect(201);
+    let tmux = Tmux::start("keys", &format!("{} tui --url {}", binary(), daemon.url));
+    tmux.wait_for("ORD-1 active in draft", |s| {
+        row(s, "ORD-1").is_some_and(|r| r.contains("draft") && r.contains("active"))
+    });
+    tmux.keys("p");
+    let paused = tmux.wait_for("ORD-1 paused", |s| {
+        row(s, "ORD-1").is_some_and(|r| r.contains("paused")) && s.contains("#5  paused")
+    });
+    assert!(paused.contains("ORD-1: draft, paused"), "{paused}");
+    assert_eq!(daemon.get("/tokens/ORD-1").expect(200)["status"], "paused");
+    tmux.keys("p");
+    tmux.wait_for("the refusal", |s| {
+        s.contains("refused (409 token_not_active)")
+    });
+    tmux.keys("r");
+    let resumed = tmux.wait_for("ORD-1 active again", |s| {
+        row(s, "ORD-1").is_some_and(|r| r.contains("active")) && s.contains("#6  resumed")
+    });
+    eprintln!("the screen after resume:\n{resumed}");
+    assert_eq!(daemon.get("/tokens/ORD-1").expect(200)["status"], "active");
+    tmux.keys("q");
+}
+
+#[test]
+fn the_tui_stays_live_through_a_daemon_restart() {
+    if !have_tmux() {
+        return;
+    }
+    let mut daemon = Daemon::orders();
+    daemon
+        .post(
+            "/tokens",
+            &json!({"token": "ORD-1", "context": {"title": "pen"}}),
+        )
+        .expect(201);
+    // The socket keeps its path across the restart; the TCP port does not.
+    let url = format!("unix://{}", daemon.socket.display());
+    let tmux = Tmux::start("restart", &format!("{} tui --url {url}", binary()));
+    tmux.wait_for("the live stream", |s| s.contains("connected, live"));
+    daemon.crash_and_restart();
+    daemon
+        .post_empty("/tokens/ORD-1/events/submitted")
+        .expect(200);
+    let after = tmux.wait_for("ORD-1 in review, live again", |s| {
+        s.contains("connected, live")
+            && row(s, "ORD-1").is_some_and(|r| r.contains("review"))
+            && s.contains("#7  entered review")
+    });
+    assert!(after.contains("ORD-1: review, active"), "{after}");
+    tmux.keys("q");
+}

@@ -1,0 +1,157 @@
+//! The client task: carries out the commands of `update` over HTTP and sends each
+//! answer back as a message. All of the TUI's I/O with the daemon is here.
+
+use serde::de::DeserializeOwned;
+use stateous_shared::client::{segment, Call, Client, ClientError, Steer, TokenQuery};
+use stateous_shared::live::{SupervisorList, SupervisorView, TokenDetail};
+use stateous_shared::refusal::Code;
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::message::{Acted, Command, Msg};
+use crate::model::Problem;
+
+/// How a client error reads in the model.
+pub fn problem(error: ClientError) -> Problem {
+    match error {
+        ClientError::Refused {
+            status, refusal, ..
+        } => Problem::Refused {
+            status,
+            code: refusal.code.as_str().to_string(),
+            sentence: refusal.error,
+        },
+        ClientError::Unreachable { source, .. } => Problem::Unreachable(source.to_string()),
+        other => Problem::Other(other.to_string()),
+    }
+}
+
+/// Carry out `command` on a task of its own; its answer goes to `to`.
+pub fn spawn(client: &Client, command: Command, to: &UnboundedSender<Msg>) {
+    let (client, to) = (client.clone(), to.clone());
+    tokio::spawn(async move {
+        let msg = perform(&client, command).await;
+        // The loop may have ended (quit) while the request was out.
+        let _ = to.send(msg);
+    });
+}
+
+/// The message that answers `command`.
+pub async fn perform(client: &Client, command: Command) -> Msg {
+    match command {
+        Command::Tokens(query) => {
+            let answer = client.tokens(&query).await.map_err(problem);
+            Msg::Tokens(query.status, answer)
+        }
+        Command::Token { id, detail } => {
+            let answer = read_token(client, &id, detail).await;
+            Msg::Token(id, answer)
+        }
+        Command::History(id) => {
+            let answer = client.history(&id).await.map_err(problem);
+            Msg::History(id, answer)
+        }
+        Command::Children(id) => {
+            let query = TokenQuery {
+                parent: Some(id.clone()),
+                limit: Some(50),
+                ..TokenQuery::default()
+            };
+            Msg::Children(id, client.tokens(&query).await.map_err(problem))
+        }
+        Command::Exact(id) => {
+            let answer = match client.token(&id).await {
+                Ok(token) => Ok(Some(token)),
+                Err(error) if error.code() == Some(Code::TokenNotFound) => Ok(None),
+                Err(error) => Err(problem(error)),
+            };
+            Msg::Exact(id, answer)
+        }
+        Command::Workflow => Msg::Workflow(
+            client
+                .workflow()
+                .await
+                .map(serde_json::Value::Object)
+                .map_err(problem),
+        ),
+        Command::Supervisors => Msg::Supervisors(supervisors(client).await),
+        other => Msg::Done(act(client, other).await),
+    }
+}
+
+/// The token with its tasks, timers and held events; from a daemon without the
+/// detail route, the plain token.
+async fn read_token(
+    client: &Client,
+    id: &str,
+    detail: bool,
+) -> Result<(TokenDetail, bool), Problem> {
+    if detail {
+        let path = format!("/tokens/{}/detail", segment(id));
+        match get::<TokenDetail>(client, path).await {
+            Ok(detail) => return Ok((detail, true)),
+            Err(error) if error.code() != Some(Code::NotFound) => return Err(problem(error)),
+            Err(_) => {}
+        }
+    }
+    let token = client.token(id).await.map_err(problem)?;
+    let plain = TokenDetail {
+        token,
+        tasks: Vec::new(),
+        timers: Vec::new(),
+        held: Vec::new(),
+    };
+    Ok((plain, false))
+}
+
+/// `GET /supervisors`; `None` from a daemon without it.
+async fn supervisors(client: &Client) -> Result<Option<Vec<SupervisorView>>, Problem> {
+    match get::<SupervisorList>(client, "/supervisors".into()).await {
+        Ok(list) => Ok(Some(list.supervisors)),
+        Err(error) if error.code() == Some(Code::NotFound) => Ok(None),
+        Err(error) => Err(problem(error)),
+    }
+}
+
+/// A `GET` of one of our added routes, read as `T`.
+async fn get<T: DeserializeOwned>(client: &Client, path: String) -> Result<T, ClientError> {
+    let call = Call {
+        method: "GET",
+        path,
+        body: None,
+        key: None,
+    };
+    let (status, value) = client.json(&call).await?;
+    serde_json::from_value(value).map_err(|error| ClientError::BadAnswer {
+        url: client.url().to_string(),
+        status,
+        detail: error.to_string(),
+    })
+}
+
+/// A pause, resume, cancel, fire or start.
+async fn act(client: &Client, command: Command) -> Result<Acted, Problem> {
+    let plain = |token| Acted {
+        token,
+        duplicate: false,
+    };
+    let answer = match command {
+        Command::Steer(id, Steer::Pause) => client.pause(&id).await.map(plain),
+        Command::Steer(id, Steer::Resume) => client.resume(&id).await.map(plain),
+        Command::Steer(id, Steer::Cancel) => client.cancel(&id).await.map(plain),
+        Command::Start { token, context } => client.start(&token, &context).await.map(plain),
+        Command::Fire {
+            token,
+            event,
+            payload,
+            key,
+        } => client
+            .fire(&token, &event, payload.as_ref(), key.as_deref())
+            .await
+            .map(|fired| Acted {
+                token: fired.token,
+                duplicate: fired.duplicate,
+            }),
+        read => return Err(Problem::Other(format!("{read:?} is a read, not an action"))),
+    };
+    answer.map_err(problem)
+}

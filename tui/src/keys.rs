@@ -1,0 +1,196 @@
+//! What each key does, in each mode (SPEC section 3.4): arrows or `j` `k` move,
+//! `/` filters by text, `t` by status, `p` `r` `c` steer, `f` fires, `s` starts,
+//! `w` shows the graph, `?` the keys, `q` quits.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use stateous_shared::client::Steer;
+
+use crate::forms;
+use crate::input::LineEdit;
+use crate::message::Command;
+use crate::model::{Mode, Model, STATUSES};
+use crate::update::refresh;
+
+/// Apply a key to `model`.
+pub fn key(model: &mut Model, key: KeyEvent) -> Vec<Command> {
+    if key.code == KeyCode::Char('c') && key.modifiers.contains(KeyModifiers::CONTROL) {
+        model.quit = true;
+        return Vec::new();
+    }
+    match std::mem::replace(&mut model.mode, Mode::Normal) {
+        Mode::Normal => normal(model, key),
+        Mode::Filter(edit) => filter(model, edit, key),
+        Mode::Confirm(token) => confirm(model, token, key),
+        Mode::Pick { token, events, at } => forms::pick(model, token, events, at, key),
+        Mode::Fire(form) => forms::fire(model, form, key),
+        Mode::Start(form) => forms::start(model, form, key),
+        Mode::Help | Mode::Graph => Vec::new(),
+    }
+}
+
+fn normal(model: &mut Model, key: KeyEvent) -> Vec<Command> {
+    let page = model.table_rows().max(1) as isize;
+    match key.code {
+        KeyCode::Char('q') => model.quit = true,
+        KeyCode::Down | KeyCode::Char('j') => return move_by(model, 1),
+        KeyCode::Up | KeyCode::Char('k') => return move_by(model, -1),
+        KeyCode::PageDown => return move_by(model, page),
+        KeyCode::PageUp => return move_by(model, -page),
+        KeyCode::Home | KeyCode::Char('g') => return move_by(model, isize::MIN / 2),
+        KeyCode::End | KeyCode::Char('G') => return move_by(model, isize::MAX / 2),
+        KeyCode::Char('/') => {
+            let status = model.status_filter.map(|s| format!("status:{s} "));
+            let typed = format!("{}{}", status.unwrap_or_default(), model.text_filter);
+            model.mode = Mode::Filter(LineEdit::new(&typed));
+        }
+        KeyCode::Char('t') => return next_status(model),
+        KeyCode::Char('p') => return steer(model, Steer::Pause),
+        KeyCode::Char('r') => return steer(model, Steer::Resume),
+        KeyCode::Char('c') => {
+            if let Some(token) = selected_or_say(model) {
+                model.say(
+                    format!("cancel {token} for good? y to cancel, any other key keeps it"),
+                    false,
+                );
+                model.mode = Mode::Confirm(token);
+            }
+        }
+        KeyCode::Char('f') => forms::open_pick(model),
+        KeyCode::Char('s') => model.mode = Mode::Start(forms::new_start()),
+        KeyCode::Char('w') => model.mode = Mode::Graph,
+        KeyCode::Char('?') => model.mode = Mode::Help,
+        KeyCode::Esc => model.status = None,
+        _ => {}
+    }
+    Vec::new()
+}
+
+/// Move the selection by `by` rows (clamped); a new selection is read at once.
+fn move_by(model: &mut Model, by: isize) -> Vec<Command> {
+    let count = model.shown().len();
+    if count == 0 {
+        return Vec::new();
+    }
+    let before = model.selected();
+    let at = (model.cursor as isize).saturating_add(by);
+    model.cursor = at.clamp(0, count as isize - 1) as usize;
+    follow_cursor(model);
+    if model.selected() == before {
+        return Vec::new();
+    }
+    model.detail = None;
+    model.history.clear();
+    model.history_of = None;
+    model.children.clear();
+    refresh(model)
+}
+
+/// Scroll the table so that the selected row is on screen.
+pub fn follow_cursor(model: &mut Model) {
+    let rows = model.table_rows().max(1);
+    if model.cursor < model.scroll {
+        model.scroll = model.cursor;
+    } else if model.cursor >= model.scroll + rows {
+        model.scroll = model.cursor + 1 - rows;
+    }
+}
+
+/// `t`: the next status filter (all, then each status in turn).
+fn next_status(model: &mut Model) -> Vec<Command> {
+    let at = model
+        .status_filter
+        .and_then(|now| STATUSES.iter().position(|s| *s == now));
+    model.status_filter = match at {
+        None => Some(STATUSES[0]),
+        Some(i) if i + 1 < STATUSES.len() => Some(STATUSES[i + 1]),
+        Some(_) => None,
+    };
+    reset_table(model)
+}
+
+/// The table starts over at its top, with a fresh read.
+fn reset_table(model: &mut Model) -> Vec<Command> {
+    model.tokens.clear();
+    model.exact = None;
+    model.in_flight.remove(&crate::model::Fetch::Exact);
+    // A read under the old filters may be out; this one goes out at once too.
+    model.in_flight.remove(&crate::model::Fetch::Tokens);
+    model.cursor = 0;
+    model.scroll = 0;
+    model.detail = None;
+    model.history.clear();
+    model.history_of = None;
+    model.children.clear();
+    refresh(model)
+}
+
+fn filter(model: &mut Model, mut edit: LineEdit, key: KeyEvent) -> Vec<Command> {
+    match key.code {
+        KeyCode::Enter => {
+            apply_filter(model, edit.text());
+            reset_table(model)
+        }
+        KeyCode::Esc => {
+            model.text_filter.clear();
+            reset_table(model)
+        }
+        _ => {
+            edit.key(key);
+            model.mode = Mode::Filter(edit);
+            Vec::new()
+        }
+    }
+}
+
+/// A typed filter: a word `status:NAME` picks the status (`status:all` any),
+/// the other words are the text to look for. An unknown status says so and
+/// leaves the status filter as it was.
+fn apply_filter(model: &mut Model, typed: &str) {
+    let mut words = Vec::new();
+    for word in typed.split_whitespace() {
+        match word.strip_prefix("status:") {
+            Some("all") => model.status_filter = None,
+            Some(name) => match STATUSES.iter().find(|s| **s == name) {
+                Some(status) => model.status_filter = Some(status),
+                None => model.say(
+                    format!("'{name}' is not a status: {}", STATUSES.join(", ")),
+                    true,
+                ),
+            },
+            None => words.push(word),
+        }
+    }
+    model.text_filter = words.join(" ");
+}
+
+fn confirm(model: &mut Model, token: String, key: KeyEvent) -> Vec<Command> {
+    if key.code == KeyCode::Char('y') || key.code == KeyCode::Char('Y') {
+        model.say(format!("cancelling {token}..."), false);
+        vec![Command::Steer(token, Steer::Cancel)]
+    } else {
+        model.say(format!("{token} was not cancelled"), false);
+        Vec::new()
+    }
+}
+
+fn steer(model: &mut Model, action: Steer) -> Vec<Command> {
+    let Some(token) = selected_or_say(model) else {
+        return Vec::new();
+    };
+    let doing = match action {
+        Steer::Pause => "pausing",
+        Steer::Resume => "resuming",
+        Steer::Cancel => "cancelling",
+    };
+    model.say(format!("{doing} {token}..."), false);
+    vec![Command::Steer(token, action)]
+}
+
+/// The selected token, or a line in the status bar saying there is none.
+pub fn selected_or_say(model: &mut Model) -> Option<String> {
+    let token = model.selected();
+    if token.is_none() {
+        model.say("no token is selected", true);
+    }
+    token
+}

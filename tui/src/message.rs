@@ -1,0 +1,96 @@
+//! The messages `update` takes (keys, ticks, the client task's answers) and the
+//! commands it gives back for the client task to carry out.
+
+use chrono::{DateTime, Utc};
+use crossterm::event::KeyEvent;
+use serde_json::Value;
+use stateous_shared::client::{Steer, TokenQuery, WatchEntry};
+use stateous_shared::live::{SupervisorView, TokenDetail};
+use stateous_shared::wire::{HistoryEntry, Object, TokenView};
+
+use crate::model::{Problem, StreamState};
+
+/// Something that happened: a key, a tick of the clock, or an answer.
+#[derive(Debug, Clone)]
+pub enum Msg {
+    /// A key was pressed.
+    Key(KeyEvent),
+    /// The terminal's new size: columns, rows.
+    Resize(u16, u16),
+    /// A second passed; the time now.
+    Tick(DateTime<Utc>),
+    /// `GET /tokens` answered the read made under this status filter.
+    Tokens(Option<String>, Result<Vec<TokenView>, Problem>),
+    /// The selected token was read: with its tasks, timers and held events when the
+    /// daemon has the detail route (`true`), else the plain token (`false`).
+    Token(String, Result<(TokenDetail, bool), Problem>),
+    /// `GET /tokens/{id}/history` answered.
+    History(String, Result<Vec<HistoryEntry>, Problem>),
+    /// `GET /tokens?parent={id}` answered.
+    Children(String, Result<Vec<TokenView>, Problem>),
+    /// `GET /tokens/{id}` for the text filter answered; `None`: no such token.
+    Exact(String, Result<Option<TokenView>, Problem>),
+    /// `GET /workflow` answered: the graph document.
+    Workflow(Result<Value, Problem>),
+    /// `GET /supervisors` answered; `Ok(None)` when the daemon has no such route.
+    Supervisors(Result<Option<Vec<SupervisorView>>, Problem>),
+    /// A pause, resume, cancel, fire or start answered.
+    Done(Result<Acted, Problem>),
+    /// The live stream (`GET /watch`) opened, broke, or is not served.
+    Stream(StreamState),
+    /// A ledger entry came on the live stream, after its commit.
+    Entry(WatchEntry),
+}
+
+/// The answer to an action.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Acted {
+    /// The token as the answer shows it.
+    pub token: TokenView,
+    /// True for a fire whose idempotency key was used before.
+    pub duplicate: bool,
+}
+
+/// Work for the client task: every request the TUI makes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Command {
+    /// `GET /tokens` with these filters.
+    Tokens(TokenQuery),
+    /// Read one token; `detail` asks for the detail route first.
+    Token {
+        /// The token.
+        id: String,
+        /// Whether to try `GET /tokens/{id}/detail`.
+        detail: bool,
+    },
+    /// `GET /tokens/{id}/history`.
+    History(String),
+    /// `GET /tokens?parent={id}`.
+    Children(String),
+    /// `GET /tokens/{id}` for the token whose id is the text filter.
+    Exact(String),
+    /// `GET /workflow`.
+    Workflow,
+    /// `GET /supervisors`.
+    Supervisors,
+    /// Pause, resume or cancel a token.
+    Steer(String, Steer),
+    /// Fire an event.
+    Fire {
+        /// The token.
+        token: String,
+        /// The event.
+        event: String,
+        /// Its payload, if any.
+        payload: Option<Object>,
+        /// The idempotency key, if any.
+        key: Option<String>,
+    },
+    /// Start a token.
+    Start {
+        /// The token's id.
+        token: String,
+        /// Its context.
+        context: Object,
+    },
+}

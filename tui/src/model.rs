@@ -1,0 +1,299 @@
+//! The TUI's state: what the control plane last answered, what the operator is
+//! doing, and what the status line says. Nothing here does I/O; `update` changes
+//! it and `view` draws it.
+
+use std::collections::BTreeSet;
+
+use chrono::{DateTime, FixedOffset, Utc};
+use stateous_shared::graph::Graph;
+use stateous_shared::wire::{HistoryEntry, TokenView};
+
+use stateous_shared::live::{SupervisorView, TokenDetail};
+
+use crate::input::LineEdit;
+
+/// The statuses a token can have, in the order `t` cycles through them (after "all").
+pub const STATUSES: [&str; 5] = ["active", "paused", "completed", "failed", "cancelled"];
+
+/// The largest page `GET /tokens` answers.
+pub const MOST_TOKENS: u32 = 1000;
+
+/// Why a request did not succeed, as the status line tells it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Problem {
+    /// The control plane said no: its HTTP status, refusal code and sentence.
+    Refused {
+        /// The HTTP status, e.g. 409.
+        status: u16,
+        /// The refusal code, e.g. `token_not_active`.
+        code: String,
+        /// The control plane's sentence.
+        sentence: String,
+    },
+    /// No answer: the daemon is down or restarting.
+    Unreachable(String),
+    /// Anything else (a wrong URL, an answer of the wrong shape).
+    Other(String),
+}
+
+/// Whether the control plane answers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Connection {
+    /// Nothing answered yet.
+    Connecting,
+    /// The last request got an answer.
+    Connected,
+    /// The last request got none; every tick tries again.
+    Lost(String),
+}
+
+/// The live stream's state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamState {
+    /// Not open (not yet, or broken and being opened again).
+    Off,
+    /// Open: entries come as they commit, and reads happen only when they do.
+    Live,
+    /// The control plane has no `GET /watch` (the reference's): every tick reads.
+    Unsupported,
+}
+
+/// What the stream's entries made out of date, to read on the next tick.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stale {
+    /// The tokens table: some token moved.
+    pub table: bool,
+    /// The selected token's detail and children: it moved.
+    pub token: bool,
+    /// The selected token's history: an entry came that does not follow the last
+    /// one shown (or none is shown yet), so the history is read whole.
+    pub history: bool,
+}
+
+/// What the status line shows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Status {
+    /// One line.
+    pub text: String,
+    /// Drawn in red when true.
+    pub error: bool,
+}
+
+/// A read the TUI keeps current; at most one of each is in flight at a time, so a
+/// slow daemon never gets a pile of the same request.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Fetch {
+    /// `GET /tokens?status=&limit=`.
+    Tokens,
+    /// `GET /tokens/{id}` and, where the daemon has it, the detail route.
+    Token(String),
+    /// `GET /tokens/{id}/history`.
+    History(String),
+    /// `GET /tokens?parent={id}`.
+    Children(String),
+    /// `GET /workflow`.
+    Workflow,
+    /// `GET /supervisors`.
+    Supervisors,
+    /// `GET /tokens/{text filter}`: the token whose id is the text filter.
+    Exact,
+}
+
+/// What the supervisors pane knows.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Supervisors {
+    /// Not asked yet.
+    Unknown,
+    /// The control plane has no `GET /supervisors` (the reference's has none).
+    Unsupported,
+    /// The supervisors seen.
+    Seen(Vec<SupervisorView>),
+}
+
+/// The form of `f`: an event, its payload's JSON, an optional idempotency key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FireForm {
+    /// The token to fire on.
+    pub token: String,
+    /// The event picked.
+    pub event: String,
+    /// The payload as typed: empty or a JSON object.
+    pub payload: LineEdit,
+    /// The idempotency key; empty sends none.
+    pub key: LineEdit,
+    /// True while the key field has the cursor.
+    pub on_key: bool,
+}
+
+/// The form of `s`: a token id and its context's JSON.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StartForm {
+    /// The new token's id.
+    pub id: LineEdit,
+    /// Its context as typed: empty or a JSON object.
+    pub context: LineEdit,
+    /// True while the context field has the cursor.
+    pub on_context: bool,
+}
+
+/// What the keys do now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mode {
+    /// Browsing: arrows move, letters act.
+    Normal,
+    /// `/`: typing the text filter.
+    Filter(LineEdit),
+    /// `c`: waiting for `y` to cancel this token.
+    Confirm(String),
+    /// `f`, first step: picking one of the state's events.
+    Pick {
+        /// The token to fire on.
+        token: String,
+        /// The events its state has transitions for, in the graph's order.
+        events: Vec<String>,
+        /// The highlighted one.
+        at: usize,
+    },
+    /// `f`, second step: the payload and the key.
+    Fire(FireForm),
+    /// `s`: starting a token.
+    Start(StartForm),
+    /// `?`: the keys.
+    Help,
+    /// `w`: the workflow graph.
+    Graph,
+}
+
+/// Everything the TUI shows.
+#[derive(Debug, Clone)]
+pub struct Model {
+    /// The control plane's URL, for the title.
+    pub url: String,
+    /// The time of the last tick; ages and countdowns count from it.
+    pub now: DateTime<Utc>,
+    /// The zone times are shown in; `None` is the machine's local zone.
+    pub zone: Option<FixedOffset>,
+    /// The terminal's size: columns, rows.
+    pub size: (u16, u16),
+    /// Whether the control plane answers.
+    pub connection: Connection,
+    /// The served workflow, once `GET /workflow` answered.
+    pub graph: Option<Graph>,
+    /// The tokens of the last `GET /tokens`, most recently moved first.
+    pub tokens: Vec<TokenView>,
+    /// `None` shows every status.
+    pub status_filter: Option<&'static str>,
+    /// Only tokens whose id, state or context contains this (case-insensitive).
+    pub text_filter: String,
+    /// The token whose id is the text filter, read by itself: it shows even when
+    /// it is older than the 1000 tokens a page holds.
+    pub exact: Option<TokenView>,
+    /// The selected row among the shown tokens.
+    pub cursor: usize,
+    /// The first row the table shows.
+    pub scroll: usize,
+    /// The selected token as last read, with its tasks, timers and held events.
+    pub detail: Option<TokenDetail>,
+    /// Whether the daemon has `GET /tokens/{id}/detail`: `None` until asked; the
+    /// reference's has not, and then only the token is read.
+    pub detail_route: Option<bool>,
+    /// The selected token's children.
+    pub children: Vec<TokenView>,
+    /// The selected token's history; `history_of` names whose it is.
+    pub history: Vec<HistoryEntry>,
+    /// The token `history` belongs to.
+    pub history_of: Option<String>,
+    /// The supervisors pane.
+    pub supervisors: Supervisors,
+    /// What the keys do now.
+    pub mode: Mode,
+    /// The status line.
+    pub status: Option<Status>,
+    /// The reads waiting for an answer.
+    pub in_flight: BTreeSet<Fetch>,
+    /// Set by `q`: the loop ends.
+    pub quit: bool,
+    /// The live stream's state.
+    pub stream: StreamState,
+    /// What entries from the stream made out of date since it was last read.
+    pub stale: Stale,
+    /// Ticks since the screen's data was last read.
+    pub quiet_ticks: u32,
+}
+
+impl Model {
+    /// A model for the control plane at `url`, before anything was read.
+    pub fn new(url: &str, now: DateTime<Utc>) -> Model {
+        Model {
+            url: url.to_string(),
+            now,
+            zone: None,
+            size: (80, 24),
+            connection: Connection::Connecting,
+            graph: None,
+            tokens: Vec::new(),
+            status_filter: None,
+            text_filter: String::new(),
+            exact: None,
+            cursor: 0,
+            scroll: 0,
+            detail: None,
+            detail_route: None,
+            children: Vec::new(),
+            history: Vec::new(),
+            history_of: None,
+            supervisors: Supervisors::Unknown,
+            mode: Mode::Normal,
+            status: None,
+            in_flight: BTreeSet::new(),
+            quit: false,
+            stream: StreamState::Off,
+            stale: Stale::default(),
+            quiet_ticks: 0,
+        }
+    }
+
+    /// The tokens the table shows: those of the status filter whose id, state or
+    /// context contains the text filter.
+    pub fn shown(&self) -> Vec<&TokenView> {
+        let needle = self.text_filter.to_lowercase();
+        let paged = self
+            .exact
+            .as_ref()
+            .filter(|exact| !self.tokens.iter().any(|t| t.token == exact.token));
+        self.tokens
+            .iter()
+            .chain(paged)
+            .filter(|t| self.status_filter.is_none_or(|s| t.status == s))
+            .filter(|t| needle.is_empty() || matches_text(t, &needle))
+            .collect()
+    }
+
+    /// The id of the selected token, if the table shows any.
+    pub fn selected(&self) -> Option<String> {
+        self.shown().get(self.cursor).map(|t| t.token.clone())
+    }
+
+    /// How many token rows fit the table at the current size.
+    pub fn table_rows(&self) -> usize {
+        crate::view::table_rows(self.size)
+    }
+
+    /// Show `text` in the status line; red when `error`.
+    pub fn say(&mut self, text: impl Into<String>, error: bool) {
+        self.status = Some(Status {
+            text: text.into(),
+            error,
+        });
+    }
+}
+
+/// Whether `token`'s id, state or context holds `needle` (already lower case).
+fn matches_text(token: &TokenView, needle: &str) -> bool {
+    token.token.to_lowercase().contains(needle)
+        || token.state.to_lowercase().contains(needle)
+        || serde_json::Value::Object(token.context.clone())
+            .to_string()
+            .to_lowercase()
+            .contains(needle)
+}

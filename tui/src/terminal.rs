@@ -1,0 +1,115 @@
+//! The loop that runs the TUI on a real terminal: keys and ticks in, `update`,
+//! commands out to the client task, `view` on the screen.
+
+use std::time::Duration;
+
+use chrono::Utc;
+use crossterm::event::{Event, KeyEventKind};
+use stateous_shared::client::Client;
+use stateous_shared::refusal::Code;
+use tokio::sync::mpsc::{self, UnboundedSender};
+
+use crate::message::Msg;
+use crate::model::{Model, StreamState};
+use crate::{client, update, view, TuiError};
+
+/// How often the screen is refreshed from the daemon.
+const TICK: Duration = Duration::from_secs(1);
+
+/// Run the TUI against the control plane at `url` until `q`.
+pub async fn run(url: &str) -> Result<(), TuiError> {
+    let api = Client::with_timeout(url, Duration::from_secs(5))
+        .map_err(|error| TuiError::Client(error.to_string()))?;
+    let mut terminal = ratatui::try_init().map_err(TuiError::Terminal)?;
+    let result = looping(&api, &mut terminal).await;
+    ratatui::restore();
+    result
+}
+
+async fn looping(api: &Client, terminal: &mut ratatui::DefaultTerminal) -> Result<(), TuiError> {
+    let (to, mut from) = mpsc::unbounded_channel();
+    read_keys(to.clone());
+    let ticker = to.clone();
+    tokio::spawn(async move {
+        let mut every = tokio::time::interval(TICK);
+        loop {
+            every.tick().await;
+            if ticker.send(Msg::Tick(Utc::now())).is_err() {
+                break;
+            }
+        }
+    });
+    watch_stream(api.clone(), to.clone());
+    let mut model = Model::new(api.url(), Utc::now());
+    let size = terminal.size().map_err(TuiError::Terminal)?;
+    model.size = (size.width, size.height);
+    loop {
+        terminal
+            .draw(|frame| view::view(&model, frame))
+            .map_err(TuiError::Terminal)?;
+        let Some(first) = from.recv().await else {
+            return Ok(());
+        };
+        // Take every message that is waiting before drawing again.
+        let mut next = Some(first);
+        while let Some(msg) = next {
+            for command in update::update(&mut model, msg) {
+                client::spawn(api, command, &to);
+            }
+            next = from.try_recv().ok();
+        }
+        if model.quit {
+            return Ok(());
+        }
+    }
+}
+
+/// The live stream: opened, read, and opened again after a break from the last
+/// event id (so nothing is lost); given up only on a daemon that has none.
+fn watch_stream(api: Client, to: UnboundedSender<Msg>) {
+    tokio::spawn(async move {
+        let mut last: Option<String> = None;
+        loop {
+            match api.watch(None, last.as_deref()).await {
+                Ok(mut watch) => {
+                    let _ = to.send(Msg::Stream(StreamState::Live));
+                    while let Ok(Some(event)) = watch.next().await {
+                        if event.id.is_some() {
+                            last = event.id.clone();
+                        }
+                        if let Some(entry) = event.entry() {
+                            if to.send(Msg::Entry(entry)).is_err() {
+                                return;
+                            }
+                        }
+                    }
+                    let _ = to.send(Msg::Stream(StreamState::Off));
+                }
+                Err(error) if error.code() == Some(Code::NotFound) => {
+                    let _ = to.send(Msg::Stream(StreamState::Unsupported));
+                    return;
+                }
+                Err(_) => {}
+            }
+            if to.is_closed() {
+                return;
+            }
+            tokio::time::sleep(TICK).await;
+        }
+    });
+}
+
+/// Keys and resizes, read on a thread of their own (crossterm's read blocks).
+fn read_keys(to: UnboundedSender<Msg>) {
+    std::thread::spawn(move || loop {
+        let msg = match crossterm::event::read() {
+            Ok(Event::Key(key)) if key.kind != KeyEventKind::Release => Msg::Key(key),
+            Ok(Event::Resize(columns, rows)) => Msg::Resize(columns, rows),
+            Ok(_) => continue,
+            Err(_) => break,
+        };
+        if to.send(msg).is_err() {
+            break;
+        }
+    });
+}
