@@ -206,6 +206,12 @@ fn fill(db: &Path, tokens: u64, timers: u64) -> Result<(), Failure> {
              WHERE rowid > ?1",
             [base],
         )?;
+        conn.execute(
+            "INSERT INTO ledger_feed (token, seq)
+             SELECT l.token, l.seq FROM ledger l JOIN tokens t ON t.token = l.token
+             WHERE t.rowid > ?1 ORDER BY l.id",
+            [base],
+        )?;
         conn.execute_batch("COMMIT")?;
         start = end;
     }

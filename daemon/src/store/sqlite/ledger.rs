@@ -46,6 +46,10 @@ impl Ledger for SqliteTx<'_> {
             )?
             .execute(params![token, seq, self.now, kind, key, to_text(data)])?;
         let id = self.conn.last_insert_rowid();
+        // Its number in the feed of `GET /watch` (migration 0003: no trigger).
+        self.conn
+            .prepare_cached("INSERT INTO ledger_feed (token, seq) VALUES (?1, ?2)")?
+            .execute(params![token, seq])?;
         self.appended.borrow_mut().push(LedgerRow {
             id,
             token: token.to_string(),
