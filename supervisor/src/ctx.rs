@@ -200,7 +200,7 @@ impl RunCtx {
             }
             Request::Set { key, value } => {
                 if key.is_empty() {
-                    return Err("a context key is not empty".into());
+                    return Err("a context key cannot be empty".into());
                 }
                 let mut state = self.lock();
                 state.context.insert(key.clone(), value.clone());
