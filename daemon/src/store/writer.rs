@@ -156,7 +156,7 @@ fn run(conn: Connection, clock: Clock, queue: mpsc::Receiver<Job>, path: &Path) 
 /// Run a batch in one transaction, count the commit, publish its ledger rows, then
 /// answer every request. Rows are published only after the commit.
 fn commit_batch(conn: &Connection, clock: &Clock, batch: Vec<Job>, path: &Path) {
-    if let Err(error) = conn.execute_batch("BEGIN IMMEDIATE") {
+    if let Err(error) = control(conn, "BEGIN IMMEDIATE") {
         let error = StoreError::from(error);
         // The jobs never ran; each answers the failure to begin.
         for job in batch {
@@ -171,9 +171,9 @@ fn commit_batch(conn: &Connection, clock: &Clock, batch: Vec<Job>, path: &Path) 
             delivers.push(deliver);
         }
     }
-    let committed = conn.execute_batch("COMMIT").map_err(StoreError::from);
+    let committed = control(conn, "COMMIT").map_err(StoreError::from);
     if committed.is_err() {
-        let _ = conn.execute_batch("ROLLBACK");
+        let _ = control(conn, "ROLLBACK");
     }
     if committed.is_ok() {
         path.commits.fetch_add(1, Ordering::Relaxed);
@@ -198,7 +198,7 @@ fn one_request(
     job: Job,
     rows: &mut Vec<LedgerRow>,
 ) -> Option<Deliver> {
-    if let Err(error) = conn.execute_batch("SAVEPOINT request") {
+    if let Err(error) = control(conn, "SAVEPOINT request") {
         tracing::error!("cannot open a savepoint: {error}");
     }
     let tx = SqliteTx::new(conn, clock.now());
@@ -207,9 +207,9 @@ fn one_request(
     if keep {
         rows.extend(tx.take_appended());
     } else {
-        let _ = conn.execute_batch("ROLLBACK TO request");
+        let _ = control(conn, "ROLLBACK TO request");
     }
-    let _ = conn.execute_batch("RELEASE request");
+    let _ = control(conn, "RELEASE request");
     match ran {
         Ok((_, deliver)) => Some(deliver),
         Err(_) => {
@@ -217,6 +217,14 @@ fn one_request(
             None
         }
     }
+}
+
+/// Run one transaction-control statement from the statement cache: parsing
+/// `SAVEPOINT` and `RELEASE` anew for every request cost the writer more than
+/// some requests' own SQL.
+fn control(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(sql)?.execute([])?;
+    Ok(())
 }
 
 fn copy(error: &StoreError) -> StoreError {

@@ -52,6 +52,9 @@ impl Tx for SqliteTx<'_> {
     }
 }
 
+/// The writer connection's page cache, in KiB (a negative `cache_size`).
+const WRITER_CACHE_KIB: i64 = -16 * 1024;
+
 /// Open a connection to the file: WAL, `synchronous=FULL`, and a busy timeout so
 /// that another process's write lock is waited for, not failed on at once.
 pub fn open(path: &Path, busy_timeout: Duration, read_only: bool) -> StoreResult<Connection> {
@@ -80,6 +83,17 @@ pub fn open(path: &Path, busy_timeout: Duration, read_only: bool) -> StoreResult
         .map_err(said)?;
     conn.pragma_update(None, "foreign_keys", "OFF")
         .map_err(said)?;
+    // The writer opens a savepoint per request; with the default temp store each
+    // first change of a page inside one is copied to a sub-journal *file* (a
+    // write system call per page). In memory it is a copy.
+    conn.pragma_update(None, "temp_store", "MEMORY")
+        .map_err(said)?;
+    if !read_only {
+        // The writer walks the indexes of every table on each request: 16 MiB
+        // keeps their upper levels cached with a million tokens stored.
+        conn.pragma_update(None, "cache_size", WRITER_CACHE_KIB)
+            .map_err(said)?;
+    }
     conn.set_prepared_statement_cache_capacity(64);
     Ok(conn)
 }

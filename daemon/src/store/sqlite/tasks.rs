@@ -29,11 +29,13 @@ fn ids(values: &[i64]) -> String {
 
 impl Tasks for SqliteTx<'_> {
     fn queue_task(&self, token: &str, state: &str, visit: i64) -> StoreResult<i64> {
+        // No RETURNING: SQLite buffers its rows in a temporary table.
         let mut statement = self.conn.prepare_cached(
             "INSERT INTO tasks (token, state, visit, status, attempt, queued_at)
-             VALUES (?1, ?2, ?3, 'queued', 0, ?4) RETURNING id",
+             VALUES (?1, ?2, ?3, 'queued', 0, ?4)",
         )?;
-        Ok(statement.query_row(params![token, state, visit, self.now], |row| row.get(0))?)
+        statement.execute(params![token, state, visit, self.now])?;
+        Ok(self.conn.last_insert_rowid())
     }
 
     fn task(&self, id: i64) -> StoreResult<Option<TaskRow>> {
@@ -81,17 +83,21 @@ impl Tasks for SqliteTx<'_> {
     ) -> StoreResult<Vec<i64>> {
         // One query per state, each walking `tasks_queue` in id order and stopping
         // at `limit`, then merged: one query over all states would sort every
-        // queued task of those states on each claim.
-        let mut statement = self.conn.prepare_cached(
+        // queued task of those states on each claim. The limit is part of the SQL
+        // text, not a bound parameter: SQLite re-prepares a statement on every run
+        // whose LIMIT is a parameter (it may steer the plan).
+        let sql = format!(
             "SELECT t.id FROM tasks t JOIN tokens k ON k.token = t.token
              WHERE t.status = 'queued' AND t.state = ?1
                AND coalesce(k.workflow, '') = ?2 AND k.status = 'active'
-             ORDER BY t.id LIMIT ?3",
-        )?;
+             ORDER BY t.id LIMIT {}",
+            limit.max(0)
+        );
+        let mut statement = self.conn.prepare_cached(&sql)?;
         let mut found = Vec::new();
         for (workflow, state) in states {
             let workflow = workflow.as_deref().unwrap_or("");
-            let rows = statement.query_map(params![state, workflow, limit], |row| row.get(0))?;
+            let rows = statement.query_map(params![state, workflow], |row| row.get(0))?;
             for id in rows {
                 found.push(id?);
             }

@@ -34,23 +34,22 @@ impl Timers for SqliteTx<'_> {
         due_at: i64,
         kind: &str,
     ) -> StoreResult<TimerRow> {
+        // No RETURNING: SQLite buffers its rows in a temporary table.
         let mut statement = self.conn.prepare_cached(
             "INSERT INTO timers (token, state, visit, event, payload, set_at, due_at, status, kind)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending', ?8) RETURNING id",
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending', ?8)",
         )?;
-        let id = statement.query_row(
-            params![
-                token,
-                state,
-                visit,
-                event,
-                payload.map(to_text),
-                self.now,
-                due_at,
-                kind
-            ],
-            |row| row.get(0),
-        )?;
+        statement.execute(params![
+            token,
+            state,
+            visit,
+            event,
+            payload.map(to_text),
+            self.now,
+            due_at,
+            kind
+        ])?;
+        let id = self.conn.last_insert_rowid();
         Ok(TimerRow {
             id,
             token: token.to_string(),
