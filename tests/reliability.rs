@@ -429,3 +429,27 @@ fn a_timeout_set_before_a_crash_fires_after_the_restart() {
         .count();
     assert_eq!(fired, 1, "the timer fires once");
 }
+
+/// A lease that ran out while no control plane served the database is not held
+/// against its supervisor: the restart gives the task a whole lease, in which the
+/// report that waited in the supervisor's outbox lands.
+#[test]
+fn a_report_held_while_the_daemon_was_down_longer_than_the_lease_lands_after_the_restart() {
+    let mut daemon = Daemon::tickets();
+    start(&daemon, "T-9");
+    let grant = claim(&daemon, "box-1", "coding").expect("a grant");
+    let task = grant["task"].as_i64().expect("a task id");
+    // Down for longer than the 2 s lease; back, the clock ticks several times.
+    daemon.crash_and_restart_after(Duration::from_secs(3));
+    std::thread::sleep(Duration::from_millis(600));
+    let report = json!({"kind": "event", "event": "done", "attempt": 1, "supervisor": "box-1"});
+    let token = daemon
+        .post(&format!("/tasks/{task}/report"), &report)
+        .expect(200);
+    assert_eq!(token["state"], "testing", "{token}");
+    let kinds = kinds(&daemon, "T-9");
+    assert!(
+        !kinds.iter().any(|k| k == "task_failed"),
+        "no attempt failed: {kinds:?}"
+    );
+}

@@ -311,3 +311,30 @@ fn a_wide_address_warns_that_the_api_has_no_authentication() {
     );
     daemon.get("/health").expect(200);
 }
+
+#[test]
+fn a_device_given_as_the_graph_file_is_refused_not_read_for_ever() {
+    let dir = tempfile::tempdir().unwrap();
+    let line = refused_at_start(
+        dir.path(),
+        &["serve", "/dev/zero", "--listen", "127.0.0.1:0"],
+    );
+    assert!(line.contains("not a regular file"), "{line}");
+}
+
+#[test]
+fn a_socket_path_too_long_for_unix_sockets_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let long = dir.path().join(format!("{}.sock", "s".repeat(120)));
+    let long = long.display().to_string();
+    let args = [
+        "serve",
+        &graph(),
+        "--listen",
+        "127.0.0.1:0",
+        "--socket",
+        &long,
+    ];
+    let line = refused_at_start(dir.path(), &args);
+    assert!(line.contains("too long"), "{line}");
+}

@@ -164,10 +164,13 @@ impl Control {
             });
             return Err(sentence);
         }
+        let rules = Arc::new(Rules::new(graph, options.lease));
+        once(&conn, now, |tx| {
+            engine::lease::grace_after_restart(&rules, tx).map(|_| Ok(()))
+        })?;
         let (writer, _thread) = Writer::spawn(conn, options.clock.clone())
             .map_err(|e| format!("cannot start the writer thread: {e}"))?;
         let reader = Reader::new(options.db_path.clone(), options.busy_timeout);
-        let rules = Arc::new(Rules::new(graph, options.lease));
         Ok(Control {
             inner: Arc::new(Inner {
                 rules,

@@ -101,6 +101,43 @@ pub enum Said {
     Waiting,
 }
 
+/// The largest memory value the control plane takes in one request: its body is
+/// at most 1 MiB (reference `limits.md`), less room for the key and the attempt.
+const MAX_MEMORY_VALUE: usize = 1024 * 1024 - 1024;
+
+/// The deepest nesting the control plane takes in a body (64 levels), less the
+/// body's own level.
+const MAX_MEMORY_DEPTH: usize = 62;
+
+/// Refuse, at once and to the routine, a memory value that the control plane would
+/// refuse later: the write would otherwise be lost after the routine was told it
+/// was saved.
+fn fits_one_request(value: &Value) -> Result<(), String> {
+    let size = serde_json::to_vec(value)
+        .map(|bytes| bytes.len())
+        .unwrap_or(usize::MAX);
+    if size > MAX_MEMORY_VALUE {
+        return Err(format!(
+            "a memory value is at most {MAX_MEMORY_VALUE} bytes of JSON, not {size}"
+        ));
+    }
+    if depth(value) > MAX_MEMORY_DEPTH {
+        return Err(format!(
+            "a memory value nests at most {MAX_MEMORY_DEPTH} levels deep"
+        ));
+    }
+    Ok(())
+}
+
+/// How deep a JSON value nests: 0 for a scalar, 1 for a flat list or object.
+fn depth(value: &Value) -> usize {
+    match value {
+        Value::Array(items) => 1 + items.iter().map(depth).max().unwrap_or(0),
+        Value::Object(fields) => 1 + fields.values().map(depth).max().unwrap_or(0),
+        _ => 0,
+    }
+}
+
 /// Where a routine's notes and memory writes go: committed to the outbox, then
 /// queued for sending. An error is the sentence the routine gets.
 pub trait Sink: Send + Sync {
@@ -163,7 +200,7 @@ impl RunCtx {
             }
             Request::Set { key, value } => {
                 if key.is_empty() {
-                    return Err("a context key is not empty".into());
+                    return Err("a context key cannot be empty".into());
                 }
                 let mut state = self.lock();
                 state.context.insert(key.clone(), value.clone());
@@ -218,6 +255,7 @@ impl RunCtx {
                 "a memory key has 1 to {MAX_MEMORY_KEY} characters, not {length}"
             ));
         }
+        fits_one_request(&value)?;
         self.sink
             .put(Kind::Memory, json!({ "key": key, "value": value }))?;
         let mut state = self.lock();
@@ -456,6 +494,9 @@ mod tests {
         assert!(ask(&ctx, json!({"op": "note", "text": "x".repeat(501)})).is_err());
         assert!(ask(&ctx, json!({"op": "memory_set", "key": "", "value": 1})).is_err());
         assert!(ask(&ctx, json!({"op": "memory_set", "key": "k", "value": null})).is_err());
+        let big = "x".repeat(2 * 1024 * 1024);
+        let refused = ask(&ctx, json!({"op": "memory_set", "key": "k", "value": big}));
+        assert!(refused.unwrap_err().contains("at most"));
         assert!(ask(
             &ctx,
             json!({"op": "schedule", "event": "done", "after": "soon"})

@@ -323,7 +323,14 @@ impl Daemon {
     /// Kill the daemon with SIGKILL and start it again on the same folder, database,
     /// socket and flags.
     pub fn crash_and_restart(&mut self) {
+        self.crash_and_restart_after(Duration::ZERO);
+    }
+
+    /// Kill the daemon with SIGKILL, leave it down for `down`, then start it again
+    /// as [`Daemon::crash_and_restart`] does.
+    pub fn crash_and_restart_after(&mut self, down: Duration) {
         let status = self.stop_with(libc::SIGKILL);
+        std::thread::sleep(down);
         assert_eq!(
             status.code(),
             None,

@@ -81,7 +81,7 @@ pub fn pick(
             model.mode = Mode::Fire(FireForm {
                 token,
                 event,
-                payload: LineEdit::new("{}"),
+                payload: LineEdit::suggested("{}"),
                 key: LineEdit::default(),
                 on_key: false,
             });
@@ -147,7 +147,7 @@ pub fn payload_check(model: &Model, form: &FireForm) -> Result<Option<Object>, S
 pub fn new_start() -> StartForm {
     StartForm {
         id: LineEdit::default(),
-        context: LineEdit::new("{}"),
+        context: LineEdit::suggested("{}"),
         on_context: false,
     }
 }

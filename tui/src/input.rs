@@ -9,6 +9,9 @@ pub struct LineEdit {
     text: String,
     /// The cursor's position: a character index from 0 to the text's length.
     cursor: usize,
+    /// The text is a suggestion (`{}`): the first character typed replaces it,
+    /// and Backspace or Delete clears it, as in a form that selects its default.
+    suggested: bool,
 }
 
 impl LineEdit {
@@ -17,6 +20,15 @@ impl LineEdit {
         LineEdit {
             text: text.to_string(),
             cursor: text.chars().count(),
+            suggested: false,
+        }
+    }
+
+    /// A field holding a suggestion that typing replaces (see [`LineEdit::key`]).
+    pub fn suggested(text: &str) -> LineEdit {
+        LineEdit {
+            suggested: true,
+            ..LineEdit::new(text)
         }
     }
 
@@ -34,6 +46,17 @@ impl LineEdit {
     /// Esc, Tab, arrows up and down), so the caller handles it.
     pub fn key(&mut self, key: KeyEvent) -> bool {
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        if std::mem::take(&mut self.suggested) {
+            let replaces = matches!(key.code, KeyCode::Char(_) if !ctrl)
+                || matches!(key.code, KeyCode::Backspace | KeyCode::Delete);
+            if replaces {
+                self.text.clear();
+                self.cursor = 0;
+                if !matches!(key.code, KeyCode::Char(_)) {
+                    return true;
+                }
+            }
+        }
         match key.code {
             KeyCode::Char('u') if ctrl => {
                 self.text = self.text.chars().skip(self.cursor).collect();
@@ -85,6 +108,20 @@ mod tests {
 
     fn press(edit: &mut LineEdit, code: KeyCode) -> bool {
         edit.key(KeyEvent::from(code))
+    }
+
+    #[test]
+    fn typing_replaces_a_suggestion_and_moving_keeps_it() {
+        let mut edit = LineEdit::suggested("{}");
+        assert!(press(&mut edit, KeyCode::Char('[')));
+        assert_eq!(edit.text(), "[");
+        let mut edit = LineEdit::suggested("{}");
+        assert!(press(&mut edit, KeyCode::Backspace));
+        assert_eq!(edit.text(), "");
+        let mut edit = LineEdit::suggested("{}");
+        assert!(press(&mut edit, KeyCode::Left));
+        assert!(press(&mut edit, KeyCode::Char('"')));
+        assert_eq!(edit.text(), "{\"}");
     }
 
     #[test]

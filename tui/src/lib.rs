@@ -27,7 +27,7 @@ pub enum TuiError {
     #[error("{0}")]
     Client(String),
     /// The terminal could not be set up or drawn on.
-    #[error("the terminal: {0}")]
+    #[error("stateous tui needs a terminal: {0}")]
     Terminal(std::io::Error),
     /// The async runtime could not start.
     #[error("cannot start the runtime: {0}")]

@@ -28,3 +28,15 @@ pub fn end_lease<T: Tx>(rules: &Rules, tx: &T, task_id: i64) -> Step<bool> {
     task_failed(rules, tx, &mut row, &mut task, &error)?;
     Ok(true)
 }
+
+/// At the start of serving: give every claimed task a whole lease from `now`.
+///
+/// While no control plane served the database, no supervisor could heartbeat or
+/// report; a lease that ran out meanwhile says nothing about its supervisor. So a
+/// restart (a deploy, a crash) gives each held task one more lease, in which its
+/// supervisor's heartbeat renews it or its outbox delivers the report. This is
+/// ours: the reference ends such leases on its first tick.
+pub fn grace_after_restart<T: Tx>(rules: &Rules, tx: &T) -> Step<usize> {
+    let until = tx.now().saturating_add(rules.lease);
+    Ok(tx.extend_all_leases(until)?)
+}

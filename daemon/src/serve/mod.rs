@@ -137,8 +137,28 @@ fn start(args: &ServeArgs) -> Result<Ready, String> {
     })
 }
 
+/// The largest graph file `serve` reads, in bytes.
+const MAX_GRAPH_FILE: u64 = 64 * 1024 * 1024;
+
 /// The graph file at `path`, loaded and checked.
 fn read_graph(path: &Path) -> Result<Graph, String> {
+    // A device or a pipe given by mistake would be read for ever; a graph file is
+    // a regular file of reasonable size.
+    if let Ok(meta) = std::fs::metadata(path) {
+        if !meta.is_file() {
+            return Err(format!(
+                "{} is not a graph file: it is not a regular file",
+                path.display()
+            ));
+        }
+        if meta.len() > MAX_GRAPH_FILE {
+            return Err(format!(
+                "{} is not a graph file: it is larger than {} MiB",
+                path.display(),
+                MAX_GRAPH_FILE / (1024 * 1024)
+            ));
+        }
+    }
     let text = std::fs::read_to_string(path).map_err(|e| match e.kind() {
         std::io::ErrorKind::InvalidData => {
             format!(

@@ -207,8 +207,8 @@ pub fn parse_database(url: &str) -> Result<Database, String> {
         ));
     }
     Err(format!(
-        "--db '{}' is not a database URL; write sqlite:///stateous.db (a file here), \
-         sqlite:////absolute/path.db or postgresql://user:password@host/name",
+        "--db '{}' is not a database URL; write sqlite:///stateous.db (a file here) \
+         or sqlite:////absolute/path.db",
         without_password(url)
     ))
 }

@@ -32,11 +32,29 @@ impl Drop for SocketFile {
     }
 }
 
+/// The longest path a Unix socket can have on Linux (`sun_path` less its NUL).
+const MAX_SOCKET_PATH: usize = 107;
+
 /// Listen on the Unix socket at `path`, readable and writable by this user only.
 ///
 /// Errors (one sentence each): another program listens there; the path is a file
 /// that is not a socket; the folder cannot be made; the bind fails.
 pub fn bind(path: &Path) -> Result<(UnixListener, SocketFile), String> {
+    // The socket is bound under a name beside it, then renamed into place; a
+    // client connects by the path. Both must fit in `sockaddr_un` (108 bytes with
+    // its NUL), or clients could not reach it.
+    let longest = path.as_os_str().len().max(
+        path.with_file_name(format!(".{}.tmp", std::process::id()))
+            .as_os_str()
+            .len(),
+    );
+    if longest > MAX_SOCKET_PATH {
+        return Err(format!(
+            "the socket path {} is too long: a Unix socket's path has at most {MAX_SOCKET_PATH} \
+             bytes; give a shorter --socket",
+            path.display()
+        ));
+    }
     clear_stale(path)?;
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::DirBuilder::new()

@@ -255,6 +255,8 @@ pub trait Tasks {
     fn end_lease(&self, id: i64) -> StoreResult<bool>;
     /// The claimed tasks whose leases are over, by id.
     fn expired_leases(&self) -> StoreResult<Vec<i64>>;
+    /// Move every claimed task's lease to at least `until`; how many moved.
+    fn extend_all_leases(&self, until: i64) -> StoreResult<usize>;
 }
 
 /// The table `timers`.

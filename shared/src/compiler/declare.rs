@@ -144,10 +144,14 @@ struct Scope<'a> {
 impl Scope<'_> {
     fn flow(&self, name: &str, body: RawBody, problems: &mut Vec<String>) -> Flow {
         if let Some(model) = &body.context {
-            if !self.schemas.contains_key(model) {
-                problems.push(format!(
+            match self.schemas.get(model) {
+                None => problems.push(format!(
                     "the context '{model}' is not a schema under 'schemas'"
-                ));
+                )),
+                Some(schema) if !describes_an_object(schema) => problems.push(format!(
+                    "the context '{model}' must be a schema of an object (type: object)"
+                )),
+                Some(_) => {}
             }
         }
         let states = self.states(name, body.states, problems);
@@ -262,10 +266,15 @@ impl Scope<'_> {
             problems.extend(name_problem("event", &name));
             let payload = spec.unwrap_or_default().payload;
             if let Some(model) = &payload {
-                if !self.schemas.contains_key(model) {
-                    problems.push(format!(
+                match self.schemas.get(model) {
+                    None => problems.push(format!(
                         "event '{name}': the payload '{model}' is not a schema under 'schemas'"
-                    ));
+                    )),
+                    Some(schema) if !describes_an_object(schema) => problems.push(format!(
+                        "event '{name}': the payload '{model}' must be a schema of an object \
+                         (type: object)"
+                    )),
+                    Some(_) => {}
                 }
             }
             events.push(Event { name, payload });
@@ -450,5 +459,17 @@ fn guard_problems(
                 edge.event
             ));
         }
+    }
+}
+
+/// Whether a schema can describe a JSON object, as every context and payload is:
+/// its `type`, if it names one, is or includes `object`. A `$ref`, a schema
+/// without `type`, or a `type` that is not JSON Schema (reported by the schema
+/// check) is taken as it is.
+fn describes_an_object(schema: &serde_json::Value) -> bool {
+    match schema.get("type") {
+        Some(serde_json::Value::String(kind)) => kind == "object",
+        Some(serde_json::Value::Array(kinds)) => kinds.iter().any(|k| k == "object"),
+        _ => true,
     }
 }

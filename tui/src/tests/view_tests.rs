@@ -137,8 +137,7 @@ fn the_payload_editor_shows_the_schema_error() {
     let mut model = full_model();
     press(&mut model, KeyCode::Char('f'));
     press(&mut model, KeyCode::Enter);
-    press(&mut model, KeyCode::Backspace);
-    typed(&mut model, "\"approved\": \"yes\"}");
+    typed(&mut model, "{\"approved\": \"yes\"}");
     snapshot("fire_invalid", &model);
 }
 
@@ -147,8 +146,7 @@ fn the_payload_editor_with_a_fitting_payload_and_a_key() {
     let mut model = full_model();
     press(&mut model, KeyCode::Char('f'));
     press(&mut model, KeyCode::Enter);
-    press(&mut model, KeyCode::Backspace);
-    typed(&mut model, "\"approved\": true}");
+    typed(&mut model, "{\"approved\": true}");
     press(&mut model, KeyCode::Tab);
     typed(&mut model, "retry-1");
     snapshot("fire_valid", &model);

@@ -134,6 +134,14 @@ impl Tasks for SqliteTx<'_> {
         Ok(statement.execute(params![id, self.now])? == 1)
     }
 
+    fn extend_all_leases(&self, until: i64) -> StoreResult<usize> {
+        let mut statement = self.conn.prepare_cached(
+            "UPDATE tasks SET lease_until = ?1
+             WHERE status = 'claimed' AND lease_until IS NOT NULL AND lease_until < ?1",
+        )?;
+        Ok(statement.execute([until])?)
+    }
+
     fn expired_leases(&self) -> StoreResult<Vec<i64>> {
         let mut statement = self.conn.prepare_cached(
             "SELECT id FROM tasks
