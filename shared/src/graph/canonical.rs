@@ -156,43 +156,9 @@ fn write_number(out: &mut String, number: &Number) {
     }
 }
 
-/// A finite float as Python's `repr` writes it: the shortest digits that read back
-/// the same, in positional form when the decimal exponent is from -4 to 15, else in
-/// scientific form with a sign and at least two exponent digits.
+/// A finite float as Python's `repr` writes it (`1e-05`, `1.0`, `1e+16`).
 pub(crate) fn python_float(float: f64) -> String {
-    // `{:e}` gives the shortest round-trip digits: `-1.2345e-7`, `1e16`, `0e0`.
-    let scientific = format!("{float:e}");
-    let (mantissa, exponent) = scientific
-        .split_once('e')
-        .expect("Rust's {:e} always writes an exponent");
-    let exponent: i32 = exponent.parse().expect("Rust's exponent is an integer");
-    let (sign, mantissa) = match mantissa.strip_prefix('-') {
-        Some(rest) => ("-", rest),
-        None => ("", mantissa),
-    };
-    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
-    if (-4..16).contains(&exponent) {
-        let point = exponent + 1;
-        let text = if point <= 0 {
-            format!("0.{}{digits}", "0".repeat(point.unsigned_abs() as usize))
-        } else if point as usize >= digits.len() {
-            let zeros = "0".repeat(point as usize - digits.len());
-            format!("{digits}{zeros}.0")
-        } else {
-            let (whole, fraction) = digits.split_at(point as usize);
-            format!("{whole}.{fraction}")
-        };
-        format!("{sign}{text}")
-    } else {
-        let (first, rest) = digits.split_at(1);
-        let fraction = if rest.is_empty() {
-            String::new()
-        } else {
-            format!(".{rest}")
-        };
-        let exp_sign = if exponent < 0 { '-' } else { '+' };
-        format!("{sign}{first}{fraction}e{exp_sign}{:02}", exponent.abs())
-    }
+    crate::pyrepr::repr_float(float)
 }
 
 #[cfg(test)]

@@ -84,7 +84,7 @@ fn python_repr(value: &Value) -> String {
         Value::Null => "None".to_string(),
         Value::Bool(flag) => if *flag { "True" } else { "False" }.to_string(),
         Value::Number(number) => python_number(number),
-        Value::String(text) => repr_string(text),
+        Value::String(text) => crate::pyrepr::repr_str(text),
         Value::Array(items) => {
             let inner: Vec<String> = items.iter().map(python_repr).collect();
             format!("[{}]", inner.join(", "))
@@ -92,40 +92,13 @@ fn python_repr(value: &Value) -> String {
         Value::Object(fields) => {
             let inner: Vec<String> = fields
                 .iter()
-                .map(|(key, item)| format!("{}: {}", repr_string(key), python_repr(item)))
+                .map(|(key, item)| {
+                    format!("{}: {}", crate::pyrepr::repr_str(key), python_repr(item))
+                })
                 .collect();
             format!("{{{}}}", inner.join(", "))
         }
     }
-}
-
-/// Python's `repr` of a string: single quotes, unless it holds a single quote and
-/// no double quote.
-fn repr_string(text: &str) -> String {
-    let quote = if text.contains('\'') && !text.contains('"') {
-        '"'
-    } else {
-        '\''
-    };
-    let mut out = String::from(quote);
-    for ch in text.chars() {
-        match ch {
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c == quote => {
-                out.push('\\');
-                out.push(c);
-            }
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                out.push_str(&format!("\\x{:02x}", c as u32));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push(quote);
-    out
 }
 
 /// A number as Python writes it: whole numbers as digits; floats by `repr`, the
@@ -135,33 +108,9 @@ pub fn python_number(number: &Number) -> String {
     if number.is_i64() || number.is_u64() {
         return number.to_string();
     }
-    let Some(float) = number.as_f64() else {
-        return number.to_string();
-    };
-    if float == 0.0 {
-        return if float.is_sign_negative() {
-            "-0.0"
-        } else {
-            "0.0"
-        }
-        .to_string();
-    }
-    // `{:e}` gives the shortest round-trip digits: "1.5e-7", "-1e16".
-    let scientific = format!("{float:e}");
-    let Some((mantissa, exponent)) = scientific.split_once('e') else {
-        return scientific;
-    };
-    let exponent: i32 = exponent.parse().unwrap_or(0);
-    if (-4..16).contains(&exponent) {
-        let fixed = format!("{float}");
-        if fixed.contains('.') {
-            fixed
-        } else {
-            format!("{fixed}.0")
-        }
-    } else {
-        let sign = if exponent < 0 { '-' } else { '+' };
-        format!("{mantissa}e{sign}{:02}", exponent.abs())
+    match number.as_f64() {
+        Some(float) => crate::pyrepr::repr_float(float),
+        None => number.to_string(),
     }
 }
 
