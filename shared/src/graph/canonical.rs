@@ -3,7 +3,7 @@
 //!
 //! Two layouts: the canonical one (`sort_keys=True, separators=(",", ":")`) that the
 //! checksum hashes, and the graph file's own (`indent=2`, keys in document order).
-//! Both escape every character outside printable ASCII as `\uXXXX` (surrogate pairs
+//! Both escape every character outside printable ASCII as `\u` and four hex digits (surrogate pairs
 //! above U+FFFF) and write floats as Python's `repr` does (`1.0`, `1e-05`, `1e+16`).
 //!
 //! Limit: serde_json reads an integer beyond the range of `i64`/`u64` as a float, so

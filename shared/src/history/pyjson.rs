@@ -8,7 +8,7 @@
 use serde_json::{Number, Value};
 
 /// `json.dumps(value, ensure_ascii=True)`: `{"a": 1, "b": [true, null]}`, keys in
-/// their given order, every character above ASCII as `\uXXXX` (two for one outside
+/// their given order, every character above ASCII as `\u` and four hex digits (two for one outside
 /// the Basic Multilingual Plane).
 pub fn python_json(value: &Value) -> String {
     let mut out = String::new();
