@@ -41,7 +41,7 @@ enum Command {
     Init(Init),
     /// Run the control plane: the HTTP API (TCP and a Unix socket) and the clock,
     /// over one database.
-    Serve(serve_args::ServeFlags),
+    Serve(Box<serve_args::ServeFlags>),
     /// Run the routines of a supervisor's folder. Ctrl-C once: take no new tasks and
     /// wait for the running routines. Twice: stop them and exit 1. Timings are keys of
     /// stateous.yaml: heartbeat (30s), idle (1s, after an empty claim), grace (10s,
@@ -142,7 +142,7 @@ fn main() -> ExitCode {
         Command::Init(Init::Supervisor { source, folder }) => {
             code(stateous_supervisor::init::init_command(&source, &folder))
         }
-        Command::Serve(flags) => code(serve_args::run(flags)),
+        Command::Serve(flags) => code(serve_args::run(*flags)),
         Command::Supervise { folder, url } => code(
             stateous_supervisor::command::supervise_command(&folder, url.as_deref()),
         ),

@@ -8,7 +8,7 @@ use crate::store::Tx;
 
 /// Renew the leases of the tasks `supervisor` still holds; answer the others,
 /// sorted, as lost. Writes no ledger entry.
-pub fn heartbeat<T: Tx>(rules: &Rules, tx: &T, supervisor: &str, tasks: &[i64]) -> Step<Vec<i64>> {
+pub fn heartbeat(rules: &Rules, tx: &dyn Tx, supervisor: &str, tasks: &[i64]) -> Step<Vec<i64>> {
     check_supervisor(supervisor)?;
     let asked: BTreeSet<i64> = tasks.iter().copied().collect();
     let ids: Vec<i64> = asked.iter().copied().collect();
