@@ -55,7 +55,12 @@ pub fn run() -> Result<()> {
     runtime.block_on(start_tokens(&client))?;
     if std::io::stdout().is_terminal() && std::io::stdin().is_terminal() {
         drop(runtime);
-        stateous_tui::run(Some(&url))?;
+        let options = stateous_tui::Options {
+            url: Some(url),
+            read_only: false,
+            color: stateous_tui::color_wanted(),
+        };
+        stateous_tui::run(options)?;
         return Ok(());
     }
     runtime.block_on(print_histories(&client))

@@ -94,6 +94,14 @@ enum Command {
         /// http://127.0.0.1:8080.
         #[arg(long)]
         url: Option<String>,
+        /// Watch only: no key pauses, resumes, cancels, fires or starts. Also
+        /// STATEOUS_READ_ONLY=1. NO_COLOR (set, not empty) draws without colour.
+        #[arg(
+            long,
+            env = "STATEOUS_READ_ONLY",
+            value_parser = clap::builder::BoolishValueParser::new()
+        )]
+        read_only: bool,
     },
     /// Measure a control plane: run tokens of the `orders` starter through it as
     /// many supervisors without routines, then print tokens/s and request latency.
@@ -203,8 +211,13 @@ fn main() -> ExitCode {
             demo::run().unwrap_or_else(|e| exit_with(format!("{e:#}")));
             ExitCode::SUCCESS
         }
-        Command::Tui { url } => {
-            stateous_tui::run(url.as_deref()).unwrap_or_else(|e| exit_with(e));
+        Command::Tui { url, read_only } => {
+            let options = stateous_tui::Options {
+                url,
+                read_only,
+                color: stateous_tui::color_wanted(),
+            };
+            stateous_tui::run(options).unwrap_or_else(|e| exit_with(e));
             ExitCode::SUCCESS
         }
         Command::Token(args) => {
