@@ -247,6 +247,10 @@ impl Ready {
             // The handlers are in place before the line that tells a caller to go.
             let signals = Signals::new();
             eprintln!("serving on {url} (Ctrl-C stops)");
+            // Under systemd (Type=notify) the database is open now: READY. Without
+            // NOTIFY_SOCKET this does nothing; should it fail, systemd's start
+            // timeout tells, and serving is no reason to stop.
+            let _ = sd_notify::notify(&[sd_notify::NotifyState::Ready]);
             eprintln!("the same API on unix://{socket_path}");
             let serving = Serving {
                 control,
