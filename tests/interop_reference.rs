@@ -174,7 +174,6 @@ fn shape(history: &[Value]) -> Vec<(String, Vec<String>)> {
         .collect()
 }
 
-#[test]
 fn the_reference_supervisor_completes_orders_on_our_control_plane_with_the_same_ledger() {
     let stateous = reference::reference_stateous();
 
@@ -218,3 +217,5 @@ fn the_reference_supervisor_completes_orders_on_our_control_plane_with_the_same_
         }
     }
 }
+
+both!(the_reference_supervisor_completes_orders_on_our_control_plane_with_the_same_ledger,);
