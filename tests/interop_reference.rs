@@ -19,7 +19,7 @@ const TOKENS: [&str; 3] = ["ORDER-1", "ORDER-2", "ORDER-3"];
 
 /// A control plane to run against: ours (through the harness) or the reference's.
 enum Plane {
-    Ours(Daemon),
+    Ours(Box<Daemon>),
     Reference { child: Child, authority: String },
 }
 
@@ -178,7 +178,7 @@ fn the_reference_supervisor_completes_orders_on_our_control_plane_with_the_same_
     let stateous = reference::reference_stateous();
 
     let ours_dir = tempfile::tempdir().expect("a temp folder");
-    let ours = Plane::Ours(Daemon::orders());
+    let ours = Plane::Ours(Box::new(Daemon::orders()));
     let our_histories = run_tokens(&stateous, &ours, ours_dir.path());
 
     let theirs_dir = tempfile::tempdir().expect("a temp folder");
