@@ -377,16 +377,23 @@ impl Control {
         first_error.map_or(Ok(()), Err)
     }
 
-    /// Committed ledger rows with an id above `after` (and up to the feed's safe
-    /// point), oldest first, of one token or of all; at most `limit` (for a watch
-    /// that resumes from `Last-Event-ID`).
+    /// Committed ledger rows with an id above `after` and at most `upto` (the
+    /// feed's safe point, read before: [`Control::mark`]), oldest first, of one
+    /// token or of all; at most `limit` (for a watch that resumes from
+    /// `Last-Event-ID`).
     pub async fn entries_since(
         &self,
         after: i64,
+        upto: i64,
         token: Option<String>,
         limit: i64,
     ) -> Result<Vec<Committed>, Refusal> {
-        let upto = self.mark().safe();
+        if token
+            .as_deref()
+            .is_some_and(|t| !engine::start::token_id_ok(t))
+        {
+            return Ok(Vec::new()); // no token has such an id
+        }
         self.read(move |tx| {
             let rows = tx.entries_since(after, upto, token.as_deref(), limit)?;
             Ok(rows.iter().map(Committed::from).collect())

@@ -26,6 +26,12 @@ pub fn set_memory(
             format!("a memory key is 1 to {MAX_MEMORY_KEY} characters"),
         );
     }
+    if key.contains('\0') {
+        return refuse(
+            Code::InvalidPayload,
+            "a memory key has no NUL character (\\u0000)",
+        );
+    }
     let held = worked_task(tx, task, None, false, attempt)?;
     let data = json!({"state": held.state, "memory_key": key});
     if value.is_null() {
