@@ -29,7 +29,14 @@ fn restart_postgres() -> bool {
         return false;
     };
     Command::new("pg_ctlcluster")
-        .args(["--skip-systemctl-redirect", version, "main", "restart", "-m", "fast"])
+        .args([
+            "--skip-systemctl-redirect",
+            version,
+            "main",
+            "restart",
+            "-m",
+            "fast",
+        ])
         .status()
         .is_ok_and(|s| s.success())
 }
