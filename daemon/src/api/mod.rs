@@ -197,7 +197,9 @@ impl Api {
                 let now = self.control.options().clock.now();
                 self.seen
                     .heard(&input.supervisor, None, added::outbox_of(raw), now);
-                let lost = control.heartbeat(input.supervisor, input.tasks).await?;
+                let lost = control
+                    .heartbeat(input.supervisor, input.tasks, input.attempts)
+                    .await?;
                 Ok(json(200, &Lost { lost }))
             }
             Route::Report(task) => {
