@@ -4,6 +4,7 @@
 //! It depends only on `stateous-shared`; it meets the daemon only over HTTP.
 
 pub mod api;
+mod beating;
 pub mod beside;
 pub mod command;
 pub mod config;

@@ -267,6 +267,7 @@ async fn leftovers_go_in_order_before_the_first_claim() {
         .seen()
         .into_iter()
         .map(|s| s.path)
+        .filter(|path| path != "/watch")
         .take(3)
         .collect();
     assert_eq!(paths, ["/tasks/9/note", "/tasks/9/report", "/tasks/claim"]);
