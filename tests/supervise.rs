@@ -277,7 +277,7 @@ fn a_lost_task_stops_its_routine() {
         .parse()
         .unwrap();
     daemon.post_empty("/tokens/L-1/cancel").expect(200);
-    sup.wait_for_line("of L-1: the control plane took it back; cancelling its routine");
+    sup.wait_for_line("of L-1: the control plane took attempt 1 back; stopping its routine");
     let deadline = Instant::now() + Duration::from_secs(5);
     while alive(child) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
