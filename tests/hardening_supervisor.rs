@@ -365,3 +365,59 @@ fn a_busy_database_is_logged_as_what_the_control_plane_answered() {
     start_token(&daemon, "B-1");
     wait_for_status(&daemon, "B-1", "active");
 }
+
+#[test]
+fn routine_output_is_capped_per_line_and_per_attempt_the_reason_keeps_the_end_and_logs_rotate() {
+    let daemon = Daemon::tickets();
+    let loud = "if [ \"$STATEOUS_ATTEMPT\" != 1 ]; then exec sleep 60; fi\n\
+                head -c 10000000 /dev/zero | tr '\\0' 'x'; echo\n\
+                yes 'many lines of output' | head -n 100000\n\
+                (head -c 100000 /dev/zero | tr '\\0' 'y'; echo ' THE-REAL-ERROR') >&2\n\
+                exit 3";
+    let sup_folder = folder(
+        &daemon,
+        "sup",
+        "box-1",
+        "heartbeat: 200ms\nidle: 50ms\ngrace: 1s\n",
+        &[("coding.sh", loud), ("testing.sh", "exec sleep 60")],
+    );
+    let logs = sup_folder.join(".stateous/logs");
+    std::fs::create_dir_all(&logs).unwrap();
+    for n in 0..150 {
+        std::fs::write(logs.join(format!("old-{n}.log")), "old\n").unwrap();
+    }
+    let sup = Supervise::start(&sup_folder);
+    start_token(&daemon, "O-1");
+    within(
+        "attempt 1 failed",
+        Duration::from_secs(30),
+        || sup.report(),
+        || kinds(&daemon, "O-1").contains(&"task_failed".to_string()),
+    );
+    let failed = history(&daemon, "O-1")
+        .into_iter()
+        .find(|e| e["kind"] == "task_failed")
+        .unwrap();
+    let reason = failed["data"]["error"].as_str().unwrap_or_default();
+    assert!(
+        reason.starts_with("the routine exited with status 3; stderr: ...")
+            && reason.ends_with("yyy THE-REAL-ERROR"),
+        "{reason}"
+    );
+    let file = logs.join("task-1-attempt-1.log");
+    let kept = std::fs::read_to_string(&file).unwrap();
+    assert!(kept.len() < 1024 * 1024 + 1024, "{} bytes kept", kept.len());
+    assert!(
+        kept.contains("more bytes of this line not kept"),
+        "{kept:.200}"
+    );
+    assert!(kept.ends_with("output passed 1048576 bytes; the rest is not kept]\n"));
+    assert!(
+        sup.stderr().len() < 8 * 1024 * 1024,
+        "{} bytes logged",
+        sup.stderr().len()
+    );
+    let files = std::fs::read_dir(&logs).unwrap().count();
+    assert!(files <= 100, "{files} files in .stateous/logs");
+    assert!(!logs.join("old-0.log").exists(), "the oldest went first");
+}

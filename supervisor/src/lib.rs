@@ -18,6 +18,7 @@ pub mod init;
 pub mod inprocess;
 pub mod log;
 pub mod outbox;
+pub mod output;
 pub mod routines;
 pub mod runner;
 mod sending;
