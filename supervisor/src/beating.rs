@@ -89,6 +89,32 @@ impl Core {
         }
     }
 
+    /// The control plane took the task of `running` back: stop its routine now
+    /// (SIGTERM to its group, SIGKILL after the grace), and drop every message of
+    /// its attempt from the outbox, sent or not. Nothing once its report is on
+    /// its way, or when it is lost already.
+    pub(crate) fn lose(self: &Arc<Core>, running: &Arc<Running>) {
+        if running.reporting.load(Ordering::SeqCst) || running.lost.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        log_line!(
+            "task {} of {}: the control plane took attempt {} back; stopping its routine",
+            running.grant.task,
+            running.grant.token,
+            running.grant.attempt
+        );
+        running.kill.set();
+        let (core, task, attempt) = (self.clone(), running.grant.task, running.grant.attempt);
+        tokio::spawn(async move { core.drop_messages(task, attempt).await });
+    }
+
+    /// Remove every message of one attempt from the outbox.
+    pub(crate) async fn drop_messages(&self, task: i64, attempt: i64) {
+        if let Err(e) = self.outbox_do(move |o| o.drop_attempt(task, attempt)).await {
+            log_line!("task {task}: cannot drop its messages from the outbox: {e}");
+        }
+    }
+
     /// Follow `GET /watch` for as long as the supervisor runs, resuming after the
     /// last event seen when the stream breaks; return when the control plane has
     /// no such stream.

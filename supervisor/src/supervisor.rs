@@ -79,7 +79,7 @@ pub(crate) struct Running {
     /// The routine ended and its report is on its way: too late to lose it.
     pub(crate) reporting: AtomicBool,
     /// Set to stop the routine.
-    kill: Stop,
+    pub(crate) kill: Stop,
 }
 
 /// What every loop shares.
@@ -508,32 +508,6 @@ impl Core {
             }
         }
         held
-    }
-
-    /// The control plane took the task of `running` back: stop its routine now
-    /// (SIGTERM to its group, SIGKILL after the grace), and drop every message of
-    /// its attempt from the outbox, sent or not. Nothing once its report is on
-    /// its way, or when it is lost already.
-    pub(crate) fn lose(self: &Arc<Core>, running: &Arc<Running>) {
-        if running.reporting.load(Ordering::SeqCst) || running.lost.swap(true, Ordering::SeqCst) {
-            return;
-        }
-        log_line!(
-            "task {} of {}: the control plane took attempt {} back; stopping its routine",
-            running.grant.task,
-            running.grant.token,
-            running.grant.attempt
-        );
-        running.kill.set();
-        let (core, task, attempt) = (self.clone(), running.grant.task, running.grant.attempt);
-        tokio::spawn(async move { core.drop_messages(task, attempt).await });
-    }
-
-    /// Remove every message of one attempt from the outbox.
-    pub(crate) async fn drop_messages(&self, task: i64, attempt: i64) {
-        if let Err(e) = self.outbox_do(move |o| o.drop_attempt(task, attempt)).await {
-            log_line!("task {task}: cannot drop its messages from the outbox: {e}");
-        }
     }
 
     async fn wait_for_routines(&self) {
