@@ -83,17 +83,18 @@ pub fn is_token_id(id: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
 }
 
-/// An id with a `/` is refused here with the daemon's sentence: sent, its path
-/// would end in a `/` or name another route, and the answer would be a redirect
-/// or another route's, not a refusal. Other ids go to the daemon, which refuses a
-/// new one that breaks the pattern and answers `token_not_found` for a lookup.
+/// An id with a `/` that goes in a path is refused here with the daemon's
+/// sentence: sent, the path would end in a `/` or name another route, and the
+/// answer would be a redirect or another route's, not a refusal. Other ids go to
+/// the daemon, which answers `token_not_found` for a lookup; `start` sends its id
+/// in the body, and the daemon refuses a bad one with the same sentence, as the
+/// reference's client shows it.
 fn check_id(action: &TokenAction) -> Result<(), CommandError> {
     let id = match action {
-        TokenAction::Start { id, .. }
-        | TokenAction::Fire { id, .. }
+        TokenAction::Fire { id, .. }
         | TokenAction::Steer { id, .. }
         | TokenAction::Show { id: Some(id), .. } => id,
-        TokenAction::Show { id: None, .. } => return Ok(()),
+        TokenAction::Start { .. } | TokenAction::Show { id: None, .. } => return Ok(()),
     };
     if id.contains('/') && !is_token_id(id) {
         return Err(CommandError::Usage(TOKEN_ID_RULE.to_string()));
