@@ -28,6 +28,8 @@ use crate::supervisor::{Core, Running};
 
 /// The ledger entries that end a task's attempt.
 const ENDS: [&str; 3] = ["task_done", "task_failed", "task_cancelled"];
+/// The shortest period, whatever lease is granted: no heartbeat storm.
+const MIN_PERIOD: Duration = Duration::from_millis(10);
 
 impl Core {
     /// The time between two heartbeats now: the configured heartbeat, or a third
@@ -36,7 +38,7 @@ impl Core {
         self.running_list()
             .iter()
             .filter_map(|running| running.lease)
-            .map(|lease| lease / 3)
+            .map(|lease| (lease / 3).max(MIN_PERIOD))
             .fold(self.timings.heartbeat, Duration::min)
     }
 
