@@ -1,7 +1,9 @@
 //! `stateous demo` (SPEC section 3.5): a daemon on a temporary SQLite file with
 //! the bundled `demo` workflow, a supervisor with the bundled routines, a few
-//! tokens (one retries after a failure, one times out, one goes round the loop),
-//! then the TUI; without a terminal, the tokens' histories once they end.
+//! tokens (one retries after a failure, one times out, one goes round the loop,
+//! and one is left paused, so that the TUI has a token to steer once the others
+//! have ended), then the TUI; without a terminal, the tokens' histories once the
+//! others end.
 //!
 //! The daemon and the supervisor run as child processes of this same binary, so
 //! that each stays what it is in production; the workflow and the routines come
@@ -38,6 +40,16 @@ fn tokens() -> Vec<(&'static str, serde_json::Value)> {
     ]
 }
 
+/// The token left waiting: paused as soon as it starts, in `coding` (whose
+/// timeout stands still while it is paused). `r` in the TUI resumes it; what its
+/// routine reported meanwhile was held, and then applies.
+const WAITING: &str = "DEMO-5";
+
+/// What the waiting token's context says, so that the TUI tells what to do.
+fn waiting_context() -> serde_json::Value {
+    json!({"title": "waits for you: select it, r resumes it"})
+}
+
 /// How long, without a terminal, the demo waits for its tokens to end.
 const AT_MOST: Duration = Duration::from_secs(60);
 
@@ -55,7 +67,12 @@ pub fn run() -> Result<()> {
     runtime.block_on(start_tokens(&client))?;
     if std::io::stdout().is_terminal() && std::io::stdin().is_terminal() {
         drop(runtime);
-        stateous_tui::run(Some(&url))?;
+        let options = stateous_tui::Options {
+            url: Some(url),
+            read_only: false,
+            color: stateous_tui::color_wanted(),
+        };
+        stateous_tui::run(options)?;
         return Ok(());
     }
     runtime.block_on(print_histories(&client))
@@ -89,16 +106,20 @@ fn write_supervisor(folder: &Path, url: &str, graph: &Path) -> Result<PathBuf> {
     Ok(at)
 }
 
+/// Start the tokens, and the waiting one, paused at once.
 async fn start_tokens(client: &Client) -> Result<()> {
     for (id, context) in tokens() {
         let context = context.as_object().cloned().unwrap_or_default();
         client.start(id, &context).await?;
     }
+    let context = waiting_context().as_object().cloned().unwrap_or_default();
+    client.start(WAITING, &context).await?;
+    client.pause(WAITING).await?;
     Ok(())
 }
 
-/// Without a terminal: wait until every token ended (at most [`AT_MOST`]), then
-/// print each one's line and history.
+/// Without a terminal: wait until every token but the waiting one ended (at most
+/// [`AT_MOST`]), then print each one's line and history, the waiting one's last.
 async fn print_histories(client: &Client) -> Result<()> {
     let deadline = Instant::now() + AT_MOST;
     let ended = |status: &str| matches!(status, "completed" | "failed" | "cancelled");
@@ -113,7 +134,8 @@ async fn print_histories(client: &Client) -> Result<()> {
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
     let mut text = String::new();
-    for (id, _) in tokens() {
+    let all = tokens().into_iter().map(|(id, _)| id).chain([WAITING]);
+    for id in all {
         text.push_str(&format!("{}\n", token_line(&client.token(id).await?)));
         for entry in client.history(id).await? {
             text.push_str(&format!("  {}\n", entry_line(&entry)));

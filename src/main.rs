@@ -7,18 +7,23 @@ mod bench_routines;
 mod children;
 mod ctx_args;
 mod demo;
+mod manual;
 mod serve_args;
 mod token_args;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use stateous_shared::commands::{self, bench, token};
+
+/// The version with the commit it was built from, when the build knew it
+/// (`build.rs`): `0.1.0 (commit 93afa58c1d2e)`.
+const VERSION: &str = env!("STATEOUS_VERSION");
 
 /// Stateous: a durable state-machine engine.
 #[derive(Parser)]
-#[command(name = "stateous", version, about, args_override_self = true)]
+#[command(name = "stateous", version = VERSION, args_override_self = true)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -28,6 +33,19 @@ struct Cli {
 enum Command {
     /// Print the version.
     Version,
+    /// Print the shell completions for SHELL, e.g.
+    /// `stateous completions bash > ~/.local/share/bash-completion/completions/stateous`.
+    Completions {
+        /// The shell: bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page stateous(1); with --dir, write it and a page for each
+    /// command (stateous-serve.1, ...) into DIR.
+    Man {
+        /// The folder to write the pages into, e.g. ~/.local/share/man/man1.
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
     /// Check a workflow (flow.yaml) and write its graph file.
     Compile {
         /// The workflow's file, e.g. sdlc/flow.yaml.
@@ -41,7 +59,7 @@ enum Command {
     Init(Init),
     /// Run the control plane: the HTTP API (TCP and a Unix socket) and the clock,
     /// over one database.
-    Serve(serve_args::ServeFlags),
+    Serve(Box<serve_args::ServeFlags>),
     /// Run the routines of a supervisor's folder. Ctrl-C once: take no new tasks and
     /// wait for the running routines. Twice: stop them and exit 1. Timings are keys of
     /// stateous.yaml: heartbeat (30s), idle (1s, after an empty claim), grace (10s,
@@ -81,6 +99,14 @@ enum Command {
         /// http://127.0.0.1:8080.
         #[arg(long)]
         url: Option<String>,
+        /// Watch only: no key pauses, resumes, cancels, fires or starts. Also
+        /// STATEOUS_READ_ONLY=1. NO_COLOR (set, not empty) draws without colour.
+        #[arg(
+            long,
+            env = "STATEOUS_READ_ONLY",
+            value_parser = clap::builder::BoolishValueParser::new()
+        )]
+        read_only: bool,
     },
     /// Measure a control plane: run tokens of the `orders` starter through it as
     /// many supervisors without routines, then print tokens/s and request latency.
@@ -132,7 +158,16 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Version => {
-            println!("stateous {}", env!("CARGO_PKG_VERSION"));
+            println!("stateous {VERSION}");
+            ExitCode::SUCCESS
+        }
+        Command::Completions { shell } => {
+            manual::completions(Cli::command(), shell).unwrap_or_else(|e| exit_with(e));
+            ExitCode::SUCCESS
+        }
+        Command::Man { dir } => {
+            manual::man(Cli::command(), dir.as_deref())
+                .unwrap_or_else(|e| exit_with(format!("{e:#}")));
             ExitCode::SUCCESS
         }
         Command::Compile { flow, out } => {
@@ -147,7 +182,7 @@ fn main() -> ExitCode {
         Command::Init(Init::Supervisor { source, folder }) => {
             code(stateous_supervisor::init::init_command(&source, &folder))
         }
-        Command::Serve(flags) => code(serve_args::run(flags)),
+        Command::Serve(flags) => code(serve_args::run(*flags)),
         Command::Supervise { folder, url } => code(
             stateous_supervisor::command::supervise_command(&folder, url.as_deref()),
         ),
@@ -181,8 +216,13 @@ fn main() -> ExitCode {
             demo::run().unwrap_or_else(|e| exit_with(format!("{e:#}")));
             ExitCode::SUCCESS
         }
-        Command::Tui { url } => {
-            stateous_tui::run(url.as_deref()).unwrap_or_else(|e| exit_with(e));
+        Command::Tui { url, read_only } => {
+            let options = stateous_tui::Options {
+                url,
+                read_only,
+                color: stateous_tui::color_wanted(),
+            };
+            stateous_tui::run(options).unwrap_or_else(|e| exit_with(e));
             ExitCode::SUCCESS
         }
         Command::Token(args) => {

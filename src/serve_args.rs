@@ -10,8 +10,9 @@ use stateous_daemon::serve::options as serve_options;
 pub struct ServeFlags {
     /// The graph file that `stateous compile` wrote.
     pub graph: PathBuf,
-    /// The database URL: sqlite:///FILE (relative) or sqlite:////ABSOLUTE/PATH.
-    #[arg(long, value_name = "URL", default_value = serve_options::DEFAULT_DB)]
+    /// The database URL: sqlite:///FILE (relative), sqlite:////ABSOLUTE/PATH, or
+    /// postgresql://USER:PASSWORD@HOST:PORT/NAME (also postgres://).
+    #[arg(long, value_name = "URL", env = "STATEOUS_DB", default_value = serve_options::DEFAULT_DB)]
     pub db: String,
     /// HOST:PORT to listen on; port 0 picks a free port.
     #[arg(long, value_name = "HOST:PORT", default_value = serve_options::DEFAULT_LISTEN)]
@@ -29,10 +30,35 @@ pub struct ServeFlags {
     /// How long SQLite waits for another process's write lock; past it: 503 database_busy.
     #[arg(long, value_name = "DURATION", env = "STATEOUS_BUSY_TIMEOUT", default_value = serve_options::DEFAULT_BUSY_TIMEOUT)]
     pub busy_timeout: String,
-    /// How long a control plane's hold on the database lasts without renewal, after
-    /// which another control plane may take it.
-    #[arg(long, value_name = "DURATION", env = "STATEOUS_STALE_AFTER", default_value = serve_options::DEFAULT_STALE_AFTER)]
+    /// Kept for scripts of older versions; no longer used: a file lock beside a
+    /// SQLite database (a session lock on Postgres) ends with its holder.
+    #[arg(long, value_name = "DURATION", env = "STATEOUS_STALE_AFTER", default_value = serve_options::DEFAULT_STALE_AFTER, hide = true)]
     pub stale_after: String,
+    /// Postgres: how long making a connection may take; an unreachable server at
+    /// start ends `serve` with exit code 1 after about this long.
+    #[arg(long, value_name = "DURATION", env = "STATEOUS_CONNECT_TIMEOUT", default_value = serve_options::DEFAULT_CONNECT_TIMEOUT)]
+    pub connect_timeout: String,
+    /// Postgres: how long one statement may run; past it the request answers 503
+    /// database_busy and changes nothing.
+    #[arg(long, value_name = "DURATION", env = "STATEOUS_STATEMENT_TIMEOUT", default_value = serve_options::DEFAULT_STATEMENT_TIMEOUT)]
+    pub statement_timeout: String,
+    /// Postgres: how long a statement waits for a lock, a token's too; past it the
+    /// request answers 503 database_busy and changes nothing.
+    #[arg(long, value_name = "DURATION", env = "STATEOUS_LOCK_TIMEOUT", default_value = serve_options::DEFAULT_LOCK_TIMEOUT)]
+    pub lock_timeout: String,
+    /// Postgres: the first TCP keepalive probe after this long without traffic.
+    #[arg(long, value_name = "DURATION", env = "STATEOUS_KEEPALIVE_IDLE", default_value = serve_options::DEFAULT_KEEPALIVE_IDLE)]
+    pub keepalive_idle: String,
+    /// Postgres: then a keepalive probe this often.
+    #[arg(long, value_name = "DURATION", env = "STATEOUS_KEEPALIVE_INTERVAL", default_value = serve_options::DEFAULT_KEEPALIVE_INTERVAL)]
+    pub keepalive_interval: String,
+    /// Postgres: a connection is dead after this many unanswered keepalive probes
+    /// (with the defaults a dead connection is found in about a minute).
+    #[arg(long, value_name = "N", env = "STATEOUS_KEEPALIVE_COUNT", default_value = serve_options::DEFAULT_KEEPALIVE_COUNT)]
+    pub keepalive_count: String,
+    /// Postgres: how many connections serve requests side by side.
+    #[arg(long, value_name = "N", env = "STATEOUS_POOL_SIZE", default_value = serve_options::DEFAULT_POOL_SIZE)]
+    pub pool_size: String,
     /// Also run the supervisor of FOLDER in this process, speaking to this server
     /// over its socket. For development: a first Ctrl-C stops the supervisor
     /// gracefully while the server serves on; then the server stops.
@@ -81,6 +107,13 @@ pub fn run(flags: ServeFlags) -> i32 {
         tick: flags.tick,
         busy_timeout: flags.busy_timeout,
         stale_after: flags.stale_after,
+        connect_timeout: flags.connect_timeout,
+        statement_timeout: flags.statement_timeout,
+        lock_timeout: flags.lock_timeout,
+        keepalive_idle: flags.keepalive_idle,
+        keepalive_interval: flags.keepalive_interval,
+        keepalive_count: flags.keepalive_count,
+        pool_size: flags.pool_size,
     };
     let code = stateous_daemon::serve::run_with(args, companion);
     match beside {

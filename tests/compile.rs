@@ -32,7 +32,7 @@ fn an_invalid_workflow_lists_its_problems_and_writes_nothing() {
     assert_eq!(
         String::from_utf8_lossy(&output.stderr),
         "error: workflow 'shop' is not valid:\n  - state 'a': '90x' is not a duration; \
-         write e.g. '30s', '10m', '2h', '1d'\n"
+         write e.g. '30s', '10m', '2h', '1d'\n  - state 'b' cannot be reached from START\n"
     );
     assert!(!dir.path().join("build").exists());
 }

@@ -1,5 +1,6 @@
 //! Black-box: `stateous demo` without a terminal runs its daemon, supervisor and
-//! tokens to their ends, prints their histories, cleans up, and exits 0.
+//! tokens to their ends, prints their histories (and that of the one token it
+//! leaves paused), cleans up, and exits 0.
 
 mod harness;
 
@@ -22,4 +23,23 @@ fn demo_without_a_terminal_prints_a_retry_a_timeout_and_a_loop_then_exits_0() {
     ] {
         assert!(out.contains(line), "no '{line}' in:\n{finished}");
     }
+}
+
+/// Issue 12, item 9: once the others end, one token is still there to steer.
+#[test]
+fn demo_leaves_one_token_paused_for_the_tui_to_steer() {
+    let dir = tempfile::tempdir().expect("a temp folder");
+    let finished = run(dir.path(), &["demo"]);
+    assert_eq!(finished.code(), 0, "{finished}");
+    let waiting = finished
+        .stdout
+        .split("\n\n")
+        .find(|block| block.starts_with("DEMO-5: "))
+        .unwrap_or_else(|| panic!("no DEMO-5 in:\n{finished}"));
+    assert!(waiting.starts_with("DEMO-5: coding, paused"), "{waiting}");
+    assert!(
+        waiting.contains("  paused"),
+        "its history says so: {waiting}"
+    );
+    assert!(!waiting.contains("resumed"), "{waiting}");
 }

@@ -318,7 +318,10 @@ fn a_control_plane_whose_database_is_taken_stops_with_exit_1() {
     );
     assert_eq!(
         stderr.lines().last(),
-        Some("error: another control plane took the database; this control plane stopped")
+        Some(
+            "error: another control plane took the database, or this control plane's hold \
+             on it ended; this control plane stopped"
+        )
     );
 }
 

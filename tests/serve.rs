@@ -237,11 +237,12 @@ fn a_missing_or_broken_graph_file_is_refused_with_one_sentence() {
 }
 
 #[test]
-fn database_urls_other_than_sqlite_are_refused_with_one_sentence() {
+fn database_urls_that_cannot_be_used_are_refused_with_one_sentence() {
     let dir = tempfile::tempdir().unwrap();
     let socket = dir.path().join("s.sock").display().to_string();
     for (db, expected) in [
-        ("postgresql://u:secret@localhost/s", "not supported yet"),
+        // Nothing listens on port 1: refused within the connect timeout.
+        ("postgresql://u:secret@127.0.0.1:1/s", "cannot reach the database"),
         ("mysql://x/y", "is not a database URL"),
         ("sqlite:///", "names no database file"),
     ] {
@@ -256,6 +257,8 @@ fn database_urls_other_than_sqlite_are_refused_with_one_sentence() {
                 "127.0.0.1:0",
                 "--socket",
                 &socket,
+                "--connect-timeout",
+                "2s",
             ],
         );
         assert!(

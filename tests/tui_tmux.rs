@@ -149,3 +149,42 @@ fn the_tui_stays_live_through_a_daemon_restart() {
     assert!(after.contains("ORD-1: review, active"), "{after}");
     tmux.keys("q");
 }
+
+#[test]
+fn read_only_says_so_and_its_keys_change_nothing() {
+    if !have_tmux() {
+        return;
+    }
+    let daemon = Daemon::orders();
+    daemon
+        .post(
+            "/tokens",
+            &json!({"token": "ORD-1", "context": {"title": "pen"}}),
+        )
+        .expect(201);
+    // Once by the flag, once by the environment.
+    let commands = [
+        format!("{} tui --read-only --url {}", binary(), daemon.url),
+        format!(
+            "env STATEOUS_READ_ONLY=1 NO_COLOR=1 {} tui --url {}",
+            binary(),
+            daemon.url
+        ),
+    ];
+    for (n, command) in commands.iter().enumerate() {
+        let tmux = Tmux::start(&format!("read-only-{n}"), command);
+        tmux.wait_for("ORD-1 and the read-only mark", |s| {
+            s.lines().next().is_some_and(|l| l.contains("read-only"))
+                && row(s, "ORD-1").is_some_and(|r| r.contains("active"))
+        });
+        tmux.keys("p");
+        tmux.wait_for("the refusal of p", |s| {
+            s.contains("read-only: 'p' would change a token")
+        });
+        tmux.keys("c");
+        tmux.keys("y");
+        std::thread::sleep(Duration::from_millis(500));
+        assert_eq!(daemon.get("/tokens/ORD-1").expect(200)["status"], "active");
+        tmux.keys("q");
+    }
+}

@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use stateous_daemon::control::{Control, Options};
-use stateous_daemon::store::schema::migrate;
 use stateous_daemon::store::sqlite::open;
+use stateous_daemon::store::sqlite::schema::migrate;
 use stateous_shared::graph::Graph;
 use stateous_shared::wire::{Object, Outcome};
 
@@ -96,7 +96,7 @@ async fn probe(
     rounds: u64,
     prefix: &str,
 ) -> Result<Medians, Failure> {
-    let control = Control::open(Arc::clone(graph), Options::new(db))?;
+    let control = Control::open(Arc::clone(graph), Options::new(db)).await?;
     let context: Object = json!({"title": "probe"})
         .as_object()
         .cloned()
@@ -213,12 +213,6 @@ fn fill(db: &Path, tokens: u64, timers: u64) -> Result<(), Failure> {
                  UNION ALL SELECT 5, 'event_accepted', '{\"event\":\"reviewed\",\"payload\":{\"approved\":true,\"note\":\"\"}}'
                  UNION ALL SELECT 6, 'completed', '{}') AS k
              WHERE rowid > ?1",
-            [base],
-        )?;
-        conn.execute(
-            "INSERT INTO ledger_feed (token, seq)
-             SELECT l.token, l.seq FROM ledger l JOIN tokens t ON t.token = l.token
-             WHERE t.rowid > ?1 ORDER BY l.id",
             [base],
         )?;
         conn.execute_batch("COMMIT")?;

@@ -1,5 +1,6 @@
 //! The control plane's handle: every request of the API as one async call, over
-//! the write path (one writer thread, group commit) and a pool of read connections.
+//! the store's write path and read path (`store::Store`: SQLite's one writer with
+//! group commit, or a Postgres pool with a transaction per request).
 //!
 //! Shape (STYLE point 9): `Options`, then `Control::open`, then a cheap cloneable
 //! handle. The HTTP layer and `stateous serve` call it; the serve loop calls
@@ -15,41 +16,34 @@ use stateous_shared::graph::Graph;
 use stateous_shared::refusal::{Code, Refusal};
 use stateous_shared::time::{from_micros, iso};
 use stateous_shared::wire::{Grant, HistoryEntry, Object, Outcome, TokenView};
-use tokio::sync::broadcast;
 
-use crate::clock::{micros, Clock};
+use crate::clock::Clock;
 use crate::engine::claim::ClaimInput;
 use crate::engine::fire::FireInput;
 use crate::engine::report::ReportInput;
 use crate::engine::start::StartInput;
 use crate::engine::{self, Rules, Step};
-use crate::store::reader::Reader;
-use crate::store::schema::migrate;
-use crate::store::sqlite::{open as open_sqlite, SqliteTx};
-use crate::store::writer::Writer;
-use crate::store::{Ledger, LedgerRow};
-
-/// The answer (503 `not_serving`) to each request after another control plane took
-/// the database, and the log line of that moment.
-pub const LOST: &str = "another control plane took this database; this control plane does \
-                        no more work; trying again does not help: stop this server";
+use crate::store::backend::{holder_name, Database, StoreOptions};
+use crate::store::feed::FeedMark;
+use crate::store::postgres::PgOptions;
+use crate::store::{LedgerRow, Store, StoreError, TokenStatus, Tx, LOST};
 
 /// How the control plane runs; every timing is configurable (SPEC section 2).
 #[derive(Debug, Clone)]
 pub struct Options {
-    /// The SQLite file.
-    pub db_path: PathBuf,
+    /// The database.
+    pub database: Database,
     /// How long a claim's lease lasts. Default 2 minutes.
     pub lease: Duration,
     /// How long SQLite waits for another process's write lock. Default 30 s.
     pub busy_timeout: Duration,
     /// How often the serve loop should call `tick`. Default 1 s.
     pub tick: Duration,
-    /// A serving record older than this may be taken by another control plane.
-    /// Default 30 s.
-    pub hold_lapses: Duration,
-    /// The clock writes `since` again when it is older than this. Default 10 s.
+    /// The clock writes the serving record's `since` again when it is older than
+    /// this. Default 10 s.
     pub renew_every: Duration,
+    /// Postgres: the time limits of each connection and the pool's size.
+    pub postgres: PgOptions,
     /// The source of `now`; tests pass `Clock::manual`.
     pub clock: Clock,
     /// How this control plane names itself in the record; default `host:pid:id`.
@@ -57,15 +51,20 @@ pub struct Options {
 }
 
 impl Options {
-    /// The defaults of the reference, on the file `db_path`.
+    /// The defaults of the reference, on the SQLite file `db_path`.
     pub fn new(db_path: impl Into<PathBuf>) -> Options {
+        Options::on(Database::Sqlite(db_path.into()))
+    }
+
+    /// The defaults of the reference, on `database`.
+    pub fn on(database: Database) -> Options {
         Options {
-            db_path: db_path.into(),
+            database,
             lease: Duration::from_secs(120),
             busy_timeout: Duration::from_secs(30),
             tick: Duration::from_secs(1),
-            hold_lapses: Duration::from_secs(30),
             renew_every: Duration::from_secs(10),
+            postgres: PgOptions::default(),
             clock: Clock::system(),
             holder: None,
         }
@@ -93,8 +92,7 @@ pub struct Fired {
 
 struct Inner {
     rules: Arc<Rules>,
-    writer: Writer,
-    reader: Reader,
+    store: Store,
     options: Options,
     holder: String,
     lost: AtomicBool,
@@ -140,47 +138,44 @@ pub struct Control {
 impl Control {
     /// Open the database (make or upgrade its tables), take it for this control
     /// plane, and check the structure on record. Each refusal is one sentence.
-    pub fn open(graph: Arc<Graph>, options: Options) -> Result<Control, String> {
-        let shown = options.db_path.display().to_string();
-        let conn = open_sqlite(&options.db_path, options.busy_timeout, false)
-            .map_err(|e| format!("cannot open the database {shown}: {e}"))?;
-        migrate(&conn).map_err(|e| match e {
-            crate::store::schema::MigrateError::Foreign(why) => {
-                format!("cannot use the database {shown}: {why}")
-            }
-            other => format!("cannot open the database {shown}: {other}"),
-        })?;
-        let holder = options.holder.clone().unwrap_or_else(default_holder);
-        let now = options.clock.now();
-        once(&conn, now, |tx| {
-            engine::serving::take_hold(tx, &holder, micros(options.hold_lapses), &holder_is_gone)
-        })?;
-        if let Err(sentence) = once(&conn, now, |tx| {
-            engine::serving::check_structure(tx, &graph)
-        }) {
-            // A refused start gives its hold back, so the next try need not wait.
-            let _ = once(&conn, now, |tx| {
-                engine::serving::release(tx, &holder).map(Ok)
-            });
-            return Err(sentence);
-        }
+    pub async fn open(graph: Arc<Graph>, options: Options) -> Result<Control, String> {
+        let holder = options.holder.clone().unwrap_or_else(holder_name);
+        let store_options = StoreOptions {
+            database: options.database.clone(),
+            clock: options.clock.clone(),
+            holder: holder.clone(),
+            busy_timeout: options.busy_timeout,
+            postgres: options.postgres.clone(),
+        };
+        // Opening connects, locks and migrates: blocking work, off the async threads.
+        let store = tokio::task::spawn_blocking(move || Store::open(&store_options))
+            .await
+            .map_err(|_| "the database could not be opened".to_string())??;
         let rules = Arc::new(Rules::new(graph, options.lease));
-        once(&conn, now, |tx| {
-            engine::lease::grace_after_restart(&rules, tx).map(|_| Ok(()))
-        })?;
-        let (writer, _thread) = Writer::spawn(conn, options.clock.clone())
-            .map_err(|e| format!("cannot start the writer thread: {e}"))?;
-        let reader = Reader::new(options.db_path.clone(), options.busy_timeout);
-        Ok(Control {
+        let control = Control {
             inner: Arc::new(Inner {
                 rules,
-                writer,
-                reader,
+                store,
                 options,
                 holder,
                 lost: AtomicBool::new(false),
             }),
-        })
+        };
+        let graph = Arc::clone(&control.inner.rules.graph);
+        let checked = control
+            .write(move |_, tx| engine::serving::check_structure(tx, &graph))
+            .await
+            .map_err(|refusal| format!("cannot use the database: {}", refusal.error))?;
+        if let Err(sentence) = checked {
+            // A refused start gives its hold back, so the next try need not wait.
+            let _ = control.inner.store.release().await;
+            return Err(sentence);
+        }
+        control
+            .write(|rules, tx| engine::lease::grace_after_restart(rules, tx))
+            .await
+            .map_err(|refusal| format!("cannot use the database: {}", refusal.error))?;
+        Ok(control)
     }
 
     /// The served graph.
@@ -198,17 +193,22 @@ impl Control {
         &self.inner.holder
     }
 
-    /// True once another control plane took the database: every request answers
-    /// 503 `not_serving`, and serve should exit 1.
+    /// True once this control plane lost the database (another one took it, or its
+    /// hold ended): every request answers 503 `not_serving`, and serve should exit 1.
     pub fn lost(&self) -> bool {
-        self.inner.lost.load(Ordering::SeqCst)
+        self.inner.lost.load(Ordering::SeqCst) || self.inner.store.lost()
+    }
+
+    /// The feed's safe point: the watch stream reads the ledger up to it.
+    pub fn mark(&self) -> &FeedMark {
+        self.inner.store.mark()
     }
 
     /// `POST /tokens`.
     pub async fn start(&self, token: String, context: Object) -> Result<Started, Refusal> {
         let input = StartInput::new(token, context).map_err(engine::Fail::refusal)?;
         let (token, created) = self
-            .write(move |rules, tx| engine::start::start(rules, tx, input))
+            .write(move |rules, tx| engine::start::start(rules, tx, input.clone()))
             .await?;
         Ok(Started { token, created })
     }
@@ -223,7 +223,7 @@ impl Control {
     ) -> Result<Fired, Refusal> {
         let input = FireInput::new(token, event, payload, key).map_err(engine::Fail::refusal)?;
         let (token, duplicate) = self
-            .write(move |rules, tx| engine::fire::fire(rules, tx, input))
+            .write(move |rules, tx| engine::fire::fire(rules, tx, input.clone()))
             .await?;
         Ok(Fired { token, duplicate })
     }
@@ -254,7 +254,7 @@ impl Control {
         request: Option<String>,
     ) -> Result<Option<Grant>, Refusal> {
         let input = ClaimInput::new(supervisor, states, request).map_err(engine::Fail::refusal)?;
-        self.write(move |rules, tx| engine::claim::claim(rules, tx, input))
+        self.write(move |rules, tx| engine::claim::claim(rules, tx, input.clone()))
             .await
     }
 
@@ -276,7 +276,7 @@ impl Control {
     /// claimed the task; `None` is a report from outside.
     pub async fn report(&self, task: i64, outcome: Outcome) -> Result<TokenView, Refusal> {
         let input = ReportInput::new(task, outcome).map_err(engine::Fail::refusal)?;
-        self.write(move |rules, tx| engine::report::report(rules, tx, input))
+        self.write(move |rules, tx| engine::report::report(rules, tx, input.clone()))
             .await
     }
 
@@ -306,11 +306,11 @@ impl Control {
     /// `GET /tokens`: the most recently moved first; `limit` 1 to 1000.
     pub async fn tokens(
         &self,
-        status: Option<String>,
+        status: Option<TokenStatus>,
         parent: Option<String>,
         limit: i64,
     ) -> Result<Vec<TokenView>, Refusal> {
-        self.read(move |tx| engine::read::tokens(tx, status.as_deref(), parent.as_deref(), limit))
+        self.read(move |tx| engine::read::tokens(tx, status, parent.as_deref(), limit))
             .await
     }
 
@@ -325,63 +325,50 @@ impl Control {
         self.read(move |tx| engine::read::history(tx, &token)).await
     }
 
-    /// One tick of the clock: renew the hold on the database, end the leases that
-    /// are over, fire the timers that are due (each in its own savepoint). After
-    /// another control plane took the database it answers `not_serving`.
+    /// One tick of the clock: check and renew the hold on the database, end the
+    /// leases that are over, fire the timers that are due (each its own request).
+    /// After this control plane lost the database it answers `not_serving`.
     pub async fn tick(&self) -> Result<(), Refusal> {
         self.serving()?;
         let inner = &self.inner;
-        let holder = inner.holder.clone();
-        let (renew, lapses) = (
-            micros(inner.options.renew_every),
-            micros(inner.options.hold_lapses),
-        );
-        let kept = self
-            .write(move |_, tx| engine::serving::keep_hold(tx, &holder, renew, lapses))
-            .await?;
-        if !kept {
+        let kept = inner
+            .store
+            .keep_hold(inner.options.renew_every)
+            .await
+            .map_err(Refusal::from);
+        if matches!(kept, Ok(false)) || self.lost() {
             // The serve loop logs the line and stops; this handle refuses from now on.
             inner.lost.store(true, Ordering::SeqCst);
             return Err(not_serving());
         }
-        let expired = self.write(|_, tx| engine::lease::expired(tx)).await?;
-        self.each(expired, |rules, tx, id| {
-            engine::lease::end_lease(rules, tx, id)
-        })
-        .await?;
-        let due = self.write(|_, tx| engine::timers::due(tx)).await?;
-        self.each(due, |rules, tx, id| {
-            engine::timers::fire_timer(rules, tx, id)
-        })
-        .await
+        kept?;
+        let expired = self.read_now(|tx| Ok(tx.expired_leases()?)).await?;
+        self.each(expired, engine::lease::end_lease).await?;
+        let due = self.read_now(|tx| Ok(tx.due_timers()?)).await?;
+        self.each(due, engine::timers::fire_timer).await
     }
 
     /// Give up the hold on the database, so that another control plane may take it
     /// at once. The handle answers `not_serving` afterwards.
     pub async fn shutdown(&self) -> Result<(), Refusal> {
-        let holder = self.inner.holder.clone();
-        let released = self
-            .write(move |_, tx| engine::serving::release(tx, &holder))
-            .await;
+        let released = self.inner.store.release().await.map_err(Refusal::from);
         self.inner.lost.store(true, Ordering::SeqCst);
         released
     }
 
-    /// Run `step` for each id, each as its own request (its own savepoint), all
-    /// queued at once so that they share group commits.
+    /// Run `step` for each id, each as its own request, all queued at once so that
+    /// they share group commits (SQLite) or run side by side (Postgres).
     async fn each(
         &self,
         ids: Vec<i64>,
-        step: fn(&Rules, &SqliteTx<'_>, i64) -> Step<bool>,
+        step: fn(&Rules, &dyn Tx, i64) -> Step<bool>,
     ) -> Result<(), Refusal> {
         self.serving()?;
         let answers: Vec<_> = ids
             .into_iter()
             .map(|id| {
                 let rules = Arc::clone(&self.inner.rules);
-                self.inner
-                    .writer
-                    .submit(move |tx| keep(step(&rules, tx, id)))
+                self.inner.store.write(move |tx| keep(step(&rules, tx, id)))
             })
             .collect();
         let mut first_error = None;
@@ -394,31 +381,26 @@ impl Control {
         first_error.map_or(Ok(()), Err)
     }
 
-    /// Every ledger row from now on, each sent only after its transaction
-    /// committed. A receiver that falls behind gets `Lagged` and reads the rest
-    /// with `entries_since`.
-    pub fn subscribe(&self) -> broadcast::Receiver<Arc<LedgerRow>> {
-        self.inner.writer.subscribe()
-    }
-
-    /// Committed ledger rows with an id above `after`, oldest first, of one token
-    /// or of all; at most `limit` (for a watch that resumes from `Last-Event-ID`).
+    /// Committed ledger rows with an id above `after` (and up to the feed's safe
+    /// point), oldest first, of one token or of all; at most `limit` (for a watch
+    /// that resumes from `Last-Event-ID`).
     pub async fn entries_since(
         &self,
         after: i64,
         token: Option<String>,
         limit: i64,
     ) -> Result<Vec<Committed>, Refusal> {
+        let upto = self.mark().safe();
         self.read(move |tx| {
-            let rows = tx.entries_since(after, token.as_deref(), limit)?;
+            let rows = tx.entries_since(after, upto, token.as_deref(), limit)?;
             Ok(rows.iter().map(Committed::from).collect())
         })
         .await
     }
 
-    /// How many transactions the writer committed so far (for metrics).
+    /// How many write transactions committed so far (for metrics).
     pub fn commits(&self) -> u64 {
-        self.inner.writer.commits()
+        self.inner.store.commits()
     }
 
     fn serving(&self) -> Result<(), Refusal> {
@@ -428,20 +410,25 @@ impl Control {
         Ok(())
     }
 
+    /// Run `work` as one write request; it may run twice (see `store::backend`).
     async fn write<R, F>(&self, work: F) -> Result<R, Refusal>
     where
         R: Send + 'static,
-        F: FnOnce(&Rules, &SqliteTx<'_>) -> Step<R> + Send + 'static,
+        F: Fn(&Rules, &dyn Tx) -> Step<R> + Send + Sync + 'static,
     {
         self.serving()?;
         let rules = Arc::clone(&self.inner.rules);
         let answer = self
             .inner
-            .writer
-            .run(move |tx| keep(work(&rules, tx)))
-            .await
-            .map_err(Refusal::from)?;
-        answer.map_err(engine::Fail::refusal)
+            .store
+            .write(move |tx| keep(work(&rules, tx)))
+            .await;
+        if matches!(answer, Err(StoreError::NotServing)) {
+            self.inner.lost.store(true, Ordering::SeqCst);
+        }
+        answer
+            .map_err(Refusal::from)?
+            .map_err(engine::Fail::refusal)
     }
 
     /// Run `work` on a read connection, in one snapshot (the added routes of
@@ -449,13 +436,21 @@ impl Control {
     pub async fn read<R, F>(&self, work: F) -> Result<R, Refusal>
     where
         R: Send + 'static,
-        F: FnOnce(&SqliteTx<'_>) -> Step<R> + Send + 'static,
+        F: FnOnce(&dyn Tx) -> Step<R> + Send + 'static,
     {
         self.serving()?;
+        self.read_now(work).await
+    }
+
+    async fn read_now<R, F>(&self, work: F) -> Result<R, Refusal>
+    where
+        R: Send + 'static,
+        F: FnOnce(&dyn Tx) -> Step<R> + Send + 'static,
+    {
         let now = self.inner.options.clock.now();
         let answer = self
             .inner
-            .reader
+            .store
             .read(now, move |tx| Ok(work(tx)))
             .await
             .map_err(Refusal::from)?;
@@ -474,67 +469,4 @@ fn keep<R>(result: Step<R>) -> (bool, Step<R>) {
 
 fn not_serving() -> Refusal {
     Refusal::new(Code::NotServing, LOST)
-}
-
-/// Run one step on the write connection before the writer thread owns it, in its
-/// own transaction; its refusal sentence (or a failure) becomes the error.
-fn once(
-    conn: &rusqlite::Connection,
-    now: i64,
-    step: impl FnOnce(&SqliteTx<'_>) -> Step<Result<(), String>>,
-) -> Result<(), String> {
-    let failed = |e: rusqlite::Error| format!("cannot use the database: {e}");
-    conn.execute_batch("BEGIN IMMEDIATE").map_err(failed)?;
-    let result = step(&SqliteTx::new(conn, now));
-    match result {
-        Ok(Ok(())) => conn.execute_batch("COMMIT").map_err(failed),
-        Ok(Err(sentence)) => {
-            let _ = conn.execute_batch("ROLLBACK");
-            Err(sentence)
-        }
-        Err(fail) => {
-            let _ = conn.execute_batch("ROLLBACK");
-            Err(format!("cannot use the database: {}", fail.refusal().error))
-        }
-    }
-}
-
-/// `host:pid:id`, as the reference names a control plane in its record.
-/// Whether the control plane named `host:pid:id` in a serving record is known to
-/// be dead: it ran on this host and no process has its pid now.
-fn holder_is_gone(who: &str) -> bool {
-    let mut parts = who.rsplitn(3, ':');
-    let (Some(_id), Some(pid), Some(host)) = (parts.next(), parts.next(), parts.next()) else {
-        return false;
-    };
-    let Ok(pid) = pid.parse::<libc::pid_t>() else {
-        return false;
-    };
-    if host != host_name() || pid <= 0 || pid == std::process::id() as libc::pid_t {
-        return false;
-    }
-    // SAFETY: signal 0 only asks whether the process exists; nothing is sent.
-    let alive = unsafe { libc::kill(pid, 0) } == 0
-        || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
-    !alive
-}
-
-fn host_name() -> String {
-    let mut name = [0u8; 256];
-    // SAFETY: the buffer is valid for its whole length; gethostname writes at most
-    // that many bytes and the result is read only up to the first NUL.
-    let got = unsafe { libc::gethostname(name.as_mut_ptr().cast(), name.len()) };
-    let host = if got == 0 {
-        let end = name.iter().position(|b| *b == 0).unwrap_or(name.len());
-        String::from_utf8_lossy(&name[..end]).into_owned()
-    } else {
-        "localhost".to_string()
-    };
-    host
-}
-
-fn default_holder() -> String {
-    let host = host_name();
-    let id: u32 = rand::random();
-    format!("{host}:{}:{id:08x}", std::process::id())
 }

@@ -9,3 +9,4 @@ pub mod control;
 pub mod engine;
 pub mod serve;
 pub mod store;
+pub mod testing;

@@ -13,18 +13,20 @@ use stateous_shared::client::{Endpoint, Transport};
 use stateous_shared::graph::Graph;
 use stateous_shared::refusal::{Code, Refusal};
 
-fn control(dir: &Path) -> Control {
+async fn control(dir: &Path) -> Control {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/tickets.json");
     let text = std::fs::read_to_string(path).expect("the test graph");
     let graph = Arc::new(Graph::load(&text).expect("a graph"));
-    Control::open(graph, Options::new(dir.join("stateous.db"))).expect("a control plane")
+    Control::open(graph, Options::new(dir.join("stateous.db")))
+        .await
+        .expect("a control plane")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_request_after_the_database_is_lost_answers_503_not_serving() {
     let dir = tempfile::tempdir().unwrap();
     let lost = Arc::new(AtomicBool::new(false));
-    let api = Api::new(control(dir.path()), lost.clone());
+    let api = Api::new(control(dir.path()).await, lost.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let authority = listener.local_addr().unwrap().to_string();
     let (stop, stops) = tokio::sync::watch::channel(Stop::Serving);

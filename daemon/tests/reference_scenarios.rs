@@ -5,13 +5,17 @@
 //! fields in the same order, `seq`, `at` and idempotency keys; tasks, timers,
 //! memory and claims too.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use common::Db;
 use serde_json::{json, Value};
 use stateous_daemon::clock::Clock;
-use stateous_daemon::control::{Control, Options};
+use stateous_daemon::control::Control;
+use stateous_daemon::store::{Closed, TokenStatus};
 use stateous_shared::graph::Graph;
 use stateous_shared::time::{from_micros, iso, parse_iso, to_micros};
 use stateous_shared::wire::{Object, Outcome};
@@ -30,14 +34,14 @@ fn start_micros() -> i64 {
     to_micros(parse_iso("2026-10-06T09:00:00Z").unwrap())
 }
 
-fn open(graph: &str, db: &Path, clock: &Clock) -> Control {
+async fn open(graph: &str, db: &Db, clock: &Clock) -> Control {
     let text =
         std::fs::read_to_string(here().join("graphs").join(format!("{graph}.json"))).unwrap();
     let graph = Arc::new(Graph::load(&text).unwrap());
-    let mut options = Options::new(db);
+    let mut options = db.options();
     options.clock = clock.clone();
     options.holder = Some("test-box:1:0000".into());
-    Control::open(graph, options).unwrap()
+    Control::open(graph, options).await.unwrap()
 }
 
 fn text(step: &Value, key: &str) -> String {
@@ -115,7 +119,7 @@ async fn run_step(control: &Control, clock: &Clock, step: &Value) -> Value {
         "cancel" => answer(control.cancel(text(step, "token")).await),
         "token" => answer(control.token(text(step, "token")).await),
         "tokens" => {
-            let status = step["status"].as_str().map(str::to_string);
+            let status = step["status"].as_str().and_then(TokenStatus::parse);
             let parent = step["parent"].as_str().map(str::to_string);
             let limit = step["limit"].as_i64().unwrap_or(100);
             answer(control.tokens(status, parent, limit).await)
@@ -130,70 +134,70 @@ async fn run_step(control: &Control, clock: &Clock, step: &Value) -> Value {
     }
 }
 
-fn at(micros: Option<i64>) -> Value {
-    micros.map_or(Value::Null, |m| Value::from(iso(from_micros(m))))
+fn at(micros: &Option<String>) -> Value {
+    micros.as_ref().map_or(Value::Null, |m| {
+        Value::from(iso(from_micros(m.parse().unwrap())))
+    })
 }
 
-fn json_text(text: Option<String>) -> Value {
-    text.map_or(Value::Null, |t| serde_json::from_str(&t).unwrap())
+fn json_text(text: &Option<String>) -> Value {
+    text.as_ref()
+        .map_or(Value::Null, |t| serde_json::from_str(t).unwrap())
+}
+
+fn int(text: &Option<String>) -> Value {
+    text.as_ref()
+        .map_or(Value::Null, |t| Value::from(t.parse::<i64>().unwrap()))
+}
+
+fn string(text: &Option<String>) -> Value {
+    text.as_ref()
+        .map_or(Value::Null, |t| Value::from(t.as_str()))
 }
 
 /// Our tables in the shape the reference runner writes them.
-fn tables(db: &Path) -> Value {
-    let conn = rusqlite::Connection::open(db).unwrap();
-    let rows = |sql: &str, f: &dyn Fn(&rusqlite::Row<'_>) -> Value| -> Value {
-        let mut statement = conn.prepare(sql).unwrap();
-        let found: Vec<Value> = statement
-            .query_map([], |row| Ok(f(row)))
-            .unwrap()
-            .map(Result::unwrap)
-            .collect();
-        Value::from(found)
+fn tables(db: &Db) -> Value {
+    let rows = |sql: &str, f: &dyn Fn(&[Option<String>]) -> Value| -> Value {
+        Value::from(db.rows(sql).iter().map(|r| f(r)).collect::<Vec<_>>())
     };
     let ledger = rows(
         "SELECT token, seq, at, kind, key, data FROM ledger ORDER BY token, seq",
         &|r| {
-            json!({"token": r.get::<_, String>(0).unwrap(), "seq": r.get::<_, i64>(1).unwrap(),
-            "at": at(r.get(2).unwrap()), "kind": r.get::<_, String>(3).unwrap(),
-            "key": r.get::<_, Option<String>>(4).unwrap(), "data": json_text(r.get(5).unwrap())})
+            json!({"token": string(&r[0]), "seq": int(&r[1]), "at": at(&r[2]),
+            "kind": string(&r[3]), "key": string(&r[4]), "data": json_text(&r[5])})
         },
     );
     let tasks = rows(
         "SELECT id, token, state, visit, status, attempt, claimed_by, lease_until, queued_at
          FROM tasks ORDER BY id",
         &|r| {
-            json!({"id": r.get::<_, i64>(0).unwrap(), "token": r.get::<_, String>(1).unwrap(),
-            "state": r.get::<_, String>(2).unwrap(), "visit": r.get::<_, i64>(3).unwrap(),
-            "status": r.get::<_, String>(4).unwrap(), "attempt": r.get::<_, i64>(5).unwrap(),
-            "claimed_by": r.get::<_, Option<String>>(6).unwrap(),
-            "lease_until": at(r.get(7).unwrap()), "queued_at": at(r.get(8).unwrap())})
+            json!({"id": int(&r[0]), "token": string(&r[1]), "state": string(&r[2]),
+            "visit": int(&r[3]), "status": string(&r[4]), "attempt": int(&r[5]),
+            "claimed_by": string(&r[6]), "lease_until": at(&r[7]), "queued_at": at(&r[8])})
         },
     );
     let timers = rows(
         "SELECT id, token, state, visit, event, payload, set_at, due_at, status, kind
          FROM timers ORDER BY id",
         &|r| {
-            json!({"id": r.get::<_, i64>(0).unwrap(), "token": r.get::<_, String>(1).unwrap(),
-            "state": r.get::<_, String>(2).unwrap(), "visit": r.get::<_, i64>(3).unwrap(),
-            "event": r.get::<_, String>(4).unwrap(), "payload": json_text(r.get(5).unwrap()),
-            "set_at": at(r.get(6).unwrap()), "due_at": at(r.get(7).unwrap()),
-            "status": r.get::<_, String>(8).unwrap(), "kind": r.get::<_, String>(9).unwrap()})
+            json!({"id": int(&r[0]), "token": string(&r[1]), "state": string(&r[2]),
+            "visit": int(&r[3]), "event": string(&r[4]), "payload": json_text(&r[5]),
+            "set_at": at(&r[6]), "due_at": at(&r[7]), "status": string(&r[8]),
+            "kind": string(&r[9])})
         },
     );
     let memory = rows(
         "SELECT token, state, key, value FROM memory ORDER BY 1, 2, 3",
         &|r| {
-            json!({"token": r.get::<_, String>(0).unwrap(), "state": r.get::<_, String>(1).unwrap(),
-            "key": r.get::<_, String>(2).unwrap(), "value": json_text(r.get(3).unwrap())})
+            json!({"token": string(&r[0]), "state": string(&r[1]), "key": string(&r[2]),
+            "value": json_text(&r[3])})
         },
     );
     let claims = rows(
         "SELECT supervisor, request, task_id, attempt FROM claims ORDER BY 1",
         &|r| {
-            json!({"supervisor": r.get::<_, String>(0).unwrap(),
-            "request": r.get::<_, String>(1).unwrap(),
-            "task_id": r.get::<_, Option<i64>>(2).unwrap(),
-            "attempt": r.get::<_, Option<i64>>(3).unwrap()})
+            json!({"supervisor": string(&r[0]), "request": string(&r[1]),
+            "task_id": int(&r[2]), "attempt": int(&r[3])})
         },
     );
     json!({"ledger": ledger, "tasks": tasks, "timers": timers, "memory": memory, "claims": claims})
@@ -210,17 +214,15 @@ fn same(what: &str, ours: &Value, theirs: &Value) {
     );
 }
 
-async fn check(name: &str) {
+async fn check(name: &str, db: Db) {
     let scenario = read_json(&here().join("scenarios").join(format!("{name}.json")));
     let expected = read_json(
         &here()
             .join("scenarios")
             .join(format!("{name}.expected.json")),
     );
-    let folder = tempfile::tempdir().unwrap();
-    let db = folder.path().join("ours.db");
     let clock = Clock::manual(start_micros());
-    let control = open(scenario["graph"].as_str().unwrap(), &db, &clock);
+    let control = open(scenario["graph"].as_str().unwrap(), &db, &clock).await;
     let steps = scenario["steps"].as_array().unwrap();
     for (index, step) in steps.iter().enumerate() {
         let ours = run_step(&control, &clock, step).await;
@@ -240,62 +242,67 @@ async fn check(name: &str) {
     }
 }
 
-#[tokio::test]
-async fn the_orders_worked_example_writes_the_reference_ledger() {
-    check("orders_worked_example").await;
+async fn the_orders_worked_example_writes_the_reference_ledger(db: Db) {
+    check("orders_worked_example", db).await;
 }
 
-#[tokio::test]
-async fn refusals_record_what_the_reference_records() {
-    check("orders_refusals").await;
+async fn refusals_record_what_the_reference_records(db: Db) {
+    check("orders_refusals", db).await;
 }
 
-#[tokio::test]
-async fn claims_heartbeats_notes_memory_and_reports_match_the_reference() {
-    check("orders_tasks").await;
+async fn claims_heartbeats_notes_memory_and_reports_match_the_reference(db: Db) {
+    check("orders_tasks", db).await;
 }
 
-#[tokio::test]
-async fn leases_that_end_and_retries_match_the_reference() {
-    check("sdlc_leases_and_retries").await;
+async fn leases_that_end_and_retries_match_the_reference(db: Db) {
+    check("sdlc_leases_and_retries", db).await;
 }
 
-#[tokio::test]
-async fn timeouts_timers_and_counted_guards_match_the_reference() {
-    check("sdlc_timeout_and_count").await;
+async fn timeouts_timers_and_counted_guards_match_the_reference(db: Db) {
+    check("sdlc_timeout_and_count", db).await;
 }
 
-#[tokio::test]
-async fn pause_resume_and_cancel_match_the_reference() {
-    check("sdlc_pause_resume").await;
+async fn pause_resume_and_cancel_match_the_reference(db: Db) {
+    check("sdlc_pause_resume", db).await;
 }
 
-#[tokio::test]
-async fn start_guards_error_transitions_and_timeouts_match_the_reference() {
-    check("triage_errors_and_timeouts").await;
+async fn start_guards_error_transitions_and_timeouts_match_the_reference(db: Db) {
+    check("triage_errors_and_timeouts", db).await;
 }
 
-#[tokio::test]
-async fn the_error_route_routine_timers_and_outside_reports_match_the_reference() {
-    check("triage_error_route_timers_and_outside_reports").await;
+async fn the_error_route_routine_timers_and_outside_reports_match_the_reference(db: Db) {
+    check("triage_error_route_timers_and_outside_reports", db).await;
 }
 
-#[tokio::test]
-async fn guards_that_both_hold_fail_the_token_as_the_reference_does() {
-    check("overlapping_guards").await;
+async fn guards_that_both_hold_fail_the_token_as_the_reference_does(db: Db) {
+    check("overlapping_guards", db).await;
 }
 
-#[tokio::test]
-async fn parallel_joins_failing_children_and_branch_guards_match_the_reference() {
-    check("release_joins").await;
+async fn parallel_joins_failing_children_and_branch_guards_match_the_reference(db: Db) {
+    check("release_joins", db).await;
 }
 
-#[tokio::test]
-async fn steering_timeouts_held_events_and_nesting_of_parallel_states_match_the_reference() {
-    check("release_steering").await;
+async fn steering_timeouts_held_events_and_nesting_of_parallel_states_match_the_reference(db: Db) {
+    check("release_steering", db).await;
 }
 
-#[tokio::test]
-async fn children_that_end_as_they_start_and_children_that_cannot_start_match_the_reference() {
-    check("instant_children").await;
+async fn children_that_end_as_they_start_and_children_that_cannot_start_match_the_reference(
+    db: Db,
+) {
+    check("instant_children", db).await;
 }
+
+both!(
+    the_orders_worked_example_writes_the_reference_ledger,
+    refusals_record_what_the_reference_records,
+    claims_heartbeats_notes_memory_and_reports_match_the_reference,
+    leases_that_end_and_retries_match_the_reference,
+    timeouts_timers_and_counted_guards_match_the_reference,
+    pause_resume_and_cancel_match_the_reference,
+    start_guards_error_transitions_and_timeouts_match_the_reference,
+    the_error_route_routine_timers_and_outside_reports_match_the_reference,
+    guards_that_both_hold_fail_the_token_as_the_reference_does,
+    parallel_joins_failing_children_and_branch_guards_match_the_reference,
+    steering_timeouts_held_events_and_nesting_of_parallel_states_match_the_reference,
+    children_that_end_as_they_start_and_children_that_cannot_start_match_the_reference,
+);

@@ -169,6 +169,10 @@ pub(crate) async fn supervise_with(
         "{name} serves {}; the control plane is {url}",
         served.join(", ")
     );
+    // Under systemd (Type=notify): the outbox is open and locked, and the control
+    // plane serves this contract, so the claims can start. Without NOTIFY_SOCKET
+    // this does nothing; should it fail, systemd's start timeout tells.
+    let _ = sd_notify::notify(&[sd_notify::NotifyState::Ready]);
     let supervisor = Supervisor::new(Parts {
         api,
         name,

@@ -1,6 +1,8 @@
 //! What each key does, in each mode (SPEC section 3.4): arrows or `j` `k` move,
 //! `/` filters by text, `t` by status, `p` `r` `c` steer, `f` fires, `s` starts,
-//! `w` shows the graph, `?` the keys, `q` quits.
+//! Enter shows the token whole, PgUp PgDn Home End scroll its history, `z`
+//! switches UTC and local time, `w` shows the graph, `?` the keys, `q` quits.
+//! While read-only, the keys that would change a token only say that they are off.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use stateous_shared::client::Steer;
@@ -28,16 +30,37 @@ pub fn key(model: &mut Model, key: KeyEvent) -> Vec<Command> {
     }
 }
 
+/// The keys that change a token: pause, resume, cancel, fire, start.
+const CHANGING: [char; 5] = ['p', 'r', 'c', 'f', 's'];
+
 fn normal(model: &mut Model, key: KeyEvent) -> Vec<Command> {
+    if let KeyCode::Char(c) = key.code {
+        if model.read_only && CHANGING.contains(&c) {
+            model.say(
+                format!("read-only: '{c}' would change a token, and this TUI changes none"),
+                true,
+            );
+            return Vec::new();
+        }
+    }
     let page = model.table_rows().max(1) as isize;
     match key.code {
         KeyCode::Char('q') => model.quit = true,
         KeyCode::Down | KeyCode::Char('j') => return move_by(model, 1),
         KeyCode::Up | KeyCode::Char('k') => return move_by(model, -1),
-        KeyCode::PageDown => return move_by(model, page),
-        KeyCode::PageUp => return move_by(model, -page),
-        KeyCode::Home | KeyCode::Char('g') => return move_by(model, isize::MIN / 2),
-        KeyCode::End | KeyCode::Char('G') => return move_by(model, isize::MAX / 2),
+        KeyCode::Char('J') => return move_by(model, page),
+        KeyCode::Char('K') => return move_by(model, -page),
+        KeyCode::Char('g') => return move_by(model, isize::MIN / 2),
+        KeyCode::Char('G') => return move_by(model, isize::MAX / 2),
+        KeyCode::PageDown | KeyCode::PageUp | KeyCode::Home | KeyCode::End => {
+            scroll_history(model, key.code);
+        }
+        KeyCode::Enter => model.zoom = !model.zoom,
+        KeyCode::Char('z') => {
+            model.utc = !model.utc;
+            let zone = if model.utc { "UTC" } else { "local time" };
+            model.say(format!("times are in {zone}"), false);
+        }
         KeyCode::Char('/') => {
             let status = model.status_filter.map(|s| format!("status:{s} "));
             let typed = format!("{}{}", status.unwrap_or_default(), model.text_filter);
@@ -59,10 +82,28 @@ fn normal(model: &mut Model, key: KeyEvent) -> Vec<Command> {
         KeyCode::Char('s') => model.mode = Mode::Start(forms::new_start()),
         KeyCode::Char('w') => model.mode = Mode::Graph,
         KeyCode::Char('?') => model.mode = Mode::Help,
+        KeyCode::Esc if model.zoom => model.zoom = false,
         KeyCode::Esc => model.status = None,
         _ => {}
     }
     Vec::new()
+}
+
+/// PgUp and PgDn move the history pane a page (less a row, to keep one in
+/// view); Home goes to its first entry; End, or PgDn onto the end, follows new
+/// entries again.
+fn scroll_history(model: &mut Model, code: KeyCode) {
+    let page = crate::view::history_page(model).max(1);
+    let rows = crate::view::history_rows(model, crate::view::history_width(model)).len();
+    let last_top = rows.saturating_sub(page);
+    let top = model.history_top.unwrap_or(last_top).min(last_top);
+    let step = page.saturating_sub(1).max(1);
+    model.history_top = match code {
+        KeyCode::Home => Some(0),
+        KeyCode::PageUp => Some(top.saturating_sub(step)),
+        KeyCode::PageDown if top + step < last_top => Some(top + step),
+        _ => None,
+    };
 }
 
 /// Move the selection by `by` rows (clamped); a new selection is read at once.
@@ -78,11 +119,18 @@ fn move_by(model: &mut Model, by: isize) -> Vec<Command> {
     if model.selected() == before {
         return Vec::new();
     }
+    forget_selection(model);
+    refresh(model)
+}
+
+/// What was read for the selection before: a new one starts with none of it, and
+/// its history follows its end.
+pub fn forget_selection(model: &mut Model) {
     model.detail = None;
     model.history.clear();
     model.history_of = None;
+    model.history_top = None;
     model.children.clear();
-    refresh(model)
 }
 
 /// Scroll the table so that the selected row is on screen.
@@ -117,10 +165,7 @@ fn reset_table(model: &mut Model) -> Vec<Command> {
     model.in_flight.remove(&crate::model::Fetch::Tokens);
     model.cursor = 0;
     model.scroll = 0;
-    model.detail = None;
-    model.history.clear();
-    model.history_of = None;
-    model.children.clear();
+    forget_selection(model);
     refresh(model)
 }
 

@@ -34,15 +34,32 @@ pub enum TuiError {
     Runtime(std::io::Error),
 }
 
-/// `stateous tui [--url URL]`: run the TUI against the control plane at `url`
-/// (resolved as every client does: `--url`, `STATEOUS_URL`, the default socket,
-/// `http://127.0.0.1:8080`) until `q`.
-pub fn run(url: Option<&str>) -> Result<(), TuiError> {
-    let url = stateous_shared::client::resolve_url(url);
+/// How the TUI runs: `stateous tui [--url URL] [--read-only]`.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// The control plane's URL, resolved as every client does: `--url`,
+    /// `STATEOUS_URL`, the default socket, `http://127.0.0.1:8080`.
+    pub url: Option<String>,
+    /// No key changes a token (`--read-only`, `STATEOUS_READ_ONLY=1`): for
+    /// watching a production daemon without the risk of a stray key.
+    pub read_only: bool,
+    /// Draw in colour; false when `NO_COLOR` is set and not empty
+    /// (<https://no-color.org>). See [`color_wanted`].
+    pub color: bool,
+}
+
+/// Whether the environment allows colour: `NO_COLOR` unset or empty.
+pub fn color_wanted() -> bool {
+    std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+/// Run the TUI with `options` until `q`.
+pub fn run(options: Options) -> Result<(), TuiError> {
+    let url = stateous_shared::client::resolve_url(options.url.as_deref());
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .map_err(TuiError::Runtime)?;
-    runtime.block_on(terminal::run(&url))
+    runtime.block_on(terminal::run(&url, &options))
 }

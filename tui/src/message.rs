@@ -94,3 +94,14 @@ pub enum Command {
         context: Object,
     },
 }
+
+impl Command {
+    /// Whether the command changes a token (pause, resume, cancel, fire, start)
+    /// rather than reads: none is sent while the TUI is read-only.
+    pub fn changes_a_token(&self) -> bool {
+        matches!(
+            self,
+            Command::Steer(..) | Command::Fire { .. } | Command::Start { .. }
+        )
+    }
+}

@@ -171,8 +171,22 @@ pub struct Model {
     pub url: String,
     /// The time of the last tick; ages and countdowns count from it.
     pub now: DateTime<Utc>,
-    /// The zone times are shown in; `None` is the machine's local zone.
+    /// The zone times are shown in when `utc` is off; `None` is the machine's
+    /// local zone (tests fix one).
     pub zone: Option<FixedOffset>,
+    /// Times in UTC rather than in `zone` (`z` switches).
+    pub utc: bool,
+    /// `--read-only` or `STATEOUS_READ_ONLY=1`: no key changes a token, and no
+    /// request that would is sent.
+    pub read_only: bool,
+    /// False with `NO_COLOR`: nothing is drawn in colour, and what colour says is
+    /// said by text or reverse video.
+    pub color: bool,
+    /// Enter: the selected token's detail and history on the whole main area.
+    pub zoom: bool,
+    /// The first row of the history pane shown; `None` follows the end, so that
+    /// new entries come into view (PgUp, PgDn, Home, End move it).
+    pub history_top: Option<usize>,
     /// The terminal's size: columns, rows.
     pub size: (u16, u16),
     /// Whether the control plane answers.
@@ -228,6 +242,11 @@ impl Model {
             url: url.to_string(),
             now,
             zone: None,
+            utc: false,
+            read_only: false,
+            color: true,
+            zoom: false,
+            history_top: None,
             size: (80, 24),
             connection: Connection::Connecting,
             graph: None,
@@ -276,7 +295,7 @@ impl Model {
 
     /// How many token rows fit the table at the current size.
     pub fn table_rows(&self) -> usize {
-        crate::view::table_rows(self.size)
+        crate::view::table_rows(self)
     }
 
     /// Show `text` in the status line; red when `error`.

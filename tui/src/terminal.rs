@@ -11,22 +11,26 @@ use tokio::sync::mpsc::{self, UnboundedSender};
 
 use crate::message::Msg;
 use crate::model::{Model, StreamState};
-use crate::{client, update, view, TuiError};
+use crate::{client, update, view, Options, TuiError};
 
 /// How often the screen is refreshed from the daemon.
 const TICK: Duration = Duration::from_secs(1);
 
 /// Run the TUI against the control plane at `url` until `q`.
-pub async fn run(url: &str) -> Result<(), TuiError> {
+pub async fn run(url: &str, options: &Options) -> Result<(), TuiError> {
     let api = Client::with_timeout(url, Duration::from_secs(5))
         .map_err(|error| TuiError::Client(error.to_string()))?;
     let mut terminal = ratatui::try_init().map_err(TuiError::Terminal)?;
-    let result = looping(&api, &mut terminal).await;
+    let result = looping(&api, &mut terminal, options).await;
     ratatui::restore();
     result
 }
 
-async fn looping(api: &Client, terminal: &mut ratatui::DefaultTerminal) -> Result<(), TuiError> {
+async fn looping(
+    api: &Client,
+    terminal: &mut ratatui::DefaultTerminal,
+    options: &Options,
+) -> Result<(), TuiError> {
     let (to, mut from) = mpsc::unbounded_channel();
     read_keys(to.clone());
     let ticker = to.clone();
@@ -41,6 +45,8 @@ async fn looping(api: &Client, terminal: &mut ratatui::DefaultTerminal) -> Resul
     });
     watch_stream(api.clone(), to.clone());
     let mut model = Model::new(api.url(), Utc::now());
+    model.read_only = options.read_only;
+    model.color = options.color;
     let size = terminal.size().map_err(TuiError::Terminal)?;
     model.size = (size.width, size.height);
     loop {

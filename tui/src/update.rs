@@ -16,8 +16,17 @@ use crate::model::{
 /// anyway (in ticks).
 pub const QUIET_TICKS: u32 = 10;
 
-/// Apply `msg` to `model`; the commands are the requests to send.
+/// Apply `msg` to `model`; the commands are the requests to send. A read-only
+/// model sends no request that changes a token, whatever asked for one.
 pub fn update(model: &mut Model, msg: Msg) -> Vec<Command> {
+    let mut commands = step(model, msg);
+    if model.read_only {
+        commands.retain(|command| !command.changes_a_token());
+    }
+    commands
+}
+
+fn step(model: &mut Model, msg: Msg) -> Vec<Command> {
     match msg {
         Msg::Key(key) => return keys::key(model, key),
         Msg::Resize(columns, rows) => model.size = (columns, rows),
@@ -252,10 +261,7 @@ fn read_new_selection(model: &mut Model, before: Option<String>) -> Vec<Command>
     if model.selected() == before {
         return Vec::new();
     }
-    model.detail = None;
-    model.history.clear();
-    model.history_of = None;
-    model.children.clear();
+    keys::forget_selection(model);
     refresh(model)
 }
 

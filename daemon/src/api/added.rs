@@ -26,7 +26,7 @@ use super::server::Stop;
 use super::{json, refusal, routes, Api};
 use crate::engine::pause::held_events;
 use crate::engine::{existing, view};
-use crate::store::{Ledger, Tasks, Timers};
+use crate::store::TokenStatus;
 
 /// The body of every answer of the server: whole JSON, or a stream of events.
 pub type Body = BoxBody<Bytes, Infallible>;
@@ -87,7 +87,11 @@ impl SupervisorsSeen {
         &self,
         control: &crate::control::Control,
     ) -> Result<SupervisorList, Refusal> {
-        let running = control.read(|tx| Ok(tx.running_by_supervisor()?)).await?;
+        let running: BTreeMap<String, i64> = control
+            .read(|tx| Ok(tx.running_by_supervisor()?))
+            .await?
+            .into_iter()
+            .collect();
         Ok(SupervisorList {
             supervisors: self.list(&running),
         })
@@ -150,11 +154,11 @@ impl Api {
             .control
             .read(move |tx| {
                 let row = existing(tx, &token)?;
-                let now = tx_now(tx);
+                let now = tx.now();
                 let tasks = tx.open_tasks(&token)?.into_iter().map(|task| TaskView {
                     task: task.id,
                     state: task.state,
-                    status: task.status,
+                    status: task.status.as_str().to_string(),
                     attempt: task.attempt,
                     holder: task.claimed_by,
                     lease_until: task.lease_until.map(|until| iso(from_micros(until))),
@@ -169,7 +173,7 @@ impl Api {
                         event: timer.event,
                         due_at: iso(from_micros(timer.due_at)),
                     });
-                let held = if row.status == "paused" {
+                let held = if row.status == TokenStatus::Paused {
                     held_events(&tx.entries(&token)?)
                 } else {
                     Vec::new()
@@ -196,12 +200,25 @@ impl Api {
         let (counts, entries) = self
             .control
             .read(|tx| {
+                let mut tokens: BTreeMap<&str, i64> = BTreeMap::new();
+                for (_, _, status, count) in tx.token_counts()? {
+                    *tokens.entry(status.as_str()).or_default() += count;
+                }
+                let mut tasks: BTreeMap<&str, i64> = BTreeMap::new();
+                for (_, status, count) in tx.task_counts()? {
+                    *tasks.entry(status.as_str()).or_default() += count;
+                }
+                let timers: BTreeMap<&str, i64> = tx
+                    .timer_counts()?
+                    .into_iter()
+                    .map(|(status, count)| (status.as_str(), count))
+                    .collect();
                 let counts = [
-                    ("stateous_tokens", tx.status_counts("tokens")?),
-                    ("stateous_tasks", tx.status_counts("tasks")?),
-                    ("stateous_timers", tx.status_counts("timers")?),
+                    ("stateous_tokens", tokens),
+                    ("stateous_tasks", tasks),
+                    ("stateous_timers", timers),
                 ];
-                Ok((counts, tx.feed_last()?))
+                Ok((counts, tx.last_entry_id()?))
             })
             .await?;
         let mut text = String::new();
@@ -228,8 +245,4 @@ impl Api {
         );
         Ok(answer)
     }
-}
-
-fn tx_now<T: crate::store::Tx>(tx: &T) -> i64 {
-    tx.now()
 }

@@ -27,6 +27,7 @@ use stateous_shared::refusal::{Code, Refusal};
 use stateous_shared::wire::{Duplicate, Health, Lost};
 
 use crate::control::Control;
+use crate::store::{Closed, TokenStatus};
 use body::BodyError;
 use inputs::{
     ClaimInput, FireInput, HeartbeatInput, ListInput, MemoryInput, NoteInput, ReportInput,
@@ -80,7 +81,7 @@ impl Api {
     /// The answer to one request. It never fails: every problem is a refusal.
     pub async fn answer(&self, request: Request<Incoming>) -> Answer {
         if self.is_lost() {
-            return refusal(&Refusal::new(Code::NotServing, crate::control::LOST));
+            return refusal(&Refusal::new(Code::NotServing, crate::store::LOST));
         }
         let (parts, incoming) = request.into_parts();
         let head = parts.method == hyper::Method::HEAD;
@@ -143,7 +144,11 @@ impl Api {
                 let pairs = routes::query_pairs(parts.uri.query().unwrap_or(""));
                 let input = ListInput::parse(&pairs)?;
                 let found = control
-                    .tokens(input.status, input.parent, input.limit)
+                    .tokens(
+                        input.status.as_deref().and_then(TokenStatus::parse),
+                        input.parent,
+                        input.limit,
+                    )
                     .await?;
                 Ok(json(200, &found))
             }

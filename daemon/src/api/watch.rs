@@ -1,6 +1,8 @@
 //! `GET /watch`: every ledger entry as a server-sent event, after its commit (SPEC
-//! section 3.3). Each event's `id` is the entry's number in `ledger_feed`, global
-//! and increasing; its data is `{"id", "token", "seq", "at", "kind", "data"}`.
+//! section 3.3). Each event's `id` is the entry's `ledger.id`, global and
+//! increasing; its data is `{"id", "token", "seq", "at", "kind", "data"}`. A stream
+//! reads only up to the feed's safe point (`store::feed`), so a row that commits
+//! late with a lower id (Postgres commits side by side) is never skipped.
 //!
 //! Where a stream starts: after the `Last-Event-ID` header's id (a reconnecting
 //! client), else after `?after=ID`, else after the newest entry (only what comes).
@@ -34,7 +36,7 @@ use super::added::{Body, SupervisorsSeen};
 use super::server::Stop;
 use super::{refusal, routes, Api};
 use crate::control::Control;
-use crate::store::sqlite::FeedRow;
+use crate::store::LedgerRow;
 
 /// The most entries one read of the database takes.
 const BATCH: i64 = 500;
@@ -94,13 +96,7 @@ pub async fn stream(
         Err(refused) => return refusal(&refused).map(BodyExt::boxed),
     };
     let control = api.control.clone();
-    let after = match position.after {
-        Some(after) => after,
-        None => match control.read(|tx| Ok(tx.feed_last()?)).await {
-            Ok(last) => last,
-            Err(refused) => return refusal(&refused).map(BodyExt::boxed),
-        },
-    };
+    let after = position.after.unwrap_or_else(|| control.mark().safe());
     let (events, waiting) = mpsc::channel(WAITING);
     let seen = position.token.is_none().then(|| api.seen.clone());
     // The supervisors' change count is read now, before the answer goes out, as
@@ -130,7 +126,7 @@ pub async fn stream(
 }
 
 /// One entry as an SSE event.
-fn event(row: FeedRow) -> Bytes {
+fn event(row: LedgerRow) -> Bytes {
     let entry = WatchEntry {
         id: row.id,
         token: row.token,
@@ -168,10 +164,10 @@ async fn pump(
                 }
             }
         }
-        let commits = control.commits();
+        let upto = control.mark().safe();
         let wanted = token.clone();
         let read = control
-            .read(move |tx| Ok(tx.feed_after(after, wanted.as_deref(), BATCH)?))
+            .read(move |tx| Ok(tx.entries_since(after, upto, wanted.as_deref(), BATCH)?))
             .await;
         let Ok(rows) = read else {
             return;
@@ -188,23 +184,23 @@ async fn pump(
             continue;
         }
         let changes = (seen.as_ref(), told);
-        if !caught_up(&control, (commits, after), changes, &events, &mut stop).await {
+        if !caught_up(&control, (upto, after), changes, &events, &mut stop).await {
             return;
         }
     }
 }
 
-/// Wait until something committed after `commits`, or the supervisors changed
+/// Wait until the feed's safe point moves past `upto`, or the supervisors changed
 /// after `changes`; false when the stream ends instead (a stop, a client gone).
 async fn caught_up(
     control: &Control,
-    (commits, after): (u64, i64),
+    (upto, after): (i64, i64),
     (seen, changes): (Option<&SupervisorsSeen>, u64),
     events: &mpsc::Sender<Bytes>,
     stop: &mut signal::Receiver<Stop>,
 ) -> bool {
     let mut quiet = Duration::ZERO;
-    while control.commits() == commits && seen.is_none_or(|seen| seen.changes() == changes) {
+    while control.mark().safe() <= upto && seen.is_none_or(|seen| seen.changes() == changes) {
         if *stop.borrow_and_update() != Stop::Serving || control.lost() || events.is_closed() {
             return false;
         }

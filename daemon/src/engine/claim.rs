@@ -4,8 +4,8 @@ use serde_json::{json, Value};
 use stateous_shared::refusal::Code;
 use stateous_shared::wire::{EventRecord, Grant};
 
-use super::{append, existing, refuse, Rules, Step};
-use crate::store::{ClaimRow, TaskRow, Tx};
+use super::{append, existing, lock_task, refuse, Rules, Step};
+use crate::store::{ClaimRow, TaskRow, TaskStatus, TokenStatus, Tx};
 
 /// The longest supervisor name.
 pub const MAX_SUPERVISOR: usize = 256;
@@ -74,7 +74,7 @@ impl ClaimInput {
 /// The oldest queued task of these states whose token is active, now claimed with
 /// a lease; `None` when there is none. A repeat of the supervisor's last request id
 /// gets the same grant again while it still holds that attempt.
-pub fn claim<T: Tx>(rules: &Rules, tx: &T, input: ClaimInput) -> Step<Option<Grant>> {
+pub fn claim(rules: &Rules, tx: &dyn Tx, input: ClaimInput) -> Step<Option<Grant>> {
     if input.states.is_empty() && input.request.is_none() {
         return Ok(None);
     }
@@ -83,19 +83,13 @@ pub fn claim<T: Tx>(rules: &Rules, tx: &T, input: ClaimInput) -> Step<Option<Gra
             return Ok(Some(grant));
         }
     }
-    // SQLite has one writer, so the first candidate is free; Postgres skips the
-    // tasks whose tokens another request holds, hence a few candidates.
-    let found = if input.states.is_empty() {
-        Vec::new()
+    let mut task = if input.states.is_empty() {
+        None
     } else {
-        tx.queued_tasks(&input.states, CANDIDATES)?
-    };
-    let mut task = match found.first() {
-        Some(id) => tx.task(*id)?,
-        None => None,
+        first_free(tx, &input.states)?
     };
     if let Some(task) = task.as_mut() {
-        task.status = "claimed".to_string();
+        task.status = TaskStatus::Claimed;
         task.claimed_by = Some(input.supervisor.clone());
         task.attempt += 1;
         task.lease_until = Some(tx.now().saturating_add(rules.lease));
@@ -117,19 +111,48 @@ pub fn claim<T: Tx>(rules: &Rules, tx: &T, input: ClaimInput) -> Step<Option<Gra
     grant(tx, &task).map(Some)
 }
 
+/// The oldest queued task of these states whose token is active and whose family
+/// no other request holds (a claim never waits for a token: it takes the next).
+/// SQLite has one writer, so its first candidate is free; on Postgres a few
+/// candidates may be held or taken by now.
+fn first_free(tx: &dyn Tx, states: &[(Option<String>, String)]) -> Step<Option<TaskRow>> {
+    let candidates = tx.queued_tasks(states, CANDIDATES)?;
+    if tx.serial() {
+        return match candidates.first() {
+            Some(id) => Ok(tx.task(*id)?),
+            None => Ok(None),
+        };
+    }
+    for id in candidates {
+        let Some(task) = lock_task(tx, id, false)? else {
+            continue;
+        };
+        if task.status != TaskStatus::Queued {
+            continue;
+        }
+        let active = tx
+            .token(&task.token)?
+            .is_some_and(|row| row.status == TokenStatus::Active);
+        if active {
+            return Ok(Some(task));
+        }
+    }
+    Ok(None)
+}
+
 /// The grant of the supervisor's last claim again, with its lease renewed, if
 /// `request` repeats it and the supervisor still holds that attempt.
-fn repeat<T: Tx>(rules: &Rules, tx: &T, supervisor: &str, request: &str) -> Step<Option<Grant>> {
+fn repeat(rules: &Rules, tx: &dyn Tx, supervisor: &str, request: &str) -> Step<Option<Grant>> {
     let Some(last) = tx.last_claim(supervisor)? else {
         return Ok(None);
     };
     let Some(task_id) = last.task_id.filter(|_| last.request == request) else {
         return Ok(None);
     };
-    let Some(mut task) = tx.task(task_id)? else {
+    let Some(mut task) = lock_task(tx, task_id, true)? else {
         return Ok(None);
     };
-    let held = task.status == "claimed"
+    let held = task.status == TaskStatus::Claimed
         && task.claimed_by.as_deref() == Some(supervisor)
         && Some(task.attempt) == last.attempt
         && task.lease_until.is_none_or(|until| until >= tx.now());
@@ -143,7 +166,7 @@ fn repeat<T: Tx>(rules: &Rules, tx: &T, supervisor: &str, request: &str) -> Step
 
 /// The grant of a claimed task: the task with the token's context, the routine's
 /// memory and the event that brought the token into the state.
-pub fn grant<T: Tx>(tx: &T, task: &TaskRow) -> Step<Grant> {
+pub fn grant(tx: &dyn Tx, task: &TaskRow) -> Step<Grant> {
     let row = existing(tx, &task.token)?;
     let entered_by = tx.last_accepted(&task.token)?.map(|entry| EventRecord {
         name: entry

@@ -8,7 +8,7 @@ use stateous_shared::wire::{Object, TokenView};
 
 use super::pause::held_events;
 use super::{existing, view, Step};
-use crate::store::Tx;
+use crate::store::{TokenStatus, Tx};
 
 /// One task of a token.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -81,7 +81,7 @@ fn at(micros: i64) -> String {
 }
 
 /// The detail of one token, or 404 `token_not_found`.
-pub fn detail<T: Tx>(tx: &T, token: &str) -> Step<TokenDetail> {
+pub fn detail(tx: &dyn Tx, token: &str) -> Step<TokenDetail> {
     let row = existing(tx, token)?;
     let tasks = tx
         .tasks_of(token)?
@@ -90,7 +90,7 @@ pub fn detail<T: Tx>(tx: &T, token: &str) -> Step<TokenDetail> {
             task: t.id,
             state: t.state,
             visit: t.visit,
-            status: t.status,
+            status: t.status.as_str().to_string(),
             attempt: t.attempt,
             claimed_by: t.claimed_by,
             lease_until: t.lease_until.map(at),
@@ -102,12 +102,12 @@ pub fn detail<T: Tx>(tx: &T, token: &str) -> Step<TokenDetail> {
         .into_iter()
         .map(|t| TimerView {
             event: t.event,
-            kind: t.kind,
+            kind: t.kind.as_str().to_string(),
             due_at: at(t.due_at),
             state: t.state,
         })
         .collect();
-    let held = if row.status == "paused" {
+    let held = if row.status == TokenStatus::Paused {
         let entries = tx.entries(token)?;
         let mut held: Vec<HeldView> = held_events(&entries)
             .into_iter()

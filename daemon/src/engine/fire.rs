@@ -4,7 +4,7 @@ use stateous_shared::refusal::Code;
 use stateous_shared::wire::{Object, TokenView};
 
 use super::route::route;
-use super::{existing, py, refuse, reject, view, Rules, Step, ENDED, OWN_EVENTS};
+use super::{lock, py, refuse, reject, view, Rules, Step, OWN_EVENTS};
 use crate::store::Tx;
 
 /// The longest idempotency key, in characters.
@@ -55,20 +55,20 @@ impl FireInput {
 /// Fire the event: `(token, duplicate)`. A repeated key answers the token as it
 /// is now and changes nothing. An event that cannot move the token is recorded as
 /// `event_rejected`, then refused.
-pub fn fire<T: Tx>(rules: &Rules, tx: &T, input: FireInput) -> Step<(TokenView, bool)> {
+pub fn fire(rules: &Rules, tx: &dyn Tx, input: FireInput) -> Step<(TokenView, bool)> {
     let FireInput {
         token,
         event,
         payload,
         key,
     } = input;
-    let mut row = existing(tx, &token)?;
+    let mut row = lock(tx, &token)?;
     if let Some(key) = &key {
         if tx.has_key(&row.token, key)? {
             return Ok((view(&row), true));
         }
     }
-    if ENDED.contains(&row.status.as_str()) {
+    if row.status.ended() {
         let reason = format!(
             "token {} is {}; it takes no events",
             py(&row.token),

@@ -18,9 +18,9 @@ use crate::store::Tx;
 /// alive. Tasks not named there are judged by holder and lease alone, as the
 /// reference judges them; `attempts` entries for tasks not in `tasks` are ignored.
 /// The check and the renewal share the transaction, so no claim comes between them.
-pub fn heartbeat<T: Tx>(
+pub fn heartbeat(
     rules: &Rules,
-    tx: &T,
+    tx: &dyn Tx,
     supervisor: &str,
     tasks: &[i64],
     attempts: &BTreeMap<i64, i64>,

@@ -13,8 +13,8 @@ use stateous_shared::wire::Object;
 
 use super::route::{fail, route};
 use super::start::{create, start_transition, MAX_TOKEN_ID};
-use super::{append, existing, py, Fail, Rules, Step, ENDED};
-use crate::store::{TokenRow, Tx};
+use super::{append, existing, py, Fail, Rules, Step};
+use crate::store::{TokenRow, TokenStatus, Tx};
 
 /// The id of the child that `parent` starts for `workflow` on visit `visit` of the
 /// parallel state `state`: `TICKET-1.reviews.1.design-review`.
@@ -43,9 +43,9 @@ fn child_workflow<'g>(rules: &'g Rules, name: &str) -> Step<&'g Workflow> {
 /// Why `token` (of `workflow`) cannot enter `state` with this context now: a child
 /// that the state would start cannot start. `None`: it can. The same checks as a
 /// child's start, made before anything is written, down through nested states.
-pub fn cannot_enter<T: Tx>(
+pub fn cannot_enter(
     rules: &Rules,
-    tx: &T,
+    tx: &dyn Tx,
     token: &str,
     workflow: &Workflow,
     state: &str,
@@ -88,9 +88,9 @@ pub fn cannot_enter<T: Tx>(
 }
 
 /// Why a new token `token` of `workflow` cannot start with this context, or `None`.
-fn cannot_start<T: Tx>(
+fn cannot_start(
     rules: &Rules,
-    tx: &T,
+    tx: &dyn Tx,
     token: &str,
     workflow: &Workflow,
     context: &Object,
@@ -116,16 +116,16 @@ fn cannot_start<T: Tx>(
 /// Start one child for each workflow of the parallel state `state` that `row` has
 /// just entered on `visit`. A child that ends as it starts can meet the join and
 /// move the parent; then no more children start.
-pub fn start_children<T: Tx>(
+pub fn start_children(
     rules: &Rules,
-    tx: &T,
+    tx: &dyn Tx,
     row: &mut TokenRow,
     spec: &StateSpec,
     visit: i64,
 ) -> Step<()> {
     let inputs = inputs_of(spec, &row.context);
     for name in &spec.parallel {
-        if row.status != "active" || row.state != spec.name || row.visit != visit {
+        if row.status != TokenStatus::Active || row.state != spec.name || row.visit != visit {
             return Ok(());
         }
         let child = child_id(&row.token, &spec.name, visit, name);
@@ -140,7 +140,7 @@ pub fn start_children<T: Tx>(
 
 /// The children that the token's current visit of a parallel state started, in the
 /// order of the state's workflows; empty in any other state.
-pub fn children<T: Tx>(rules: &Rules, tx: &T, row: &TokenRow) -> Step<Vec<TokenRow>> {
+pub fn children(rules: &Rules, tx: &dyn Tx, row: &TokenRow) -> Step<Vec<TokenRow>> {
     if row.state == START || row.state == END {
         return Ok(Vec::new());
     }
@@ -155,7 +155,7 @@ pub fn children<T: Tx>(rules: &Rules, tx: &T, row: &TokenRow) -> Step<Vec<TokenR
 }
 
 /// The token, then each child of its current state and their children, depth first.
-pub fn family<T: Tx>(rules: &Rules, tx: &T, row: &TokenRow) -> Step<Vec<TokenRow>> {
+pub fn family(rules: &Rules, tx: &dyn Tx, row: &TokenRow) -> Step<Vec<TokenRow>> {
     let mut found = vec![row.clone()];
     for child in children(rules, tx, row)? {
         found.extend(family(rules, tx, &child)?);
@@ -164,7 +164,7 @@ pub fn family<T: Tx>(rules: &Rules, tx: &T, row: &TokenRow) -> Step<Vec<TokenRow
 }
 
 /// The top token of a family: the token itself, or its parent's top token.
-pub fn top<T: Tx>(tx: &T, row: &TokenRow) -> Step<TokenRow> {
+pub fn top(tx: &dyn Tx, row: &TokenRow) -> Step<TokenRow> {
     let mut top = row.clone();
     while let Some(parent) = top.parent.clone() {
         top = existing(tx, &parent)?;
@@ -175,7 +175,7 @@ pub fn top<T: Tx>(tx: &T, row: &TokenRow) -> Step<TokenRow> {
 /// A child ended (completed or failed): fire `joined` on its parent when the join
 /// is met. `all` waits for every child and lists them all; `any` lists this one.
 /// A join that no transition takes fails the parent.
-pub fn branch_finished<T: Tx>(rules: &Rules, tx: &T, child: &TokenRow) -> Step<()> {
+pub fn branch_finished(rules: &Rules, tx: &dyn Tx, child: &TokenRow) -> Step<()> {
     let Some(parent) = &child.parent else {
         return Ok(());
     };
@@ -183,7 +183,7 @@ pub fn branch_finished<T: Tx>(rules: &Rules, tx: &T, child: &TokenRow) -> Step<(
         return Ok(());
     };
     // A paused parent's children are paused too: they do not end.
-    if parent.status != "active" || parent.state == START || parent.state == END {
+    if parent.status != TokenStatus::Active || parent.state == START || parent.state == END {
         return Ok(());
     }
     let spec = rules.state(&parent, &parent.state)?.clone();
@@ -193,7 +193,7 @@ pub fn branch_finished<T: Tx>(rules: &Rules, tx: &T, child: &TokenRow) -> Step<(
     }
     let ended: Vec<TokenRow> = children(rules, tx, &parent)?
         .into_iter()
-        .filter(|c| ENDED.contains(&c.status.as_str()))
+        .filter(|c| c.status.ended())
         .collect();
     let all = spec.join == "all";
     if all && ended.len() < spec.parallel.len() {
@@ -218,11 +218,11 @@ pub fn branch_finished<T: Tx>(rules: &Rules, tx: &T, child: &TokenRow) -> Step<(
 
 /// One entry of the `joined` payload: `final` and `payload` tell of the event that
 /// brought the child into its last state.
-fn branch<T: Tx>(tx: &T, child: &TokenRow) -> Step<Value> {
+fn branch(tx: &dyn Tx, child: &TokenRow) -> Step<Value> {
     Ok(json!({
         "workflow": child.workflow,
         "token": child.token,
-        "status": child.status,
+        "status": child.status.as_str(),
         "final": child.state,
         "payload": arrival_payload(tx, &child.token)?,
     }))
@@ -230,7 +230,7 @@ fn branch<T: Tx>(tx: &T, child: &TokenRow) -> Step<Value> {
 
 /// The payload of the event that brought the token into the last state it entered
 /// (reference store `arrival_payload`); null when there is none.
-fn arrival_payload<T: Tx>(tx: &T, token: &str) -> Step<Value> {
+fn arrival_payload(tx: &dyn Tx, token: &str) -> Step<Value> {
     let entries = tx.entries(token)?;
     let entered = entries
         .iter()

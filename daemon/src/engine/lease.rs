@@ -2,21 +2,23 @@
 //! finds the claimed tasks whose leases ended; each ends in its own savepoint.
 
 use super::route::task_failed;
-use super::{existing, Rules, Step};
-use crate::store::Tx;
+use super::{existing, lock_task, Rules, Step};
+use crate::store::{TaskStatus, Tx};
 
 /// The claimed tasks whose leases ended, by id.
-pub fn expired<T: Tx>(tx: &T) -> Step<Vec<i64>> {
+pub fn expired(tx: &dyn Tx) -> Step<Vec<i64>> {
     Ok(tx.expired_leases()?)
 }
 
 /// End one lease, if it is still over now, as a failed attempt with the reason
 /// `<supervisor> stopped answering: no heartbeat for <lease>`. True when it ended.
-pub fn end_lease<T: Tx>(rules: &Rules, tx: &T, task_id: i64) -> Step<bool> {
-    let Some(mut task) = tx.task(task_id)? else {
+pub fn end_lease(rules: &Rules, tx: &dyn Tx, task_id: i64) -> Step<bool> {
+    // The clock never waits for a token that another request holds: the lease
+    // ends at a later tick.
+    let Some(mut task) = lock_task(tx, task_id, false)? else {
         return Ok(false);
     };
-    if task.status != "claimed" || !tx.end_lease(task_id)? {
+    if task.status != TaskStatus::Claimed || !tx.end_lease(task_id)? {
         return Ok(false); // it finished, or a heartbeat renewed it, meanwhile
     }
     let mut row = existing(tx, &task.token)?;
@@ -36,7 +38,7 @@ pub fn end_lease<T: Tx>(rules: &Rules, tx: &T, task_id: i64) -> Step<bool> {
 /// restart (a deploy, a crash) gives each held task one more lease, in which its
 /// supervisor's heartbeat renews it or its outbox delivers the report. This is
 /// ours: the reference ends such leases on its first tick.
-pub fn grace_after_restart<T: Tx>(rules: &Rules, tx: &T) -> Step<usize> {
+pub fn grace_after_restart(rules: &Rules, tx: &dyn Tx) -> Step<usize> {
     let until = tx.now().saturating_add(rules.lease);
     Ok(tx.extend_all_leases(until)?)
 }

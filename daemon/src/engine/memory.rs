@@ -12,8 +12,8 @@ pub const MAX_MEMORY_KEY: usize = 128;
 
 /// Save (or with null, delete) one key at once. The ledger records the key,
 /// never the value.
-pub fn set_memory<T: Tx>(
-    tx: &T,
+pub fn set_memory(
+    tx: &dyn Tx,
     task: i64,
     key: &str,
     value: &Value,

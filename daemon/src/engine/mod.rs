@@ -34,10 +34,8 @@ use stateous_shared::refusal::{Code, Refusal};
 use stateous_shared::time::{from_micros, iso};
 use stateous_shared::wire::{Object, TokenView};
 
-use crate::store::{StoreError, TokenRow, Tx};
+use crate::store::{StoreError, TaskRow, TokenRow, Tx};
 
-/// A token in one of these statuses never moves again.
-pub const ENDED: [&str; 3] = ["completed", "failed", "cancelled"];
 /// Stateous's own events: only the engine fires them (reference `control/graph.py`).
 pub const OWN_EVENTS: [&str; 4] = ["__started__", "timeout", "error", "joined"];
 
@@ -145,7 +143,7 @@ pub fn view(row: &TokenRow) -> TokenView {
     TokenView {
         token: row.token.clone(),
         state: row.state.clone(),
-        status: row.status.clone(),
+        status: row.status.as_str().to_string(),
         visit: row.visit,
         context: row.context.clone(),
         entered_at: iso(from_micros(row.entered_at)),
@@ -154,7 +152,7 @@ pub fn view(row: &TokenRow) -> TokenView {
 }
 
 /// The token, or 404 `token_not_found`.
-pub fn existing<T: Tx>(tx: &T, token: &str) -> Step<TokenRow> {
+pub fn existing(tx: &dyn Tx, token: &str) -> Step<TokenRow> {
     match tx.token(token)? {
         Some(row) => Ok(row),
         None => refuse(
@@ -164,8 +162,32 @@ pub fn existing<T: Tx>(tx: &T, token: &str) -> Step<TokenRow> {
     }
 }
 
+/// Lock the token's family, waiting up to the lock limit, then read the token:
+/// every workflow that changes a token it names starts here, so locks are taken in
+/// one order everywhere (the family's lock, then its rows). 404 `token_not_found`.
+pub fn lock(tx: &dyn Tx, token: &str) -> Step<TokenRow> {
+    tx.lock_family(token, true)?;
+    existing(tx, token)
+}
+
+/// The task, read again under its token family's lock: `wait` waits for the lock
+/// (a report, a note, a memory write); without it (the clock, a claim) a task whose
+/// family another transaction holds is `None`, to be tried later.
+pub fn lock_task(tx: &dyn Tx, task_id: i64, wait: bool) -> Step<Option<TaskRow>> {
+    let Some(task) = tx.task(task_id)? else {
+        return Ok(None);
+    };
+    if !tx.lock_family(&task.token, wait)? {
+        return Ok(None);
+    }
+    if tx.serial() {
+        return Ok(Some(task));
+    }
+    Ok(tx.task(task_id)?)
+}
+
 /// Append one ledger entry; `data` is a JSON object literal.
-pub fn append<T: Tx>(tx: &T, token: &str, kind: &str, key: Option<&str>, data: Value) -> Step<()> {
+pub fn append(tx: &dyn Tx, token: &str, kind: &str, key: Option<&str>, data: Value) -> Step<()> {
     let data = match data {
         Value::Object(map) => map,
         _ => Object::new(),
@@ -175,7 +197,7 @@ pub fn append<T: Tx>(tx: &T, token: &str, kind: &str, key: Option<&str>, data: V
 }
 
 /// Record a refused event as `event_rejected`, and refuse after the commit.
-pub fn reject<T: Tx>(tx: &T, row: &TokenRow, event: &str, reason: String, code: Code) -> Fail {
+pub fn reject(tx: &dyn Tx, row: &TokenRow, event: &str, reason: String, code: Code) -> Fail {
     let data = serde_json::json!({"event": event, "reason": reason});
     match append(tx, &row.token, "event_rejected", None, data) {
         Ok(()) => Fail::Recorded(Refusal::new(code, reason)),
@@ -189,7 +211,7 @@ pub fn payload_value(payload: Option<&Object>) -> Value {
 }
 
 /// Refuse a child token: steer its top token (reference `_refuse_child`).
-pub fn refuse_child<T: Tx>(tx: &T, row: &TokenRow, verb: &str) -> Step<()> {
+pub fn refuse_child(tx: &dyn Tx, row: &TokenRow, verb: &str) -> Step<()> {
     let Some(parent) = &row.parent else {
         return Ok(());
     };

@@ -11,7 +11,7 @@ use crate::store::Tx;
 pub const MAX_NOTE: usize = 500;
 
 /// Record a note for a task that someone works on (on `attempt`, when given).
-pub fn note<T: Tx>(tx: &T, task: i64, text: &str, attempt: Option<i64>) -> Step<()> {
+pub fn note(tx: &dyn Tx, task: i64, text: &str, attempt: Option<i64>) -> Step<()> {
     let line = text.trim();
     let length = line.chars().count();
     if length == 0 || length > MAX_NOTE {

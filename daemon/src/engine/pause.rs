@@ -8,8 +8,8 @@ use stateous_shared::wire::{Object, Schedule, TokenView};
 
 use super::join::{children, family};
 use super::route::{apply, decide, fail, take, Decision};
-use super::{append, existing, py, refuse, refuse_child, view, Rules, Step, OWN_EVENTS};
-use crate::store::{LedgerRow, TokenRow, Tx};
+use super::{append, existing, lock, py, refuse, refuse_child, view, Rules, Step, OWN_EVENTS};
+use crate::store::{LedgerRow, TokenRow, TokenStatus, Tx};
 
 /// An event that a paused token holds, as its `event_deferred` entry records it.
 #[derive(Debug, Clone)]
@@ -78,10 +78,10 @@ fn held(entry: &LedgerRow) -> Held {
 }
 
 /// Pause an active token and its active children.
-pub fn pause<T: Tx>(rules: &Rules, tx: &T, token: &str) -> Step<TokenView> {
-    let mut row = existing(tx, token)?;
+pub fn pause(rules: &Rules, tx: &dyn Tx, token: &str) -> Step<TokenView> {
+    let mut row = lock(tx, token)?;
     refuse_child(tx, &row, "pause")?;
-    if row.status != "active" {
+    if row.status != TokenStatus::Active {
         let sentence = format!(
             "token {} is {}; only an active token can be paused",
             py(&row.token),
@@ -94,12 +94,12 @@ pub fn pause<T: Tx>(rules: &Rules, tx: &T, token: &str) -> Step<TokenView> {
 }
 
 /// Pause the token, then each active child of its state, depth first.
-fn pause_row<T: Tx>(rules: &Rules, tx: &T, row: &mut TokenRow) -> Step<()> {
-    row.status = "paused".to_string();
+fn pause_row(rules: &Rules, tx: &dyn Tx, row: &mut TokenRow) -> Step<()> {
+    row.status = TokenStatus::Paused;
     tx.update_token(row)?;
     append(tx, &row.token, "paused", None, json!({}))?;
     for mut child in children(rules, tx, row)? {
-        if child.status == "active" {
+        if child.status == TokenStatus::Active {
             pause_row(rules, tx, &mut child)?;
         }
     }
@@ -108,10 +108,10 @@ fn pause_row<T: Tx>(rules: &Rules, tx: &T, row: &mut TokenRow) -> Step<()> {
 
 /// Resume a paused token and its paused children, then apply what they all held in
 /// one order of arrival (reference `_resume`).
-pub fn resume<T: Tx>(rules: &Rules, tx: &T, token: &str) -> Step<TokenView> {
-    let row = existing(tx, token)?;
+pub fn resume(rules: &Rules, tx: &dyn Tx, token: &str) -> Step<TokenView> {
+    let row = lock(tx, token)?;
     refuse_child(tx, &row, "resume")?;
-    if row.status != "paused" {
+    if row.status != TokenStatus::Paused {
         let sentence = format!(
             "token {} is {}; only a paused token can be resumed",
             py(&row.token),
@@ -121,7 +121,7 @@ pub fn resume<T: Tx>(rules: &Rules, tx: &T, token: &str) -> Step<TokenView> {
     }
     let mut held = Vec::new();
     for mut member in family(rules, tx, &row)? {
-        if member.status == "paused" {
+        if member.status == TokenStatus::Paused {
             held.extend(resume_row(tx, &mut member)?);
         }
     }
@@ -139,7 +139,7 @@ pub fn resume<T: Tx>(rules: &Rules, tx: &T, token: &str) -> Step<TokenView> {
 
 /// Set one paused token active again: its pending timers get the paused time
 /// back. Returns the events it held.
-fn resume_row<T: Tx>(tx: &T, row: &mut TokenRow) -> Step<Vec<Held>> {
+fn resume_row(tx: &dyn Tx, row: &mut TokenRow) -> Step<Vec<Held>> {
     let entries = tx.entries(&row.token)?;
     let now = tx.now();
     let paused_at = entries
@@ -153,22 +153,22 @@ fn resume_row<T: Tx>(tx: &T, row: &mut TokenRow) -> Step<Vec<Held>> {
         timer.due_at += now - paused_at.max(timer.set_at);
         tx.update_timer(&timer)?;
     }
-    row.status = "active".to_string();
+    row.status = TokenStatus::Active;
     tx.update_token(row)?;
     append(tx, &row.token, "resumed", None, json!({}))?;
     Ok(held_events(&entries))
 }
 
-fn dropped<T: Tx>(tx: &T, row: &TokenRow, event: &str, reason: &str) -> Step<()> {
+fn dropped(tx: &dyn Tx, row: &TokenRow, event: &str, reason: &str) -> Step<()> {
     let data = json!({"event": event, "reason": reason});
     append(tx, &row.token, "event_dropped", None, data)
 }
 
 /// Apply one held event, or drop it and say why. An event from a task applies only
 /// in that task's state and visit. An own event that cannot apply fails the token.
-fn replay<T: Tx>(rules: &Rules, tx: &T, row: &mut TokenRow, held: &Held) -> Step<()> {
+fn replay(rules: &Rules, tx: &dyn Tx, row: &mut TokenRow, held: &Held) -> Step<()> {
     let event = held.event.as_str();
-    if row.status != "active" {
+    if row.status != TokenStatus::Active {
         let reason = format!(
             "token {} is {}; it takes no events",
             py(&row.token),

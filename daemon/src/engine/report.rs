@@ -7,8 +7,8 @@ use stateous_shared::wire::{Object, Outcome, Schedule, TokenView};
 
 use super::claim::check_supervisor;
 use super::route::{apply, decide, hold, route, task_failed, Decision};
-use super::{append, existing, py, refuse, reject, view, Rules, Step, OWN_EVENTS};
-use crate::store::{TaskRow, TokenRow, Tx};
+use super::{append, existing, lock_task, py, refuse, reject, view, Rules, Step, OWN_EVENTS};
+use crate::store::{TaskRow, TaskStatus, TokenRow, TokenStatus, Tx};
 
 /// A validated report.
 #[derive(Debug, Clone)]
@@ -80,14 +80,14 @@ impl ReportInput {
 
 /// The task, if someone still works on it (and, with `supervisor`, that one; and,
 /// with `attempt`, on that attempt).
-pub fn worked_task<T: Tx>(
-    tx: &T,
+pub fn worked_task(
+    tx: &dyn Tx,
     task_id: i64,
     supervisor: Option<&str>,
     waiting: bool,
     attempt: Option<i64>,
 ) -> Step<TaskRow> {
-    let Some(task) = tx.task(task_id)? else {
+    let Some(task) = lock_task(tx, task_id, true)? else {
         return refuse(Code::TaskNotFound, format!("there is no task {task_id}"));
     };
     if let Some(attempt) = attempt.filter(|a| *a != task.attempt) {
@@ -103,12 +103,12 @@ pub fn worked_task<T: Tx>(
         );
         return refuse(code, sentence);
     }
-    if task.status != "claimed" && task.status != "waiting" {
+    if !matches!(task.status, TaskStatus::Claimed | TaskStatus::Waiting) {
         let sentence = format!("task {task_id} is {}; no one works on it now", task.status);
         return refuse(Code::TaskNotHeld, sentence);
     }
     if let Some(name) = supervisor {
-        if task.status != "claimed" || task.claimed_by.as_deref() != Some(name) {
+        if task.status != TaskStatus::Claimed || task.claimed_by.as_deref() != Some(name) {
             let sentence = format!("task {task_id} is not held by {}", py(name));
             return refuse(Code::TaskNotHeld, sentence);
         }
@@ -122,7 +122,7 @@ pub fn worked_task<T: Tx>(
 }
 
 /// Apply the outcome of a task and answer the token.
-pub fn report<T: Tx>(rules: &Rules, tx: &T, input: ReportInput) -> Step<TokenView> {
+pub fn report(rules: &Rules, tx: &dyn Tx, input: ReportInput) -> Step<TokenView> {
     let waiting = matches!(input.kind, Kind::Waiting);
     let supervisor = input.supervisor.as_deref();
     let mut task = worked_task(tx, input.task, supervisor, waiting, input.attempt)?;
@@ -156,7 +156,7 @@ pub fn report<T: Tx>(rules: &Rules, tx: &T, input: ReportInput) -> Step<TokenVie
         Kind::Event(event) => event.clone(),
         _ => {
             apply(tx, &mut row, &input.context, &input.schedules, &context)?;
-            task.status = "waiting".to_string();
+            task.status = TaskStatus::Waiting;
             task.lease_until = None;
             tx.update_task(&task)?;
             append(
@@ -175,9 +175,9 @@ pub fn report<T: Tx>(rules: &Rules, tx: &T, input: ReportInput) -> Step<TokenVie
 
 /// An event outcome: check it, decide with the changed context (a refused
 /// outcome saves none of its changes), then hold it or move the token.
-fn report_event<T: Tx>(
+fn report_event(
     rules: &Rules,
-    tx: &T,
+    tx: &dyn Tx,
     row: &mut TokenRow,
     task: &mut TaskRow,
     input: &ReportInput,
@@ -213,11 +213,11 @@ fn report_event<T: Tx>(
     {
         return Err(reject(tx, row, event, reason, Code::EventNotAllowed));
     }
-    if row.status == "paused" {
+    if row.status == TokenStatus::Paused {
         // Hold the whole outcome: resume saves its changes with its event, or none.
         let from = Some((&*task, &input.context, input.schedules.as_slice()));
         hold(rules, tx, row, event, payload, None, from)?;
-        task.status = "done".to_string();
+        task.status = TaskStatus::Done;
         task.lease_until = None;
         tx.update_task(task)?;
         return append(tx, &row.token, "task_done", None, json!({"task": task.id}));

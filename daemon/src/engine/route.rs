@@ -13,9 +13,9 @@ use stateous_shared::wire::{Object, Schedule};
 
 use super::cancel::cancel_row;
 use super::join::{branch_finished, cannot_enter, children, family, start_children, top};
-use super::{append, payload_value, py, refuse, Rules, Step, ENDED};
+use super::{append, payload_value, py, refuse, Rules, Step};
 use crate::clock::micros;
-use crate::store::{TaskRow, TokenRow, Tx};
+use crate::store::{TaskRow, TaskStatus, TimerKind, TimerStatus, TokenRow, TokenStatus, Tx};
 
 /// Where an event leads from the token's state.
 pub enum Decision<'g> {
@@ -39,9 +39,9 @@ fn refused<'g>(reason: String) -> Step<Decision<'g>> {
 
 /// The transition `event` takes from the token's state with this context, or why
 /// there is none. Changes nothing. `count()` includes the event being routed.
-pub fn decide<'g, T: Tx>(
+pub fn decide<'g>(
     rules: &'g Rules,
-    tx: &T,
+    tx: &dyn Tx,
     row: &TokenRow,
     event: &str,
     payload: Option<&Object>,
@@ -116,22 +116,22 @@ pub fn decide<'g, T: Tx>(
 
 /// Route one event: hold it for a paused token, or decide and move. Returns why
 /// the event cannot move the token; the caller records that refusal.
-pub fn route<T: Tx>(
+pub fn route(
     rules: &Rules,
-    tx: &T,
+    tx: &dyn Tx,
     row: &mut TokenRow,
     event: &str,
     payload: Option<&Object>,
     key: Option<&str>,
 ) -> Step<Option<String>> {
-    if ENDED.contains(&row.status.as_str()) {
+    if row.status.ended() {
         return Ok(Some(format!(
             "token {} is {}; it takes no events",
             py(&row.token),
             row.status
         )));
     }
-    if row.status == "paused" {
+    if row.status == TokenStatus::Paused {
         hold(rules, tx, row, event, payload, key, None)?;
         return Ok(None);
     }
@@ -150,9 +150,9 @@ pub fn route<T: Tx>(
 }
 
 /// Move the token along the chosen transition, and record it.
-pub fn take<T: Tx>(
+pub fn take(
     rules: &Rules,
-    tx: &T,
+    tx: &dyn Tx,
     row: &mut TokenRow,
     chosen: &TransitionSpec,
     event: &str,
@@ -164,7 +164,7 @@ pub fn take<T: Tx>(
     let why = format!("the parent left {} on {}", py(&row.state), py(event));
     leave(rules, tx, row, Some(event), &why)?;
     if chosen.target == END {
-        end(rules, tx, row, "completed", json!({}))
+        end(rules, tx, row, TokenStatus::Completed, json!({}))
     } else {
         enter(rules, tx, row, &chosen.target)
     }
@@ -172,7 +172,7 @@ pub fn take<T: Tx>(
 
 /// Enter `state`: record it, queue its task, set its timeout. A parallel state
 /// starts one child for each of its workflows in place of a task, after its timeout.
-pub fn enter<T: Tx>(rules: &Rules, tx: &T, row: &mut TokenRow, state: &str) -> Step<()> {
+pub fn enter(rules: &Rules, tx: &dyn Tx, row: &mut TokenRow, state: &str) -> Step<()> {
     let spec = rules.state(row, state)?.clone();
     let visit = tx.visits(&row.token, state)? + 1;
     append(
@@ -201,19 +201,19 @@ pub fn enter<T: Tx>(rules: &Rules, tx: &T, row: &mut TokenRow, state: &str) -> S
             Ok(after) => after,
             Err(problem) => return refuse(Code::Unexpected, problem),
         };
-        set_timer(tx, row, TIMEOUT, None, micros(after), "timeout")?;
+        set_timer(tx, row, TIMEOUT, None, micros(after), TimerKind::Timeout)?;
     }
     start_children(rules, tx, row, &spec, visit)
 }
 
 /// A timer in the token's current state and visit; leaving the state cancels it.
-pub fn set_timer<T: Tx>(
-    tx: &T,
+pub fn set_timer(
+    tx: &dyn Tx,
     row: &TokenRow,
     event: &str,
     payload: Option<&Object>,
     after: i64,
-    kind: &str,
+    kind: TimerKind,
 ) -> Step<()> {
     let due = tx.now().saturating_add(after);
     let timer = tx.add_timer(&row.token, &row.state, row.visit, event, payload, due, kind)?;
@@ -224,13 +224,7 @@ pub fn set_timer<T: Tx>(
 /// Stop all that the current state started. Leaving on one of the state's own
 /// outcomes finishes a task that someone works on; anything else cancels it. Each
 /// live child is cancelled with `why` as its reason.
-pub fn leave<T: Tx>(
-    rules: &Rules,
-    tx: &T,
-    row: &TokenRow,
-    via: Option<&str>,
-    why: &str,
-) -> Step<()> {
+pub fn leave(rules: &Rules, tx: &dyn Tx, row: &TokenRow, via: Option<&str>, why: &str) -> Step<()> {
     let finished = match via {
         Some(event) => rules
             .state(row, &row.state)?
@@ -240,19 +234,23 @@ pub fn leave<T: Tx>(
         None => false,
     };
     for mut task in tx.open_tasks(&row.token)? {
-        let done = finished && (task.status == "claimed" || task.status == "waiting");
-        task.status = if done { "done" } else { "cancelled" }.to_string();
+        let done = finished && matches!(task.status, TaskStatus::Claimed | TaskStatus::Waiting);
+        task.status = if done {
+            TaskStatus::Done
+        } else {
+            TaskStatus::Cancelled
+        };
         task.lease_until = None;
         tx.update_task(&task)?;
         let kind = if done { "task_done" } else { "task_cancelled" };
         append(tx, &row.token, kind, None, json!({"task": task.id}))?;
     }
     for mut timer in tx.pending_timers(&row.token)? {
-        timer.status = "cancelled".to_string();
+        timer.status = TimerStatus::Cancelled;
         tx.update_timer(&timer)?;
     }
     for mut child in children(rules, tx, row)? {
-        if child.status == "active" || child.status == "paused" {
+        if child.status.live() {
             cancel_row(rules, tx, &mut child, json!({"reason": why}))?;
         }
     }
@@ -261,26 +259,27 @@ pub fn leave<T: Tx>(
 
 /// The token ends; its memory goes in the same transaction. A child that completes
 /// or fails tells its parent, whose join may now be met; a cancelled child was
-/// cancelled by its parent, so it tells no one.
-pub fn end<T: Tx>(
+/// cancelled by its parent, so it tells no one. The ledger entry's kind is the
+/// status's name (`completed`, `failed`, `cancelled`).
+pub fn end(
     rules: &Rules,
-    tx: &T,
+    tx: &dyn Tx,
     row: &mut TokenRow,
-    status: &str,
+    status: TokenStatus,
     data: Value,
 ) -> Step<()> {
-    row.status = status.to_string();
+    row.status = status;
     tx.update_token(row)?;
-    append(tx, &row.token, status, None, data)?;
+    append(tx, &row.token, status.as_str(), None, data)?;
     tx.delete_memory(&row.token)?;
-    if status != "cancelled" {
+    if status != TokenStatus::Cancelled {
         branch_finished(rules, tx, row)?;
     }
     Ok(())
 }
 
 /// No way to go on: the token fails in its state, and says why.
-pub fn fail<T: Tx>(rules: &Rules, tx: &T, row: &mut TokenRow, reason: &str) -> Step<()> {
+pub fn fail(rules: &Rules, tx: &dyn Tx, row: &mut TokenRow, reason: &str) -> Step<()> {
     leave(
         rules,
         tx,
@@ -288,14 +287,20 @@ pub fn fail<T: Tx>(rules: &Rules, tx: &T, row: &mut TokenRow, reason: &str) -> S
         None,
         &format!("the parent failed: {reason}"),
     )?;
-    end(rules, tx, row, "failed", json!({"reason": reason}))
+    end(
+        rules,
+        tx,
+        row,
+        TokenStatus::Failed,
+        json!({"reason": reason}),
+    )
 }
 
 /// Hold an event for a paused token. An event from a task is bound to the task's
 /// state and visit, with the report's context changes and timers.
-pub fn hold<T: Tx>(
+pub fn hold(
     rules: &Rules,
-    tx: &T,
+    tx: &dyn Tx,
     row: &TokenRow,
     event: &str,
     payload: Option<&Object>,
@@ -332,8 +337,8 @@ pub fn hold<T: Tx>(
 
 /// Save a report's context changes (`context` has them applied) and set its
 /// timers, before the move, so that leaving the state cancels them.
-pub fn apply<T: Tx>(
-    tx: &T,
+pub fn apply(
+    tx: &dyn Tx,
     row: &mut TokenRow,
     changes: &Object,
     schedules: &[Schedule],
@@ -363,7 +368,7 @@ pub fn apply<T: Tx>(
             &schedule.event,
             schedule.payload.as_ref(),
             after,
-            "timer",
+            TimerKind::Timer,
         )?;
     }
     Ok(())
@@ -371,9 +376,9 @@ pub fn apply<T: Tx>(
 
 /// One failed attempt: queue the task again while retries are left; then the
 /// token gets `error`, or fails when `error` cannot move it.
-pub fn task_failed<T: Tx>(
+pub fn task_failed(
     rules: &Rules,
-    tx: &T,
+    tx: &dyn Tx,
     row: &mut TokenRow,
     task: &mut TaskRow,
     error: &str,
@@ -388,7 +393,7 @@ pub fn task_failed<T: Tx>(
     task.lease_until = None;
     let retries = i64::from(rules.state(row, &task.state)?.retries);
     if task.attempt <= retries {
-        task.status = "queued".to_string();
+        task.status = TaskStatus::Queued;
         task.claimed_by = None;
         tx.update_task(task)?;
         let data = json!({"task": task.id, "attempt": task.attempt + 1});
@@ -396,16 +401,16 @@ pub fn task_failed<T: Tx>(
         // The next attempt runs the routine again and sets its own timers; the
         // state's timeout stays, as it covers every attempt.
         for mut timer in tx.pending_timers(&row.token)? {
-            if timer.kind == "timer" {
-                timer.status = "cancelled".to_string();
+            if timer.kind == TimerKind::Timer {
+                timer.status = TimerStatus::Cancelled;
                 tx.update_timer(&timer)?;
             }
         }
         return Ok(());
     }
-    task.status = "failed".to_string();
+    task.status = TaskStatus::Failed;
     tx.update_task(task)?;
-    if row.status == "paused" {
+    if row.status == TokenStatus::Paused {
         let empty = Object::new();
         return hold(rules, tx, row, ERROR, None, None, Some((task, &empty, &[])));
     }

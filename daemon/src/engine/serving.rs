@@ -1,81 +1,58 @@
 //! The serving record (reference `docs/inside/workflows.md`, "Serve"): the
-//! `control_plane` row says which control plane holds the database, and since when;
-//! the structure check puts the served graph on record.
+//! `control_plane` row says which control plane holds the database, since when, and
+//! under which epoch; the structure check puts the served graph on record. Who may
+//! hold the database is the backend's lock (`store/sqlite/hold.rs`,
+//! `store/postgres/hold.rs`); the record says it to people and fences commits.
 
 use chrono::Timelike;
 use stateous_shared::graph::Graph;
 use stateous_shared::time::from_micros;
 
 use super::Step;
-use crate::store::Tx;
+use crate::store::{ControlPlaneRow, Tx};
 
-/// Whether the row lets `holder` take the database: no one holds it, `holder`
-/// does, or the hold is older than `stale` microseconds.
-fn free(serving: Option<&str>, since: Option<i64>, holder: &str, now: i64, stale: i64) -> bool {
-    match (serving, since) {
-        (None, _) | (_, None) => true,
-        (Some(who), _) if who == holder => true,
-        (_, Some(since)) => since.saturating_add(stale) < now,
-    }
-}
-
-/// Take the database for `holder`, or say in one sentence who holds it.
-///
-/// `gone(who)` tells whether the holder named in the record is known to be dead
-/// (the caller checks the process table of this host): then its record is taken at
-/// once instead of after `stale`, so a daemon killed with SIGKILL restarts without
-/// waiting. The reference always waits; this is ours.
-pub fn take_hold<T: Tx>(
-    tx: &T,
-    holder: &str,
-    stale: i64,
-    gone: &dyn Fn(&str) -> bool,
-) -> Step<Result<(), String>> {
-    let row = tx.control_plane()?;
-    let now = tx.now();
-    let dead = row.serving.as_deref().is_some_and(gone);
-    if !dead && !free(row.serving.as_deref(), row.since, holder, now, stale) {
-        let who = row.serving.unwrap_or_default();
-        let seen = from_micros(row.since.unwrap_or(0));
-        let at = format!(
-            "{:02}:{:02}:{:02}",
-            seen.hour(),
-            seen.minute(),
-            seen.second()
-        );
-        return Ok(Err(format!(
-            "another control plane serves this database ({who}, last seen at {at} UTC); \
-             stop it first"
-        )));
-    }
-    tx.set_serving(Some(holder), Some(now))?;
-    Ok(Ok(()))
-}
-
-/// Check the hold again and renew `since` when it is older than `renew_every`. A
-/// lapsed hold that no one else took is taken back. False: another control plane
-/// took the database, and this one must stop.
-pub fn keep_hold<T: Tx>(tx: &T, holder: &str, renew_every: i64, stale: i64) -> Step<bool> {
-    let row = tx.control_plane()?;
-    let now = tx.now();
-    if row.serving.as_deref() == Some(holder) {
-        if let Some(since) = row.since {
-            if now - since >= renew_every {
-                tx.set_serving(Some(holder), Some(now))?;
-            }
-            return Ok(true);
+/// The sentence a second `serve` prints: who holds the database, and since when.
+pub fn held_sentence(row: &ControlPlaneRow) -> String {
+    match (&row.serving, row.since) {
+        (Some(who), Some(since)) => {
+            let seen = from_micros(since);
+            format!(
+                "another control plane serves this database ({who}, last seen at \
+                 {:02}:{:02}:{:02} UTC); stop it first",
+                seen.hour(),
+                seen.minute(),
+                seen.second()
+            )
         }
+        _ => "another control plane serves this database; stop it first".to_string(),
     }
-    if !free(row.serving.as_deref(), row.since, holder, now, stale) {
+}
+
+/// Record that `holder` serves the database from now, and move the epoch on; the
+/// new epoch. The caller holds the backend's lock (a file lock, or a Postgres
+/// advisory lock), so no other control plane serves meanwhile.
+pub fn take_hold(tx: &dyn Tx, holder: &str) -> Step<i64> {
+    tx.set_serving(Some(holder), Some(tx.now()))?;
+    Ok(tx.next_epoch()?)
+}
+
+/// Check that the record still names this control plane and its epoch, and renew
+/// `since` when it is older than `renew_every` microseconds. False: another control
+/// plane took the database, and this one must stop.
+pub fn keep_hold(tx: &dyn Tx, holder: &str, epoch: i64, renew_every: i64) -> Step<bool> {
+    let row = tx.control_plane()?;
+    if row.serving.as_deref() != Some(holder) || row.epoch != epoch {
         return Ok(false);
     }
-    tracing::warn!("this control plane took its hold on the database again");
-    tx.set_serving(Some(holder), Some(now))?;
+    let now = tx.now();
+    if row.since.is_none_or(|since| now - since >= renew_every) {
+        tx.set_serving(Some(holder), Some(now))?;
+    }
     Ok(true)
 }
 
 /// Give up the hold, if `holder` has it.
-pub fn release<T: Tx>(tx: &T, holder: &str) -> Step<()> {
+pub fn release(tx: &dyn Tx, holder: &str) -> Step<()> {
     if tx.control_plane()?.serving.as_deref() == Some(holder) {
         tx.set_serving(None, None)?;
     }
@@ -84,7 +61,7 @@ pub fn release<T: Tx>(tx: &T, holder: &str) -> Step<()> {
 
 /// Refuse a new structure while tokens are active or paused (the reference's
 /// sentence); else put the graph on record when it is not there yet.
-pub fn check_structure<T: Tx>(tx: &T, graph: &Graph) -> Step<Result<(), String>> {
+pub fn check_structure(tx: &dyn Tx, graph: &Graph) -> Step<Result<(), String>> {
     let row = tx.control_plane()?;
     if let (Some(structure), Some(_)) = (&row.structure, &row.checksum) {
         if *structure != graph.structure {

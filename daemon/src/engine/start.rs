@@ -9,7 +9,7 @@ use stateous_shared::wire::{Object, TokenView};
 use super::join::cannot_enter;
 use super::route::{end, enter};
 use super::{append, py, refuse, view, Rules, Step};
-use crate::store::{TokenRow, Tx};
+use crate::store::{TokenRow, TokenStatus, Tx};
 
 /// The longest token id.
 pub const MAX_TOKEN_ID: usize = 128;
@@ -50,7 +50,7 @@ pub fn token_id_ok(id: &str) -> bool {
 
 /// Start the token, or find it: `(token, created)`. Nothing is written for a
 /// token that exists or for a refusal.
-pub fn start<T: Tx>(rules: &Rules, tx: &T, input: StartInput) -> Step<(TokenView, bool)> {
+pub fn start(rules: &Rules, tx: &dyn Tx, input: StartInput) -> Step<(TokenView, bool)> {
     if let Some(row) = tx.token(&input.token)? {
         return Ok((view(&row), false));
     }
@@ -76,9 +76,9 @@ pub fn start<T: Tx>(rules: &Rules, tx: &T, input: StartInput) -> Step<(TokenView
 
 /// A new token of `workflow`, moved out of START to where its context leads. With
 /// `parent`, it is a child of that token's parallel state (reference `_create`).
-pub fn create<T: Tx>(
+pub fn create(
     rules: &Rules,
-    tx: &T,
+    tx: &dyn Tx,
     token: &str,
     context: &Object,
     workflow: &Workflow,
@@ -94,7 +94,7 @@ pub fn create<T: Tx>(
     let mut row = TokenRow {
         token: token.to_string(),
         state: START.to_string(),
-        status: "active".to_string(),
+        status: TokenStatus::Active,
         visit: 0,
         context: values.clone(),
         entered_at: tx.now(),
@@ -117,7 +117,7 @@ pub fn create<T: Tx>(
     let data = json!({"event": STARTED, "payload": Value::Null, "state": START});
     append(tx, token, "event_accepted", None, data)?;
     if chosen.target == END {
-        end(rules, tx, &mut row, "completed", json!({}))?;
+        end(rules, tx, &mut row, TokenStatus::Completed, json!({}))?;
     } else {
         enter(rules, tx, &mut row, &chosen.target)?;
     }

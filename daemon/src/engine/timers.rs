@@ -5,27 +5,40 @@ use serde_json::json;
 
 use super::route::{fail, route};
 use super::{append, existing, py, Rules, Step};
-use crate::store::Tx;
+use crate::store::{TimerKind, TimerStatus, TokenStatus, Tx};
 
 /// The pending timers of active tokens that are due, in the order of their time.
-pub fn due<T: Tx>(tx: &T) -> Step<Vec<i64>> {
+pub fn due(tx: &dyn Tx) -> Step<Vec<i64>> {
     Ok(tx.due_timers()?)
 }
 
 /// Fire one timer as its event, if it still applies. A timeout that cannot move
 /// the token fails it; a routine's timer records the refusal. True when it fired.
-pub fn fire_timer<T: Tx>(rules: &Rules, tx: &T, timer_id: i64) -> Step<bool> {
-    let Some(mut timer) = tx.timer(timer_id)? else {
+pub fn fire_timer(rules: &Rules, tx: &dyn Tx, timer_id: i64) -> Step<bool> {
+    let Some(found) = tx.timer(timer_id)? else {
         return Ok(false);
     };
-    if timer.status != "pending" || timer.due_at > tx.now() {
+    // The clock never waits for a token that another request holds: the timer
+    // fires at a later tick.
+    if !tx.lock_family(&found.token, false)? {
+        return Ok(false);
+    }
+    let mut timer = if tx.serial() {
+        found
+    } else {
+        match tx.timer(timer_id)? {
+            Some(timer) => timer,
+            None => return Ok(false),
+        }
+    };
+    if timer.status != TimerStatus::Pending || timer.due_at > tx.now() {
         return Ok(false); // cancelled, or moved later by a resume, meanwhile
     }
     let mut row = existing(tx, &timer.token)?;
-    if row.status != "active" || row.state != timer.state || row.visit != timer.visit {
+    if row.status != TokenStatus::Active || row.state != timer.state || row.visit != timer.visit {
         return Ok(false);
     }
-    timer.status = "fired".to_string();
+    timer.status = TimerStatus::Fired;
     tx.update_timer(&timer)?;
     append(
         tx,
@@ -36,7 +49,7 @@ pub fn fire_timer<T: Tx>(rules: &Rules, tx: &T, timer_id: i64) -> Step<bool> {
     )?;
     let payload = timer.payload.as_ref();
     if let Some(refusal) = route(rules, tx, &mut row, &timer.event, payload, None)? {
-        if timer.kind == "timeout" {
+        if timer.kind == TimerKind::Timeout {
             let reason = format!("{} timed out: {refusal}", py(&row.state));
             fail(rules, tx, &mut row, &reason)?;
         } else {

@@ -33,15 +33,15 @@ use crate::api::server::{Server, Stop};
 use crate::api::Api;
 use crate::control::{Control, Options};
 pub use clock::LOST_LINE;
-use options::{parse_database, Database, Listen};
+use options::{parse_database, Listen};
 pub use options::{ServeArgs, Timings};
 
 /// How long a graceful stop waits for the requests in progress.
 pub const GRACE: Duration = Duration::from_secs(5);
 
-/// The last line when another control plane took the database.
-pub const LOST_EXIT_LINE: &str =
-    "error: another control plane took the database; this control plane stopped";
+/// The last line when another control plane took the database, or the hold ended.
+pub const LOST_EXIT_LINE: &str = "error: another control plane took the database, or this \
+                                  control plane's hold on it ended; this control plane stopped";
 
 /// Run `stateous serve` to its end; the process's exit code (0 after a graceful
 /// stop, 1 after a refusal at start or a lost database). Every line goes to
@@ -99,7 +99,7 @@ fn start(args: &ServeArgs) -> Result<Ready, String> {
         .clone()
         .unwrap_or_else(stateous_shared::client::default_socket);
     let (unix, socket) = socket::bind(&socket_path)?;
-    let Database::Sqlite(db_path) = parse_database(&args.db)?;
+    let database = parse_database(&args.db)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -108,17 +108,10 @@ fn start(args: &ServeArgs) -> Result<Ready, String> {
         lease: timings.lease,
         busy_timeout: timings.busy_timeout,
         tick: timings.tick,
-        hold_lapses: timings.stale_after,
-        // Renew well inside the time after which the hold lapses, so that a short
-        // --stale-after in tests never lapses between two renewals.
-        renew_every: (timings.stale_after / 3).min(Duration::from_secs(10)),
-        ..Options::new(db_path)
+        postgres: timings.postgres.clone(),
+        ..Options::on(database)
     };
-    let control = {
-        // The engine may start tasks of its own when it opens.
-        let _inside = runtime.enter();
-        Control::open(graph, options)?
-    };
+    let control = runtime.block_on(Control::open(graph, options))?;
     if let Some(warning) = listen.warning() {
         eprintln!("{warning}");
     }
@@ -254,6 +247,10 @@ impl Ready {
             // The handlers are in place before the line that tells a caller to go.
             let signals = Signals::new();
             eprintln!("serving on {url} (Ctrl-C stops)");
+            // Under systemd (Type=notify) the database is open now: READY. Without
+            // NOTIFY_SOCKET this does nothing; should it fail, systemd's start
+            // timeout tells, and serving is no reason to stop.
+            let _ = sd_notify::notify(&[sd_notify::NotifyState::Ready]);
             eprintln!("the same API on unix://{socket_path}");
             let serving = Serving {
                 control,

@@ -10,6 +10,9 @@ use std::time::Duration;
 
 use stateous_shared::durations::parse_duration;
 
+pub use crate::store::backend::{without_password, Database};
+use crate::store::postgres::PgOptions;
+
 /// The flags of `stateous serve`, as text, before any check.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServeArgs {
@@ -28,9 +31,26 @@ pub struct ServeArgs {
     /// `--busy-timeout`: how long SQLite waits for another process's write lock.
     /// Default `30s`.
     pub busy_timeout: String,
-    /// `--stale-after`: how long a hold on the database lasts without renewal
-    /// before a new control plane may take it. Default `30s`.
+    /// `--stale-after`: accepted for scripts of older versions, and checked, but
+    /// no longer used: the file lock beside a SQLite database ends with its holder.
     pub stale_after: String,
+    /// `--connect-timeout`: Postgres, how long making a connection may take. `10s`.
+    pub connect_timeout: String,
+    /// `--statement-timeout`: Postgres, how long one statement may run. `30s`.
+    pub statement_timeout: String,
+    /// `--lock-timeout`: Postgres, how long a statement waits for a lock. `10s`.
+    pub lock_timeout: String,
+    /// `--keepalive-idle`: Postgres, the first TCP keepalive probe after this long
+    /// without traffic. `30s`.
+    pub keepalive_idle: String,
+    /// `--keepalive-interval`: Postgres, then a probe this often. `10s`.
+    pub keepalive_interval: String,
+    /// `--keepalive-count`: Postgres, a connection is dead after this many
+    /// unanswered probes. `3`.
+    pub keepalive_count: String,
+    /// `--pool-size`: Postgres, how many connections serve requests side by side.
+    /// `16`.
+    pub pool_size: String,
 }
 
 /// The database when `--db` names none: `stateous.db` in the current folder.
@@ -43,8 +63,22 @@ pub const DEFAULT_LEASE: &str = "2m";
 pub const DEFAULT_TICK: &str = "1s";
 /// The default time SQLite waits for the write lock (SPEC section 2).
 pub const DEFAULT_BUSY_TIMEOUT: &str = "30s";
-/// The default time after which an unrenewed hold on the database is stale.
+/// The default of the old `--stale-after` (unused).
 pub const DEFAULT_STALE_AFTER: &str = "30s";
+/// Postgres: how long making a connection may take (seed, "Time limits on Postgres").
+pub const DEFAULT_CONNECT_TIMEOUT: &str = "10s";
+/// Postgres: how long one statement may run.
+pub const DEFAULT_STATEMENT_TIMEOUT: &str = "30s";
+/// Postgres: how long a statement may wait for a lock, a token's too.
+pub const DEFAULT_LOCK_TIMEOUT: &str = "10s";
+/// Postgres: TCP keepalives, the first probe after this long without traffic.
+pub const DEFAULT_KEEPALIVE_IDLE: &str = "30s";
+/// Postgres: TCP keepalives, then a probe this often.
+pub const DEFAULT_KEEPALIVE_INTERVAL: &str = "10s";
+/// Postgres: TCP keepalives, this many unanswered probes end a connection.
+pub const DEFAULT_KEEPALIVE_COUNT: &str = "3";
+/// Postgres: how many connections the pool keeps.
+pub const DEFAULT_POOL_SIZE: &str = "16";
 
 impl ServeArgs {
     /// The flags with their defaults, for `graph`.
@@ -58,12 +92,19 @@ impl ServeArgs {
             tick: DEFAULT_TICK.into(),
             busy_timeout: DEFAULT_BUSY_TIMEOUT.into(),
             stale_after: DEFAULT_STALE_AFTER.into(),
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT.into(),
+            statement_timeout: DEFAULT_STATEMENT_TIMEOUT.into(),
+            lock_timeout: DEFAULT_LOCK_TIMEOUT.into(),
+            keepalive_idle: DEFAULT_KEEPALIVE_IDLE.into(),
+            keepalive_interval: DEFAULT_KEEPALIVE_INTERVAL.into(),
+            keepalive_count: DEFAULT_KEEPALIVE_COUNT.into(),
+            pool_size: DEFAULT_POOL_SIZE.into(),
         }
     }
 }
 
 /// The timings of a control plane, each from its flag or environment variable.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Timings {
     /// A claimed task's lease.
     pub lease: Duration,
@@ -71,20 +112,47 @@ pub struct Timings {
     pub tick: Duration,
     /// How long SQLite waits for the write lock.
     pub busy_timeout: Duration,
-    /// How long an unrenewed hold on the database lasts.
-    pub stale_after: Duration,
+    /// Postgres: the time limits of each connection and the pool's size.
+    pub postgres: PgOptions,
 }
 
 impl Timings {
     /// The timings of `args`, or the sentence of the first that is wrong.
     pub fn parse(args: &ServeArgs) -> Result<Timings, String> {
+        // Still checked, so that a typo is not silently taken; no longer used.
+        flag_duration("--stale-after", &args.stale_after)?;
         Ok(Timings {
             lease: flag_duration("--lease", &args.lease)?,
             tick: flag_duration("--tick", &args.tick)?,
             busy_timeout: flag_duration("--busy-timeout", &args.busy_timeout)?,
-            stale_after: flag_duration("--stale-after", &args.stale_after)?,
+            postgres: PgOptions {
+                connect_timeout: flag_duration("--connect-timeout", &args.connect_timeout)?,
+                statement_timeout: flag_duration("--statement-timeout", &args.statement_timeout)?,
+                lock_timeout: flag_duration("--lock-timeout", &args.lock_timeout)?,
+                keepalive_idle: flag_duration("--keepalive-idle", &args.keepalive_idle)?,
+                keepalive_interval: flag_duration(
+                    "--keepalive-interval",
+                    &args.keepalive_interval,
+                )?,
+                keepalive_count: flag_count("--keepalive-count", &args.keepalive_count, 1..=100)?,
+                pool: flag_count("--pool-size", &args.pool_size, 1..=1000)?,
+            },
         })
     }
+}
+
+/// A whole-number flag within `range`.
+fn flag_count(flag: &str, text: &str, range: std::ops::RangeInclusive<u32>) -> Result<u32, String> {
+    text.parse::<u32>()
+        .ok()
+        .filter(|n| range.contains(n))
+        .ok_or_else(|| {
+            format!(
+                "{flag} '{text}' is not a whole number from {} to {}",
+                range.start(),
+                range.end()
+            )
+        })
 }
 
 /// A timing flag: a workflow duration (`30s`, `2m`, `1h`, `1d`) or, so that tests
@@ -175,16 +243,8 @@ impl Listen {
     }
 }
 
-/// The database a `--db` URL names.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Database {
-    /// A SQLite file.
-    Sqlite(PathBuf),
-}
-
-/// `--db` as a database: `sqlite:///relative/path`, `sqlite:////absolute/path`.
-/// A `postgresql://` URL is refused for now: this control plane does not speak
-/// Postgres yet.
+/// `--db` as a database: `sqlite:///relative/path`, `sqlite:////absolute/path`, or
+/// `postgresql://USER:PASSWORD@HOST:PORT/NAME` (also `postgres://`).
 pub fn parse_database(url: &str) -> Result<Database, String> {
     if let Some(path) = url.strip_prefix("sqlite:///") {
         if path.is_empty() || path == ":memory:" {
@@ -199,33 +259,14 @@ pub fn parse_database(url: &str) -> Result<Database, String> {
         }
         return Ok(Database::Sqlite(PathBuf::from(path)));
     }
-    let scheme = url.split_once("://").map(|(scheme, _)| scheme);
-    if scheme.is_some_and(|s| s == "postgres" || s.starts_with("postgresql")) {
-        return Err(format!(
-            "cannot open the database {}: Postgres is not supported yet; use a sqlite:/// URL",
-            without_password(url)
-        ));
+    if url.starts_with("postgresql://") || url.starts_with("postgres://") {
+        return Ok(Database::Postgres(url.to_string()));
     }
     Err(format!(
-        "--db '{}' is not a database URL; write sqlite:///stateous.db (a file here) \
-         or sqlite:////absolute/path.db",
+        "--db '{}' is not a database URL; write sqlite:///stateous.db (a file here), \
+         sqlite:////absolute/path.db or postgresql://USER:PASSWORD@HOST:PORT/NAME",
         without_password(url)
     ))
-}
-
-/// A URL as a message shows it: its password, if any, as `***`.
-pub fn without_password(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_string();
-    };
-    let (authority, tail) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-    let Some((credentials, host)) = authority.rsplit_once('@') else {
-        return url.to_string();
-    };
-    match credentials.split_once(':') {
-        Some((user, _)) => format!("{scheme}://{user}:***@{host}{tail}"),
-        None => url.to_string(),
-    }
 }
 
 #[cfg(test)]
@@ -296,8 +337,10 @@ mod tests {
         assert!(parse_database("mysql://x")
             .unwrap_err()
             .contains("is not a database URL"));
-        let postgres = parse_database("postgresql://u:secret@h/db").unwrap_err();
-        assert!(postgres.contains("not supported yet") && !postgres.contains("secret"));
+        assert_eq!(
+            parse_database("postgresql://u:secret@h/db").unwrap(),
+            Database::Postgres("postgresql://u:secret@h/db".into())
+        );
     }
 
     #[test]

@@ -1,29 +1,49 @@
 //! The store: the tables of the control plane and the small traits, one per table,
-//! through which the engine reads and writes them (SPEC section 4, STYLE points 4-6).
+//! through which the engine reads and writes them (SPEC section 4, STYLE points 4-6),
+//! and the backend interface behind `Control` ([`Store`]): SQLite ([`sqlite`]) or
+//! Postgres ([`postgres`]).
 //!
 //! Nothing here decides; the engine does. Every method works inside a transaction
 //! that the write path (or a read connection) opened, at the moment `Tx::now` gives.
-//! Times are microseconds since 1970 in UTC. A Postgres backend implements the same
-//! traits later; the engine never names SQLite.
+//! Times are microseconds since 1970 in UTC. The engine never names a backend.
 
-pub mod reader;
+pub mod backend;
+pub mod feed;
+pub mod json;
+pub mod postgres;
 pub mod schema;
 pub mod sqlite;
-pub mod writer;
+pub mod status;
 
 use std::collections::HashMap;
 
 use stateous_shared::refusal::{Code, Refusal};
 use stateous_shared::wire::Object;
 
+pub use backend::Store;
+pub use status::{Closed, TaskStatus, TimerKind, TimerStatus, TokenStatus};
+
 /// What can go wrong in the store. Busy and locked errors are their own variant:
 /// the API answers them 503 `database_busy` (reference `docs/reference/http.md`).
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum StoreError {
-    /// Another process holds the write lock past the busy timeout, or the
-    /// database cannot be written now (I/O failure, full disk).
+    /// Another process holds a lock past its limit, a statement ran past its limit,
+    /// or the database cannot be written or reached now (I/O failure, full disk, a
+    /// lost connection). Trying again later may help.
     #[error("the database is busy")]
     Busy,
+    /// Postgres stopped the transaction to break a deadlock, or another transaction
+    /// made the same new row first: running the request again gives its answer. The
+    /// backend runs it once more; a second conflict answers as `Busy`.
+    #[error("the transaction met another one and was stopped")]
+    Conflict,
+    /// This control plane no longer holds the database (another one took it, or its
+    /// lock's connection ended): nothing it writes may commit (503 `not_serving`).
+    #[error("this control plane no longer holds the database")]
+    NotServing,
+    /// A value the database cannot keep (Postgres text holds no NUL character).
+    #[error("{0}")]
+    Unstorable(String),
     /// Any other database failure.
     #[error("{0}")]
     Database(String),
@@ -32,32 +52,21 @@ pub enum StoreError {
     Corrupt(String),
 }
 
-impl From<rusqlite::Error> for StoreError {
-    fn from(error: rusqlite::Error) -> StoreError {
-        use rusqlite::ErrorCode;
-        // The operational failures (the reference's `OperationalError`): the
-        // database cannot take the request now, and trying again may help.
-        match error.sqlite_error_code() {
-            Some(
-                ErrorCode::DatabaseBusy
-                | ErrorCode::DatabaseLocked
-                | ErrorCode::SystemIoFailure
-                | ErrorCode::DiskFull
-                | ErrorCode::CannotOpen
-                | ErrorCode::OutOfMemory,
-            ) => StoreError::Busy,
-            _ => StoreError::Database(error.to_string()),
-        }
-    }
-}
+/// The answer (503 `not_serving`) to each request after this control plane lost the
+/// database, and the log line of that moment.
+pub const LOST: &str = "another control plane took this database, or this control plane's \
+                        hold on it ended; this control plane does no more work; trying \
+                        again does not help: stop this server";
 
 impl From<StoreError> for Refusal {
     fn from(error: StoreError) -> Refusal {
         match error {
-            StoreError::Busy => Refusal::new(
+            StoreError::Busy | StoreError::Conflict => Refusal::new(
                 Code::DatabaseBusy,
                 "the database cannot take this request now; try again",
             ),
+            StoreError::NotServing => Refusal::new(Code::NotServing, LOST),
+            StoreError::Unstorable(sentence) => Refusal::new(Code::InvalidPayload, sentence),
             other => {
                 tracing::error!("{other}");
                 Refusal::new(Code::Unexpected, "the request failed unexpectedly")
@@ -77,8 +86,8 @@ pub struct TokenRow {
     /// The state; `__start__` before the first entry. A token that ended keeps its
     /// last state.
     pub state: String,
-    /// `active`, `paused`, `completed`, `failed` or `cancelled`.
-    pub status: String,
+    /// Where it is in its life.
+    pub status: TokenStatus,
     /// How many times the token entered `state`.
     pub visit: i64,
     /// The context.
@@ -121,8 +130,8 @@ pub struct TaskRow {
     pub state: String,
     /// The token's visit of the state.
     pub visit: i64,
-    /// `queued`, `claimed`, `waiting`, `done`, `failed` or `cancelled`.
-    pub status: String,
+    /// Where it is.
+    pub status: TaskStatus,
     /// How many times a supervisor claimed it.
     pub attempt: i64,
     /// The supervisor that claimed it last.
@@ -152,10 +161,10 @@ pub struct TimerRow {
     pub set_at: i64,
     /// When it fires, in microseconds.
     pub due_at: i64,
-    /// `pending`, `fired` or `cancelled`.
-    pub status: String,
-    /// `timeout` or `timer`.
-    pub kind: String,
+    /// Where it is.
+    pub status: TimerStatus,
+    /// A state's timeout or a routine's timer.
+    pub kind: TimerKind,
 }
 
 /// A row of `claims`: a supervisor's last claim that named a request id.
@@ -182,10 +191,26 @@ pub struct ControlPlaneRow {
     pub serving: Option<String>,
     /// When it last said it still serves, in microseconds.
     pub since: Option<i64>,
+    /// How many times a control plane took the database: each write commits only
+    /// while the epoch is the one its control plane took (the fence).
+    pub epoch: i64,
 }
 
 /// The table `tokens`.
 pub trait Tokens {
+    /// Take the lock of the token's family (the token and its parents and children
+    /// share the row lock of their top token) until the transaction ends, before
+    /// any of the family's rows change (seed: "Each change locks the token").
+    /// `wait`: wait up to the lock limit (then `Busy`); without it, answer false at
+    /// once when another transaction holds the lock. A token not yet made is its
+    /// own top. SQLite's one writer holds every token: always true there.
+    fn lock_family(&self, token: &str, wait: bool) -> StoreResult<bool>;
+    /// Whether rows read before `lock_family` are still current after it: true
+    /// where one writer runs one request at a time (SQLite), so the engine need
+    /// not read them again.
+    fn serial(&self) -> bool {
+        false
+    }
     /// The token with exactly this id.
     fn token(&self, id: &str) -> StoreResult<Option<TokenRow>>;
     /// The id of another token that differs from `id` only in case.
@@ -197,7 +222,7 @@ pub trait Tokens {
     /// Tokens, the most recently moved first, filtered by status and parent.
     fn find_tokens(
         &self,
-        status: Option<&str>,
+        status: Option<TokenStatus>,
         parent: Option<&str>,
         limit: i64,
     ) -> StoreResult<Vec<TokenRow>>;
@@ -210,13 +235,18 @@ pub trait Ledger {
     /// Append one entry at `Tx::now`; returns its seq.
     fn append(&self, token: &str, kind: &str, key: Option<&str>, data: &Object)
         -> StoreResult<i64>;
-    /// Entries with an id above `after`, in id order, of one token or of all.
+    /// At most `limit` entries with an id above `after` and at most `upto`, in id
+    /// order, of one token or of all (the watch stream reads only up to the id
+    /// below which every transaction has ended: [`feed::FeedMark`]).
     fn entries_since(
         &self,
         after: i64,
+        upto: i64,
         token: Option<&str>,
         limit: i64,
     ) -> StoreResult<Vec<LedgerRow>>;
+    /// The id of the newest entry; 0 for an empty ledger.
+    fn last_entry_id(&self) -> StoreResult<i64>;
     /// Every entry of the token, in seq order.
     fn entries(&self, token: &str) -> StoreResult<Vec<LedgerRow>>;
     /// Whether an entry of the token has this idempotency key.
@@ -271,7 +301,7 @@ pub trait Timers {
         event: &str,
         payload: Option<&Object>,
         due_at: i64,
-        kind: &str,
+        kind: TimerKind,
     ) -> StoreResult<TimerRow>;
     /// The timer.
     fn timer(&self, id: i64) -> StoreResult<Option<TimerRow>>;
@@ -317,10 +347,28 @@ pub trait ControlPlane {
     fn record_graph(&self, structure: &str, checksum: &str) -> StoreResult<()>;
     /// Write who serves the database and since when.
     fn set_serving(&self, serving: Option<&str>, since: Option<i64>) -> StoreResult<()>;
+    /// Move the epoch on (a control plane takes the database); the new epoch.
+    fn next_epoch(&self) -> StoreResult<i64>;
+}
+
+/// How many tokens of one workflow (`None`: the main one) are in one state with
+/// one status.
+pub type TokenCount = (Option<String>, String, TokenStatus, i64);
+
+/// Counts over whole tables, for `GET /metrics`, `GET /supervisors` and the TUI.
+pub trait Counts {
+    /// How many tokens there are by workflow, state and status.
+    fn token_counts(&self) -> StoreResult<Vec<TokenCount>>;
+    /// How many tasks there are by state and status.
+    fn task_counts(&self) -> StoreResult<Vec<(String, TaskStatus, i64)>>;
+    /// How many timers there are by status.
+    fn timer_counts(&self) -> StoreResult<Vec<(TimerStatus, i64)>>;
+    /// How many tasks each supervisor holds now (claimed).
+    fn running_by_supervisor(&self) -> StoreResult<Vec<(String, i64)>>;
 }
 
 /// One transaction: every table, at one moment.
-pub trait Tx: Tokens + Ledger + Tasks + Timers + Memory + Claims + ControlPlane {
+pub trait Tx: Tokens + Ledger + Tasks + Timers + Memory + Claims + ControlPlane + Counts {
     /// The moment of the transaction, in microseconds since 1970.
     fn now(&self) -> i64;
 }

@@ -1,136 +1,29 @@
-//! The SQLite schema as numbered migrations, with the version recorded in
-//! `stateous_version` (reference `docs/inside/data.md`, STYLE point 5).
+//! The schema's versions, the same on both backends (reference
+//! `docs/how-to/use-postgres.md`, "Give the database URL to serve"; STYLE point 5).
 //!
-//! The tables and columns are the reference's; times are integers (microseconds
-//! since 1970, UTC) instead of text, so comparisons in SQL are plain integer ones.
-//! CHECK constraints mirror the status enums. Postgres differs in the types
-//! (`BIGINT`, `JSONB`, `BIGSERIAL`) and keeps the same constraints.
+//! Each version is one migration, numbered, and the database records the version it
+//! is at in `stateous_version`. Each backend writes the SQL of each migration in its
+//! own `schema.rs` (the types differ); at every version both have the same tables
+//! and columns. This module decides what to run, and refuses a database this build
+//! cannot use, in one sentence each:
+//! - a version this build does not know (a newer Stateous made it);
+//! - tables with our names but no recorded version (someone else's tables);
+//! - a table that its version should have, missing;
+//! - a table that an upgrade must make, already there.
 
-use rusqlite::{Connection, OptionalExtension};
+use std::collections::BTreeSet;
 
-use super::{StoreError, StoreResult};
+use super::StoreError;
 
-/// The migrations, in order: (version, SQL). A new one goes at the end.
-pub const MIGRATIONS: &[(&str, &str)] = &[
-    ("0001", BASELINE),
-    ("0002", FEED),
-    ("0003", FEED_WITHOUT_TRIGGER),
-];
+/// The versions, oldest first; the migration of each makes the database that.
+pub const VERSIONS: [&str; 4] = ["0001", "0002", "0003", "0004"];
 
-/// Version 0003: `Ledger::append` writes the `ledger_feed` row itself, in the same
-/// savepoint, instead of the trigger of 0002. An INSERT that fires a trigger runs
-/// in a statement journal of its own, which copied every page it touched once
-/// more: about a third of the write path's time (SPEC section 5).
-const FEED_WITHOUT_TRIGGER: &str = "DROP TRIGGER IF EXISTS ledger_feed_append;";
-
-/// Version 0002: the order of the ledger across tokens, for `GET /watch` (SPEC
-/// section 3.3). A trigger numbers each ledger row as it is written, inside the
-/// writing transaction, so a rolled-back savepoint takes its numbers with it and
-/// the one writer commits them in increasing order. Rows written before 0002 are
-/// numbered by time. Postgres would use a `BIGSERIAL` column instead.
-const FEED: &str = "
-CREATE TABLE ledger_feed (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    token TEXT NOT NULL,
-    seq INTEGER NOT NULL CHECK (seq >= 1)
-);
-CREATE INDEX ledger_feed_token ON ledger_feed (token, id);
-INSERT INTO ledger_feed (token, seq) SELECT token, seq FROM ledger ORDER BY at, token, seq;
-CREATE TRIGGER ledger_feed_append AFTER INSERT ON ledger BEGIN
-    INSERT INTO ledger_feed (token, seq) VALUES (NEW.token, NEW.seq);
-END;
-";
+/// The table where the version is recorded: its own name, so that an application
+/// that keeps `alembic_version` in the same database keeps it for itself.
+pub const VERSION_TABLE: &str = "stateous_version";
 
 /// The tables of version 0001.
-const BASELINE: &str = "
-CREATE TABLE control_plane (
-    id INTEGER PRIMARY KEY CHECK (id = 1),
-    structure TEXT,
-    checksum TEXT,
-    serving TEXT,
-    since INTEGER
-);
-INSERT INTO control_plane (id) VALUES (1);
-
-CREATE TABLE tokens (
-    token TEXT PRIMARY KEY CHECK (length(token) BETWEEN 1 AND 256),
-    state TEXT NOT NULL,
-    status TEXT NOT NULL
-        CHECK (status IN ('active', 'paused', 'completed', 'failed', 'cancelled')),
-    visit INTEGER NOT NULL CHECK (visit >= 0),
-    context TEXT NOT NULL,
-    entered_at INTEGER NOT NULL,
-    parent TEXT,
-    workflow TEXT
-);
--- Ids that differ only in case are one id (token ids are ASCII, so lower() is enough).
-CREATE UNIQUE INDEX tokens_folded ON tokens (lower(token));
-CREATE INDEX tokens_parent ON tokens (parent);
-CREATE INDEX tokens_moved ON tokens (entered_at DESC, token);
-
-CREATE TABLE ledger (
-    -- Global and increasing: the watch stream's event id (Last-Event-ID resumes).
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    token TEXT NOT NULL,
-    seq INTEGER NOT NULL CHECK (seq >= 1),
-    at INTEGER NOT NULL,
-    kind TEXT NOT NULL,
-    key TEXT CHECK (key IS NULL OR length(key) BETWEEN 1 AND 256),
-    data TEXT NOT NULL,
-    UNIQUE (token, seq)
-);
-CREATE UNIQUE INDEX ledger_key ON ledger (token, key);
-
-CREATE TABLE tasks (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    token TEXT NOT NULL,
-    state TEXT NOT NULL,
-    visit INTEGER NOT NULL CHECK (visit >= 1),
-    status TEXT NOT NULL
-        CHECK (status IN ('queued', 'claimed', 'waiting', 'done', 'failed', 'cancelled')),
-    attempt INTEGER NOT NULL DEFAULT 0 CHECK (attempt >= 0),
-    claimed_by TEXT,
-    lease_until INTEGER,
-    queued_at INTEGER NOT NULL,
-    CHECK (status <> 'claimed' OR claimed_by IS NOT NULL)
-);
-CREATE INDEX tasks_queue ON tasks (status, state, id);
-CREATE INDEX tasks_token ON tasks (token, status);
-
-CREATE TABLE timers (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    token TEXT NOT NULL,
-    state TEXT NOT NULL,
-    visit INTEGER NOT NULL,
-    event TEXT NOT NULL,
-    payload TEXT,
-    set_at INTEGER NOT NULL,
-    due_at INTEGER NOT NULL,
-    status TEXT NOT NULL CHECK (status IN ('pending', 'fired', 'cancelled')),
-    kind TEXT NOT NULL CHECK (kind IN ('timeout', 'timer'))
-);
-CREATE INDEX timers_due ON timers (status, due_at);
-CREATE INDEX timers_token ON timers (token, status);
-
-CREATE TABLE memory (
-    token TEXT NOT NULL,
-    state TEXT NOT NULL,
-    key TEXT NOT NULL CHECK (length(key) BETWEEN 1 AND 128),
-    value TEXT NOT NULL,
-    PRIMARY KEY (token, state, key)
-) WITHOUT ROWID;
-
-CREATE TABLE claims (
-    supervisor TEXT PRIMARY KEY,
-    request TEXT NOT NULL,
-    task_id INTEGER,
-    attempt INTEGER
-);
-";
-
-/// The table names Stateous makes; a database that has one of them but no
-/// `stateous_version` belongs to someone else.
-const OURS: &[&str] = &[
+const BASELINE: [&str; 7] = [
     "control_plane",
     "tokens",
     "ledger",
@@ -139,6 +32,10 @@ const OURS: &[&str] = &[
     "memory",
     "claims",
 ];
+
+/// `ledger_feed` numbered the ledger for `GET /watch` in versions 0002 and 0003;
+/// version 0004 reads `ledger.id` up to the feed's safe point instead.
+const FEED: &str = "ledger_feed";
 
 /// Why the schema cannot be brought to this version.
 #[derive(Debug, thiserror::Error)]
@@ -153,82 +50,116 @@ pub enum MigrateError {
 
 /// The newest version this build knows.
 pub fn newest() -> &'static str {
-    MIGRATIONS
-        .last()
-        .map(|(version, _)| *version)
-        .unwrap_or("0000")
+    VERSIONS[VERSIONS.len() - 1]
 }
 
-/// Bring the database to the newest schema inside one immediate transaction: a
-/// migration that fails halfway changes nothing.
-pub fn migrate(conn: &Connection) -> Result<(), MigrateError> {
-    conn.execute_batch("BEGIN IMMEDIATE")
-        .map_err(StoreError::from)?;
-    let result = migrate_inside(conn);
-    let end = if result.is_ok() { "COMMIT" } else { "ROLLBACK" };
-    let ended = conn.execute_batch(end).map_err(StoreError::from);
-    result?;
-    ended?;
-    Ok(())
+/// The tables of ours that a database at `version` has.
+pub fn tables_at(version: &str) -> BTreeSet<&'static str> {
+    let mut tables: BTreeSet<&'static str> = BASELINE.into_iter().collect();
+    if version == "0002" || version == "0003" {
+        tables.insert(FEED);
+    }
+    tables
 }
 
-fn migrate_inside(conn: &Connection) -> Result<(), MigrateError> {
-    let current = current_version(conn)?;
-    let start = match current.as_deref() {
-        None => {
-            if let Some(table) = first_present(conn, OURS)? {
-                return Err(MigrateError::Foreign(format!(
-                    "this database has a table named {table} but no version of Stateous; \
-                     start a new database"
-                )));
-            }
-            conn.execute_batch("CREATE TABLE stateous_version (version_num TEXT PRIMARY KEY)")
-                .map_err(StoreError::from)?;
-            0
+/// Every table name this product ever made.
+fn ours_ever() -> BTreeSet<&'static str> {
+    let mut tables = tables_at("0001");
+    tables.insert(FEED);
+    tables
+}
+
+/// From the recorded version (`None`: no `stateous_version` table) and the tables
+/// present, the index in [`VERSIONS`] of the first migration to run: 0 for a new
+/// database, `VERSIONS.len()` for one that is up to date.
+pub fn plan(current: Option<&str>, present: &BTreeSet<String>) -> Result<usize, MigrateError> {
+    let Some(current) = current else {
+        let foreign: Vec<&str> = ours_ever()
+            .into_iter()
+            .filter(|t| present.contains(*t))
+            .collect();
+        if let Some(table) = foreign.first() {
+            return Err(MigrateError::Foreign(format!(
+                "this database has a table named {table} but no version of Stateous; \
+                 start a new database"
+            )));
         }
-        Some(version) => match MIGRATIONS.iter().position(|(v, _)| *v == version) {
-            Some(index) => index + 1,
-            None => {
-                return Err(MigrateError::Foreign(format!(
-                    "this database was made by another version of Stateous (schema {version}); \
-                     use that version, or start a new database"
-                )))
-            }
-        },
+        return Ok(0);
     };
-    for (version, sql) in &MIGRATIONS[start..] {
-        conn.execute_batch(sql).map_err(StoreError::from)?;
-        conn.execute("DELETE FROM stateous_version", [])
-            .map_err(StoreError::from)?;
-        conn.execute(
-            "INSERT INTO stateous_version (version_num) VALUES (?1)",
-            [version],
-        )
-        .map_err(StoreError::from)?;
+    let Some(index) = VERSIONS.iter().position(|v| *v == current) else {
+        return Err(MigrateError::Foreign(format!(
+            "this database was made by another version of Stateous (schema {current}); \
+             use that version, or start a new database"
+        )));
+    };
+    let expected = tables_at(current);
+    let missing: Vec<&str> = expected
+        .iter()
+        .copied()
+        .filter(|t| !present.contains(*t))
+        .collect();
+    if !missing.is_empty() {
+        return Err(MigrateError::Foreign(format!(
+            "this database is at schema {current} but has no {} table; start a new database",
+            missing.join(", ")
+        )));
     }
-    Ok(())
+    let made: Vec<&str> = VERSIONS[index + 1..]
+        .iter()
+        .flat_map(|v| tables_at(v))
+        .filter(|t| !expected.contains(t) && present.contains(*t))
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    if !made.is_empty() {
+        return Err(MigrateError::Foreign(format!(
+            "this database has a table named {} that Stateous did not make; start a new \
+             database",
+            made.join(", ")
+        )));
+    }
+    Ok(index + 1)
 }
 
-/// The recorded version, or `None` when the database has no `stateous_version`.
-pub fn current_version(conn: &Connection) -> StoreResult<Option<String>> {
-    if first_present(conn, &["stateous_version"])?.is_none() {
-        return Ok(None);
-    }
-    let version: Option<String> = conn
-        .query_row("SELECT version_num FROM stateous_version", [], |row| {
-            row.get(0)
-        })
-        .optional()?;
-    Ok(Some(version.unwrap_or_default()))
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-fn first_present(conn: &Connection, names: &[&str]) -> StoreResult<Option<String>> {
-    let mut statement =
-        conn.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name = ?1")?;
-    for name in names {
-        if statement.exists([name])? {
-            return Ok(Some((*name).to_string()));
-        }
+    fn present(names: &[&str]) -> BTreeSet<String> {
+        names.iter().map(|n| n.to_string()).collect()
     }
-    Ok(None)
+
+    #[test]
+    fn a_new_database_runs_every_migration_and_a_current_one_none() {
+        assert_eq!(plan(None, &present(&["other_app"])).unwrap(), 0);
+        let now: Vec<&str> = tables_at(newest()).into_iter().collect();
+        assert_eq!(
+            plan(Some(newest()), &present(&now)).unwrap(),
+            VERSIONS.len()
+        );
+    }
+
+    #[test]
+    fn an_older_database_runs_the_migrations_after_its_version() {
+        let at_0003: Vec<&str> = tables_at("0003").into_iter().collect();
+        assert_eq!(plan(Some("0003"), &present(&at_0003)).unwrap(), 3);
+    }
+
+    #[test]
+    fn databases_this_build_cannot_use_are_refused_in_one_sentence() {
+        let error = plan(None, &present(&["tokens"])).unwrap_err().to_string();
+        assert!(
+            error.contains("a table named tokens but no version"),
+            "{error}"
+        );
+        let error = plan(Some("0099"), &present(&[])).unwrap_err().to_string();
+        assert!(
+            error.contains("another version of Stateous (schema 0099)"),
+            "{error}"
+        );
+        let error = plan(Some("0004"), &present(&["tokens"]))
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("has no claims, control_plane"), "{error}");
+    }
 }

@@ -3,6 +3,8 @@
 //! settings, events, and each transition's ends, event and guard. Problems are
 //! collected, not raised, so that one compile lists them all.
 
+use std::cell::Cell;
+
 use super::flow::{Ordered, RawBody, RawEvent, RawFlow, RawState, RawTransition};
 use crate::durations::parse_duration;
 use crate::graph::{END, ERROR, JOINED, START, STARTED, TIMEOUT};
@@ -71,6 +73,13 @@ pub(crate) struct Declared {
     pub(crate) main: Flow,
     pub(crate) children: Vec<Flow>,
     pub(crate) schemas: Object,
+    /// False when a mistake left part of the graph out or unknown: a transition
+    /// whose ends, event or guard are wrong (it is dropped), a parallel state that
+    /// names no child workflow, a context or payload that is no schema of an
+    /// object. The whole-graph checks run only on a complete graph, since on the
+    /// rest they would report what follows from that mistake (a state that only
+    /// the dropped transition reached) rather than mistakes of their own.
+    pub(crate) complete: bool,
 }
 
 impl Declared {
@@ -108,6 +117,7 @@ pub(crate) fn declare(mut raw: RawFlow) -> (Declared, Vec<String>) {
         main: &raw.workflow,
         children: &child_names,
         schemas: &schemas,
+        complete: Cell::new(true),
     };
     let main = scope.flow(&raw.workflow, body, &mut problems);
     let mut children = Vec::new();
@@ -126,31 +136,44 @@ pub(crate) fn declare(mut raw: RawFlow) -> (Declared, Vec<String>) {
         );
         children.push(flow);
     }
+    let complete = scope.complete.get();
     let declared = Declared {
         main,
         children,
         schemas,
+        complete,
     };
     (declared, problems)
 }
 
-/// What a workflow's declarations may name.
+/// What a workflow's declarations may name, and whether all of it was kept.
 struct Scope<'a> {
     main: &'a str,
     children: &'a [String],
     schemas: &'a Object,
+    /// Set to false by a mistake that leaves part of the graph out
+    /// ([`Declared::complete`]).
+    complete: Cell<bool>,
 }
 
 impl Scope<'_> {
+    /// A problem that also leaves part of the graph out or unknown.
+    fn left_out(&self, problem: String, problems: &mut Vec<String>) {
+        self.complete.set(false);
+        problems.push(problem);
+    }
+
     fn flow(&self, name: &str, body: RawBody, problems: &mut Vec<String>) -> Flow {
         if let Some(model) = &body.context {
             match self.schemas.get(model) {
-                None => problems.push(format!(
-                    "the context '{model}' is not a schema under 'schemas'"
-                )),
-                Some(schema) if !describes_an_object(schema) => problems.push(format!(
-                    "the context '{model}' must be a schema of an object (type: object)"
-                )),
+                None => self.left_out(
+                    format!("the context '{model}' is not a schema under 'schemas'"),
+                    problems,
+                ),
+                Some(schema) if !describes_an_object(schema) => self.left_out(
+                    format!("the context '{model}' must be a schema of an object (type: object)"),
+                    problems,
+                ),
                 Some(_) => {}
             }
         }
@@ -164,8 +187,9 @@ impl Scope<'_> {
             transitions: Vec::new(),
         };
         for (index, raw) in body.transitions.into_iter().enumerate() {
-            if let Some(edge) = transition(self, &flow, index + 1, raw, problems) {
-                flow.transitions.push(edge);
+            match transition(self, &flow, index + 1, raw, problems) {
+                Some(edge) => flow.transitions.push(edge),
+                None => self.complete.set(false),
             }
         }
         flow
@@ -219,15 +243,23 @@ impl Scope<'_> {
         let parallel = spec.parallel.unwrap_or_default();
         for (i, child) in parallel.iter().enumerate() {
             if child == workflow || child == self.main {
-                problems.push(format!("it runs '{child}': a workflow cannot run itself"));
+                self.left_out(
+                    format!("it runs '{child}': a workflow cannot run itself"),
+                    problems,
+                );
             } else if !self.children.contains(child) {
-                problems.push(format!(
-                    "it runs '{child}', which is not a workflow under 'workflows'"
-                ));
+                self.left_out(
+                    format!("it runs '{child}', which is not a workflow under 'workflows'"),
+                    problems,
+                );
             } else if parallel[..i].contains(child) {
-                problems.push(format!(
-                    "it runs the workflow '{child}' twice; each child needs a workflow of its own"
-                ));
+                self.left_out(
+                    format!(
+                        "it runs the workflow '{child}' twice; each child needs a workflow \
+                         of its own"
+                    ),
+                    problems,
+                );
             }
         }
         if !parallel.is_empty() && retries > 0 {
@@ -267,13 +299,20 @@ impl Scope<'_> {
             let payload = spec.unwrap_or_default().payload;
             if let Some(model) = &payload {
                 match self.schemas.get(model) {
-                    None => problems.push(format!(
-                        "event '{name}': the payload '{model}' is not a schema under 'schemas'"
-                    )),
-                    Some(schema) if !describes_an_object(schema) => problems.push(format!(
-                        "event '{name}': the payload '{model}' must be a schema of an object \
-                         (type: object)"
-                    )),
+                    None => self.left_out(
+                        format!(
+                            "event '{name}': the payload '{model}' is not a schema under \
+                             'schemas'"
+                        ),
+                        problems,
+                    ),
+                    Some(schema) if !describes_an_object(schema) => self.left_out(
+                        format!(
+                            "event '{name}': the payload '{model}' must be a schema of an \
+                             object (type: object)"
+                        ),
+                        problems,
+                    ),
                     Some(_) => {}
                 }
             }

@@ -68,12 +68,14 @@ pub fn compile_text(text: &str, source: &str) -> Result<Compiled, CompileError> 
     let raw = flow::parse(text, source).map_err(CompileError::Read)?;
     let workflow = raw.workflow.clone();
     let (declared, mut problems) = declare::declare(raw);
-    if problems.is_empty() {
-        problems = validate::validate(&declared);
-    }
-    if problems.is_empty() {
-        let children = validate::nested(&declared);
-        problems = python::problems(&declared, &children);
+    // A mistake in one state's settings (a bad duration, a wrong name) leaves the
+    // graph whole, so the graph's own mistakes are listed with it in one run.
+    if declared.complete {
+        problems.extend(validate::validate(&declared));
+        if validate::nests(&declared) {
+            let children = validate::nested(&declared);
+            problems.extend(python::problems(&declared, &children));
+        }
     }
     if !problems.is_empty() {
         return Err(CompileError::Invalid { workflow, problems });

@@ -68,6 +68,10 @@ fn words<'a>(what: &str, names: impl Iterator<Item = &'a str>) -> Vec<String> {
     let mut seen: Vec<(String, &str)> = Vec::new();
     let mut problems = Vec::new();
     for name in names {
+        // A name that is not a name at all was said so as it was declared.
+        if super::declare::name_problem(what, name).is_some() {
+            continue;
+        }
         let word = identifier(name);
         if !is_python_name(&word) {
             problems.push(format!(

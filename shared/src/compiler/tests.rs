@@ -122,6 +122,48 @@ fn all_problems_are_listed_under_one_header() {
     );
 }
 
+/// A bad duration is a mistake of one state's settings: the whole-graph checks
+/// still run, so an unreachable state and overlapping guards are listed with it
+/// (issue 12, item 10: before, only the duration was).
+#[test]
+fn a_bad_duration_an_unreachable_state_and_overlapping_guards_are_all_listed() {
+    let text = BASE
+        .replace("timeout: 1h", "timeout: 1 hour")
+        .replace(
+            "  paying: {retries: 2}",
+            "  paying: {retries: 2}\n  lost: {}",
+        )
+        .replace(
+            "  - {from: paying, to: END, on: paid}\n",
+            "  - {from: paying, to: END, on: paid, when: \"payload.amount > 1\"}\n  \
+             - {from: paying, to: filling, on: paid, when: \"payload.amount < 5\"}\n",
+        );
+    assert_eq!(
+        problems(&text),
+        vec![
+            "state 'filling': '1 hour' is not a duration; write e.g. '30s', '10m', '2h', '1d'",
+            "state 'lost' cannot be reached from START",
+            "'paid' from 'paying': the guards 'payload.amount > 1' and 'payload.amount < 5' \
+             can both be true, e.g. when payload.amount = 3.0; make them exclusive, or make \
+             one the fallback (otherwise: true)",
+        ]
+    );
+}
+
+/// A transition dropped for a wrong end is the one mistake said: the states only
+/// it reached are not also called unreachable.
+#[test]
+fn a_dropped_transition_does_not_make_its_target_unreachable_too() {
+    let text = BASE.replace("to: paying, on: checkout", "to: payng, on: checkout");
+    assert_eq!(
+        problems(&text),
+        vec![
+            "transition 2 (filling -> payng): 'payng' is not a state of workflow 'shop' \
+             (write START and END in capitals)"
+        ]
+    );
+}
+
 /// Each mistake, and the exact line that reports it.
 #[test]
 fn each_mistake_has_its_line() {

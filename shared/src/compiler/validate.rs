@@ -75,6 +75,11 @@ pub(crate) fn nested(declared: &Declared) -> Vec<&Flow> {
     found
 }
 
+/// Whether no workflow runs itself further down, so that [`nested`] ends.
+pub(crate) fn nests(declared: &Declared) -> bool {
+    nesting(declared).is_empty()
+}
+
 /// No workflow runs itself further down.
 fn nesting(declared: &Declared) -> Vec<String> {
     fn visit(declared: &Declared, current: &Flow, path: &mut Vec<String>, out: &mut Vec<String>) {

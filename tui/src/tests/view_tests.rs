@@ -163,12 +163,17 @@ fn the_start_form() {
 
 #[test]
 fn a_small_terminal_draws_without_panicking() {
-    for (columns, rows) in [(1, 1), (20, 5), (40, 12)] {
+    for (columns, rows) in [(1, 1), (2, 2), (20, 5), (40, 12), (60, 20)] {
         let mut model = full_model();
         model.size = (columns, rows);
         for key in ['?', 'w', 'f', 's'] {
             model.mode = crate::model::Mode::Normal;
             press(&mut model, KeyCode::Char(key));
+            screen(&model);
+        }
+        model.mode = crate::model::Mode::Normal;
+        for key in [KeyCode::Enter, KeyCode::PageUp, KeyCode::Home, KeyCode::End] {
+            press(&mut model, key);
             screen(&model);
         }
     }
@@ -197,4 +202,188 @@ fn a_parent_with_children_on_a_live_stream() {
     child.parent = Some("ORD-1".into());
     model.children = vec![child];
     snapshot("children_live", &model);
+}
+
+/// [`full_model`] on a terminal of `columns` by `rows`.
+fn sized(columns: u16, rows: u16) -> Model {
+    let mut model = full_model();
+    model.size = (columns, rows);
+    model
+}
+
+#[test]
+fn at_80_by_24_the_token_pane_says_what_it_leaves_out() {
+    let model = sized(80, 24);
+    let text = screen(&model);
+    assert!(text.contains("more rows: Enter shows all"), "{text}");
+    snapshot("small_80x24", &model);
+}
+
+#[test]
+fn at_80_by_24_enter_shows_every_fact_of_the_token() {
+    let mut model = sized(80, 24);
+    press(&mut model, KeyCode::Enter);
+    let text = screen(&model);
+    for fact in [
+        "task      4 review claimed, attempt 2, box-1, lease 1m35s",
+        "timer     timeout at 13:00:00 (in 1h00m)",
+        "held      submitted",
+        "#9  box-1 took task 4 (attempt 2)",
+    ] {
+        assert!(text.contains(fact), "no {fact:?} in\n{text}");
+    }
+    assert!(!text.contains("more rows"), "{text}");
+    snapshot("small_80x24_token", &model);
+}
+
+#[test]
+fn at_60_by_20_the_panes_stack_and_nothing_vanishes_silently() {
+    let model = sized(60, 20);
+    let text = screen(&model);
+    // The table, the token, its history and the supervisors each have a pane.
+    for title in [
+        "Tokens: 3 shown",
+        "Token",
+        "History of ORD-1",
+        "Supervisors: 2",
+    ] {
+        assert!(text.contains(title), "no {title:?} in\n{text}");
+    }
+    assert!(text.contains("more rows: Enter shows all"), "{text}");
+    snapshot("small_60x20", &model);
+    let mut zoomed = model.clone();
+    press(&mut zoomed, KeyCode::Enter);
+    let text = screen(&zoomed);
+    for fact in ["lease 1m35s", "timeout at 13:00:00", "held      submitted"] {
+        assert!(text.contains(fact), "no {fact:?} in\n{text}");
+    }
+    snapshot("small_60x20_token", &zoomed);
+}
+
+#[test]
+fn the_supervisors_pane_grows_with_its_supervisors_and_counts_those_cut() {
+    let mut model = sized(100, 30);
+    let Supervisors::Seen(list) = &mut model.supervisors else {
+        panic!("two supervisors");
+    };
+    let template = list[0].clone();
+    for n in 2..9 {
+        let mut more = template.clone();
+        more.name = format!("box-{n}");
+        more.last_seen = at(-300 - n);
+        list.push(more);
+    }
+    let text = screen(&model);
+    assert!(text.contains("Supervisors: 9, 8 stale, 3 shown"), "{text}");
+    assert_eq!(text.matches("stale│").count(), 2, "{text}");
+}
+
+#[test]
+fn read_only_says_so_in_the_header_and_the_help() {
+    let mut model = sized(80, 24);
+    model.read_only = true;
+    snapshot("read_only", &model);
+    press(&mut model, KeyCode::Char('?'));
+    let text = screen(&model);
+    assert!(text.contains("read-only: p r c f s are off"), "{text}");
+}
+
+#[test]
+fn read_only_shows_at_60_columns_too() {
+    let mut model = sized(60, 20);
+    model.read_only = true;
+    model.url = "unix:///run/user/1000/stateous.sock".into();
+    let text = screen(&model);
+    let title = text.lines().next().unwrap_or_default();
+    assert!(title.contains("read-only"), "{title}");
+}
+
+/// The cells of a drawn screen.
+fn cells(model: &Model) -> ratatui::buffer::Buffer {
+    let mut terminal =
+        Terminal::new(TestBackend::new(model.size.0, model.size.1)).expect("a test terminal");
+    terminal
+        .draw(|frame| view(model, frame))
+        .expect("drawing on a test backend");
+    terminal.backend().buffer().clone()
+}
+
+#[test]
+fn without_colour_the_selected_row_is_in_reverse_video_and_nothing_has_a_colour() {
+    use ratatui::style::{Color, Modifier};
+    let mut model = sized(80, 24);
+    model.color = false;
+    model.status = Some(Status {
+        text: "refused (409 token_not_active): token 'ORD-1' is active".into(),
+        error: true,
+    });
+    press(&mut model, KeyCode::Char('j'));
+    let buffer = cells(&model);
+    for cell in buffer.content() {
+        assert_eq!((cell.fg, cell.bg), (Color::Reset, Color::Reset), "{cell:?}");
+    }
+    // The selected row (ORD-2, the table's second) from border to border.
+    let y = 4;
+    let row: String = (1..39).map(|x| buffer[(x, y)].symbol()).collect();
+    assert!(row.starts_with("ORD-2"), "{row}");
+    for x in 1..39 {
+        assert!(
+            buffer[(x, y)].modifier.contains(Modifier::REVERSED),
+            "column {x} of {row:?}"
+        );
+    }
+    for x in 1..39 {
+        assert!(!buffer[(x, y + 1)].modifier.contains(Modifier::REVERSED));
+    }
+    snapshot("no_color", &model);
+}
+
+#[test]
+fn a_paused_tokens_timers_are_frozen_not_counting_down() {
+    let mut model = full_model();
+    if let Some(detail) = model.detail.as_mut() {
+        detail.token.status = "paused".into();
+    }
+    if let Some(token) = model.tokens.iter_mut().find(|t| t.token == "ORD-1") {
+        token.status = "paused".into();
+    }
+    model.history.push(HistoryEntry {
+        seq: 10,
+        at: at(-600),
+        kind: "paused".into(),
+        data: serde_json::Map::new(),
+    });
+    let text = screen(&model);
+    // Paused ten minutes ago, with the timer an hour off: 1h10m were left then.
+    assert!(
+        text.contains("timer     timeout frozen with 1h10m left"),
+        "{text}"
+    );
+    let later = {
+        let mut later = model.clone();
+        update(
+            &mut later,
+            Msg::Tick(now() + chrono::Duration::seconds(120)),
+        );
+        screen(&later)
+    };
+    assert!(later.contains("timeout frozen with 1h10m left"), "{later}");
+    assert!(!text.contains("(in 1h00m)"), "{text}");
+}
+
+#[test]
+fn history_times_show_their_date_when_not_today_and_z_switches_to_utc() {
+    let mut model = full_model();
+    model.zone = Some(chrono::FixedOffset::east_opt(2 * 3600).expect("UTC+2"));
+    model.history[0].at = at(-2 * 86_400);
+    let text = screen(&model);
+    assert!(text.contains("2026-11-28 14:00:00  #1  started"), "{text}");
+    assert!(text.contains("││13:59:40  #9  box-1 took task 4"), "{text}");
+    assert!(text.contains("local time"), "{text}");
+    press(&mut model, KeyCode::Char('z'));
+    let text = screen(&model);
+    assert!(text.contains("2026-11-28 12:00:00  #1  started"), "{text}");
+    assert!(text.contains("11:59:40  #9  box-1 took task 4"), "{text}");
+    assert!(text.contains("entered   11:58:55"), "{text}");
+    assert!(text.contains(" UTC "), "{text}");
 }

@@ -2,13 +2,16 @@
 //! (no clock, no I/O), so a snapshot of it on a test backend is exact.
 //!
 //! The screen, top to bottom: a title line; the tokens table beside the selected
-//! token's detail and history; the supervisors pane; the status line. Popups (help,
-//! graph, the fire and start forms) are drawn over it.
+//! token's detail and history (stacked under it below [`WIDE`] columns; Enter
+//! gives the token the whole main area); the supervisors pane, as tall as its
+//! supervisors; the status line. Popups (help, graph, the fire and start forms)
+//! are drawn over it. A pane whose text does not fit says how much is left out.
 
 mod format;
 mod graph;
 mod panes;
 mod popups;
+mod wrap;
 
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
@@ -16,17 +19,24 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
-use crate::model::{Connection, Mode, Model, StreamState};
+use crate::model::{Connection, Mode, Model, StreamState, Supervisors};
 
 pub use format::{age, clock, history_line};
 pub use graph::graph_lines;
+pub use panes::{detail_rows, history_rows};
+pub use wrap::wrap;
 
-/// The rows of the supervisors pane, borders and header included.
-const SUPERVISOR_ROWS: u16 = 6;
+/// From this many columns on, the token's panes sit beside the table; below,
+/// they are stacked under it, so that each keeps the whole width.
+pub const WIDE: u16 = 80;
+
+/// The fewest rows of the supervisors pane: borders and one line.
+const SUPERVISORS_LEAST: u16 = 3;
 
 /// The parts of the screen at `area`.
 struct Areas {
     title: Rect,
+    /// Empty while the token has the main area (Enter).
     tokens: Rect,
     detail: Rect,
     history: Rect,
@@ -34,18 +44,37 @@ struct Areas {
     status: Rect,
 }
 
-fn areas(area: Rect) -> Areas {
+fn areas(model: &Model, area: Rect, zoom: bool) -> Areas {
     let [title, main, supervisors, status] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Min(3),
-        Constraint::Length(SUPERVISOR_ROWS),
+        Constraint::Length(supervisor_rows(model, area.height)),
         Constraint::Length(1),
     ])
     .areas(area);
-    let [tokens, right] =
-        Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(main);
-    let [detail, history] =
-        Layout::vertical([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(right);
+    let (tokens, detail, history) = if zoom {
+        // The detail as tall as its text, leaving the history three rows or more.
+        let text = detail_rows(model, usize::from(main.width.saturating_sub(2))).len();
+        let wanted = u16::try_from(text).unwrap_or(u16::MAX).saturating_add(2);
+        let [detail, history] =
+            Layout::vertical([Constraint::Max(wanted), Constraint::Min(3)]).areas(main);
+        (Rect::default(), detail, history)
+    } else if area.width >= WIDE {
+        let [tokens, right] =
+            Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)])
+                .areas(main);
+        let [detail, history] =
+            Layout::vertical([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(right);
+        (tokens, detail, history)
+    } else {
+        let [tokens, detail, history] = Layout::vertical([
+            Constraint::Percentage(40),
+            Constraint::Percentage(35),
+            Constraint::Percentage(25),
+        ])
+        .areas(main);
+        (tokens, detail, history)
+    };
     Areas {
         title,
         tokens,
@@ -56,25 +85,66 @@ fn areas(area: Rect) -> Areas {
     }
 }
 
-/// How many token rows the table shows on a terminal of `size` (columns, rows):
-/// `update` asks the daemon for only as many as fit, plus a page.
-pub fn table_rows(size: (u16, u16)) -> usize {
-    let area = areas(Rect::new(0, 0, size.0, size.1));
+/// The supervisors pane grows with the supervisors (a row each, under borders
+/// and a header), up to about a quarter of the screen, less on a short one; the
+/// rest are counted in its title.
+fn supervisor_rows(model: &Model, height: u16) -> u16 {
+    let wanted = match &model.supervisors {
+        Supervisors::Seen(list) if !list.is_empty() => u16::try_from(list.len())
+            .unwrap_or(u16::MAX)
+            .saturating_add(3),
+        _ => SUPERVISORS_LEAST,
+    };
+    wanted.min((height.saturating_sub(4) / 4).max(SUPERVISORS_LEAST))
+}
+
+/// How many token rows the table shows for `model`'s terminal size (as when the
+/// token does not have the main area): `update` asks the daemon for only as many
+/// as fit, plus a page.
+pub fn table_rows(model: &Model) -> usize {
+    let area = areas(model, screen(model), false);
     // Less the two borders and the header.
     usize::from(area.tokens.height.saturating_sub(3))
 }
 
+/// How many rows of text the history pane shows now: a page for PgUp and PgDn.
+pub fn history_page(model: &Model) -> usize {
+    let area = areas(model, screen(model), model.zoom);
+    usize::from(area.history.height.saturating_sub(2))
+}
+
+/// The width of the history pane's text now, for [`history_rows`].
+pub fn history_width(model: &Model) -> usize {
+    let area = areas(model, screen(model), model.zoom);
+    usize::from(area.history.width.saturating_sub(2))
+}
+
+fn screen(model: &Model) -> Rect {
+    Rect::new(0, 0, model.size.0, model.size.1)
+}
+
+/// A style with `color` as its foreground, or none under `NO_COLOR`.
+pub fn fg(model: &Model, color: Color) -> Style {
+    if model.color {
+        Style::default().fg(color)
+    } else {
+        Style::default()
+    }
+}
+
 /// Draw `model` on `frame`.
 pub fn view(model: &Model, frame: &mut Frame) {
-    let area = areas(frame.area());
+    let area = areas(model, frame.area(), model.zoom);
     frame.render_widget(title(model), area.title);
-    panes::tokens(model, frame, area.tokens);
+    if !model.zoom {
+        panes::tokens(model, frame, area.tokens);
+    }
     panes::detail(model, frame, area.detail);
     panes::history(model, frame, area.history);
     panes::supervisors(model, frame, area.supervisors);
     frame.render_widget(status(model), area.status);
     match &model.mode {
-        Mode::Help => popups::help(frame),
+        Mode::Help => popups::help(model, frame),
         Mode::Graph => popups::graph(model, frame),
         Mode::Pick { token, events, at } => popups::pick(frame, token, events, *at),
         Mode::Fire(form) => popups::fire(model, frame, form),
@@ -83,6 +153,8 @@ pub fn view(model: &Model, frame: &mut Frame) {
     }
 }
 
+/// The title line: what is served, whether it answers, and the modes that change
+/// what keys do or how times read; the URL last, since it is the longest.
 fn title(model: &Model) -> Paragraph<'static> {
     let workflow = model
         .graph
@@ -98,13 +170,22 @@ fn title(model: &Model) -> Paragraph<'static> {
         StreamState::Live => ", live",
         StreamState::Off | StreamState::Unsupported => ", polling",
     };
-    Paragraph::new(Line::from(vec![
+    let mut spans = vec![
         Span::styled(" stateous ", bold),
-        Span::raw(format!(" workflow {workflow}  {}  ", model.url)),
-        Span::styled(mark, Style::default().fg(color)),
+        Span::raw(format!(" workflow {workflow}  ")),
+        Span::styled(mark, fg(model, color)),
         Span::raw(stream),
-        Span::raw("   ? keys  q quit"),
-    ]))
+    ];
+    if model.read_only {
+        spans.push(Span::raw("  "));
+        spans.push(Span::styled(
+            " read-only ",
+            Style::default().add_modifier(Modifier::REVERSED | Modifier::BOLD),
+        ));
+    }
+    let zone = if model.utc { "UTC" } else { "local time" };
+    spans.push(Span::raw(format!("  {zone}  ? keys  {}", model.url)));
+    Paragraph::new(Line::from(spans))
 }
 
 fn status(model: &Model) -> Paragraph<'static> {
@@ -116,11 +197,11 @@ fn status(model: &Model) -> Paragraph<'static> {
     }
     if let Connection::Lost(why) = &model.connection {
         let line = format!("cannot reach {}: {why}; trying again", model.url);
-        return Paragraph::new(line).style(Style::default().fg(Color::Red));
+        return Paragraph::new(line).style(fg(model, Color::Red));
     }
     match &model.status {
         Some(status) if status.error => {
-            Paragraph::new(status.text.clone()).style(Style::default().fg(Color::Red))
+            Paragraph::new(status.text.clone()).style(fg(model, Color::Red))
         }
         Some(status) => Paragraph::new(status.text.clone()),
         None => Paragraph::new(""),

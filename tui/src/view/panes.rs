@@ -1,15 +1,21 @@
 //! The four panes of the main screen: tokens, detail, history, supervisors.
+//! The detail and the history are cut into rows of the pane's width here
+//! (`wrap`), so each knows what it leaves out and says so.
 
 use ratatui::layout::{Constraint, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::Line;
-use ratatui::widgets::{Block, Borders, Paragraph, Row, Table, Wrap};
+use ratatui::widgets::{Block, Borders, Paragraph, Row, Table};
 use ratatui::Frame;
 use stateous_shared::history::{named, short, token_line};
 use stateous_shared::live::TokenDetail;
 
 use super::format::{age, clock, history_line, seconds_until, span};
+use super::{fg, wrap::wrap};
 use crate::model::{Model, Supervisors};
+
+/// The width of the labels of the detail (`task      `): wrapped rows start there.
+const LABEL: usize = 10;
 
 /// A supervisor not heard from for this long is marked stale: the default lease
 /// (2 minutes), after which its tasks go to others anyway.
@@ -35,6 +41,7 @@ pub fn tokens(model: &Model, frame: &mut Frame, area: Rect) {
         .skip(model.scroll)
         .take(rows_fit)
         .map(|(at, token)| {
+            // Reverse video marks the selection, so it shows without colour too.
             let style = if at == model.cursor {
                 Style::default().add_modifier(Modifier::REVERSED)
             } else {
@@ -51,7 +58,7 @@ pub fn tokens(model: &Model, frame: &mut Frame, area: Rect) {
                 token.status.clone(),
                 age(model, &token.entered_at),
             ])
-            .style(style.fg(status_color(&token.status)))
+            .style(fg(model, status_color(&token.status)).patch(style))
         });
     let status = model.status_filter.unwrap_or("all");
     let text = if model.text_filter.is_empty() {
@@ -59,7 +66,13 @@ pub fn tokens(model: &Model, frame: &mut Frame, area: Rect) {
     } else {
         format!(", text '{}'", model.text_filter)
     };
-    let title = format!(" Tokens: {} shown (status {status}{text}) ", shown.len());
+    let mut title = format!(" Tokens: {} shown (status {status}{text})", shown.len());
+    // Rows scrolled out of the table are counted, so none goes unseen.
+    let last = (model.scroll + rows_fit).min(shown.len());
+    if model.scroll > 0 || last < shown.len() {
+        title.push_str(&format!(", rows {}-{last}", model.scroll + 1));
+    }
+    title.push(' ');
     let widths = [
         Constraint::Fill(3),
         Constraint::Fill(2),
@@ -75,18 +88,48 @@ pub fn tokens(model: &Model, frame: &mut Frame, area: Rect) {
 }
 
 /// The selected token's detail: its line, context, tasks, timers, held events and
-/// children.
+/// children. Rows that do not fit are counted in the last row, which names the
+/// key that shows them.
 pub fn detail(model: &Model, frame: &mut Frame, area: Rect) {
-    let block = Block::default().borders(Borders::ALL).title(" Token ");
+    let title = if model.zoom {
+        " Token (Esc: back to the table) "
+    } else {
+        " Token "
+    };
+    let block = Block::default().borders(Borders::ALL).title(title);
+    let fit = usize::from(area.height.saturating_sub(2));
+    let mut rows = detail_rows(model, usize::from(area.width.saturating_sub(2)));
+    if rows.len() > fit && fit > 0 {
+        let left = rows.len() - (fit - 1);
+        rows.truncate(fit - 1);
+        let more = if model.zoom {
+            format!("… {left} more rows than the terminal has")
+        } else {
+            format!("… {left} more rows: Enter shows all")
+        };
+        rows.push(Line::styled(
+            more,
+            Style::default().add_modifier(Modifier::REVERSED),
+        ));
+    }
+    frame.render_widget(Paragraph::new(rows).block(block), area);
+}
+
+/// The detail pane's text as rows of `width` columns.
+pub fn detail_rows(model: &Model, width: usize) -> Vec<Line<'static>> {
     let lines = match (&model.detail, model.selected()) {
         (Some(detail), Some(id)) if detail.token.token == id => detail_lines(model, detail),
         (_, Some(id)) => vec![Line::from(format!("reading {id}..."))],
         (_, None) => vec![Line::from("no token is selected")],
     };
-    let text = Paragraph::new(lines)
-        .block(block)
-        .wrap(Wrap { trim: false });
-    frame.render_widget(text, area);
+    let mut rows = Vec::new();
+    for line in lines {
+        let text: String = line.spans.iter().map(|s| s.content.as_ref()).collect();
+        for row in wrap(&text, width, LABEL) {
+            rows.push(Line::styled(row, line.style));
+        }
+    }
+    rows
 }
 
 fn detail_lines(model: &Model, detail: &TokenDetail) -> Vec<Line<'static>> {
@@ -138,13 +181,24 @@ fn work_lines(model: &Model, detail: &TokenDetail) -> Vec<Line<'static>> {
             task.task, task.state, task.status, task.attempt
         )));
     }
+    let paused = detail.token.status == "paused";
     for timer in &detail.timers {
-        let left = seconds_until(model.now, &timer.due_at).map_or("?".into(), span);
-        lines.push(Line::from(format!(
-            "timer     {} at {} (in {left})",
-            timer.event,
-            clock(model, &timer.due_at)
-        )));
+        let line = if paused {
+            // A paused token's timers stand still; resume gives them the paused
+            // time back, so their due time is not yet known.
+            let left = paused_at(model, &detail.token.token)
+                .and_then(|at| seconds_until(at, &timer.due_at))
+                .map_or(String::new(), |left| format!(" with {} left", span(left)));
+            format!("timer     {} frozen{left} (paused)", timer.event)
+        } else {
+            let left = seconds_until(model.now, &timer.due_at).map_or("?".into(), span);
+            format!(
+                "timer     {} at {} (in {left})",
+                timer.event,
+                clock(model, &timer.due_at)
+            )
+        };
+        lines.push(Line::from(line));
     }
     for held in &detail.held {
         let payload = held.payload.as_ref().map_or(String::new(), |p| {
@@ -160,33 +214,61 @@ fn work_lines(model: &Model, detail: &TokenDetail) -> Vec<Line<'static>> {
     lines
 }
 
-/// The selected token's history, its newest lines at the bottom.
+/// When `token` was last paused, from its history when it is the one shown.
+fn paused_at(model: &Model, token: &str) -> Option<chrono::DateTime<chrono::Utc>> {
+    if model.history_of.as_deref() != Some(token) {
+        return None;
+    }
+    let entry = model.history.iter().rev().find(|e| e.kind == "paused")?;
+    let at = chrono::DateTime::parse_from_rfc3339(&entry.at).ok()?;
+    Some(at.with_timezone(&chrono::Utc))
+}
+
+/// The selected token's history as rows of `width` columns, oldest first; empty
+/// while the history shown is not the selected token's.
+pub fn history_rows(model: &Model, width: usize) -> Vec<String> {
+    let selected = model.selected();
+    if selected.is_none() || model.history_of != selected {
+        return Vec::new();
+    }
+    model
+        .history
+        .iter()
+        .flat_map(|entry| wrap(&history_line(model, entry), width, LABEL))
+        .collect()
+}
+
+/// The selected token's history. It follows the end (the newest rows at the
+/// bottom) until PgUp or Home moves it; the title says where it is then.
 pub fn history(model: &Model, frame: &mut Frame, area: Rect) {
     let selected = model.selected();
     let ours = selected.is_some() && model.history_of == selected;
+    let fit = usize::from(area.height.saturating_sub(2));
+    let rows = history_rows(model, usize::from(area.width.saturating_sub(2)));
+    let last_top = rows.len().saturating_sub(fit);
+    let top = model.history_top.map_or(last_top, |top| top.min(last_top));
     let title = match (&selected, ours) {
+        (Some(id), true) if top < last_top => format!(
+            " History of {id}: {} entries, {} rows below (End) ",
+            model.history.len(),
+            last_top - top
+        ),
         (Some(id), true) => format!(" History of {id}: {} entries ", model.history.len()),
         _ => " History ".to_string(),
     };
-    let fit = usize::from(area.height.saturating_sub(2));
-    let lines: Vec<Line> = if ours {
-        let skip = model.history.len().saturating_sub(fit);
-        model.history[skip..]
-            .iter()
-            .map(|entry| Line::from(history_line(model, entry)))
-            .collect()
-    } else {
-        Vec::new()
-    };
+    let lines: Vec<Line> = rows
+        .into_iter()
+        .skip(top)
+        .take(fit)
+        .map(Line::from)
+        .collect();
     let block = Block::default().borders(Borders::ALL).title(title);
     frame.render_widget(Paragraph::new(lines).block(block), area);
 }
 
-/// The supervisors pane: running tasks, outbox depth, last seen; stale ones marked.
+/// The supervisors pane: running tasks, outbox depth, last seen; stale ones
+/// marked. Those that do not fit are counted in the title.
 pub fn supervisors(model: &Model, frame: &mut Frame, area: Rect) {
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .title(" Supervisors ");
     let list = match &model.supervisors {
         Supervisors::Seen(list) if !list.is_empty() => list,
         other => {
@@ -195,18 +277,32 @@ pub fn supervisors(model: &Model, frame: &mut Frame, area: Rect) {
                 Supervisors::Seen(_) => "no supervisor has claimed yet",
                 Supervisors::Unknown => "reading...",
             };
+            let block = Block::default()
+                .borders(Borders::ALL)
+                .title(" Supervisors ");
             frame.render_widget(Paragraph::new(line).block(block), area);
             return;
         }
     };
+    let since = |last_seen: &str| seconds_until(model.now, last_seen).map(|left| -left);
+    let is_stale = |last_seen: &str| since(last_seen).is_some_and(|s| s > STALE_SECONDS);
+    let stale = list.iter().filter(|s| is_stale(&s.last_seen)).count();
+    let fit = usize::from(area.height.saturating_sub(3));
+    let mut title = format!(" Supervisors: {}", list.len());
+    if stale > 0 {
+        title.push_str(&format!(", {stale} stale"));
+    }
+    if fit < list.len() {
+        title.push_str(&format!(", {fit} shown"));
+    }
+    title.push(' ');
     let rows = list.iter().map(|s| {
-        let since = seconds_until(model.now, &s.last_seen).map(|left| -left);
-        let stale = since.is_some_and(|since| since > STALE_SECONDS);
-        let seen = since.map_or("?".to_string(), span);
+        let stale = is_stale(&s.last_seen);
+        let seen = since(&s.last_seen).map_or("?".to_string(), span);
         let mark = if stale { "stale" } else { "" };
         let outbox = s.outbox.map_or("?".to_string(), |d| d.to_string());
         let style = if stale {
-            Style::default().fg(Color::Red)
+            fg(model, Color::Red)
         } else {
             Style::default()
         };
@@ -230,5 +326,6 @@ pub fn supervisors(model: &Model, frame: &mut Frame, area: Rect) {
     ];
     let header = Row::new(vec!["name", "states", "running", "outbox", "last seen", ""])
         .style(Style::default().add_modifier(Modifier::BOLD));
+    let block = Block::default().borders(Borders::ALL).title(title);
     frame.render_widget(Table::new(rows, widths).header(header).block(block), area);
 }

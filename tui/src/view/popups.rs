@@ -7,14 +7,18 @@ use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 use ratatui::Frame;
 
+use super::fg;
 use super::graph::graph_lines;
 use crate::forms::{payload_check, start_check};
 use crate::input::LineEdit;
 use crate::model::{FireForm, Model, StartForm};
 
 /// The keys, as `?` shows them.
-pub const HELP: [&str; 15] = [
-    "↑ ↓  j k      move; PgUp PgDn, g G: page, top, bottom",
+pub const HELP: [&str; 19] = [
+    "↑ ↓  j k      move; J K: a page; g G: top, bottom",
+    "Enter         the selected token on the whole screen (Esc back)",
+    "PgUp PgDn     scroll its history; Home: the first entry,",
+    "Home End      End: the last, and follow new entries",
     "/             filter: text of id, state, context; status:NAME",
     "              Enter applies, Esc clears; t: the next status",
     "p             pause the selected token",
@@ -23,6 +27,7 @@ pub const HELP: [&str; 15] = [
     "f             fire an event: pick it, type its payload,",
     "              Tab to the idempotency key, Enter sends",
     "s             start a token: its id, Tab, its context",
+    "z             times in UTC or in local time",
     "w             the workflow graph",
     "?             these keys",
     "Esc           clear the status line; close a form",
@@ -30,6 +35,9 @@ pub const HELP: [&str; 15] = [
     "",
     "any key closes this",
 ];
+
+/// The first line of the help when no key may change a token.
+const READ_ONLY: &str = "read-only: p r c f s are off (--read-only, STATEOUS_READ_ONLY)";
 
 /// A box of `width` by `height` in the middle of `area` (cut to fit).
 fn centered(area: Rect, width: u16, height: u16) -> Rect {
@@ -56,9 +64,13 @@ fn popup(frame: &mut Frame, lines: Vec<Line<'static>>, title: String, width: u16
 }
 
 /// `?`.
-pub fn help(frame: &mut Frame) {
-    let lines = HELP.iter().map(|line| Line::from(*line)).collect();
-    popup(frame, lines, " Keys ".into(), 64);
+pub fn help(model: &Model, frame: &mut Frame) {
+    let mut lines: Vec<Line> = HELP.iter().map(|line| Line::from(*line)).collect();
+    if model.read_only {
+        let style = Style::default().add_modifier(Modifier::REVERSED);
+        lines.insert(0, Line::styled(READ_ONLY, style));
+    }
+    popup(frame, lines, " Keys ".into(), 68);
 }
 
 /// `w`: the workflow graph, the selected token's state marked.
@@ -122,11 +134,12 @@ fn field(label: &str, edit: &LineEdit, focused: bool) -> Line<'static> {
     Line::styled(text, style)
 }
 
-/// A check line: green when the form can be sent, red with the first problem.
-fn check(result: Result<String, String>) -> Line<'static> {
+/// A check line: green when the form can be sent, red with the first problem
+/// (its ✓ or ✗ says the same without colour).
+fn check(model: &Model, result: Result<String, String>) -> Line<'static> {
     match result {
-        Ok(line) => Line::styled(line, Style::default().fg(Color::Green)),
-        Err(problem) => Line::styled(format!("✗ {problem}"), Style::default().fg(Color::Red)),
+        Ok(line) => Line::styled(line, fg(model, Color::Green)),
+        Err(problem) => Line::styled(format!("✗ {problem}"), fg(model, Color::Red)),
     }
 }
 
@@ -144,7 +157,10 @@ pub fn fire(model: &Model, frame: &mut Frame, form: &FireForm) {
         Line::from(schema),
         field("payload  ", &form.payload, !form.on_key),
         field("key      ", &form.key, form.on_key),
-        check(payload_check(model, form).map(|_| "✓ the payload fits".to_string())),
+        check(
+            model,
+            payload_check(model, form).map(|_| "✓ the payload fits".to_string()),
+        ),
         Line::from(""),
         Line::from("Tab switches field, Enter sends, Esc gives up"),
     ];
@@ -157,7 +173,10 @@ pub fn start(model: &Model, frame: &mut Frame, form: &StartForm) {
     let lines = vec![
         field("token    ", &form.id, !form.on_context),
         field("context  ", &form.context, form.on_context),
-        check(start_check(model, form).map(|(id, _)| format!("✓ ready to start {id}"))),
+        check(
+            model,
+            start_check(model, form).map(|(id, _)| format!("✓ ready to start {id}")),
+        ),
         Line::from(""),
         Line::from("Tab switches field, Enter starts, Esc gives up"),
     ];

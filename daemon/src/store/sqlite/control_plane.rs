@@ -8,7 +8,7 @@ use crate::store::{ControlPlane, ControlPlaneRow, StoreResult};
 impl ControlPlane for SqliteTx<'_> {
     fn control_plane(&self) -> StoreResult<ControlPlaneRow> {
         let mut statement = self.conn.prepare_cached(
-            "SELECT structure, checksum, serving, since FROM control_plane WHERE id = 1",
+            "SELECT structure, checksum, serving, since, epoch FROM control_plane WHERE id = 1",
         )?;
         let row = statement
             .query_row([], |row| {
@@ -17,6 +17,7 @@ impl ControlPlane for SqliteTx<'_> {
                     checksum: row.get(1)?,
                     serving: row.get(2)?,
                     since: row.get(3)?,
+                    epoch: row.get(4)?,
                 })
             })
             .optional()?;
@@ -39,5 +40,13 @@ impl ControlPlane for SqliteTx<'_> {
         )?;
         statement.execute(params![serving, since])?;
         Ok(())
+    }
+
+    fn next_epoch(&self) -> StoreResult<i64> {
+        let mut statement = self
+            .conn
+            .prepare_cached("UPDATE control_plane SET epoch = epoch + 1 WHERE id = 1")?;
+        statement.execute([])?;
+        Ok(self.control_plane()?.epoch)
     }
 }

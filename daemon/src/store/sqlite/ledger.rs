@@ -45,36 +45,46 @@ impl Ledger for SqliteTx<'_> {
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             )?
             .execute(params![token, seq, self.now, kind, key, to_text(data)])?;
-        let id = self.conn.last_insert_rowid();
-        // Its number in the feed of `GET /watch` (migration 0003: no trigger).
-        self.conn
-            .prepare_cached("INSERT INTO ledger_feed (token, seq) VALUES (?1, ?2)")?
-            .execute(params![token, seq])?;
-        self.appended.borrow_mut().push(LedgerRow {
-            id,
-            token: token.to_string(),
-            seq,
-            at: self.now,
-            kind: kind.to_string(),
-            key: key.map(str::to_string),
-            data: data.clone(),
-        });
+        self.last_id.set(self.conn.last_insert_rowid());
         Ok(seq)
     }
 
     fn entries_since(
         &self,
         after: i64,
+        upto: i64,
         token: Option<&str>,
         limit: i64,
     ) -> StoreResult<Vec<LedgerRow>> {
-        let sql = format!(
-            "SELECT {COLUMNS} FROM ledger WHERE id > ?1 AND (?2 IS NULL OR token = ?2)
-             ORDER BY id LIMIT ?3"
-        );
-        let mut statement = self.conn.prepare_cached(&sql)?;
-        let rows = statement.query_map(params![after, token, limit], read)?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        // Two statements, so that each walks its own index: the primary key for all
+        // tokens, `(token, seq)` for one (a token's ids grow with its seq).
+        let rows = match token {
+            None => {
+                let sql = format!(
+                    "SELECT {COLUMNS} FROM ledger WHERE id > ?1 AND id <= ?2 ORDER BY id LIMIT ?3"
+                );
+                let mut statement = self.conn.prepare_cached(&sql)?;
+                let rows = statement.query_map(params![after, upto, limit], read)?;
+                rows.collect::<Result<_, _>>()?
+            }
+            Some(token) => {
+                let sql = format!(
+                    "SELECT {COLUMNS} FROM ledger WHERE token = ?4 AND id > ?1 AND id <= ?2
+                     ORDER BY seq LIMIT ?3"
+                );
+                let mut statement = self.conn.prepare_cached(&sql)?;
+                let rows = statement.query_map(params![after, upto, limit, token], read)?;
+                rows.collect::<Result<_, _>>()?
+            }
+        };
+        Ok(rows)
+    }
+
+    fn last_entry_id(&self) -> StoreResult<i64> {
+        let mut statement = self
+            .conn
+            .prepare_cached("SELECT coalesce(max(id), 0) FROM ledger")?;
+        Ok(statement.query_row([], |row| row.get(0))?)
     }
 
     fn entries(&self, token: &str) -> StoreResult<Vec<LedgerRow>> {

@@ -1,33 +1,41 @@
 //! The SQLite backend: one `SqliteTx` over a connection, implementing every table
-//! trait of the store. All SQL for a table sits in that table's module.
+//! trait of the store; the one writer thread (`writer.rs`), the read connections
+//! (`reader.rs`), the schema (`schema.rs`), the hold on the file (`hold.rs`) and the
+//! backend as `Control` sees it (`store.rs`). All SQL for a table sits in that
+//! table's module.
 
 mod claims;
 mod control_plane;
-mod feed;
+mod counts;
+pub mod hold;
 mod ledger;
 mod memory;
+pub mod reader;
+pub mod schema;
+pub mod store;
 mod tasks;
 mod timers;
 mod tokens;
+pub mod writer;
 
-use std::cell::RefCell;
+use std::cell::Cell;
 use std::path::Path;
 use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
-use serde_json::Value;
-use stateous_shared::wire::Object;
 
-pub use feed::FeedRow;
+pub use store::SqliteStore;
 
-use super::{LedgerRow, StoreError, StoreResult, Tx};
+pub(crate) use crate::store::json::{object, optional_object, to_text};
+
+use super::{Closed, StoreError, StoreResult, Tx};
 
 /// A transaction (or a savepoint inside one) on a SQLite connection, at `now`.
 pub struct SqliteTx<'c> {
     conn: &'c Connection,
     now: i64,
-    /// The ledger rows this transaction appended, to publish after the commit.
-    appended: RefCell<Vec<LedgerRow>>,
+    /// The highest ledger id this transaction appended; 0 for none.
+    last_id: Cell<i64>,
 }
 
 impl<'c> SqliteTx<'c> {
@@ -36,13 +44,13 @@ impl<'c> SqliteTx<'c> {
         SqliteTx {
             conn,
             now,
-            appended: RefCell::new(Vec::new()),
+            last_id: Cell::new(0),
         }
     }
 
-    /// The ledger rows appended so far, taken out.
-    pub fn take_appended(&self) -> Vec<LedgerRow> {
-        std::mem::take(&mut *self.appended.borrow_mut())
+    /// The highest ledger id appended so far; 0 for none.
+    pub fn last_id(&self) -> i64 {
+        self.last_id.get()
     }
 }
 
@@ -50,6 +58,11 @@ impl Tx for SqliteTx<'_> {
     fn now(&self) -> i64 {
         self.now
     }
+}
+
+/// A closed set's text as it is kept, or `Corrupt`.
+pub(crate) fn closed<T: Closed>(text: String) -> rusqlite::Result<T> {
+    T::parse(&text).ok_or_else(|| corrupt(StoreError::Corrupt(format!("the status {text:?}"))))
 }
 
 /// The writer connection's page cache, in KiB (a negative `cache_size`).
@@ -98,35 +111,36 @@ pub fn open(path: &Path, busy_timeout: Duration, read_only: bool) -> StoreResult
     Ok(conn)
 }
 
-/// An object as stored JSON text.
-pub(crate) fn to_text(value: &Object) -> String {
-    serde_json::to_string(value).unwrap_or_else(|_| "{}".to_string())
-}
-
-/// Stored JSON text as an object.
-pub(crate) fn object(text: &str) -> Result<Object, StoreError> {
-    match serde_json::from_str::<Value>(text) {
-        Ok(Value::Object(map)) => Ok(map),
-        Ok(other) => Err(StoreError::Corrupt(format!("not an object: {other}"))),
-        Err(error) => Err(StoreError::Corrupt(error.to_string())),
-    }
-}
-
-/// Stored JSON text, or NULL, as an optional object.
-pub(crate) fn optional_object(text: Option<String>) -> Result<Option<Object>, StoreError> {
-    match text {
-        None => Ok(None),
-        Some(text) => match serde_json::from_str::<Value>(&text) {
-            Ok(Value::Null) => Ok(None),
-            Ok(Value::Object(map)) => Ok(Some(map)),
-            Ok(other) => Err(StoreError::Corrupt(format!("not an object: {other}"))),
-            Err(error) => Err(StoreError::Corrupt(error.to_string())),
-        },
-    }
-}
-
 /// Turn a JSON-parse failure inside a row mapper into a rusqlite error, so that a
 /// mapper can use `?`.
 pub(crate) fn corrupt(error: StoreError) -> rusqlite::Error {
     rusqlite::Error::ToSqlConversionFailure(Box::new(error))
+}
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(error: rusqlite::Error) -> StoreError {
+        use rusqlite::ErrorCode;
+        // The operational failures (the reference's `OperationalError`): the
+        // database cannot take the request now, and trying again may help.
+        match error.sqlite_error_code() {
+            Some(
+                ErrorCode::DatabaseBusy
+                | ErrorCode::DatabaseLocked
+                | ErrorCode::SystemIoFailure
+                | ErrorCode::DiskFull
+                | ErrorCode::CannotOpen
+                | ErrorCode::OutOfMemory,
+            ) => StoreError::Busy,
+            _ => match error {
+                // A stored value that a row mapper could not read back.
+                rusqlite::Error::ToSqlConversionFailure(inner) => {
+                    match inner.downcast::<StoreError>() {
+                        Ok(store) => *store,
+                        Err(other) => StoreError::Database(other.to_string()),
+                    }
+                }
+                other => StoreError::Database(other.to_string()),
+            },
+        }
+    }
 }

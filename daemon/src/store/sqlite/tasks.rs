@@ -3,7 +3,7 @@
 use rusqlite::{params, OptionalExtension, Row};
 use serde_json::Value;
 
-use super::SqliteTx;
+use super::{closed, SqliteTx};
 use crate::store::{StoreResult, TaskRow, Tasks};
 
 const COLUMNS: &str =
@@ -15,7 +15,7 @@ fn read(row: &Row<'_>) -> rusqlite::Result<TaskRow> {
         token: row.get(1)?,
         state: row.get(2)?,
         visit: row.get(3)?,
-        status: row.get(4)?,
+        status: closed(row.get(4)?)?,
         attempt: row.get(5)?,
         claimed_by: row.get(6)?,
         lease_until: row.get(7)?,
@@ -51,7 +51,7 @@ impl Tasks for SqliteTx<'_> {
         )?;
         statement.execute(params![
             row.id,
-            row.status,
+            row.status.as_str(),
             row.attempt,
             row.claimed_by,
             row.lease_until

@@ -3,8 +3,8 @@
 use rusqlite::{params, OptionalExtension, Row};
 use stateous_shared::wire::Object;
 
-use super::{corrupt, optional_object, to_text, SqliteTx};
-use crate::store::{StoreResult, TimerRow, Timers};
+use super::{closed, corrupt, optional_object, to_text, SqliteTx};
+use crate::store::{StoreResult, TimerKind, TimerRow, TimerStatus, Timers};
 
 const COLUMNS: &str = "id, token, state, visit, event, payload, set_at, due_at, status, kind";
 
@@ -18,8 +18,8 @@ fn read(row: &Row<'_>) -> rusqlite::Result<TimerRow> {
         payload: optional_object(row.get(5)?).map_err(corrupt)?,
         set_at: row.get(6)?,
         due_at: row.get(7)?,
-        status: row.get(8)?,
-        kind: row.get(9)?,
+        status: closed(row.get(8)?)?,
+        kind: closed(row.get(9)?)?,
     })
 }
 
@@ -32,7 +32,7 @@ impl Timers for SqliteTx<'_> {
         event: &str,
         payload: Option<&Object>,
         due_at: i64,
-        kind: &str,
+        kind: TimerKind,
     ) -> StoreResult<TimerRow> {
         // No RETURNING: SQLite buffers its rows in a temporary table.
         let mut statement = self.conn.prepare_cached(
@@ -47,7 +47,7 @@ impl Timers for SqliteTx<'_> {
             payload.map(to_text),
             self.now,
             due_at,
-            kind
+            kind.as_str()
         ])?;
         let id = self.conn.last_insert_rowid();
         Ok(TimerRow {
@@ -59,8 +59,8 @@ impl Timers for SqliteTx<'_> {
             payload: payload.cloned(),
             set_at: self.now,
             due_at,
-            status: "pending".to_string(),
-            kind: kind.to_string(),
+            status: TimerStatus::Pending,
+            kind,
         })
     }
 
@@ -83,7 +83,7 @@ impl Timers for SqliteTx<'_> {
         let mut statement = self
             .conn
             .prepare_cached("UPDATE timers SET status = ?2, due_at = ?3 WHERE id = ?1")?;
-        statement.execute(params![row.id, row.status, row.due_at])?;
+        statement.execute(params![row.id, row.status.as_str(), row.due_at])?;
         Ok(())
     }
 

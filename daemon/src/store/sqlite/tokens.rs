@@ -2,8 +2,8 @@
 
 use rusqlite::{params, OptionalExtension, Row};
 
-use super::{corrupt, object, to_text, SqliteTx};
-use crate::store::{StoreResult, TokenRow, Tokens};
+use super::{closed, corrupt, object, to_text, SqliteTx};
+use crate::store::{Closed, StoreResult, TokenRow, TokenStatus, Tokens};
 
 const COLUMNS: &str = "token, state, status, visit, context, entered_at, parent, workflow";
 
@@ -12,7 +12,7 @@ fn read(row: &Row<'_>) -> rusqlite::Result<TokenRow> {
     Ok(TokenRow {
         token: row.get(0)?,
         state: row.get(1)?,
-        status: row.get(2)?,
+        status: closed(row.get(2)?)?,
         visit: row.get(3)?,
         context: object(&context).map_err(corrupt)?,
         entered_at: row.get(5)?,
@@ -22,6 +22,15 @@ fn read(row: &Row<'_>) -> rusqlite::Result<TokenRow> {
 }
 
 impl Tokens for SqliteTx<'_> {
+    fn lock_family(&self, _token: &str, _wait: bool) -> StoreResult<bool> {
+        // The one writer thread runs one request at a time: it holds every token.
+        Ok(true)
+    }
+
+    fn serial(&self) -> bool {
+        true
+    }
+
     fn token(&self, id: &str) -> StoreResult<Option<TokenRow>> {
         let sql = format!("SELECT {COLUMNS} FROM tokens WHERE token = ?1");
         let mut statement = self.conn.prepare_cached(&sql)?;
@@ -40,7 +49,7 @@ impl Tokens for SqliteTx<'_> {
         self.conn.prepare_cached(&sql)?.execute(params![
             row.token,
             row.state,
-            row.status,
+            row.status.as_str(),
             row.visit,
             to_text(&row.context),
             row.entered_at,
@@ -58,7 +67,7 @@ impl Tokens for SqliteTx<'_> {
         statement.execute(params![
             row.token,
             row.state,
-            row.status,
+            row.status.as_str(),
             row.visit,
             to_text(&row.context),
             row.entered_at
@@ -68,7 +77,7 @@ impl Tokens for SqliteTx<'_> {
 
     fn find_tokens(
         &self,
-        status: Option<&str>,
+        status: Option<TokenStatus>,
         parent: Option<&str>,
         limit: i64,
     ) -> StoreResult<Vec<TokenRow>> {
@@ -78,7 +87,7 @@ impl Tokens for SqliteTx<'_> {
              ORDER BY entered_at DESC, token LIMIT ?3"
         );
         let mut statement = self.conn.prepare_cached(&sql)?;
-        let rows = statement.query_map(params![status, parent, limit], read)?;
+        let rows = statement.query_map(params![status.map(Closed::as_str), parent, limit], read)?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 

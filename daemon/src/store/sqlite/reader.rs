@@ -1,4 +1,4 @@
-//! Reads use their own connections (a small pool), never the writer's, so a long
+//! SQLite reads use their own connections (a small pool), never the writer's, so a long
 //! read never holds up the write path. Each read is one snapshot (a deferred
 //! transaction); WAL lets it run beside the writer.
 
@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use rusqlite::Connection;
 
-use super::sqlite::{open, SqliteTx};
-use super::{StoreError, StoreResult};
+use super::{open, SqliteTx};
+use crate::store::{StoreError, StoreResult, Tx};
 
 /// How many idle read connections are kept.
 const POOL: usize = 4;
@@ -36,7 +36,7 @@ impl Reader {
     pub async fn read<R, F>(&self, now: i64, read: F) -> StoreResult<R>
     where
         R: Send + 'static,
-        F: FnOnce(&SqliteTx<'_>) -> StoreResult<R> + Send + 'static,
+        F: FnOnce(&dyn Tx) -> StoreResult<R> + Send + 'static,
     {
         let pool = self.clone();
         tokio::task::spawn_blocking(move || pool.read_now(now, read))
@@ -47,7 +47,7 @@ impl Reader {
     fn read_now<R>(
         &self,
         now: i64,
-        read: impl FnOnce(&SqliteTx<'_>) -> StoreResult<R>,
+        read: impl FnOnce(&dyn Tx) -> StoreResult<R>,
     ) -> StoreResult<R> {
         let conn = match self.idle.lock().ok().and_then(|mut idle| idle.pop()) {
             Some(conn) => conn,

@@ -1,0 +1,171 @@
+//! The backend interface behind `Control` (issue "Postgres", item 2): one write
+//! path, one read path, the feed's safe point and the hold on the database, over
+//! SQLite or Postgres. Everything above it (the engine, `Control`, the API, the
+//! watch stream) names no backend.
+//!
+//! A write is a function of one transaction ([`Tx`]) that returns whether to keep
+//! its changes and its answer. It must be re-runnable (`Fn`): Postgres runs a
+//! request once more when it was stopped by a deadlock or lost a race to make the
+//! same new row (`StoreError::Conflict`). Its answer comes only after its commit.
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::time::Duration;
+
+use super::feed::FeedMark;
+use super::postgres::{PgOptions, PgStore};
+use super::sqlite::SqliteStore;
+use super::{StoreResult, Tx};
+use crate::clock::Clock;
+
+/// The database a control plane serves (`serve --db`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Database {
+    /// A SQLite file.
+    Sqlite(PathBuf),
+    /// A Postgres server: the URL as given (`postgresql://` or `postgres://`).
+    Postgres(String),
+}
+
+/// How the store runs; every timing is configurable (SPEC section 2).
+#[derive(Debug, Clone)]
+pub struct StoreOptions {
+    /// The database.
+    pub database: Database,
+    /// The source of each transaction's `now`.
+    pub clock: Clock,
+    /// How this control plane names itself in the serving record: `host:pid:id`.
+    pub holder: String,
+    /// SQLite: how long a request waits for another process's write lock. 30 s.
+    pub busy_timeout: Duration,
+    /// Postgres: the time limits of each connection and the size of the pool.
+    pub postgres: PgOptions,
+}
+
+/// A write's answer, once its transaction committed (or its error).
+pub type Written<R> = Pin<Box<dyn Future<Output = StoreResult<R>> + Send>>;
+
+/// The store of one control plane: SQLite or Postgres.
+pub enum Store {
+    /// One writer thread (group commit) and a few read connections.
+    Sqlite(SqliteStore),
+    /// A pool of connections, a transaction per request.
+    Postgres(PgStore),
+}
+
+impl Store {
+    /// Open the database: take it for this control plane (a second one is refused
+    /// in one sentence), make or upgrade its tables, and record the hold.
+    pub fn open(options: &StoreOptions) -> Result<Store, String> {
+        match &options.database {
+            Database::Sqlite(path) => SqliteStore::open(path, options).map(Store::Sqlite),
+            Database::Postgres(url) => PgStore::open(url, options).map(Store::Postgres),
+        }
+    }
+
+    /// Run `work` as one write transaction (or, on SQLite, one savepoint of the next
+    /// group commit) and answer after the commit. Queued at once, so that a caller
+    /// can queue many before it waits for the first.
+    pub fn write<R, F>(&self, work: F) -> Written<R>
+    where
+        R: Send + 'static,
+        F: Fn(&dyn Tx) -> (bool, R) + Send + Sync + 'static,
+    {
+        match self {
+            Store::Sqlite(store) => Box::pin(store.write(work)),
+            Store::Postgres(store) => Box::pin(store.write(work)),
+        }
+    }
+
+    /// Run `read` in one snapshot on a read connection, at `now`.
+    pub async fn read<R, F>(&self, now: i64, read: F) -> StoreResult<R>
+    where
+        R: Send + 'static,
+        F: FnOnce(&dyn Tx) -> StoreResult<R> + Send + 'static,
+    {
+        match self {
+            Store::Sqlite(store) => store.read(now, read).await,
+            Store::Postgres(store) => store.read(now, read).await,
+        }
+    }
+
+    /// The feed's safe point (see [`FeedMark`]).
+    pub fn mark(&self) -> &FeedMark {
+        match self {
+            Store::Sqlite(store) => store.mark(),
+            Store::Postgres(store) => store.mark(),
+        }
+    }
+
+    /// How many write transactions committed so far.
+    pub fn commits(&self) -> u64 {
+        match self {
+            Store::Sqlite(store) => store.commits(),
+            Store::Postgres(store) => store.commits(),
+        }
+    }
+
+    /// True once this control plane lost the database: a commit found another epoch
+    /// on record, or (Postgres) the lock's connection ended.
+    pub fn lost(&self) -> bool {
+        match self {
+            Store::Sqlite(store) => store.lost(),
+            Store::Postgres(store) => store.lost(),
+        }
+    }
+
+    /// Check the hold and renew the record's `since` when it is older than
+    /// `renew_every`. False: this control plane lost the database.
+    pub async fn keep_hold(&self, renew_every: Duration) -> StoreResult<bool> {
+        match self {
+            Store::Sqlite(store) => store.keep_hold(renew_every).await,
+            Store::Postgres(store) => store.keep_hold(renew_every).await,
+        }
+    }
+
+    /// Give up the hold, so that another control plane may take the database at
+    /// once.
+    pub async fn release(&self) -> StoreResult<()> {
+        match self {
+            Store::Sqlite(store) => store.release().await,
+            Store::Postgres(store) => store.release().await,
+        }
+    }
+}
+
+/// `host:pid:id`: how a control plane names itself in the serving record, as the
+/// reference does.
+pub fn holder_name() -> String {
+    let host = host_name();
+    let id: u32 = rand::random();
+    format!("{host}:{}:{id:08x}", std::process::id())
+}
+
+fn host_name() -> String {
+    let mut name = [0u8; 256];
+    // SAFETY: the buffer is valid for its whole length; gethostname writes at most
+    // that many bytes and the result is read only up to the first NUL.
+    let got = unsafe { libc::gethostname(name.as_mut_ptr().cast(), name.len()) };
+    if got == 0 {
+        let end = name.iter().position(|b| *b == 0).unwrap_or(name.len());
+        String::from_utf8_lossy(&name[..end]).into_owned()
+    } else {
+        "localhost".to_string()
+    }
+}
+
+/// A URL as a message shows it: its password, if any, as `***`.
+pub fn without_password(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let (authority, tail) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let Some((credentials, host)) = authority.rsplit_once('@') else {
+        return url.to_string();
+    };
+    match credentials.split_once(':') {
+        Some((user, _)) => format!("{scheme}://{user}:***@{host}{tail}"),
+        None => url.to_string(),
+    }
+}

@@ -1,0 +1,121 @@
+//! One Postgres connection with its prepared statements, how connections are made
+//! with the seed's time limits, and the pool's manager (r2d2).
+//!
+//! A statement is prepared once per connection and kept: sent as text each time,
+//! every query would cost the server a parse and the network a round trip more.
+
+use std::collections::HashMap;
+
+use postgres::types::ToSql;
+use postgres::{Client, Config, NoTls, Row, Statement};
+
+use super::PgOptions;
+use crate::store::{StoreError, StoreResult};
+
+/// A connection and its prepared statements, keyed by their SQL.
+pub struct PgConn {
+    client: Client,
+    statements: HashMap<String, Statement>,
+}
+
+impl PgConn {
+    /// Connect with `config` (see [`config`]).
+    pub fn connect(config: &Config) -> Result<PgConn, postgres::Error> {
+        Ok(PgConn {
+            client: config.connect(NoTls)?,
+            statements: HashMap::new(),
+        })
+    }
+
+    /// The connection itself, for statements that need no preparing.
+    pub fn client(&mut self) -> &mut Client {
+        &mut self.client
+    }
+
+    fn prepared(&mut self, sql: &str) -> StoreResult<Statement> {
+        if let Some(statement) = self.statements.get(sql) {
+            return Ok(statement.clone());
+        }
+        let statement = self.client.prepare(sql)?;
+        self.statements.insert(sql.to_string(), statement.clone());
+        Ok(statement)
+    }
+
+    /// Run a statement that returns rows.
+    pub fn query(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> StoreResult<Vec<Row>> {
+        let statement = self.prepared(sql)?;
+        Ok(self.client.query(&statement, params)?)
+    }
+
+    /// Run a statement; how many rows it changed.
+    pub fn execute(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> StoreResult<u64> {
+        let statement = self.prepared(sql)?;
+        Ok(self.client.execute(&statement, params)?)
+    }
+
+    /// Run statements without parameters in one round trip (the simple protocol).
+    pub fn batch(&mut self, sql: &str) -> StoreResult<()> {
+        Ok(self.client.batch_execute(sql)?)
+    }
+
+    /// Whether the connection is known to be closed.
+    pub fn is_closed(&self) -> bool {
+        self.client.is_closed()
+    }
+}
+
+/// The connection settings of `url` with the time limits of `options`: the
+/// connect timeout, TCP keepalives, and `statement_timeout` and `lock_timeout` as
+/// settings of each session (so that every statement, a migration's too, has them).
+pub fn config(url: &str, options: &PgOptions) -> Result<Config, String> {
+    let mut config: Config = url
+        .parse()
+        .map_err(|e| format!("--db is not a Postgres URL that can be used: {e}"))?;
+    let settings = format!(
+        "-c statement_timeout={} -c lock_timeout={}",
+        options.statement_timeout.as_millis(),
+        options.lock_timeout.as_millis()
+    );
+    config
+        .connect_timeout(options.connect_timeout)
+        .keepalives(true)
+        .keepalives_idle(options.keepalive_idle)
+        .keepalives_interval(options.keepalive_interval)
+        .keepalives_retries(options.keepalive_count)
+        .application_name("stateous")
+        .options(&settings);
+    Ok(config)
+}
+
+/// The pool's manager: it makes connections with the limits, and drops closed ones.
+#[derive(Debug, Clone)]
+pub struct Manager {
+    config: Config,
+}
+
+impl Manager {
+    /// A manager that connects with `config`.
+    pub fn new(config: Config) -> Manager {
+        Manager { config }
+    }
+}
+
+impl r2d2::ManageConnection for Manager {
+    type Connection = PgConn;
+    type Error = StoreError;
+
+    fn connect(&self) -> Result<PgConn, StoreError> {
+        PgConn::connect(&self.config).map_err(|e| {
+            tracing::warn!("cannot connect to Postgres: {e}");
+            StoreError::Busy
+        })
+    }
+
+    fn is_valid(&self, conn: &mut PgConn) -> Result<(), StoreError> {
+        conn.batch("")
+    }
+
+    fn has_broken(&self, conn: &mut PgConn) -> bool {
+        conn.is_closed()
+    }
+}

@@ -1,0 +1,56 @@
+//! The SQL of `control_plane`: its one row.
+
+use super::{get, PgTx};
+use crate::store::{ControlPlane, ControlPlaneRow, StoreResult};
+
+impl ControlPlane for PgTx<'_> {
+    fn control_plane(&self) -> StoreResult<ControlPlaneRow> {
+        let found = self.query_opt(
+            "SELECT structure, checksum, serving, since, epoch FROM control_plane WHERE id = 1",
+            &[],
+        )?;
+        let Some(row) = found else {
+            return Ok(ControlPlaneRow::default());
+        };
+        Ok(ControlPlaneRow {
+            structure: get(&row, 0)?,
+            checksum: get(&row, 1)?,
+            serving: get(&row, 2)?,
+            since: get(&row, 3)?,
+            epoch: get(&row, 4)?,
+        })
+    }
+
+    fn record_graph(&self, structure: &str, checksum: &str) -> StoreResult<()> {
+        self.execute(
+            "INSERT INTO control_plane (id, structure, checksum) VALUES (1, $1, $2)
+             ON CONFLICT (id) DO UPDATE SET structure = $1, checksum = $2",
+            &[&structure, &checksum],
+        )?;
+        Ok(())
+    }
+
+    fn set_serving(&self, serving: Option<&str>, since: Option<i64>) -> StoreResult<()> {
+        self.execute(
+            "INSERT INTO control_plane (id, serving, since) VALUES (1, $1, $2)
+             ON CONFLICT (id) DO UPDATE SET serving = $1, since = $2",
+            &[&serving, &since],
+        )?;
+        Ok(())
+    }
+
+    fn next_epoch(&self) -> StoreResult<i64> {
+        // Exclusive: waits until every commit that checked the old epoch has ended
+        // (each holds this lock shared from its check to its end), so no commit of
+        // the control plane that held the database before lands after this one.
+        self.query_one(
+            "SELECT pg_advisory_xact_lock(hashtextextended('@stateous/epoch', 0))",
+            &[],
+        )?;
+        let row = self.query_one(
+            "UPDATE control_plane SET epoch = epoch + 1 WHERE id = 1 RETURNING epoch",
+            &[],
+        )?;
+        get(&row, 0)
+    }
+}

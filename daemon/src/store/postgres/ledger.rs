@@ -1,0 +1,133 @@
+//! The SQL of `ledger`: append-only; `seq` numbers each token's entries from 1.
+
+use std::collections::HashMap;
+
+use postgres::Row;
+use stateous_shared::wire::Object;
+
+use super::{get, PgTx};
+use crate::store::json::{object, to_text};
+use crate::store::{Ledger, LedgerRow, StoreResult};
+
+const SELECT: &str = "SELECT id, token, seq, at, kind, key, data FROM ledger";
+
+fn read(row: &Row) -> StoreResult<LedgerRow> {
+    let data: String = get(row, 6)?;
+    Ok(LedgerRow {
+        id: get(row, 0)?,
+        token: get(row, 1)?,
+        seq: get(row, 2)?,
+        at: get(row, 3)?,
+        kind: get(row, 4)?,
+        key: get(row, 5)?,
+        data: object(&data)?,
+    })
+}
+
+impl Ledger for PgTx<'_> {
+    fn append(
+        &self,
+        token: &str,
+        kind: &str,
+        key: Option<&str>,
+        data: &Object,
+    ) -> StoreResult<i64> {
+        // Registered with the feed's mark before the id is handed out, so that the
+        // watch stream never reads past a row that may still commit.
+        if self.opened.get().is_none() {
+            self.opened.set(Some(self.mark.open()));
+        }
+        // One statement where SQLite takes two: the next seq is safe to compute
+        // here because the token's family lock is held (a new token's rows conflict
+        // on `(token, seq)` instead, and the request runs again).
+        let row = self.query_one(
+            "INSERT INTO ledger (token, seq, at, kind, key, data)
+             SELECT $1, coalesce(max(seq), 0) + 1, $2, $3, $4, $5 FROM ledger WHERE token = $1
+             RETURNING id, seq",
+            &[&token, &self.now, &kind, &key, &to_text(data)],
+        )?;
+        let (id, seq): (i64, i64) = (get(&row, 0)?, get(&row, 1)?);
+        if let Some(opened) = self.opened.get() {
+            self.mark.saw(opened, id);
+        }
+        Ok(seq)
+    }
+
+    fn entries_since(
+        &self,
+        after: i64,
+        upto: i64,
+        token: Option<&str>,
+        limit: i64,
+    ) -> StoreResult<Vec<LedgerRow>> {
+        let rows = match token {
+            None => self.query(
+                &format!("{SELECT} WHERE id > $1 AND id <= $2 ORDER BY id LIMIT $3"),
+                &[&after, &upto, &limit],
+            )?,
+            Some(token) => self.query(
+                &format!(
+                    "{SELECT} WHERE token = $4 AND id > $1 AND id <= $2 ORDER BY seq LIMIT $3"
+                ),
+                &[&after, &upto, &limit, &token],
+            )?,
+        };
+        rows.iter().map(read).collect()
+    }
+
+    fn last_entry_id(&self) -> StoreResult<i64> {
+        let row = self.query_one("SELECT coalesce(max(id), 0) FROM ledger", &[])?;
+        get(&row, 0)
+    }
+
+    fn entries(&self, token: &str) -> StoreResult<Vec<LedgerRow>> {
+        let rows = self.query(
+            &format!("{SELECT} WHERE token = $1 ORDER BY seq"),
+            &[&token],
+        )?;
+        rows.iter().map(read).collect()
+    }
+
+    fn has_key(&self, token: &str, key: &str) -> StoreResult<bool> {
+        let found = self.query_opt(
+            "SELECT 1 FROM ledger WHERE token = $1 AND key = $2",
+            &[&token, &key],
+        )?;
+        Ok(found.is_some())
+    }
+
+    fn counts(&self, token: &str) -> StoreResult<HashMap<String, i64>> {
+        // `json`, not `jsonb`: the lax parser reads only what it returns, so a
+        // `\u0000` elsewhere in the entry does not stop it.
+        let rows = self.query(
+            "SELECT data::json ->> 'event' FROM ledger
+             WHERE token = $1 AND kind = 'event_accepted'",
+            &[&token],
+        )?;
+        let mut counts = HashMap::new();
+        for row in &rows {
+            let event: Option<String> = get(row, 0)?;
+            *counts.entry(event.unwrap_or_default()).or_insert(0) += 1;
+        }
+        Ok(counts)
+    }
+
+    fn visits(&self, token: &str, state: &str) -> StoreResult<i64> {
+        let row = self.query_one(
+            "SELECT count(*) FROM ledger
+             WHERE token = $1 AND kind = 'entered' AND data::json ->> 'state' = $2",
+            &[&token, &state],
+        )?;
+        get(&row, 0)
+    }
+
+    fn last_accepted(&self, token: &str) -> StoreResult<Option<LedgerRow>> {
+        let found = self.query_opt(
+            &format!(
+                "{SELECT} WHERE token = $1 AND kind = 'event_accepted' ORDER BY seq DESC LIMIT 1"
+            ),
+            &[&token],
+        )?;
+        found.as_ref().map(read).transpose()
+    }
+}

@@ -1,0 +1,45 @@
+//! The SQL of `memory`: the routine's memory per token and state.
+
+use serde_json::Value;
+use stateous_shared::wire::Object;
+
+use super::{get, PgTx};
+use crate::store::json::value;
+use crate::store::{Memory, StoreResult};
+
+impl Memory for PgTx<'_> {
+    fn memory(&self, token: &str, state: &str) -> StoreResult<Object> {
+        let rows = self.query(
+            "SELECT key, value FROM memory WHERE token = $1 AND state = $2",
+            &[&token, &state],
+        )?;
+        let mut memory = Object::new();
+        for row in &rows {
+            let text: String = get(row, 1)?;
+            memory.insert(get(row, 0)?, value(&text)?);
+        }
+        Ok(memory)
+    }
+
+    fn set_memory(&self, token: &str, state: &str, key: &str, value: &Value) -> StoreResult<()> {
+        self.execute(
+            "INSERT INTO memory (token, state, key, value) VALUES ($1, $2, $3, $4)
+             ON CONFLICT (token, state, key) DO UPDATE SET value = excluded.value",
+            &[&token, &state, &key, &value.to_string()],
+        )?;
+        Ok(())
+    }
+
+    fn forget(&self, token: &str, state: &str, key: &str) -> StoreResult<bool> {
+        let changed = self.execute(
+            "DELETE FROM memory WHERE token = $1 AND state = $2 AND key = $3",
+            &[&token, &state, &key],
+        )?;
+        Ok(changed > 0)
+    }
+
+    fn delete_memory(&self, token: &str) -> StoreResult<()> {
+        self.execute("DELETE FROM memory WHERE token = $1", &[&token])?;
+        Ok(())
+    }
+}

@@ -1,0 +1,326 @@
+//! The Postgres backend as `Control` sees it (`store::Store::Postgres`): the serving
+//! lock, a pool of connections where each request is its own transaction (run once
+//! more after a deadlock), the fence before each commit, and the feed's safe point.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::conn::{config, Manager, PgConn};
+use super::hold::{ServingLock, Tried};
+use super::schema::migrate;
+use super::PgTx;
+use crate::clock::{micros, Clock};
+use crate::engine::serving;
+use crate::store::backend::{without_password, StoreOptions};
+use crate::store::feed::FeedMark;
+use crate::store::schema::MigrateError;
+use crate::store::{ControlPlane, StoreError, StoreResult, Tx};
+
+/// A Postgres database held by this control plane. Cheap to share: the pool and
+/// the lock live behind an `Arc`.
+pub struct PgStore {
+    inner: Arc<Inner>,
+}
+
+/// The pool and the lock's connection.
+struct Connections {
+    pool: r2d2::Pool<Manager>,
+    serving: ServingLock,
+}
+
+struct Inner {
+    /// `None` only while `Inner` is dropped (see there).
+    connections: Option<Connections>,
+    mark: FeedMark,
+    clock: Clock,
+    holder: String,
+    epoch: i64,
+    commits: AtomicU64,
+    lost: AtomicBool,
+}
+
+impl PgStore {
+    /// Take the serving lock (a second control plane is refused before it changes
+    /// anything), make or upgrade the tables, move the epoch on, and fill the pool.
+    /// Each refusal is one sentence; Postgres unreachable ends within about the
+    /// connect timeout.
+    pub fn open(url: &str, options: &StoreOptions) -> Result<PgStore, String> {
+        let pg = &options.postgres;
+        let config = config(url, pg)?;
+        let shown = without_password(url);
+        let serving = match ServingLock::take(&config) {
+            Ok(Tried::Held(lock)) => lock,
+            Ok(Tried::Busy(mut conn)) => return Err(held_by_another(&mut conn)),
+            Err(error) => {
+                return Err(format!(
+                    "cannot reach the database {shown}: {}",
+                    reason(&error)
+                ))
+            }
+        };
+        serving.with(migrate).map_err(|e| match e {
+            MigrateError::Foreign(why) => format!("cannot use the database {shown}: {why}"),
+            MigrateError::Store(error) => format!("cannot open the database {shown}: {error}"),
+        })?;
+        let now = options.clock.now();
+        let (epoch, last) = serving
+            .with(|conn| {
+                once(conn, now, |tx| {
+                    let epoch = serving::take_hold(tx, &options.holder)
+                        .map_err(|f| StoreError::Database(f.refusal().error))?;
+                    Ok((epoch, tx.last_entry_id()?))
+                })
+            })
+            .map_err(|e| format!("cannot use the database {shown}: {e}"))?;
+        let pool = r2d2::Pool::builder()
+            .max_size(pg.pool.max(1))
+            .min_idle(Some(0))
+            // A request waits for a free connection no longer than for a lock.
+            .connection_timeout(pg.lock_timeout.max(Duration::from_millis(100)))
+            // Each request's BEGIN finds a dead connection anyway; a check on every
+            // checkout would cost a round trip per request.
+            .test_on_check_out(false)
+            .error_handler(Box::new(r2d2::NopErrorHandler))
+            .build_unchecked(Manager::new(config));
+        Ok(PgStore {
+            inner: Arc::new(Inner {
+                connections: Some(Connections { pool, serving }),
+                mark: FeedMark::new(last),
+                clock: options.clock.clone(),
+                holder: options.holder.clone(),
+                epoch,
+                commits: AtomicU64::new(0),
+                lost: AtomicBool::new(false),
+            }),
+        })
+    }
+
+    /// See `Store::write`: on a blocking thread, with a pooled connection.
+    pub fn write<R, F>(&self, work: F) -> impl std::future::Future<Output = StoreResult<R>> + Send
+    where
+        R: Send + 'static,
+        F: Fn(&dyn Tx) -> (bool, R) + Send + Sync + 'static,
+    {
+        let inner = Arc::clone(&self.inner);
+        async move {
+            tokio::task::spawn_blocking(move || inner.write(&work))
+                .await
+                .map_err(|_| StoreError::Database("a request failed unexpectedly".into()))?
+        }
+    }
+
+    /// See `Store::read`: one repeatable-read snapshot on a pooled connection.
+    pub async fn read<R, F>(&self, now: i64, read: F) -> StoreResult<R>
+    where
+        R: Send + 'static,
+        F: FnOnce(&dyn Tx) -> StoreResult<R> + Send + 'static,
+    {
+        let inner = Arc::clone(&self.inner);
+        tokio::task::spawn_blocking(move || inner.read(now, read))
+            .await
+            .map_err(|_| StoreError::Database("a read failed unexpectedly".into()))?
+    }
+
+    /// The feed's safe point.
+    pub fn mark(&self) -> &FeedMark {
+        &self.inner.mark
+    }
+
+    /// How many write transactions committed.
+    pub fn commits(&self) -> u64 {
+        self.inner.commits.load(Ordering::Relaxed)
+    }
+
+    /// True once a fence failed or the lock's connection ended.
+    pub fn lost(&self) -> bool {
+        self.inner.lost.load(Ordering::SeqCst)
+    }
+
+    /// See `Store::keep_hold`: the lock's connection is alive, and the record still
+    /// names this control plane and its epoch.
+    pub async fn keep_hold(&self, renew_every: Duration) -> StoreResult<bool> {
+        let inner = Arc::clone(&self.inner);
+        let alive = tokio::task::spawn_blocking(move || inner.connections().serving.alive())
+            .await
+            .map_err(|_| StoreError::Database("a check failed unexpectedly".into()))?;
+        if alive.is_err() {
+            self.inner.lost.store(true, Ordering::SeqCst);
+            return Ok(false);
+        }
+        let (holder, epoch) = (self.inner.holder.clone(), self.inner.epoch);
+        let renew = micros(renew_every);
+        let kept = self
+            .write(move |tx| {
+                let kept = serving::keep_hold(tx, &holder, epoch, renew);
+                (matches!(kept, Ok(true)), kept)
+            })
+            .await;
+        match kept {
+            Ok(Ok(true)) => Ok(true),
+            Ok(Ok(false)) | Err(StoreError::NotServing) => {
+                self.inner.lost.store(true, Ordering::SeqCst);
+                Ok(false)
+            }
+            Ok(Err(_)) => Err(StoreError::Busy),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// See `Store::release`: clear the record, then let the serving lock go.
+    pub async fn release(&self) -> StoreResult<()> {
+        let holder = self.inner.holder.clone();
+        let released = self
+            .write(move |tx| {
+                let released = serving::release(tx, &holder);
+                (released.is_ok(), released)
+            })
+            .await;
+        self.inner.lost.store(true, Ordering::SeqCst);
+        let inner = Arc::clone(&self.inner);
+        let _ = tokio::task::spawn_blocking(move || inner.connections().serving.unlock()).await;
+        released?.map_err(|_| StoreError::Busy)
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // A closing Postgres client runs a runtime of its own to say goodbye, which
+        // cannot run on a thread that drives async tasks: the pool's connections and
+        // the lock's connection close on a thread of their own.
+        if let Some(connections) = self.connections.take() {
+            let _ = std::thread::spawn(move || drop(connections)).join();
+        }
+    }
+}
+
+impl Inner {
+    fn connections(&self) -> &Connections {
+        self.connections
+            .as_ref()
+            .expect("the connections live as long as the store")
+    }
+
+    /// Run `work` in its own transaction; once more after a conflict.
+    fn write<R>(&self, work: &dyn Fn(&dyn Tx) -> (bool, R)) -> StoreResult<R> {
+        match self.write_once(work) {
+            Err(StoreError::Conflict) => match self.write_once(work) {
+                // Twice in a row: say busy, and let the client send it again.
+                Err(StoreError::Conflict) => Err(StoreError::Busy),
+                other => other,
+            },
+            other => other,
+        }
+    }
+
+    fn write_once<R>(&self, work: &dyn Fn(&dyn Tx) -> (bool, R)) -> StoreResult<R> {
+        if self.lost.load(Ordering::SeqCst) {
+            return Err(StoreError::NotServing);
+        }
+        let mut conn = self
+            .connections()
+            .pool
+            .get()
+            .map_err(|_| StoreError::Busy)?;
+        conn.batch("BEGIN")?;
+        let now = self.clock.now();
+        let tx = PgTx::new(&mut conn, now, &self.mark);
+        let ran = catch_unwind(AssertUnwindSafe(|| work(&tx)));
+        let (failed, opened) = (tx.failed(), tx.opened());
+        drop(tx);
+        let ended = match (&ran, &failed) {
+            (Ok((true, _)), None) => self.commit(&mut conn),
+            _ => conn.batch("ROLLBACK"),
+        };
+        if let Some(opened) = opened {
+            self.mark.close(opened);
+        }
+        if matches!(ended, Err(StoreError::NotServing)) {
+            self.lost.store(true, Ordering::SeqCst);
+        }
+        if let Some(error) = failed {
+            return Err(error);
+        }
+        let (keep, answer) = ran.map_err(|_| {
+            tracing::error!("a request panicked; its transaction was rolled back");
+            StoreError::Database("the request failed unexpectedly".into())
+        })?;
+        ended?;
+        if keep {
+            self.commits.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(answer)
+    }
+
+    /// The fence and the commit, in one round trip. A failed fence leaves the
+    /// transaction aborted: it is rolled back.
+    fn commit(&self, conn: &mut PgConn) -> StoreResult<()> {
+        let committed = conn.batch(&format!("SELECT stateous_fence({}); COMMIT", self.epoch));
+        if committed.is_err() {
+            let _ = conn.batch("ROLLBACK");
+        }
+        committed
+    }
+
+    fn read<R>(&self, now: i64, read: impl FnOnce(&dyn Tx) -> StoreResult<R>) -> StoreResult<R> {
+        let mut conn = self
+            .connections()
+            .pool
+            .get()
+            .map_err(|_| StoreError::Busy)?;
+        conn.batch("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")?;
+        let tx = PgTx::new(&mut conn, now, &self.mark);
+        let result = read(&tx);
+        drop(tx);
+        let ended = conn.batch("COMMIT");
+        let value = result?;
+        ended?;
+        Ok(value)
+    }
+}
+
+/// Run one step on the lock's connection before the pool exists, in its own
+/// transaction.
+fn once<R>(
+    conn: &mut PgConn,
+    now: i64,
+    step: impl FnOnce(&dyn Tx) -> StoreResult<R>,
+) -> StoreResult<R> {
+    conn.batch("BEGIN")?;
+    let mark = FeedMark::new(0);
+    let tx = PgTx::new(conn, now, &mark);
+    let result = step(&tx);
+    let failed = tx.failed();
+    drop(tx);
+    match (result, failed) {
+        (Ok(value), None) => {
+            conn.batch("COMMIT")?;
+            Ok(value)
+        }
+        (Err(error), _) | (Ok(_), Some(error)) => {
+            let _ = conn.batch("ROLLBACK");
+            Err(error)
+        }
+    }
+}
+
+/// The sentence when another session holds the serving lock: the record says who.
+fn held_by_another(conn: &mut PgConn) -> String {
+    let mark = FeedMark::new(0);
+    let row = {
+        let tx = PgTx::new(conn, 0, &mark);
+        tx.control_plane().ok()
+    };
+    serving::held_sentence(&row.unwrap_or_default())
+}
+
+/// A connection error's reason in a few words.
+fn reason(error: &postgres::Error) -> String {
+    let text = error.to_string();
+    let source = std::error::Error::source(error).map(|s| s.to_string());
+    match source {
+        Some(source) if !text.contains(&source) => format!("{text}: {source}"),
+        _ => text,
+    }
+}

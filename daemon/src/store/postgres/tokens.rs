@@ -1,0 +1,165 @@
+//! The SQL of `tokens`, and the family lock: the row of a family's top token,
+//! locked `FOR UPDATE` (issue "Postgres", item 3).
+//!
+//! Every change to a token takes its family's lock first, and a transaction that
+//! takes several takes them in one order, so two transactions never wait for each
+//! other in a circle. A token's `parent` never changes once it is made, so the walk
+//! up to the top reads without locks.
+
+use postgres::Row;
+
+use super::{closed, get, PgTx};
+use crate::store::json::{object, to_text};
+use crate::store::{Closed, StoreResult, TokenRow, TokenStatus, Tokens};
+
+const SELECT: &str =
+    "SELECT token, state, status, visit, context, entered_at, parent, workflow FROM tokens";
+
+fn read(row: &Row) -> StoreResult<TokenRow> {
+    let context: String = get(row, 4)?;
+    Ok(TokenRow {
+        token: get(row, 0)?,
+        state: get(row, 1)?,
+        status: closed(row, 2)?,
+        visit: get(row, 3)?,
+        context: object(&context)?,
+        entered_at: get(row, 5)?,
+        parent: get(row, 6)?,
+        workflow: get(row, 7)?,
+    })
+}
+
+impl PgTx<'_> {
+    /// Lock `token`'s row if it is a top token: [`Step::Locked`] (also for a token
+    /// not made yet), [`Step::Up`] with its parent when it is a child (nothing
+    /// locked), [`Step::Held`] when another transaction holds it and `wait` is false.
+    fn lock_top(&self, token: &str, wait: bool) -> StoreResult<Step> {
+        // One round trip for the common case, a top token: the row is locked only
+        // when it has no parent, so a child's row is never locked before its top.
+        let sql = if wait {
+            "SELECT 1 FROM tokens WHERE token = $1 AND parent IS NULL FOR UPDATE"
+        } else {
+            "SELECT 1 FROM tokens WHERE token = $1 AND parent IS NULL FOR UPDATE SKIP LOCKED"
+        };
+        if self.query_opt(sql, &[&token])?.is_some() {
+            return Ok(Step::Locked);
+        }
+        let found = self.query_opt("SELECT parent FROM tokens WHERE token = $1", &[&token])?;
+        Ok(match found {
+            // Not made yet: nothing to lock (a new token's insert holds its row).
+            None => Step::Locked,
+            Some(row) => match get::<Option<String>>(&row, 0)? {
+                Some(parent) => Step::Up(parent),
+                // A top token that another transaction holds (only without `wait`).
+                None => Step::Held,
+            },
+        })
+    }
+}
+
+/// One step of the walk to a family's top.
+enum Step {
+    /// The top's row is locked now (or the token does not exist yet).
+    Locked,
+    /// Another transaction holds the top's row.
+    Held,
+    /// A child: go on with its parent.
+    Up(String),
+}
+
+impl Tokens for PgTx<'_> {
+    fn lock_family(&self, token: &str, wait: bool) -> StoreResult<bool> {
+        let mut current = token.to_string();
+        loop {
+            if self.locked.borrow().contains(&current) {
+                return Ok(true);
+            }
+            match self.lock_top(&current, wait)? {
+                Step::Locked => {
+                    self.locked.borrow_mut().insert(current);
+                    return Ok(true);
+                }
+                Step::Held => return Ok(false),
+                Step::Up(parent) => current = parent,
+            }
+        }
+    }
+
+    fn token(&self, id: &str) -> StoreResult<Option<TokenRow>> {
+        let sql = const_format(SELECT, " WHERE token = $1");
+        self.query_opt(&sql, &[&id])?.as_ref().map(read).transpose()
+    }
+
+    fn token_folded(&self, id: &str) -> StoreResult<Option<String>> {
+        let found = self.query_opt(
+            "SELECT token FROM tokens WHERE lower(token) = lower($1) AND token <> $1 LIMIT 1",
+            &[&id],
+        )?;
+        found.map(|row| get(&row, 0)).transpose()
+    }
+
+    fn insert_token(&self, row: &TokenRow) -> StoreResult<()> {
+        self.execute(
+            "INSERT INTO tokens (token, state, status, visit, context, entered_at, parent, workflow)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+            &[
+                &row.token,
+                &row.state,
+                &row.status.as_str(),
+                &row.visit,
+                &to_text(&row.context),
+                &row.entered_at,
+                &row.parent,
+                &row.workflow,
+            ],
+        )?;
+        Ok(())
+    }
+
+    fn update_token(&self, row: &TokenRow) -> StoreResult<()> {
+        self.execute(
+            "UPDATE tokens SET state = $2, status = $3, visit = $4, context = $5, entered_at = $6
+             WHERE token = $1",
+            &[
+                &row.token,
+                &row.state,
+                &row.status.as_str(),
+                &row.visit,
+                &to_text(&row.context),
+                &row.entered_at,
+            ],
+        )?;
+        Ok(())
+    }
+
+    fn find_tokens(
+        &self,
+        status: Option<TokenStatus>,
+        parent: Option<&str>,
+        limit: i64,
+    ) -> StoreResult<Vec<TokenRow>> {
+        // `$1::text IS NULL`: Postgres must know a parameter's type where SQLite
+        // does not ask.
+        let sql = const_format(
+            SELECT,
+            " WHERE ($1::text IS NULL OR status = $1) AND ($2::text IS NULL OR parent = $2)
+              ORDER BY entered_at DESC, token LIMIT $3",
+        );
+        let status = status.map(Closed::as_str);
+        let rows = self.query(&sql, &[&status, &parent, &limit])?;
+        rows.iter().map(read).collect()
+    }
+
+    fn count_live(&self) -> StoreResult<i64> {
+        let row = self.query_one(
+            "SELECT count(*) FROM tokens WHERE status IN ('active', 'paused')",
+            &[],
+        )?;
+        get(&row, 0)
+    }
+}
+
+/// `SELECT ...` followed by the rest of a statement.
+fn const_format(select: &str, rest: &str) -> String {
+    format!("{select}{rest}")
+}

@@ -1,0 +1,212 @@
+//! The SQLite SQL of each schema version ([`crate::store::schema::VERSIONS`]),
+//! and the migration that brings a database file to the newest one (reference
+//! `docs/inside/data.md`, STYLE point 5).
+//!
+//! The tables and columns are the reference's; times are integers (microseconds
+//! since 1970, UTC) instead of text, so comparisons in SQL are plain integer ones.
+//! CHECK constraints mirror the status enums of `store::status`. Postgres keeps
+//! the same tables and constraints (`store/postgres/schema.rs`).
+
+use std::collections::BTreeSet;
+
+use rusqlite::{Connection, OptionalExtension};
+
+use crate::store::schema::{plan, MigrateError, VERSIONS, VERSION_TABLE};
+use crate::store::status::{check_list, TaskStatus, TimerKind, TimerStatus, TokenStatus};
+use crate::store::{StoreError, StoreResult};
+
+/// The SQL of each version, in the order of [`VERSIONS`].
+pub fn migrations() -> [String; 4] {
+    [
+        baseline(),
+        FEED.to_string(),
+        FEED_WITHOUT_TRIGGER.to_string(),
+        FEED_BY_ID.to_string(),
+    ]
+}
+
+/// Version 0004: `GET /watch` numbers entries by `ledger.id` and reads them up to
+/// the feed's safe point (`store::feed`), as Postgres does, so `ledger_feed` goes;
+/// `control_plane.epoch` counts the control planes that took the database, so that
+/// a write commits only while its control plane's epoch is the recorded one.
+const FEED_BY_ID: &str = "
+DROP TABLE IF EXISTS ledger_feed;
+ALTER TABLE control_plane ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0;
+";
+
+/// Version 0003: `Ledger::append` wrote the `ledger_feed` row itself, in the same
+/// savepoint, instead of the trigger of 0002. An INSERT that fires a trigger runs
+/// in a statement journal of its own, which copied every page it touched once
+/// more: about a third of the write path's time (SPEC section 5).
+const FEED_WITHOUT_TRIGGER: &str = "DROP TRIGGER IF EXISTS ledger_feed_append;";
+
+/// Version 0002: the order of the ledger across tokens, for `GET /watch` (SPEC
+/// section 3.3). A trigger numbered each ledger row as it was written, inside the
+/// writing transaction. Rows written before 0002 were numbered by time.
+const FEED: &str = "
+CREATE TABLE ledger_feed (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    token TEXT NOT NULL,
+    seq INTEGER NOT NULL CHECK (seq >= 1)
+);
+CREATE INDEX ledger_feed_token ON ledger_feed (token, id);
+INSERT INTO ledger_feed (token, seq) SELECT token, seq FROM ledger ORDER BY at, token, seq;
+CREATE TRIGGER ledger_feed_append AFTER INSERT ON ledger BEGIN
+    INSERT INTO ledger_feed (token, seq) VALUES (NEW.token, NEW.seq);
+END;
+";
+
+/// The tables of version 0001.
+fn baseline() -> String {
+    let tokens = check_list::<TokenStatus>();
+    let tasks = check_list::<TaskStatus>();
+    let timers = check_list::<TimerStatus>();
+    let kinds = check_list::<TimerKind>();
+    format!(
+        "
+CREATE TABLE control_plane (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    structure TEXT,
+    checksum TEXT,
+    serving TEXT,
+    since INTEGER
+);
+INSERT INTO control_plane (id) VALUES (1);
+
+CREATE TABLE tokens (
+    token TEXT PRIMARY KEY CHECK (length(token) BETWEEN 1 AND 256),
+    state TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ({tokens})),
+    visit INTEGER NOT NULL CHECK (visit >= 0),
+    context TEXT NOT NULL,
+    entered_at INTEGER NOT NULL,
+    parent TEXT,
+    workflow TEXT
+);
+-- Ids that differ only in case are one id (token ids are ASCII, so lower() is enough).
+CREATE UNIQUE INDEX tokens_folded ON tokens (lower(token));
+CREATE INDEX tokens_parent ON tokens (parent);
+CREATE INDEX tokens_moved ON tokens (entered_at DESC, token);
+
+CREATE TABLE ledger (
+    -- Global and increasing: the watch stream's event id (Last-Event-ID resumes).
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    token TEXT NOT NULL,
+    seq INTEGER NOT NULL CHECK (seq >= 1),
+    at INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    key TEXT CHECK (key IS NULL OR length(key) BETWEEN 1 AND 256),
+    data TEXT NOT NULL,
+    UNIQUE (token, seq)
+);
+CREATE UNIQUE INDEX ledger_key ON ledger (token, key);
+
+CREATE TABLE tasks (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    token TEXT NOT NULL,
+    state TEXT NOT NULL,
+    visit INTEGER NOT NULL CHECK (visit >= 1),
+    status TEXT NOT NULL CHECK (status IN ({tasks})),
+    attempt INTEGER NOT NULL DEFAULT 0 CHECK (attempt >= 0),
+    claimed_by TEXT,
+    lease_until INTEGER,
+    queued_at INTEGER NOT NULL,
+    CHECK (status <> 'claimed' OR claimed_by IS NOT NULL)
+);
+CREATE INDEX tasks_queue ON tasks (status, state, id);
+CREATE INDEX tasks_token ON tasks (token, status);
+
+CREATE TABLE timers (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    token TEXT NOT NULL,
+    state TEXT NOT NULL,
+    visit INTEGER NOT NULL,
+    event TEXT NOT NULL,
+    payload TEXT,
+    set_at INTEGER NOT NULL,
+    due_at INTEGER NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ({timers})),
+    kind TEXT NOT NULL CHECK (kind IN ({kinds}))
+);
+CREATE INDEX timers_due ON timers (status, due_at);
+CREATE INDEX timers_token ON timers (token, status);
+
+CREATE TABLE memory (
+    token TEXT NOT NULL,
+    state TEXT NOT NULL,
+    key TEXT NOT NULL CHECK (length(key) BETWEEN 1 AND 128),
+    value TEXT NOT NULL,
+    PRIMARY KEY (token, state, key)
+) WITHOUT ROWID;
+
+CREATE TABLE claims (
+    supervisor TEXT PRIMARY KEY,
+    request TEXT NOT NULL,
+    task_id INTEGER,
+    attempt INTEGER
+);
+"
+    )
+}
+
+/// Bring the database to the newest schema inside one immediate transaction: a
+/// migration that fails halfway changes nothing.
+pub fn migrate(conn: &Connection) -> Result<(), MigrateError> {
+    migrate_to(conn, VERSIONS.len())
+}
+
+/// Bring the database to version `VERSIONS[upto - 1]` (tests make older databases).
+pub fn migrate_to(conn: &Connection, upto: usize) -> Result<(), MigrateError> {
+    conn.execute_batch("BEGIN IMMEDIATE")
+        .map_err(StoreError::from)?;
+    let result = migrate_inside(conn, upto);
+    let end = if result.is_ok() { "COMMIT" } else { "ROLLBACK" };
+    let ended = conn.execute_batch(end).map_err(StoreError::from);
+    result?;
+    ended?;
+    Ok(())
+}
+
+fn migrate_inside(conn: &Connection, upto: usize) -> Result<(), MigrateError> {
+    let current = current_version(conn)?;
+    let start = plan(current.as_deref(), &present_tables(conn)?)?;
+    if current.is_none() {
+        conn.execute_batch(&format!(
+            "CREATE TABLE {VERSION_TABLE} (version_num TEXT PRIMARY KEY)"
+        ))
+        .map_err(StoreError::from)?;
+    }
+    let sql = migrations();
+    for index in start..upto.min(VERSIONS.len()) {
+        conn.execute_batch(&sql[index]).map_err(StoreError::from)?;
+        conn.execute(&format!("DELETE FROM {VERSION_TABLE}"), [])
+            .map_err(StoreError::from)?;
+        conn.execute(
+            &format!("INSERT INTO {VERSION_TABLE} (version_num) VALUES (?1)"),
+            [VERSIONS[index]],
+        )
+        .map_err(StoreError::from)?;
+    }
+    Ok(())
+}
+
+/// The recorded version, or `None` when the database has no `stateous_version`.
+pub fn current_version(conn: &Connection) -> StoreResult<Option<String>> {
+    if !present_tables(conn)?.contains(VERSION_TABLE) {
+        return Ok(None);
+    }
+    let version: Option<String> = conn
+        .query_row(
+            &format!("SELECT version_num FROM {VERSION_TABLE}"),
+            [],
+            |row| row.get(0),
+        )
+        .optional()?;
+    Ok(Some(version.unwrap_or_default()))
+}
+
+fn present_tables(conn: &Connection) -> StoreResult<BTreeSet<String>> {
+    let mut statement = conn.prepare("SELECT name FROM sqlite_master WHERE type = 'table'")?;
+    let names = statement.query_map([], |row| row.get::<_, String>(0))?;
+    Ok(names.collect::<Result<_, _>>()?)
+}

@@ -1,0 +1,390 @@
+//! The SQLite write path: one thread owns the write connection. Requests queue on a
+//! channel; the thread takes all that are waiting, runs each inside its own
+//! SAVEPOINT of one transaction, commits once, then answers them all (group
+//! commit, SPEC section 4). A request that fails rolls back only its savepoint.
+//!
+//! Two checks guard each commit:
+//! - the fence: inside the transaction, just before COMMIT, the recorded epoch must
+//!   still be this control plane's, or nothing commits and every request of the
+//!   batch answers `NotServing` (issue "Hardening", item 1);
+//! - the busy limit: a request waits for another process's write lock only until
+//!   its own deadline (its arrival plus the busy timeout), never a second timeout
+//!   behind a batch that already waited (item 5).
+
+use std::future::Future;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::{mpsc, Arc};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use rusqlite::Connection;
+use tokio::sync::oneshot;
+
+use super::SqliteTx;
+use crate::clock::Clock;
+use crate::store::feed::FeedMark;
+use crate::store::{StoreError, StoreResult, Tx};
+
+/// How many waiting requests one transaction takes at most, so that one commit
+/// never holds answers back for long.
+const MOST_IN_ONE_COMMIT: usize = 512;
+
+/// A request's deadline may pass by this much before it is refused: SQLite's busy
+/// handler sleeps in steps.
+const BUSY_MARGIN: Duration = Duration::from_millis(5);
+
+/// Called after the commit with its result: it answers the request.
+type Deliver = Box<dyn FnOnce(StoreResult<()>) + Send>;
+
+/// A request: it runs inside its savepoint and says whether to keep its changes,
+/// or it is refused without running when the transaction cannot begin.
+trait Request: Send {
+    fn run(self: Box<Self>, tx: &SqliteTx<'_>) -> (bool, Deliver);
+    fn refuse(self: Box<Self>, error: StoreError);
+}
+
+struct Pending<R, F> {
+    work: F,
+    answer: oneshot::Sender<StoreResult<R>>,
+}
+
+impl<R, F> Request for Pending<R, F>
+where
+    R: Send + 'static,
+    F: FnOnce(&dyn Tx) -> (bool, R) + Send + 'static,
+{
+    fn run(self: Box<Self>, tx: &SqliteTx<'_>) -> (bool, Deliver) {
+        let Pending { work, answer } = *self;
+        let (keep, result) = work(tx);
+        let deliver: Deliver = Box::new(move |committed| {
+            let _ = answer.send(committed.map(|()| result));
+        });
+        (keep, deliver)
+    }
+
+    fn refuse(self: Box<Self>, error: StoreError) {
+        let _ = self.answer.send(Err(error));
+    }
+}
+
+/// A queued request and the moment it stops waiting for the write lock.
+struct Job {
+    request: Box<dyn Request>,
+    deadline: Instant,
+}
+
+/// What the writer thread shares with its handles.
+struct Shared {
+    commits: AtomicU64,
+    /// The epoch this control plane took; 0 before it took one (no fence yet).
+    epoch: AtomicI64,
+    /// Set once the fence failed: this control plane lost the database.
+    lost: AtomicBool,
+    mark: FeedMark,
+    busy_timeout: Duration,
+}
+
+/// A cheap, cloneable handle to the writer thread.
+#[derive(Clone)]
+pub struct Writer {
+    jobs: mpsc::Sender<Job>,
+    shared: Arc<Shared>,
+}
+
+impl Writer {
+    /// Start the writer thread on `conn`, moving `mark` at each commit. It stops
+    /// when every handle is dropped.
+    pub fn spawn(
+        conn: Connection,
+        clock: Clock,
+        busy_timeout: Duration,
+        mark: FeedMark,
+    ) -> std::io::Result<(Writer, JoinHandle<()>)> {
+        let (jobs, queue) = mpsc::channel::<Job>();
+        let shared = Arc::new(Shared {
+            commits: AtomicU64::new(0),
+            epoch: AtomicI64::new(0),
+            lost: AtomicBool::new(false),
+            mark,
+            busy_timeout,
+        });
+        let inside = Arc::clone(&shared);
+        let thread = std::thread::Builder::new()
+            .name("stateous-writer".into())
+            .spawn(move || run(conn, clock, queue, &inside))?;
+        Ok((Writer { jobs, shared }, thread))
+    }
+
+    /// How many transactions the writer committed so far.
+    pub fn commits(&self) -> u64 {
+        self.shared.commits.load(Ordering::Relaxed)
+    }
+
+    /// From now on, commit only while the recorded epoch is `epoch`.
+    pub fn fence(&self, epoch: i64) {
+        self.shared.epoch.store(epoch, Ordering::SeqCst);
+    }
+
+    /// True once a commit found another epoch on record.
+    pub fn lost(&self) -> bool {
+        self.shared.lost.load(Ordering::SeqCst)
+    }
+
+    /// Queue `work` to run in its own savepoint of the next group commit, at the
+    /// writer's `now`, and return the future of its answer (so that a caller can
+    /// queue many requests before it waits for the first). `work` returns whether to
+    /// keep its changes and its answer; the answer comes after the commit. A failed
+    /// commit answers its error instead.
+    pub fn submit<R, F>(&self, work: F) -> impl Future<Output = StoreResult<R>> + Send + 'static
+    where
+        R: Send + 'static,
+        F: FnOnce(&dyn Tx) -> (bool, R) + Send + 'static,
+    {
+        let (answer, answered) = oneshot::channel::<StoreResult<R>>();
+        let job = Job {
+            request: Box::new(Pending { work, answer }),
+            deadline: Instant::now() + self.shared.busy_timeout,
+        };
+        let sent = self.jobs.send(job).is_ok();
+        async move {
+            if !sent {
+                return Err(StoreError::Database("the writer thread stopped".into()));
+            }
+            // A job that panicked drops its sender: say so, never hang.
+            answered
+                .await
+                .map_err(|_| StoreError::Database("the request failed inside the writer".into()))?
+        }
+    }
+}
+
+fn run(conn: Connection, clock: Clock, queue: mpsc::Receiver<Job>, shared: &Shared) {
+    while let Ok(first) = queue.recv() {
+        let mut batch = vec![first];
+        while batch.len() < MOST_IN_ONE_COMMIT {
+            match queue.try_recv() {
+                Ok(job) => batch.push(job),
+                Err(_) => break,
+            }
+        }
+        let Some(batch) = begin(&conn, batch) else {
+            continue;
+        };
+        commit_batch(&conn, &clock, batch, shared);
+    }
+}
+
+/// Open the transaction for `batch`, waiting for another process's write lock no
+/// longer than the earliest deadline among its requests. A request whose deadline
+/// passes is refused `Busy`; the others wait on. `None`: nothing is left to run.
+fn begin(conn: &Connection, mut batch: Vec<Job>) -> Option<Vec<Job>> {
+    loop {
+        let now = Instant::now();
+        let (late, waiting): (Vec<Job>, Vec<Job>) = batch
+            .into_iter()
+            .partition(|job| job.deadline <= now + BUSY_MARGIN);
+        for job in late {
+            job.request.refuse(StoreError::Busy);
+        }
+        batch = waiting;
+        let earliest = batch.iter().map(|job| job.deadline).min()?;
+        if let Err(error) = conn.busy_timeout(earliest.saturating_duration_since(now)) {
+            refuse_all(batch, &StoreError::from(error));
+            return None;
+        }
+        match control(conn, "BEGIN IMMEDIATE").map_err(StoreError::from) {
+            Ok(()) => return Some(batch),
+            Err(StoreError::Busy) => continue,
+            Err(error) => {
+                refuse_all(batch, &error);
+                return None;
+            }
+        }
+    }
+}
+
+fn refuse_all(batch: Vec<Job>, error: &StoreError) {
+    for job in batch {
+        job.request.refuse(error.clone());
+    }
+}
+
+/// Run a batch in the open transaction, check the fence, commit, move the feed's
+/// mark, then answer every request.
+fn commit_batch(conn: &Connection, clock: &Clock, batch: Vec<Job>, shared: &Shared) {
+    let mut delivers = Vec::with_capacity(batch.len());
+    let mut last_id = 0;
+    for job in batch {
+        if let Some(deliver) = one_request(conn, clock, job.request, &mut last_id) {
+            delivers.push(deliver);
+        }
+    }
+    let committed =
+        fenced(conn, shared).and_then(|()| control(conn, "COMMIT").map_err(StoreError::from));
+    match &committed {
+        Ok(()) => {
+            shared.commits.fetch_add(1, Ordering::Relaxed);
+            if last_id > 0 {
+                shared.mark.committed(last_id);
+            }
+        }
+        Err(error) => {
+            if matches!(error, StoreError::NotServing) {
+                shared.lost.store(true, Ordering::SeqCst);
+            }
+            let _ = control(conn, "ROLLBACK");
+        }
+    }
+    for deliver in delivers {
+        deliver(committed.clone());
+    }
+}
+
+/// The fence: the recorded epoch must be the one this control plane took.
+fn fenced(conn: &Connection, shared: &Shared) -> StoreResult<()> {
+    let mine = shared.epoch.load(Ordering::SeqCst);
+    if mine == 0 {
+        return Ok(());
+    }
+    let recorded: i64 = conn
+        .prepare_cached("SELECT epoch FROM control_plane WHERE id = 1")?
+        .query_row([], |row| row.get(0))?;
+    if recorded != mine || shared.lost.load(Ordering::SeqCst) {
+        return Err(StoreError::NotServing);
+    }
+    Ok(())
+}
+
+/// Run one request in its savepoint, raising `last_id` to the ledger ids it keeps;
+/// `None` when it panicked (its answer is dropped).
+fn one_request(
+    conn: &Connection,
+    clock: &Clock,
+    request: Box<dyn Request>,
+    last_id: &mut i64,
+) -> Option<Deliver> {
+    if let Err(error) = control(conn, "SAVEPOINT request") {
+        tracing::error!("cannot open a savepoint: {error}");
+    }
+    let tx = SqliteTx::new(conn, clock.now());
+    let ran = catch_unwind(AssertUnwindSafe(|| request.run(&tx)));
+    let keep = matches!(ran, Ok((true, _)));
+    if keep {
+        *last_id = (*last_id).max(tx.last_id());
+    } else {
+        let _ = control(conn, "ROLLBACK TO request");
+    }
+    let _ = control(conn, "RELEASE request");
+    match ran {
+        Ok((_, deliver)) => Some(deliver),
+        Err(_) => {
+            tracing::error!("a request panicked inside the writer; its changes were rolled back");
+            None
+        }
+    }
+}
+
+/// Run one transaction-control statement from the statement cache: parsing
+/// `SAVEPOINT` and `RELEASE` anew for every request cost the writer more than
+/// some requests' own SQL.
+fn control(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(sql)?.execute([])?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::store::sqlite::open;
+    use crate::store::sqlite::schema::migrate;
+
+    fn writer(folder: &tempfile::TempDir) -> Writer {
+        let path = folder.path().join("w.db");
+        let conn = open(&path, Duration::from_secs(5), false).unwrap();
+        migrate(&conn).unwrap();
+        Writer::spawn(
+            conn,
+            Clock::manual(1_000_000),
+            Duration::from_secs(5),
+            FeedMark::new(0),
+        )
+        .unwrap()
+        .0
+    }
+
+    fn row(tx: &dyn Tx, token: &str) -> i64 {
+        let data = json!({"n": 1}).as_object().unwrap().clone();
+        tx.append(token, "note", None, &data).unwrap()
+    }
+
+    #[tokio::test]
+    async fn waiting_requests_commit_together_and_a_failed_one_rolls_back_alone() {
+        let folder = tempfile::tempdir().unwrap();
+        let writer = writer(&folder);
+        let (started, wait_started) = std::sync::mpsc::channel::<()>();
+        let (release, gate) = std::sync::mpsc::channel::<()>();
+        let blocker = writer.submit(move |_| {
+            started.send(()).unwrap();
+            gate.recv().unwrap();
+            (true, ())
+        });
+        wait_started.recv().unwrap();
+        let kept: Vec<_> = (0..50)
+            .map(|_| writer.submit(|tx| (true, row(tx, "kept"))))
+            .collect();
+        let dropped = writer.submit(|tx| (false, row(tx, "dropped")));
+        let panicked = writer.submit(|tx| -> (bool, i64) {
+            row(tx, "panicked");
+            panic!("a bug inside a request")
+        });
+        let last = writer.submit(|tx| (true, row(tx, "kept")));
+        release.send(()).unwrap();
+        blocker.await.unwrap();
+        let mut seqs = Vec::new();
+        for answer in kept {
+            seqs.push(answer.await.unwrap());
+        }
+        assert_eq!(seqs, (1..=50).collect::<Vec<i64>>());
+        assert_eq!(dropped.await.unwrap(), 1);
+        assert!(panicked.await.is_err());
+        assert_eq!(last.await.unwrap(), 51);
+        // One commit for the blocker, one for everything that waited behind it.
+        assert_eq!(writer.commits(), 2);
+        let counts = writer
+            .submit(|tx| {
+                let count = |t: &str| tx.entries(t).unwrap().len();
+                (false, (count("kept"), count("dropped"), count("panicked")))
+            })
+            .await
+            .unwrap();
+        assert_eq!(counts, (51, 0, 0));
+    }
+
+    #[tokio::test]
+    async fn a_batch_whose_epoch_is_no_longer_on_record_commits_nothing() {
+        let folder = tempfile::tempdir().unwrap();
+        let writer = writer(&folder);
+        writer.fence(1);
+        writer
+            .submit(|tx| (true, tx.next_epoch().unwrap()))
+            .await
+            .unwrap_or_else(|e| panic!("the first epoch commits: {e}"));
+        let other = open(&folder.path().join("w.db"), Duration::from_secs(5), false).unwrap();
+        other
+            .execute("UPDATE control_plane SET epoch = 7", [])
+            .unwrap();
+        let refused = writer.submit(|tx| (true, row(tx, "late"))).await;
+        assert!(
+            matches!(refused, Err(StoreError::NotServing)),
+            "{refused:?}"
+        );
+        assert!(writer.lost());
+        let left: i64 = other
+            .query_row("SELECT count(*) FROM ledger", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(left, 0);
+    }
+}

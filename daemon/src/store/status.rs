@@ -1,0 +1,175 @@
+//! The closed sets of the schema: a token's, a task's and a timer's status, and a
+//! timer's kind (reference `docs/inside/data.md`, "The statuses"). Each is an enum
+//! here, turned into the text the tables keep in one place ([`Closed::as_str`]), and
+//! into the schema's CHECK lists in one place ([`check_list`]), so that a status is
+//! never a string literal compared across the engine.
+
+use std::fmt;
+
+/// A closed set of names kept as text in a column.
+pub trait Closed: Copy + Sized + 'static {
+    /// Every member, in the order the reference lists them.
+    const ALL: &'static [Self];
+    /// The text kept in the table and sent on the wire.
+    fn as_str(self) -> &'static str;
+    /// The member whose text is `text`, if any.
+    fn parse(text: &str) -> Option<Self> {
+        Self::ALL.iter().copied().find(|m| m.as_str() == text)
+    }
+}
+
+/// `'a', 'b', 'c'`: the members of a set as a CHECK constraint's list.
+pub fn check_list<T: Closed>() -> String {
+    T::ALL
+        .iter()
+        .map(|m| format!("'{}'", m.as_str()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Names each member with its text, implements [`Closed`] and `Display`.
+macro_rules! closed {
+    ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident => $text:literal),+ $(,)? }) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum $name {
+            $($(#[$vdoc])* $variant),+
+        }
+
+        impl $name {
+            /// The text kept in the table and sent on the wire.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text),+
+                }
+            }
+        }
+
+        impl Closed for $name {
+            const ALL: &'static [Self] = &[$($name::$variant),+];
+            fn as_str(self) -> &'static str {
+                $name::as_str(self)
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
+closed! {
+    /// Where a token is in its life.
+    TokenStatus {
+        /// It moves.
+        Active => "active",
+        /// It holds its events until resumed.
+        Paused => "paused",
+        /// It reached END.
+        Completed => "completed",
+        /// It could not go on.
+        Failed => "failed",
+        /// An operator (or its parent) stopped it.
+        Cancelled => "cancelled",
+    }
+}
+
+impl TokenStatus {
+    /// Whether a token with this status never moves again.
+    pub fn ended(self) -> bool {
+        matches!(
+            self,
+            TokenStatus::Completed | TokenStatus::Failed | TokenStatus::Cancelled
+        )
+    }
+
+    /// Active or paused: a token that still counts as live.
+    pub fn live(self) -> bool {
+        !self.ended()
+    }
+}
+
+closed! {
+    /// Where a task is.
+    TaskStatus {
+        /// Waiting for a supervisor's claim.
+        Queued => "queued",
+        /// A supervisor holds it under a lease.
+        Claimed => "claimed",
+        /// Its routine reported that it waits for an event from outside.
+        Waiting => "waiting",
+        /// Its state's outcome moved the token.
+        Done => "done",
+        /// Its last attempt failed with no retries left.
+        Failed => "failed",
+        /// The token left the state another way.
+        Cancelled => "cancelled",
+    }
+}
+
+impl TaskStatus {
+    /// Queued, claimed or waiting: the task still belongs to the token's state.
+    pub fn open(self) -> bool {
+        matches!(
+            self,
+            TaskStatus::Queued | TaskStatus::Claimed | TaskStatus::Waiting
+        )
+    }
+}
+
+closed! {
+    /// Where a timer is.
+    TimerStatus {
+        /// It fires at its due time.
+        Pending => "pending",
+        /// It fired.
+        Fired => "fired",
+        /// Leaving its state (or a retry) cancelled it.
+        Cancelled => "cancelled",
+    }
+}
+
+closed! {
+    /// Why a timer exists.
+    TimerKind {
+        /// A state's `timeout`: covers every attempt of the state's task.
+        Timeout => "timeout",
+        /// A routine's timer, set with its outcome: a retry cancels it.
+        Timer => "timer",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_member_parses_back_from_its_text() {
+        for status in TokenStatus::ALL {
+            assert_eq!(TokenStatus::parse(status.as_str()), Some(*status));
+        }
+        for status in TaskStatus::ALL {
+            assert_eq!(TaskStatus::parse(status.as_str()), Some(*status));
+        }
+        assert_eq!(TimerStatus::parse("nope"), None);
+    }
+
+    #[test]
+    fn check_lists_are_the_schema_lists_of_the_reference() {
+        assert_eq!(
+            check_list::<TokenStatus>(),
+            "'active', 'paused', 'completed', 'failed', 'cancelled'"
+        );
+        assert_eq!(
+            check_list::<TaskStatus>(),
+            "'queued', 'claimed', 'waiting', 'done', 'failed', 'cancelled'"
+        );
+        assert_eq!(
+            check_list::<TimerStatus>(),
+            "'pending', 'fired', 'cancelled'"
+        );
+        assert_eq!(check_list::<TimerKind>(), "'timeout', 'timer'");
+    }
+}
