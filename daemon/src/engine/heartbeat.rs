@@ -17,7 +17,8 @@ use crate::store::Tx;
 /// learns that its own attempt is over, and does not keep the new one's lease
 /// alive. Tasks not named there are judged by holder and lease alone, as the
 /// reference judges them; `attempts` entries for tasks not in `tasks` are ignored.
-/// The check and the renewal share the transaction, so no claim comes between them.
+/// The attempts are read where no claim or lease end can change them before the
+/// renewal commits (see [`current_attempts`]).
 pub fn heartbeat(
     rules: &Rules,
     tx: &dyn Tx,
@@ -27,20 +28,64 @@ pub fn heartbeat(
 ) -> Step<Vec<i64>> {
     check_supervisor(supervisor)?;
     let asked: BTreeSet<i64> = tasks.iter().copied().collect();
-    let mut ids = Vec::with_capacity(asked.len());
-    for &id in &asked {
-        let current = match attempts.get(&id) {
+    let named: Vec<i64> = asked
+        .iter()
+        .copied()
+        .filter(|id| attempts.contains_key(id))
+        .collect();
+    let current = current_attempts(tx, &named)?;
+    let ids: Vec<i64> = asked
+        .iter()
+        .copied()
+        .filter(|id| match attempts.get(id) {
             None => true,
-            Some(&attempt) => tx.task(id)?.is_some_and(|task| task.attempt == attempt),
-        };
-        if current {
-            ids.push(id);
-        }
-    }
+            Some(attempt) => current.get(id) == Some(attempt),
+        })
+        .collect();
     let until = tx.now().saturating_add(rules.lease);
     let renewed: BTreeSet<i64> = tx
         .renew_leases(supervisor, &ids, until)?
         .into_iter()
         .collect();
     Ok(asked.difference(&renewed).copied().collect())
+}
+
+/// The current attempt of each of the tasks `ids` that exists. Where transactions
+/// run side by side (Postgres), the tasks' families are locked first, so that no
+/// claim or lease end moves an attempt between this read and the renewal; the
+/// families are locked in the order of their top tokens' ids, the same in every
+/// heartbeat, so two heartbeats never wait for each other in a circle. SQLite's one
+/// writer needs no lock.
+fn current_attempts(tx: &dyn Tx, ids: &[i64]) -> Step<BTreeMap<i64, i64>> {
+    let mut rows = Vec::with_capacity(ids.len());
+    for &id in ids {
+        rows.extend(tx.task(id)?);
+    }
+    if !tx.serial() && !rows.is_empty() {
+        let mut tops = BTreeSet::new();
+        for task in &rows {
+            tops.insert(top_of(tx, &task.token)?);
+        }
+        for top in &tops {
+            tx.lock_family(top, true)?;
+        }
+        rows.clear();
+        for &id in ids {
+            rows.extend(tx.task(id)?);
+        }
+    }
+    Ok(rows
+        .into_iter()
+        .map(|task| (task.id, task.attempt))
+        .collect())
+}
+
+/// The top token of `token`'s family. A token's parent never changes once it is
+/// made, so the walk reads without locks.
+fn top_of(tx: &dyn Tx, token: &str) -> Step<String> {
+    let mut current = token.to_string();
+    while let Some(parent) = tx.token(&current)?.and_then(|row| row.parent) {
+        current = parent;
+    }
+    Ok(current)
 }
