@@ -65,7 +65,12 @@ enum Command {
     /// stateous.yaml: heartbeat (30s), idle (1s, after an empty claim), grace (10s,
     /// SIGTERM to SIGKILL), cancel_wait (5s), request_timeout (30s), backoff ([1s, 2s,
     /// 4s, 8s, 16s, 30s]); each also from STATEOUS_SUPERVISOR_HEARTBEAT, _IDLE, _GRACE,
-    /// _CANCEL_WAIT, _REQUEST_TIMEOUT and _BACKOFF (e.g. `1s,2s,4s`), which win.
+    /// _CANCEL_WAIT, _REQUEST_TIMEOUT and _BACKOFF (e.g. `1s,2s,4s`), which win. The
+    /// heartbeat comes at least three times a lease when the control plane grants a
+    /// shorter lease; each backoff wait moves by up to 20% at random. A routine's
+    /// output goes to this log and to .stateous/logs/ (the newest 100 files kept):
+    /// at most 8 KiB of each line and 1 MiB of each attempt are kept, and a failure
+    /// quotes the end of each of the last 5 lines of stderr (300 characters).
     Supervise {
         /// The supervisor's folder.
         folder: PathBuf,

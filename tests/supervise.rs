@@ -277,7 +277,7 @@ fn a_lost_task_stops_its_routine() {
         .parse()
         .unwrap();
     daemon.post_empty("/tokens/L-1/cancel").expect(200);
-    sup.wait_for_line("of L-1: the control plane took it back; cancelling its routine");
+    sup.wait_for_line("of L-1: the control plane took attempt 1 back; stopping its routine");
     let deadline = Instant::now() + Duration::from_secs(5);
     while alive(child) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
@@ -406,4 +406,46 @@ fn a_routine_stops_when_its_supervisor_is_killed() {
         !running(routine),
         "the routine got SIGTERM when its supervisor died"
     );
+}
+
+#[test]
+fn an_emit_whose_report_would_be_over_the_body_limit_is_refused_to_the_routine_at_once() {
+    let daemon = sdlc();
+    // The routine speaks the helper's protocol itself: a 1 MB payload does not
+    // fit in one command-line argument.
+    let testing = r#"exec python3 - <<'PY'
+import json, os, socket
+conn = socket.socket(socket.AF_UNIX)
+conn.connect(os.environ["STATEOUS_CTX"])
+lines = conn.makefile("rw")
+def ask(request):
+    lines.write(json.dumps(request) + "\n")
+    lines.flush()
+    return json.loads(lines.readline())
+big = {"passed": 1, "failed": 0, "log": "x" * 1100000}
+with open("big-answer.json", "w") as out:
+    json.dump(ask({"op": "emit", "event": "passed", "payload": big}), out)
+ask({"op": "emit", "event": "passed", "payload": {"passed": 1, "failed": 0}})
+PY"#;
+    let folder = folder_for(
+        &daemon,
+        &[
+            ("coding.sh", "stateous ctx emit done"),
+            ("testing.sh", testing),
+        ],
+    );
+    let _sup = Supervise::start(&folder);
+    start_token(&daemon, "E-1");
+    wait_for_status(&daemon, "E-1", "completed");
+    let answer: Value =
+        serde_json::from_str(&std::fs::read_to_string(folder.join("big-answer.json")).unwrap())
+            .unwrap();
+    assert_eq!(answer["ok"], false, "{answer}");
+    let why = answer["error"].as_str().unwrap_or_default();
+    assert!(why.starts_with("the report would be "), "{why}");
+    let failed = history(&daemon, "E-1")
+        .iter()
+        .filter(|e| e["kind"] == "task_failed")
+        .count();
+    assert_eq!(failed, 0);
 }

@@ -391,7 +391,7 @@ fn a_routine_whose_token_a_fired_event_moved_on_is_stopped() {
         .parse()
         .unwrap();
     daemon.post_empty("/tokens/M-1/events/stuck").expect(200);
-    sup.wait_for_line("task 1 of M-1: the control plane took it back; cancelling its routine");
+    sup.wait_for_line("task 1 of M-1: the control plane took attempt 1 back; stopping its routine");
     eventually(
         "the routine's group stopped",
         || sup.report(),

@@ -259,13 +259,17 @@ impl Control {
     }
 
     /// `POST /tasks/heartbeat`: the tasks the supervisor no longer holds.
+    /// `attempts` (task id to attempt) as `engine::heartbeat::heartbeat` reads it.
     pub async fn heartbeat(
         &self,
         supervisor: String,
         tasks: Vec<i64>,
+        attempts: std::collections::BTreeMap<i64, i64>,
     ) -> Result<Vec<i64>, Refusal> {
-        self.write(move |rules, tx| engine::heartbeat::heartbeat(rules, tx, &supervisor, &tasks))
-            .await
+        self.write(move |rules, tx| {
+            engine::heartbeat::heartbeat(rules, tx, &supervisor, &tasks, &attempts)
+        })
+        .await
     }
 
     /// `POST /tasks/{id}/report`. `outcome.supervisor` names the supervisor that

@@ -180,6 +180,18 @@ impl Api {
         }
     }
 
+    /// The grant as a claim answers it: the reference's fields, and our addition
+    /// `lease_seconds`, the lease it was granted with, so that a supervisor can
+    /// pace its heartbeat from it (the reference's supervisor ignores the field).
+    fn with_lease(&self, grant: &stateous_shared::wire::Grant) -> serde_json::Value {
+        let mut value = serde_json::to_value(grant).unwrap_or_default();
+        if let Some(fields) = value.as_object_mut() {
+            let lease = self.control.options().lease.as_secs_f64();
+            fields.insert("lease_seconds".into(), lease.into());
+        }
+        value
+    }
+
     async fn dispatch_task(&self, route: Route, raw: &[u8]) -> Result<Answer, Refusal> {
         let control = &self.control;
         match route {
@@ -193,7 +205,7 @@ impl Api {
                     .claim(input.supervisor, input.states, input.request)
                     .await?
                 {
-                    Some(grant) => Ok(json(200, &grant)),
+                    Some(grant) => Ok(json(200, &self.with_lease(&grant))),
                     None => Ok(no_content()),
                 }
             }
@@ -202,7 +214,9 @@ impl Api {
                 let now = self.control.options().clock.now();
                 self.seen
                     .heard(&input.supervisor, None, added::outbox_of(raw), now);
-                let lost = control.heartbeat(input.supervisor, input.tasks).await?;
+                let lost = control
+                    .heartbeat(input.supervisor, input.tasks, input.attempts)
+                    .await?;
                 Ok(json(200, &Lost { lost }))
             }
             Route::Report(task) => {
