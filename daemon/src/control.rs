@@ -282,7 +282,7 @@ impl Control {
 
     /// `POST /tasks/{id}/note`.
     pub async fn note(&self, task: i64, text: String, attempt: Option<i64>) -> Result<(), Refusal> {
-        self.write(move |_, tx| engine::note::note(tx, task, &text, attempt))
+        self.write(move |rules, tx| engine::note::note(rules, tx, task, &text, attempt))
             .await
     }
 
@@ -294,8 +294,10 @@ impl Control {
         value: Value,
         attempt: Option<i64>,
     ) -> Result<(), Refusal> {
-        self.write(move |_, tx| engine::memory::set_memory(tx, task, &key, &value, attempt))
-            .await
+        self.write(move |rules, tx| {
+            engine::memory::set_memory(rules, tx, task, &key, &value, attempt)
+        })
+        .await
     }
 
     /// `GET /tokens/{id}`.
