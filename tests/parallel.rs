@@ -488,3 +488,23 @@ fn the_reference_token_commands_read_our_families_as_ours_do() {
         "{shown}"
     );
 }
+
+#[test]
+fn states_count_the_tokens_of_each_workflow_by_state_and_status() {
+    let daemon = serve();
+    start(&daemon, "R-1");
+    start(&daemon, "R-2");
+    fire(&daemon, "R-1", "done");
+    daemon.post_empty("/tokens/R-2/pause").expect(200);
+    let states = daemon.get("/states").expect(200);
+    assert_eq!(
+        states,
+        json!({"states": [
+            {"workflow": null, "state": "coding", "tokens": {"paused": 1}},
+            {"workflow": null, "state": "reviews", "tokens": {"active": 1}},
+            {"workflow": "design", "state": "triage", "tokens": {"active": 1}},
+            {"workflow": "security", "state": "triage", "tokens": {"active": 1}},
+        ]}),
+        "{states}"
+    );
+}

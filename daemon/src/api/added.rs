@@ -130,7 +130,7 @@ pub fn template(path: &str) -> Option<&'static str> {
         ["supervisors"] => "GET /supervisors",
         ["metrics"] => "GET /metrics",
         ["states"] => "GET /states",
-        ["tokens", id, "detail"] if !id.is_empty() => "GET /tokens/{id}/detail",
+        ["tokens", id, "detail"] if !id.is_empty() => "GET /tokens/:id/detail",
         _ => return None,
     })
 }

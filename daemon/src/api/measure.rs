@@ -2,7 +2,7 @@
 //! 7): how long its answer took, by route, and its refusal code, if any (the
 //! answer carries it: [`super::refusal`]).
 //!
-//! A route is named by its template (`POST /tokens/{id}/pause`), so the labels
+//! A route is named by its template (`POST /tokens/:id/pause`), so the labels
 //! stay as few as the routes; a path no route has counts as `unrouted`.
 
 use std::time::Instant;
@@ -62,11 +62,11 @@ mod tests {
         );
         assert_eq!(
             route_label(&Method::POST, "/tokens/A-1/pause"),
-            "POST /tokens/{id}/pause"
+            "POST /tokens/:id/pause"
         );
         assert_eq!(
             route_label(&Method::GET, "/tokens/A-1/detail"),
-            "GET /tokens/{id}/detail"
+            "GET /tokens/:id/detail"
         );
         assert_eq!(route_label(&Method::GET, "/states"), "GET /states");
         assert_eq!(route_label(&Method::GET, "/nothing"), "unrouted");

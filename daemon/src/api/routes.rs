@@ -58,24 +58,25 @@ pub enum ClockMove {
 
 impl Route {
     /// The route as the metrics name it: its method and its path with the
-    /// parameters as `{name}`, so that one label stands for every token.
+    /// parameters as `:name` (braces would trip simple parsers of the text format),
+    /// so that one label stands for every token.
     pub fn template(&self) -> &'static str {
         match self {
             Route::Start => "POST /tokens",
             Route::List => "GET /tokens",
-            Route::Token(_) => "GET /tokens/{id}",
-            Route::History(_) => "GET /tokens/{id}/history",
-            Route::Fire(..) => "POST /tokens/{id}/events/{event}",
-            Route::Pause(_) => "POST /tokens/{id}/pause",
-            Route::Resume(_) => "POST /tokens/{id}/resume",
-            Route::Cancel(_) => "POST /tokens/{id}/cancel",
+            Route::Token(_) => "GET /tokens/:id",
+            Route::History(_) => "GET /tokens/:id/history",
+            Route::Fire(..) => "POST /tokens/:id/events/:event",
+            Route::Pause(_) => "POST /tokens/:id/pause",
+            Route::Resume(_) => "POST /tokens/:id/resume",
+            Route::Cancel(_) => "POST /tokens/:id/cancel",
             Route::Workflow => "GET /workflow",
             Route::Health => "GET /health",
             Route::Claim => "POST /tasks/claim",
             Route::Heartbeat => "POST /tasks/heartbeat",
-            Route::Report(_) => "POST /tasks/{id}/report",
-            Route::Note(_) => "POST /tasks/{id}/note",
-            Route::Memory(_) => "PUT /tasks/{id}/memory",
+            Route::Report(_) => "POST /tasks/:id/report",
+            Route::Note(_) => "POST /tasks/:id/note",
+            Route::Memory(_) => "PUT /tasks/:id/memory",
             Route::Clock(ClockMove::Advance) => "POST /clock/advance",
             Route::Clock(ClockMove::Freeze) => "POST /clock/freeze",
             Route::Clock(ClockMove::Thaw) => "POST /clock/thaw",
@@ -234,7 +235,7 @@ mod tests {
         );
         assert_eq!(
             route("POST", "/tokens/T-1/events/done").map(|r| r.template()),
-            Ok("POST /tokens/{id}/events/{event}")
+            Ok("POST /tokens/:id/events/:event")
         );
         assert_eq!(route("POST", "/tasks/claim"), Ok(Route::Claim));
         assert_eq!(
