@@ -5,6 +5,7 @@
 //! Arrows pick a state and Enter shows only its tokens in the table (the first
 //! row, "every state", clears that). No I/O here: these are parts of `update`.
 
+use chrono::{DateTime, Utc};
 use crossterm::event::{KeyCode, KeyEvent};
 use stateous_shared::graph::Graph;
 use stateous_shared::live::StateCount;
@@ -172,6 +173,20 @@ pub fn health(model: &mut Model, answer: Result<Health, Problem>) {
     if let Some(health) = crate::update::answered(model, answer) {
         model.dev_clock = health.dev_clock;
     }
+}
+
+/// The daemon's time when the wall clock says `wall`: with a dev clock, ages and
+/// countdowns count from its time (frozen: where it stands), not the wall's.
+pub fn daemon_now(model: &Model, wall: DateTime<Utc>) -> DateTime<Utc> {
+    let Some(clock) = &model.dev_clock else {
+        return wall;
+    };
+    if clock.frozen {
+        if let Ok(at) = DateTime::parse_from_rfc3339(&clock.now) {
+            return at.with_timezone(&Utc);
+        }
+    }
+    wall + chrono::Duration::milliseconds((clock.ahead * 1000.0) as i64)
 }
 
 /// Whether a ledger entry of `kind` can change a state's counts: the entries

@@ -31,7 +31,7 @@ fn step(model: &mut Model, msg: Msg) -> Vec<Command> {
         Msg::Key(key) => return keys::key(model, key),
         Msg::Resize(columns, rows) => model.size = (columns, rows),
         Msg::Tick(now) => {
-            model.now = now;
+            model.now = crate::states::daemon_now(model, now);
             return tick(model);
         }
         Msg::Stream(state) => {

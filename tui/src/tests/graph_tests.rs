@@ -220,6 +220,8 @@ fn the_header_shows_the_dev_clock_and_reads_it_each_tick() {
     assert!(title.contains(" dev clock +1h "), "{title}");
     let tick = update(&mut model, Msg::Tick(now()));
     assert!(tick.contains(&Command::Health), "{tick:?}");
+    // Ages count from the daemon's time, an hour after the wall's.
+    assert_eq!(model.now, now() + chrono::Duration::hours(1));
     snapshot("dev_clock_header", &model);
     let mut plain = health(0.0);
     plain.dev_clock = None;
