@@ -89,6 +89,10 @@ enum Command {
     /// Act on tokens: start, fire, show, pause, resume, cancel.
     #[command(subcommand_required = true, arg_required_else_help = true)]
     Token(token_args::TokenArgs),
+    /// Move the time of a daemon started with `serve --dev-clock`: `advance 10m`
+    /// fires the timers, timeouts and lease ends due inside it, in due order;
+    /// `freeze` stops the clock, `thaw` lets it run, `show` says where it stands.
+    Clock(token_args::ClockArgs),
     /// See it work: a daemon, a supervisor and a few tokens of a bundled example,
     /// in the terminal UI (without a terminal: their histories).
     Demo,
@@ -224,6 +228,13 @@ fn main() -> ExitCode {
             };
             stateous_tui::run(options).unwrap_or_else(|e| exit_with(e));
             ExitCode::SUCCESS
+        }
+        Command::Clock(args) => {
+            let command = stateous_shared::commands::clock::ClockCommand::from(args);
+            commands::execute(async move {
+                let mut out = std::io::stdout().lock();
+                stateous_shared::commands::clock::run(&command, &mut out).await
+            })
         }
         Command::Token(args) => {
             let command = token::TokenCommand::from(args);

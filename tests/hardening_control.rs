@@ -85,18 +85,12 @@ fn a_heartbeat_or_memory_write_after_the_lease_ended_ends_it_then_and_there() {
     let beat = json!({"supervisor": "box-1", "tasks": [first["task"]]});
     let answer = daemon.post("/tasks/heartbeat", &beat).expect(200);
     assert_eq!(answer["lost"], json!([first["task"]]));
-    assert!(
-        kinds(&daemon, &first["token"].as_str().unwrap().to_string())
-            .contains(&"task_failed".to_string())
-    );
+    assert!(kinds(&daemon, first["token"].as_str().unwrap()).contains(&"task_failed".to_string()));
     let write = json!({"key": "session", "value": 1, "attempt": second["attempt"]});
     daemon
         .put(&format!("/tasks/{}/memory", second["task"]), &write)
         .refused(409, "task_not_held");
-    assert!(
-        kinds(&daemon, &second["token"].as_str().unwrap().to_string())
-            .contains(&"task_failed".to_string())
-    );
+    assert!(kinds(&daemon, second["token"].as_str().unwrap()).contains(&"task_failed".to_string()));
 }
 
 fn a_stopped_control_plane_whose_database_was_taken_commits_nothing_it_queued() {

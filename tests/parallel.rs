@@ -477,6 +477,25 @@ fn the_reference_token_commands_read_our_families_as_ours_do() {
     );
 }
 
+fn states_count_the_tokens_of_each_workflow_by_state_and_status() {
+    let daemon = serve();
+    start(&daemon, "R-1");
+    start(&daemon, "R-2");
+    fire(&daemon, "R-1", "done");
+    daemon.post_empty("/tokens/R-2/pause").expect(200);
+    let states = daemon.get("/states").expect(200);
+    assert_eq!(
+        states,
+        json!({"states": [
+            {"workflow": null, "state": "coding", "tokens": {"paused": 1}},
+            {"workflow": null, "state": "reviews", "tokens": {"active": 1}},
+            {"workflow": "design", "state": "triage", "tokens": {"active": 1}},
+            {"workflow": "security", "state": "triage", "tokens": {"active": 1}},
+        ]}),
+        "{states}"
+    );
+}
+
 both!(
     our_compiler_writes_the_reference_graph_file_byte_for_byte,
     an_all_join_waits_for_each_child_and_its_branches_guard_decides,
@@ -490,4 +509,5 @@ both!(
     token_show_lists_the_children_under_the_parent,
     a_supervisor_runs_the_routines_of_child_states_from_w_dot_s_files,
     the_reference_token_commands_read_our_families_as_ours_do,
+    states_count_the_tokens_of_each_workflow_by_state_and_status,
 );

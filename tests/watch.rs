@@ -174,11 +174,11 @@ fn supervisors_detail_and_metrics_show_claims_leases_held_events_and_counts() {
     let metrics = daemon.get("/metrics");
     let text = String::from_utf8_lossy(&metrics.body).to_string();
     assert!(
-        text.contains("stateous_tokens{status=\"paused\"} 1"),
+        text.contains("stateous_tokens{state=\"draft\",status=\"paused\",workflow=\"orders\"} 1"),
         "{text}"
     );
     assert!(
-        text.contains("stateous_tasks{status=\"claimed\"} 1"),
+        text.contains("stateous_tasks{state=\"draft\",status=\"claimed\"} 1"),
         "{text}"
     );
     assert!(

@@ -414,6 +414,28 @@ impl NoteInput {
     }
 }
 
+/// `POST /clock/advance` (ours, `serve --dev-clock`): how far to move the clock.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AdvanceInput {
+    /// A workflow duration (`30s`, `10m`, `1h`, `1d`).
+    pub by: std::time::Duration,
+}
+
+impl AdvanceInput {
+    /// `by` must be a duration as a string (`invalid_argument`).
+    pub fn parse(body: &Object) -> Result<AdvanceInput, Refusal> {
+        let Some(Value::String(text)) = body.get("by") else {
+            return Err(refuse(
+                Code::InvalidArgument,
+                "'by' must be a duration as a string, e.g. \"10m\"",
+            ));
+        };
+        let by = parse_duration(text)
+            .map_err(|problem| refuse(Code::InvalidArgument, format!("'by': {problem}")))?;
+        Ok(AdvanceInput { by })
+    }
+}
+
 /// `PUT /tasks/{id}/memory`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MemoryInput {

@@ -9,7 +9,9 @@
 
 pub mod added;
 mod body;
+mod clock;
 pub mod inputs;
+pub mod measure;
 pub mod routes;
 pub mod server;
 mod watch;
@@ -46,7 +48,7 @@ pub struct Api {
     control: Control,
     /// `GET /workflow`'s body, the graph document, serialized once.
     workflow: Bytes,
-    /// `GET /health`'s body, serialized once.
+    /// `GET /health`'s body without a dev clock, serialized once.
     health: Bytes,
     /// Set when this control plane no longer holds the database; shared with the
     /// clock, which finds it out.
@@ -63,6 +65,7 @@ impl Api {
         let health = Health {
             workflow: graph.main.name.clone(),
             checksum: graph.checksum.clone(),
+            dev_clock: None,
         };
         Api {
             workflow: Bytes::from(to_json(&graph.document)),
@@ -175,7 +178,8 @@ impl Api {
             Route::Resume(token) => Ok(json(200, &control.resume(token).await?)),
             Route::Cancel(token) => Ok(json(200, &control.cancel(token).await?)),
             Route::Workflow => Ok(json_bytes(200, self.workflow.clone())),
-            Route::Health => Ok(json_bytes(200, self.health.clone())),
+            Route::Health => Ok(self.health()),
+            Route::Clock(how) => self.clock(how, raw).await,
             route => self.dispatch_task(route, raw).await,
         }
     }
@@ -285,9 +289,12 @@ fn no_content() -> Answer {
     answer
 }
 
-/// A refusal: `{"error": sentence, "code": code}` with the code's status.
+/// A refusal: `{"error": sentence, "code": code}` with the code's status. The
+/// answer carries its code as an extension, for the metrics (`measure`).
 pub fn refusal(refused: &Refusal) -> Answer {
-    json(refused.status(), refused)
+    let mut answer = json(refused.status(), refused);
+    answer.extensions_mut().insert(refused.code);
+    answer
 }
 
 fn with_status(mut answer: Answer, status: StatusCode) -> Answer {
