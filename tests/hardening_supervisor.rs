@@ -78,7 +78,6 @@ fn kinds(daemon: &Daemon, token: &str) -> Vec<String> {
 /// A routine that writes its pid to `<state>-<attempt>.pid`, then sleeps.
 const RUN_ON: &str = "echo $$ > \"$STATEOUS_STATE-$STATEOUS_ATTEMPT.pid\"\nexec sleep 60";
 
-#[test]
 fn a_stalled_supervisor_whose_attempt_another_of_its_name_took_stops_its_routine_on_waking() {
     // Two folders on one host share the default name; here both say it.
     let daemon = Setup::new(asset_graph("sdlc")).start(); // leases of 2 s
@@ -128,7 +127,6 @@ fn a_stalled_supervisor_whose_attempt_another_of_its_name_took_stops_its_routine
     );
 }
 
-#[test]
 fn a_heartbeat_naming_an_attempt_that_is_over_is_answered_lost_even_by_the_holders_name() {
     let daemon = Daemon::tickets(); // coding has one retry; leases of 2 s
     daemon
@@ -166,7 +164,6 @@ fn a_heartbeat_naming_an_attempt_that_is_over_is_answered_lost_even_by_the_holde
     );
 }
 
-#[test]
 fn a_lease_shorter_than_the_configured_heartbeat_is_renewed_by_a_healthy_supervisor() {
     let daemon = Setup::new(asset_graph("sdlc"))
         .args(&["--lease", "3s"])
@@ -187,7 +184,6 @@ fn a_lease_shorter_than_the_configured_heartbeat_is_renewed_by_a_healthy_supervi
     assert_eq!(daemon.get("/tokens/L-1").expect(200)["state"], "testing");
 }
 
-#[test]
 fn routines_of_tasks_that_timed_out_or_were_cancelled_stop_within_a_second() {
     // Leases of 2 minutes and a heartbeat of 30 s: only the watch stream can tell
     // the supervisor in time.
@@ -243,7 +239,6 @@ fn routines_of_tasks_that_timed_out_or_were_cancelled_stop_within_a_second() {
     );
 }
 
-#[test]
 fn a_lost_attempts_left_messages_are_dropped_at_the_first_refusal_not_sent_one_by_one() {
     let daemon = Setup::new(asset_graph("sdlc")).start(); // leases of 2 s
     let routine = "while [ ! -f go ]; do sleep 0.05; done\n\
@@ -295,7 +290,6 @@ fn a_lost_attempts_left_messages_are_dropped_at_the_first_refusal_not_sent_one_b
     );
 }
 
-#[test]
 fn retries_after_no_answer_are_spread_by_jitter() {
     let dir = tempfile::tempdir().unwrap();
     let made = run(
@@ -366,7 +360,6 @@ fn a_busy_database_is_logged_as_what_the_control_plane_answered() {
     wait_for_status(&daemon, "B-1", "active");
 }
 
-#[test]
 fn routine_output_is_capped_per_line_and_per_attempt_the_reason_keeps_the_end_and_logs_rotate() {
     let daemon = Daemon::tickets();
     let loud = "if [ \"$STATEOUS_ATTEMPT\" != 1 ]; then exec sleep 60; fi\n\
@@ -421,3 +414,13 @@ fn routine_output_is_capped_per_line_and_per_attempt_the_reason_keeps_the_end_an
     assert!(files <= 100, "{files} files in .stateous/logs");
     assert!(!logs.join("old-0.log").exists(), "the oldest went first");
 }
+
+both!(
+    a_stalled_supervisor_whose_attempt_another_of_its_name_took_stops_its_routine_on_waking,
+    a_heartbeat_naming_an_attempt_that_is_over_is_answered_lost_even_by_the_holders_name,
+    a_lease_shorter_than_the_configured_heartbeat_is_renewed_by_a_healthy_supervisor,
+    routines_of_tasks_that_timed_out_or_were_cancelled_stop_within_a_second,
+    a_lost_attempts_left_messages_are_dropped_at_the_first_refusal_not_sent_one_by_one,
+    retries_after_no_answer_are_spread_by_jitter,
+    routine_output_is_capped_per_line_and_per_attempt_the_reason_keeps_the_end_and_logs_rotate,
+);
