@@ -271,6 +271,12 @@ pub trait Tasks {
     fn open_tasks(&self, token: &str) -> StoreResult<Vec<TaskRow>>;
     /// Every task of the token, by id.
     fn tasks_of(&self, token: &str) -> StoreResult<Vec<TaskRow>>;
+    /// The oldest queued task of these states whose token is active and whose
+    /// family this transaction now holds, never waiting for a family another
+    /// transaction holds (one statement, `FOR UPDATE SKIP LOCKED`, on Postgres).
+    /// Where families are locked, only tasks of top tokens are found here: a
+    /// child's lock is its top's, found with `queued_tasks` and `lock_family`.
+    fn lock_queued(&self, states: &[(Option<String>, String)]) -> StoreResult<Option<i64>>;
     /// Up to `limit` oldest queued tasks of active tokens in these states: each
     /// `(workflow, state)` with `None` for the main workflow.
     fn queued_tasks(
