@@ -83,14 +83,23 @@ impl Tasks for PgTx<'_> {
         // no other transaction holds is locked as it is found. The task's row is
         // read again under the lock by the caller (another claim may have taken
         // it just before).
-        let (workflows, names) = pairs(states);
+        // Top tokens are of the main workflow: only its states can match. The
+        // queue is walked in id order (index `tasks_queued`) and each candidate's
+        // token row tried as it comes, so the statement stops at the first.
+        let names: Vec<&str> = states
+            .iter()
+            .filter(|(workflow, _)| workflow.is_none())
+            .map(|(_, state)| state.as_str())
+            .collect();
+        if names.is_empty() {
+            return Ok(None);
+        }
         let found = self.query_opt(
             "SELECT t.id, t.token FROM tasks t JOIN tokens k ON k.token = t.token
-             JOIN unnest($1::text[], $2::text[]) AS s(workflow, state)
-               ON s.state = t.state AND s.workflow = coalesce(k.workflow, '')
-             WHERE t.status = 'queued' AND k.status = 'active' AND k.parent IS NULL
+             WHERE t.status = 'queued' AND t.state = ANY($1)
+               AND k.parent IS NULL AND k.status = 'active'
              ORDER BY t.id LIMIT 1 FOR UPDATE OF k SKIP LOCKED",
-            &[&workflows, &names],
+            &[&names],
         )?;
         let Some(row) = found else {
             return Ok(None);
