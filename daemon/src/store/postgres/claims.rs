@@ -25,12 +25,8 @@ impl Claims for PgTx<'_> {
     }
 
     fn remember_claim(&self, row: &ClaimRow) -> StoreResult<()> {
-        self.execute(
-            "INSERT INTO claims (supervisor, request, task_id, attempt) VALUES ($1, $2, $3, $4)
-             ON CONFLICT (supervisor) DO UPDATE SET request = excluded.request,
-                 task_id = excluded.task_id, attempt = excluded.attempt",
-            &[&row.supervisor, &row.request, &row.task_id, &row.attempt],
-        )?;
+        // Written with the transaction's other writes (`pending.rs`).
+        self.pending.borrow_mut().claim(row);
         Ok(())
     }
 }

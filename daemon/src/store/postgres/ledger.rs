@@ -6,7 +6,7 @@ use postgres::Row;
 use stateous_shared::wire::Object;
 
 use super::{get, PgTx};
-use crate::store::json::{object, to_text};
+use crate::store::json::object;
 use crate::store::{Ledger, LedgerRow, StoreResult};
 
 const SELECT: &str = "SELECT id, token, seq, at, kind, key, data FROM ledger";
@@ -56,15 +56,20 @@ impl Ledger for PgTx<'_> {
         }
         // The seq is safe because the token's family lock is held (a new token's
         // rows conflict on `(token, seq)` instead, and the request runs again).
-        let row = self.query_one(
-            "INSERT INTO ledger (token, seq, at, kind, key, data)
-             VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
-            &[&token, &seq, &self.now, &kind, &key, &to_text(data)],
-        )?;
-        let id: i64 = get(&row, 0)?;
+        // Written with the transaction's other writes (`pending.rs`).
+        let id = self.next_id(&self.ids.ledger)?;
         if let Some(opened) = self.opened.get() {
             self.mark.saw(opened, id);
         }
+        self.pending.borrow_mut().entry(LedgerRow {
+            id,
+            token: token.to_string(),
+            seq,
+            at: self.now,
+            kind: kind.to_string(),
+            key: key.map(str::to_string),
+            data: data.clone(),
+        });
         Ok(id)
     }
 

@@ -39,7 +39,8 @@ impl Memory for PgTx<'_> {
     }
 
     fn delete_memory(&self, token: &str) -> StoreResult<()> {
-        self.execute("DELETE FROM memory WHERE token = $1", &[&token])?;
+        // Written with the transaction's other writes (`pending.rs`).
+        self.pending.borrow_mut().forget_memory(token);
         Ok(())
     }
 }

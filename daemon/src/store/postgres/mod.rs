@@ -16,6 +16,7 @@ mod counts;
 pub mod hold;
 mod ledger;
 mod memory;
+mod pending;
 pub mod schema;
 pub mod store;
 mod tasks;
@@ -30,6 +31,29 @@ use postgres::types::ToSql;
 use postgres::Row;
 
 pub use conn::PgConn;
+pub use pending::Ids;
+use pending::Pending;
+
+/// The sequences new rows take their ids from, a block at a time.
+#[derive(Debug)]
+pub struct Sequences {
+    /// `ledger.id`: handed out in increasing order (the feed's mark counts on it).
+    pub ledger: Ids,
+    /// `tasks.id`.
+    pub tasks: Ids,
+    /// `timers.id`.
+    pub timers: Ids,
+}
+
+impl Default for Sequences {
+    fn default() -> Sequences {
+        Sequences {
+            ledger: Ids::new("ledger"),
+            tasks: Ids::new("tasks"),
+            timers: Ids::new("timers"),
+        }
+    }
+}
 pub use store::PgStore;
 
 use super::feed::{FeedMark, Opened};
@@ -76,6 +100,9 @@ impl Default for PgOptions {
 /// may run the request once more ([`StoreError::Conflict`]).
 pub struct PgTx<'c> {
     conn: RefCell<&'c mut PgConn>,
+    /// Writes not sent yet: they go before the next read, or at the commit.
+    pending: RefCell<Pending>,
+    ids: &'c Sequences,
     now: i64,
     /// The top tokens whose row this transaction locked.
     locked: RefCell<HashSet<String>>,
@@ -87,10 +114,13 @@ pub struct PgTx<'c> {
 }
 
 impl<'c> PgTx<'c> {
-    /// Work on `conn`, whose transaction the caller opened, at `now` (microseconds).
-    pub fn new(conn: &'c mut PgConn, now: i64, mark: &'c FeedMark) -> PgTx<'c> {
+    /// Work on `conn`, whose transaction the caller opened, at `now` (microseconds);
+    /// new rows take their ids from `ids`.
+    pub fn new(conn: &'c mut PgConn, now: i64, mark: &'c FeedMark, ids: &'c Sequences) -> PgTx<'c> {
         PgTx {
             conn: RefCell::new(conn),
+            pending: RefCell::new(Pending::default()),
+            ids,
             now,
             locked: RefCell::new(HashSet::new()),
             mark,
@@ -109,8 +139,26 @@ impl<'c> PgTx<'c> {
         self.opened.get()
     }
 
-    /// Run a statement that returns rows.
+    /// Send the writes that wait (before a read, and before the commit).
+    pub fn flush(&self) -> StoreResult<()> {
+        let result = {
+            let mut pending = self.pending.borrow_mut();
+            let mut conn = self.conn.borrow_mut();
+            pending.flush(&mut conn)
+        };
+        self.kept(result)
+    }
+
+    /// The next id of a new row of `table`'s sequence (a block is taken when the
+    /// last one is used up).
+    fn next_id(&self, ids: &Ids) -> StoreResult<i64> {
+        let result = ids.next(&mut self.conn.borrow_mut());
+        self.kept(result)
+    }
+
+    /// Run a statement that returns rows (after the writes that wait).
     fn query(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> StoreResult<Vec<Row>> {
+        self.flush()?;
         let result = self.conn.borrow_mut().query(sql, params);
         self.kept(result)
     }
@@ -126,8 +174,9 @@ impl<'c> PgTx<'c> {
             .ok_or_else(|| StoreError::Database(format!("no row from: {sql}")))
     }
 
-    /// Run a statement; how many rows it changed.
+    /// Run a statement; how many rows it changed (after the writes that wait).
     fn execute(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> StoreResult<u64> {
+        self.flush()?;
         let result = self.conn.borrow_mut().execute(sql, params);
         self.kept(result)
     }

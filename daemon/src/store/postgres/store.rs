@@ -10,7 +10,7 @@ use std::time::Duration;
 use super::conn::{config, Manager, PgConn};
 use super::hold::{ServingLock, Tried};
 use super::schema::migrate;
-use super::PgTx;
+use super::{PgTx, Sequences};
 use crate::clock::{micros, Clock};
 use crate::engine::serving;
 use crate::store::backend::{without_password, StoreOptions};
@@ -48,6 +48,8 @@ struct Inner {
     families: FamilyLocks,
     /// How long a transaction waits for a family (the lock limit).
     lock_wait: Duration,
+    /// Ids for new rows, taken from their sequences a block at a time.
+    ids: Sequences,
 }
 
 impl PgStore {
@@ -105,6 +107,7 @@ impl PgStore {
                 cache: Cache::default(),
                 families: FamilyLocks::default(),
                 lock_wait: pg.lock_timeout,
+                ids: Sequences::default(),
             }),
         })
     }
@@ -237,10 +240,14 @@ impl Inner {
             .map_err(|_| StoreError::Busy)?;
         conn.batch("BEGIN")?;
         let now = self.clock.now();
-        let tx = PgTx::new(&mut conn, now, &self.mark);
+        let tx = PgTx::new(&mut conn, now, &self.mark, &self.ids);
         let cached = CachedTx::new(&tx, &self.cache, Some((&self.families, self.lock_wait)));
         let ran = catch_unwind(AssertUnwindSafe(|| work(&cached)));
         let finished = cached.finish();
+        if matches!(ran, Ok((true, _))) {
+            // The writes that waited; an error is kept as the transaction's.
+            let _ = tx.flush();
+        }
         let (failed, opened) = (tx.failed(), tx.opened());
         drop(tx);
         let ended = match (&ran, &failed) {
@@ -294,7 +301,7 @@ impl Inner {
             .get()
             .map_err(|_| StoreError::Busy)?;
         conn.batch("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")?;
-        let tx = PgTx::new(&mut conn, now, &self.mark);
+        let tx = PgTx::new(&mut conn, now, &self.mark, &self.ids);
         let result = read(&tx);
         drop(tx);
         let ended = conn.batch("COMMIT");
@@ -313,8 +320,10 @@ fn once<R>(
 ) -> StoreResult<R> {
     conn.batch("BEGIN")?;
     let mark = FeedMark::new(0);
-    let tx = PgTx::new(conn, now, &mark);
+    let ids = Sequences::default();
+    let tx = PgTx::new(conn, now, &mark, &ids);
     let result = step(&tx);
+    let _ = tx.flush();
     let failed = tx.failed();
     drop(tx);
     match (result, failed) {
@@ -333,7 +342,8 @@ fn once<R>(
 fn held_by_another(conn: &mut PgConn) -> String {
     let mark = FeedMark::new(0);
     let row = {
-        let tx = PgTx::new(conn, 0, &mark);
+        let ids = Sequences::default();
+        let tx = PgTx::new(conn, 0, &mark, &ids);
         tx.control_plane().ok()
     };
     serving::held_sentence(&row.unwrap_or_default())

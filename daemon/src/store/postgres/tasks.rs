@@ -3,7 +3,7 @@
 use postgres::Row;
 
 use super::{closed, get, PgTx};
-use crate::store::{StoreResult, TaskRow, Tasks};
+use crate::store::{StoreResult, TaskRow, TaskStatus, Tasks};
 
 const SELECT: &str = "SELECT id, token, state, visit, status, attempt, claimed_by, lease_until,
                              queued_at FROM tasks";
@@ -34,12 +34,20 @@ fn pairs(states: &[(Option<String>, String)]) -> (Vec<String>, Vec<String>) {
 
 impl Tasks for PgTx<'_> {
     fn queue_task(&self, token: &str, state: &str, visit: i64) -> StoreResult<i64> {
-        let row = self.query_one(
-            "INSERT INTO tasks (token, state, visit, status, attempt, queued_at)
-             VALUES ($1, $2, $3, 'queued', 0, $4) RETURNING id",
-            &[&token, &state, &visit, &self.now],
-        )?;
-        get(&row, 0)
+        // Written with the transaction's other writes (`pending.rs`).
+        let id = self.next_id(&self.ids.tasks)?;
+        self.pending.borrow_mut().new_task(TaskRow {
+            id,
+            token: token.to_string(),
+            state: state.to_string(),
+            visit,
+            status: TaskStatus::Queued,
+            attempt: 0,
+            claimed_by: None,
+            lease_until: None,
+            queued_at: self.now,
+        });
+        Ok(id)
     }
 
     fn task(&self, id: i64) -> StoreResult<Option<TaskRow>> {
@@ -48,17 +56,7 @@ impl Tasks for PgTx<'_> {
     }
 
     fn update_task(&self, row: &TaskRow) -> StoreResult<()> {
-        self.execute(
-            "UPDATE tasks SET status = $2, attempt = $3, claimed_by = $4, lease_until = $5
-             WHERE id = $1",
-            &[
-                &row.id,
-                &row.status.as_str(),
-                &row.attempt,
-                &row.claimed_by,
-                &row.lease_until,
-            ],
-        )?;
+        self.pending.borrow_mut().task(row);
         Ok(())
     }
 

@@ -4,7 +4,7 @@ use postgres::Row;
 use stateous_shared::wire::Object;
 
 use super::{closed, get, PgTx};
-use crate::store::json::{optional_object, to_text};
+use crate::store::json::optional_object;
 use crate::store::{StoreResult, TimerKind, TimerRow, TimerStatus, Timers};
 
 const SELECT: &str =
@@ -36,23 +36,9 @@ impl Timers for PgTx<'_> {
         due_at: i64,
         kind: TimerKind,
     ) -> StoreResult<TimerRow> {
-        let text = payload.map(to_text);
-        let row = self.query_one(
-            "INSERT INTO timers (token, state, visit, event, payload, set_at, due_at, status, kind)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8) RETURNING id",
-            &[
-                &token,
-                &state,
-                &visit,
-                &event,
-                &text,
-                &self.now,
-                &due_at,
-                &kind.as_str(),
-            ],
-        )?;
-        Ok(TimerRow {
-            id: get(&row, 0)?,
+        // Written with the transaction's other writes (`pending.rs`).
+        let row = TimerRow {
+            id: self.next_id(&self.ids.timers)?,
             token: token.to_string(),
             state: state.to_string(),
             visit,
@@ -62,7 +48,9 @@ impl Timers for PgTx<'_> {
             due_at,
             status: TimerStatus::Pending,
             kind,
-        })
+        };
+        self.pending.borrow_mut().new_timer(row.clone());
+        Ok(row)
     }
 
     fn timer(&self, id: i64) -> StoreResult<Option<TimerRow>> {
@@ -79,10 +67,7 @@ impl Timers for PgTx<'_> {
     }
 
     fn update_timer(&self, row: &TimerRow) -> StoreResult<()> {
-        self.execute(
-            "UPDATE timers SET status = $2, due_at = $3 WHERE id = $1",
-            &[&row.id, &row.status.as_str(), &row.due_at],
-        )?;
+        self.pending.borrow_mut().timer(row);
         Ok(())
     }
 

@@ -9,7 +9,7 @@
 use postgres::Row;
 
 use super::{closed, get, PgTx};
-use crate::store::json::{object, to_text};
+use crate::store::json::object;
 use crate::store::{Closed, StoreResult, TokenRow, TokenStatus, Tokens};
 
 const SELECT: &str =
@@ -122,36 +122,13 @@ impl Tokens for PgTx<'_> {
     }
 
     fn insert_token(&self, row: &TokenRow) -> StoreResult<()> {
-        self.execute(
-            "INSERT INTO tokens (token, state, status, visit, context, entered_at, parent, workflow)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-            &[
-                &row.token,
-                &row.state,
-                &row.status.as_str(),
-                &row.visit,
-                &to_text(&row.context),
-                &row.entered_at,
-                &row.parent,
-                &row.workflow,
-            ],
-        )?;
+        // Written with the transaction's other writes (`pending.rs`).
+        self.pending.borrow_mut().new_token(row);
         Ok(())
     }
 
     fn update_token(&self, row: &TokenRow) -> StoreResult<()> {
-        self.execute(
-            "UPDATE tokens SET state = $2, status = $3, visit = $4, context = $5, entered_at = $6
-             WHERE token = $1",
-            &[
-                &row.token,
-                &row.state,
-                &row.status.as_str(),
-                &row.visit,
-                &to_text(&row.context),
-                &row.entered_at,
-            ],
-        )?;
+        self.pending.borrow_mut().token(row);
         Ok(())
     }
 
