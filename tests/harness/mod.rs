@@ -194,6 +194,11 @@ impl Setup {
             "--socket".into(),
             socket.display().to_string(),
         ];
+        if database.backend() == Backend::Postgres {
+            // Tests run side by side on one server: small pools (a test's own
+            // `--pool-size` comes later and wins).
+            args.extend(["--pool-size".to_string(), "4".to_string()]);
+        }
         args.extend(self.args.iter().cloned());
         let mut daemon = Daemon {
             child: None,

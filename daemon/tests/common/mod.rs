@@ -57,9 +57,12 @@ impl Db {
         }
     }
 
-    /// The reference's defaults on this database.
+    /// The reference's defaults on this database (a small Postgres pool: tests run
+    /// side by side on one server).
     pub fn options(&self) -> Options {
-        Options::on(self.database())
+        let mut options = Options::on(self.database());
+        options.postgres.pool = 4;
+        options
     }
 
     /// Every row of `sql` as text; NULL as `None`.
