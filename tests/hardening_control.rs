@@ -121,8 +121,11 @@ fn a_stopped_control_plane_whose_database_was_taken_commits_nothing_it_queued() 
         .execute("UPDATE control_plane SET serving = 'another:1:1', epoch = epoch + 1");
     daemon.signal(libc::SIGCONT);
     for sender in senders {
-        let status = sender.join().expect("a sender").expect("an answer");
-        assert_eq!(status, 503, "a queued request must not commit");
+        // Answered 503, or not at all when the control plane had already exited:
+        // never a success.
+        if let Ok(status) = sender.join().expect("a sender") {
+            assert_eq!(status, 503, "a queued request must not commit");
+        }
     }
     let status = daemon.wait(Duration::from_secs(20));
     assert_eq!(status.code(), Some(1), "{}", daemon.report());

@@ -119,8 +119,11 @@ impl PgStore {
         F: Fn(&dyn Tx) -> (bool, R) + Send + Sync + 'static,
     {
         let inner = Arc::clone(&self.inner);
+        // Started now, not when first polled: a caller that queues many writes
+        // before it waits for the first (the clock's tick) has them run side by side.
+        let running = tokio::task::spawn_blocking(move || inner.write(&work));
         async move {
-            tokio::task::spawn_blocking(move || inner.write(&work))
+            running
                 .await
                 .map_err(|_| StoreError::Database("a request failed unexpectedly".into()))?
         }
