@@ -225,6 +225,7 @@ fn tokens_query(model: &Model) -> TokenQuery {
         status: model.status_filter.map(str::to_string),
         parent: None,
         limit: Some(limit),
+        ..TokenQuery::default()
     }
 }
 

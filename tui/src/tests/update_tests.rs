@@ -36,7 +36,8 @@ fn a_tick_reads_what_is_on_screen_once_until_it_is_answered() {
             Command::Tokens(TokenQuery {
                 status: None,
                 parent: None,
-                limit: Some(2 * rows)
+                limit: Some(2 * rows),
+                ..TokenQuery::default()
             }),
             Command::Workflow,
             Command::Supervisors,
