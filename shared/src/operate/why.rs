@@ -335,3 +335,7 @@ fn guard_sentences(why: &Why) -> Vec<String> {
     }
     sentences
 }
+
+#[cfg(test)]
+#[path = "why_tests.rs"]
+mod tests;
