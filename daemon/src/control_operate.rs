@@ -164,13 +164,21 @@ impl Control {
                 .map(|found| {
                     let (rules, step) = (Arc::clone(&self.inner.rules), Arc::clone(&step));
                     let token = found.id().to_string();
-                    self.inner
-                        .store
-                        .write(move |tx| keep(apply(&rules, tx, &step, &token)))
+                    // A task of its own, so that each write starts now: a Postgres
+                    // write starts only once its future is polled.
+                    tokio::spawn(
+                        self.inner
+                            .store
+                            .write(move |tx| keep(apply(&rules, tx, &step, &token))),
+                    )
                 })
                 .collect();
             for (found, answer) in window.iter().zip(answers) {
-                let answer = answer.await;
+                let answer = answer.await.unwrap_or_else(|_| {
+                    Err(StoreError::Database(
+                        "a bulk write stopped unexpectedly".into(),
+                    ))
+                });
                 if matches!(answer, Err(StoreError::NotServing)) {
                     self.inner.lost.store(true, Ordering::SeqCst);
                 }

@@ -163,7 +163,9 @@ fn scan_clause(scan: &TokenScan, after: Option<&Cursor>) -> (String, Vec<Param>)
         values.push(Param::Integer(after));
     }
     if let Some((entered_at, token)) = after {
-        parts.push("(entered_at < ? OR (entered_at = ? AND token > ?))".to_string());
+        // `entered_at <= x` first, so that the index is searched from the cursor on
+        // rather than scanned from its start (as the Postgres module explains).
+        parts.push("entered_at <= ? AND (entered_at < ? OR token > ?)".to_string());
         values.push(Param::Integer(*entered_at));
         values.push(Param::Integer(*entered_at));
         values.push(Param::Text(token.clone()));
