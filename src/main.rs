@@ -65,7 +65,12 @@ enum Command {
     /// stateous.yaml: heartbeat (30s), idle (1s, after an empty claim), grace (10s,
     /// SIGTERM to SIGKILL), cancel_wait (5s), request_timeout (30s), backoff ([1s, 2s,
     /// 4s, 8s, 16s, 30s]); each also from STATEOUS_SUPERVISOR_HEARTBEAT, _IDLE, _GRACE,
-    /// _CANCEL_WAIT, _REQUEST_TIMEOUT and _BACKOFF (e.g. `1s,2s,4s`), which win.
+    /// _CANCEL_WAIT, _REQUEST_TIMEOUT and _BACKOFF (e.g. `1s,2s,4s`), which win. The
+    /// heartbeat comes at least three times a lease when the control plane grants a
+    /// shorter lease; each backoff wait moves by up to 20% at random. A routine's
+    /// output goes to this log and to .stateous/logs/ (the newest 100 files kept):
+    /// at most 8 KiB of each line and 1 MiB of each attempt are kept, and a failure
+    /// quotes the end of each of the last 5 lines of stderr (300 characters).
     Supervise {
         /// The supervisor's folder.
         folder: PathBuf,
@@ -85,6 +90,10 @@ enum Command {
     /// and, with --where, act on every token a filter matches.
     #[command(subcommand_required = true, arg_required_else_help = true)]
     Token(token_args::TokenArgs),
+    /// Move the time of a daemon started with `serve --dev-clock`: `advance 10m`
+    /// fires the timers, timeouts and lease ends due inside it, in due order;
+    /// `freeze` stops the clock, `thaw` lets it run, `show` says where it stands.
+    Clock(token_args::ClockArgs),
     /// See it work: a daemon, a supervisor and a few tokens of a bundled example,
     /// in the terminal UI (without a terminal: their histories).
     Demo,
@@ -220,6 +229,13 @@ fn main() -> ExitCode {
             };
             stateous_tui::run(options).unwrap_or_else(|e| exit_with(e));
             ExitCode::SUCCESS
+        }
+        Command::Clock(args) => {
+            let command = stateous_shared::commands::clock::ClockCommand::from(args);
+            commands::execute(async move {
+                let mut out = std::io::stdout().lock();
+                stateous_shared::commands::clock::run(&command, &mut out).await
+            })
         }
         Command::Token(args) => {
             let command = token::TokenCommand::try_from(args).unwrap_or_else(|e| exit_with(e));

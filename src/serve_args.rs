@@ -64,6 +64,11 @@ pub struct ServeFlags {
     /// gracefully while the server serves on; then the server stops.
     #[arg(long, value_name = "FOLDER")]
     pub supervise: Option<PathBuf>,
+    /// For trying a workflow: a clock that `stateous clock advance 10m`, `freeze`
+    /// and `thaw` move, so that hour-long timeouts pass in seconds. Refused on a
+    /// database that a control plane on the real clock served.
+    #[arg(long)]
+    pub dev_clock: bool,
 }
 
 /// Run `stateous serve`; its exit code.
@@ -114,6 +119,7 @@ pub fn run(flags: ServeFlags) -> i32 {
         keepalive_interval: flags.keepalive_interval,
         keepalive_count: flags.keepalive_count,
         pool_size: flags.pool_size,
+        dev_clock: flags.dev_clock,
     };
     let code = stateous_daemon::serve::run_with(args, companion);
     match beside {

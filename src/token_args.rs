@@ -23,6 +23,55 @@ pub struct BenchArgs {
     pub max_seconds: u64,
 }
 
+/// `stateous clock ...`: the daemon's URL, then what to do with its dev clock.
+#[derive(Args)]
+pub struct ClockArgs {
+    /// The control plane's URL: http://HOST:PORT or unix:///PATH. Default:
+    /// STATEOUS_URL, else the default socket when a daemon listens there, else
+    /// http://127.0.0.1:8080.
+    #[arg(long, global = true)]
+    pub url: Option<String>,
+    /// Print the control plane's JSON answer instead of the line.
+    #[arg(long, global = true)]
+    pub json: bool,
+    #[command(subcommand)]
+    pub action: ClockAction,
+}
+
+/// What to do with the dev clock.
+#[derive(Subcommand)]
+pub enum ClockAction {
+    /// Move the clock forward by DURATION (30s, 10m, 2h, 1d); what falls due
+    /// inside it happens in due order, each once.
+    Advance {
+        /// How far: 30s, 10m, 2h or 1d.
+        duration: String,
+    },
+    /// Stop the clock where it stands.
+    Freeze,
+    /// Let a frozen clock run again from where it stood.
+    Thaw,
+    /// Print how far ahead the clock is, and its time.
+    Show,
+}
+
+impl From<ClockArgs> for stateous_shared::commands::clock::ClockCommand {
+    fn from(args: ClockArgs) -> Self {
+        use stateous_shared::commands::clock::ClockAction as Action;
+        let action = match args.action {
+            ClockAction::Advance { duration } => Action::Advance(duration),
+            ClockAction::Freeze => Action::Freeze,
+            ClockAction::Thaw => Action::Thaw,
+            ClockAction::Show => Action::Show,
+        };
+        stateous_shared::commands::clock::ClockCommand {
+            url: args.url,
+            json: args.json,
+            action,
+        }
+    }
+}
+
 /// `stateous token ...`: the options every token command takes, then the command.
 #[derive(Args)]
 pub struct TokenArgs {

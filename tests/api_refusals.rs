@@ -3,8 +3,14 @@
 //! two routes that only read the graph (`/health`, `/workflow`).
 
 mod harness;
+mod reference;
 
-use harness::{test_graph, Daemon, Setup};
+use std::io::Write;
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use harness::{asset_graph, exchange, read_reply, test_graph, Daemon, Reply, Setup, Timed};
 use serde_json::{json, Value};
 
 const JSON: (&str, &str) = ("content-type", "application/json");
@@ -422,4 +428,152 @@ fn a_write_while_another_process_holds_the_database_is_503_database_busy() {
     daemon.post("/tokens", &start).refused(503, "database_busy");
     other.execute_batch("ROLLBACK").unwrap();
     daemon.post("/tokens", &start).expect(201);
+}
+
+/// The reference's control plane on `orders`, killed when dropped.
+struct ReferencePlane {
+    child: Child,
+    authority: String,
+    _dir: tempfile::TempDir,
+}
+
+impl ReferencePlane {
+    fn start() -> ReferencePlane {
+        let stateous = reference::reference_stateous();
+        let dir = tempfile::tempdir().unwrap();
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .unwrap();
+        let authority = format!("127.0.0.1:{port}");
+        let child = Command::new(stateous)
+            .arg("serve")
+            .arg(asset_graph("orders"))
+            .arg("--db")
+            .arg(format!("sqlite:///{}", dir.path().join("ref.db").display()))
+            .args(["--listen", &authority])
+            .current_dir(dir.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while TcpStream::connect(&authority).is_err() {
+            assert!(Instant::now() < deadline, "the reference did not serve");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        ReferencePlane {
+            child,
+            authority,
+            _dir: dir,
+        }
+    }
+
+    fn get(&self, path: &str) -> Reply {
+        let stream = TcpStream::connect(&self.authority).unwrap();
+        exchange(stream.timed(), "GET", path, &[], b"").unwrap()
+    }
+}
+
+impl Drop for ReferencePlane {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn each_refusal_of_a_listing_query_says_the_references_sentence_word_for_word() {
+    let ours = Daemon::orders();
+    let theirs = ReferencePlane::start();
+    let long_parent = "x".repeat(129);
+    let queries = [
+        "status=asleep".to_string(),
+        "status=".to_string(),
+        "limit=0".to_string(),
+        "limit=1001".to_string(),
+        "limit=abc".to_string(),
+        "limit=".to_string(),
+        format!("limit={}", "9".repeat(30)),
+        "parent=".to_string(),
+        format!("parent={long_parent}"),
+        format!("limit=0&parent={long_parent}"),
+        "status=asleep&limit=0".to_string(),
+        format!("parent={long_parent}&status=asleep"),
+    ];
+    for query in queries {
+        let path = format!("/tokens?{query}");
+        let (mine, reference) = (ours.get(&path), theirs.get(&path));
+        assert_eq!(
+            (mine.status, mine.json()),
+            (reference.status, reference.json()),
+            "{path}"
+        );
+    }
+}
+
+/// `POST path` with the header `Idempotency-Key` holding `key`, bytes as they are.
+fn fire_with_key(daemon: &Daemon, path: &str, key: &[u8]) -> Reply {
+    let mut stream = TcpStream::connect(&daemon.authority).unwrap().timed();
+    let mut request = format!(
+        "POST {path} HTTP/1.1\r\nhost: stateous\r\nconnection: close\r\n\
+         content-type: application/json\r\ncontent-length: 2\r\nidempotency-key: "
+    )
+    .into_bytes();
+    request.extend_from_slice(key);
+    request.extend_from_slice(b"\r\n\r\n{}");
+    stream.write_all(&request).unwrap();
+    read_reply(stream, format!("POST {path}")).unwrap()
+}
+
+#[test]
+fn an_idempotency_key_is_utf8_counted_in_characters_and_kept_as_sent() {
+    let daemon = Daemon::tickets();
+    daemon
+        .post(
+            "/tokens",
+            &json!({"token": "T-1", "context": {"repo": "r"}}),
+        )
+        .expect(201);
+    // 129 characters, 258 bytes: within the seed's 1 to 256 characters.
+    let key = "é".repeat(129);
+    let path = "/tokens/T-1/events/stuck";
+    let first = fire_with_key(&daemon, path, key.as_bytes()).expect(200);
+    assert_eq!(first.get("duplicate"), None, "{first}");
+    let again = fire_with_key(&daemon, path, key.as_bytes()).expect(200);
+    assert_eq!(again["duplicate"], true, "{again}");
+    let db = rusqlite::Connection::open(&daemon.db).unwrap();
+    let stored: String = db
+        .query_row("SELECT key FROM ledger WHERE key IS NOT NULL", [], |row| {
+            row.get(0)
+        })
+        .unwrap();
+    assert_eq!(stored, key, "the key is stored as sent");
+    let long = "é".repeat(257);
+    let sentence = fire_with_key(&daemon, path, long.as_bytes()).refused(422, "invalid_payload");
+    assert_eq!(sentence, "an idempotency key must have 1 to 256 characters");
+    let sentence = fire_with_key(&daemon, path, b"caf\xe9").refused(422, "invalid_payload");
+    assert_eq!(sentence, "an idempotency key must be UTF-8 text");
+}
+
+#[test]
+fn a_heartbeats_attempts_of_the_wrong_shape_are_422_invalid_body() {
+    let daemon = Daemon::tickets();
+    for attempts in [
+        json!([1]),
+        json!({"one": 1}),
+        json!({"1": 0}),
+        json!({"1": "2"}),
+    ] {
+        let body = json!({"supervisor": "box", "tasks": [1], "attempts": attempts});
+        daemon
+            .post("/tasks/heartbeat", &body)
+            .refused(422, "invalid_body");
+    }
+    let body = json!({"supervisor": "box", "tasks": [1], "attempts": {"1": 1}});
+    assert_eq!(
+        daemon.post("/tasks/heartbeat", &body).expect(200),
+        json!({"lost": [1]})
+    );
 }

@@ -195,10 +195,13 @@ fn a_claim_grants_the_oldest_task_or_answers_204() {
     assert_eq!((none.status, none.body.len()), (204, 0), "{none}");
     start(&daemon, "T-1");
     let grant = claim(&daemon, "box-1").expect(200);
+    // The reference's fields, and our addition `lease_seconds` (the harness serves
+    // with leases of 2 s), which the reference's supervisor ignores.
     assert_eq!(
         grant,
         json!({"task": 1, "token": "T-1", "state": "coding", "visit": 1, "attempt": 1,
-               "context": {"repo": "acme/api"}, "memory": {}, "entered_by": {"name": "__started__"}})
+               "context": {"repo": "acme/api"}, "memory": {}, "entered_by": {"name": "__started__"},
+               "lease_seconds": 2.0})
     );
     assert_eq!(claim(&daemon, "box-2").status, 204);
 }

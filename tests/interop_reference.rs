@@ -19,7 +19,7 @@ const TOKENS: [&str; 3] = ["ORDER-1", "ORDER-2", "ORDER-3"];
 
 /// A control plane to run against: ours (through the harness) or the reference's.
 enum Plane {
-    Ours(Daemon),
+    Ours(Box<Daemon>),
     Reference { child: Child, authority: String },
 }
 
@@ -174,12 +174,11 @@ fn shape(history: &[Value]) -> Vec<(String, Vec<String>)> {
         .collect()
 }
 
-#[test]
 fn the_reference_supervisor_completes_orders_on_our_control_plane_with_the_same_ledger() {
     let stateous = reference::reference_stateous();
 
     let ours_dir = tempfile::tempdir().expect("a temp folder");
-    let ours = Plane::Ours(Daemon::orders());
+    let ours = Plane::Ours(Box::new(Daemon::orders()));
     let our_histories = run_tokens(&stateous, &ours, ours_dir.path());
 
     let theirs_dir = tempfile::tempdir().expect("a temp folder");
@@ -218,3 +217,5 @@ fn the_reference_supervisor_completes_orders_on_our_control_plane_with_the_same_
         }
     }
 }
+
+both!(the_reference_supervisor_completes_orders_on_our_control_plane_with_the_same_ledger,);

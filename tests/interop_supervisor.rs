@@ -1,6 +1,7 @@
 //! Interop (SPEC section 2): our supervisor against the reference's control plane.
 //! The `orders` example supervisor of `assets/` completes tokens there, with its
-//! program routines, notes and memory, as it does on ours.
+//! program routines, notes and memory, as it does on ours, without the additions of
+//! ours that the reference lacks (`/watch`, `lease_seconds`, a heartbeat's `attempts`).
 
 mod harness;
 mod reference;
@@ -125,4 +126,7 @@ fn our_supervisor_completes_orders_on_the_reference_control_plane() {
     let log = std::fs::read_to_string(&log).unwrap();
     assert!(log.contains("our-box serves draft, review"), "{log}");
     assert!(log.contains("of O-2: reported reviewed"), "{log}");
+    // The reference has no /watch: the supervisor says so once and relies on its
+    // heartbeat, whose added `attempts` the reference ignores.
+    assert_eq!(log.matches("has no /watch stream").count(), 1, "{log}");
 }

@@ -106,7 +106,6 @@ fn children(daemon: &Daemon, parent: &str) -> Vec<Value> {
     found.as_array().cloned().unwrap_or_default()
 }
 
-#[test]
 fn our_compiler_writes_the_reference_graph_file_byte_for_byte() {
     let dir = tempfile::tempdir().expect("a temp folder");
     let out = dir.path().join("release.json");
@@ -126,7 +125,6 @@ fn our_compiler_writes_the_reference_graph_file_byte_for_byte() {
     assert!(ours == theirs, "the graph files differ");
 }
 
-#[test]
 fn an_all_join_waits_for_each_child_and_its_branches_guard_decides() {
     let daemon = serve();
     start(&daemon, "R-1");
@@ -176,7 +174,6 @@ fn an_all_join_waits_for_each_child_and_its_branches_guard_decides() {
     assert_eq!(branches[1]["payload"], json!({"count": 2}));
 }
 
-#[test]
 fn an_any_join_goes_on_at_the_first_child_and_cancels_the_others() {
     let daemon = serve();
     start(&daemon, "A-1");
@@ -199,7 +196,6 @@ fn an_any_join_goes_on_at_the_first_child_and_cancels_the_others() {
         .refused(409, "event_not_allowed");
 }
 
-#[test]
 fn a_failing_child_ends_as_failed_and_a_join_that_cannot_move_fails_the_parent() {
     let daemon = serve();
     start(&daemon, "F-1");
@@ -232,7 +228,6 @@ fn a_failing_child_ends_as_failed_and_a_join_that_cannot_move_fails_the_parent()
     assert_eq!(branches[0]["final"], "triage");
 }
 
-#[test]
 fn a_parent_that_times_out_cancels_its_running_children() {
     // The lease is longer than the state's 2 s timeout: the claimed task stays held.
     let daemon = serve();
@@ -259,7 +254,6 @@ fn a_parent_that_times_out_cancels_its_running_children() {
     );
 }
 
-#[test]
 fn a_child_cannot_be_steered_alone_and_cancelling_the_parent_cancels_it() {
     let daemon = serve();
     start(&daemon, "C-1");
@@ -291,7 +285,6 @@ fn a_child_cannot_be_steered_alone_and_cancelling_the_parent_cancels_it() {
     );
 }
 
-#[test]
 fn pause_holds_the_family_and_resume_replays_its_events_in_arrival_order() {
     let daemon = serve();
     start(&daemon, "P-1");
@@ -329,7 +322,6 @@ fn pause_holds_the_family_and_resume_replays_its_events_in_arrival_order() {
     }
 }
 
-#[test]
 fn nesting_two_levels_deep_joins_from_the_bottom_up() {
     let daemon = serve();
     let top = "z".repeat(64);
@@ -351,7 +343,6 @@ fn nesting_two_levels_deep_joins_from_the_bottom_up() {
     assert_eq!(where_is(&daemon, &top), at("merging", "active"));
 }
 
-#[test]
 fn an_event_that_would_make_a_child_id_too_long_is_refused() {
     let daemon = serve();
     let long = "x".repeat(110);
@@ -375,7 +366,6 @@ fn an_event_that_would_make_a_child_id_too_long_is_refused() {
     assert!(children(&daemon, &long).is_empty());
 }
 
-#[test]
 fn token_show_lists_the_children_under_the_parent() {
     let daemon = serve();
     start(&daemon, "S-1");
@@ -403,7 +393,6 @@ fn token_show_lists_the_children_under_the_parent() {
     );
 }
 
-#[test]
 fn a_supervisor_runs_the_routines_of_child_states_from_w_dot_s_files() {
     let daemon = serve();
     let review = r#"echo "$STATEOUS_STATE $(stateous ctx get branch --raw)" >> seen.txt
@@ -456,7 +445,6 @@ fn token_command(program: &Path, url: &str, args: &[&str]) -> (String, String, O
     )
 }
 
-#[test]
 fn the_reference_token_commands_read_our_families_as_ours_do() {
     let theirs = reference::reference_stateous();
     let ours = Path::new(harness::binary());
@@ -488,3 +476,38 @@ fn the_reference_token_commands_read_our_families_as_ours_do() {
         "{shown}"
     );
 }
+
+fn states_count_the_tokens_of_each_workflow_by_state_and_status() {
+    let daemon = serve();
+    start(&daemon, "R-1");
+    start(&daemon, "R-2");
+    fire(&daemon, "R-1", "done");
+    daemon.post_empty("/tokens/R-2/pause").expect(200);
+    let states = daemon.get("/states").expect(200);
+    assert_eq!(
+        states,
+        json!({"states": [
+            {"workflow": null, "state": "coding", "tokens": {"paused": 1}},
+            {"workflow": null, "state": "reviews", "tokens": {"active": 1}},
+            {"workflow": "design", "state": "triage", "tokens": {"active": 1}},
+            {"workflow": "security", "state": "triage", "tokens": {"active": 1}},
+        ]}),
+        "{states}"
+    );
+}
+
+both!(
+    our_compiler_writes_the_reference_graph_file_byte_for_byte,
+    an_all_join_waits_for_each_child_and_its_branches_guard_decides,
+    an_any_join_goes_on_at_the_first_child_and_cancels_the_others,
+    a_failing_child_ends_as_failed_and_a_join_that_cannot_move_fails_the_parent,
+    a_parent_that_times_out_cancels_its_running_children,
+    a_child_cannot_be_steered_alone_and_cancelling_the_parent_cancels_it,
+    pause_holds_the_family_and_resume_replays_its_events_in_arrival_order,
+    nesting_two_levels_deep_joins_from_the_bottom_up,
+    an_event_that_would_make_a_child_id_too_long_is_refused,
+    token_show_lists_the_children_under_the_parent,
+    a_supervisor_runs_the_routines_of_child_states_from_w_dot_s_files,
+    the_reference_token_commands_read_our_families_as_ours_do,
+    states_count_the_tokens_of_each_workflow_by_state_and_status,
+);

@@ -64,7 +64,6 @@ fn kinds(daemon: &Daemon, token: &str) -> Vec<String> {
         .collect()
 }
 
-#[test]
 fn an_ended_lease_fails_the_attempt_and_the_task_runs_again() {
     let daemon = Setup::new(test_graph("tickets"))
         .args(&["--lease", "1s"])
@@ -95,7 +94,6 @@ fn an_ended_lease_fails_the_attempt_and_the_task_runs_again() {
         .refused(409, "attempt_over");
 }
 
-#[test]
 fn heartbeats_keep_a_lease_past_its_length() {
     let daemon = Setup::new(test_graph("tickets"))
         .args(&["--lease", "1s"])
@@ -121,7 +119,6 @@ fn heartbeats_keep_a_lease_past_its_length() {
     );
 }
 
-#[test]
 fn a_claim_sent_again_with_its_request_id_gets_the_same_task() {
     let daemon = Daemon::tickets();
     start(&daemon, "T-1");
@@ -134,7 +131,6 @@ fn a_claim_sent_again_with_its_request_id_gets_the_same_task() {
     assert_eq!(other["token"], "T-2");
 }
 
-#[test]
 fn a_state_timeout_fires_on_the_clock() {
     let daemon = Daemon::tickets();
     start(&daemon, "T-1");
@@ -148,7 +144,6 @@ fn a_state_timeout_fires_on_the_clock() {
     assert!(kinds.contains(&"timer_fired".to_string()), "{kinds:?}");
 }
 
-#[test]
 fn a_timer_that_a_routine_set_fires_its_event() {
     let daemon = Daemon::tickets();
     start(&daemon, "T-1");
@@ -168,7 +163,6 @@ fn a_timer_that_a_routine_set_fires_its_event() {
     );
 }
 
-#[test]
 fn an_idempotency_key_applies_once_across_a_pause_and_a_restart() {
     let mut daemon = Daemon::tickets();
     start(&daemon, "T-1");
@@ -203,7 +197,6 @@ fn an_idempotency_key_applies_once_across_a_pause_and_a_restart() {
     assert_eq!(after["token"]["state"], "testing");
 }
 
-#[test]
 fn the_routines_memory_is_kept_across_a_retry() {
     let daemon = Daemon::tickets();
     start(&daemon, "T-1");
@@ -224,7 +217,6 @@ fn the_routines_memory_is_kept_across_a_retry() {
     assert_eq!(retry["memory"], json!({"session": {"id": "agent-42"}}));
 }
 
-#[test]
 fn a_paused_token_holds_its_events_and_resume_applies_them_in_order() {
     let daemon = Daemon::tickets();
     start(&daemon, "T-1");
@@ -273,10 +265,9 @@ fn a_paused_token_holds_its_events_and_resume_applies_them_in_order() {
     );
 }
 
-#[test]
 fn a_second_control_plane_on_the_same_database_does_not_start() {
     let daemon = Daemon::tickets();
-    let db = format!("sqlite:///{}", daemon.db.display());
+    let db = daemon.database.url();
     let socket = daemon.dir.path().join("second.sock").display().to_string();
     let graph = test_graph("tickets").display().to_string();
     let second = run(
@@ -298,17 +289,12 @@ fn a_second_control_plane_on_the_same_database_does_not_start() {
     daemon.get("/health").expect(200);
 }
 
-#[test]
 fn a_control_plane_whose_database_is_taken_stops_with_exit_1() {
     let mut daemon = Daemon::tickets();
     start(&daemon, "T-1");
-    let db = rusqlite::Connection::open(&daemon.db).unwrap();
-    db.busy_timeout(Duration::from_secs(10)).unwrap();
-    db.execute(
-        "UPDATE control_plane SET serving = 'another-control-plane'",
-        [],
-    )
-    .unwrap();
+    daemon
+        .database
+        .execute("UPDATE control_plane SET serving = 'another-control-plane', epoch = epoch + 1");
     let status = daemon.wait(Duration::from_secs(20));
     assert_eq!(status.code(), Some(1), "{}", daemon.report());
     let stderr = daemon.stderr();
@@ -325,7 +311,6 @@ fn a_control_plane_whose_database_is_taken_stops_with_exit_1() {
     );
 }
 
-#[test]
 fn a_graceful_stop_gives_the_database_up_for_the_next_control_plane() {
     let mut daemon = Daemon::tickets();
     start(&daemon, "T-1");
@@ -338,11 +323,11 @@ fn a_graceful_stop_gives_the_database_up_for_the_next_control_plane() {
     let dir = std::mem::replace(&mut daemon.dir, tempfile::tempdir().unwrap());
     let next = Setup::new(test_graph("tickets"))
         .in_dir(dir, daemon.db.clone())
+        .database_of(&daemon)
         .start();
     assert_eq!(next.get("/tokens/T-1").expect(200)["state"], "coding");
 }
 
-#[test]
 fn acked_changes_survive_sigkill_under_load() {
     let mut daemon = Daemon::tickets();
     let acked = std::sync::Mutex::new(Vec::<(String, &'static str)>::new());
@@ -403,7 +388,6 @@ fn send(daemon: &Daemon, path: &str, body: &Value) -> Option<u16> {
         .map(|reply| reply.status)
 }
 
-#[test]
 fn a_claim_whose_answer_was_lost_to_a_crash_is_granted_again_after_the_restart() {
     let mut daemon = Daemon::tickets();
     start(&daemon, "T-1");
@@ -414,7 +398,6 @@ fn a_claim_whose_answer_was_lost_to_a_crash_is_granted_again_after_the_restart()
     assert_eq!(again, first);
 }
 
-#[test]
 fn a_timeout_set_before_a_crash_fires_after_the_restart() {
     let mut daemon = Daemon::tickets();
     start(&daemon, "T-1");
@@ -436,7 +419,6 @@ fn a_timeout_set_before_a_crash_fires_after_the_restart() {
 /// A lease that ran out while no control plane served the database is not held
 /// against its supervisor: the restart gives the task a whole lease, in which the
 /// report that waited in the supervisor's outbox lands.
-#[test]
 fn a_report_held_while_the_daemon_was_down_longer_than_the_lease_lands_after_the_restart() {
     let mut daemon = Daemon::tickets();
     start(&daemon, "T-9");
@@ -456,3 +438,21 @@ fn a_report_held_while_the_daemon_was_down_longer_than_the_lease_lands_after_the
         "no attempt failed: {kinds:?}"
     );
 }
+
+both!(
+    an_ended_lease_fails_the_attempt_and_the_task_runs_again,
+    heartbeats_keep_a_lease_past_its_length,
+    a_claim_sent_again_with_its_request_id_gets_the_same_task,
+    a_state_timeout_fires_on_the_clock,
+    a_timer_that_a_routine_set_fires_its_event,
+    an_idempotency_key_applies_once_across_a_pause_and_a_restart,
+    the_routines_memory_is_kept_across_a_retry,
+    a_paused_token_holds_its_events_and_resume_applies_them_in_order,
+    a_second_control_plane_on_the_same_database_does_not_start,
+    a_control_plane_whose_database_is_taken_stops_with_exit_1,
+    a_graceful_stop_gives_the_database_up_for_the_next_control_plane,
+    acked_changes_survive_sigkill_under_load,
+    a_claim_whose_answer_was_lost_to_a_crash_is_granted_again_after_the_restart,
+    a_timeout_set_before_a_crash_fires_after_the_restart,
+    a_report_held_while_the_daemon_was_down_longer_than_the_lease_lands_after_the_restart,
+);

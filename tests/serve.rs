@@ -242,7 +242,10 @@ fn database_urls_that_cannot_be_used_are_refused_with_one_sentence() {
     let socket = dir.path().join("s.sock").display().to_string();
     for (db, expected) in [
         // Nothing listens on port 1: refused within the connect timeout.
-        ("postgresql://u:secret@127.0.0.1:1/s", "cannot reach the database"),
+        (
+            "postgresql://u:secret@127.0.0.1:1/s",
+            "cannot reach the database",
+        ),
         ("mysql://x/y", "is not a database URL"),
         ("sqlite:///", "names no database file"),
     ] {

@@ -80,7 +80,6 @@ fn init_supervisor_writes_the_contract_stubs_and_settings_then_keeps_them() {
     }
 }
 
-#[test]
 fn a_token_runs_through_program_routines_that_use_the_ctx_helper() {
     let daemon = sdlc();
     let folder = folder_for(&daemon, &[("coding.sh", CODING), ("testing", TESTING)]);
@@ -117,7 +116,6 @@ fn a_token_runs_through_program_routines_that_use_the_ctx_helper() {
     );
 }
 
-#[test]
 fn a_failing_routine_fails_its_attempt_with_its_exit_status_and_stderr() {
     let daemon = sdlc();
     let folder = folder_for(&daemon, &[("coding.sh", "echo boom >&2\nexit 3")]);
@@ -136,7 +134,6 @@ fn a_failing_routine_fails_its_attempt_with_its_exit_status_and_stderr() {
     );
 }
 
-#[test]
 fn an_outcome_the_contract_does_not_allow_fails_the_attempt() {
     let daemon = sdlc();
     let folder = folder_for(
@@ -198,7 +195,6 @@ fn a_folder_that_cannot_be_used_stops_supervise_with_one_line() {
     assert!(line.ends_with("again"), "{line}");
 }
 
-#[test]
 fn a_second_supervisor_on_the_same_folder_does_not_start() {
     let daemon = sdlc();
     let folder = folder_for(&daemon, &[("coding.sh", "exit 0")]);
@@ -215,7 +211,6 @@ fn a_second_supervisor_on_the_same_folder_does_not_start() {
     );
 }
 
-#[test]
 fn the_first_signal_waits_for_the_routine_and_the_second_kills_its_group() {
     let daemon = sdlc();
     let folder = folder_for(
@@ -260,7 +255,6 @@ fn the_first_signal_waits_for_the_routine_and_the_second_kills_its_group() {
     );
 }
 
-#[test]
 fn a_lost_task_stops_its_routine() {
     let daemon = sdlc();
     let folder = folder_for(
@@ -277,7 +271,7 @@ fn a_lost_task_stops_its_routine() {
         .parse()
         .unwrap();
     daemon.post_empty("/tokens/L-1/cancel").expect(200);
-    sup.wait_for_line("of L-1: the control plane took it back; cancelling its routine");
+    sup.wait_for_line("of L-1: the control plane took attempt 1 back; stopping its routine");
     let deadline = Instant::now() + Duration::from_secs(5);
     while alive(child) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
@@ -285,7 +279,6 @@ fn a_lost_task_stops_its_routine() {
     assert!(!alive(child), "the lost routine's group is stopped");
 }
 
-#[test]
 fn a_report_that_cannot_be_sent_stays_in_the_outbox_and_goes_at_the_next_start() {
     let mut daemon = Setup::new(asset_graph("sdlc"))
         .args(&["--lease", "60s", "--stale-after", "1s"])
@@ -319,7 +312,6 @@ fn a_report_that_cannot_be_sent_stays_in_the_outbox_and_goes_at_the_next_start()
     assert_ne!(token["state"], "coding", "{token}");
 }
 
-#[test]
 fn an_outbox_message_survives_a_sigkill_of_the_supervisor() {
     let mut daemon = Setup::new(asset_graph("sdlc"))
         .args(&["--lease", "60s", "--stale-after", "1s"])
@@ -374,7 +366,6 @@ fn running(pid: i32) -> bool {
     }
 }
 
-#[test]
 fn a_routine_stops_when_its_supervisor_is_killed() {
     let daemon = sdlc();
     let folder = folder_for(
@@ -407,3 +398,57 @@ fn a_routine_stops_when_its_supervisor_is_killed() {
         "the routine got SIGTERM when its supervisor died"
     );
 }
+
+fn an_emit_whose_report_would_be_over_the_body_limit_is_refused_to_the_routine_at_once() {
+    let daemon = sdlc();
+    // The routine speaks the helper's protocol itself: a 1 MB payload does not
+    // fit in one command-line argument.
+    let testing = r#"exec python3 - <<'PY'
+import json, os, socket
+conn = socket.socket(socket.AF_UNIX)
+conn.connect(os.environ["STATEOUS_CTX"])
+lines = conn.makefile("rw")
+def ask(request):
+    lines.write(json.dumps(request) + "\n")
+    lines.flush()
+    return json.loads(lines.readline())
+big = {"passed": 1, "failed": 0, "log": "x" * 1100000}
+with open("big-answer.json", "w") as out:
+    json.dump(ask({"op": "emit", "event": "passed", "payload": big}), out)
+ask({"op": "emit", "event": "passed", "payload": {"passed": 1, "failed": 0}})
+PY"#;
+    let folder = folder_for(
+        &daemon,
+        &[
+            ("coding.sh", "stateous ctx emit done"),
+            ("testing.sh", testing),
+        ],
+    );
+    let _sup = Supervise::start(&folder);
+    start_token(&daemon, "E-1");
+    wait_for_status(&daemon, "E-1", "completed");
+    let answer: Value =
+        serde_json::from_str(&std::fs::read_to_string(folder.join("big-answer.json")).unwrap())
+            .unwrap();
+    assert_eq!(answer["ok"], false, "{answer}");
+    let why = answer["error"].as_str().unwrap_or_default();
+    assert!(why.starts_with("the report would be "), "{why}");
+    let failed = history(&daemon, "E-1")
+        .iter()
+        .filter(|e| e["kind"] == "task_failed")
+        .count();
+    assert_eq!(failed, 0);
+}
+
+both!(
+    a_token_runs_through_program_routines_that_use_the_ctx_helper,
+    a_failing_routine_fails_its_attempt_with_its_exit_status_and_stderr,
+    an_outcome_the_contract_does_not_allow_fails_the_attempt,
+    a_second_supervisor_on_the_same_folder_does_not_start,
+    the_first_signal_waits_for_the_routine_and_the_second_kills_its_group,
+    a_lost_task_stops_its_routine,
+    a_report_that_cannot_be_sent_stays_in_the_outbox_and_goes_at_the_next_start,
+    an_outbox_message_survives_a_sigkill_of_the_supervisor,
+    a_routine_stops_when_its_supervisor_is_killed,
+    an_emit_whose_report_would_be_over_the_body_limit_is_refused_to_the_routine_at_once,
+);

@@ -131,7 +131,6 @@ fn daemon_back(daemon: &mut Daemon) {
     daemon.crash_and_restart();
 }
 
-#[test]
 fn a_killed_supervisors_task_is_retried_on_another_with_its_memory() {
     let daemon = sdlc_with_lease("2s");
     let first = folder_named(
@@ -192,7 +191,6 @@ fn a_killed_supervisors_task_is_retried_on_another_with_its_memory() {
     assert_eq!(grant["memory"], json!({"session": "sess-42"}), "{grant}");
 }
 
-#[test]
 fn messages_wait_in_the_outbox_while_the_daemon_is_down_and_arrive_in_order_once() {
     let mut daemon = sdlc_with_lease("60s");
     let coding = format!(
@@ -238,7 +236,6 @@ fn messages_wait_in_the_outbox_while_the_daemon_is_down_and_arrive_in_order_once
     assert_eq!(log.matches("of O-1: reported done").count(), 1, "{log}");
 }
 
-#[test]
 fn a_supervisor_killed_with_unsent_messages_sends_them_at_its_next_start_before_it_claims() {
     let mut daemon = sdlc_with_lease("60s");
     // A report would follow the note and the memory write once they went (as in
@@ -289,7 +286,6 @@ fn a_supervisor_killed_with_unsent_messages_sends_them_at_its_next_start_before_
     assert_eq!(notes, 1, "once");
 }
 
-#[test]
 fn a_report_after_its_lease_ended_is_dropped_with_one_line_and_the_new_attempt_is_untouched() {
     let mut daemon = sdlc_with_lease("3s");
     let coding = format!("{WAIT_FOR_GO}\nstateous ctx emit done");
@@ -341,7 +337,6 @@ fn a_report_after_its_lease_ended_is_dropped_with_one_line_and_the_new_attempt_i
     );
 }
 
-#[test]
 fn the_first_signal_lets_a_running_routine_finish_and_report_then_exits_0() {
     let daemon = sdlc_with_lease("60s");
     let coding = format!("{WAIT_FOR_GO}\nstateous ctx emit done");
@@ -367,7 +362,6 @@ fn the_first_signal_lets_a_running_routine_finish_and_report_then_exits_0() {
     assert_eq!(daemon.get("/tokens/G-1").expect(200)["state"], "testing");
 }
 
-#[test]
 fn a_routine_whose_token_a_fired_event_moved_on_is_stopped() {
     let daemon = sdlc_with_lease("60s");
     let folder = folder_named(
@@ -391,7 +385,7 @@ fn a_routine_whose_token_a_fired_event_moved_on_is_stopped() {
         .parse()
         .unwrap();
     daemon.post_empty("/tokens/M-1/events/stuck").expect(200);
-    sup.wait_for_line("task 1 of M-1: the control plane took it back; cancelling its routine");
+    sup.wait_for_line("task 1 of M-1: the control plane took attempt 1 back; stopping its routine");
     eventually(
         "the routine's group stopped",
         || sup.report(),
@@ -431,7 +425,6 @@ fn serving_with_a_waiting_routine() -> (Daemon, PathBuf) {
     (daemon, folder)
 }
 
-#[test]
 fn serve_with_supervise_serves_on_until_the_supervisors_routines_have_reported() {
     let (mut daemon, folder) = serving_with_a_waiting_routine();
     daemon.signal(libc::SIGINT);
@@ -460,7 +453,6 @@ fn serve_with_supervise_serves_on_until_the_supervisors_routines_have_reported()
     );
 }
 
-#[test]
 fn serve_with_supervise_stops_at_once_with_exit_1_on_a_second_signal() {
     let (mut daemon, _folder) = serving_with_a_waiting_routine();
     daemon.signal(libc::SIGINT);
@@ -484,16 +476,11 @@ fn serve_with_supervise_stops_at_once_with_exit_1_on_a_second_signal() {
     assert!(!log.lines().any(|l| l == "stopped"), "{log}");
 }
 
-#[test]
 fn serve_with_supervise_stops_both_when_another_control_plane_takes_the_database() {
     let (mut daemon, _folder) = serving_with_a_waiting_routine();
-    let db = rusqlite::Connection::open(&daemon.db).unwrap();
-    db.busy_timeout(Duration::from_secs(10)).unwrap();
-    db.execute(
-        "UPDATE control_plane SET serving = 'another-control-plane'",
-        [],
-    )
-    .unwrap();
+    daemon
+        .database
+        .execute("UPDATE control_plane SET serving = 'another-control-plane', epoch = epoch + 1");
     let status = daemon.wait(Duration::from_secs(30));
     assert_eq!(status.code(), Some(1), "{}", daemon.report());
     let log = daemon.stderr();
@@ -507,3 +494,15 @@ fn serve_with_supervise_stops_both_when_another_control_plane_takes_the_database
     );
     assert!(!log.lines().any(|l| l == "stopped"), "{log}");
 }
+
+both!(
+    a_killed_supervisors_task_is_retried_on_another_with_its_memory,
+    messages_wait_in_the_outbox_while_the_daemon_is_down_and_arrive_in_order_once,
+    a_supervisor_killed_with_unsent_messages_sends_them_at_its_next_start_before_it_claims,
+    a_report_after_its_lease_ended_is_dropped_with_one_line_and_the_new_attempt_is_untouched,
+    the_first_signal_lets_a_running_routine_finish_and_report_then_exits_0,
+    a_routine_whose_token_a_fired_event_moved_on_is_stopped,
+    serve_with_supervise_serves_on_until_the_supervisors_routines_have_reported,
+    serve_with_supervise_stops_at_once_with_exit_1_on_a_second_signal,
+    serve_with_supervise_stops_both_when_another_control_plane_takes_the_database,
+);

@@ -185,3 +185,32 @@ fn bench_runs_every_token_through_orders() {
         .expect(200);
     assert_eq!(completed.as_array().map(Vec::len), Some(30));
 }
+
+#[test]
+fn an_id_with_a_slash_is_refused_before_sending_with_the_daemons_sentence() {
+    let daemon = Daemon::orders();
+    let rule = "error: a token id is a letter or digit, then up to 127 letters, digits, \
+                '.', '_' or '-'";
+    for args in [
+        vec!["show", "x/"],
+        vec!["show", "O-1/history"],
+        vec!["show", "x/", "--json"],
+        vec!["fire", "a/b", "submitted"],
+        vec!["pause", "x/"],
+        vec!["cancel", "/x"],
+    ] {
+        let finished = token(&daemon, &daemon.url, &args);
+        assert_eq!(one_error(&finished), rule, "{finished}");
+    }
+    // `start` sends its id in the body: the daemon refuses it, as the reference's
+    // client shows it.
+    let started = token(&daemon, &daemon.url, &["start", "x/"]);
+    assert_eq!(
+        one_error(&started),
+        format!(
+            "error: the control plane at {} refused (422): {}",
+            daemon.url,
+            &rule[7..]
+        )
+    );
+}

@@ -188,3 +188,63 @@ fn read_only_says_so_and_its_keys_change_nothing() {
         tmux.keys("q");
     }
 }
+
+#[test]
+fn advancing_the_dev_clock_an_hour_fires_a_timeout_that_the_tui_shows_within_seconds() {
+    if !have_tmux() {
+        return;
+    }
+    let daemon = harness::Setup::new(harness::asset_graph("sdlc"))
+        .args(&["--dev-clock"])
+        .start();
+    daemon
+        .post(
+            "/tokens",
+            &json!({"token": "T-1", "context": {"repo": "r"}}),
+        )
+        .expect(201);
+    // In testing, whose timeout is 1h; sdlc has no transition for it: it fails.
+    daemon
+        .post("/tokens/T-1/events/done", &json!({}))
+        .expect(200);
+    let tmux = Tmux::start(
+        "dev-clock",
+        &format!("{} tui --url {}", binary(), daemon.url),
+    );
+    tmux.wait_for("T-1 active in testing, live", |s| {
+        s.contains("connected, live")
+            && row(s, "T-1").is_some_and(|r| r.contains("testing") && r.contains("active"))
+    });
+    tmux.keys("w");
+    tmux.wait_for("the graph with T-1 active in testing", |s| {
+        s.contains("Workflow: tokens by state") && s.contains("  testing")
+    });
+    tmux.keys("Escape");
+    let advanced = Instant::now();
+    let finished = harness::run(
+        daemon.dir.path(),
+        &["clock", "advance", "1h", "--url", &daemon.url],
+    );
+    assert_eq!(finished.code(), 0, "{finished}");
+    let after = tmux.wait_for(
+        "T-1 failed by its timeout, and the clock in the header",
+        |s| {
+            row(s, "T-1").is_some_and(|r| r.contains("failed"))
+                && s.lines()
+                    .next()
+                    .is_some_and(|l| l.contains("dev clock +1h"))
+        },
+    );
+    assert!(advanced.elapsed() < Duration::from_secs(5), "{after}");
+    eprintln!("the screen after the advance:\n{after}");
+    // Ages count from the daemon's time: T-1 entered testing an hour ago.
+    tmux.wait_for("T-1's age on the daemon's clock", |s| {
+        row(s, "T-1").is_some_and(|r| r.contains("1h00m"))
+    });
+    tmux.keys("w");
+    tmux.wait_for("testing counts its failed token", |s| {
+        s.lines()
+            .any(|l| l.contains("testing (timeout 1h)") && l.contains("0      0      1"))
+    });
+    tmux.keys("q");
+}

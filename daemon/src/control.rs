@@ -6,6 +6,10 @@
 //! handle. The HTTP layer and `stateous serve` call it; the serve loop calls
 //! `tick` about every `Options::tick` and stops (exit 1) once `lost()` is true.
 
+mod dev_clock;
+
+pub use dev_clock::{no_dev_clock, MOST_ADVANCE};
+
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -23,6 +27,7 @@ use crate::engine::fire::FireInput;
 use crate::engine::report::ReportInput;
 use crate::engine::start::StartInput;
 use crate::engine::{self, Rules, Step};
+use crate::metrics::Metrics;
 use crate::store::backend::{holder_name, Database, StoreOptions};
 use crate::store::feed::FeedMark;
 use crate::store::postgres::PgOptions;
@@ -99,6 +104,10 @@ struct Inner {
     options: Options,
     holder: String,
     lost: AtomicBool,
+    /// The counters of `GET /metrics` that the edges feed.
+    metrics: Metrics,
+    /// One dev clock advance at a time, so that their steps do not interleave.
+    advancing: tokio::sync::Mutex<()>,
 }
 
 /// A ledger row as the watch stream sends it (SPEC section 3.3, `GET /watch`):
@@ -155,6 +164,7 @@ impl Control {
             .await
             .map_err(|_| "the database could not be opened".to_string())??;
         let rules = Arc::new(Rules::new(graph, options.lease));
+        let metrics = Metrics::new(store.mark().safe());
         let control = Control {
             inner: Arc::new(Inner {
                 rules,
@@ -162,11 +172,23 @@ impl Control {
                 options,
                 holder,
                 lost: AtomicBool::new(false),
+                metrics,
+                advancing: tokio::sync::Mutex::new(()),
             }),
         };
         let graph = Arc::clone(&control.inner.rules.graph);
+        let kind = control.inner.options.clock.kind();
         let checked = control
-            .write(move |_, tx| engine::serving::check_structure(tx, &graph))
+            .write(move |_, tx| {
+                if let Err(refused) = engine::serving::check_clock(tx, kind)? {
+                    return Ok(Err(refused));
+                }
+                let checked = engine::serving::check_structure(tx, &graph)?;
+                if checked.is_ok() {
+                    engine::serving::record_clock(tx, kind)?;
+                }
+                Ok(checked)
+            })
             .await
             .map_err(|refusal| format!("cannot use the database: {}", refusal.error))?;
         if let Err(sentence) = checked {
@@ -262,13 +284,17 @@ impl Control {
     }
 
     /// `POST /tasks/heartbeat`: the tasks the supervisor no longer holds.
+    /// `attempts` (task id to attempt) as `engine::heartbeat::heartbeat` reads it.
     pub async fn heartbeat(
         &self,
         supervisor: String,
         tasks: Vec<i64>,
+        attempts: std::collections::BTreeMap<i64, i64>,
     ) -> Result<Vec<i64>, Refusal> {
-        self.write(move |rules, tx| engine::heartbeat::heartbeat(rules, tx, &supervisor, &tasks))
-            .await
+        self.write(move |rules, tx| {
+            engine::heartbeat::heartbeat(rules, tx, &supervisor, &tasks, &attempts)
+        })
+        .await
     }
 
     /// `POST /tasks/{id}/report`. `outcome.supervisor` names the supervisor that
@@ -281,7 +307,7 @@ impl Control {
 
     /// `POST /tasks/{id}/note`.
     pub async fn note(&self, task: i64, text: String, attempt: Option<i64>) -> Result<(), Refusal> {
-        self.write(move |_, tx| engine::note::note(tx, task, &text, attempt))
+        self.write(move |rules, tx| engine::note::note(rules, tx, task, &text, attempt))
             .await
     }
 
@@ -293,8 +319,10 @@ impl Control {
         value: Value,
         attempt: Option<i64>,
     ) -> Result<(), Refusal> {
-        self.write(move |_, tx| engine::memory::set_memory(tx, task, &key, &value, attempt))
-            .await
+        self.write(move |rules, tx| {
+            engine::memory::set_memory(rules, tx, task, &key, &value, attempt)
+        })
+        .await
     }
 
     /// `GET /tokens/{id}`.
@@ -355,9 +383,18 @@ impl Control {
         }
         kept?;
         let expired = self.read_now(|tx| Ok(tx.expired_leases()?)).await?;
-        self.each(expired, engine::lease::end_lease).await?;
+        let (ended, failed) = self.each(expired, engine::lease::end_lease).await;
+        self.inner.metrics.ticked(ended, 0);
+        failed?;
         let due = self.read_now(|tx| Ok(tx.due_timers()?)).await?;
-        self.each(due, engine::timers::fire_timer).await
+        let (fired, failed) = self.each(due, engine::timers::fire_timer).await;
+        self.inner.metrics.ticked(0, fired);
+        failed
+    }
+
+    /// The counters and gauges of `GET /metrics`.
+    pub fn metrics(&self) -> &Metrics {
+        &self.inner.metrics
     }
 
     /// Give up the hold on the database, so that another control plane may take it
@@ -369,13 +406,16 @@ impl Control {
     }
 
     /// Run `step` for each id, each as its own request, all queued at once so that
-    /// they share group commits (SQLite) or run side by side (Postgres).
+    /// they share group commits (SQLite) or run side by side (Postgres). How many
+    /// answered true (for the metrics), and the first refusal, if any.
     async fn each(
         &self,
         ids: Vec<i64>,
         step: fn(&Rules, &dyn Tx, i64) -> Step<bool>,
-    ) -> Result<(), Refusal> {
-        self.serving()?;
+    ) -> (u64, Result<(), Refusal>) {
+        if let Err(refusal) = self.serving() {
+            return (0, Err(refusal));
+        }
         let answers: Vec<_> = ids
             .into_iter()
             .map(|id| {
@@ -384,25 +424,37 @@ impl Control {
             })
             .collect();
         let mut first_error = None;
+        let mut done = 0;
         for answer in answers {
             let outcome = answer.await.map_err(Refusal::from);
-            if let Err(refusal) = outcome.and_then(|r| r.map_err(engine::Fail::refusal)) {
-                first_error.get_or_insert(refusal);
+            match outcome.and_then(|r| r.map_err(engine::Fail::refusal)) {
+                Ok(true) => done += 1,
+                Ok(false) => {}
+                Err(refusal) => {
+                    first_error.get_or_insert(refusal);
+                }
             }
         }
-        first_error.map_or(Ok(()), Err)
+        (done, first_error.map_or(Ok(()), Err))
     }
 
-    /// Committed ledger rows with an id above `after` (and up to the feed's safe
-    /// point), oldest first, of one token or of all; at most `limit` (for a watch
-    /// that resumes from `Last-Event-ID`).
+    /// Committed ledger rows with an id above `after` and at most `upto` (the
+    /// feed's safe point, read before: [`Control::mark`]), oldest first, of one
+    /// token or of all; at most `limit` (for a watch that resumes from
+    /// `Last-Event-ID`).
     pub async fn entries_since(
         &self,
         after: i64,
+        upto: i64,
         token: Option<String>,
         limit: i64,
     ) -> Result<Vec<Committed>, Refusal> {
-        let upto = self.mark().safe();
+        if token
+            .as_deref()
+            .is_some_and(|t| !engine::start::token_id_ok(t))
+        {
+            return Ok(Vec::new()); // no token has such an id
+        }
         self.read(move |tx| {
             let rows = tx.entries_since(after, upto, token.as_deref(), limit)?;
             Ok(rows.iter().map(Committed::from).collect())

@@ -7,6 +7,7 @@ pub mod api;
 pub mod clock;
 pub mod control;
 pub mod engine;
+pub mod metrics;
 pub mod serve;
 pub mod store;
 pub mod testing;

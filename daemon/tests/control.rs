@@ -354,7 +354,8 @@ async fn committed_rows_are_read_in_id_order_and_can_be_resumed_by_id(db: Db) {
         .fire("ORDER-1".into(), "nope".into(), None, None)
         .await
         .is_err());
-    let stored = control.entries_since(0, None, 100).await.unwrap();
+    let upto = control.mark().safe();
+    let stored = control.entries_since(0, upto, None, 100).await.unwrap();
     let kinds: Vec<&str> = stored.iter().map(|e| e.kind.as_str()).collect();
     assert_eq!(
         kinds,
@@ -368,14 +369,14 @@ async fn committed_rows_are_read_in_id_order_and_can_be_resumed_by_id(db: Db) {
     );
     let ids: Vec<i64> = stored.iter().map(|e| e.id).collect();
     assert!(ids.windows(2).all(|w| w[0] < w[1]));
-    assert_eq!(control.mark().safe(), *ids.last().unwrap());
+    assert_eq!(upto, *ids.last().unwrap());
     let rest = control
-        .entries_since(ids[2], Some("ORDER-1".into()), 100)
+        .entries_since(ids[2], upto, Some("ORDER-1".into()), 100)
         .await
         .unwrap();
     assert_eq!(rest, stored[3..]);
     assert!(control
-        .entries_since(0, Some("OTHER".into()), 100)
+        .entries_since(0, upto, Some("OTHER".into()), 100)
         .await
         .unwrap()
         .is_empty());

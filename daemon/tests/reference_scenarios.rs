@@ -100,7 +100,9 @@ async fn run_step(control: &Control, clock: &Clock, step: &Value) -> Value {
         }
         "heartbeat" => {
             let tasks = serde_json::from_value(step["tasks"].clone()).unwrap();
-            let lost = control.heartbeat(text(step, "supervisor"), tasks).await;
+            let lost = control
+                .heartbeat(text(step, "supervisor"), tasks, Default::default())
+                .await;
             answer(lost.map(|lost| json!({"lost": lost})))
         }
         "note" => answer(control.note(task, text(step, "text"), attempt).await),

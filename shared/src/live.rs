@@ -107,3 +107,89 @@ pub struct WatchEntry {
     /// The kind's facts.
     pub data: Object,
 }
+
+/// The dev clock of `serve --dev-clock` (issue 12, item 2): in `GET /health`, and
+/// the answer of `POST /clock/advance`, `/clock/freeze` and `/clock/thaw`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DevClock {
+    /// The daemon's `now`: ISO 8601 in UTC.
+    pub now: String,
+    /// How far ahead of the wall clock it is, in seconds (negative after a long
+    /// freeze).
+    pub ahead: f64,
+    /// Whether it stands still (`stateous clock freeze`).
+    pub frozen: bool,
+    /// An advance: how many due moments it ticked on its way.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steps: Option<u64>,
+}
+
+impl DevClock {
+    /// `dev clock +10m`, or `dev clock +1h30m, frozen`: how the TUI's header and
+    /// `stateous clock` say it.
+    pub fn label(&self) -> String {
+        let frozen = if self.frozen { ", frozen" } else { "" };
+        format!("dev clock {}{frozen}", signed_span(self.ahead))
+    }
+}
+
+/// Whole seconds as `+1d2h`, `+10m`, `+1h0m5s` without the zero units, or `-30s`.
+fn signed_span(seconds: f64) -> String {
+    let total = seconds.round();
+    let sign = if total < 0.0 { '-' } else { '+' };
+    // Saturating: a clock cannot be more than i64 seconds off.
+    let mut left = total.abs() as i64;
+    if left == 0 {
+        return "+0s".to_string();
+    }
+    let mut text = String::from(sign);
+    for (unit, size) in [('d', 86_400), ('h', 3_600), ('m', 60), ('s', 1)] {
+        if left >= size {
+            text.push_str(&format!("{}{unit}", left / size));
+            left %= size;
+        }
+    }
+    text
+}
+
+/// One state's tokens by status, as `GET /states` answers (issue 12, item 1).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StateCount {
+    /// The child workflow the state belongs to; `None` for the main workflow.
+    #[serde(default)]
+    pub workflow: Option<String>,
+    /// The state (`__start__` for a token before its first entry).
+    pub state: String,
+    /// How many tokens are in the state with each status (`active`, `paused`,
+    /// `completed`, `failed`, `cancelled`); a status with none is left out. A
+    /// token that ended counts in its last state.
+    pub tokens: std::collections::BTreeMap<String, i64>,
+}
+
+/// The answer of `GET /states`: every state that holds a token, main workflow
+/// first, then by workflow and state name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StateList {
+    /// The states.
+    pub states: Vec<StateCount>,
+}
+
+#[cfg(test)]
+mod dev_clock_tests {
+    use super::*;
+
+    #[test]
+    fn the_dev_clock_says_how_far_ahead_it_is_in_whole_units() {
+        let clock = |ahead, frozen| DevClock {
+            now: "2026-01-01T00:00:00Z".into(),
+            ahead,
+            frozen,
+            steps: None,
+        };
+        assert_eq!(clock(600.2, false).label(), "dev clock +10m");
+        assert_eq!(clock(3605.0, true).label(), "dev clock +1h5s, frozen");
+        assert_eq!(clock(90_000.0, false).label(), "dev clock +1d1h");
+        assert_eq!(clock(0.3, false).label(), "dev clock +0s");
+        assert_eq!(clock(-30.0, true).label(), "dev clock -30s, frozen");
+    }
+}

@@ -132,6 +132,11 @@ pub struct Health {
     pub workflow: String,
     /// The graph's checksum, `sha256:...`.
     pub checksum: String,
+    /// Ours: where the dev clock stands, when the daemon runs one
+    /// (`serve --dev-clock`); left out otherwise, so the reference's clients see
+    /// the reference's answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dev_clock: Option<crate::live::DevClock>,
 }
 
 /// The answer of `POST /tasks/heartbeat`: the tasks the supervisor no longer holds.

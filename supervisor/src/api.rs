@@ -2,17 +2,21 @@
 //! `docs/reference/http.md`), with the reference's retry rule.
 //!
 //! A call that gets no answer is tried again after the backoff waits (1, 2, 4, 8,
-//! 16, then every 30 s), one log line per failure, until an answer comes. An answer
-//! 502, 503 or 504 counts as no answer: a proxy, a restarting control plane, or
-//! one that is `not_serving` (another may take over at the same URL). Any other
-//! answer of 400 or more is a [`CallError::Refused`], never tried again. When the
-//! stop flag is set, a call that would wait to try again gives up instead
-//! ([`CallError::GaveUp`]); a request in flight is never cut.
+//! 16, then every 30 s), each moved by up to 20% either way at random so that the
+//! supervisors that lost one control plane do not all come back at the same
+//! moment, one log line per failure, until an answer comes. An answer 502, 503 or
+//! 504 counts as no answer: a proxy, a restarting control plane, one that is
+//! `not_serving` (another may take over at the same URL), or one whose database is
+//! busy; the log line says what it answered. Any other answer of 400 or more is a
+//! [`CallError::Refused`], never tried again. When the stop flag is set, a call
+//! that would wait to try again gives up instead ([`CallError::GaveUp`]); a
+//! request in flight is never cut.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use stateous_shared::client::{Answer, Endpoint, Transport};
+use stateous_shared::client::{Answer, Client, ClientError, Endpoint, Transport, Watch};
 use stateous_shared::wire::{Grant, Health};
 
 use crate::log::seconds;
@@ -47,11 +51,35 @@ impl CallError {
     }
 }
 
+/// The most a backoff wait moves either way, as a share of it.
+const JITTER: f64 = 0.2;
+
+/// A claimed task, and the lease the control plane granted with it when it says
+/// (ours adds `lease_seconds` to the grant; the reference's does not).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Claimed {
+    /// The grant, as the routine gets it.
+    pub grant: Grant,
+    /// How long the lease lasts from the claim.
+    pub lease: Option<Duration>,
+}
+
+/// Why the watch stream cannot be followed now.
+#[derive(Debug)]
+pub enum WatchError {
+    /// The control plane has no `GET /watch` (the reference answers 404).
+    Absent,
+    /// No stream now: unreachable, or an answer other than the stream.
+    NotNow(String),
+}
+
 /// The control plane, reached over HTTP or a Unix socket.
 #[derive(Debug, Clone)]
 pub struct Api {
     url: String,
     transport: Transport,
+    /// For the watch stream, which the transport alone does not read.
+    client: Client,
     backoff: Vec<Duration>,
 }
 
@@ -65,11 +93,18 @@ impl Api {
         } else {
             backoff
         };
+        let client = Client::with_timeout(url, timeout).map_err(|e| e.to_string())?;
         Ok(Api {
             url: url.to_string(),
             transport: Transport::new(endpoint, timeout),
+            client,
             backoff,
         })
+    }
+
+    /// The backoff waits, as configured (the jitter is added per wait).
+    pub fn backoff(&self) -> &[Duration] {
+        &self.backoff
     }
 
     /// The URL, as log lines name it.
@@ -101,7 +136,7 @@ impl Api {
         request: &str,
         outbox: Option<i64>,
         stop: &Stop,
-    ) -> Result<Option<Grant>, CallError> {
+    ) -> Result<Option<Claimed>, CallError> {
         let mut body = json!({"supervisor": supervisor, "states": states, "request": request});
         if let Some(depth) = outbox {
             body["outbox"] = json!(depth);
@@ -112,21 +147,37 @@ impl Api {
         if answer.status == 204 {
             return Ok(None);
         }
-        serde_json::from_slice(&answer.body).map(Some).map_err(|e| {
+        let invalid = |e: serde_json::Error| {
             CallError::refused(answer.status, format!("the claimed task is not valid: {e}"))
-        })
+        };
+        let value: Value = serde_json::from_slice(&answer.body).map_err(invalid)?;
+        let lease = value
+            .get("lease_seconds")
+            .and_then(Value::as_f64)
+            .filter(|s| s.is_finite() && *s > 0.0 && *s < 1e9)
+            .map(Duration::from_secs_f64);
+        let grant = serde_json::from_value(value).map_err(invalid)?;
+        Ok(Some(Claimed { grant, lease }))
     }
 
-    /// `POST /tasks/heartbeat`: the ids among `tasks` no longer held. `outbox`,
-    /// the outbox's depth, is an addition the reference's control plane ignores.
+    /// `POST /tasks/heartbeat`: the ids among `tasks` no longer held. Each task is
+    /// named with the attempt this supervisor runs (`attempts`, our addition: a
+    /// task whose attempt is over is answered lost even when another process of
+    /// the same name holds its next attempt; the reference ignores the field).
+    /// `outbox`, the outbox's depth, is an addition the reference ignores too.
     pub async fn heartbeat(
         &self,
         supervisor: &str,
-        tasks: &[i64],
+        tasks: &BTreeMap<i64, i64>,
         outbox: Option<i64>,
         stop: Option<&Stop>,
     ) -> Result<Vec<i64>, CallError> {
-        let mut body = json!({"supervisor": supervisor, "tasks": tasks});
+        let ids: Vec<i64> = tasks.keys().copied().collect();
+        let attempts: serde_json::Map<String, Value> = tasks
+            .iter()
+            .map(|(task, attempt)| (task.to_string(), json!(attempt)))
+            .collect();
+        let mut body = json!({"supervisor": supervisor, "tasks": ids, "attempts": attempts});
         if let Some(depth) = outbox {
             body["outbox"] = json!(depth);
         }
@@ -166,6 +217,23 @@ impl Api {
             .map(|_| ())
     }
 
+    /// `GET /watch`, the stream of every ledger entry (our addition), resumed
+    /// after the event `after` when given.
+    pub async fn watch(&self, after: Option<&str>) -> Result<Watch, WatchError> {
+        match self.client.watch(None, after).await {
+            Ok(watch) => Ok(watch),
+            Err(ClientError::Refused { status: 404, .. }) => Err(WatchError::Absent),
+            Err(e) => Err(WatchError::NotNow(e.to_string())),
+        }
+    }
+
+    /// The `failures`-th wait before a new try (from 0), moved by up to
+    /// [`JITTER`] either way.
+    pub fn wait_before_try(&self, failures: usize) -> Duration {
+        let wait = self.backoff[failures.min(self.backoff.len() - 1)];
+        wait.mul_f64(1.0 + JITTER * (2.0 * rand::random::<f64>() - 1.0))
+    }
+
     async fn call(
         &self,
         method: &str,
@@ -192,7 +260,7 @@ impl Api {
             if stop.is_some_and(Stop::is_set) {
                 return Err(CallError::GaveUp);
             }
-            let delay = self.backoff[failures.min(self.backoff.len() - 1)];
+            let delay = self.wait_before_try(failures);
             failures += 1;
             log_line!("{problem}; trying again in {}s", seconds(delay));
             match stop {
@@ -207,7 +275,9 @@ impl Api {
         }
     }
 
-    /// The start of the log line of an answer that counts as "not reached".
+    /// The start of the log line of an answer that counts as "not reached". An
+    /// answer with a refusal code came from the control plane itself, so the line
+    /// says what it answered; one without came from something between.
     fn unavailable(&self, answer: &Answer) -> String {
         let (message, code) = error_of(answer);
         match code.as_deref() {
@@ -216,7 +286,7 @@ impl Api {
                 self.url
             ),
             Some(code) => format!(
-                "cannot reach the control plane at {} (it answered {}, {code}: {message})",
+                "the control plane at {} answered {} {code}: {message}",
                 self.url, answer.status
             ),
             None => format!(

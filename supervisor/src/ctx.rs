@@ -129,6 +129,46 @@ fn fits_one_request(value: &Value) -> Result<(), String> {
     Ok(())
 }
 
+/// The largest report the control plane takes in one request: its body is at most
+/// 1 MiB, less room for the `attempt` and `supervisor` the sending adds (a name of
+/// 256 characters, each escaped to at most 6 bytes).
+const MAX_REPORT: usize = 1024 * 1024 - 2048;
+
+/// The deepest a report's body may nest, counting the body's own level: one less
+/// than the control plane's 64, as for memory values.
+const MAX_REPORT_DEPTH: usize = MAX_MEMORY_DEPTH + 1;
+
+/// Refuse, at once and to the routine, an outcome, context write or timer that
+/// would make the report too large or too deep for the control plane: the attempt
+/// would otherwise fail after the routine was told its outcome was taken.
+fn report_fits(state: &RunState, said: Option<&Said>) -> Result<(), String> {
+    let mut body = json!({
+        "kind": "event",
+        "context": state.writes,
+        "schedules": state.schedules,
+    });
+    if let Some(Said::Event { event, payload }) = said.or(state.said.as_ref()) {
+        body["event"] = json!(event);
+        body["payload"] = json!(payload);
+    }
+    let size = serde_json::to_vec(&body)
+        .map(|bytes| bytes.len())
+        .unwrap_or(usize::MAX);
+    if size > MAX_REPORT {
+        return Err(format!(
+            "the report would be {size} bytes of JSON, and the control plane takes at \
+             most {MAX_REPORT}: make the payload or the context writes smaller"
+        ));
+    }
+    if depth(&body) > MAX_REPORT_DEPTH {
+        return Err(format!(
+            "the report would nest more than {MAX_REPORT_DEPTH} levels deep, which the \
+             control plane refuses"
+        ));
+    }
+    Ok(())
+}
+
 /// How deep a JSON value nests: 0 for a scalar, 1 for a flat list or object.
 fn depth(value: &Value) -> usize {
     match value {
@@ -203,8 +243,15 @@ impl RunCtx {
                     return Err("a context key cannot be empty".into());
                 }
                 let mut state = self.lock();
-                state.context.insert(key.clone(), value.clone());
-                state.writes.insert(key, value);
+                let before = state.writes.insert(key.clone(), value.clone());
+                if let Err(why) = report_fits(&state, None) {
+                    match before {
+                        Some(old) => state.writes.insert(key, old),
+                        None => state.writes.remove(&key),
+                    };
+                    return Err(why);
+                }
+                state.context.insert(key, value);
                 Ok(Value::Null)
             }
             Request::Note { text } => self.note(&text),
@@ -286,11 +333,16 @@ impl RunCtx {
         self.contract
             .check_payload(&self.grant.state, &event, shown.as_ref())
             .map_err(|e| e.0)?;
-        self.lock().schedules.push(Schedule {
+        let mut state = self.lock();
+        state.schedules.push(Schedule {
             event,
             payload,
             after,
         });
+        if let Err(why) = report_fits(&state, None) {
+            state.schedules.pop();
+            return Err(why);
+        }
         Ok(Value::Null)
     }
 
@@ -319,6 +371,7 @@ impl RunCtx {
             };
             return Err(format!("the outcome is given already: {before}"));
         }
+        report_fits(&state, Some(&said))?;
         state.said = Some(said);
         Ok(Value::Null)
     }
@@ -422,6 +475,24 @@ mod tests {
 
     fn ask(ctx: &RunCtx, request: Value) -> Result<Value, String> {
         ctx.handle(serde_json::from_value(request).unwrap())
+    }
+
+    #[test]
+    fn an_outcome_too_large_for_one_request_is_refused_at_once() {
+        let (ctx, _) = run_ctx("testing");
+        let blob = "x".repeat(1024 * 1024);
+        let big = json!({"op": "emit", "event": "passed",
+                         "payload": {"passed": 1, "failed": 0, "log": blob}});
+        let why = ask(&ctx, big).unwrap_err();
+        assert!(why.starts_with("the report would be "), "{why}");
+        let half = "x".repeat(600 * 1024);
+        ask(&ctx, json!({"op": "set", "key": "a", "value": half})).unwrap();
+        let why = ask(&ctx, json!({"op": "set", "key": "b", "value": half})).unwrap_err();
+        assert!(why.contains("at most"), "{why}");
+        let small = json!({"op": "emit", "event": "passed", "payload": {"passed": 1, "failed": 0}});
+        ask(&ctx, small).unwrap();
+        assert_eq!(ctx.outcome(None).kind, "event");
+        assert!(!ctx.outcome(None).context.contains_key("b"));
     }
 
     #[test]

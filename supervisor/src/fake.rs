@@ -156,6 +156,11 @@ fn answer(s: &mut Script, seen: &Seen) -> Option<(u16, Value)> {
     Some(match (seen.method.as_str(), path) {
         ("GET", "/health") => (200, json!({"workflow": "w", "checksum": s.checksum})),
         ("GET", "/workflow") => (200, s.workflow.clone()),
+        // As the reference's control plane: no watch stream.
+        ("GET", "/watch") => (
+            404,
+            json!({"error": "there is no route GET /watch", "code": "not_found"}),
+        ),
         ("POST", "/tasks/claim") => match s.grants.pop_front() {
             None => (204, Value::Null),
             Some(grant) if s.drop_claims > 0 => {

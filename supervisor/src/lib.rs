@@ -4,6 +4,7 @@
 //! It depends only on `stateous-shared`; it meets the daemon only over HTTP.
 
 pub mod api;
+mod beating;
 pub mod beside;
 pub mod command;
 pub mod config;
@@ -17,6 +18,7 @@ pub mod init;
 pub mod inprocess;
 pub mod log;
 pub mod outbox;
+pub mod output;
 pub mod routines;
 pub mod runner;
 mod sending;

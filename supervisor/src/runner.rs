@@ -7,27 +7,20 @@
 //! environment. The folder of the running `stateous` binary comes first on its
 //! `PATH`, so `stateous ctx ...` is the same binary. Each line it writes goes to
 //! the supervisor's log, prefixed with the task, and to a file under
-//! `.stateous/logs/`. A kill sends SIGTERM to the group, then SIGKILL after the
-//! grace period.
+//! `.stateous/logs/`, within the caps of `output.rs`. A kill sends SIGTERM to the
+//! group, then SIGKILL after the grace period.
 
-use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use stateous_shared::wire::Grant;
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
 
-use crate::log_line;
+use crate::output::Sinks;
 use crate::routines::Program;
 use crate::stop::Stop;
-
-/// How many of the last lines of stderr a failure's reason quotes.
-const TAIL_LINES: usize = 5;
-/// The longest line kept for a failure's reason, in characters.
-const TAIL_WIDTH: usize = 300;
 /// After the program exits, how long its output may still drain: a child it left
 /// behind can hold the pipes open for ever.
 const DRAIN: Duration = Duration::from_millis(500);
@@ -141,20 +134,13 @@ pub async fn run(program: &Program, grant: &Grant, spec: &RunSpec, kill: &Stop) 
             let _ = stdin.write_all(&text).await;
         });
     }
-    let file = open_log(&spec.log_file);
-    let tail = Arc::new(Mutex::new(VecDeque::new()));
+    let sinks = Sinks::open(grant.task, &spec.log_file);
     let mut readers = Vec::new();
     if let Some(out) = child.stdout.take() {
-        readers.push(tokio::spawn(copy_lines(
-            out,
-            grant.task,
-            file.clone(),
-            None,
-        )));
+        readers.push(tokio::spawn(sinks.clone().copy(out, false)));
     }
     if let Some(err) = child.stderr.take() {
-        let tail = Some(tail.clone());
-        readers.push(tokio::spawn(copy_lines(err, grant.task, file, tail)));
+        readers.push(tokio::spawn(sinks.clone().copy(err, true)));
     }
     let status = tokio::select! {
         status = child.wait() => status,
@@ -175,10 +161,7 @@ pub async fn run(program: &Program, grant: &Grant, spec: &RunSpec, kill: &Stop) 
             abort.abort();
         }
     }
-    let stderr_tail = tail
-        .lock()
-        .map(|t| t.iter().cloned().collect())
-        .unwrap_or_default();
+    let stderr_tail = sinks.tail();
     let ended = match status {
         Ok(status) => {
             use std::os::unix::process::ExitStatusExt;
@@ -225,58 +208,6 @@ fn signal_group(pid: Option<i32>, signal: i32) {
         // no memory effects, and a group that is gone gives ESRCH, which is fine.
         unsafe {
             libc::kill(-pid, signal);
-        }
-    }
-}
-
-type LogFile = Option<Arc<Mutex<std::fs::File>>>;
-
-fn open_log(path: &Path) -> LogFile {
-    if let Some(parent) = path.parent() {
-        let _ = std::fs::create_dir_all(parent);
-    }
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .ok()
-        .map(|f| Arc::new(Mutex::new(f)))
-}
-
-async fn copy_lines(
-    stream: impl AsyncRead + Unpin,
-    task: i64,
-    file: LogFile,
-    tail: Option<Arc<Mutex<VecDeque<String>>>>,
-) {
-    let mut reader = tokio::io::BufReader::new(stream);
-    let mut bytes = Vec::new();
-    loop {
-        bytes.clear();
-        match reader.read_until(b'\n', &mut bytes).await {
-            Ok(0) | Err(_) => return,
-            Ok(_) => {}
-        }
-        let line = String::from_utf8_lossy(&bytes);
-        let line = line.trim_end_matches(['\n', '\r']);
-        log_line!("task {task} | {line}");
-        if let Some(file) = &file {
-            if let Ok(mut file) = file.lock() {
-                use std::io::Write;
-                let _ = writeln!(file, "{line}");
-            }
-        }
-        if let Some(tail) = &tail {
-            let trimmed = line.trim();
-            if trimmed.is_empty() {
-                continue;
-            }
-            if let Ok(mut tail) = tail.lock() {
-                if tail.len() == TAIL_LINES {
-                    tail.pop_front();
-                }
-                tail.push_back(trimmed.chars().take(TAIL_WIDTH).collect());
-            }
         }
     }
 }

@@ -5,11 +5,13 @@
 //! refusal of an event or of waiting for a task still held (the event is not
 //! allowed, the context change is not valid) becomes a failed report, so the task
 //! fails now rather than when its lease ends. `attempt_over` and 404 mean the
-//! attempt is gone: dropped with one log line. Another 409 (`task_not_held`) is
-//! checked with a heartbeat first. A message that gets no answer before the stop
-//! stays, with the later messages of its task behind it.
+//! attempt is gone: that message and every other message of its attempt are
+//! dropped, with one log line. Another 409 (`task_not_held`) is checked with a
+//! heartbeat first for a report; a note or memory write names its attempt, so the
+//! refusal says that attempt is over. A message that gets no answer before the
+//! stop stays, with the later messages of its task behind it.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 
 use serde_json::{json, Value};
 
@@ -20,6 +22,27 @@ use crate::supervisor::Core;
 
 /// The start of the error of a failed report that a refused report caused.
 pub const REFUSAL: &str = "the control plane refused the report: ";
+
+/// What became of one message of the outbox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Delivery {
+    /// Accepted, or refused for itself alone: it left the outbox.
+    Done,
+    /// No answer before the stop: it stays for the next start.
+    Stays,
+    /// Refused because its attempt is over: it left the outbox, and the other
+    /// messages of its attempt are to go unsent.
+    Over,
+}
+
+/// Whether a refusal of a note or memory write says its attempt is over.
+fn attempt_is_over(status: u16, code: Option<&str>) -> bool {
+    status == 404
+        || matches!(
+            code,
+            Some("attempt_over" | "task_not_found" | "task_not_held")
+        )
+}
 
 impl Core {
     /// Send the messages an earlier run left, in order, before the first claim. A
@@ -37,22 +60,29 @@ impl Core {
         }
         log_line!("sending {} message(s) left in the outbox", left.len());
         let mut held = HashSet::new();
+        let mut over = HashSet::new();
         for message in left {
-            if held.contains(&message.task) {
+            if held.contains(&message.task) || over.contains(&(message.task, message.attempt)) {
                 continue;
             }
-            if !self.send(&message).await {
-                held.insert(message.task);
-                if self.stopping.is_set() {
-                    return;
+            match self.send(&message).await {
+                Delivery::Done => {}
+                Delivery::Over => {
+                    over.insert((message.task, message.attempt));
+                    self.drop_messages(message.task, message.attempt).await;
+                }
+                Delivery::Stays => {
+                    held.insert(message.task);
+                    if self.stopping.is_set() {
+                        return;
+                    }
                 }
             }
         }
     }
 
-    /// Send one message of the outbox; remove it once answered. `false`: it got no
-    /// answer before the stop, and stays for the next start.
-    pub(crate) async fn send(&self, message: &Message) -> bool {
+    /// Send one message of the outbox; remove it once answered.
+    pub(crate) async fn send(&self, message: &Message) -> Delivery {
         let result = match message.kind {
             Kind::Report => return self.send_report(message).await,
             Kind::Memory => {
@@ -66,20 +96,38 @@ impl Core {
                 self.api.note(message.task, &body, &self.stopping).await
             }
         };
-        match result {
+        let delivery = match result {
             Err(CallError::GaveUp) => {
                 self.stays(message);
-                return false;
+                return Delivery::Stays;
             }
-            Err(CallError::Refused { message: said, .. }) => log_line!(
-                "task {}: the control plane refused a {}: {said}",
-                message.task,
-                message.kind.as_str()
-            ),
-            Ok(()) => {}
-        }
+            Err(CallError::Refused {
+                status,
+                code,
+                message: said,
+            }) if attempt_is_over(status, code.as_deref()) => {
+                log_line!(
+                    "task {} of {}: the control plane refused a {} as attempt {} is over \
+                     ({said}); the attempt's other messages are dropped unsent",
+                    message.task,
+                    message.token,
+                    message.kind.as_str(),
+                    message.attempt
+                );
+                Delivery::Over
+            }
+            Err(CallError::Refused { message: said, .. }) => {
+                log_line!(
+                    "task {}: the control plane refused a {}: {said}",
+                    message.task,
+                    message.kind.as_str()
+                );
+                Delivery::Done
+            }
+            Ok(()) => Delivery::Done,
+        };
         self.forget(message.id).await;
-        true
+        delivery
     }
 
     fn stays(&self, message: &Message) {
@@ -98,7 +146,7 @@ impl Core {
         }
     }
 
-    async fn send_report(&self, message: &Message) -> bool {
+    async fn send_report(&self, message: &Message) -> Delivery {
         let (task, token) = (message.task, &message.token);
         let mut body = message.body.clone();
         body["attempt"] = json!(message.attempt);
@@ -115,7 +163,7 @@ impl Core {
             }
             Err(CallError::GaveUp) => {
                 self.stays(message);
-                return false;
+                return Delivery::Stays;
             }
             Err(CallError::Refused {
                 status,
@@ -132,20 +180,29 @@ impl Core {
                     "the report"
                 };
                 log_line!("task {task} of {token}: the control plane refused {what}: {said}");
-                if kind != "failed" {
-                    match self.still_held(task, token, status, code.as_deref()).await {
-                        Err(()) => {
-                            self.stays(message);
-                            return false;
-                        }
-                        Ok(true) => return Box::pin(self.report_refusal(message, &said)).await,
-                        Ok(false) => {}
+                let held = if kind == "failed" {
+                    Ok(!attempt_is_over(status, code.as_deref()))
+                } else {
+                    self.still_held(message, status, code.as_deref()).await
+                };
+                match held {
+                    Err(()) => {
+                        self.stays(message);
+                        return Delivery::Stays;
+                    }
+                    Ok(true) if kind != "failed" => {
+                        return Box::pin(self.report_refusal(message, &said)).await
+                    }
+                    Ok(true) => {}
+                    Ok(false) => {
+                        self.forget(message.id).await;
+                        return Delivery::Over;
                     }
                 }
             }
         }
         self.forget(message.id).await;
-        true
+        Delivery::Done
     }
 
     /// After a refused report: is the task still ours, on this attempt? The code
@@ -153,20 +210,21 @@ impl Core {
     /// heartbeat. `Err` when that heartbeat got no answer before the stop.
     async fn still_held(
         &self,
-        task: i64,
-        token: &str,
+        message: &Message,
         status: u16,
         code: Option<&str>,
     ) -> Result<bool, ()> {
+        let (task, token) = (message.task, &message.token);
         if matches!(code, Some("task_not_found" | "attempt_over")) || status == 404 {
             return Ok(false);
         }
         if status != 409 {
             return Ok(true);
         }
+        let named = BTreeMap::from([(task, message.attempt)]);
         match self
             .api
-            .heartbeat(&self.name, &[task], self.depth(), Some(&self.stopping))
+            .heartbeat(&self.name, &named, self.depth(), Some(&self.stopping))
             .await
         {
             Ok(lost) => Ok(!lost.contains(&task)),
@@ -180,7 +238,7 @@ impl Core {
 
     /// Fail the task with the refusal, once: the failed report goes into the
     /// outbox before the refused one leaves it.
-    async fn report_refusal(&self, refused: &Message, said: &str) -> bool {
+    async fn report_refusal(&self, refused: &Message, said: &str) -> Delivery {
         let failed: Value = json!({
             "kind": "failed",
             "error": format!("{REFUSAL}{said}"),
@@ -200,7 +258,7 @@ impl Core {
                     refused.task,
                     refused.token
                 );
-                true
+                Delivery::Done
             }
         }
     }

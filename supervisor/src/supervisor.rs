@@ -4,11 +4,14 @@
 //! The claim loop first sends what the outbox holds, then claims with a request
 //! id (the same id again after a lost answer, a new one after any answer), at
 //! most `tasks` routines at once, 1 s after an empty answer. The heartbeat loop
-//! names every running task each period and stops the routines of lost ones. Each
-//! routine's notes and memory writes go through the outbox in order, before its
-//! report. The first stop signal ends the claims and waits for the routines; the
-//! second kills them (dropping their attempts' messages, as for a lost task) and
-//! the run returns 1.
+//! (`beating.rs`) names every running task with its attempt, at most a third of
+//! the shortest granted lease apart, and stops the routines of lost ones; the
+//! watch loop asks it to beat at once when the control plane's `/watch` stream
+//! tells that a held task ended. A lost attempt's routine is stopped and every
+//! message of that attempt leaves the outbox unsent. Each routine's notes and
+//! memory writes go through the outbox in order, before its report. The first
+//! stop signal ends the claims and waits for the routines; the second kills them
+//! (dropping their attempts' messages, as for a lost task) and the run returns 1.
 //!
 //! A Rust program can run a supervisor of in-process routines:
 //!
@@ -48,12 +51,13 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use serde_json::Value;
 use stateous_shared::wire::Grant;
 use tokio::sync::{mpsc, Notify};
 
-use crate::api::{Api, CallError};
+use crate::api::{Api, CallError, Claimed};
 use crate::config::Timings;
 use crate::contract::Contract;
 use crate::ctx::{RunCtx, Sink};
@@ -61,31 +65,38 @@ use crate::inprocess::{self, Routine};
 use crate::log_line;
 use crate::outbox::{Kind, Message, Outbox, OutboxError};
 use crate::runner::{self, RunSpec};
+use crate::sending::Delivery;
 use crate::stop::Stop;
 
 /// One running routine. The control plane can grant a task again while an old
 /// routine of it still ends, so two may share a task id.
 pub(crate) struct Running {
     pub(crate) grant: Grant,
+    /// The lease the control plane granted, when it said (ours does).
+    pub(crate) lease: Option<Duration>,
     /// The control plane took the task back.
-    lost: AtomicBool,
+    pub(crate) lost: AtomicBool,
     /// The routine ended and its report is on its way: too late to lose it.
-    reporting: AtomicBool,
+    pub(crate) reporting: AtomicBool,
     /// Set to stop the routine.
-    kill: Stop,
+    pub(crate) kill: Stop,
 }
 
 /// What every loop shares.
 pub struct Core {
     pub(crate) api: Api,
     pub(crate) name: String,
+    /// The watch stream saw a held task end: beat now to learn which are lost.
+    pub(crate) beat_now: Notify,
+    /// A grant came: the heartbeat's period may be shorter now.
+    pub(crate) repace: Notify,
     /// Shared with blocking threads: a commit waits for an fsync, which must not
     /// hold up the runtime's few worker threads.
     outbox: Arc<Mutex<Outbox>>,
     contract: Arc<Contract>,
     routines: BTreeMap<String, Routine>,
     folder: PathBuf,
-    timings: Timings,
+    pub(crate) timings: Timings,
     tasks: usize,
     ctx_dir: PathBuf,
     /// The first stop signal: no new claims.
@@ -139,6 +150,8 @@ impl Supervisor {
         let core = Core {
             api: parts.api,
             name: parts.name,
+            beat_now: Notify::new(),
+            repace: Notify::new(),
             outbox: Arc::new(Mutex::new(parts.outbox)),
             contract: Arc::new(parts.contract),
             routines: parts.routines,
@@ -169,6 +182,7 @@ impl Supervisor {
     pub async fn run(self) -> i32 {
         let core = self.core;
         let beating = tokio::spawn(core.clone().beat_forever());
+        let watching = tokio::spawn(core.clone().watch_forever());
         let claiming = tokio::spawn(core.clone().claim_forever());
         core.stopping.wait().await;
         // A claim in flight is not cut: its task runs too, unless the stop is forced.
@@ -179,6 +193,7 @@ impl Supervisor {
         }
         core.wait_for_routines().await;
         beating.abort();
+        watching.abort();
         let _ = std::fs::remove_dir_all(&core.ctx_dir);
         if core.forced.is_set() {
             1
@@ -256,7 +271,7 @@ impl Core {
         })
     }
 
-    fn running_list(&self) -> Vec<Arc<Running>> {
+    pub(crate) fn running_list(&self) -> Vec<Arc<Running>> {
         self.running
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -285,9 +300,10 @@ impl Core {
                 .claim(&self.name, &served, &request, self.depth(), &self.stopping)
                 .await;
             match claimed {
-                Ok(Some(grant)) => {
+                Ok(Some(claimed)) => {
                     request = new_request_id();
-                    self.clone().start(grant);
+                    self.clone().start(claimed);
+                    self.repace.notify_one();
                 }
                 Ok(None) => {
                     request = new_request_id();
@@ -327,39 +343,8 @@ impl Core {
         }
     }
 
-    async fn beat_forever(self: Arc<Core>) {
-        loop {
-            tokio::time::sleep(self.timings.heartbeat).await;
-            let held: Vec<Arc<Running>> = self
-                .running_list()
-                .into_iter()
-                .filter(|r| !r.lost.load(Ordering::SeqCst))
-                .collect();
-            if held.is_empty() {
-                continue;
-            }
-            let mut tasks: Vec<i64> = held.iter().map(|r| r.grant.task).collect();
-            tasks.sort_unstable();
-            tasks.dedup();
-            match self
-                .api
-                .heartbeat(&self.name, &tasks, self.depth(), None)
-                .await
-            {
-                Ok(lost) => {
-                    for running in held.iter().filter(|r| lost.contains(&r.grant.task)) {
-                        lose(running);
-                    }
-                }
-                Err(CallError::Refused { message, .. }) => {
-                    log_line!("the control plane refused a heartbeat: {message}");
-                }
-                Err(CallError::GaveUp) => {}
-            }
-        }
-    }
-
-    fn start(self: Arc<Core>, grant: Grant) {
+    fn start(self: Arc<Core>, claimed: Claimed) {
+        let Claimed { grant, lease } = claimed;
         if self.forced.is_set() {
             log_line!(
                 "task {} of {}: stopping now, so its routine does not run",
@@ -370,7 +355,7 @@ impl Core {
         }
         for old in self.running_list() {
             if old.grant.task == grant.task {
-                lose(&old);
+                self.lose(&old);
             }
         }
         log_line!(
@@ -382,6 +367,7 @@ impl Core {
         );
         let running = Arc::new(Running {
             grant,
+            lease,
             lost: AtomicBool::new(false),
             reporting: AtomicBool::new(false),
             kill: Stop::new(),
@@ -394,9 +380,7 @@ impl Core {
             self.work(&running).await;
             if running.lost.load(Ordering::SeqCst) {
                 let (task, attempt) = (running.grant.task, running.grant.attempt);
-                if let Err(e) = self.outbox_do(move |o| o.drop_attempt(task, attempt)).await {
-                    log_line!("task {task}: cannot drop its messages from the outbox: {e}");
-                }
+                self.drop_messages(task, attempt).await;
             }
             self.running
                 .lock()
@@ -412,10 +396,10 @@ impl Core {
         let (queue, deliveries) = mpsc::unbounded_channel();
         let sends = Arc::new(Sends {
             core: self.clone(),
-            grant: grant.clone(),
+            running: running.clone(),
             queue: Mutex::new(Some(queue)),
         });
-        let delivering = tokio::spawn(self.clone().deliver(deliveries));
+        let delivering = tokio::spawn(self.clone().deliver(running.clone(), deliveries));
         let ctx = Arc::new(RunCtx::new(
             grant.clone(),
             self.contract.clone(),
@@ -442,7 +426,9 @@ impl Core {
             .await;
         match written {
             Ok(message) if !held => {
-                self.send(&message).await;
+                if self.send(&message).await == Delivery::Over {
+                    self.drop_messages(task, attempt).await;
+                }
             }
             Ok(message) => self.send_later(&message),
             Err(e) => log_line!(
@@ -502,12 +488,23 @@ impl Core {
     }
 
     /// Send one routine's notes and memory writes in order; `true` when one got no
-    /// answer before the stop (the later ones then stay in the outbox too).
-    async fn deliver(self: Arc<Core>, mut deliveries: mpsc::UnboundedReceiver<Message>) -> bool {
+    /// answer before the stop (the later ones then stay in the outbox too). Once
+    /// the attempt is lost nothing more is sent: its messages are dropped, and a
+    /// refusal that says the attempt is over loses the task then and there.
+    async fn deliver(
+        self: Arc<Core>,
+        running: Arc<Running>,
+        mut deliveries: mpsc::UnboundedReceiver<Message>,
+    ) -> bool {
         let mut held = false;
         while let Some(message) = deliveries.recv().await {
-            if !held {
-                held = !self.send(&message).await;
+            if held || running.lost.load(Ordering::SeqCst) {
+                continue;
+            }
+            match self.send(&message).await {
+                Delivery::Done => {}
+                Delivery::Stays => held = true,
+                Delivery::Over => self.lose(&running),
             }
         }
         held
@@ -534,22 +531,10 @@ impl Core {
     }
 }
 
-fn lose(running: &Running) {
-    if running.reporting.load(Ordering::SeqCst) || running.lost.swap(true, Ordering::SeqCst) {
-        return;
-    }
-    log_line!(
-        "task {} of {}: the control plane took it back; cancelling its routine",
-        running.grant.task,
-        running.grant.token
-    );
-    running.kill.set();
-}
-
 /// One grant's notes and memory writes: committed to the outbox, then queued.
 struct Sends {
     core: Arc<Core>,
-    grant: Grant,
+    running: Arc<Running>,
     queue: Mutex<Option<mpsc::UnboundedSender<Message>>>,
 }
 
@@ -566,7 +551,13 @@ impl Sink for Sends {
         let Some(queue) = queue.as_ref() else {
             return Err("the routine's task is over".into());
         };
-        let grant = &self.grant;
+        if self.running.lost.load(Ordering::SeqCst) {
+            return Err(format!(
+                "the control plane took this task back: attempt {} is over",
+                self.running.grant.attempt
+            ));
+        }
+        let grant = &self.running.grant;
         let message = self
             .core
             .with_outbox(|o| o.append(grant.task, grant.attempt, &grant.token, kind, &body))

@@ -6,6 +6,11 @@
 // Each test file uses a different part of the harness.
 #![allow(dead_code)]
 
+mod backend;
+
+#[allow(unused_imports)]
+pub use backend::{backend, block_on, on, Backend, TestDatabase};
+
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::os::unix::net::UnixStream;
@@ -100,6 +105,7 @@ pub struct Setup {
     env: Vec<(String, String)>,
     dir: Option<tempfile::TempDir>,
     db: Option<PathBuf>,
+    database: Option<TestDatabase>,
 }
 
 /// A daemon under test: `stateous serve` in its own temp folder.
@@ -107,8 +113,10 @@ pub struct Daemon {
     child: Option<Child>,
     /// The temp folder (the daemon's working folder): the database lives here.
     pub dir: tempfile::TempDir,
-    /// The database file.
+    /// The SQLite file (on Postgres: where it would be).
     pub db: PathBuf,
+    /// The database, on this test's backend.
+    pub database: TestDatabase,
     /// The socket.
     pub socket: PathBuf,
     /// `http://127.0.0.1:PORT`.
@@ -135,6 +143,7 @@ impl Setup {
             env: Vec::new(),
             dir: None,
             db: None,
+            database: None,
         }
     }
 
@@ -157,6 +166,13 @@ impl Setup {
         self
     }
 
+    /// Serve the same database as `daemon` (on Postgres, the same database).
+    pub fn database_of(mut self, daemon: &Daemon) -> Setup {
+        self.db = Some(daemon.db.clone());
+        self.database = Some(daemon.database.clone());
+        self
+    }
+
     /// Start the daemon and wait until it serves; panics with its output if it
     /// does not.
     pub fn start(self) -> Daemon {
@@ -164,12 +180,15 @@ impl Setup {
             .dir
             .unwrap_or_else(|| tempfile::tempdir().expect("a temp folder"));
         let db = self.db.unwrap_or_else(|| dir.path().join("stateous.db"));
+        let database = self
+            .database
+            .unwrap_or_else(|| TestDatabase::new(db.clone()));
         let socket = dir.path().join("d.sock");
         let mut args: Vec<String> = vec![
             "serve".into(),
             self.graph.display().to_string(),
             "--db".into(),
-            format!("sqlite:///{}", db.display()),
+            database.url(),
             "--listen".into(),
             "127.0.0.1:0".into(),
             "--socket".into(),
@@ -181,6 +200,7 @@ impl Setup {
             command: format!("stateous {}", args.join(" ")),
             dir,
             db,
+            database,
             socket,
             url: String::new(),
             authority: String::new(),
@@ -218,6 +238,10 @@ impl Daemon {
             .env_remove("STATEOUS_URL")
             .env_remove("STATEOUS_BUSY_TIMEOUT")
             .env_remove("STATEOUS_STALE_AFTER")
+            .env_remove("STATEOUS_DB")
+            .env_remove("STATEOUS_LOCK_TIMEOUT")
+            .env_remove("STATEOUS_STATEMENT_TIMEOUT")
+            .env_remove("STATEOUS_POOL_SIZE")
             .stdin(Stdio::null())
             .stdout(stdout)
             .stderr(stderr);
@@ -257,6 +281,11 @@ impl Daemon {
             "the daemon did not serve within {START_WITHIN:?}\n{}",
             self.report()
         );
+    }
+
+    /// Every row of `sql` in the daemon's database, as text.
+    pub fn rows(&self, sql: &str) -> Vec<Vec<Option<String>>> {
+        self.database.rows(sql)
     }
 
     /// The daemon's stderr so far.

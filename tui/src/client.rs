@@ -3,7 +3,7 @@
 
 use serde::de::DeserializeOwned;
 use stateous_shared::client::{segment, Call, Client, ClientError, Steer, TokenQuery};
-use stateous_shared::live::{SupervisorList, SupervisorView, TokenDetail};
+use stateous_shared::live::{StateCount, SupervisorList, SupervisorView, TokenDetail};
 use stateous_shared::refusal::Code;
 use tokio::sync::mpsc::UnboundedSender;
 
@@ -74,6 +74,8 @@ pub async fn perform(client: &Client, command: Command) -> Msg {
                 .map_err(problem),
         ),
         Command::Supervisors => Msg::Supervisors(supervisors(client).await),
+        Command::States => Msg::States(states(client).await),
+        Command::Health => Msg::Health(client.health().await.map_err(problem)),
         other => Msg::Done(act(client, other).await),
     }
 }
@@ -107,6 +109,15 @@ async fn read_token(
 async fn supervisors(client: &Client) -> Result<Option<Vec<SupervisorView>>, Problem> {
     match get::<SupervisorList>(client, "/supervisors".into()).await {
         Ok(list) => Ok(Some(list.supervisors)),
+        Err(error) if error.code() == Some(Code::NotFound) => Ok(None),
+        Err(error) => Err(problem(error)),
+    }
+}
+
+/// `GET /states`; `None` from a daemon without it.
+async fn states(client: &Client) -> Result<Option<Vec<StateCount>>, Problem> {
+    match client.states().await {
+        Ok(list) => Ok(Some(list.states)),
         Err(error) if error.code() == Some(Code::NotFound) => Ok(None),
         Err(error) => Err(problem(error)),
     }

@@ -26,7 +26,8 @@ pub fn key(model: &mut Model, key: KeyEvent) -> Vec<Command> {
         Mode::Pick { token, events, at } => forms::pick(model, token, events, at, key),
         Mode::Fire(form) => forms::fire(model, form, key),
         Mode::Start(form) => forms::start(model, form, key),
-        Mode::Help | Mode::Graph => Vec::new(),
+        Mode::Graph => crate::states::key(model, key),
+        Mode::Help => Vec::new(),
     }
 }
 
@@ -80,7 +81,7 @@ fn normal(model: &mut Model, key: KeyEvent) -> Vec<Command> {
         }
         KeyCode::Char('f') => forms::open_pick(model),
         KeyCode::Char('s') => model.mode = Mode::Start(forms::new_start()),
-        KeyCode::Char('w') => model.mode = Mode::Graph,
+        KeyCode::Char('w') => return crate::states::open(model),
         KeyCode::Char('?') => model.mode = Mode::Help,
         KeyCode::Esc if model.zoom => model.zoom = false,
         KeyCode::Esc => model.status = None,
@@ -157,7 +158,7 @@ fn next_status(model: &mut Model) -> Vec<Command> {
 }
 
 /// The table starts over at its top, with a fresh read.
-fn reset_table(model: &mut Model) -> Vec<Command> {
+pub fn reset_table(model: &mut Model) -> Vec<Command> {
     model.tokens.clear();
     model.exact = None;
     model.in_flight.remove(&crate::model::Fetch::Exact);

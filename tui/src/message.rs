@@ -5,8 +5,8 @@ use chrono::{DateTime, Utc};
 use crossterm::event::KeyEvent;
 use serde_json::Value;
 use stateous_shared::client::{Steer, TokenQuery, WatchEntry};
-use stateous_shared::live::{SupervisorView, TokenDetail};
-use stateous_shared::wire::{HistoryEntry, Object, TokenView};
+use stateous_shared::live::{StateCount, SupervisorView, TokenDetail};
+use stateous_shared::wire::{Health, HistoryEntry, Object, TokenView};
 
 use crate::model::{Problem, StreamState};
 
@@ -34,6 +34,10 @@ pub enum Msg {
     Workflow(Result<Value, Problem>),
     /// `GET /supervisors` answered; `Ok(None)` when the daemon has no such route.
     Supervisors(Result<Option<Vec<SupervisorView>>, Problem>),
+    /// `GET /states` answered; `Ok(None)` when the daemon has no such route.
+    States(Result<Option<Vec<StateCount>>, Problem>),
+    /// `GET /health` answered.
+    Health(Result<Health, Problem>),
     /// A pause, resume, cancel, fire or start answered.
     Done(Result<Acted, Problem>),
     /// The live stream (`GET /watch`) opened, broke, or is not served.
@@ -73,6 +77,10 @@ pub enum Command {
     Workflow,
     /// `GET /supervisors`.
     Supervisors,
+    /// `GET /states`.
+    States,
+    /// `GET /health`.
+    Health,
     /// Pause, resume or cancel a token.
     Steer(String, Steer),
     /// Fire an event.

@@ -2,13 +2,13 @@
 //! doing, and what the status line says. Nothing here does I/O; `update` changes
 //! it and `view` draws it.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use chrono::{DateTime, FixedOffset, Utc};
 use stateous_shared::graph::Graph;
 use stateous_shared::wire::{HistoryEntry, TokenView};
 
-use stateous_shared::live::{SupervisorView, TokenDetail};
+use stateous_shared::live::{DevClock, StateCount, SupervisorView, TokenDetail};
 
 use crate::input::LineEdit;
 
@@ -68,6 +68,8 @@ pub struct Stale {
     /// The selected token's history: an entry came that does not follow the last
     /// one shown (or none is shown yet), so the history is read whole.
     pub history: bool,
+    /// The counts of the graph view: a token moved, started or ended.
+    pub states: bool,
 }
 
 /// What the status line shows.
@@ -97,7 +99,15 @@ pub enum Fetch {
     Supervisors,
     /// `GET /tokens/{text filter}`: the token whose id is the text filter.
     Exact,
+    /// `GET /states`: the graph view's counts.
+    States,
+    /// `GET /health`: the dev clock, if the daemon runs one.
+    Health,
 }
+
+/// A state of the graph view: its child workflow (`None` for the main one) and
+/// its name.
+pub type StateKey = (Option<String>, String);
 
 /// What the supervisors pane knows.
 #[derive(Debug, Clone, PartialEq)]
@@ -233,6 +243,18 @@ pub struct Model {
     pub stale: Stale,
     /// Ticks since the screen's data was last read.
     pub quiet_ticks: u32,
+    /// The tokens of each state by status (`GET /states`), for the graph view;
+    /// `None` until read, and from a daemon without the route.
+    pub states: Option<Vec<StateCount>>,
+    /// When each state's counts last changed: the graph view highlights it for
+    /// a moment (`crate::states::HIGHLIGHT`).
+    pub states_changed: BTreeMap<StateKey, DateTime<Utc>>,
+    /// The graph view's selected row (`crate::states::rows`).
+    pub graph_at: usize,
+    /// Only the tokens in this state (picked in the graph view with Enter).
+    pub state_filter: Option<StateKey>,
+    /// The daemon's dev clock (`serve --dev-clock`), as `/health` said it.
+    pub dev_clock: Option<DevClock>,
 }
 
 impl Model {
@@ -269,11 +291,17 @@ impl Model {
             stream: StreamState::Off,
             stale: Stale::default(),
             quiet_ticks: 0,
+            states: None,
+            states_changed: BTreeMap::new(),
+            graph_at: 0,
+            state_filter: None,
+            dev_clock: None,
         }
     }
 
-    /// The tokens the table shows: those of the status filter whose id, state or
-    /// context contains the text filter.
+    /// The tokens the table shows: those of the status filter (and of the state
+    /// picked in the graph view) whose id, state or context contains the text
+    /// filter.
     pub fn shown(&self) -> Vec<&TokenView> {
         let needle = self.text_filter.to_lowercase();
         let paged = self
@@ -284,6 +312,7 @@ impl Model {
             .iter()
             .chain(paged)
             .filter(|t| self.status_filter.is_none_or(|s| t.status == s))
+            .filter(|t| self.state_filter.as_ref().is_none_or(|k| in_state(t, k)))
             .filter(|t| needle.is_empty() || matches_text(t, &needle))
             .collect()
     }
@@ -305,6 +334,18 @@ impl Model {
             error,
         });
     }
+}
+
+/// The child workflow of a token: a child's id ends with its workflow's name
+/// (`<parent>.<state>.<visit>.<workflow>`); `None` for the main workflow.
+pub fn workflow_of(token: &TokenView) -> Option<&str> {
+    token.parent.as_ref()?;
+    token.token.rsplit('.').next()
+}
+
+/// Whether `token` is in the state `key`.
+fn in_state(token: &TokenView, key: &StateKey) -> bool {
+    token.state == key.1 && workflow_of(token) == key.0.as_deref()
 }
 
 /// Whether `token`'s id, state or context holds `needle` (already lower case).

@@ -31,7 +31,7 @@ fn step(model: &mut Model, msg: Msg) -> Vec<Command> {
         Msg::Key(key) => return keys::key(model, key),
         Msg::Resize(columns, rows) => model.size = (columns, rows),
         Msg::Tick(now) => {
-            model.now = now;
+            model.now = crate::states::daemon_now(model, now);
             return tick(model);
         }
         Msg::Stream(state) => {
@@ -95,6 +95,8 @@ fn step(model: &mut Model, msg: Msg) -> Vec<Command> {
                 };
             }
         }
+        Msg::States(answer) => crate::states::answered(model, answer),
+        Msg::Health(answer) => crate::states::health(model, answer),
         Msg::Done(answer) => return done(model, answer),
     }
     Vec::new()
@@ -121,6 +123,14 @@ fn tick(model: &mut Model) -> Vec<Command> {
     };
     if model.supervisors != Supervisors::Unsupported {
         want(model, Fetch::Supervisors, Command::Supervisors);
+    }
+    // A dev clock moves when told to, not with the ticks: its header is read
+    // each tick.
+    if model.dev_clock.is_some() {
+        want(model, Fetch::Health, Command::Health);
+    }
+    if stale.states && crate::states::wanted(model) {
+        want(model, Fetch::States, Command::States);
     }
     if stale.table {
         let query = tokens_query(model);
@@ -152,6 +162,9 @@ fn tick(model: &mut Model) -> Vec<Command> {
 /// on the next tick.
 fn stream_entry(model: &mut Model, entry: WatchEntry) {
     model.stale.table = true;
+    if crate::states::moves_counts(&entry.entry.kind) {
+        model.stale.states = true;
+    }
     let selected = model.selected();
     if selected.as_deref() == Some(entry.token.as_str()) {
         model.stale.token = true;
@@ -193,6 +206,10 @@ pub fn refresh(model: &mut Model) -> Vec<Command> {
     if model.supervisors != Supervisors::Unsupported {
         want(model, Fetch::Supervisors, Command::Supervisors);
     }
+    want(model, Fetch::Health, Command::Health);
+    if crate::states::wanted(model) {
+        want(model, Fetch::States, Command::States);
+    }
     if let Some(id) = model.selected() {
         let detail = model.detail_route != Some(false);
         let read = Command::Token {
@@ -211,12 +228,12 @@ pub fn refresh(model: &mut Model) -> Vec<Command> {
 }
 
 /// The page of tokens to ask for: the status filter, and the rows on screen plus
-/// one page ahead (all 1000 the API gives while a text filter is set, since the
-/// text is matched here).
+/// one page ahead (all 1000 the API gives while a text or state filter is set,
+/// since those are matched here).
 fn tokens_query(model: &Model) -> TokenQuery {
     let rows = model.table_rows().max(1);
     let ahead = (model.scroll + 2 * rows) as u32;
-    let limit = if model.text_filter.is_empty() {
+    let limit = if model.text_filter.is_empty() && model.state_filter.is_none() {
         ahead.clamp(1, MOST_TOKENS)
     } else {
         MOST_TOKENS
@@ -268,7 +285,7 @@ fn read_new_selection(model: &mut Model, before: Option<String>) -> Vec<Command>
 
 /// The value of a read's answer; a failure goes to the connection state and the
 /// status line instead.
-fn answered<T>(model: &mut Model, answer: Result<T, Problem>) -> Option<T> {
+pub(crate) fn answered<T>(model: &mut Model, answer: Result<T, Problem>) -> Option<T> {
     match answer {
         Ok(value) => {
             if model.connection != Connection::Connected {

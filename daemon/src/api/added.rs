@@ -1,6 +1,8 @@
 //! The routes this product adds to the reference's API (SPEC section 3.3), never
 //! changing an answer the reference's clients get: `GET /watch` (see [`watch`]),
-//! `GET /supervisors`, `GET /tokens/{id}/detail` and `GET /metrics`.
+//! `GET /supervisors`, `GET /tokens/{id}/detail`, `GET /states` (tokens by
+//! workflow, state and status, for the TUI's graph) and `GET /metrics` (the
+//! families of `crate::metrics`).
 //!
 //! They are answered before the reference's routes; any other method or path
 //! falls through to them (and so to their 404 or 405).
@@ -16,7 +18,8 @@ use http_body_util::{BodyExt, Full};
 use hyper::{Request, Response};
 use serde_json::Value;
 use stateous_shared::live::{
-    HeldEvent, SupervisorList, SupervisorView, TaskView, TimerView, TokenDetail,
+    HeldEvent, StateCount, StateList, SupervisorList, SupervisorView, TaskView, TimerView,
+    TokenDetail,
 };
 use stateous_shared::refusal::Refusal;
 use stateous_shared::time::{from_micros, iso};
@@ -119,6 +122,19 @@ pub fn outbox_of(body: &[u8]) -> Option<u64> {
     value.get("outbox")?.as_u64()
 }
 
+/// The template of an added route that `path` reaches, for the metrics.
+pub fn template(path: &str) -> Option<&'static str> {
+    let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    Some(match parts.as_slice() {
+        ["watch"] => "GET /watch",
+        ["supervisors"] => "GET /supervisors",
+        ["metrics"] => "GET /metrics",
+        ["states"] => "GET /states",
+        ["tokens", id, "detail"] if !id.is_empty() => "GET /tokens/:id/detail",
+        _ => return None,
+    })
+}
+
 fn whole(answer: super::Answer) -> Response<Body> {
     answer.map(BodyExt::boxed)
 }
@@ -139,6 +155,7 @@ impl Api {
             ["watch"] => return Some(super::watch::stream(self, request, stop).await),
             ["supervisors"] => self.supervisors().await,
             ["metrics"] => self.metrics().await,
+            ["states"] => self.states().await,
             ["tokens", id, "detail"] if !id.is_empty() => self.detail(id.to_string()).await,
             _ => return None,
         };
@@ -196,52 +213,52 @@ impl Api {
         Ok(json(200, &detail))
     }
 
-    async fn metrics(&self) -> Result<super::Answer, Refusal> {
-        let (counts, entries) = self
-            .control
-            .read(|tx| {
-                let mut tokens: BTreeMap<&str, i64> = BTreeMap::new();
-                for (_, _, status, count) in tx.token_counts()? {
-                    *tokens.entry(status.as_str()).or_default() += count;
-                }
-                let mut tasks: BTreeMap<&str, i64> = BTreeMap::new();
-                for (_, status, count) in tx.task_counts()? {
-                    *tasks.entry(status.as_str()).or_default() += count;
-                }
-                let timers: BTreeMap<&str, i64> = tx
-                    .timer_counts()?
-                    .into_iter()
-                    .map(|(status, count)| (status.as_str(), count))
-                    .collect();
-                let counts = [
-                    ("stateous_tokens", tokens),
-                    ("stateous_tasks", tasks),
-                    ("stateous_timers", timers),
-                ];
-                Ok((counts, tx.last_entry_id()?))
-            })
-            .await?;
-        let mut text = String::new();
-        for (name, by_status) in &counts {
-            text.push_str(&format!("# TYPE {name} gauge\n"));
-            for (status, count) in by_status {
-                text.push_str(&format!("{name}{{status=\"{status}\"}} {count}\n"));
+    async fn states(&self) -> Result<super::Answer, Refusal> {
+        let counts = self.control.read(|tx| Ok(tx.token_counts()?)).await?;
+        let mut states: Vec<StateCount> = Vec::new();
+        for (workflow, state, status, count) in counts {
+            let same = states
+                .last()
+                .is_some_and(|last| last.workflow == workflow && last.state == state);
+            if !same {
+                states.push(StateCount {
+                    workflow,
+                    state,
+                    tokens: BTreeMap::new(),
+                });
+            }
+            if let Some(last) = states.last_mut() {
+                last.tokens.insert(status.as_str().to_string(), count);
             }
         }
-        text.push_str("# TYPE stateous_ledger_entries_total counter\n");
-        text.push_str(&format!("stateous_ledger_entries_total {entries}\n"));
-        text.push_str("# TYPE stateous_commits_total counter\n");
-        text.push_str(&format!(
-            "stateous_commits_total {}\n",
-            self.control.commits()
-        ));
-        let seen = self.seen.seen.lock().map(|s| s.len()).unwrap_or(0);
-        text.push_str("# TYPE stateous_supervisors gauge\n");
-        text.push_str(&format!("stateous_supervisors {seen}\n"));
+        Ok(json(200, &StateList { states }))
+    }
+
+    async fn metrics(&self) -> Result<super::Answer, Refusal> {
+        let heard = {
+            let seen = self.seen.seen.lock().map(|s| s.clone()).unwrap_or_default();
+            crate::metrics::Heard {
+                outbox: seen
+                    .iter()
+                    .filter_map(|(name, s)| Some((name.clone(), s.outbox?)))
+                    .collect(),
+                supervisors: seen.len(),
+                commits: self.control.commits(),
+            }
+        };
+        let control = &self.control;
+        let main = control.graph().main.name.clone();
+        let read = |after: i64| async move {
+            let upto = control.mark().safe();
+            control
+                .read(move |tx| Ok(crate::metrics::read_tables(tx, &main, after, upto)?))
+                .await
+        };
+        let text = control.metrics().render(read, heard).await?;
         let mut answer = Response::new(Full::new(Bytes::from(text)));
         answer.headers_mut().insert(
             hyper::header::CONTENT_TYPE,
-            hyper::header::HeaderValue::from_static("text/plain; version=0.0.4"),
+            hyper::header::HeaderValue::from_static(crate::metrics::CONTENT_TYPE),
         );
         Ok(answer)
     }

@@ -7,6 +7,8 @@
 //! that need the graph or the database (a token id's pattern, a payload's model, an
 //! event's name) belong to the engine.
 
+use std::collections::BTreeMap;
+
 use serde_json::Value;
 use stateous_shared::durations::parse_duration;
 use stateous_shared::guards::filter::{parse_filter, Filter};
@@ -96,21 +98,14 @@ impl ListInput {
                 .find(|(key, _)| key == name)
                 .map(|(_, value)| value.clone())
         };
+        // The order of the checks, and each sentence word for word, are the
+        // reference's: the token commands and its client show them to people.
         let status = last("status");
         if let Some(status) = &status {
             if !STATUSES.contains(&status.as_str()) {
                 return Err(refuse(
                     Code::InvalidArgument,
-                    format!("'status' must be one of: {}", STATUSES.join(", ")),
-                ));
-            }
-        }
-        let parent = last("parent");
-        if let Some(parent) = &parent {
-            if !(1..=MAX_TOKEN).contains(&parent.chars().count()) {
-                return Err(refuse(
-                    Code::InvalidArgument,
-                    format!("'parent' must be a token id of 1 to {MAX_TOKEN} characters"),
+                    format!("'status' is one of: {}", STATUSES.join(", ")),
                 ));
             }
         }
@@ -118,6 +113,16 @@ impl ListInput {
             None => DEFAULT_LIMIT,
             Some(text) => parse_limit(&text)?,
         };
+        let parent = last("parent");
+        if let Some(parent) = &parent {
+            if !(1..=MAX_TOKEN).contains(&parent.chars().count()) {
+                return Err(refuse(
+                    Code::InvalidArgument,
+                    format!("'parent' is a token id of 1 to {MAX_TOKEN} characters"),
+                ));
+            }
+        }
+        // Ours (issue 11), after the reference's checks.
         // A filter that does not parse is refused with the parser's sentence.
         let filter = last("where")
             .map(|text| parse_filter(&text))
@@ -162,7 +167,7 @@ fn parse_limit(text: &str) -> Result<i64, Refusal> {
     let wrong = || {
         refuse(
             Code::InvalidArgument,
-            format!("'limit' must be a whole number from 1 to {MAX_LIMIT}"),
+            format!("'limit' is a whole number from 1 to {MAX_LIMIT}"),
         )
     };
     if text.is_empty() || text.len() > 18 || !text.bytes().all(|b| b.is_ascii_digit()) {
@@ -187,8 +192,9 @@ pub struct FireInput {
 
 impl FireInput {
     /// `payload` must be an object or null (`invalid_payload`); the key, the
-    /// header's bytes read as Latin-1 (as the reference reads headers), must have
-    /// 1 to 256 characters and no control characters (`invalid_payload`).
+    /// header's bytes read as UTF-8 (the seed counts a key in characters, and keeps
+    /// it as sent), must be UTF-8 and have 1 to 256 characters and no control
+    /// characters (`invalid_payload`).
     pub fn parse(body: &Object, key: Option<&[u8]>) -> Result<FireInput, Refusal> {
         let payload = object_or_null(body.get("payload"), "payload", Code::InvalidPayload)?;
         let key = key.map(check_key).transpose()?;
@@ -197,7 +203,13 @@ impl FireInput {
 }
 
 fn check_key(raw: &[u8]) -> Result<String, Refusal> {
-    let key: String = raw.iter().map(|&byte| char::from(byte)).collect();
+    let Ok(key) = std::str::from_utf8(raw) else {
+        return Err(refuse(
+            Code::InvalidPayload,
+            "an idempotency key must be UTF-8 text",
+        ));
+    };
+    let key = key.to_string();
     if !(1..=MAX_KEY).contains(&key.chars().count()) {
         return Err(refuse(
             Code::InvalidPayload,
@@ -245,11 +257,18 @@ pub struct HeartbeatInput {
     pub supervisor: String,
     /// The tasks it runs, at most 1000 ids of 1 or more.
     pub tasks: Vec<i64>,
+    /// Our addition: the attempt it runs of each task it names here (task id to
+    /// attempt, at most 1000); empty when the body has no `attempts`, as the
+    /// reference's supervisor sends it.
+    pub attempts: BTreeMap<i64, i64>,
 }
 
 impl HeartbeatInput {
     /// The supervisor, then the task ids (`invalid_body` for a wrong list,
-    /// `invalid_argument` for more than 1000).
+    /// `invalid_argument` for more than 1000), then `attempts` (absent or null:
+    /// none; else an object whose keys are task ids as decimal strings and whose
+    /// values are whole numbers of 1 or more, `invalid_body` otherwise, and
+    /// `invalid_argument` for more than 1000 entries).
     pub fn parse(body: &Object) -> Result<HeartbeatInput, Refusal> {
         let supervisor = supervisor(body.get("supervisor"))?;
         let wrong = || refuse(Code::InvalidBody, "'tasks' must be a list of task ids");
@@ -267,8 +286,52 @@ impl HeartbeatInput {
                 format!("'tasks' may hold at most {MAX_ITEMS} task ids"),
             ));
         }
-        Ok(HeartbeatInput { supervisor, tasks })
+        let attempts = attempts_of(body.get("attempts"))?;
+        Ok(HeartbeatInput {
+            supervisor,
+            tasks,
+            attempts,
+        })
     }
+}
+
+fn attempts_of(value: Option<&Value>) -> Result<BTreeMap<i64, i64>, Refusal> {
+    let entries = match value {
+        None | Some(Value::Null) => return Ok(BTreeMap::new()),
+        Some(Value::Object(entries)) => entries,
+        Some(_) => return Err(wrong_attempts()),
+    };
+    if entries.len() > MAX_ITEMS {
+        return Err(refuse(
+            Code::InvalidArgument,
+            format!("'attempts' may name at most {MAX_ITEMS} tasks"),
+        ));
+    }
+    let mut attempts = BTreeMap::new();
+    for (task, attempt) in entries {
+        let task = decimal_id(task).ok_or_else(wrong_attempts)?;
+        let attempt = whole(attempt)
+            .filter(|a| *a >= 1)
+            .ok_or_else(wrong_attempts)?;
+        attempts.insert(task, attempt);
+    }
+    Ok(attempts)
+}
+
+fn wrong_attempts() -> Refusal {
+    refuse(
+        Code::InvalidBody,
+        "'attempts' must map task ids, written as decimal strings, to attempts of 1 or more",
+    )
+}
+
+/// A task id written as a decimal string without sign or leading zeros.
+fn decimal_id(text: &str) -> Option<i64> {
+    let plain = !text.is_empty()
+        && !text.starts_with('0')
+        && text.len() <= 19
+        && text.bytes().all(|b| b.is_ascii_digit());
+    plain.then(|| text.parse().ok()).flatten()
 }
 
 /// `POST /tasks/{id}/report`: the outcome, with its supervisor.
@@ -388,6 +451,28 @@ impl NoteInput {
         }
         let attempt = attempt(body.get("attempt"))?;
         Ok(NoteInput { text, attempt })
+    }
+}
+
+/// `POST /clock/advance` (ours, `serve --dev-clock`): how far to move the clock.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AdvanceInput {
+    /// A workflow duration (`30s`, `10m`, `1h`, `1d`).
+    pub by: std::time::Duration,
+}
+
+impl AdvanceInput {
+    /// `by` must be a duration as a string (`invalid_argument`).
+    pub fn parse(body: &Object) -> Result<AdvanceInput, Refusal> {
+        let Some(Value::String(text)) = body.get("by") else {
+            return Err(refuse(
+                Code::InvalidArgument,
+                "'by' must be a duration as a string, e.g. \"10m\"",
+            ));
+        };
+        let by = parse_duration(text)
+            .map_err(|problem| refuse(Code::InvalidArgument, format!("'by': {problem}")))?;
+        Ok(AdvanceInput { by })
     }
 }
 

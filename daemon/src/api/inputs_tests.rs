@@ -80,9 +80,18 @@ fn an_idempotency_key_has_1_to_256_characters_and_no_control_characters() {
         Some("gh-1")
     );
     assert!(FireInput::parse(&empty, Some("k".repeat(256).as_bytes())).is_ok());
+    let accents = "é".repeat(256);
+    let kept = FireInput::parse(&empty, Some(accents.as_bytes())).unwrap();
+    assert_eq!(
+        kept.key,
+        Some(accents),
+        "counted in characters, kept as sent"
+    );
     for bad in [
         b"".to_vec(),
         "k".repeat(257).into_bytes(),
+        "é".repeat(257).into_bytes(),
+        b"caf\xe9".to_vec(),
         b"a\tb".to_vec(),
         b"a\x7f".to_vec(),
     ] {
@@ -176,6 +185,50 @@ fn a_heartbeat_takes_up_to_1000_positive_task_ids() {
     }
     let many = body(json!({"supervisor": "b", "tasks": vec![1; 1001]}));
     assert_eq!(code(HeartbeatInput::parse(&many)), Code::InvalidArgument);
+}
+
+#[test]
+fn a_heartbeat_may_name_the_attempt_of_each_task() {
+    let named = HeartbeatInput::parse(&body(
+        json!({"supervisor": "b", "tasks": [3, 12], "attempts": {"3": 1, "12": 4}}),
+    ))
+    .unwrap();
+    assert_eq!(
+        named.attempts.into_iter().collect::<Vec<_>>(),
+        vec![(3, 1), (12, 4)]
+    );
+    for absent in [
+        json!({"supervisor": "b", "tasks": [3]}),
+        json!({"supervisor": "b", "tasks": [3], "attempts": null}),
+    ] {
+        assert!(HeartbeatInput::parse(&body(absent))
+            .unwrap()
+            .attempts
+            .is_empty());
+    }
+    for attempts in [
+        json!([1]),
+        json!("3:1"),
+        json!({"x": 1}),
+        json!({"03": 1}),
+        json!({"-3": 1}),
+        json!({"0": 1}),
+        json!({"3": 0}),
+        json!({"3": "1"}),
+        json!({"3": 1.5}),
+        json!({"99999999999999999999": 1}),
+    ] {
+        let raw = body(json!({"supervisor": "b", "tasks": [3], "attempts": attempts}));
+        assert_eq!(
+            code(HeartbeatInput::parse(&raw)),
+            Code::InvalidBody,
+            "{attempts}"
+        );
+    }
+    let many: serde_json::Map<String, Value> =
+        (1..=1001).map(|id| (id.to_string(), json!(1))).collect();
+    let raw = body(json!({"supervisor": "b", "tasks": [1], "attempts": many}));
+    assert_eq!(code(HeartbeatInput::parse(&raw)), Code::InvalidArgument);
 }
 
 #[test]

@@ -9,7 +9,9 @@
 
 pub mod added;
 mod body;
+mod clock;
 pub mod inputs;
+pub mod measure;
 mod operate;
 pub mod routes;
 pub mod server;
@@ -47,7 +49,7 @@ pub struct Api {
     control: Control,
     /// `GET /workflow`'s body, the graph document, serialized once.
     workflow: Bytes,
-    /// `GET /health`'s body, serialized once.
+    /// `GET /health`'s body without a dev clock, serialized once.
     health: Bytes,
     /// Set when this control plane no longer holds the database; shared with the
     /// clock, which finds it out.
@@ -64,6 +66,7 @@ impl Api {
         let health = Health {
             workflow: graph.main.name.clone(),
             checksum: graph.checksum.clone(),
+            dev_clock: None,
         };
         Api {
             workflow: Bytes::from(to_json(&graph.document)),
@@ -185,9 +188,22 @@ impl Api {
             Route::Resume(token) => Ok(json(200, &control.resume(token).await?)),
             Route::Cancel(token) => Ok(json(200, &control.cancel(token).await?)),
             Route::Workflow => Ok(json_bytes(200, self.workflow.clone())),
-            Route::Health => Ok(json_bytes(200, self.health.clone())),
+            Route::Health => Ok(self.health()),
+            Route::Clock(how) => self.clock(how, raw).await,
             route => self.dispatch_task(route, raw).await,
         }
+    }
+
+    /// The grant as a claim answers it: the reference's fields, and our addition
+    /// `lease_seconds`, the lease it was granted with, so that a supervisor can
+    /// pace its heartbeat from it (the reference's supervisor ignores the field).
+    fn with_lease(&self, grant: &stateous_shared::wire::Grant) -> serde_json::Value {
+        let mut value = serde_json::to_value(grant).unwrap_or_default();
+        if let Some(fields) = value.as_object_mut() {
+            let lease = self.control.options().lease.as_secs_f64();
+            fields.insert("lease_seconds".into(), lease.into());
+        }
+        value
     }
 
     async fn dispatch_task(&self, route: Route, raw: &[u8]) -> Result<Answer, Refusal> {
@@ -203,7 +219,7 @@ impl Api {
                     .claim(input.supervisor, input.states, input.request)
                     .await?
                 {
-                    Some(grant) => Ok(json(200, &grant)),
+                    Some(grant) => Ok(json(200, &self.with_lease(&grant))),
                     None => Ok(no_content()),
                 }
             }
@@ -212,7 +228,9 @@ impl Api {
                 let now = self.control.options().clock.now();
                 self.seen
                     .heard(&input.supervisor, None, added::outbox_of(raw), now);
-                let lost = control.heartbeat(input.supervisor, input.tasks).await?;
+                let lost = control
+                    .heartbeat(input.supervisor, input.tasks, input.attempts)
+                    .await?;
                 Ok(json(200, &Lost { lost }))
             }
             Route::Report(task) => {
@@ -281,9 +299,12 @@ fn no_content() -> Answer {
     answer
 }
 
-/// A refusal: `{"error": sentence, "code": code}` with the code's status.
+/// A refusal: `{"error": sentence, "code": code}` with the code's status. The
+/// answer carries its code as an extension, for the metrics (`measure`).
 pub fn refusal(refused: &Refusal) -> Answer {
-    json(refused.status(), refused)
+    let mut answer = json(refused.status(), refused);
+    answer.extensions_mut().insert(refused.code);
+    answer
 }
 
 fn with_status(mut answer: Answer, status: StatusCode) -> Answer {

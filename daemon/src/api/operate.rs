@@ -21,6 +21,17 @@ pub enum OperateRoute {
     Why(String),
 }
 
+impl OperateRoute {
+    /// The route's template, as the metrics name it.
+    pub fn template(&self) -> &'static str {
+        match self {
+            OperateRoute::Bulk => "POST /tokens/bulk",
+            OperateRoute::Retry(_) => "POST /tokens/:id/retry",
+            OperateRoute::Why(_) => "GET /tokens/:id/why",
+        }
+    }
+}
+
 /// The route of `method` and the decoded `path`, if it is one of these.
 pub fn route(method: &str, path: &str) -> Option<OperateRoute> {
     let parts: Vec<&str> = path.strip_prefix('/')?.split('/').collect();

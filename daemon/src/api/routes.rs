@@ -40,6 +40,48 @@ pub enum Route {
     Note(TaskId),
     /// `PUT /tasks/{id}/memory`.
     Memory(TaskId),
+    /// Ours: `POST /clock/advance`, `/clock/freeze` or `/clock/thaw` (the dev
+    /// clock of `serve --dev-clock`).
+    Clock(ClockMove),
+}
+
+/// How `POST /clock/...` moves the dev clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClockMove {
+    /// `/clock/advance`, by the body's `by`.
+    Advance,
+    /// `/clock/freeze`.
+    Freeze,
+    /// `/clock/thaw`.
+    Thaw,
+}
+
+impl Route {
+    /// The route as the metrics name it: its method and its path with the
+    /// parameters as `:name` (braces would trip simple parsers of the text format),
+    /// so that one label stands for every token.
+    pub fn template(&self) -> &'static str {
+        match self {
+            Route::Start => "POST /tokens",
+            Route::List => "GET /tokens",
+            Route::Token(_) => "GET /tokens/:id",
+            Route::History(_) => "GET /tokens/:id/history",
+            Route::Fire(..) => "POST /tokens/:id/events/:event",
+            Route::Pause(_) => "POST /tokens/:id/pause",
+            Route::Resume(_) => "POST /tokens/:id/resume",
+            Route::Cancel(_) => "POST /tokens/:id/cancel",
+            Route::Workflow => "GET /workflow",
+            Route::Health => "GET /health",
+            Route::Claim => "POST /tasks/claim",
+            Route::Heartbeat => "POST /tasks/heartbeat",
+            Route::Report(_) => "POST /tasks/:id/report",
+            Route::Note(_) => "POST /tasks/:id/note",
+            Route::Memory(_) => "PUT /tasks/:id/memory",
+            Route::Clock(ClockMove::Advance) => "POST /clock/advance",
+            Route::Clock(ClockMove::Freeze) => "POST /clock/freeze",
+            Route::Clock(ClockMove::Thaw) => "POST /clock/thaw",
+        }
+    }
 }
 
 /// A task id from a path: digits that fit a database integer, or digits that do
@@ -105,6 +147,9 @@ fn candidates(path: &str) -> Option<Vec<(&'static str, Route)>> {
         ["tasks", id, "report"] => vec![("POST", Route::Report(task_id(id)?))],
         ["tasks", id, "note"] => vec![("POST", Route::Note(task_id(id)?))],
         ["tasks", id, "memory"] => vec![("PUT", Route::Memory(task_id(id)?))],
+        ["clock", "advance"] => vec![("POST", Route::Clock(ClockMove::Advance))],
+        ["clock", "freeze"] => vec![("POST", Route::Clock(ClockMove::Freeze))],
+        ["clock", "thaw"] => vec![("POST", Route::Clock(ClockMove::Thaw))],
         _ => return None,
     };
     Some(found)
@@ -184,6 +229,14 @@ mod tests {
             Ok(Route::Cancel("T-1".into()))
         );
         assert_eq!(route("GET", "/health"), Ok(Route::Health));
+        assert_eq!(
+            route("POST", "/clock/advance"),
+            Ok(Route::Clock(ClockMove::Advance))
+        );
+        assert_eq!(
+            route("POST", "/tokens/T-1/events/done").map(|r| r.template()),
+            Ok("POST /tokens/:id/events/:event")
+        );
         assert_eq!(route("POST", "/tasks/claim"), Ok(Route::Claim));
         assert_eq!(
             route("POST", "/tasks/007/report"),

@@ -133,11 +133,15 @@ where
     let service = service_fn(move |request: Request<Incoming>| {
         let (api, watching) = (api.clone(), watching.clone());
         async move {
+            let measured = api.measure(request.method(), request.uri().path());
             // The routes this product adds (a stream among them) come first.
             if let Some(answer) = api.added(&request, watching).await {
+                api.measured(measured, &answer);
                 return Ok::<Response<Body>, Infallible>(answer);
             }
-            let answer = isolated(async move { api.answer(request).await }).await;
+            let answering = api.clone();
+            let answer = isolated(async move { answering.answer(request).await }).await;
+            api.measured(measured, &answer);
             Ok(answer.map(BodyExt::boxed))
         }
     });

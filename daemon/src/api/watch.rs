@@ -28,15 +28,14 @@ use hyper::body::{Frame, Incoming};
 use hyper::{Request, Response};
 use stateous_shared::live::WatchEntry;
 use stateous_shared::refusal::{Code, Refusal};
-use stateous_shared::time::{from_micros, iso};
 use tokio::sync::mpsc;
 use tokio::sync::watch as signal;
 
 use super::added::{Body, SupervisorsSeen};
 use super::server::Stop;
 use super::{refusal, routes, Api};
+use crate::control::Committed;
 use crate::control::Control;
-use crate::store::LedgerRow;
 
 /// The most entries one read of the database takes.
 const BATCH: i64 = 500;
@@ -126,12 +125,12 @@ pub async fn stream(
 }
 
 /// One entry as an SSE event.
-fn event(row: LedgerRow) -> Bytes {
+fn event(row: Committed) -> Bytes {
     let entry = WatchEntry {
         id: row.id,
         token: row.token,
         seq: row.seq,
-        at: iso(from_micros(row.at)),
+        at: row.at,
         kind: row.kind,
         data: row.data,
     };
@@ -166,9 +165,7 @@ async fn pump(
         }
         let upto = control.mark().safe();
         let wanted = token.clone();
-        let read = control
-            .read(move |tx| Ok(tx.entries_since(after, upto, wanted.as_deref(), BATCH)?))
-            .await;
+        let read = control.entries_since(after, upto, wanted, BATCH).await;
         let Ok(rows) = read else {
             return;
         };

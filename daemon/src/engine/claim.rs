@@ -20,13 +20,20 @@ pub struct ClaimInput {
     request: Option<String>,
 }
 
-/// Check a supervisor's name: 1 to 256 characters; 422 `invalid_argument`.
+/// Check a supervisor's name: 1 to 256 characters, none of them NUL (Postgres
+/// text cannot keep it, so both backends refuse it); 422 `invalid_argument`.
 pub fn check_supervisor(name: &str) -> Step<()> {
     let length = name.chars().count();
     if length == 0 || length > MAX_SUPERVISOR {
         return refuse(
             Code::InvalidArgument,
             format!("a supervisor name is 1 to {MAX_SUPERVISOR} characters"),
+        );
+    }
+    if name.contains('\0') {
+        return refuse(
+            Code::InvalidArgument,
+            "a supervisor name has no NUL character (\\u0000)",
         );
     }
     Ok(())
@@ -53,8 +60,11 @@ impl ClaimInput {
                 );
             }
         }
+        // A state with a NUL character is no state of any graph: it matches no
+        // task, on either backend (Postgres text cannot even hold it).
         let states = states
             .into_iter()
+            .filter(|name| !name.contains('\0'))
             .map(|name| match name.rsplit_once('/') {
                 Some((workflow, state)) if !workflow.is_empty() => {
                     (Some(workflow.to_string()), state.to_string())

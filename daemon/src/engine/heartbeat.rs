@@ -1,21 +1,93 @@
-//! Heartbeat (reference `docs/inside/workflows.md`, "Heartbeat").
+//! Heartbeat (reference `docs/inside/workflows.md`, "Heartbeat"), with the attempts
+//! our supervisor names (an addition: the reference's body stays valid and keeps
+//! its meaning).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::claim::check_supervisor;
+use super::lease::end_if_over;
 use super::{Rules, Step};
-use crate::store::Tx;
+use crate::store::{TaskRow, Tx};
 
 /// Renew the leases of the tasks `supervisor` still holds; answer the others,
-/// sorted, as lost. Writes no ledger entry.
-pub fn heartbeat(rules: &Rules, tx: &dyn Tx, supervisor: &str, tasks: &[i64]) -> Step<Vec<i64>> {
+/// sorted, as lost. Writes no ledger entry, but for a lease found over: that one
+/// ends here as the clock would end it.
+///
+/// `attempts` maps a task id to the attempt the supervisor runs. A task named there
+/// is renewed only while its current attempt is that one: a supervisor that stalled
+/// past its lease while another process of the same name took the next attempt
+/// learns that its own attempt is over, and does not keep the new one's lease
+/// alive. Tasks not named there are judged by holder and lease alone, as the
+/// reference judges them; `attempts` entries for tasks not in `tasks` are ignored.
+/// The attempts are read where no claim or lease end can change them before the
+/// renewal commits (see [`held_tasks`]).
+pub fn heartbeat(
+    rules: &Rules,
+    tx: &dyn Tx,
+    supervisor: &str,
+    tasks: &[i64],
+    attempts: &BTreeMap<i64, i64>,
+) -> Step<Vec<i64>> {
     check_supervisor(supervisor)?;
     let asked: BTreeSet<i64> = tasks.iter().copied().collect();
     let ids: Vec<i64> = asked.iter().copied().collect();
+    let mut current = held_tasks(tx, &ids)?;
+    // A lease is judged now: one that is over ends here, with the rows the clock
+    // would write, and its task is answered lost.
+    for task in current.values_mut() {
+        if task.claimed_by.as_deref() == Some(supervisor) {
+            end_if_over(rules, tx, task)?;
+        }
+    }
+    let renewable: Vec<i64> = ids
+        .iter()
+        .copied()
+        .filter(|id| match attempts.get(id) {
+            None => true,
+            Some(attempt) => current.get(id).map(|t| t.attempt) == Some(*attempt),
+        })
+        .collect();
     let until = tx.now().saturating_add(rules.lease);
     let renewed: BTreeSet<i64> = tx
-        .renew_leases(supervisor, &ids, until)?
+        .renew_leases(supervisor, &renewable, until)?
         .into_iter()
         .collect();
     Ok(asked.difference(&renewed).copied().collect())
+}
+
+/// The tasks `ids` that exist, read under their families' locks. Where transactions
+/// run side by side (Postgres), the families are locked first, so that no claim,
+/// report or lease end moves a task between this read and the renewal; they are
+/// locked in the order of their top tokens' ids, the same in every heartbeat, so
+/// two heartbeats never wait for each other in a circle. SQLite's one writer needs
+/// no lock.
+fn held_tasks(tx: &dyn Tx, ids: &[i64]) -> Step<BTreeMap<i64, TaskRow>> {
+    let mut rows = Vec::with_capacity(ids.len());
+    for &id in ids {
+        rows.extend(tx.task(id)?);
+    }
+    if !tx.serial() && !rows.is_empty() {
+        let mut tops = BTreeSet::new();
+        for task in &rows {
+            tops.insert(top_of(tx, &task.token)?);
+        }
+        for top in &tops {
+            tx.lock_family(top, true)?;
+        }
+        rows.clear();
+        for &id in ids {
+            rows.extend(tx.task(id)?);
+        }
+    }
+    Ok(rows.into_iter().map(|task| (task.id, task)).collect())
+}
+
+/// The top token of `token`'s family. A token's parent never changes once it is
+/// made, so the walk reads without locks.
+fn top_of(tx: &dyn Tx, token: &str) -> Step<String> {
+    let mut current = token.to_string();
+    while let Some(parent) = tx.token(&current)?.and_then(|row| row.parent) {
+        current = parent;
+    }
+    Ok(current)
 }

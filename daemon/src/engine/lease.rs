@@ -3,7 +3,7 @@
 
 use super::route::task_failed;
 use super::{existing, lock_task, Rules, Step};
-use crate::store::{TaskStatus, Tx};
+use crate::store::{TaskRow, TaskStatus, Tx};
 
 /// The claimed tasks whose leases ended, by id.
 pub fn expired(tx: &dyn Tx) -> Step<Vec<i64>> {
@@ -18,7 +18,16 @@ pub fn end_lease(rules: &Rules, tx: &dyn Tx, task_id: i64) -> Step<bool> {
     let Some(mut task) = lock_task(tx, task_id, false)? else {
         return Ok(false);
     };
-    if task.status != TaskStatus::Claimed || !tx.end_lease(task_id)? {
+    end_if_over(rules, tx, &mut task)
+}
+
+/// End the lease of `task` (read under its family's lock) if it is over now: the
+/// attempt fails with the reason `<supervisor> stopped answering: no heartbeat for
+/// <lease>`, as the clock ends it. `task` is then the task as it is after. True when
+/// it ended. The clock calls it at its tick, and every request about the task
+/// (report, note, memory write, heartbeat) before it judges the task.
+pub fn end_if_over(rules: &Rules, tx: &dyn Tx, task: &mut TaskRow) -> Step<bool> {
+    if task.status != TaskStatus::Claimed || !tx.end_lease(task.id)? {
         return Ok(false); // it finished, or a heartbeat renewed it, meanwhile
     }
     let mut row = existing(tx, &task.token)?;
@@ -27,7 +36,7 @@ pub fn end_lease(rules: &Rules, tx: &dyn Tx, task_id: i64) -> Step<bool> {
         "{who} stopped answering: no heartbeat for {}",
         rules.lease_words
     );
-    task_failed(rules, tx, &mut row, &mut task, &error)?;
+    task_failed(rules, tx, &mut row, task, &error)?;
     Ok(true)
 }
 

@@ -4,7 +4,7 @@ use serde_json::{json, Value};
 use stateous_shared::refusal::Code;
 
 use super::report::worked_task;
-use super::{append, refuse, Step};
+use super::{append, refuse, Rules, Step};
 use crate::store::Tx;
 
 /// The longest memory key, in characters.
@@ -13,6 +13,7 @@ pub const MAX_MEMORY_KEY: usize = 128;
 /// Save (or with null, delete) one key at once. The ledger records the key,
 /// never the value.
 pub fn set_memory(
+    rules: &Rules,
     tx: &dyn Tx,
     task: i64,
     key: &str,
@@ -26,7 +27,13 @@ pub fn set_memory(
             format!("a memory key is 1 to {MAX_MEMORY_KEY} characters"),
         );
     }
-    let held = worked_task(tx, task, None, false, attempt)?;
+    if key.contains('\0') {
+        return refuse(
+            Code::InvalidPayload,
+            "a memory key has no NUL character (\\u0000)",
+        );
+    }
+    let held = worked_task(rules, tx, task, None, false, attempt)?;
     let data = json!({"state": held.state, "memory_key": key});
     if value.is_null() {
         if tx.forget(&held.token, &held.state, key)? {

@@ -155,9 +155,16 @@ pub fn view(row: &TokenRow) -> TokenView {
     }
 }
 
-/// The token, or 404 `token_not_found`.
+/// The token, or 404 `token_not_found`. An id that no token can have (it breaks
+/// the token id pattern, e.g. holds a NUL character) is not looked up at all, so
+/// that both backends answer it alike (Postgres text cannot even hold a NUL).
 pub fn existing(tx: &dyn Tx, token: &str) -> Step<TokenRow> {
-    match tx.token(token)? {
+    let found = if start::token_id_ok(token) {
+        tx.token(token)?
+    } else {
+        None
+    };
+    match found {
         Some(row) => Ok(row),
         None => refuse(
             Code::TokenNotFound,
@@ -170,7 +177,9 @@ pub fn existing(tx: &dyn Tx, token: &str) -> Step<TokenRow> {
 /// every workflow that changes a token it names starts here, so locks are taken in
 /// one order everywhere (the family's lock, then its rows). 404 `token_not_found`.
 pub fn lock(tx: &dyn Tx, token: &str) -> Step<TokenRow> {
-    tx.lock_family(token, true)?;
+    if start::token_id_ok(token) {
+        tx.lock_family(token, true)?;
+    }
     existing(tx, token)
 }
 

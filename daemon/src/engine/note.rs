@@ -4,14 +4,14 @@ use serde_json::json;
 use stateous_shared::refusal::Code;
 
 use super::report::worked_task;
-use super::{append, refuse, Step};
+use super::{append, refuse, Rules, Step};
 use crate::store::Tx;
 
 /// The longest note, after trimming.
 pub const MAX_NOTE: usize = 500;
 
 /// Record a note for a task that someone works on (on `attempt`, when given).
-pub fn note(tx: &dyn Tx, task: i64, text: &str, attempt: Option<i64>) -> Step<()> {
+pub fn note(rules: &Rules, tx: &dyn Tx, task: i64, text: &str, attempt: Option<i64>) -> Step<()> {
     let line = text.trim();
     let length = line.chars().count();
     if length == 0 || length > MAX_NOTE {
@@ -20,7 +20,7 @@ pub fn note(tx: &dyn Tx, task: i64, text: &str, attempt: Option<i64>) -> Step<()
             format!("a note needs a 'text' of 1 to {MAX_NOTE} characters"),
         );
     }
-    let held = worked_task(tx, task, None, false, attempt)?;
+    let held = worked_task(rules, tx, task, None, false, attempt)?;
     append(
         tx,
         &held.token,

@@ -27,6 +27,10 @@ pub fn tokens(
         let sentence = format!("a listing returns 1 to {MOST_TOKENS} tokens, not {limit}");
         return refuse(Code::InvalidArgument, sentence);
     }
+    // No token has a parent whose id breaks the pattern: nothing to look up.
+    if parent.is_some_and(|p| !super::start::token_id_ok(p)) {
+        return Ok(Vec::new());
+    }
     let rows = tx.find_tokens(status, parent, limit)?;
     Ok(rows.iter().map(view).collect())
 }

@@ -6,8 +6,9 @@ use stateous_shared::refusal::Code;
 use stateous_shared::wire::{Object, Outcome, Schedule, TokenView};
 
 use super::claim::check_supervisor;
+use super::lease::end_if_over;
 use super::route::{apply, decide, hold, route, task_failed, Decision};
-use super::{append, existing, lock_task, py, refuse, reject, view, Rules, Step, OWN_EVENTS};
+use super::{append, existing, lock_task, py, refuse, reject, view, Fail, Rules, Step, OWN_EVENTS};
 use crate::store::{TaskRow, TaskStatus, TokenRow, TokenStatus, Tx};
 
 /// A validated report.
@@ -80,16 +81,41 @@ impl ReportInput {
 
 /// The task, if someone still works on it (and, with `supervisor`, that one; and,
 /// with `attempt`, on that attempt).
+///
+/// A lease is judged now, not only at the clock's next tick (seed: "A report
+/// counts only if it gets to the control plane before its task's lease ends"): a
+/// task whose lease is over has it ended here, with the rows the clock would
+/// write, which stay (`Fail::Recorded`) while the request is refused as the clock's
+/// ending would make it refused.
 pub fn worked_task(
+    rules: &Rules,
     tx: &dyn Tx,
     task_id: i64,
     supervisor: Option<&str>,
     waiting: bool,
     attempt: Option<i64>,
 ) -> Step<TaskRow> {
-    let Some(task) = lock_task(tx, task_id, true)? else {
+    let Some(mut task) = lock_task(tx, task_id, true)? else {
         return refuse(Code::TaskNotFound, format!("there is no task {task_id}"));
     };
+    if end_if_over(rules, tx, &mut task)? {
+        return match judge(&task, supervisor, waiting, attempt) {
+            Ok(()) => Ok(task),
+            Err(fail) => Err(Fail::Recorded(fail.refusal())),
+        };
+    }
+    judge(&task, supervisor, waiting, attempt)?;
+    Ok(task)
+}
+
+/// Whether someone works on `task` now: see [`worked_task`].
+fn judge(
+    task: &TaskRow,
+    supervisor: Option<&str>,
+    waiting: bool,
+    attempt: Option<i64>,
+) -> Step<()> {
+    let task_id = task.id;
     if let Some(attempt) = attempt.filter(|a| *a != task.attempt) {
         // An old attempt is over; an attempt that did not start is no one's.
         let code = if attempt < task.attempt {
@@ -118,14 +144,14 @@ pub fn worked_task(
             "only the supervisor that holds a task reports it waiting",
         );
     }
-    Ok(task)
+    Ok(())
 }
 
 /// Apply the outcome of a task and answer the token.
 pub fn report(rules: &Rules, tx: &dyn Tx, input: ReportInput) -> Step<TokenView> {
     let waiting = matches!(input.kind, Kind::Waiting);
     let supervisor = input.supervisor.as_deref();
-    let mut task = worked_task(tx, input.task, supervisor, waiting, input.attempt)?;
+    let mut task = worked_task(rules, tx, input.task, supervisor, waiting, input.attempt)?;
     let mut row = existing(tx, &task.token)?;
     if let Kind::Failed(error) = &input.kind {
         let error = if error.is_empty() {

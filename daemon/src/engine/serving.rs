@@ -9,7 +9,7 @@ use stateous_shared::graph::Graph;
 use stateous_shared::time::from_micros;
 
 use super::Step;
-use crate::store::{ControlPlaneRow, Tx};
+use crate::store::{ClockKind, ControlPlaneRow, Tx};
 
 /// The sentence a second `serve` prints: who holds the database, and since when.
 pub fn held_sentence(row: &ControlPlaneRow) -> String {
@@ -82,4 +82,30 @@ pub fn check_structure(tx: &dyn Tx, graph: &Graph) -> Step<Result<(), String>> {
         tx.record_graph(&graph.structure, &graph.checksum)?;
     }
     Ok(Ok(()))
+}
+
+/// The refusal of `serve --dev-clock` on a database that a control plane on the
+/// real clock served (issue 12, item 2).
+pub const DEV_CLOCK_REFUSED: &str = "refusing --dev-clock: a control plane on the real clock \
+                                     served this database, and a moved clock would fire its \
+                                     timers and end its leases early; serve it without \
+                                     --dev-clock, or give --dev-clock a new database";
+
+/// Refuse a dev clock on a database that a control plane on the real clock
+/// served; a real clock may serve any database. Writes nothing.
+pub fn check_clock(tx: &dyn Tx, kind: ClockKind) -> Step<Result<(), String>> {
+    if kind == ClockKind::Dev && tx.served_clock()? == Some(ClockKind::System) {
+        return Ok(Err(DEV_CLOCK_REFUSED.to_string()));
+    }
+    Ok(Ok(()))
+}
+
+/// Record that a clock of `kind` serves the database. Once a real clock served
+/// it, it stays `System`: a dev clock can never serve it again.
+pub fn record_clock(tx: &dyn Tx, kind: ClockKind) -> Step<()> {
+    let served = tx.served_clock()?;
+    if served != Some(kind) && served != Some(ClockKind::System) {
+        tx.record_clock(kind)?;
+    }
+    Ok(())
 }

@@ -104,16 +104,28 @@ fn start(args: &ServeArgs) -> Result<Ready, String> {
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the server's threads: {e}"))?;
+    let clock = if args.dev_clock {
+        crate::clock::Clock::dev()
+    } else {
+        crate::clock::Clock::system()
+    };
     let options = Options {
         lease: timings.lease,
         busy_timeout: timings.busy_timeout,
         tick: timings.tick,
         postgres: timings.postgres.clone(),
+        clock,
         ..Options::on(database)
     };
     let control = runtime.block_on(Control::open(graph, options))?;
     if let Some(warning) = listen.warning() {
         eprintln!("{warning}");
+    }
+    if args.dev_clock {
+        eprintln!(
+            "dev clock: stateous clock advance DURATION, freeze and thaw move this control \
+             plane's time"
+        );
     }
     let port = tcp
         .local_addr()

@@ -51,6 +51,10 @@ pub struct ServeArgs {
     /// `--pool-size`: Postgres, how many connections serve requests side by side.
     /// `16`.
     pub pool_size: String,
+    /// `--dev-clock`: a clock that `stateous clock advance|freeze|thaw` moves, for
+    /// trying a workflow with long timeouts in seconds; refused on a database that
+    /// a control plane on the real clock served.
+    pub dev_clock: bool,
 }
 
 /// The database when `--db` names none: `stateous.db` in the current folder.
@@ -99,6 +103,7 @@ impl ServeArgs {
             keepalive_interval: DEFAULT_KEEPALIVE_INTERVAL.into(),
             keepalive_count: DEFAULT_KEEPALIVE_COUNT.into(),
             pool_size: DEFAULT_POOL_SIZE.into(),
+            dev_clock: false,
         }
     }
 }

@@ -21,7 +21,7 @@ use stateous_shared::refusal::{Code, Refusal};
 use stateous_shared::wire::Object;
 
 pub use backend::Store;
-pub use status::{Closed, TaskStatus, TimerKind, TimerStatus, TokenStatus};
+pub use status::{ClockKind, Closed, TaskStatus, TimerKind, TimerStatus, TokenStatus};
 
 /// What can go wrong in the store. Busy and locked errors are their own variant:
 /// the API answers them 503 `database_busy` (reference `docs/reference/http.md`).
@@ -323,6 +323,10 @@ pub trait Tasks {
     fn expired_leases(&self) -> StoreResult<Vec<i64>>;
     /// Move every claimed task's lease to at least `until`; how many moved.
     fn extend_all_leases(&self, until: i64) -> StoreResult<usize>;
+    /// The earliest moment after `after` at which a claimed task's lease is over
+    /// (its `lease_until` plus one microsecond: a lease ends once `now` is past
+    /// it), for the dev clock's steps (issue 12, item 2).
+    fn next_lease_end_after(&self, after: i64) -> StoreResult<Option<i64>>;
 }
 
 /// The table `timers`.
@@ -347,6 +351,9 @@ pub trait Timers {
     fn update_timer(&self, row: &TimerRow) -> StoreResult<()>;
     /// The pending timers of active tokens that are due now, by due time then id.
     fn due_timers(&self) -> StoreResult<Vec<i64>>;
+    /// The earliest due time after `after` of a pending timer of an active token
+    /// (the dev clock steps to it: issue 12, item 2).
+    fn next_due_after(&self, after: i64) -> StoreResult<Option<i64>>;
 }
 
 /// The table `memory`: the routine's memory per token and state.
@@ -385,6 +392,12 @@ pub trait ControlPlane {
     fn set_serving(&self, serving: Option<&str>, since: Option<i64>) -> StoreResult<()>;
     /// Move the epoch on (a control plane takes the database); the new epoch.
     fn next_epoch(&self) -> StoreResult<i64>;
+    /// The kind of clock the control planes that served the database ran on:
+    /// `None` before any served it; `System` once any served it on the real clock
+    /// (schema 0005).
+    fn served_clock(&self) -> StoreResult<Option<ClockKind>>;
+    /// Record the kind of clock that serves the database now.
+    fn record_clock(&self, kind: ClockKind) -> StoreResult<()>;
 }
 
 /// How many tokens of one workflow (`None`: the main one) are in one state with
@@ -401,6 +414,9 @@ pub trait Counts {
     fn timer_counts(&self) -> StoreResult<Vec<(TimerStatus, i64)>>;
     /// How many tasks each supervisor holds now (claimed).
     fn running_by_supervisor(&self) -> StoreResult<Vec<(String, i64)>>;
+    /// How many ledger entries of each kind have an id above `after` and at most
+    /// `upto` (the metrics count what the requests wrote from these).
+    fn entry_kinds(&self, after: i64, upto: i64) -> StoreResult<Vec<(String, i64)>>;
 }
 
 /// One transaction: every table, at one moment.

@@ -141,6 +141,18 @@ closed! {
     }
 }
 
+closed! {
+    /// Which kind of clock a control plane ran on (schema 0005,
+    /// `control_plane.clock`): a database served on the real clock never meets a
+    /// moved one (issue 12, item 2).
+    ClockKind {
+        /// The system's clock (and the manual clock of tests).
+        System => "system",
+        /// `serve --dev-clock`: a clock that `stateous clock` moves.
+        Dev => "dev",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -171,5 +183,6 @@ mod tests {
             "'pending', 'fired', 'cancelled'"
         );
         assert_eq!(check_list::<TimerKind>(), "'timeout', 'timer'");
+        assert_eq!(check_list::<ClockKind>(), "'system', 'dev'");
     }
 }

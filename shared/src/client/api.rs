@@ -77,6 +77,22 @@ impl Client {
         self.typed(&Call::health()).await
     }
 
+    /// `GET /states` (ours): how many tokens each state holds, by status.
+    pub async fn states(&self) -> Result<crate::live::StateList, ClientError> {
+        self.typed(&Call::states()).await
+    }
+
+    /// `POST /clock/advance` (ours): move a dev clock `by` (e.g. `10m`) forward.
+    /// A daemon without `--dev-clock` refuses with 404 `not_found`.
+    pub async fn clock_advance(&self, by: &str) -> Result<crate::live::DevClock, ClientError> {
+        self.typed(&Call::clock_advance(by)).await
+    }
+
+    /// `POST /clock/freeze` (true) or `/clock/thaw` (false) (ours).
+    pub async fn clock_freeze(&self, freeze: bool) -> Result<crate::live::DevClock, ClientError> {
+        self.typed(&Call::clock_freeze(freeze)).await
+    }
+
     /// `GET /workflow`: the graph file the control plane serves, as JSON.
     pub async fn workflow(&self) -> Result<Object, ClientError> {
         self.typed(&Call::workflow()).await

@@ -71,6 +71,29 @@ impl Call {
         Call::new("GET", "/health".into(), None)
     }
 
+    /// `GET /states` (ours): how many tokens each state holds, by status.
+    pub fn states() -> Call {
+        Call::new("GET", "/states".into(), None)
+    }
+
+    /// `POST /clock/advance` (ours, `serve --dev-clock`) with `{"by": by}`, e.g.
+    /// `10m`.
+    pub fn clock_advance(by: &str) -> Call {
+        let body = serde_json::json!({ "by": by });
+        Call::new("POST", "/clock/advance".into(), Some(body))
+    }
+
+    /// `POST /clock/freeze` or `/clock/thaw` (ours, `serve --dev-clock`):
+    /// `freeze` true stops the dev clock, false lets it run again.
+    pub fn clock_freeze(freeze: bool) -> Call {
+        let path = if freeze {
+            "/clock/freeze"
+        } else {
+            "/clock/thaw"
+        };
+        Call::new("POST", path.into(), None)
+    }
+
     /// `GET /workflow`: the graph file.
     pub fn workflow() -> Call {
         Call::new("GET", "/workflow".into(), None)
@@ -293,6 +316,14 @@ mod tests {
             Some(serde_json::json!({"supervisor": "box", "tasks": [1, 2], "outbox": 3}))
         );
         assert_eq!(Call::steer("T", Steer::Cancel).path, "/tokens/T/cancel");
+        let advance = Call::clock_advance("10m");
+        assert_eq!(
+            (advance.method, advance.path.as_str()),
+            ("POST", "/clock/advance")
+        );
+        assert_eq!(advance.body, Some(serde_json::json!({"by": "10m"})));
+        assert_eq!(Call::clock_freeze(false).path, "/clock/thaw");
+        assert_eq!(Call::states().path, "/states");
         assert_eq!(
             Call::set_memory(4, "k", &Value::Null, Some(2)).method,
             "PUT"

@@ -7,6 +7,7 @@
 //! with exit code 1 (the reference's `docs/reference/cli.md`, "For every command").
 
 pub mod bench;
+pub mod clock;
 pub mod token;
 
 use std::io::Write;

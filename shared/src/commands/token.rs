@@ -94,6 +94,44 @@ pub enum TokenAction {
     Bulk(BulkOptions),
 }
 
+/// The daemon's sentence for an id that is not a token id (its `invalid_token_id`).
+pub const TOKEN_ID_RULE: &str =
+    "a token id is a letter or digit, then up to 127 letters, digits, '.', '_' or '-'";
+
+/// Whether `id` matches the daemon's token id pattern `[A-Za-z0-9][A-Za-z0-9._-]{0,127}`.
+pub fn is_token_id(id: &str) -> bool {
+    let bytes = id.as_bytes();
+    bytes.first().is_some_and(u8::is_ascii_alphanumeric)
+        && bytes.len() <= 128
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
+/// An id with a `/` that goes in a path is refused here with the daemon's
+/// sentence: sent, the path would end in a `/` or name another route, and the
+/// answer would be a redirect or another route's, not a refusal. Other ids go to
+/// the daemon, which answers `token_not_found` for a lookup; `start` sends its id
+/// in the body, and the daemon refuses a bad one with the same sentence, as the
+/// reference's client shows it.
+fn check_id(action: &TokenAction) -> Result<(), CommandError> {
+    let id = match action {
+        TokenAction::Fire { id, .. }
+        | TokenAction::Steer { id, .. }
+        | TokenAction::Why { id }
+        | TokenAction::Retry { id, .. }
+        | TokenAction::Show { id: Some(id), .. } => id,
+        TokenAction::Start { .. }
+        | TokenAction::Show { id: None, .. }
+        | TokenAction::List(_)
+        | TokenAction::Bulk(_) => return Ok(()),
+    };
+    if id.contains('/') && !is_token_id(id) {
+        return Err(CommandError::Usage(TOKEN_ID_RULE.to_string()));
+    }
+    Ok(())
+}
+
 /// Run `command`, writing its output to `out`; a bulk action asks its question and
 /// shows its progress on the terminal.
 pub async fn run(command: &TokenCommand, out: &mut dyn Write) -> Result<(), CommandError> {
@@ -107,6 +145,7 @@ pub async fn run_with(
     out: &mut dyn Write,
     console: &mut dyn Console,
 ) -> Result<(), CommandError> {
+    check_id(&command.action)?;
     if let TokenAction::Show { id, graph, follow } = &command.action {
         if id.is_some() && *graph {
             return Err(CommandError::Usage(

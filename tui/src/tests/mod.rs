@@ -2,6 +2,7 @@
 //! a fixed-size test backend (STYLE point 12). The fixtures are the `orders`
 //! starter's graph file and a few tokens, at a fixed time, in UTC.
 
+mod graph_tests;
 mod keys_tests;
 mod update_tests;
 mod view_tests;

@@ -41,6 +41,7 @@ fn a_tick_reads_what_is_on_screen_once_until_it_is_answered() {
             }),
             Command::Workflow,
             Command::Supervisors,
+            Command::Health,
             Command::Token {
                 id: "ORD-1".into(),
                 detail: true

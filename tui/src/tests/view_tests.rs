@@ -11,7 +11,7 @@ use crate::model::{Problem, Status};
 use crate::view::view;
 
 /// The screen's text after drawing `model`, one line per row, trailing spaces cut.
-fn screen(model: &Model) -> String {
+pub fn screen(model: &Model) -> String {
     let mut terminal =
         Terminal::new(TestBackend::new(model.size.0, model.size.1)).expect("a test terminal");
     terminal
@@ -31,7 +31,7 @@ fn screen(model: &Model) -> String {
 }
 
 /// Compare the screen with `snapshots/NAME.txt`.
-fn snapshot(name: &str, model: &Model) {
+pub fn snapshot(name: &str, model: &Model) {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("src/tests/snapshots")
         .join(format!("{name}.txt"));

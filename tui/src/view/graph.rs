@@ -1,31 +1,68 @@
-//! The workflow graph as lines of text: each state with its timeout and retries,
+//! The workflow graph as rows of text: each state with its timeout and retries,
 //! then its transitions (`event ──> target`, with the guard), as the graph file
-//! lists them. Child workflows follow the main one.
+//! lists them; child workflows follow the main one. The graph view
+//! (`popups::graph`) puts each state's tokens by status beside its row.
 
 use serde_json::Value;
 use stateous_shared::graph::{Graph, START};
 use stateous_shared::history::named;
 
-/// The lines of the graph; the state `mark` (the selected token's) gets a `●`.
-pub fn graph_lines(graph: &Graph, mark: Option<&str>) -> Vec<String> {
+use crate::model::StateKey;
+
+/// What a row of the graph is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RowKind {
+    /// A workflow's title: the count columns' names go beside it.
+    Title,
+    /// "every state": the counts of all states; picking it clears the filter.
+    Every,
+    /// A state: its counts go beside it.
+    State(StateKey),
+    /// A transition, or a blank line.
+    Other,
+}
+
+/// One row of the graph view.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GraphRow {
+    /// The text.
+    pub text: String,
+    /// What it is.
+    pub kind: RowKind,
+}
+
+/// The rows of the graph; the state `mark` (the selected token's, in the main
+/// workflow) gets a `●`.
+pub fn graph_rows(graph: &Graph, mark: Option<&str>) -> Vec<GraphRow> {
     let document = &graph.document;
-    let mut lines = vec![format!("workflow {}  {}", graph.main.name, graph.checksum)];
-    lines.extend(body_lines(document, mark));
+    let row = |text: String, kind| GraphRow { text, kind };
+    let mut rows = vec![
+        row(
+            format!("workflow {}  {}", graph.main.name, graph.checksum),
+            RowKind::Title,
+        ),
+        row("  every state".into(), RowKind::Every),
+    ];
+    rows.extend(body_rows(document, None, mark));
     if let Some(Value::Object(children)) = document.get("workflows") {
         for (name, body) in children {
-            lines.push(String::new());
-            lines.push(format!("child workflow {name}"));
-            lines.extend(body_lines(body, None));
+            rows.push(row(String::new(), RowKind::Other));
+            rows.push(row(format!("child workflow {name}"), RowKind::Title));
+            rows.extend(body_rows(body, Some(name), None));
         }
     }
-    lines
+    rows
 }
 
 /// One workflow body: START's transitions, then each state's.
-fn body_lines(body: &Value, mark: Option<&str>) -> Vec<String> {
+fn body_rows(body: &Value, workflow: Option<&String>, mark: Option<&str>) -> Vec<GraphRow> {
     let empty = Vec::new();
     let transitions = body["transitions"].as_array().unwrap_or(&empty);
-    let mut lines = Vec::new();
+    let mut rows = Vec::new();
+    let other = |text: String| GraphRow {
+        text,
+        kind: RowKind::Other,
+    };
     let from = |state: &str| -> Vec<&Value> {
         transitions
             .iter()
@@ -33,13 +70,13 @@ fn body_lines(body: &Value, mark: Option<&str>) -> Vec<String> {
             .collect()
     };
     for t in from(START) {
-        lines.push(format!(
+        rows.push(other(format!(
             "  START ──> {}",
             named(t["to"].as_str().unwrap_or("?"))
-        ));
+        )));
     }
     let Some(states) = body["states"].as_object() else {
-        return lines;
+        return rows;
     };
     for (name, spec) in states {
         let here = if mark == Some(name.as_str()) {
@@ -47,7 +84,10 @@ fn body_lines(body: &Value, mark: Option<&str>) -> Vec<String> {
         } else {
             "  "
         };
-        lines.push(format!("{here}{name}{}", settings(spec)));
+        rows.push(GraphRow {
+            text: format!("{here}{name}{}", settings(spec)),
+            kind: RowKind::State((workflow.cloned(), name.clone())),
+        });
         for t in from(name) {
             let event = t["on"].as_str().unwrap_or("?");
             let target = named(t["to"].as_str().unwrap_or("?"));
@@ -56,10 +96,10 @@ fn body_lines(body: &Value, mark: Option<&str>) -> Vec<String> {
                 (None, Some(true)) => "   otherwise".to_string(),
                 _ => String::new(),
             };
-            lines.push(format!("      {event} ──> {target}{guard}"));
+            rows.push(other(format!("      {event} ──> {target}{guard}")));
         }
     }
-    lines
+    rows
 }
 
 /// ` (timeout 6h, retries 2, parallel a + b, join all)`, or nothing.

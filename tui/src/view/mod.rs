@@ -22,7 +22,7 @@ use ratatui::Frame;
 use crate::model::{Connection, Mode, Model, StreamState, Supervisors};
 
 pub use format::{age, clock, history_line};
-pub use graph::graph_lines;
+pub use graph::{graph_rows, GraphRow, RowKind};
 pub use panes::{detail_rows, history_rows};
 pub use wrap::wrap;
 
@@ -176,6 +176,13 @@ fn title(model: &Model) -> Paragraph<'static> {
         Span::styled(mark, fg(model, color)),
         Span::raw(stream),
     ];
+    if let Some(clock) = &model.dev_clock {
+        spans.push(Span::raw("  "));
+        spans.push(Span::styled(
+            format!(" {} ", clock.label()),
+            fg(model, Color::Yellow).add_modifier(Modifier::REVERSED),
+        ));
+    }
     if model.read_only {
         spans.push(Span::raw("  "));
         spans.push(Span::styled(

@@ -31,6 +31,36 @@ fn status_color(status: &str) -> Color {
     }
 }
 
+/// `, state review` for the table's title; with `of N` when the state holds
+/// more tokens of the status filter than the table loaded (it matches the
+/// states among the 1000 most recently moved).
+fn state_title(model: &Model, key: &crate::model::StateKey) -> String {
+    let name = match &key.0 {
+        Some(workflow) => format!("{workflow}/{}", key.1),
+        None => key.1.clone(),
+    };
+    let held: i64 = model
+        .states
+        .iter()
+        .flatten()
+        .filter(|s| s.workflow == key.0 && s.state == key.1)
+        .flat_map(|s| s.tokens.iter())
+        .filter(|(status, _)| model.status_filter.is_none_or(|f| f == status.as_str()))
+        .map(|(_, count)| *count)
+        .sum();
+    let loaded = model
+        .tokens
+        .iter()
+        .filter(|t| t.state == key.1 && crate::model::workflow_of(t) == key.0.as_deref())
+        .filter(|t| model.status_filter.is_none_or(|f| t.status == f))
+        .count();
+    if usize::try_from(held).unwrap_or(0) > loaded {
+        format!(", state {name}, of {held}")
+    } else {
+        format!(", state {name}")
+    }
+}
+
 /// The tokens table: the rows on screen only.
 pub fn tokens(model: &Model, frame: &mut Frame, area: Rect) {
     let shown = model.shown();
@@ -61,11 +91,14 @@ pub fn tokens(model: &Model, frame: &mut Frame, area: Rect) {
             .style(fg(model, status_color(&token.status)).patch(style))
         });
     let status = model.status_filter.unwrap_or("all");
-    let text = if model.text_filter.is_empty() {
+    let mut text = if model.text_filter.is_empty() {
         String::new()
     } else {
         format!(", text '{}'", model.text_filter)
     };
+    if let Some(key) = &model.state_filter {
+        text.push_str(&state_title(model, key));
+    }
     let mut title = format!(" Tokens: {} shown (status {status}{text})", shown.len());
     // Rows scrolled out of the table are counted, so none goes unseen.
     let last = (model.scroll + rows_fit).min(shown.len());

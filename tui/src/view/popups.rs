@@ -8,7 +8,7 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 use ratatui::Frame;
 
 use super::fg;
-use super::graph::graph_lines;
+use super::graph::{graph_rows, RowKind};
 use crate::forms::{payload_check, start_check};
 use crate::input::LineEdit;
 use crate::model::{FireForm, Model, StartForm};
@@ -28,7 +28,7 @@ pub const HELP: [&str; 19] = [
     "              Tab to the idempotency key, Enter sends",
     "s             start a token: its id, Tab, its context",
     "z             times in UTC or in local time",
-    "w             the workflow graph",
+    "w             the live state graph; Enter there picks a state",
     "?             these keys",
     "Esc           clear the status line; close a form",
     "q  Ctrl-C     quit",
@@ -73,24 +73,119 @@ pub fn help(model: &Model, frame: &mut Frame) {
     popup(frame, lines, " Keys ".into(), 68);
 }
 
-/// `w`: the workflow graph, the selected token's state marked.
+/// The width of the counts beside a state: three columns and a change mark.
+const COUNTS: usize = 22;
+
+/// `w`: the workflow graph with each state's tokens by status, the selected
+/// token's state marked, the picked row in reverse video, and the states whose
+/// counts just changed in bold (yellow, with colour) and marked `*`.
 pub fn graph(model: &Model, frame: &mut Frame) {
-    let lines = match &model.graph {
-        Some(graph) => {
-            let state = model
-                .detail
-                .as_ref()
-                .filter(|d| Some(&d.token.token) == model.selected().as_ref())
-                .map(|d| d.token.state.clone());
-            graph_lines(graph, state.as_deref())
-                .into_iter()
-                .map(Line::from)
-                .collect()
-        }
-        None => vec![Line::from("the workflow is not read yet")],
+    let Some(graph) = &model.graph else {
+        let lines = vec![Line::from("the workflow is not read yet")];
+        popup(frame, lines, " Workflow (Esc closes) ".into(), 40);
+        return;
     };
+    let state = model
+        .detail
+        .as_ref()
+        .filter(|d| Some(&d.token.token) == model.selected().as_ref() && d.token.parent.is_none())
+        .map(|d| d.token.state.clone());
     let width = frame.area().width.saturating_sub(4);
-    popup(frame, lines, " Workflow (any key closes) ".into(), width);
+    let inner = usize::from(width.saturating_sub(2));
+    let left_width = inner.saturating_sub(COUNTS);
+    let number = |n: i64| {
+        if model.states.is_some() {
+            n.to_string()
+        } else {
+            "-".to_string()
+        }
+    };
+    let mut choice = 0;
+    let mut cursor_line = 0;
+    let mut lines: Vec<Line> = Vec::new();
+    for row in graph_rows(graph, state.as_deref()) {
+        let (counts, picked, changed) = match &row.kind {
+            RowKind::Title => (" active paused failed ".to_string(), false, false),
+            RowKind::Every | RowKind::State(_) => {
+                let (counts, changed) = match &row.kind {
+                    RowKind::State(key) => (
+                        crate::states::counts(model, key),
+                        crate::states::highlighted(model, key),
+                    ),
+                    _ => (every(model), false),
+                };
+                let picked = choice == model.graph_at;
+                if picked {
+                    cursor_line = lines.len();
+                }
+                choice += 1;
+                let mark = if changed { '*' } else { ' ' };
+                let [active, paused, failed] = counts.map(number);
+                let text = format!("{active:>7}{paused:>7}{failed:>7}{mark}");
+                (text, picked, changed)
+            }
+            RowKind::Other => (String::new(), false, false),
+        };
+        // A transition has the whole width: nothing stands beside it.
+        let text = match row.kind {
+            RowKind::Other => fit(&row.text, inner),
+            _ => format!("{}{counts}", fit(&row.text, left_width)),
+        };
+        let mut style = Style::default();
+        if changed {
+            style = style
+                .add_modifier(Modifier::BOLD)
+                .patch(fg(model, Color::Yellow));
+        }
+        if picked {
+            style = style.add_modifier(Modifier::REVERSED);
+        }
+        lines.push(Line::styled(text, style));
+    }
+    lines.push(Line::from(""));
+    lines.push(Line::from(fit(
+        "↑↓ pick a state, Enter: its tokens only, Esc closes",
+        inner,
+    )));
+    // Scrolled so that the picked row shows, the keys' line staying in view.
+    let room = usize::from(frame.area().height.saturating_sub(2)).max(1);
+    let skip = (cursor_line + 3).saturating_sub(room).min(lines.len());
+    let lines = lines.split_off(skip);
+    let shown = match &model.state_filter {
+        Some((Some(workflow), state)) => format!("{workflow}/{state}"),
+        Some((None, state)) => state.clone(),
+        None => "every state".to_string(),
+    };
+    let title = format!(" Workflow: tokens by state, live; the table shows {shown} ");
+    popup(frame, lines, title, width);
+}
+
+/// The counts of every state: the sums of each column.
+fn every(model: &Model) -> [i64; 3] {
+    let mut sums = [0; 3];
+    for count in model.states.iter().flatten() {
+        for (sum, status) in sums.iter_mut().zip(crate::states::COUNTED) {
+            *sum += count.tokens.get(status).copied().unwrap_or(0);
+        }
+    }
+    sums
+}
+
+/// `text` cut or padded to `width` columns.
+fn fit(text: &str, width: usize) -> String {
+    use unicode_width::UnicodeWidthChar;
+    let mut out = String::new();
+    let mut used = 0;
+    for c in text.chars() {
+        let w = c.width().unwrap_or(0);
+        if used + w > width {
+            break;
+        }
+        out.push(c);
+        used += w;
+    }
+    out.push_str(&" ".repeat(width.saturating_sub(used)));
+    out
 }
 
 /// `f`, first step.

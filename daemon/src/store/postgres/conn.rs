@@ -65,16 +65,24 @@ impl PgConn {
 }
 
 /// The connection settings of `url` with the time limits of `options`: the
-/// connect timeout, TCP keepalives, and `statement_timeout` and `lock_timeout` as
-/// settings of each session (so that every statement, a migration's too, has them).
+/// connect timeout, TCP keepalives (on this side and, as session settings, on the
+/// server's), and `statement_timeout` and `lock_timeout` as settings of each
+/// session (so that every statement, a migration's too, has them).
 pub fn config(url: &str, options: &PgOptions) -> Result<Config, String> {
     let mut config: Config = url
         .parse()
         .map_err(|e| format!("--db is not a Postgres URL that can be used: {e}"))?;
+    // The server's side of the keepalives too (settings each session may make):
+    // a control plane whose machine died holds its serving lock only until the
+    // server finds its connection dead, about a minute, not the system's 2 hours.
     let settings = format!(
-        "-c statement_timeout={} -c lock_timeout={}",
+        "-c statement_timeout={} -c lock_timeout={} -c tcp_keepalives_idle={} \
+         -c tcp_keepalives_interval={} -c tcp_keepalives_count={}",
         options.statement_timeout.as_millis(),
-        options.lock_timeout.as_millis()
+        options.lock_timeout.as_millis(),
+        options.keepalive_idle.as_secs().max(1),
+        options.keepalive_interval.as_secs().max(1),
+        options.keepalive_count
     );
     config
         .connect_timeout(options.connect_timeout)

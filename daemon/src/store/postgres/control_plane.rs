@@ -1,7 +1,7 @@
 //! The SQL of `control_plane`: its one row.
 
-use super::{get, PgTx};
-use crate::store::{ControlPlane, ControlPlaneRow, StoreResult};
+use super::{closed, get, PgTx};
+use crate::store::{ClockKind, ControlPlane, ControlPlaneRow, StoreResult};
 
 impl ControlPlane for PgTx<'_> {
     fn control_plane(&self) -> StoreResult<ControlPlaneRow> {
@@ -52,5 +52,21 @@ impl ControlPlane for PgTx<'_> {
             &[],
         )?;
         get(&row, 0)
+    }
+
+    fn served_clock(&self) -> StoreResult<Option<ClockKind>> {
+        let found = self.query_opt("SELECT clock FROM control_plane WHERE id = 1", &[])?;
+        match found {
+            Some(row) if get::<Option<String>>(&row, 0)?.is_some() => Ok(Some(closed(&row, 0)?)),
+            _ => Ok(None),
+        }
+    }
+
+    fn record_clock(&self, kind: ClockKind) -> StoreResult<()> {
+        self.execute(
+            "UPDATE control_plane SET clock = $1 WHERE id = 1",
+            &[&kind.as_str()],
+        )?;
+        Ok(())
     }
 }

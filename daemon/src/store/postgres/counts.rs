@@ -46,4 +46,15 @@ impl Counts for PgTx<'_> {
             .map(|row| Ok((get(row, 0)?, get(row, 1)?)))
             .collect()
     }
+
+    fn entry_kinds(&self, after: i64, upto: i64) -> StoreResult<Vec<(String, i64)>> {
+        let rows = self.query(
+            "SELECT kind, count(*) FROM ledger WHERE id > $1 AND id <= $2
+             GROUP BY kind ORDER BY kind",
+            &[&after, &upto],
+        )?;
+        rows.iter()
+            .map(|row| Ok((get(row, 0)?, get(row, 1)?)))
+            .collect()
+    }
 }

@@ -18,7 +18,9 @@ use std::collections::BTreeSet;
 
 use super::conn::PgConn;
 use crate::store::schema::{plan, MigrateError, VERSIONS, VERSION_TABLE};
-use crate::store::status::{check_list, TaskStatus, TimerKind, TimerStatus, TokenStatus};
+use crate::store::status::{
+    check_list, ClockKind, TaskStatus, TimerKind, TimerStatus, TokenStatus,
+};
 use crate::store::StoreResult;
 
 /// The advisory lock a control plane holds on its session for as long as it serves
@@ -28,8 +30,26 @@ pub const SERVING_LOCK: &str = "hashtextextended('@stateous/serve', 0)";
 pub const EPOCH_LOCK: &str = "hashtextextended('@stateous/epoch', 0)";
 
 /// The SQL of each version, in the order of [`VERSIONS`].
-pub fn migrations() -> [String; 4] {
-    [baseline(), FEED.to_string(), String::new(), fence()]
+pub fn migrations() -> [String; 5] {
+    [
+        baseline(),
+        FEED.to_string(),
+        String::new(),
+        fence(),
+        clock_kind(),
+    ]
+}
+
+/// Version 0005: `control_plane.clock`, as on SQLite (`store/sqlite/schema.rs`,
+/// `clock_kind`): a database with a graph on record was served on the real clock.
+fn clock_kind() -> String {
+    let kinds = check_list::<ClockKind>();
+    format!(
+        r#"
+ALTER TABLE control_plane ADD COLUMN clock TEXT COLLATE "C" CHECK (clock IN ({kinds}));
+UPDATE control_plane SET clock = 'system' WHERE structure IS NOT NULL;
+"#
+    )
 }
 
 /// Version 0002: the `ledger_feed` table of SQLite's 0002 (no Postgres database was

@@ -133,4 +133,13 @@ impl Tasks for PgTx<'_> {
         )?;
         Ok(usize::try_from(changed).unwrap_or(usize::MAX))
     }
+
+    fn next_lease_end_after(&self, after: i64) -> StoreResult<Option<i64>> {
+        let row = self.query_one(
+            "SELECT min(lease_until) + 1 FROM tasks
+             WHERE status = 'claimed' AND lease_until IS NOT NULL AND lease_until >= $1",
+            &[&after],
+        )?;
+        get(&row, 0)
+    }
 }

@@ -95,4 +95,13 @@ impl Timers for PgTx<'_> {
         )?;
         rows.iter().map(|row| get(row, 0)).collect()
     }
+
+    fn next_due_after(&self, after: i64) -> StoreResult<Option<i64>> {
+        let row = self.query_one(
+            "SELECT min(m.due_at) FROM timers m JOIN tokens k ON k.token = m.token
+             WHERE m.status = 'pending' AND m.due_at > $1 AND k.status = 'active'",
+            &[&after],
+        )?;
+        get(&row, 0)
+    }
 }

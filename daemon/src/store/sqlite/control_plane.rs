@@ -2,8 +2,8 @@
 
 use rusqlite::{params, OptionalExtension};
 
-use super::SqliteTx;
-use crate::store::{ControlPlane, ControlPlaneRow, StoreResult};
+use super::{closed, SqliteTx};
+use crate::store::{ClockKind, ControlPlane, ControlPlaneRow, StoreResult};
 
 impl ControlPlane for SqliteTx<'_> {
     fn control_plane(&self) -> StoreResult<ControlPlaneRow> {
@@ -48,5 +48,24 @@ impl ControlPlane for SqliteTx<'_> {
             .prepare_cached("UPDATE control_plane SET epoch = epoch + 1 WHERE id = 1")?;
         statement.execute([])?;
         Ok(self.control_plane()?.epoch)
+    }
+
+    fn served_clock(&self) -> StoreResult<Option<ClockKind>> {
+        let mut statement = self
+            .conn
+            .prepare_cached("SELECT clock FROM control_plane WHERE id = 1")?;
+        let text: Option<Option<String>> = statement.query_row([], |row| row.get(0)).optional()?;
+        Ok(match text.flatten() {
+            Some(text) => Some(closed(text)?),
+            None => None,
+        })
+    }
+
+    fn record_clock(&self, kind: ClockKind) -> StoreResult<()> {
+        let mut statement = self
+            .conn
+            .prepare_cached("UPDATE control_plane SET clock = ?1 WHERE id = 1")?;
+        statement.execute([kind.as_str()])?;
+        Ok(())
     }
 }

@@ -42,4 +42,13 @@ impl Counts for SqliteTx<'_> {
         let rows = statement.query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
+
+    fn entry_kinds(&self, after: i64, upto: i64) -> StoreResult<Vec<(String, i64)>> {
+        let mut statement = self.conn.prepare_cached(
+            "SELECT kind, count(*) FROM ledger WHERE id > ?1 AND id <= ?2
+             GROUP BY kind ORDER BY kind",
+        )?;
+        let rows = statement.query_map([after, upto], |row| Ok((row.get(0)?, row.get(1)?)))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
 }

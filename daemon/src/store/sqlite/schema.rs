@@ -12,17 +12,35 @@ use std::collections::BTreeSet;
 use rusqlite::{Connection, OptionalExtension};
 
 use crate::store::schema::{plan, MigrateError, VERSIONS, VERSION_TABLE};
-use crate::store::status::{check_list, TaskStatus, TimerKind, TimerStatus, TokenStatus};
+use crate::store::status::{
+    check_list, ClockKind, TaskStatus, TimerKind, TimerStatus, TokenStatus,
+};
 use crate::store::{StoreError, StoreResult};
 
 /// The SQL of each version, in the order of [`VERSIONS`].
-pub fn migrations() -> [String; 4] {
+pub fn migrations() -> [String; 5] {
     [
         baseline(),
         FEED.to_string(),
         FEED_WITHOUT_TRIGGER.to_string(),
         FEED_BY_ID.to_string(),
+        clock_kind(),
     ]
+}
+
+/// Version 0005: `control_plane.clock`, the kind of clock that served the
+/// database (`store::status::ClockKind`), so that `serve --dev-clock` is refused
+/// on a database a control plane on the real clock served (issue 12, item 2). A
+/// database that has a graph on record was served before this version, and so on
+/// the real clock; a new one has no kind until its first control plane.
+fn clock_kind() -> String {
+    let kinds = check_list::<ClockKind>();
+    format!(
+        "
+ALTER TABLE control_plane ADD COLUMN clock TEXT CHECK (clock IS NULL OR clock IN ({kinds}));
+UPDATE control_plane SET clock = 'system' WHERE structure IS NOT NULL;
+"
+    )
 }
 
 /// Version 0004: `GET /watch` numbers entries by `ledger.id` and reads them up to

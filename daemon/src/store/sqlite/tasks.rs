@@ -151,4 +151,12 @@ impl Tasks for SqliteTx<'_> {
         let rows = statement.query_map([self.now], |row| row.get(0))?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
+
+    fn next_lease_end_after(&self, after: i64) -> StoreResult<Option<i64>> {
+        let mut statement = self.conn.prepare_cached(
+            "SELECT min(lease_until) + 1 FROM tasks
+             WHERE status = 'claimed' AND lease_until IS NOT NULL AND lease_until >= ?1",
+        )?;
+        Ok(statement.query_row([after], |row| row.get(0))?)
+    }
 }

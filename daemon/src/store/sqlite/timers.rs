@@ -96,4 +96,12 @@ impl Timers for SqliteTx<'_> {
         let rows = statement.query_map([self.now], |row| row.get(0))?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
+
+    fn next_due_after(&self, after: i64) -> StoreResult<Option<i64>> {
+        let mut statement = self.conn.prepare_cached(
+            "SELECT min(m.due_at) FROM timers m JOIN tokens k ON k.token = m.token
+             WHERE m.status = 'pending' AND m.due_at > ?1 AND k.status = 'active'",
+        )?;
+        Ok(statement.query_row([after], |row| row.get(0))?)
+    }
 }

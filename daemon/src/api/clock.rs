@@ -1,0 +1,47 @@
+//! `GET /health` with the dev clock, and `POST /clock/advance`, `/clock/freeze`
+//! and `/clock/thaw` (ours: `serve --dev-clock`, issue 12, item 2). Without a dev
+//! clock, `/health` is the reference's answer, serialized once, and the clock's
+//! routes answer 404 `not_found`.
+
+use bytes::Bytes;
+use stateous_shared::refusal::Refusal;
+use stateous_shared::wire::Health;
+
+use super::inputs::AdvanceInput;
+use super::routes::ClockMove;
+use super::{body, json, json_bytes, Answer, Api};
+
+impl Api {
+    /// `GET /health`: the workflow, its checksum and, with a dev clock, where it
+    /// stands.
+    pub(super) fn health(&self) -> Answer {
+        let Some(dev_clock) = self.control.dev_clock() else {
+            return json_bytes(200, self.health.clone());
+        };
+        let graph = self.control.graph();
+        let health = Health {
+            workflow: graph.main.name.clone(),
+            checksum: graph.checksum.clone(),
+            dev_clock: Some(dev_clock),
+        };
+        json_bytes(200, Bytes::from(super::to_json(&health)))
+    }
+
+    /// `POST /clock/...`.
+    pub(super) async fn clock(&self, how: ClockMove, raw: &[u8]) -> Result<Answer, Refusal> {
+        let control = &self.control;
+        let moved = match how {
+            ClockMove::Advance => {
+                // Without a dev clock the route is not there, whatever the body.
+                control
+                    .dev_clock()
+                    .ok_or_else(crate::control::no_dev_clock)?;
+                let input = AdvanceInput::parse(&body::json_object(raw)?)?;
+                control.advance(input.by).await?
+            }
+            ClockMove::Freeze => control.freeze()?,
+            ClockMove::Thaw => control.thaw()?,
+        };
+        Ok(json(200, &moved))
+    }
+}

@@ -1,0 +1,302 @@
+//! `GET /metrics` (issue 12, item 7): the control plane's families in the
+//! Prometheus text format, kept and written by the `prometheus` crate.
+//!
+//! The engine counts nothing (it has no I/O and no globals); the edges do:
+//! - the HTTP server times each request by its route and counts each refusal by
+//!   its code (`api::measure`);
+//! - `Control::tick` counts the leases it ended and the timers it fired;
+//! - each scrape counts the ledger entries committed since the last one by kind
+//!   (retries are the `task_retrying` entries), and sets the gauges from the
+//!   tables (tokens by workflow, state and status; tasks by state and status;
+//!   timers by status) and from the supervisors heard from (outbox depth).
+//!
+//! Counters start at zero when the control plane starts, as Prometheus expects of
+//! a process; the ledger is counted from the id it had then.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use prometheus::{
+    Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts,
+    Registry, TextEncoder,
+};
+use stateous_shared::refusal::{Code, Refusal};
+
+use crate::store::Tx;
+
+/// The upper bounds of the request latency buckets, in seconds: most requests
+/// take well under a millisecond; a slow disk or a busy lock takes seconds.
+const LATENCY_BUCKETS: [f64; 14] = [
+    0.0002, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0,
+];
+
+/// The ledger kind of a failed attempt that runs again (`engine::route`).
+const RETRY_KIND: &str = "task_retrying";
+
+/// The families, and the ledger id up to which entries were counted. Cheap to
+/// clone: clones share the same families.
+#[derive(Clone)]
+pub struct Metrics {
+    inner: Arc<Families>,
+}
+
+struct Families {
+    registry: Registry,
+    requests: HistogramVec,
+    refusals: IntCounterVec,
+    lease_ends: IntCounter,
+    timer_fires: IntCounter,
+    retries: IntCounter,
+    entries: IntCounterVec,
+    commits: IntCounter,
+    tokens: IntGaugeVec,
+    tasks: IntGaugeVec,
+    timers: IntGaugeVec,
+    outbox: IntGaugeVec,
+    supervisors: IntGauge,
+    /// One scrape at a time, so that the gauges are cleared and set whole, and a
+    /// ledger entry is counted once; holds the id counted up to.
+    scrape: tokio::sync::Mutex<i64>,
+}
+
+/// The counts one scrape reads from the tables, in one snapshot.
+pub struct Tables {
+    /// `(workflow, state, status, count)`; the main workflow by its name.
+    pub tokens: Vec<(String, String, String, i64)>,
+    /// `(state, status, count)`.
+    pub tasks: Vec<(String, String, i64)>,
+    /// `(status, count)`.
+    pub timers: Vec<(String, i64)>,
+    /// `(kind, count)` of the entries with an id above the last scrape's and at
+    /// most `upto`.
+    pub entries: Vec<(String, i64)>,
+    /// The ledger id counted up to.
+    pub upto: i64,
+}
+
+/// What the API layer knows at a scrape: each supervisor's outbox depth.
+pub struct Heard {
+    /// `(supervisor, outbox depth)`, of those that sent one.
+    pub outbox: Vec<(String, u64)>,
+    /// How many supervisors were heard from.
+    pub supervisors: usize,
+    /// How many write transactions committed.
+    pub commits: u64,
+}
+
+fn registered<T: prometheus::core::Collector + Clone + 'static>(
+    registry: &Registry,
+    family: T,
+) -> T {
+    // Each name is registered once, on a registry of its own: this cannot clash.
+    let _ = registry.register(Box::new(family.clone()));
+    family
+}
+
+fn counter(registry: &Registry, name: &str, help: &str) -> IntCounter {
+    let family = IntCounter::new(name, help).expect("a valid metric name");
+    registered(registry, family)
+}
+
+fn counters(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
+    let family = IntCounterVec::new(Opts::new(name, help), labels).expect("a valid metric name");
+    registered(registry, family)
+}
+
+fn gauges(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntGaugeVec {
+    let family = IntGaugeVec::new(Opts::new(name, help), labels).expect("a valid metric name");
+    registered(registry, family)
+}
+
+impl Metrics {
+    /// The families, counting the ledger from the entry after `last`.
+    pub fn new(last: i64) -> Metrics {
+        let registry = Registry::new();
+        let requests = HistogramVec::new(
+            HistogramOpts::new(
+                "stateous_request_duration_seconds",
+                "How long the API took to answer a request, by route, in seconds.",
+            )
+            .buckets(LATENCY_BUCKETS.to_vec()),
+            &["route"],
+        )
+        .expect("a valid metric name");
+        let r = &registry;
+        Metrics {
+            inner: Arc::new(Families {
+                requests: registered(r, requests),
+                refusals: counters(
+                    r,
+                    "stateous_refusals_total",
+                    "Requests the API refused, by refusal code.",
+                    &["code"],
+                ),
+                lease_ends: counter(
+                    r,
+                    "stateous_lease_ends_total",
+                    "Leases the clock ended (each a failed attempt).",
+                ),
+                timer_fires: counter(
+                    r,
+                    "stateous_timer_fires_total",
+                    "Timers and timeouts the clock fired.",
+                ),
+                retries: counter(
+                    r,
+                    "stateous_retries_total",
+                    "Failed attempts whose task was queued again (task_retrying entries).",
+                ),
+                entries: counters(
+                    r,
+                    "stateous_ledger_entries_total",
+                    "Ledger entries committed, by kind.",
+                    &["kind"],
+                ),
+                commits: counter(r, "stateous_commits_total", "Write transactions committed."),
+                tokens: gauges(
+                    r,
+                    "stateous_tokens",
+                    "Tokens by workflow, state and status.",
+                    &["workflow", "state", "status"],
+                ),
+                tasks: gauges(
+                    r,
+                    "stateous_tasks",
+                    "Tasks by state and status.",
+                    &["state", "status"],
+                ),
+                timers: gauges(r, "stateous_timers", "Timers by status.", &["status"]),
+                outbox: gauges(
+                    r,
+                    "stateous_outbox_depth",
+                    "Messages waiting in each supervisor's outbox, as it last said.",
+                    &["supervisor"],
+                ),
+                supervisors: registered(
+                    r,
+                    IntGauge::new(
+                        "stateous_supervisors",
+                        "Supervisors heard from since the control plane started.",
+                    )
+                    .expect("a valid metric name"),
+                ),
+                registry,
+                scrape: tokio::sync::Mutex::new(last),
+            }),
+        }
+    }
+
+    /// A request to `route` took `took`; `refused` is its refusal code, if any.
+    pub fn answered(&self, route: &str, took: Duration, refused: Option<Code>) {
+        let inner = &self.inner;
+        inner
+            .requests
+            .with_label_values(&[route])
+            .observe(took.as_secs_f64());
+        if let Some(code) = refused {
+            inner.refusals.with_label_values(&[code.as_str()]).inc();
+        }
+    }
+
+    /// The clock ended `leases` leases and fired `timers` timers.
+    pub fn ticked(&self, leases: u64, timers: u64) {
+        self.inner.lease_ends.inc_by(leases);
+        self.inner.timer_fires.inc_by(timers);
+    }
+
+    /// The text of a scrape: the tables read by `read` (given the ledger id
+    /// counted up to, it returns the counts), and what the API layer heard.
+    pub async fn render<F, Fut>(&self, read: F, heard: Heard) -> Result<String, Refusal>
+    where
+        F: FnOnce(i64) -> Fut,
+        Fut: std::future::Future<Output = Result<Tables, Refusal>>,
+    {
+        let inner = &self.inner;
+        let mut tallied = inner.scrape.lock().await;
+        let tables = read(*tallied).await?;
+        *tallied = tables.upto.max(*tallied);
+        for (kind, count) in &tables.entries {
+            let count = u64::try_from(*count).unwrap_or(0);
+            inner.entries.with_label_values(&[kind]).inc_by(count);
+            if kind == RETRY_KIND {
+                inner.retries.inc_by(count);
+            }
+        }
+        // Gauges are set whole: a state that emptied since the last scrape goes.
+        inner.tokens.reset();
+        for (workflow, state, status, count) in &tables.tokens {
+            inner
+                .tokens
+                .with_label_values(&[workflow, state, status])
+                .set(*count);
+        }
+        inner.tasks.reset();
+        for (state, status, count) in &tables.tasks {
+            inner.tasks.with_label_values(&[state, status]).set(*count);
+        }
+        inner.timers.reset();
+        for (status, count) in &tables.timers {
+            inner.timers.with_label_values(&[status]).set(*count);
+        }
+        inner.outbox.reset();
+        for (supervisor, depth) in &heard.outbox {
+            let depth = i64::try_from(*depth).unwrap_or(i64::MAX);
+            inner.outbox.with_label_values(&[supervisor]).set(depth);
+        }
+        inner
+            .supervisors
+            .set(i64::try_from(heard.supervisors).unwrap_or(i64::MAX));
+        let commits = heard.commits.saturating_sub(inner.commits.get());
+        inner.commits.inc_by(commits);
+        let mut text = Vec::new();
+        TextEncoder::new()
+            .encode(&inner.registry.gather(), &mut text)
+            .map_err(|e| {
+                Refusal::new(Code::Unexpected, format!("cannot write the metrics: {e}"))
+            })?;
+        Ok(String::from_utf8_lossy(&text).into_owned())
+    }
+}
+
+/// The tables' counts in one snapshot, the main workflow named `main`; entries
+/// counted above `after` and up to `upto`.
+pub fn read_tables(
+    tx: &dyn Tx,
+    main: &str,
+    after: i64,
+    upto: i64,
+) -> crate::store::StoreResult<Tables> {
+    let tokens = tx
+        .token_counts()?
+        .into_iter()
+        .map(|(workflow, state, status, count)| {
+            let workflow = workflow.unwrap_or_else(|| main.to_string());
+            (workflow, state, status.as_str().to_string(), count)
+        })
+        .collect();
+    let tasks = tx
+        .task_counts()?
+        .into_iter()
+        .map(|(state, status, count)| (state, status.as_str().to_string(), count))
+        .collect();
+    let timers = tx
+        .timer_counts()?
+        .into_iter()
+        .map(|(status, count)| (status.as_str().to_string(), count))
+        .collect();
+    let entries = if upto > after {
+        tx.entry_kinds(after, upto)?
+    } else {
+        Vec::new()
+    };
+    Ok(Tables {
+        tokens,
+        tasks,
+        timers,
+        entries,
+        upto,
+    })
+}
+
+/// The `Content-Type` of the text format.
+pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";

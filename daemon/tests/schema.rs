@@ -1,0 +1,144 @@
+//! The schema on both backends (reference `docs/how-to/use-postgres.md`, "Give the
+//! database URL to serve"): the first start makes the tables; an older version is
+//! upgraded in place and keeps its data; a newer version, a missing table, or a
+//! table that an upgrade must make are each refused in one sentence.
+
+mod common;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use common::{Backend, Db};
+use stateous_daemon::control::Control;
+use stateous_daemon::store::backend::Database;
+use stateous_daemon::store::postgres::{schema as pg_schema, PgConn};
+use stateous_daemon::store::schema::newest;
+use stateous_daemon::store::sqlite::schema as sqlite_schema;
+use stateous_shared::graph::Graph;
+
+fn graph() -> Arc<Graph> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/graphs/orders.json");
+    Arc::new(Graph::load(&std::fs::read_to_string(path).unwrap()).unwrap())
+}
+
+/// Make the database of `db` at the version `VERSIONS[upto - 1]`.
+fn make_at(db: &Db, upto: usize) {
+    match db.database() {
+        Database::Sqlite(path) => {
+            let conn = rusqlite::Connection::open(path).unwrap();
+            sqlite_schema::migrate_to(&conn, upto).unwrap();
+        }
+        Database::Postgres(url) => {
+            std::thread::spawn(move || {
+                let config = url.parse().unwrap();
+                let mut conn = PgConn::connect(&config).unwrap();
+                pg_schema::migrate_to(&mut conn, upto).unwrap();
+            })
+            .join()
+            .unwrap();
+        }
+    }
+}
+
+async fn open(db: &Db) -> Result<Control, String> {
+    Control::open(graph(), db.options()).await
+}
+
+fn version(db: &Db) -> String {
+    db.rows("SELECT version_num FROM stateous_version")[0][0]
+        .clone()
+        .unwrap()
+}
+
+async fn an_older_database_is_upgraded_in_place_and_keeps_its_data(db: Db) {
+    make_at(&db, 3);
+    assert_eq!(version(&db), "0003");
+    db.execute(
+        "INSERT INTO tokens (token, state, status, visit, context, entered_at)
+         VALUES ('OLD-1', 'draft', 'active', 1, '{\"title\": \"kept\"}', 1)",
+    );
+    let control = open(&db).await.unwrap();
+    assert_eq!(version(&db), newest());
+    let token = control.token("OLD-1".into()).await.unwrap();
+    assert_eq!(token.context["title"], "kept");
+    let tables: Vec<String> = db
+        .rows("SELECT epoch FROM control_plane")
+        .into_iter()
+        .map(|row| row[0].clone().unwrap())
+        .collect();
+    assert_eq!(tables, ["1"], "this control plane took epoch 1");
+}
+
+async fn a_newer_database_is_refused_in_one_sentence(db: Db) {
+    make_at(&db, 4);
+    db.execute("UPDATE stateous_version SET version_num = '9999'");
+    let refused = open(&db).await.err().unwrap();
+    assert!(
+        refused.ends_with(
+            "was made by another version of Stateous (schema 9999); use that version, or \
+             start a new database"
+        ),
+        "{refused}"
+    );
+}
+
+async fn a_database_missing_one_of_its_tables_is_refused(db: Db) {
+    make_at(&db, 4);
+    db.execute("DROP TABLE claims");
+    let refused = open(&db).await.err().unwrap();
+    assert!(
+        refused.ends_with("is at schema 0004 but has no claims table; start a new database"),
+        "{refused}"
+    );
+}
+
+async fn a_table_that_an_upgrade_must_make_is_refused(db: Db) {
+    make_at(&db, 1);
+    db.execute("CREATE TABLE ledger_feed (x TEXT)");
+    let refused = open(&db).await.err().unwrap();
+    assert!(
+        refused.contains("has a table named ledger_feed that Stateous did not make"),
+        "{refused}"
+    );
+    assert_eq!(version(&db), "0001", "nothing changed");
+}
+
+both!(
+    an_older_database_is_upgraded_in_place_and_keeps_its_data,
+    a_newer_database_is_refused_in_one_sentence,
+    a_database_missing_one_of_its_tables_is_refused,
+    a_table_that_an_upgrade_must_make_is_refused,
+);
+
+#[test]
+fn both_backends_have_the_same_tables_and_columns_at_each_version() {
+    if Db::new(Backend::Postgres).is_none() {
+        return;
+    }
+    for upto in 1..=stateous_daemon::store::schema::VERSIONS.len() {
+        let pg = Db::new(Backend::Postgres).unwrap();
+        let sqlite = Db::new(Backend::Sqlite).unwrap();
+        make_at(&pg, upto);
+        make_at(&sqlite, upto);
+        let mut ours: Vec<String> = Vec::new();
+        for table in sqlite.rows(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'",
+        ) {
+            let table = table[0].clone().unwrap();
+            for column in sqlite.rows(&format!("SELECT name FROM pragma_table_info('{table}')")) {
+                ours.push(format!("{table}.{}", column[0].clone().unwrap()));
+            }
+        }
+        let mut theirs: Vec<String> = pg
+            .rows(
+                "SELECT table_name || '.' || column_name FROM information_schema.columns
+                 WHERE table_schema = current_schema()",
+            )
+            .into_iter()
+            .map(|row| row[0].clone().unwrap())
+            .collect();
+        ours.sort();
+        theirs.sort();
+        assert_eq!(ours, theirs, "at version {upto}");
+    }
+}
