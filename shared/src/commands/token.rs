@@ -17,7 +17,7 @@ mod bulk;
 mod follow;
 mod operate;
 
-pub use bulk::{BulkOptions, Console, Terminal};
+pub use bulk::{outcome_line, BulkOptions, Console, Terminal};
 pub use operate::{why_lines, ListOptions};
 
 /// The most children `show ID` lists: the largest page of `GET /tokens`.
