@@ -147,7 +147,7 @@ fn token_why_says_each_reason_a_token_waits() {
         "N-1",
         "its task 1 is being worked on by box-1 (attempt 1, 1 retry left); its lease ends in",
     );
-    assert!(why.contains("box-1 was last heard from 0s ago"), "{why}");
+    assert!(why.contains("box-1 was last heard from "), "{why}");
     // A guard that is false, and a timer.
     start(&daemon, "G-1", json!({"customer": "ACME", "score": 1}));
     assert_eq!(fire(&daemon, "G-1", "submitted", Value::Null), 200);
@@ -158,7 +158,7 @@ fn token_why_says_each_reason_a_token_waits() {
         "'approve' cannot move it now: on its context the guard ctx['score'] > 3 is false",
     );
     says(&daemon, "G-1", "the last event, 'approve', was refused at ");
-    says(&daemon, "G-1", "its timeout in 'review' fires in 9m 5");
+    says(&daemon, "G-1", "its timeout in 'review' fires in 9m");
     // Paused.
     start(&daemon, "P-1", json!({"customer": "ACME"}));
     ok(&daemon, &["pause", "P-1"]);
@@ -183,11 +183,12 @@ fn token_why_says_each_reason_a_token_waits() {
     // No supervisor has asked for a while (the lease here is 2 s).
     std::thread::sleep(Duration::from_millis(2500));
     start(&daemon, "N-2", json!({"customer": "ACME"}));
-    says(
+    let why = says(
         &daemon,
         "N-2",
-        "no supervisor has asked for 'intake' tasks in 2s (box-1 was last heard from then)",
+        "no supervisor has asked for 'intake' tasks in ",
     );
+    assert!(why.contains("(box-1 was last heard from then)"), "{why}");
     // The same facts as JSON.
     let answer = daemon.get("/tokens/J-1/why").expect(200);
     assert_eq!(

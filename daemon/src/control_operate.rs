@@ -47,6 +47,9 @@ pub fn cursor_text(cursor: &Cursor) -> String {
 /// The point of a walk from its text, or `None` when it is not one.
 pub fn cursor_of(text: &str) -> Option<Cursor> {
     let (at, token) = text.split_once(':')?;
+    if !crate::engine::start::token_id_ok(token) {
+        return None;
+    }
     Some((at.parse().ok()?, token.to_string()))
 }
 
@@ -221,7 +224,13 @@ impl Found {
 fn listed(tx: &dyn crate::store::Tx, ids: &[String]) -> engine::Step<Vec<Found>> {
     ids.iter()
         .map(|id| {
-            Ok(match tx.token(id)? {
+            // An id that breaks the pattern names no token, and is not looked up.
+            let row = if crate::engine::start::token_id_ok(id) {
+                tx.token(id)?
+            } else {
+                None
+            };
+            Ok(match row {
                 Some(row) => Found::Row(row),
                 None => Found::Missing(id.clone()),
             })

@@ -338,7 +338,37 @@ async fn bulk_outcomes_are_per_token(db: Db) {
     assert_eq!(kinds(&db, "C-03"), before);
 }
 
+async fn names_with_nul_match_nothing_and_reach_no_database(db: Db) {
+    let clock = clock();
+    let control = open(&db, &clock).await;
+    thirty(&control, &clock).await;
+    let nul = "a\u{0}b".to_string();
+    for selection in [
+        filtered("state == 'a\\x00b'"),
+        filtered("state in ['review', 'a\\x00b'] and state == 'a\\x00b'"),
+        Selection {
+            state: Some(nul.clone()),
+            ..Selection::default()
+        },
+        Selection {
+            parent: Some(nul.clone()),
+            ..Selection::default()
+        },
+    ] {
+        assert_eq!(ids(&control, selection, 100, 0).await.1, 0);
+    }
+    let (_, total) = ids(&control, filtered("state not in ['a\\x00b']"), 100, 0).await;
+    assert_eq!(total, 30);
+    let listed = BulkInput {
+        tokens: Some(vec![nul]),
+        ..input(step(BulkAction::Pause, "true"), false, None, 500)
+    };
+    let run = control.bulk(listed).await.unwrap();
+    assert_eq!(run.outcomes[0].code.as_deref(), Some("token_not_found"));
+}
+
 both!(
+    names_with_nul_match_nothing_and_reach_no_database,
     a_filter_lists_what_it_matches_with_the_total_and_pages,
     a_bulk_cancel_previews_then_cancels_the_matches_with_the_reason,
     a_second_bulk_fire_applies_nothing_twice,

@@ -50,7 +50,19 @@ impl Selection {
             parent: self.parent.clone(),
             ..TokenScan::default()
         };
+        // No token's parent breaks the id pattern, and no state name holds a NUL
+        // (which Postgres text cannot hold either): such a name matches nothing
+        // and is never sent to the database, as `read::tokens` does.
+        if scan
+            .parent
+            .as_ref()
+            .is_some_and(|p| !super::start::token_id_ok(p))
+        {
+            scan.parent = None;
+            scan.states = Some(Vec::new());
+        }
         let Some(filter) = &self.filter else {
+            sane(&mut scan);
             return (scan, true);
         };
         let pushed = filter.pushdown();
@@ -82,6 +94,7 @@ impl Selection {
         let ago = |seconds: i64| now.saturating_sub(seconds.saturating_mul(1_000_000));
         scan.entered_until = pushed.moved_at_least.map(ago);
         scan.entered_after = pushed.moved_below.map(ago);
+        sane(&mut scan);
         (scan, pushed.exact)
     }
 
@@ -99,6 +112,16 @@ impl Selection {
                 .as_ref()
                 .is_none_or(|f| f.matches(&facts(rules, row, now)))
     }
+}
+
+/// Leave out of `scan` the state names that hold a NUL: no state has one, so
+/// they select nothing and exclude nothing.
+fn sane(scan: &mut TokenScan) {
+    let nameable = |name: &String| !name.contains('\0');
+    if let Some(states) = &mut scan.states {
+        states.retain(nameable);
+    }
+    scan.not_states.retain(nameable);
 }
 
 /// What the filter language reads of a row.
