@@ -153,15 +153,21 @@ async fn a_database_served_before_schema_0005_counts_as_served_on_the_real_clock
     let real = open(&db, Clock::system()).await.unwrap();
     real.shutdown().await.unwrap();
     // As a database of version 0004 that a control plane served: no column yet.
+    // (0006's indexes go too, as 0006 makes them again.)
     db.execute(
         "ALTER TABLE control_plane DROP COLUMN clock;
+         DROP INDEX tasks_queued; DROP INDEX tasks_leases;
+         DROP INDEX timers_due; CREATE INDEX timers_due ON timers (status, due_at);
+         DROP INDEX ledger_key; CREATE UNIQUE INDEX ledger_key ON ledger (token, key);
          UPDATE stateous_version SET version_num = '0004';",
     );
     let error = open(&db, Clock::dev()).await.err().unwrap();
     assert_eq!(error, DEV_CLOCK_REFUSED);
     assert_eq!(
         db.rows("SELECT version_num FROM stateous_version"),
-        vec![vec![Some("0005".to_string())]]
+        vec![vec![Some(
+            stateous_daemon::store::schema::newest().to_string()
+        )]]
     );
 }
 

@@ -126,14 +126,19 @@ pub fn claim(rules: &Rules, tx: &dyn Tx, input: ClaimInput) -> Step<Option<Grant
 /// SQLite has one writer, so its first candidate is free; on Postgres a few
 /// candidates may be held or taken by now.
 fn first_free(tx: &dyn Tx, states: &[(Option<String>, String)]) -> Step<Option<TaskRow>> {
-    let candidates = tx.queued_tasks(states, CANDIDATES)?;
-    if tx.serial() {
-        return match candidates.first() {
-            Some(id) => Ok(tx.task(*id)?),
-            None => Ok(None),
-        };
+    if let Some(id) = tx.lock_queued(states)? {
+        let task = tx
+            .task(id)?
+            .filter(|task| task.status == TaskStatus::Queued);
+        if task.is_some() || tx.serial() {
+            return Ok(task);
+        }
+    } else if tx.serial() {
+        return Ok(None);
     }
-    for id in candidates {
+    // The tasks of child tokens (their lock is their top's), and a top token's
+    // task that another claim took just before: one candidate at a time.
+    for id in tx.queued_tasks(states, CANDIDATES)? {
         let Some(task) = lock_task(tx, id, false)? else {
             continue;
         };

@@ -27,7 +27,9 @@ pub fn end_lease(rules: &Rules, tx: &dyn Tx, task_id: i64) -> Step<bool> {
 /// it ended. The clock calls it at its tick, and every request about the task
 /// (report, note, memory write, heartbeat) before it judges the task.
 pub fn end_if_over(rules: &Rules, tx: &dyn Tx, task: &mut TaskRow) -> Step<bool> {
-    if task.status != TaskStatus::Claimed || !tx.end_lease(task.id)? {
+    let over = task.status == TaskStatus::Claimed
+        && task.lease_until.is_some_and(|until| until < tx.now());
+    if !over || !tx.end_lease(task.id)? {
         return Ok(false); // it finished, or a heartbeat renewed it, meanwhile
     }
     let mut row = existing(tx, &task.token)?;

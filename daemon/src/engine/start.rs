@@ -51,6 +51,9 @@ pub fn token_id_ok(id: &str) -> bool {
 /// Start the token, or find it: `(token, created)`. Nothing is written for a
 /// token that exists or for a refusal.
 pub fn start(rules: &Rules, tx: &dyn Tx, input: StartInput) -> Step<(TokenView, bool)> {
+    // A new token is its own family: held from here, two starts of one id take
+    // turns, and the new token's rows are written under its lock.
+    tx.lock_family(&input.token, true)?;
     if let Some(row) = tx.token(&input.token)? {
         return Ok((view(&row), false));
     }

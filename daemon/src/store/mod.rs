@@ -8,6 +8,9 @@
 //! Times are microseconds since 1970 in UTC. The engine never names a backend.
 
 pub mod backend;
+pub mod cache;
+pub mod cached;
+pub mod family;
 pub mod feed;
 pub mod json;
 pub mod postgres;
@@ -229,6 +232,11 @@ pub trait Tokens {
     /// once when another transaction holds the lock. A token not yet made is its
     /// own top. SQLite's one writer holds every token: always true there.
     fn lock_family(&self, token: &str, wait: bool) -> StoreResult<bool>;
+    /// Take the lock of the family whose top token is `top` (the caller found it),
+    /// and read the top's row under it: `Some(row)` when held (`row` is `None` for
+    /// a token not made yet), `None` when `wait` is false and another transaction
+    /// holds it. SQLite's one writer holds every family.
+    fn lock_top(&self, top: &str, wait: bool) -> StoreResult<Option<Option<TokenRow>>>;
     /// Whether rows read before `lock_family` are still current after it: true
     /// where one writer runs one request at a time (SQLite), so the engine need
     /// not read them again.
@@ -268,9 +276,30 @@ pub trait Tokens {
 
 /// The table `ledger`. Rows are only ever appended.
 pub trait Ledger {
-    /// Append one entry at `Tx::now`; returns its seq.
-    fn append(&self, token: &str, kind: &str, key: Option<&str>, data: &Object)
-        -> StoreResult<i64>;
+    /// Append one entry at `Tx::now`; returns its seq. The token's family is locked
+    /// (or the token is new), so no other transaction takes the seq meanwhile.
+    fn append(
+        &self,
+        token: &str,
+        kind: &str,
+        key: Option<&str>,
+        data: &Object,
+    ) -> StoreResult<i64> {
+        let seq = self.last_seq(token)? + 1;
+        self.insert_entry(token, seq, kind, key, data)?;
+        Ok(seq)
+    }
+    /// The token's last seq; 0 before its first entry.
+    fn last_seq(&self, token: &str) -> StoreResult<i64>;
+    /// Insert one entry with this seq at `Tx::now`; returns its id.
+    fn insert_entry(
+        &self,
+        token: &str,
+        seq: i64,
+        kind: &str,
+        key: Option<&str>,
+        data: &Object,
+    ) -> StoreResult<i64>;
     /// At most `limit` entries with an id above `after` and at most `upto`, in id
     /// order, of one token or of all (the watch stream reads only up to the id
     /// below which every transaction has ended: [`feed::FeedMark`]).
@@ -307,6 +336,12 @@ pub trait Tasks {
     fn open_tasks(&self, token: &str) -> StoreResult<Vec<TaskRow>>;
     /// Every task of the token, by id.
     fn tasks_of(&self, token: &str) -> StoreResult<Vec<TaskRow>>;
+    /// The oldest queued task of these states whose token is active and whose
+    /// family this transaction now holds, never waiting for a family another
+    /// transaction holds (one statement, `FOR UPDATE SKIP LOCKED`, on Postgres).
+    /// Where families are locked, only tasks of top tokens are found here: a
+    /// child's lock is its top's, found with `queued_tasks` and `lock_family`.
+    fn lock_queued(&self, states: &[(Option<String>, String)]) -> StoreResult<Option<i64>>;
     /// Up to `limit` oldest queued tasks of active tokens in these states: each
     /// `(workflow, state)` with `None` for the main workflow.
     fn queued_tasks(

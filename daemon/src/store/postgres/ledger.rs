@@ -33,9 +33,18 @@ fn read(row: &Row) -> StoreResult<LedgerRow> {
 }
 
 impl Ledger for PgTx<'_> {
-    fn append(
+    fn last_seq(&self, token: &str) -> StoreResult<i64> {
+        let row = self.query_one(
+            "SELECT coalesce(max(seq), 0) FROM ledger WHERE token = $1",
+            &[&token],
+        )?;
+        get(&row, 0)
+    }
+
+    fn insert_entry(
         &self,
         token: &str,
+        seq: i64,
         kind: &str,
         key: Option<&str>,
         data: &Object,
@@ -45,20 +54,18 @@ impl Ledger for PgTx<'_> {
         if self.opened.get().is_none() {
             self.opened.set(Some(self.mark.open()));
         }
-        // One statement where SQLite takes two: the next seq is safe to compute
-        // here because the token's family lock is held (a new token's rows conflict
-        // on `(token, seq)` instead, and the request runs again).
+        // The seq is safe because the token's family lock is held (a new token's
+        // rows conflict on `(token, seq)` instead, and the request runs again).
         let row = self.query_one(
             "INSERT INTO ledger (token, seq, at, kind, key, data)
-             SELECT $1, coalesce(max(seq), 0) + 1, $2, $3, $4, $5 FROM ledger WHERE token = $1
-             RETURNING id, seq",
-            &[&token, &self.now, &kind, &key, &to_text(data)],
+             VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
+            &[&token, &seq, &self.now, &kind, &key, &to_text(data)],
         )?;
-        let (id, seq): (i64, i64) = (get(&row, 0)?, get(&row, 1)?);
+        let id: i64 = get(&row, 0)?;
         if let Some(opened) = self.opened.get() {
             self.mark.saw(opened, id);
         }
-        Ok(seq)
+        Ok(id)
     }
 
     fn entries_since(

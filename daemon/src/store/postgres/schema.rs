@@ -30,15 +30,26 @@ pub const SERVING_LOCK: &str = "hashtextextended('@stateous/serve', 0)";
 pub const EPOCH_LOCK: &str = "hashtextextended('@stateous/epoch', 0)";
 
 /// The SQL of each version, in the order of [`VERSIONS`].
-pub fn migrations() -> [String; 5] {
+pub fn migrations() -> [String; 6] {
     [
         baseline(),
         FEED.to_string(),
         String::new(),
         fence(),
         clock_kind(),
+        HOT_INDEXES.to_string(),
     ]
 }
+
+/// Version 0006: the same partial indexes as SQLite's 0006.
+const HOT_INDEXES: &str = "
+CREATE INDEX tasks_queued ON tasks (id) WHERE status = 'queued';
+CREATE INDEX tasks_leases ON tasks (lease_until) WHERE status = 'claimed';
+DROP INDEX timers_due;
+CREATE INDEX timers_due ON timers (due_at) WHERE status = 'pending';
+DROP INDEX ledger_key;
+CREATE UNIQUE INDEX ledger_key ON ledger (token, key) WHERE key IS NOT NULL;
+";
 
 /// Version 0005: `control_plane.clock`, as on SQLite (`store/sqlite/schema.rs`,
 /// `clock_kind`): a database with a graph on record was served on the real clock.

@@ -14,6 +14,9 @@ use super::PgTx;
 use crate::clock::{micros, Clock};
 use crate::engine::serving;
 use crate::store::backend::{without_password, StoreOptions};
+use crate::store::cache::Cache;
+use crate::store::cached::CachedTx;
+use crate::store::family::FamilyLocks;
 use crate::store::feed::FeedMark;
 use crate::store::schema::MigrateError;
 use crate::store::{ControlPlane, StoreError, StoreResult, Tx};
@@ -39,6 +42,12 @@ struct Inner {
     epoch: i64,
     commits: AtomicU64,
     lost: AtomicBool,
+    /// What the write path knows of each token it changed (`store/cache.rs`).
+    cache: Cache,
+    /// The families this process's transactions hold (`store/family.rs`).
+    families: FamilyLocks,
+    /// How long a transaction waits for a family (the lock limit).
+    lock_wait: Duration,
 }
 
 impl PgStore {
@@ -93,6 +102,9 @@ impl PgStore {
                 epoch,
                 commits: AtomicU64::new(0),
                 lost: AtomicBool::new(false),
+                cache: Cache::default(),
+                families: FamilyLocks::default(),
+                lock_wait: pg.lock_timeout,
             }),
         })
     }
@@ -226,13 +238,25 @@ impl Inner {
         conn.batch("BEGIN")?;
         let now = self.clock.now();
         let tx = PgTx::new(&mut conn, now, &self.mark);
-        let ran = catch_unwind(AssertUnwindSafe(|| work(&tx)));
+        let cached = CachedTx::new(&tx, &self.cache, Some((&self.families, self.lock_wait)));
+        let ran = catch_unwind(AssertUnwindSafe(|| work(&cached)));
+        let finished = cached.finish();
         let (failed, opened) = (tx.failed(), tx.opened());
         drop(tx);
         let ended = match (&ran, &failed) {
             (Ok((true, _)), None) => self.commit(&mut conn),
             _ => conn.batch("ROLLBACK"),
         };
+        if ended.is_ok() && matches!((&ran, &failed), (Ok((true, _)), None)) {
+            // Published before the families are given back: the next holder of a
+            // family reads what this transaction committed.
+            if finished.clear {
+                self.cache.clear();
+            }
+            self.cache.forget(&finished.forget);
+            self.cache.publish(finished.changed);
+        }
+        self.families.give_back(&finished.tops);
         if let Some(opened) = opened {
             self.mark.close(opened);
         }

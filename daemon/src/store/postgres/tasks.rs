@@ -22,6 +22,16 @@ fn read(row: &Row) -> StoreResult<TaskRow> {
     })
 }
 
+/// `(workflow, state)` pairs as two arrays (`''` for the main workflow).
+fn pairs(states: &[(Option<String>, String)]) -> (Vec<String>, Vec<String>) {
+    let workflows = states
+        .iter()
+        .map(|(workflow, _)| workflow.clone().unwrap_or_default())
+        .collect();
+    let names = states.iter().map(|(_, state)| state.clone()).collect();
+    (workflows, names)
+}
+
 impl Tasks for PgTx<'_> {
     fn queue_task(&self, token: &str, state: &str, visit: i64) -> StoreResult<i64> {
         let row = self.query_one(
@@ -68,6 +78,36 @@ impl Tasks for PgTx<'_> {
         rows.iter().map(read).collect()
     }
 
+    fn lock_queued(&self, states: &[(Option<String>, String)]) -> StoreResult<Option<i64>> {
+        // One round trip for the common case: the first candidate whose top token
+        // no other transaction holds is locked as it is found. The task's row is
+        // read again under the lock by the caller (another claim may have taken
+        // it just before).
+        // Top tokens are of the main workflow: only its states can match. The
+        // queue is walked in id order (index `tasks_queued`) and each candidate's
+        // token row tried as it comes, so the statement stops at the first.
+        let names: Vec<&str> = states
+            .iter()
+            .filter(|(workflow, _)| workflow.is_none())
+            .map(|(_, state)| state.as_str())
+            .collect();
+        if names.is_empty() {
+            return Ok(None);
+        }
+        let found = self.query_opt(
+            "SELECT t.id, t.token FROM tasks t JOIN tokens k ON k.token = t.token
+             WHERE t.status = 'queued' AND t.state = ANY($1)
+               AND k.parent IS NULL AND k.status = 'active'
+             ORDER BY t.id LIMIT 1 FOR UPDATE OF k SKIP LOCKED",
+            &[&names],
+        )?;
+        let Some(row) = found else {
+            return Ok(None);
+        };
+        self.locked.borrow_mut().insert(get(&row, 1)?);
+        Ok(Some(get(&row, 0)?))
+    }
+
     fn queued_tasks(
         &self,
         states: &[(Option<String>, String)],
@@ -75,11 +115,7 @@ impl Tasks for PgTx<'_> {
     ) -> StoreResult<Vec<i64>> {
         // One statement over all states (SQLite runs one per state): the pairs go
         // as two arrays.
-        let workflows: Vec<String> = states
-            .iter()
-            .map(|(workflow, _)| workflow.clone().unwrap_or_default())
-            .collect();
-        let names: Vec<String> = states.iter().map(|(_, state)| state.clone()).collect();
+        let (workflows, names) = pairs(states);
         let rows = self.query(
             "SELECT t.id FROM tasks t JOIN tokens k ON k.token = t.token
              JOIN unnest($1::text[], $2::text[]) AS s(workflow, state)

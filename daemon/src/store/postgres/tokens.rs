@@ -86,6 +86,29 @@ impl Tokens for PgTx<'_> {
         }
     }
 
+    fn lock_top(&self, top: &str, wait: bool) -> StoreResult<Option<Option<TokenRow>>> {
+        if self.locked.borrow().contains(top) {
+            return Ok(Some(self.token(top)?));
+        }
+        // One round trip: the row is locked and read at once.
+        let sql = if wait {
+            const_format(SELECT, " WHERE token = $1 FOR UPDATE")
+        } else {
+            const_format(SELECT, " WHERE token = $1 FOR UPDATE SKIP LOCKED")
+        };
+        let found = self.query_opt(&sql, &[&top])?;
+        let row = found.as_ref().map(read).transpose()?;
+        if row.is_none() && !wait {
+            // Not there, or held by another: only a second look tells.
+            let there = self.query_opt("SELECT 1 FROM tokens WHERE token = $1", &[&top])?;
+            if there.is_some() {
+                return Ok(None);
+            }
+        }
+        self.locked.borrow_mut().insert(top.to_string());
+        Ok(Some(row))
+    }
+
     fn token(&self, id: &str) -> StoreResult<Option<TokenRow>> {
         let sql = const_format(SELECT, " WHERE token = $1");
         self.query_opt(&sql, &[&id])?.as_ref().map(read).transpose()

@@ -24,29 +24,31 @@ fn read(row: &Row<'_>) -> rusqlite::Result<LedgerRow> {
 }
 
 impl Ledger for SqliteTx<'_> {
-    fn append(
+    fn last_seq(&self, token: &str) -> StoreResult<i64> {
+        Ok(self
+            .conn
+            .prepare_cached("SELECT coalesce(max(seq), 0) FROM ledger WHERE token = ?1")?
+            .query_row([token], |row| row.get(0))?)
+    }
+
+    fn insert_entry(
         &self,
         token: &str,
+        seq: i64,
         kind: &str,
         key: Option<&str>,
         data: &Object,
     ) -> StoreResult<i64> {
-        // Two plain statements, not one `INSERT ... SELECT ... RETURNING`: SQLite
-        // runs that through two temporary tables (the SELECT reads the table being
-        // written, RETURNING buffers its rows), which cost more than the insert.
-        // The writer thread is the only writer, so nobody takes the seq between.
-        let seq: i64 = self
-            .conn
-            .prepare_cached("SELECT coalesce(max(seq), 0) + 1 FROM ledger WHERE token = ?1")?
-            .query_row([token], |row| row.get(0))?;
+        // No RETURNING: SQLite buffers its rows in a temporary table.
         self.conn
             .prepare_cached(
                 "INSERT INTO ledger (token, seq, at, kind, key, data)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             )?
             .execute(params![token, seq, self.now, kind, key, to_text(data)])?;
-        self.last_id.set(self.conn.last_insert_rowid());
-        Ok(seq)
+        let id = self.conn.last_insert_rowid();
+        self.last_id.set(id);
+        Ok(id)
     }
 
     fn entries_since(

@@ -18,15 +18,30 @@ use crate::store::status::{
 use crate::store::{StoreError, StoreResult};
 
 /// The SQL of each version, in the order of [`VERSIONS`].
-pub fn migrations() -> [String; 5] {
+pub fn migrations() -> [String; 6] {
     [
         baseline(),
         FEED.to_string(),
         FEED_WITHOUT_TRIGGER.to_string(),
         FEED_BY_ID.to_string(),
         clock_kind(),
+        HOT_INDEXES.to_string(),
     ]
 }
+
+/// Version 0006: indexes for the write path's hot reads (issue "Speed"): the queue
+/// in id order (a claim takes the oldest queued task), the claimed tasks by the end
+/// of their leases and the pending timers by their due time (the clock's tick), all
+/// partial, so that they hold only the rows those reads look for; and idempotency
+/// keys indexed only where a key was given.
+const HOT_INDEXES: &str = "
+CREATE INDEX tasks_queued ON tasks (id) WHERE status = 'queued';
+CREATE INDEX tasks_leases ON tasks (lease_until) WHERE status = 'claimed';
+DROP INDEX timers_due;
+CREATE INDEX timers_due ON timers (due_at) WHERE status = 'pending';
+DROP INDEX ledger_key;
+CREATE UNIQUE INDEX ledger_key ON ledger (token, key) WHERE key IS NOT NULL;
+";
 
 /// Version 0005: `control_plane.clock`, the kind of clock that served the
 /// database (`store::status::ClockKind`), so that `serve --dev-clock` is refused

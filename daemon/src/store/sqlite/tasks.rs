@@ -76,6 +76,11 @@ impl Tasks for SqliteTx<'_> {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
+    fn lock_queued(&self, states: &[(Option<String>, String)]) -> StoreResult<Option<i64>> {
+        // The one writer holds every family: the oldest candidate is free.
+        Ok(self.queued_tasks(states, 1)?.first().copied())
+    }
+
     fn queued_tasks(
         &self,
         states: &[(Option<String>, String)],

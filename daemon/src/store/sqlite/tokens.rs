@@ -32,6 +32,10 @@ impl Tokens for SqliteTx<'_> {
         true
     }
 
+    fn lock_top(&self, top: &str, _wait: bool) -> StoreResult<Option<Option<TokenRow>>> {
+        Ok(Some(self.token(top)?))
+    }
+
     fn token(&self, id: &str) -> StoreResult<Option<TokenRow>> {
         let sql = format!("SELECT {COLUMNS} FROM tokens WHERE token = ?1");
         let mut statement = self.conn.prepare_cached(&sql)?;

@@ -23,6 +23,8 @@ use tokio::sync::oneshot;
 
 use super::SqliteTx;
 use crate::clock::Clock;
+use crate::store::cache::{Cache, Overlay};
+use crate::store::cached::CachedTx;
 use crate::store::feed::FeedMark;
 use crate::store::{StoreError, StoreResult, Tx};
 
@@ -40,7 +42,7 @@ type Deliver = Box<dyn FnOnce(StoreResult<()>) + Send>;
 /// A request: it runs inside its savepoint and says whether to keep its changes,
 /// or it is refused without running when the transaction cannot begin.
 trait Request: Send {
-    fn run(self: Box<Self>, tx: &SqliteTx<'_>) -> (bool, Deliver);
+    fn run(self: Box<Self>, tx: &dyn Tx) -> (bool, Deliver);
     fn refuse(self: Box<Self>, error: StoreError);
 }
 
@@ -54,7 +56,7 @@ where
     R: Send + 'static,
     F: FnOnce(&dyn Tx) -> (bool, R) + Send + 'static,
 {
-    fn run(self: Box<Self>, tx: &SqliteTx<'_>) -> (bool, Deliver) {
+    fn run(self: Box<Self>, tx: &dyn Tx) -> (bool, Deliver) {
         let Pending { work, answer } = *self;
         let (keep, result) = work(tx);
         let deliver: Deliver = Box::new(move |committed| {
@@ -83,6 +85,8 @@ struct Shared {
     lost: AtomicBool,
     mark: FeedMark,
     busy_timeout: Duration,
+    /// What the write path knows of each token it changed (`store/cache.rs`).
+    cache: Cache,
 }
 
 /// A cheap, cloneable handle to the writer thread.
@@ -108,6 +112,7 @@ impl Writer {
             lost: AtomicBool::new(false),
             mark,
             busy_timeout,
+            cache: Cache::default(),
         });
         let inside = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
@@ -215,8 +220,9 @@ fn refuse_all(batch: Vec<Job>, error: &StoreError) {
 fn commit_batch(conn: &Connection, clock: &Clock, batch: Vec<Job>, shared: &Shared) {
     let mut delivers = Vec::with_capacity(batch.len());
     let mut last_id = 0;
+    let overlay = Overlay::new(&shared.cache);
     for job in batch {
-        if let Some(deliver) = one_request(conn, clock, job.request, &mut last_id) {
+        if let Some(deliver) = one_request(conn, clock, job.request, &overlay, &mut last_id) {
             delivers.push(deliver);
         }
     }
@@ -225,6 +231,7 @@ fn commit_batch(conn: &Connection, clock: &Clock, batch: Vec<Job>, shared: &Shar
     match &committed {
         Ok(()) => {
             shared.commits.fetch_add(1, Ordering::Relaxed);
+            overlay.publish();
             if last_id > 0 {
                 shared.mark.committed(last_id);
             }
@@ -256,22 +263,27 @@ fn fenced(conn: &Connection, shared: &Shared) -> StoreResult<()> {
     Ok(())
 }
 
-/// Run one request in its savepoint, raising `last_id` to the ledger ids it keeps;
-/// `None` when it panicked (its answer is dropped).
+/// Run one request in its savepoint, raising `last_id` to the ledger ids it keeps
+/// and keeping the facts it changed in the batch's overlay; `None` when it
+/// panicked (its answer is dropped).
 fn one_request(
     conn: &Connection,
     clock: &Clock,
     request: Box<dyn Request>,
+    overlay: &Overlay<'_>,
     last_id: &mut i64,
 ) -> Option<Deliver> {
     if let Err(error) = control(conn, "SAVEPOINT request") {
         tracing::error!("cannot open a savepoint: {error}");
     }
     let tx = SqliteTx::new(conn, clock.now());
-    let ran = catch_unwind(AssertUnwindSafe(|| request.run(&tx)));
+    let cached = CachedTx::new(&tx, overlay, None);
+    let ran = catch_unwind(AssertUnwindSafe(|| request.run(&cached)));
     let keep = matches!(ran, Ok((true, _)));
+    let finished = cached.finish();
     if keep {
         *last_id = (*last_id).max(tx.last_id());
+        overlay.keep(finished);
     } else {
         let _ = control(conn, "ROLLBACK TO request");
     }

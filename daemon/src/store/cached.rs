@@ -1,0 +1,738 @@
+//! `CachedTx`: a write transaction that answers the engine's reads of a token from
+//! the facts the write path already knows (`store/cache.rs`) and writes through to
+//! the backend's transaction, keeping those facts as the transaction changes them.
+//! Reads it cannot answer go to the backend, and what they find is kept too.
+//!
+//! The rule that keeps the facts true: a transaction may keep (and publish) the
+//! facts of a token only while it holds the token's family. SQLite's one writer
+//! holds every family; on Postgres, `lock_family` takes the family in this process
+//! (`store/family.rs`) before the database's row lock, and drops the facts it read
+//! before, so that what it keeps was read under the lock.
+
+use std::cell::{Cell, RefCell};
+use std::collections::{HashMap, HashSet};
+use std::time::Duration;
+
+use serde_json::Value;
+use stateous_shared::wire::Object;
+
+use super::cache::{Facts, Layer};
+use super::family::FamilyLocks;
+use super::{
+    ClaimRow, Claims, ClockKind, ControlPlane, ControlPlaneRow, Counts, Cursor, Ledger, LedgerRow,
+    Memory, StoreError, StoreResult, TaskRow, TaskStatus, Tasks, TimerKind, TimerRow, TimerStatus,
+    Timers, TokenCount, TokenRow, TokenScan, TokenStatus, Tokens, Tx,
+};
+
+/// Facts this transaction read or changed.
+#[derive(Debug, Clone, Default)]
+struct Staged {
+    facts: Facts,
+    /// Changed by this transaction (not only read).
+    dirty: bool,
+}
+
+/// What a finished transaction leaves for the cache.
+#[derive(Debug, Default)]
+pub struct Finished {
+    /// The facts to publish once (and only if) the transaction commits.
+    pub changed: HashMap<String, Facts>,
+    /// Tokens whose cached facts may be wrong now: forget them on commit.
+    pub forget: Vec<String>,
+    /// Forget every cached fact on commit (a change no entry can follow).
+    pub clear: bool,
+    /// The families taken in this process, to give back after the commit.
+    pub tops: HashSet<String>,
+}
+
+/// A write transaction over `inner` with the write path's facts.
+pub struct CachedTx<'a> {
+    inner: &'a dyn Tx,
+    base: &'a dyn Layer,
+    /// Postgres: the families of this process, and how long to wait for one.
+    locks: Option<(&'a FamilyLocks, Duration)>,
+    staged: RefCell<HashMap<String, Staged>>,
+    tops: RefCell<HashSet<String>>,
+    clear: Cell<bool>,
+}
+
+impl<'a> CachedTx<'a> {
+    /// A transaction over `inner` whose facts start from `base`; `locks` where
+    /// transactions run side by side (Postgres).
+    pub fn new(
+        inner: &'a dyn Tx,
+        base: &'a dyn Layer,
+        locks: Option<(&'a FamilyLocks, Duration)>,
+    ) -> CachedTx<'a> {
+        CachedTx {
+            inner,
+            base,
+            locks,
+            staged: RefCell::new(HashMap::new()),
+            tops: RefCell::new(HashSet::new()),
+            clear: Cell::new(false),
+        }
+    }
+
+    /// What the cache should learn if the transaction commits; the families to
+    /// give back in any case.
+    pub fn finish(self) -> Finished {
+        let staged = self.staged.into_inner();
+        let tops = self.tops.into_inner();
+        let mut finished = Finished {
+            clear: self.clear.get(),
+            ..Finished::default()
+        };
+        for (token, entry) in &staged {
+            let held = self.locks.is_none()
+                || top_among(token, &staged, self.base).is_some_and(|top| tops.contains(&top));
+            if held {
+                finished.changed.insert(token.clone(), entry.facts.clone());
+            } else if entry.dirty {
+                // Changed without its family held: never trust a cached copy.
+                finished.forget.push(token.clone());
+            }
+        }
+        finished.tops = tops;
+        finished
+    }
+
+    /// Run `work` on the staged facts of `token` (taken from the base first).
+    fn with<R>(&self, token: &str, work: impl FnOnce(&mut Staged) -> R) -> R {
+        let mut staged = self.staged.borrow_mut();
+        let entry = staged.entry(token.to_string()).or_insert_with(|| Staged {
+            facts: self.base.facts(token).unwrap_or_default(),
+            dirty: false,
+        });
+        work(entry)
+    }
+
+    /// Change the facts of `token`.
+    fn change(&self, token: &str, work: impl FnOnce(&mut Facts)) {
+        self.with(token, |entry| {
+            work(&mut entry.facts);
+            entry.dirty = true;
+        });
+    }
+
+    /// A fact of `token`: the staged one, or read from the backend and kept.
+    fn known<T: Clone>(
+        &self,
+        token: &str,
+        get: impl FnOnce(&Facts) -> Option<T>,
+        set: impl FnOnce(&mut Facts, T),
+        read: impl FnOnce() -> StoreResult<T>,
+    ) -> StoreResult<T> {
+        if let Some(found) = self.with(token, |entry| get(&entry.facts)) {
+            return Ok(found);
+        }
+        let found = read()?;
+        self.with(token, |entry| set(&mut entry.facts, found.clone()));
+        Ok(found)
+    }
+
+    /// The token an open task belongs to, if any facts here or below know it.
+    fn task_token(&self, id: i64) -> Option<String> {
+        let staged = self.staged.borrow();
+        let here = staged
+            .iter()
+            .find_map(|(token, entry)| has_task(&entry.facts, id).then(|| token.clone()));
+        here.or_else(|| self.base.task_token(id))
+    }
+
+    /// Change a task's row among its token's open tasks (where known).
+    fn task_changed(&self, row: &TaskRow) {
+        self.change(&row.token, |facts| {
+            if let Some(open) = facts.open.as_mut() {
+                open.retain(|task| task.id != row.id);
+                if row.status.open() {
+                    open.push(row.clone());
+                    open.sort_by_key(|task| task.id);
+                }
+            }
+        });
+    }
+
+    /// Set the lease of the open task `id`, wherever its facts are known.
+    fn lease_changed(&self, id: i64, until: Option<i64>) {
+        if let Some(token) = self.task_token(id) {
+            self.change(&token, |facts| {
+                for task in facts.open.iter_mut().flatten() {
+                    if task.id == id {
+                        task.lease_until = until;
+                    }
+                }
+            });
+        }
+    }
+
+    /// Postgres: take the family of `token` in this process, then in the database.
+    fn take_family(
+        &self,
+        locks: &FamilyLocks,
+        wait: Duration,
+        token: &str,
+        block: bool,
+    ) -> StoreResult<bool> {
+        let top = self.top_of(token)?;
+        if self.tops.borrow().contains(&top) {
+            return Ok(true);
+        }
+        if !locks.take(&top, block.then_some(wait)) {
+            return if block {
+                Err(StoreError::Busy)
+            } else {
+                Ok(false)
+            };
+        }
+        let row = match self.inner.lock_top(&top, block) {
+            Ok(Some(row)) => row,
+            Ok(None) => {
+                locks.give_back([&top]);
+                return Ok(false);
+            }
+            Err(error) => {
+                locks.give_back([&top]);
+                return Err(error);
+            }
+        };
+        self.held(top.clone());
+        // The row was read under the lock: what it says is so.
+        self.with(&top, |entry| match row {
+            Some(row) => entry.facts.row = Some(Some(row)),
+            None => entry.facts = Facts::fresh(),
+        });
+        Ok(true)
+    }
+
+    /// A family is now held: facts read before may be old, and go.
+    fn held(&self, top: String) {
+        self.staged.borrow_mut().retain(|_, entry| entry.dirty);
+        self.tops.borrow_mut().insert(top);
+    }
+
+    /// The top token of `token`'s family (a parent never changes, so the walk may
+    /// read what it finds without the family's lock).
+    fn top_of(&self, token: &str) -> StoreResult<String> {
+        let mut current = token.to_string();
+        for _ in 0..64 {
+            match self.token(&current)?.and_then(|row| row.parent) {
+                Some(parent) => current = parent,
+                None => return Ok(current),
+            }
+        }
+        Ok(current)
+    }
+}
+
+fn has_task(facts: &Facts, id: i64) -> bool {
+    facts.open.iter().flatten().any(|task| task.id == id)
+}
+
+/// The top token of `token` as the staged rows (then the base's) know it; `None`
+/// when a row on the way is not known.
+fn top_among(token: &str, staged: &HashMap<String, Staged>, base: &dyn Layer) -> Option<String> {
+    let mut current = token.to_string();
+    for _ in 0..64 {
+        let row = match staged.get(&current) {
+            Some(entry) => entry.facts.row.clone(),
+            None => base.facts(&current).and_then(|facts| facts.row),
+        };
+        match row? {
+            Some(TokenRow {
+                parent: Some(parent),
+                ..
+            }) => current = parent,
+            // A token not made (yet): its own top.
+            _ => return Some(current),
+        }
+    }
+    None
+}
+
+impl Tx for CachedTx<'_> {
+    fn now(&self) -> i64 {
+        self.inner.now()
+    }
+}
+
+impl Tokens for CachedTx<'_> {
+    fn lock_family(&self, token: &str, wait: bool) -> StoreResult<bool> {
+        match self.locks {
+            Some((locks, patience)) => self.take_family(locks, patience, token, wait),
+            None => self.inner.lock_family(token, wait),
+        }
+    }
+
+    fn lock_top(&self, top: &str, wait: bool) -> StoreResult<Option<Option<TokenRow>>> {
+        if !self.lock_family(top, wait)? {
+            return Ok(None);
+        }
+        Ok(Some(self.token(top)?))
+    }
+
+    fn serial(&self) -> bool {
+        self.inner.serial()
+    }
+
+    fn token(&self, id: &str) -> StoreResult<Option<TokenRow>> {
+        // With one writer every read is under the lock: a token not there has
+        // nothing in any table yet.
+        let serial = self.locks.is_none();
+        self.known(
+            id,
+            |facts| facts.row.clone(),
+            |facts, row| match row {
+                None if serial => *facts = Facts::fresh(),
+                row => facts.row = Some(row),
+            },
+            || self.inner.token(id),
+        )
+    }
+
+    fn token_folded(&self, id: &str) -> StoreResult<Option<String>> {
+        self.inner.token_folded(id)
+    }
+
+    fn insert_token(&self, row: &TokenRow) -> StoreResult<()> {
+        self.inner.insert_token(row)?;
+        self.change(&row.token, |facts| facts.row = Some(Some(row.clone())));
+        Ok(())
+    }
+
+    fn update_token(&self, row: &TokenRow) -> StoreResult<()> {
+        self.inner.update_token(row)?;
+        self.change(&row.token, |facts| facts.row = Some(Some(row.clone())));
+        Ok(())
+    }
+
+    fn find_tokens(
+        &self,
+        status: Option<TokenStatus>,
+        parent: Option<&str>,
+        limit: i64,
+    ) -> StoreResult<Vec<TokenRow>> {
+        self.inner.find_tokens(status, parent, limit)
+    }
+
+    fn count_live(&self) -> StoreResult<i64> {
+        self.inner.count_live()
+    }
+
+    // The backend's rows are current (every write goes through to it), so
+    // listings read it.
+    fn scan_tokens(
+        &self,
+        scan: &TokenScan,
+        after: Option<&Cursor>,
+        offset: i64,
+        limit: i64,
+    ) -> StoreResult<Vec<TokenRow>> {
+        self.inner.scan_tokens(scan, after, offset, limit)
+    }
+
+    fn count_tokens(&self, scan: &TokenScan) -> StoreResult<i64> {
+        self.inner.count_tokens(scan)
+    }
+}
+
+impl Ledger for CachedTx<'_> {
+    fn append(
+        &self,
+        token: &str,
+        kind: &str,
+        key: Option<&str>,
+        data: &Object,
+    ) -> StoreResult<i64> {
+        let seq = self.last_seq(token)? + 1;
+        let id = self.inner.insert_entry(token, seq, kind, key, data)?;
+        let text = |name: &str| data.get(name).and_then(Value::as_str).map(str::to_string);
+        let entry = LedgerRow {
+            id,
+            token: token.to_string(),
+            seq,
+            at: self.now(),
+            kind: kind.to_string(),
+            key: key.map(str::to_string),
+            data: data.clone(),
+        };
+        self.change(token, |facts| {
+            facts.seq = Some(seq);
+            match kind {
+                "event_accepted" => {
+                    if let Some(counts) = facts.counts.as_mut() {
+                        *counts.entry(text("event").unwrap_or_default()).or_insert(0) += 1;
+                    }
+                    facts.accepted = Some(Some(entry));
+                }
+                "entered" => {
+                    if let Some(state) = text("state") {
+                        match facts.visits.get_mut(&state) {
+                            Some(visits) => *visits += 1,
+                            None if facts.all_visits => {
+                                facts.visits.insert(state, 1);
+                            }
+                            None => {}
+                        }
+                    }
+                }
+                _ => {}
+            }
+        });
+        Ok(seq)
+    }
+
+    fn last_seq(&self, token: &str) -> StoreResult<i64> {
+        self.known(
+            token,
+            |facts| facts.seq,
+            |facts, seq| facts.seq = Some(seq),
+            || self.inner.last_seq(token),
+        )
+    }
+
+    fn insert_entry(
+        &self,
+        token: &str,
+        seq: i64,
+        kind: &str,
+        key: Option<&str>,
+        data: &Object,
+    ) -> StoreResult<i64> {
+        // Only `append` keeps the facts; an entry written past it makes them unknown.
+        self.change(token, |facts| *facts = Facts::default());
+        self.inner.insert_entry(token, seq, kind, key, data)
+    }
+
+    fn entries_since(
+        &self,
+        after: i64,
+        upto: i64,
+        token: Option<&str>,
+        limit: i64,
+    ) -> StoreResult<Vec<LedgerRow>> {
+        self.inner.entries_since(after, upto, token, limit)
+    }
+
+    fn last_entry_id(&self) -> StoreResult<i64> {
+        self.inner.last_entry_id()
+    }
+
+    fn entries(&self, token: &str) -> StoreResult<Vec<LedgerRow>> {
+        self.inner.entries(token)
+    }
+
+    fn has_key(&self, token: &str, key: &str) -> StoreResult<bool> {
+        self.inner.has_key(token, key)
+    }
+
+    fn counts(&self, token: &str) -> StoreResult<HashMap<String, i64>> {
+        self.known(
+            token,
+            |facts| facts.counts.clone(),
+            |facts, counts| facts.counts = Some(counts),
+            || self.inner.counts(token),
+        )
+    }
+
+    fn visits(&self, token: &str, state: &str) -> StoreResult<i64> {
+        self.known(
+            token,
+            |facts| match facts.visits.get(state) {
+                Some(visits) => Some(*visits),
+                None => facts.all_visits.then_some(0),
+            },
+            |facts, visits| {
+                facts.visits.insert(state.to_string(), visits);
+            },
+            || self.inner.visits(token, state),
+        )
+    }
+
+    fn last_accepted(&self, token: &str) -> StoreResult<Option<LedgerRow>> {
+        self.known(
+            token,
+            |facts| facts.accepted.clone(),
+            |facts, accepted| facts.accepted = Some(accepted),
+            || self.inner.last_accepted(token),
+        )
+    }
+}
+
+impl Tasks for CachedTx<'_> {
+    fn queue_task(&self, token: &str, state: &str, visit: i64) -> StoreResult<i64> {
+        let id = self.inner.queue_task(token, state, visit)?;
+        self.task_changed(&TaskRow {
+            id,
+            token: token.to_string(),
+            state: state.to_string(),
+            visit,
+            status: TaskStatus::Queued,
+            attempt: 0,
+            claimed_by: None,
+            lease_until: None,
+            queued_at: self.now(),
+        });
+        Ok(id)
+    }
+
+    fn task(&self, id: i64) -> StoreResult<Option<TaskRow>> {
+        if let Some(token) = self.task_token(id) {
+            let found = self.with(&token, |entry| {
+                entry
+                    .facts
+                    .open
+                    .iter()
+                    .flatten()
+                    .find(|task| task.id == id)
+                    .cloned()
+            });
+            if found.is_some() {
+                return Ok(found);
+            }
+        }
+        self.inner.task(id)
+    }
+
+    fn update_task(&self, row: &TaskRow) -> StoreResult<()> {
+        self.inner.update_task(row)?;
+        self.task_changed(row);
+        Ok(())
+    }
+
+    fn open_tasks(&self, token: &str) -> StoreResult<Vec<TaskRow>> {
+        self.known(
+            token,
+            |facts| facts.open.clone(),
+            |facts, open| facts.open = Some(open),
+            || self.inner.open_tasks(token),
+        )
+    }
+
+    fn tasks_of(&self, token: &str) -> StoreResult<Vec<TaskRow>> {
+        self.inner.tasks_of(token)
+    }
+
+    fn lock_queued(&self, states: &[(Option<String>, String)]) -> StoreResult<Option<i64>> {
+        let Some(id) = self.inner.lock_queued(states)? else {
+            return Ok(None);
+        };
+        let Some((locks, _)) = self.locks else {
+            return Ok(Some(id));
+        };
+        // Locked in the database; in this process, only if no one holds it (a
+        // transaction that holds it waits for the database's lock we now hold).
+        let Some(task) = self.task(id)? else {
+            return Ok(None);
+        };
+        if self.tops.borrow().contains(&task.token) {
+            return Ok(Some(id));
+        }
+        if !locks.take(&task.token, None) {
+            return Ok(None);
+        }
+        self.held(task.token);
+        Ok(Some(id))
+    }
+
+    fn queued_tasks(
+        &self,
+        states: &[(Option<String>, String)],
+        limit: i64,
+    ) -> StoreResult<Vec<i64>> {
+        self.inner.queued_tasks(states, limit)
+    }
+
+    fn renew_leases(&self, supervisor: &str, ids: &[i64], until: i64) -> StoreResult<Vec<i64>> {
+        let renewed = self.inner.renew_leases(supervisor, ids, until)?;
+        for id in &renewed {
+            self.lease_changed(*id, Some(until));
+        }
+        Ok(renewed)
+    }
+
+    fn end_lease(&self, id: i64) -> StoreResult<bool> {
+        let ended = self.inner.end_lease(id)?;
+        if ended {
+            self.lease_changed(id, None);
+        }
+        Ok(ended)
+    }
+
+    fn expired_leases(&self) -> StoreResult<Vec<i64>> {
+        self.inner.expired_leases()
+    }
+
+    fn extend_all_leases(&self, until: i64) -> StoreResult<usize> {
+        self.clear.set(true);
+        self.staged.borrow_mut().clear();
+        self.inner.extend_all_leases(until)
+    }
+
+    fn next_lease_end_after(&self, after: i64) -> StoreResult<Option<i64>> {
+        self.inner.next_lease_end_after(after)
+    }
+}
+
+impl Timers for CachedTx<'_> {
+    fn add_timer(
+        &self,
+        token: &str,
+        state: &str,
+        visit: i64,
+        event: &str,
+        payload: Option<&Object>,
+        due_at: i64,
+        kind: TimerKind,
+    ) -> StoreResult<TimerRow> {
+        let timer = self
+            .inner
+            .add_timer(token, state, visit, event, payload, due_at, kind)?;
+        self.change(token, |facts| {
+            if let Some(timers) = facts.timers.as_mut() {
+                timers.push(timer.clone());
+            }
+        });
+        Ok(timer)
+    }
+
+    fn timer(&self, id: i64) -> StoreResult<Option<TimerRow>> {
+        self.inner.timer(id)
+    }
+
+    fn pending_timers(&self, token: &str) -> StoreResult<Vec<TimerRow>> {
+        self.known(
+            token,
+            |facts| facts.timers.clone(),
+            |facts, timers| facts.timers = Some(timers),
+            || self.inner.pending_timers(token),
+        )
+    }
+
+    fn update_timer(&self, row: &TimerRow) -> StoreResult<()> {
+        self.inner.update_timer(row)?;
+        self.change(&row.token, |facts| {
+            if let Some(timers) = facts.timers.as_mut() {
+                timers.retain(|timer| timer.id != row.id);
+                if row.status == TimerStatus::Pending {
+                    timers.push(row.clone());
+                    timers.sort_by_key(|timer| timer.id);
+                }
+            }
+        });
+        Ok(())
+    }
+
+    fn due_timers(&self) -> StoreResult<Vec<i64>> {
+        self.inner.due_timers()
+    }
+
+    fn next_due_after(&self, after: i64) -> StoreResult<Option<i64>> {
+        self.inner.next_due_after(after)
+    }
+}
+
+impl Memory for CachedTx<'_> {
+    fn memory(&self, token: &str, state: &str) -> StoreResult<Object> {
+        self.known(
+            token,
+            |facts| match facts.memory.get(state) {
+                Some(memory) => Some(memory.clone()),
+                None => facts.all_memory.then(Object::new),
+            },
+            |facts, memory| {
+                facts.memory.insert(state.to_string(), memory);
+            },
+            || self.inner.memory(token, state),
+        )
+    }
+
+    fn set_memory(&self, token: &str, state: &str, key: &str, value: &Value) -> StoreResult<()> {
+        let memory = self.memory(token, state)?;
+        self.inner.set_memory(token, state, key, value)?;
+        self.change(token, |facts| {
+            let mut memory = memory;
+            memory.insert(key.to_string(), value.clone());
+            facts.memory.insert(state.to_string(), memory);
+        });
+        Ok(())
+    }
+
+    fn forget(&self, token: &str, state: &str, key: &str) -> StoreResult<bool> {
+        let memory = self.memory(token, state)?;
+        let forgot = self.inner.forget(token, state, key)?;
+        self.change(token, |facts| {
+            let mut memory = memory;
+            memory.remove(key);
+            facts.memory.insert(state.to_string(), memory);
+        });
+        Ok(forgot)
+    }
+
+    fn delete_memory(&self, token: &str) -> StoreResult<()> {
+        self.inner.delete_memory(token)?;
+        self.change(token, |facts| {
+            facts.memory.clear();
+            facts.all_memory = true;
+        });
+        Ok(())
+    }
+}
+
+impl Claims for CachedTx<'_> {
+    fn last_claim(&self, supervisor: &str) -> StoreResult<Option<ClaimRow>> {
+        self.inner.last_claim(supervisor)
+    }
+
+    fn remember_claim(&self, row: &ClaimRow) -> StoreResult<()> {
+        self.inner.remember_claim(row)
+    }
+}
+
+impl ControlPlane for CachedTx<'_> {
+    fn control_plane(&self) -> StoreResult<ControlPlaneRow> {
+        self.inner.control_plane()
+    }
+
+    fn record_graph(&self, structure: &str, checksum: &str) -> StoreResult<()> {
+        self.inner.record_graph(structure, checksum)
+    }
+
+    fn set_serving(&self, serving: Option<&str>, since: Option<i64>) -> StoreResult<()> {
+        self.inner.set_serving(serving, since)
+    }
+
+    fn next_epoch(&self) -> StoreResult<i64> {
+        self.inner.next_epoch()
+    }
+
+    fn served_clock(&self) -> StoreResult<Option<ClockKind>> {
+        self.inner.served_clock()
+    }
+
+    fn record_clock(&self, clock: ClockKind) -> StoreResult<()> {
+        self.inner.record_clock(clock)
+    }
+}
+
+impl Counts for CachedTx<'_> {
+    fn token_counts(&self) -> StoreResult<Vec<TokenCount>> {
+        self.inner.token_counts()
+    }
+
+    fn task_counts(&self) -> StoreResult<Vec<(String, TaskStatus, i64)>> {
+        self.inner.task_counts()
+    }
+
+    fn timer_counts(&self) -> StoreResult<Vec<(TimerStatus, i64)>> {
+        self.inner.timer_counts()
+    }
+
+    fn running_by_supervisor(&self) -> StoreResult<Vec<(String, i64)>> {
+        self.inner.running_by_supervisor()
+    }
+
+    fn entry_kinds(&self, after: i64, upto: i64) -> StoreResult<Vec<(String, i64)>> {
+        self.inner.entry_kinds(after, upto)
+    }
+}

@@ -1,0 +1,84 @@
+//! The token families this process's Postgres transactions hold (issue "Speed").
+//!
+//! The database's row lock on a family's top token orders transactions in the
+//! database; this lock, held from before the database's and until after the
+//! transaction's facts are published to the cache (`store/cache.rs`), orders them
+//! in this process, so that no transaction reads a family's cached facts while
+//! another has committed changes it has not published yet. A transaction that
+//! waits takes this lock first, then the database's; one that must not wait (a
+//! claim, the clock) only tries it.
+
+use std::collections::HashSet;
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// The families held in this process, by top token id.
+#[derive(Debug, Default)]
+pub struct FamilyLocks {
+    held: Mutex<HashSet<String>>,
+    freed: Condvar,
+}
+
+impl FamilyLocks {
+    fn held(&self) -> MutexGuard<'_, HashSet<String>> {
+        match self.held.lock() {
+            Ok(held) => held,
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+
+    /// Take the family of `top`: waiting up to `wait` for another transaction to
+    /// give it back, or with `None` only if it is free now. True when taken.
+    pub fn take(&self, top: &str, wait: Option<Duration>) -> bool {
+        let mut held = self.held();
+        let deadline = wait.map(|wait| Instant::now() + wait);
+        while held.contains(top) {
+            let Some(deadline) = deadline else {
+                return false;
+            };
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            held = match self.freed.wait_timeout(held, left) {
+                Ok((held, _)) => held,
+                Err(poisoned) => poisoned.into_inner().0,
+            };
+        }
+        held.insert(top.to_string());
+        true
+    }
+
+    /// Give these families back.
+    pub fn give_back<'a>(&self, tops: impl IntoIterator<Item = &'a String>) {
+        let mut held = self.held();
+        for top in tops {
+            held.remove(top);
+        }
+        drop(held);
+        self.freed.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+
+    #[test]
+    fn a_held_family_is_refused_to_a_try_and_waited_for_by_a_wait() {
+        let locks = Arc::new(FamilyLocks::default());
+        assert!(locks.take("T-1", None));
+        assert!(!locks.take("T-1", None));
+        assert!(!locks.take("T-1", Some(Duration::from_millis(20))));
+        assert!(locks.take("T-2", None));
+        let waiter = {
+            let locks = Arc::clone(&locks);
+            std::thread::spawn(move || locks.take("T-1", Some(Duration::from_secs(5))))
+        };
+        std::thread::sleep(Duration::from_millis(50));
+        locks.give_back(&["T-1".to_string()]);
+        assert!(waiter.join().unwrap());
+    }
+}
