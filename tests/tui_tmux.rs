@@ -301,3 +301,37 @@ fn marked_rows_are_cancelled_through_the_preview_and_the_filter_language_filters
     });
     tmux.keys("q");
 }
+
+#[test]
+fn a_bulk_cancel_at_a_terminal_goes_ahead_only_once_the_count_is_typed() {
+    if !have_tmux() {
+        return;
+    }
+    let daemon = Daemon::orders();
+    for id in ["ORD-1", "ORD-2", "ORD-3"] {
+        let body = json!({"token": id, "context": {"title": "pen"}});
+        daemon.post("/tokens", &body).expect(201);
+    }
+    let command = format!(
+        "{} token cancel --where \"state == 'draft'\" --reason 'at a terminal' --url {}; sleep 30",
+        binary(),
+        daemon.url
+    );
+    let tmux = Tmux::start("typed", &command);
+    tmux.wait_for("the question", |s| {
+        s.contains("3 tokens match state == 'draft'; cancel would do:")
+            && s.contains("Type 3 to cancel them, anything else to stop:")
+    });
+    assert_eq!(daemon.get("/tokens/ORD-1").expect(200)["status"], "active");
+    tmux.keys("3");
+    tmux.keys("Enter");
+    tmux.wait_for("the summary", |s| {
+        s.contains("cancelled 3 tokens; 0 refused, 0 duplicate, 0 skipped")
+    });
+    for id in ["ORD-1", "ORD-2", "ORD-3"] {
+        assert_eq!(
+            daemon.get(&format!("/tokens/{id}")).expect(200)["status"],
+            "cancelled"
+        );
+    }
+}
