@@ -86,7 +86,8 @@ enum Command {
     /// {"ok": true, "value": ...} or {"ok": false, "error": "..."}.
     #[command(subcommand)]
     Ctx(ctx_args::CtxCommand),
-    /// Act on tokens: start, fire, show, pause, resume, cancel.
+    /// Act on tokens: start, fire, show, pause, resume, cancel; list, why, retry;
+    /// and, with --where, act on every token a filter matches.
     #[command(subcommand_required = true, arg_required_else_help = true)]
     Token(token_args::TokenArgs),
     /// Move the time of a daemon started with `serve --dev-clock`: `advance 10m`
@@ -237,7 +238,7 @@ fn main() -> ExitCode {
             })
         }
         Command::Token(args) => {
-            let command = token::TokenCommand::from(args);
+            let command = token::TokenCommand::try_from(args).unwrap_or_else(|e| exit_with(e));
             commands::execute(async move {
                 let mut out = std::io::stdout().lock();
                 token::run(&command, &mut out).await

@@ -3,6 +3,7 @@
 use clap::{Args, Subcommand};
 use stateous_shared::client::Steer;
 use stateous_shared::commands::token;
+use stateous_shared::operate::BulkAction;
 
 /// `stateous bench`: its options (SPEC section 5).
 #[derive(Args)]
@@ -86,6 +87,28 @@ pub struct TokenArgs {
     pub action: TokenCommand,
 }
 
+/// The flags that turn a steering command into a bulk action (issue 11).
+#[derive(Args, Default)]
+pub struct BulkFlags {
+    /// Act on every token this filter matches (the filter language: see `stateous
+    /// token list --help`), after a preview and a question. Without it, give an ID.
+    #[arg(long = "where", value_name = "EXPR")]
+    pub filter: Option<String>,
+    /// Why: written into each token's history. Needed with --where.
+    #[arg(long, value_name = "TEXT")]
+    pub reason: Option<String>,
+    /// With --where: go ahead without asking to type the count. Without a terminal
+    /// and without --yes, a bulk action is refused.
+    #[arg(long)]
+    pub yes: bool,
+    /// With --where: only show how many tokens match and what it would do to a few.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// With --where: print each token's outcome as a line of JSON, as it comes.
+    #[arg(long)]
+    pub jsonl: bool,
+}
+
 #[derive(Subcommand)]
 pub enum TokenCommand {
     /// Start a token. Starting one that exists shows it.
@@ -97,20 +120,25 @@ pub enum TokenCommand {
         #[arg(value_name = "CONTEXT_JSON")]
         context: Option<String>,
     },
-    /// Fire an event on a token.
+    /// Fire an event on a token; with --where, on every token the filter matches
+    /// (then the arguments are EVENT [PAYLOAD_JSON], and each token's idempotency
+    /// key is derived from --key, the event, the payload and its id, so the same
+    /// bulk fire applies once).
     Fire {
-        /// The token's id.
+        /// The token's id (with --where: the event).
         #[arg(value_name = "ID")]
         id: String,
-        /// The event's name.
+        /// The event's name (with --where: the payload).
         #[arg(value_name = "EVENT")]
-        event: String,
+        event: Option<String>,
         /// The event's payload: a JSON object.
         #[arg(value_name = "PAYLOAD_JSON")]
         payload: Option<String>,
         /// An idempotency key: the same key fires once.
         #[arg(long)]
         key: Option<String>,
+        #[command(flatten)]
+        bulk: BulkFlags,
     },
     /// Show a token, its children and its history; with no ID, list the tokens;
     /// with --graph, draw the workflow.
@@ -126,30 +154,132 @@ pub enum TokenCommand {
         #[arg(long)]
         follow: bool,
     },
-    /// Pause a token: its events are held, its tasks wait, its timers stand still.
-    Pause {
+    /// List the tokens a filter matches, the most recently moved first. A filter
+    /// is a guard over the token: token, state, status, visit, workflow, parent,
+    /// moved (seconds since its last move) and ctx['key'] (deeper: ctx['a']['b']),
+    /// with == != < <= > >= in, not in, and, or, not; e.g.
+    /// "state == 'review' and moved > 600 and ctx['customer'] == 'ACME'".
+    List {
+        /// Only the tokens this filter matches.
+        #[arg(long = "where", value_name = "EXPR")]
+        filter: Option<String>,
+        /// Only tokens with this status: active, paused, completed, failed, cancelled.
+        #[arg(long)]
+        status: Option<String>,
+        /// Only tokens in this state.
+        #[arg(long)]
+        state: Option<String>,
+        /// At most this many tokens: 1 to 1000 (default 100).
+        #[arg(long)]
+        limit: Option<u32>,
+        /// Skip this many matching tokens first.
+        #[arg(long)]
+        offset: Option<u64>,
+        /// One token per line, as JSON.
+        #[arg(long)]
+        jsonl: bool,
+    },
+    /// Say why a token is where it is: how long it has been there, its transitions
+    /// and their guards on its context, its timers, its task and lease, the
+    /// supervisors that serve its state, held events, the entry that failed it,
+    /// and a parallel state's children.
+    Why {
         /// The token's id.
         #[arg(value_name = "ID")]
         id: String,
+    },
+    /// Retry a failed token: it enters again the state where it failed (or
+    /// --state) as a new visit with fresh retries, keeping its context. A child of
+    /// a parallel state is retried through its top token, whose retry starts new
+    /// children.
+    Retry {
+        /// The token's id (leave it out with --where).
+        #[arg(value_name = "ID")]
+        id: Option<String>,
+        /// The state to enter instead.
+        #[arg(long)]
+        state: Option<String>,
+        #[command(flatten)]
+        bulk: BulkFlags,
+    },
+    /// Pause a token: its events are held, its tasks wait, its timers stand still.
+    Pause {
+        /// The token's id (leave it out with --where).
+        #[arg(value_name = "ID")]
+        id: Option<String>,
+        #[command(flatten)]
+        bulk: BulkFlags,
     },
     /// Resume a paused token: the held events apply in order.
     Resume {
-        /// The token's id.
+        /// The token's id (leave it out with --where).
         #[arg(value_name = "ID")]
-        id: String,
+        id: Option<String>,
+        #[command(flatten)]
+        bulk: BulkFlags,
     },
     /// Cancel a token for good.
     Cancel {
-        /// The token's id.
+        /// The token's id (leave it out with --where).
         #[arg(value_name = "ID")]
-        id: String,
+        id: Option<String>,
+        #[command(flatten)]
+        bulk: BulkFlags,
     },
 }
 
-impl From<TokenArgs> for token::TokenCommand {
-    fn from(args: TokenArgs) -> token::TokenCommand {
+/// The one token of a steering command, or its bulk options; one sentence when
+/// the command line gives both, neither, or bulk flags without --where.
+fn one_or_many(
+    action: BulkAction,
+    id: Option<String>,
+    flags: BulkFlags,
+) -> Result<Result<String, token::BulkOptions>, String> {
+    let verb = action.as_str();
+    match (id, flags.filter) {
+        (Some(_), Some(_)) => Err(format!("give a token ID or --where, not both, to {verb}")),
+        (None, None) => Err(format!(
+            "give the ID of the token to {verb}, or --where EXPR"
+        )),
+        (Some(id), None) => {
+            let retry_reason = action == BulkAction::Retry && flags.reason.is_some();
+            if (flags.reason.is_some() && !retry_reason)
+                || flags.yes
+                || flags.dry_run
+                || flags.jsonl
+            {
+                return Err(format!(
+                    "--reason, --yes, --dry-run and --jsonl go with --where, to {verb} many tokens"
+                ));
+            }
+            Ok(Ok(id))
+        }
+        (None, Some(filter)) => Ok(Err(token::BulkOptions {
+            action,
+            filter,
+            event: None,
+            payload: None,
+            key: None,
+            state: None,
+            reason: flags.reason,
+            yes: flags.yes,
+            dry_run: flags.dry_run,
+            jsonl: flags.jsonl,
+        })),
+    }
+}
+
+impl TryFrom<TokenArgs> for token::TokenCommand {
+    type Error = String;
+
+    fn try_from(args: TokenArgs) -> Result<token::TokenCommand, String> {
         use token::TokenAction as A;
-        let steer = |id, action| A::Steer { id, action };
+        let steer = |id: Option<String>, bulk: BulkFlags, action: Steer, what: BulkAction| {
+            Ok::<_, String>(match one_or_many(what, id, bulk)? {
+                Ok(id) => A::Steer { id, action },
+                Err(options) => A::Bulk(options),
+            })
+        };
         let action = match args.action {
             TokenCommand::Start { id, context } => A::Start { id, context },
             TokenCommand::Fire {
@@ -157,21 +287,63 @@ impl From<TokenArgs> for token::TokenCommand {
                 event,
                 payload,
                 key,
-            } => A::Fire {
-                id,
-                event,
-                payload,
-                key,
-            },
+                bulk,
+            } => {
+                let event_first = bulk.filter.is_some();
+                match one_or_many(BulkAction::Fire, (!event_first).then(|| id.clone()), bulk)? {
+                    Ok(id) => A::Fire {
+                        id,
+                        event: event.ok_or("give the EVENT to fire")?,
+                        payload,
+                        key,
+                    },
+                    Err(options) if payload.is_none() => A::Bulk(token::BulkOptions {
+                        event: Some(id),
+                        payload: event,
+                        key,
+                        ..options
+                    }),
+                    Err(_) => {
+                        return Err("with --where, fire takes EVENT [PAYLOAD_JSON]: no ID".into())
+                    }
+                }
+            }
             TokenCommand::Show { id, graph, follow } => A::Show { id, graph, follow },
-            TokenCommand::Pause { id } => steer(id, Steer::Pause),
-            TokenCommand::Resume { id } => steer(id, Steer::Resume),
-            TokenCommand::Cancel { id } => steer(id, Steer::Cancel),
+            TokenCommand::List {
+                filter,
+                status,
+                state,
+                limit,
+                offset,
+                jsonl,
+            } => A::List(token::ListOptions {
+                filter,
+                status,
+                state,
+                limit,
+                offset,
+                jsonl,
+            }),
+            TokenCommand::Why { id } => A::Why { id },
+            TokenCommand::Retry { id, state, bulk } => {
+                let reason = bulk.reason.clone();
+                match one_or_many(BulkAction::Retry, id, bulk)? {
+                    Ok(id) => A::Retry { id, state, reason },
+                    Err(options) => A::Bulk(token::BulkOptions { state, ..options }),
+                }
+            }
+            TokenCommand::Pause { id, bulk } => steer(id, bulk, Steer::Pause, BulkAction::Pause)?,
+            TokenCommand::Resume { id, bulk } => {
+                steer(id, bulk, Steer::Resume, BulkAction::Resume)?
+            }
+            TokenCommand::Cancel { id, bulk } => {
+                steer(id, bulk, Steer::Cancel, BulkAction::Cancel)?
+            }
         };
-        token::TokenCommand {
+        Ok(token::TokenCommand {
             url: args.url,
             json: args.json,
             action,
-        }
+        })
     }
 }

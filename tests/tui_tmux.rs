@@ -248,3 +248,90 @@ fn advancing_the_dev_clock_an_hour_fires_a_timeout_that_the_tui_shows_within_sec
     });
     tmux.keys("q");
 }
+
+#[test]
+fn marked_rows_are_cancelled_through_the_preview_and_the_filter_language_filters() {
+    if !have_tmux() {
+        return;
+    }
+    let daemon = Daemon::orders();
+    for id in ["ORD-1", "ORD-2", "ORD-3"] {
+        let body = json!({"token": id, "context": {"title": "pen"}});
+        daemon.post("/tokens", &body).expect(201);
+    }
+    let tmux = Tmux::start("bulk", &format!("{} tui --url {}", binary(), daemon.url));
+    tmux.wait_for("three tokens", |s| {
+        ["ORD-1", "ORD-2", "ORD-3"]
+            .iter()
+            .all(|id| row(s, id).is_some())
+    });
+    // The first two rows: the most recently moved first.
+    tmux.keys("Space");
+    tmux.keys("Space");
+    tmux.wait_for("two marks", |s| s.contains("2 marked"));
+    tmux.keys("c");
+    tmux.wait_for("the preview", |s| s.contains("cancel: 2 tokens (2 marked)"));
+    tmux.keys("tmux test");
+    tmux.keys("Tab");
+    tmux.keys("2");
+    tmux.keys("Enter");
+    let done = tmux.wait_for("the run's end", |s| {
+        s.contains("cancel done: 2 tokens, 2 applied, 0 refused")
+    });
+    eprintln!("the screen after the bulk cancel:\n{done}");
+    let cancelled: Vec<String> = ["ORD-1", "ORD-2", "ORD-3"]
+        .iter()
+        .filter(|id| daemon.get(&format!("/tokens/{id}")).expect(200)["status"] == "cancelled")
+        .map(|id| id.to_string())
+        .collect();
+    assert_eq!(cancelled, ["ORD-2", "ORD-3"]);
+    let history = daemon.get("/tokens/ORD-3/history").expect(200);
+    let operator = history
+        .as_array()
+        .and_then(|h| h.iter().find(|e| e["kind"] == "operator"))
+        .expect("the operator entry")
+        .clone();
+    assert_eq!(operator["data"]["reason"], "tmux test");
+    // The filter language, matched by the daemon, with its total in the title.
+    tmux.keys("/");
+    tmux.keys("status == 'active'");
+    tmux.keys("Enter");
+    tmux.wait_for("the filtered table", |s| {
+        s.contains("Tokens: 1 (status all, where status == 'active'") && row(s, "ORD-2").is_none()
+    });
+    tmux.keys("q");
+}
+
+#[test]
+fn a_bulk_cancel_at_a_terminal_goes_ahead_only_once_the_count_is_typed() {
+    if !have_tmux() {
+        return;
+    }
+    let daemon = Daemon::orders();
+    for id in ["ORD-1", "ORD-2", "ORD-3"] {
+        let body = json!({"token": id, "context": {"title": "pen"}});
+        daemon.post("/tokens", &body).expect(201);
+    }
+    let command = format!(
+        "{} token cancel --where \"state == 'draft'\" --reason 'at a terminal' --url {}; sleep 30",
+        binary(),
+        daemon.url
+    );
+    let tmux = Tmux::start("typed", &command);
+    tmux.wait_for("the question", |s| {
+        s.contains("3 tokens match state == 'draft'; cancel would do:")
+            && s.contains("Type 3 to cancel them, anything else to stop:")
+    });
+    assert_eq!(daemon.get("/tokens/ORD-1").expect(200)["status"], "active");
+    tmux.keys("3");
+    tmux.keys("Enter");
+    tmux.wait_for("the summary", |s| {
+        s.contains("cancelled 3 tokens; 0 refused, 0 duplicate, 0 skipped")
+    });
+    for id in ["ORD-1", "ORD-2", "ORD-3"] {
+        assert_eq!(
+            daemon.get(&format!("/tokens/{id}")).expect(200)["status"],
+            "cancelled"
+        );
+    }
+}

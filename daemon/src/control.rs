@@ -33,6 +33,9 @@ use crate::store::feed::FeedMark;
 use crate::store::postgres::PgOptions;
 use crate::store::{LedgerRow, Store, StoreError, TokenStatus, Tx, LOST};
 
+#[path = "control_operate.rs"]
+pub mod operate;
+
 /// How the control plane runs; every timing is configurable (SPEC section 2).
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -335,6 +338,19 @@ impl Control {
         limit: i64,
     ) -> Result<Vec<TokenView>, Refusal> {
         self.read(move |tx| engine::read::tokens(tx, status, parent.as_deref(), limit))
+            .await
+    }
+
+    /// `GET /tokens` with the filter language (issue 11): a page of the tokens the
+    /// selection matches, the most recently moved first, and how many match.
+    pub async fn list(
+        &self,
+        selection: engine::select::Selection,
+        limit: i64,
+        offset: i64,
+    ) -> Result<engine::select::Listing, Refusal> {
+        let rules = Arc::clone(&self.inner.rules);
+        self.read(move |tx| engine::select::list(&rules, tx, &selection, limit, offset))
             .await
     }
 

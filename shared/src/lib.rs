@@ -12,6 +12,7 @@ pub mod graph;
 pub mod guards;
 pub mod history;
 pub mod live;
+pub mod operate;
 pub mod pyrepr;
 pub mod refusal;
 pub mod time;

@@ -4,11 +4,53 @@
 use serde::de::DeserializeOwned;
 use stateous_shared::client::{segment, Call, Client, ClientError, Steer, TokenQuery};
 use stateous_shared::live::{StateCount, SupervisorList, SupervisorView, TokenDetail};
+use stateous_shared::operate::{operator_name, BulkAnswer, BulkRequest, RetryRequest};
 use stateous_shared::refusal::Code;
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::message::{Acted, Command, Msg};
 use crate::model::Problem;
+
+/// A bulk run: each page of the walk in turn (the answer's `next`), its outcomes
+/// merged and told after each page, until the walk ends or a refusal stops it.
+async fn run(client: &Client, mut request: BulkRequest, to: &UnboundedSender<Msg>) {
+    let mut so_far: Option<BulkAnswer> = None;
+    loop {
+        let answer = match client.bulk(&request).await {
+            Ok(answer) => answer,
+            Err(error) => {
+                let _ = to.send(Msg::RunFailed(problem(error)));
+                return;
+            }
+        };
+        let next = answer.next.clone();
+        let merged = match so_far.take() {
+            None => answer,
+            Some(mut total) => {
+                total.count += answer.count;
+                total.applied += answer.applied;
+                total.refused += answer.refused;
+                total.duplicate += answer.duplicate;
+                total.skipped += answer.skipped;
+                total.outcomes.extend(answer.outcomes);
+                total
+            }
+        };
+        let done = next.is_none();
+        if to
+            .send(Msg::Ran {
+                so_far: merged.clone(),
+                done,
+            })
+            .is_err()
+            || done
+        {
+            return;
+        }
+        request.after = next;
+        so_far = Some(merged);
+    }
+}
 
 /// How a client error reads in the model.
 pub fn problem(error: ClientError) -> Problem {
@@ -25,10 +67,14 @@ pub fn problem(error: ClientError) -> Problem {
     }
 }
 
-/// Carry out `command` on a task of its own; its answer goes to `to`.
+/// Carry out `command` on a task of its own; its answer goes to `to` (a bulk
+/// run's progress too, after each of its pages).
 pub fn spawn(client: &Client, command: Command, to: &UnboundedSender<Msg>) {
     let (client, to) = (client.clone(), to.clone());
     tokio::spawn(async move {
+        if let Command::Run(request) = command {
+            return run(&client, request, &to).await;
+        }
         let msg = perform(&client, command).await;
         // The loop may have ended (quit) while the request was out.
         let _ = to.send(msg);
@@ -39,8 +85,25 @@ pub fn spawn(client: &Client, command: Command, to: &UnboundedSender<Msg>) {
 pub async fn perform(client: &Client, command: Command) -> Msg {
     match command {
         Command::Tokens(query) => {
-            let answer = client.tokens(&query).await.map_err(problem);
-            Msg::Tokens(query.status, answer)
+            let answer = client.list(&query).await.map_err(problem);
+            Msg::Page {
+                status: query.status,
+                filter: query.filter,
+                answer,
+            }
+        }
+        Command::Why(id) => {
+            let answer = match client.why(&id).await {
+                Ok(why) => Ok(Some(Box::new(why))),
+                // A daemon without the route: its 404 is `not_found`, not the token's.
+                Err(error) if error.code() == Some(Code::NotFound) => Ok(None),
+                Err(error) => Err(problem(error)),
+            };
+            Msg::Why(id, answer)
+        }
+        Command::Preview(request) => {
+            let answer = client.bulk(&request).await.map_err(problem);
+            Msg::Previewed(Box::new(request), answer)
         }
         Command::Token { id, detail } => {
             let answer = read_token(client, &id, detail).await;
@@ -150,6 +213,13 @@ async fn act(client: &Client, command: Command) -> Result<Acted, Problem> {
         Command::Steer(id, Steer::Resume) => client.resume(&id).await.map(plain),
         Command::Steer(id, Steer::Cancel) => client.cancel(&id).await.map(plain),
         Command::Start { token, context } => client.start(&token, &context).await.map(plain),
+        Command::Retry(token) => {
+            let request = RetryRequest {
+                by: Some(operator_name()),
+                ..RetryRequest::default()
+            };
+            client.retry(&token, &request).await.map(plain)
+        }
         Command::Fire {
             token,
             event,

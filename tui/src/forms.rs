@@ -11,8 +11,25 @@ use crate::keys::selected_or_say;
 use crate::message::Command;
 use crate::model::{FireForm, Mode, Model, StartForm};
 
-/// `f`: the events the selected token's state has transitions for.
+/// `f`: the events the selected token's state has transitions for; with marks,
+/// every event of the main workflow, for a bulk fire (the picker's token is then
+/// empty: the marked tokens).
 pub fn open_pick(model: &mut Model) {
+    if crate::operate::has_marks(model) {
+        let events: Vec<String> = model.graph.as_ref().map_or_else(Vec::new, |graph| {
+            graph.main.events.keys().cloned().collect()
+        });
+        if events.is_empty() {
+            model.say("the workflow is not read yet, or has no event", true);
+            return;
+        }
+        model.mode = Mode::Pick {
+            token: String::new(),
+            events,
+            at: 0,
+        };
+        return;
+    }
     let Some(token) = selected_or_say(model) else {
         return;
     };
@@ -100,6 +117,11 @@ pub fn fire(model: &mut Model, mut form: FireForm, key: KeyEvent) -> Vec<Command
         KeyCode::Esc => return Vec::new(),
         KeyCode::Tab | KeyCode::BackTab => form.on_key = !form.on_key,
         KeyCode::Enter => match payload_check(model, &form) {
+            Ok(payload) if form.token.is_empty() => {
+                let key = form.key.text().trim();
+                let key = (!key.is_empty()).then(|| key.to_string());
+                return crate::operate::open_fire(model, form.event, payload, key);
+            }
             Ok(payload) => {
                 let key = form.key.text().trim();
                 model.say(format!("firing {} on {}...", form.event, form.token), false);

@@ -1,16 +1,20 @@
 //! What each key does, in each mode (SPEC section 3.4): arrows or `j` `k` move,
-//! `/` filters by text, `t` by status, `p` `r` `c` steer, `f` fires, `s` starts,
+//! `/` filters (the filter language, or text), `t` by status, `p` `r` `c` steer,
+//! `f` fires, `R` retries, space and `*` mark (then `p` `r` `c` `f` `R` act on
+//! the marked tokens through a preview, `crate::operate`), `s` starts,
 //! Enter shows the token whole, PgUp PgDn Home End scroll its history, `z`
 //! switches UTC and local time, `w` shows the graph, `?` the keys, `q` quits.
 //! While read-only, the keys that would change a token only say that they are off.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use stateous_shared::client::Steer;
+use stateous_shared::operate::BulkAction;
 
 use crate::forms;
 use crate::input::LineEdit;
 use crate::message::Command;
 use crate::model::{Mode, Model, STATUSES};
+use crate::operate::{self, has_marks, Typed};
 use crate::update::refresh;
 
 /// Apply a key to `model`.
@@ -27,12 +31,13 @@ pub fn key(model: &mut Model, key: KeyEvent) -> Vec<Command> {
         Mode::Fire(form) => forms::fire(model, form, key),
         Mode::Start(form) => forms::start(model, form, key),
         Mode::Graph => crate::states::key(model, key),
+        Mode::Bulk(form) => operate::key(model, form, key),
         Mode::Help => Vec::new(),
     }
 }
 
-/// The keys that change a token: pause, resume, cancel, fire, start.
-const CHANGING: [char; 5] = ['p', 'r', 'c', 'f', 's'];
+/// The keys that change a token: pause, resume, cancel, fire, start, retry.
+const CHANGING: [char; 6] = ['p', 'r', 'c', 'f', 's', 'R'];
 
 fn normal(model: &mut Model, key: KeyEvent) -> Vec<Command> {
     if let KeyCode::Char(c) = key.code {
@@ -63,11 +68,23 @@ fn normal(model: &mut Model, key: KeyEvent) -> Vec<Command> {
             model.say(format!("times are in {zone}"), false);
         }
         KeyCode::Char('/') => {
-            let status = model.status_filter.map(|s| format!("status:{s} "));
-            let typed = format!("{}{}", status.unwrap_or_default(), model.text_filter);
+            let typed = match &model.filter {
+                Some(filter) => filter.clone(),
+                None => {
+                    let status = model.status_filter.map(|s| format!("status:{s} "));
+                    format!("{}{}", status.unwrap_or_default(), model.text_filter)
+                }
+            };
             model.mode = Mode::Filter(LineEdit::new(&typed));
         }
         KeyCode::Char('t') => return next_status(model),
+        KeyCode::Char(' ') => return operate::toggle(model),
+        KeyCode::Char('*') => operate::toggle_all(model),
+        KeyCode::Char('p') if has_marks(model) => return operate::open(model, BulkAction::Pause),
+        KeyCode::Char('r') if has_marks(model) => return operate::open(model, BulkAction::Resume),
+        KeyCode::Char('c') if has_marks(model) => return operate::open(model, BulkAction::Cancel),
+        KeyCode::Char('R') if has_marks(model) => return operate::open(model, BulkAction::Retry),
+        KeyCode::Char('R') => return operate::retry(model),
         KeyCode::Char('p') => return steer(model, Steer::Pause),
         KeyCode::Char('r') => return steer(model, Steer::Resume),
         KeyCode::Char('c') => {
@@ -107,6 +124,11 @@ fn scroll_history(model: &mut Model, code: KeyCode) {
     };
 }
 
+/// Move the selection a row down (after a mark).
+pub fn move_down(model: &mut Model) -> Vec<Command> {
+    move_by(model, 1)
+}
+
 /// Move the selection by `by` rows (clamped); a new selection is read at once.
 fn move_by(model: &mut Model, by: isize) -> Vec<Command> {
     let count = model.shown().len();
@@ -132,6 +154,7 @@ pub fn forget_selection(model: &mut Model) {
     model.history_of = None;
     model.history_top = None;
     model.children.clear();
+    model.why = None;
 }
 
 /// Scroll the table so that the selected row is on screen.
@@ -159,6 +182,9 @@ fn next_status(model: &mut Model) -> Vec<Command> {
 
 /// The table starts over at its top, with a fresh read.
 pub fn reset_table(model: &mut Model) -> Vec<Command> {
+    // "Every match" was of the old filters.
+    model.mark_all = false;
+    model.total = None;
     model.tokens.clear();
     model.exact = None;
     model.in_flight.remove(&crate::model::Fetch::Exact);
@@ -178,6 +204,7 @@ fn filter(model: &mut Model, mut edit: LineEdit, key: KeyEvent) -> Vec<Command> 
         }
         KeyCode::Esc => {
             model.text_filter.clear();
+            model.filter = None;
             reset_table(model)
         }
         _ => {
@@ -188,10 +215,24 @@ fn filter(model: &mut Model, mut edit: LineEdit, key: KeyEvent) -> Vec<Command> 
     }
 }
 
-/// A typed filter: a word `status:NAME` picks the status (`status:all` any),
+/// A typed filter: an expression of the filter language goes to the daemon as
+/// `where` (one that does not parse says the parser's sentence and changes
+/// nothing); otherwise a word `status:NAME` picks the status (`status:all` any),
 /// the other words are the text to look for. An unknown status says so and
 /// leaves the status filter as it was.
 fn apply_filter(model: &mut Model, typed: &str) {
+    match operate::typed_filter(typed) {
+        Typed::Filter(filter) => {
+            model.filter = Some(filter);
+            model.text_filter.clear();
+            return;
+        }
+        Typed::Wrong(sentence) => {
+            model.say(sentence, true);
+            return;
+        }
+        Typed::Text(_) => model.filter = None,
+    }
     let mut words = Vec::new();
     for word in typed.split_whitespace() {
         match word.strip_prefix("status:") {

@@ -11,6 +11,7 @@ mod input;
 mod keys;
 pub mod message;
 pub mod model;
+pub mod operate;
 pub mod states;
 mod terminal;
 pub mod update;

@@ -6,6 +6,8 @@ use crossterm::event::KeyEvent;
 use serde_json::Value;
 use stateous_shared::client::{Steer, TokenQuery, WatchEntry};
 use stateous_shared::live::{StateCount, SupervisorView, TokenDetail};
+use stateous_shared::operate::why::Why;
+use stateous_shared::operate::{BulkAnswer, BulkRequest};
 use stateous_shared::wire::{Health, HistoryEntry, Object, TokenView};
 
 use crate::model::{Problem, StreamState};
@@ -21,6 +23,29 @@ pub enum Msg {
     Tick(DateTime<Utc>),
     /// `GET /tokens` answered the read made under this status filter.
     Tokens(Option<String>, Result<Vec<TokenView>, Problem>),
+    /// `GET /tokens` answered the read made under this status filter and filter
+    /// (`where`), with how many match in all when the daemon says.
+    Page {
+        /// The status filter of the read.
+        status: Option<String>,
+        /// Its filter (`where`).
+        filter: Option<String>,
+        /// The page and the total.
+        answer: Result<(Vec<TokenView>, Option<u64>), Problem>,
+    },
+    /// `GET /tokens/{id}/why` answered; `Ok(None)` from a daemon without it.
+    Why(String, Result<Option<Box<Why>>, Problem>),
+    /// The preview of a bulk action answered.
+    Previewed(Box<BulkRequest>, Result<BulkAnswer, Problem>),
+    /// A bulk action went on (`done` false) or ended: its outcomes so far, merged.
+    Ran {
+        /// Everything so far.
+        so_far: BulkAnswer,
+        /// True once the walk ended.
+        done: bool,
+    },
+    /// A bulk action stopped on a refusal of the whole request.
+    RunFailed(Problem),
     /// The selected token was read: with its tasks, timers and held events when the
     /// daemon has the detail route (`true`), else the plain token (`false`).
     Token(String, Result<(TokenDetail, bool), Problem>),
@@ -101,15 +126,27 @@ pub enum Command {
         /// Its context.
         context: Object,
     },
+    /// `GET /tokens/{id}/why`.
+    Why(String),
+    /// Retry a failed token.
+    Retry(String),
+    /// Preview a bulk action (`dry_run`).
+    Preview(BulkRequest),
+    /// Run a bulk action to its end, page after page, telling each.
+    Run(BulkRequest),
 }
 
 impl Command {
-    /// Whether the command changes a token (pause, resume, cancel, fire, start)
-    /// rather than reads: none is sent while the TUI is read-only.
+    /// Whether the command changes a token (pause, resume, cancel, fire, start,
+    /// retry, a bulk run) rather than reads: none is sent while the TUI is read-only.
     pub fn changes_a_token(&self) -> bool {
         matches!(
             self,
-            Command::Steer(..) | Command::Fire { .. } | Command::Start { .. }
+            Command::Steer(..)
+                | Command::Fire { .. }
+                | Command::Start { .. }
+                | Command::Retry(_)
+                | Command::Run(_)
         )
     }
 }

@@ -9,6 +9,8 @@ use stateous_shared::graph::Graph;
 use stateous_shared::wire::{HistoryEntry, TokenView};
 
 use stateous_shared::live::{DevClock, StateCount, SupervisorView, TokenDetail};
+use stateous_shared::operate::why::Why;
+use stateous_shared::operate::{BulkAnswer, BulkRequest};
 
 use crate::input::LineEdit;
 
@@ -103,6 +105,10 @@ pub enum Fetch {
     States,
     /// `GET /health`: the dev clock, if the daemon runs one.
     Health,
+    /// `GET /tokens/{id}/why`: the selected token's reasons (issue 11).
+    Why(String),
+    /// `POST /tokens/bulk` with `dry_run`: the preview of a bulk action.
+    Preview,
 }
 
 /// A state of the graph view: its child workflow (`None` for the main one) and
@@ -123,7 +129,7 @@ pub enum Supervisors {
 /// The form of `f`: an event, its payload's JSON, an optional idempotency key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FireForm {
-    /// The token to fire on.
+    /// The token to fire on; empty: the marked tokens (a bulk fire).
     pub token: String,
     /// The event picked.
     pub event: String,
@@ -146,8 +152,24 @@ pub struct StartForm {
     pub on_context: bool,
 }
 
+/// A bulk action's preview, waiting for the operator (issue 11): the reason goes
+/// into each token's history, and the count must be typed to go ahead.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BulkForm {
+    /// The request, as previewed (`dry_run` set).
+    pub request: BulkRequest,
+    /// The preview: the count and a sample with what each would do.
+    pub preview: BulkAnswer,
+    /// The reason, as typed.
+    pub reason: LineEdit,
+    /// The count, as typed.
+    pub typed: LineEdit,
+    /// True while the count field has the cursor.
+    pub on_typed: bool,
+}
+
 /// What the keys do now.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Mode {
     /// Browsing: arrows move, letters act.
     Normal,
@@ -157,7 +179,7 @@ pub enum Mode {
     Confirm(String),
     /// `f`, first step: picking one of the state's events.
     Pick {
-        /// The token to fire on.
+        /// The token to fire on; empty: the marked tokens.
         token: String,
         /// The events its state has transitions for, in the graph's order.
         events: Vec<String>,
@@ -172,6 +194,8 @@ pub enum Mode {
     Help,
     /// `w`: the workflow graph.
     Graph,
+    /// A bulk action's preview: a reason and the typed count go ahead.
+    Bulk(Box<BulkForm>),
 }
 
 /// Everything the TUI shows.
@@ -255,6 +279,22 @@ pub struct Model {
     pub state_filter: Option<StateKey>,
     /// The daemon's dev clock (`serve --dev-clock`), as `/health` said it.
     pub dev_clock: Option<DevClock>,
+    /// A filter in the filter language (`/` with an expression), sent as `where`
+    /// so that the daemon matches every token, not only those loaded.
+    pub filter: Option<String>,
+    /// How many tokens the table's filters match in all, as the last page said
+    /// (`x-total-count`); `None` from a daemon that does not say.
+    pub total: Option<u64>,
+    /// The tokens marked with space, for a bulk action.
+    pub marks: BTreeSet<String>,
+    /// `*`: every token the filters match is marked; a bulk action goes by the
+    /// filter rather than by ids.
+    pub mark_all: bool,
+    /// The selected token's "why" facts; `None` until read, and from a daemon
+    /// without the route.
+    pub why: Option<Why>,
+    /// The bulk action running now, as far as it went.
+    pub running: Option<BulkAnswer>,
 }
 
 impl Model {
@@ -296,6 +336,12 @@ impl Model {
             graph_at: 0,
             state_filter: None,
             dev_clock: None,
+            filter: None,
+            total: None,
+            marks: BTreeSet::new(),
+            mark_all: false,
+            why: None,
+            running: None,
         }
     }
 

@@ -40,7 +40,31 @@ fn step(model: &mut Model, msg: Msg) -> Vec<Command> {
             model.quiet_ticks = QUIET_TICKS;
         }
         Msg::Entry(entry) => stream_entry(model, entry),
-        Msg::Tokens(status, answer) => return tokens(model, status, answer),
+        Msg::Tokens(status, answer) => return tokens(model, status, None, answer),
+        Msg::Page {
+            status,
+            filter,
+            answer,
+        } => {
+            if filter == model.filter && status.as_deref() == model.status_filter {
+                if let Ok((_, total)) = &answer {
+                    model.total = *total;
+                }
+            }
+            let answer = answer.map(|(tokens, _)| tokens);
+            return tokens(model, status, filter, answer);
+        }
+        Msg::Why(id, answer) => {
+            model.in_flight.remove(&Fetch::Why(id.clone()));
+            if let Some(why) = answered(model, answer) {
+                if model.selected().as_deref() == Some(id.as_str()) {
+                    model.why = why.map(|why| *why);
+                }
+            }
+        }
+        Msg::Previewed(request, answer) => crate::operate::previewed(model, *request, answer),
+        Msg::Ran { so_far, done } => return crate::operate::ran(model, so_far, done),
+        Msg::RunFailed(problem) => crate::operate::failed(model, &problem),
         Msg::Token(id, answer) => {
             model.in_flight.remove(&Fetch::Token(id.clone()));
             if let Some((detail, route)) = answered(model, answer) {
@@ -149,6 +173,7 @@ fn tick(model: &mut Model) -> Vec<Command> {
                 Fetch::Children(id.clone()),
                 Command::Children(id.clone()),
             );
+            want(model, Fetch::Why(id.clone()), Command::Why(id.clone()));
         }
         if stale.history {
             want(model, Fetch::History(id.clone()), Command::History(id));
@@ -222,12 +247,18 @@ pub fn refresh(model: &mut Model) -> Vec<Command> {
             Fetch::History(id.clone()),
             Command::History(id.clone()),
         );
-        want(model, Fetch::Children(id.clone()), Command::Children(id));
+        want(
+            model,
+            Fetch::Children(id.clone()),
+            Command::Children(id.clone()),
+        );
+        want(model, Fetch::Why(id.clone()), Command::Why(id));
     }
     commands
 }
 
-/// The page of tokens to ask for: the status filter, and the rows on screen plus
+/// The page of tokens to ask for: the status filter, the filter language's
+/// filter (matched by the daemon, over every token), and the rows on screen plus
 /// one page ahead (all 1000 the API gives while a text or state filter is set,
 /// since those are matched here).
 fn tokens_query(model: &Model) -> TokenQuery {
@@ -242,17 +273,20 @@ fn tokens_query(model: &Model) -> TokenQuery {
         status: model.status_filter.map(str::to_string),
         parent: None,
         limit: Some(limit),
+        filter: model.filter.clone(),
+        ..TokenQuery::default()
     }
 }
 
-/// A page of tokens; one read under another status filter than the current one
-/// is dropped (the filter changed while it was out).
+/// A page of tokens; one read under another status filter or filter than the
+/// current ones is dropped (the filter changed while it was out).
 fn tokens(
     model: &mut Model,
     status: Option<String>,
+    filter: Option<String>,
     answer: Result<Vec<TokenView>, Problem>,
 ) -> Vec<Command> {
-    if status.as_deref() != model.status_filter {
+    if status.as_deref() != model.status_filter || filter != model.filter {
         return Vec::new();
     }
     model.in_flight.remove(&Fetch::Tokens);

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 use stateous_shared::durations::parse_duration;
+use stateous_shared::guards::filter::{parse_filter, Filter};
 use stateous_shared::refusal::{Code, Refusal};
 use stateous_shared::wire::{Object, Outcome, Schedule};
 
@@ -78,6 +79,12 @@ pub struct ListInput {
     pub parent: Option<String>,
     /// At most this many tokens, 1 to 1000.
     pub limit: i64,
+    /// `where`: only the tokens this filter matches (issue 11).
+    pub filter: Option<Filter>,
+    /// Only tokens in this state.
+    pub state: Option<String>,
+    /// Skip this many matching tokens first (paging); 0 by default.
+    pub offset: i64,
 }
 
 impl ListInput {
@@ -115,12 +122,45 @@ impl ListInput {
                 ));
             }
         }
+        // Ours (issue 11), after the reference's checks.
+        // A filter that does not parse is refused with the parser's sentence.
+        let filter = last("where")
+            .map(|text| parse_filter(&text))
+            .transpose()
+            .map_err(|error| refuse(Code::InvalidArgument, error.0))?;
+        let state = last("state");
+        if let Some(state) = &state {
+            if !(1..=MAX_STATE).contains(&state.chars().count()) {
+                return Err(refuse(
+                    Code::InvalidArgument,
+                    format!("'state' must be a state's name of 1 to {MAX_STATE} characters"),
+                ));
+            }
+        }
+        let offset = match last("offset") {
+            None => 0,
+            Some(text) => parse_offset(&text)?,
+        };
         Ok(ListInput {
             status,
             parent,
             limit,
+            filter,
+            state,
+            offset,
         })
     }
+}
+
+fn parse_offset(text: &str) -> Result<i64, Refusal> {
+    if text.is_empty() || text.len() > 15 || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(refuse(
+            Code::InvalidArgument,
+            "'offset' must be a whole number from 0, with at most 15 digits",
+        ));
+    }
+    text.parse()
+        .map_err(|_| refuse(Code::InvalidArgument, "'offset' must be a whole number"))
 }
 
 fn parse_limit(text: &str) -> Result<i64, Refusal> {
@@ -582,6 +622,9 @@ fn shown(value: Option<&Value>) -> String {
         }
     }
 }
+
+#[path = "inputs_operate.rs"]
+pub mod operate;
 
 #[cfg(test)]
 #[path = "inputs_tests.rs"]

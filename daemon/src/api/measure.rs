@@ -39,6 +39,9 @@ impl Api {
 /// The template of the route that `method` and `path` reach.
 pub fn route_label(method: &Method, path: &str) -> &'static str {
     let path = routes::decode(path, false);
+    if let Some(found) = super::operate::route(method.as_str(), &path) {
+        return found.template();
+    }
     if method == Method::GET || method == Method::HEAD {
         if let Some(label) = added::template(&path) {
             return label;
@@ -69,6 +72,14 @@ mod tests {
             "GET /tokens/:id/detail"
         );
         assert_eq!(route_label(&Method::GET, "/states"), "GET /states");
+        assert_eq!(
+            route_label(&Method::POST, "/tokens/A-1/retry"),
+            "POST /tokens/:id/retry"
+        );
+        assert_eq!(
+            route_label(&Method::POST, "/tokens/bulk"),
+            "POST /tokens/bulk"
+        );
         assert_eq!(route_label(&Method::GET, "/nothing"), "unrouted");
     }
 }

@@ -12,6 +12,7 @@ mod body;
 mod clock;
 pub mod inputs;
 pub mod measure;
+mod operate;
 pub mod routes;
 pub mod server;
 mod watch;
@@ -111,6 +112,9 @@ impl Api {
 
     async fn routed(&self, parts: &Parts, raw: &[u8]) -> Result<Answer, Refusal> {
         let path = routes::decode(parts.uri.path(), false);
+        if let Some(found) = operate::route(parts.method.as_str(), &path) {
+            return self.operate(found, raw).await;
+        }
         let route = match routes::route(parts.method.as_str(), &path) {
             Ok(route) => route,
             Err(NoRoute::NotFound) => {
@@ -146,14 +150,20 @@ impl Api {
             Route::List => {
                 let pairs = routes::query_pairs(parts.uri.query().unwrap_or(""));
                 let input = ListInput::parse(&pairs)?;
-                let found = control
-                    .tokens(
-                        input.status.as_deref().and_then(TokenStatus::parse),
-                        input.parent,
-                        input.limit,
-                    )
-                    .await?;
-                Ok(json(200, &found))
+                let selection = crate::engine::select::Selection {
+                    filter: input.filter,
+                    status: input.status.as_deref().and_then(TokenStatus::parse),
+                    state: input.state,
+                    parent: input.parent,
+                };
+                let listing = control.list(selection, input.limit, input.offset).await?;
+                // The body stays the reference's list; the total travels in a header.
+                let mut answer = json(200, &listing.tokens);
+                answer.headers_mut().insert(
+                    stateous_shared::operate::TOTAL_COUNT,
+                    hyper::header::HeaderValue::from(listing.total),
+                );
+                Ok(answer)
             }
             Route::Token(token) => Ok(json(200, &control.token(token).await?)),
             Route::History(token) => Ok(json(200, &control.history(token).await?)),

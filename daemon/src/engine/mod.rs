@@ -9,6 +9,7 @@
 //!   explains the refusal), then the refusal goes back.
 //! - `Err(Fail::Rollback)`: nothing it wrote stays; the refusal goes back.
 
+pub mod bulk;
 pub mod cancel;
 pub mod claim;
 pub mod detail;
@@ -21,10 +22,13 @@ pub mod note;
 pub mod pause;
 pub mod read;
 pub mod report;
+pub mod retry;
 pub mod route;
+pub mod select;
 pub mod serving;
 pub mod start;
 pub mod timers;
+pub mod why;
 
 use std::sync::Arc;
 
@@ -234,6 +238,7 @@ pub fn refuse_child(tx: &dyn Tx, row: &TokenRow, verb: &str) -> Step<()> {
     let done = match verb {
         "pause" => "paused",
         "resume" => "resumed",
+        "retry" => "retried",
         _ => "cancelled",
     };
     refuse(

@@ -19,9 +19,9 @@ use stateous_shared::wire::Object;
 use super::cache::{Facts, Layer};
 use super::family::FamilyLocks;
 use super::{
-    ClaimRow, Claims, ClockKind, ControlPlane, ControlPlaneRow, Counts, Ledger, LedgerRow, Memory,
-    StoreError, StoreResult, TaskRow, TaskStatus, Tasks, TimerKind, TimerRow, TimerStatus, Timers,
-    TokenCount, TokenRow, TokenStatus, Tokens, Tx,
+    ClaimRow, Claims, ClockKind, ControlPlane, ControlPlaneRow, Counts, Cursor, Ledger, LedgerRow,
+    Memory, StoreError, StoreResult, TaskRow, TaskStatus, Tasks, TimerKind, TimerRow, TimerStatus,
+    Timers, TokenCount, TokenRow, TokenScan, TokenStatus, Tokens, Tx,
 };
 
 /// Facts this transaction read or changed.
@@ -317,6 +317,22 @@ impl Tokens for CachedTx<'_> {
 
     fn count_live(&self) -> StoreResult<i64> {
         self.inner.count_live()
+    }
+
+    // The backend's rows are current (every write goes through to it), so
+    // listings read it.
+    fn scan_tokens(
+        &self,
+        scan: &TokenScan,
+        after: Option<&Cursor>,
+        offset: i64,
+        limit: i64,
+    ) -> StoreResult<Vec<TokenRow>> {
+        self.inner.scan_tokens(scan, after, offset, limit)
+    }
+
+    fn count_tokens(&self, scan: &TokenScan) -> StoreResult<i64> {
+        self.inner.count_tokens(scan)
     }
 }
 

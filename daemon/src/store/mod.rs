@@ -199,6 +199,30 @@ pub struct ControlPlaneRow {
     pub epoch: i64,
 }
 
+/// What a listing selects of `tokens` in SQL (issue 11): the conditions of a
+/// filter that a database can check by itself ([`Pushdown`](stateous_shared::guards::filter::Pushdown)),
+/// the query's status and state, and the parent. Every condition given must hold.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TokenScan {
+    /// The state is one of these; `None`: any. Empty: no token.
+    pub states: Option<Vec<String>>,
+    /// The state is none of these.
+    pub not_states: Vec<String>,
+    /// The status is one of these; `None`: any. Empty: no token.
+    pub statuses: Option<Vec<TokenStatus>>,
+    /// Only the children of this token.
+    pub parent: Option<String>,
+    /// `entered_at` is at most this (microseconds): the token moved this long ago
+    /// or longer.
+    pub entered_until: Option<i64>,
+    /// `entered_at` is above this (microseconds).
+    pub entered_after: Option<i64>,
+}
+
+/// Where a page of a listing starts: after the token with this `(entered_at,
+/// token)`, in the listing's order (the most recently moved first, then by id).
+pub type Cursor = (i64, String);
+
 /// The table `tokens`.
 pub trait Tokens {
     /// Take the lock of the token's family (the token and its parents and children
@@ -236,6 +260,18 @@ pub trait Tokens {
     ) -> StoreResult<Vec<TokenRow>>;
     /// How many tokens are active or paused.
     fn count_live(&self) -> StoreResult<i64>;
+    /// At most `limit` tokens that meet `scan`, the most recently moved first
+    /// (then by id), after `after` when given, skipping the first `offset`: the
+    /// index `tokens_moved` gives this order.
+    fn scan_tokens(
+        &self,
+        scan: &TokenScan,
+        after: Option<&Cursor>,
+        offset: i64,
+        limit: i64,
+    ) -> StoreResult<Vec<TokenRow>>;
+    /// How many tokens meet `scan`.
+    fn count_tokens(&self, scan: &TokenScan) -> StoreResult<i64>;
 }
 
 /// The table `ledger`. Rows are only ever appended.

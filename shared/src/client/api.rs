@@ -14,6 +14,8 @@ use super::calls::{Call, ClaimRequest, Steer, TokenQuery};
 use super::error::ClientError;
 use super::transport::{Answer, Endpoint, Transport};
 use super::watch::Watch;
+use crate::operate::why::Why;
+use crate::operate::{BulkAnswer, BulkRequest, RetryRequest};
 use crate::wire::{Grant, Health, HistoryEntry, Lost, Object, Outcome, TokenView};
 
 /// How long a call waits for its answer unless told otherwise: 30 s, as the
@@ -123,6 +125,37 @@ impl Client {
     /// `GET /tokens`: the tokens, the most recently moved first.
     pub async fn tokens(&self, query: &TokenQuery) -> Result<Vec<TokenView>, ClientError> {
         self.typed(&Call::tokens(query)).await
+    }
+
+    /// `GET /tokens` with its total: a page of the tokens the query matches, and
+    /// how many match in all (`None` from a control plane that does not say).
+    pub async fn list(
+        &self,
+        query: &TokenQuery,
+    ) -> Result<(Vec<TokenView>, Option<u64>), ClientError> {
+        let answer = self.send(&Call::tokens(query)).await?;
+        let tokens = serde_json::from_slice(&answer.body)
+            .map_err(|error| self.bad_answer(answer.status, error.to_string()))?;
+        Ok((tokens, answer.total))
+    }
+
+    /// `POST /tokens/bulk`: a preview (`dry_run`) or one run of a bulk action.
+    pub async fn bulk(&self, request: &BulkRequest) -> Result<BulkAnswer, ClientError> {
+        self.typed(&Call::bulk(request)).await
+    }
+
+    /// `POST /tokens/{id}/retry`: a failed token enters a state again.
+    pub async fn retry(
+        &self,
+        token: &str,
+        request: &RetryRequest,
+    ) -> Result<TokenView, ClientError> {
+        self.typed(&Call::retry(token, request)).await
+    }
+
+    /// `GET /tokens/{id}/why`: why the token is where it is.
+    pub async fn why(&self, token: &str) -> Result<Why, ClientError> {
+        self.typed(&Call::why(token)).await
     }
 
     /// `GET /tokens/{id}/history`: the token's ledger, in order.

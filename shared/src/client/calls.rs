@@ -31,6 +31,12 @@ pub struct TokenQuery {
     pub parent: Option<String>,
     /// The most tokens in the answer: 1 to 1000 (the daemon refuses others).
     pub limit: Option<u32>,
+    /// `where`: only the tokens this filter matches (issue 11).
+    pub filter: Option<String>,
+    /// Only tokens in this state.
+    pub state: Option<String>,
+    /// Skip this many matching tokens first.
+    pub offset: Option<u64>,
 }
 
 /// The body of `POST /tasks/claim`.
@@ -118,7 +124,7 @@ impl Call {
         Call::new("GET", format!("/tokens/{}", segment(token)), None)
     }
 
-    /// `GET /tokens?status=&parent=&limit=`.
+    /// `GET /tokens?status=&parent=&limit=&where=&state=&offset=`.
     pub fn tokens(query: &TokenQuery) -> Call {
         let mut pairs = Vec::new();
         if let Some(status) = &query.status {
@@ -129,6 +135,15 @@ impl Call {
         }
         if let Some(limit) = query.limit {
             pairs.push(format!("limit={limit}"));
+        }
+        if let Some(filter) = &query.filter {
+            pairs.push(format!("where={}", segment(filter)));
+        }
+        if let Some(state) = &query.state {
+            pairs.push(format!("state={}", segment(state)));
+        }
+        if let Some(offset) = query.offset.filter(|offset| *offset > 0) {
+            pairs.push(format!("offset={offset}"));
         }
         let path = if pairs.is_empty() {
             "/tokens".to_string()
@@ -147,6 +162,27 @@ impl Call {
     pub fn steer(token: &str, action: Steer) -> Call {
         let path = format!("/tokens/{}/{}", segment(token), action.as_str());
         Call::new("POST", path, None)
+    }
+
+    /// `POST /tokens/bulk` (issue 11).
+    pub fn bulk(request: &crate::operate::BulkRequest) -> Call {
+        let body = serde_json::to_value(request).unwrap_or_default();
+        Call::new("POST", "/tokens/bulk".into(), Some(body))
+    }
+
+    /// `POST /tokens/{id}/retry` (issue 11).
+    pub fn retry(token: &str, request: &crate::operate::RetryRequest) -> Call {
+        let body = serde_json::to_value(request).unwrap_or_default();
+        Call::new(
+            "POST",
+            format!("/tokens/{}/retry", segment(token)),
+            Some(body),
+        )
+    }
+
+    /// `GET /tokens/{id}/why` (issue 11).
+    pub fn why(token: &str) -> Call {
+        Call::new("GET", format!("/tokens/{}/why", segment(token)), None)
     }
 
     /// `POST /tasks/claim`.
@@ -244,12 +280,24 @@ mod tests {
             status: Some("active".into()),
             parent: Some("P 1".into()),
             limit: Some(5),
+            ..TokenQuery::default()
         };
         assert_eq!(
             Call::tokens(&query).path,
             "/tokens?status=active&parent=P%201&limit=5"
         );
         assert_eq!(Call::tokens(&TokenQuery::default()).path, "/tokens");
+        let filtered = TokenQuery {
+            filter: Some("moved > 60 and state == 'a b'".into()),
+            state: Some("review".into()),
+            offset: Some(40),
+            ..TokenQuery::default()
+        };
+        assert_eq!(
+            Call::tokens(&filtered).path,
+            "/tokens?where=moved%20%3E%2060%20and%20state%20%3D%3D%20%27a%20b%27\
+             &state=review&offset=40"
+        );
         let fire = Call::fire("T-1", "done", None, Some("k-1"));
         assert_eq!(fire.body, Some(serde_json::json!({})));
         assert_eq!(fire.key.as_deref(), Some("k-1"));

@@ -79,6 +79,8 @@ pub struct Answer {
     pub status: u16,
     /// The body (empty for 204).
     pub body: Bytes,
+    /// `GET /tokens`: how many tokens match in all (the `x-total-count` header).
+    pub total: Option<u64>,
 }
 
 /// The sending half of an open HTTP/1.1 connection.
@@ -289,13 +291,25 @@ async fn try_exchange(
         }
     };
     let status = response.status().as_u16();
+    let total = response
+        .headers()
+        .get(crate::operate::TOTAL_COUNT)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|text| text.parse().ok());
     let body = response
         .into_body()
         .collect()
         .await
         .map_err(|error| Failed::Broken(error.to_string()))?
         .to_bytes();
-    Ok((Answer { status, body }, sender))
+    Ok((
+        Answer {
+            status,
+            body,
+            total,
+        },
+        sender,
+    ))
 }
 
 #[cfg(test)]

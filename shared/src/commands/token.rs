@@ -1,6 +1,8 @@
 //! `stateous token start|fire|show|pause|resume|cancel`: steer and read tokens over
 //! the HTTP API, printing the reference's lines (`docs/reference/cli.md`,
-//! `docs/how-to/steer-tokens.md`) or, with `--json`, the daemon's answers.
+//! `docs/how-to/steer-tokens.md`) or, with `--json`, the daemon's answers. Ours
+//! (issue 11): `list`, `why`, `retry`, and each steering command over every token
+//! a filter matches (`--where`, [`bulk`]).
 
 use std::io::Write;
 
@@ -11,7 +13,12 @@ use crate::client::{resolve_url, Call, Client, Steer, TokenQuery};
 use crate::history::{entry_line, token_line};
 use crate::wire::{HistoryEntry, Object, TokenView};
 
+mod bulk;
 mod follow;
+mod operate;
+
+pub use bulk::{outcome_line, BulkOptions, Console, Terminal};
+pub use operate::{why_lines, ListOptions};
 
 /// The most children `show ID` lists: the largest page of `GET /tokens`.
 pub const MOST_CHILDREN: u32 = 1000;
@@ -67,6 +74,24 @@ pub enum TokenAction {
         /// Which of the three.
         action: Steer,
     },
+    /// `list [--where EXPR] [--status S] [--state S] [--limit N] [--offset N]`.
+    List(ListOptions),
+    /// `why ID`: why the token is where it is.
+    Why {
+        /// The token's id.
+        id: String,
+    },
+    /// `retry ID [--state STATE] [--reason TEXT]`.
+    Retry {
+        /// The token's id.
+        id: String,
+        /// The state to enter; none is the state where it failed.
+        state: Option<String>,
+        /// Why, for its history.
+        reason: Option<String>,
+    },
+    /// `pause|resume|cancel|fire|retry --where EXPR --reason TEXT`.
+    Bulk(BulkOptions),
 }
 
 /// The daemon's sentence for an id that is not a token id (its `invalid_token_id`).
@@ -93,8 +118,13 @@ fn check_id(action: &TokenAction) -> Result<(), CommandError> {
     let id = match action {
         TokenAction::Fire { id, .. }
         | TokenAction::Steer { id, .. }
+        | TokenAction::Why { id }
+        | TokenAction::Retry { id, .. }
         | TokenAction::Show { id: Some(id), .. } => id,
-        TokenAction::Start { .. } | TokenAction::Show { id: None, .. } => return Ok(()),
+        TokenAction::Start { .. }
+        | TokenAction::Show { id: None, .. }
+        | TokenAction::List(_)
+        | TokenAction::Bulk(_) => return Ok(()),
     };
     if id.contains('/') && !is_token_id(id) {
         return Err(CommandError::Usage(TOKEN_ID_RULE.to_string()));
@@ -102,8 +132,19 @@ fn check_id(action: &TokenAction) -> Result<(), CommandError> {
     Ok(())
 }
 
-/// Run `command`, writing its output to `out`.
+/// Run `command`, writing its output to `out`; a bulk action asks its question and
+/// shows its progress on the terminal.
 pub async fn run(command: &TokenCommand, out: &mut dyn Write) -> Result<(), CommandError> {
+    run_with(command, out, &mut Terminal).await
+}
+
+/// Run `command`, writing its output to `out`, asking and telling through
+/// `console` (tests pass a scripted one).
+pub async fn run_with(
+    command: &TokenCommand,
+    out: &mut dyn Write,
+    console: &mut dyn Console,
+) -> Result<(), CommandError> {
     check_id(&command.action)?;
     if let TokenAction::Show { id, graph, follow } = &command.action {
         if id.is_some() && *graph {
@@ -118,6 +159,20 @@ pub async fn run(command: &TokenCommand, out: &mut dyn Write) -> Result<(), Comm
         }
     }
     let client = Client::new(&resolve_url(command.url.as_deref()))?;
+    match &command.action {
+        TokenAction::List(options) => {
+            return operate::list(&client, options, command.json, out, console).await
+        }
+        TokenAction::Why { id } => return operate::why(&client, id, command.json, out).await,
+        TokenAction::Retry { id, state, reason } => {
+            let (state, reason) = (state.as_deref(), reason.as_deref());
+            return operate::retry(&client, id, state, reason, command.json, out).await;
+        }
+        TokenAction::Bulk(options) => {
+            return bulk::run(&client, options, command.json, out, console).await
+        }
+        _ => {}
+    }
     if command.json {
         return print_json(&client, &command.action, out).await;
     }
@@ -166,6 +221,9 @@ pub async fn run(command: &TokenCommand, out: &mut dyn Write) -> Result<(), Comm
             };
             line(out, &token_line(&token))
         }
+        // Answered above, before the reference's commands.
+        TokenAction::List(_) | TokenAction::Why { .. } | TokenAction::Retry { .. } => Ok(()),
+        TokenAction::Bulk(_) => Ok(()),
     }
 }
 
@@ -262,6 +320,11 @@ async fn print_json(
             json!({"token": token, "children": children, "history": history})
         }
         TokenAction::Steer { id, action } => client.json(&Call::steer(id, *action)).await?.1,
+        // Answered in `run_with`, before the reference's commands.
+        TokenAction::List(_)
+        | TokenAction::Why { .. }
+        | TokenAction::Retry { .. }
+        | TokenAction::Bulk(_) => serde_json::Value::Null,
     };
     let text = serde_json::to_string_pretty(&answer)
         .map_err(|error| CommandError::Usage(error.to_string()))?;
@@ -272,5 +335,7 @@ fn parsed(text: Option<&str>, name: &str) -> Result<Option<Object>, CommandError
     text.map(|text| json_object(text, name)).transpose()
 }
 
+#[cfg(test)]
+mod operate_tests;
 #[cfg(test)]
 mod tests;

@@ -22,7 +22,7 @@ pub(super) enum Val<'a> {
 }
 
 impl<'a> Val<'a> {
-    fn of_json(value: Option<&'a Value>) -> Val<'a> {
+    pub(super) fn of_json(value: Option<&'a Value>) -> Val<'a> {
         match value {
             None | Some(Value::Null) => Val::Null,
             Some(Value::Bool(b)) => Val::Bool(*b),
@@ -39,7 +39,7 @@ impl<'a> Val<'a> {
         }
     }
 
-    fn of_literal(literal: &'a Literal) -> Val<'a> {
+    pub(super) fn of_literal(literal: &'a Literal) -> Val<'a> {
         match literal {
             Literal::Null => Val::Null,
             Literal::Bool(b) => Val::Bool(*b),

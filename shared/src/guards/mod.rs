@@ -22,6 +22,7 @@ use crate::wire::Object;
 
 mod check;
 mod eval;
+pub mod filter;
 mod lex;
 mod parse;
 #[cfg(test)]

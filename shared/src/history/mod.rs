@@ -106,7 +106,29 @@ where
         "event_replayed" => format!("{} applied on resume", get("event")),
         "event_dropped" => format!("{} dropped on resume: {}", get("event"), get("reason")),
         "failed" => format!("failed: {}", get("reason")),
+        "retried" => format!(
+            "retried by {} in {}{}",
+            get("by"),
+            named(&get("state")),
+            reason_note(data)
+        ),
+        "operator" => {
+            let asked = match data.get("action").and_then(Value::as_str) {
+                Some("fire") => format!("fire {}", get("event")),
+                Some(action) => format!("{action} it"),
+                None => "?".to_string(),
+            };
+            format!("{} asked to {asked}{}", get("by"), reason_note(data))
+        }
         _ => format!("{kind} {}", short(&Value::Object(data.clone()))),
+    }
+}
+
+/// `: REASON` for an entry of ours (`retried`, `operator`) that gives one.
+fn reason_note(data: &Object) -> String {
+    match data.get("reason") {
+        Some(reason) => format!(": {}", python_str(reason)),
+        None => String::new(),
     }
 }
 

@@ -180,6 +180,26 @@ fn every_kind_says_what_happened() {
             "failed: no transition on timeout",
         ),
         (
+            "retried",
+            json!({"state": "coding", "from": "coding", "by": "ann", "reason": "the API is back"}),
+            "retried by ann in coding: the API is back",
+        ),
+        (
+            "retried",
+            json!({"state": "review", "from": "coding", "by": "operator"}),
+            "retried by operator in review",
+        ),
+        (
+            "operator",
+            json!({"action": "cancel", "by": "ann", "reason": "incident 42"}),
+            "ann asked to cancel it: incident 42",
+        ),
+        (
+            "operator",
+            json!({"action": "fire", "event": "reviewed", "by": "ann", "reason": "backlog"}),
+            "ann asked to fire reviewed: backlog",
+        ),
+        (
             "something_new",
             json!({"a": 1}),
             r#"something_new {"a": 1}"#,

@@ -141,7 +141,8 @@ fn enter_on_a_state_shows_only_its_tokens_and_every_state_shows_all() {
         commands.contains(&Command::Tokens(TokenQuery {
             status: None,
             parent: None,
-            limit: Some(MOST_TOKENS)
+            limit: Some(MOST_TOKENS),
+            ..TokenQuery::default()
         })),
         "{commands:?}"
     );

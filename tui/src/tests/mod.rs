@@ -4,6 +4,7 @@
 
 mod graph_tests;
 mod keys_tests;
+mod operate_tests;
 mod update_tests;
 mod view_tests;
 

@@ -36,7 +36,8 @@ fn a_tick_reads_what_is_on_screen_once_until_it_is_answered() {
             Command::Tokens(TokenQuery {
                 status: None,
                 parent: None,
-                limit: Some(2 * rows)
+                limit: Some(2 * rows),
+                ..TokenQuery::default()
             }),
             Command::Workflow,
             Command::Supervisors,
@@ -47,6 +48,7 @@ fn a_tick_reads_what_is_on_screen_once_until_it_is_answered() {
             },
             Command::History("ORD-1".into()),
             Command::Children("ORD-1".into()),
+            Command::Why("ORD-1".into()),
         ]
     );
     assert!(update(&mut model, Msg::Tick(now())).is_empty());

@@ -9,6 +9,7 @@
 
 mod format;
 mod graph;
+mod operate;
 mod panes;
 mod popups;
 mod wrap;
@@ -149,6 +150,7 @@ pub fn view(model: &Model, frame: &mut Frame) {
         Mode::Pick { token, events, at } => popups::pick(frame, token, events, *at),
         Mode::Fire(form) => popups::fire(model, frame, form),
         Mode::Start(form) => popups::start(model, frame, form),
+        Mode::Bulk(form) => operate::bulk(model, frame, form),
         Mode::Normal | Mode::Filter(_) | Mode::Confirm(_) => {}
     }
 }

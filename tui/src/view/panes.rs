@@ -82,8 +82,20 @@ pub fn tokens(model: &Model, frame: &mut Frame, area: Rect) {
             } else {
                 String::new()
             };
+            // A mark column only while something is marked, so the table is as
+            // before otherwise.
+            let id = if crate::operate::has_marks(model) {
+                let mark = if crate::operate::is_marked(model, &token.token) {
+                    "* "
+                } else {
+                    "  "
+                };
+                format!("{mark}{}", token.token)
+            } else {
+                token.token.clone()
+            };
             Row::new(vec![
-                token.token.clone(),
+                id,
                 format!("{}{visit}", named(&token.state)),
                 token.status.clone(),
                 age(model, &token.entered_at),
@@ -99,7 +111,22 @@ pub fn tokens(model: &Model, frame: &mut Frame, area: Rect) {
     if let Some(key) = &model.state_filter {
         text.push_str(&state_title(model, key));
     }
-    let mut title = format!(" Tokens: {} shown (status {status}{text})", shown.len());
+    if let Some(filter) = &model.filter {
+        text.push_str(&format!(", where {filter}"));
+    }
+    // The total the daemon counted, when it says and nothing is matched here.
+    let total = model
+        .total
+        .filter(|_| model.text_filter.is_empty() && model.state_filter.is_none());
+    let mut title = match total {
+        Some(total) => format!(" Tokens: {total} (status {status}{text})"),
+        None => format!(" Tokens: {} shown (status {status}{text})", shown.len()),
+    };
+    match crate::operate::marked_count(model) {
+        Some(0) => {}
+        Some(n) => title.push_str(&format!(", {n} marked")),
+        None => title.push_str(", all marked"),
+    }
     // Rows scrolled out of the table are counted, so none goes unseen.
     let last = (model.scroll + rows_fit).min(shown.len());
     if model.scroll > 0 || last < shown.len() {
@@ -178,6 +205,7 @@ fn detail_lines(model: &Model, detail: &TokenDetail) -> Vec<Line<'static>> {
             age(model, &token.entered_at)
         )),
     ];
+    lines.extend(super::operate::why_lines(model));
     if let Some(parent) = &token.parent {
         lines.push(Line::from(format!("parent    {parent}")));
     }

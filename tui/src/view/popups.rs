@@ -14,18 +14,24 @@ use crate::input::LineEdit;
 use crate::model::{FireForm, Model, StartForm};
 
 /// The keys, as `?` shows them.
-pub const HELP: [&str; 19] = [
+pub const HELP: [&str; 25] = [
     "↑ ↓  j k      move; J K: a page; g G: top, bottom",
     "Enter         the selected token on the whole screen (Esc back)",
     "PgUp PgDn     scroll its history; Home: the first entry,",
     "Home End      End: the last, and follow new entries",
-    "/             filter: text of id, state, context; status:NAME",
+    "/             filter: state == 'review' and moved > 600 and",
+    "              ctx['k'] == 'v' (the daemon matches every token),",
+    "              or text of id, state, context; status:NAME;",
     "              Enter applies, Esc clears; t: the next status",
     "p             pause the selected token",
     "r             resume it",
     "c             cancel it (asks first)",
     "f             fire an event: pick it, type its payload,",
     "              Tab to the idempotency key, Enter sends",
+    "R             retry the selected failed token",
+    "space  *      mark the row; mark every token the filter matches",
+    "              (* again clears); then p r c f R act on the marked",
+    "              tokens: a preview, a reason, the count typed",
     "s             start a token: its id, Tab, its context",
     "z             times in UTC or in local time",
     "w             the live state graph; Enter there picks a state",
@@ -50,7 +56,7 @@ fn centered(area: Rect, width: u16, height: u16) -> Rect {
     cell
 }
 
-fn popup(frame: &mut Frame, lines: Vec<Line<'static>>, title: String, width: u16) {
+pub(super) fn popup(frame: &mut Frame, lines: Vec<Line<'static>>, title: String, width: u16) {
     let height = u16::try_from(lines.len())
         .unwrap_or(u16::MAX)
         .saturating_add(2);
@@ -206,11 +212,16 @@ pub fn pick(frame: &mut Frame, token: &str, events: &[String], at: usize) {
         .collect();
     lines.push(Line::from(""));
     lines.push(Line::from("Enter picks, Esc gives up"));
-    popup(frame, lines, format!(" Fire on {token}: which event? "), 48);
+    let on = if token.is_empty() {
+        "the marked tokens"
+    } else {
+        token
+    };
+    popup(frame, lines, format!(" Fire on {on}: which event? "), 56);
 }
 
 /// A field with a cursor mark when it has the focus.
-fn field(label: &str, edit: &LineEdit, focused: bool) -> Line<'static> {
+pub(super) fn field(label: &str, edit: &LineEdit, focused: bool) -> Line<'static> {
     let text = if focused {
         let (before, after): (String, String) = {
             let chars: Vec<char> = edit.text().chars().collect();
@@ -231,7 +242,7 @@ fn field(label: &str, edit: &LineEdit, focused: bool) -> Line<'static> {
 
 /// A check line: green when the form can be sent, red with the first problem
 /// (its ✓ or ✗ says the same without colour).
-fn check(model: &Model, result: Result<String, String>) -> Line<'static> {
+pub(super) fn check(model: &Model, result: Result<String, String>) -> Line<'static> {
     match result {
         Ok(line) => Line::styled(line, fg(model, Color::Green)),
         Err(problem) => Line::styled(format!("✗ {problem}"), fg(model, Color::Red)),
@@ -259,7 +270,12 @@ pub fn fire(model: &Model, frame: &mut Frame, form: &FireForm) {
         Line::from(""),
         Line::from("Tab switches field, Enter sends, Esc gives up"),
     ];
-    let title = format!(" Fire {} on {} ", form.event, form.token);
+    let on = if form.token.is_empty() {
+        "the marked tokens (a preview first)"
+    } else {
+        form.token.as_str()
+    };
+    let title = format!(" Fire {} on {on} ", form.event);
     popup(frame, lines, title, 72);
 }
 

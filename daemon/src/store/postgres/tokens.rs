@@ -6,11 +6,12 @@
 //! other in a circle. A token's `parent` never changes once it is made, so the walk
 //! up to the top reads without locks.
 
+use postgres::types::ToSql;
 use postgres::Row;
 
 use super::{closed, get, PgTx};
 use crate::store::json::object;
-use crate::store::{Closed, StoreResult, TokenRow, TokenStatus, Tokens};
+use crate::store::{Closed, Cursor, StoreResult, TokenRow, TokenScan, TokenStatus, Tokens};
 
 const SELECT: &str =
     "SELECT token, state, status, visit, context, entered_at, parent, workflow FROM tokens";
@@ -157,6 +158,79 @@ impl Tokens for PgTx<'_> {
         )?;
         get(&row, 0)
     }
+
+    fn scan_tokens(
+        &self,
+        scan: &TokenScan,
+        after: Option<&Cursor>,
+        offset: i64,
+        limit: i64,
+    ) -> StoreResult<Vec<TokenRow>> {
+        let (clause, mut values) = scan_clause(scan, after);
+        values.push(Box::new(limit));
+        values.push(Box::new(offset));
+        let (limit_at, offset_at) = (values.len() - 1, values.len());
+        let sql = const_format(
+            SELECT,
+            &format!(
+                " WHERE {clause} ORDER BY entered_at DESC, token LIMIT ${limit_at} OFFSET ${offset_at}"
+            ),
+        );
+        let params: Vec<&(dyn ToSql + Sync)> = values.iter().map(|v| &**v).collect();
+        let rows = self.query(&sql, &params)?;
+        rows.iter().map(read).collect()
+    }
+
+    fn count_tokens(&self, scan: &TokenScan) -> StoreResult<i64> {
+        let (clause, values) = scan_clause(scan, None);
+        let sql = format!("SELECT count(*) FROM tokens WHERE {clause}");
+        let params: Vec<&(dyn ToSql + Sync)> = values.iter().map(|v| &**v).collect();
+        get(&self.query_one(&sql, &params)?, 0)
+    }
+}
+
+/// The condition of `scan` and `after` on `tokens`, with its parameters in order.
+/// Where SQLite spells out `IN (?, ?, ...)`, Postgres takes one array parameter:
+/// `= ANY($n)` (false for an empty array) and `<> ALL($n)` (true for one).
+fn scan_clause(scan: &TokenScan, after: Option<&Cursor>) -> (String, Vec<Box<dyn ToSql + Sync>>) {
+    let mut parts = vec!["TRUE".to_string()];
+    let mut values: Vec<Box<dyn ToSql + Sync>> = Vec::new();
+    let mut add = |part: &str, value: Box<dyn ToSql + Sync>| {
+        values.push(value);
+        parts.push(part.replace('#', &format!("${}", values.len())));
+    };
+    if let Some(states) = &scan.states {
+        add("state = ANY(#)", Box::new(states.clone()));
+    }
+    if !scan.not_states.is_empty() {
+        add("state <> ALL(#)", Box::new(scan.not_states.clone()));
+    }
+    if let Some(statuses) = &scan.statuses {
+        let names: Vec<String> = statuses.iter().map(|s| s.as_str().to_string()).collect();
+        add("status = ANY(#)", Box::new(names));
+    }
+    if let Some(parent) = &scan.parent {
+        add("parent = #", Box::new(parent.clone()));
+    }
+    if let Some(until) = scan.entered_until {
+        add("entered_at <= #", Box::new(until));
+    }
+    if let Some(after) = scan.entered_after {
+        add("entered_at > #", Box::new(after));
+    }
+    if let Some((entered_at, token)) = after {
+        values.push(Box::new(*entered_at));
+        values.push(Box::new(token.clone()));
+        let (at, id) = (values.len() - 1, values.len());
+        // Written with `entered_at <= x` on its own: the planner takes that as the
+        // index's start, where `(a < x OR (a = x AND t > y))` alone made it scan the
+        // index from its first row and filter (each page of a walk cost the pages
+        // before it: a scan of 100,000 rows took 0.8 s instead of 0.3 s).
+        parts.push(format!(
+            "entered_at <= ${at} AND (entered_at < ${at} OR token > ${id})"
+        ));
+    }
+    (parts.join(" AND "), values)
 }
 
 /// `SELECT ...` followed by the rest of a statement.

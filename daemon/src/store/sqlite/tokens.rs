@@ -1,9 +1,10 @@
 //! The SQL of `tokens`.
 
-use rusqlite::{params, OptionalExtension, Row};
+use rusqlite::types::Value as Param;
+use rusqlite::{params, params_from_iter, OptionalExtension, Row};
 
 use super::{closed, corrupt, object, to_text, SqliteTx};
-use crate::store::{Closed, StoreResult, TokenRow, TokenStatus, Tokens};
+use crate::store::{Closed, Cursor, StoreResult, TokenRow, TokenScan, TokenStatus, Tokens};
 
 const COLUMNS: &str = "token, state, status, visit, context, entered_at, parent, workflow";
 
@@ -101,4 +102,77 @@ impl Tokens for SqliteTx<'_> {
             .prepare_cached("SELECT count(*) FROM tokens WHERE status IN ('active', 'paused')")?;
         Ok(statement.query_row([], |row| row.get(0))?)
     }
+
+    fn scan_tokens(
+        &self,
+        scan: &TokenScan,
+        after: Option<&Cursor>,
+        offset: i64,
+        limit: i64,
+    ) -> StoreResult<Vec<TokenRow>> {
+        let (clause, mut values) = scan_clause(scan, after);
+        let sql = format!(
+            "SELECT {COLUMNS} FROM tokens WHERE {clause}
+             ORDER BY entered_at DESC, token LIMIT ? OFFSET ?"
+        );
+        values.push(Param::Integer(limit));
+        values.push(Param::Integer(offset));
+        let mut statement = self.conn.prepare_cached(&sql)?;
+        let rows = statement.query_map(params_from_iter(values), read)?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    fn count_tokens(&self, scan: &TokenScan) -> StoreResult<i64> {
+        let (clause, values) = scan_clause(scan, None);
+        let sql = format!("SELECT count(*) FROM tokens WHERE {clause}");
+        let mut statement = self.conn.prepare_cached(&sql)?;
+        Ok(statement.query_row(params_from_iter(values), |row| row.get(0))?)
+    }
+}
+
+/// The condition of `scan` and `after` on `tokens`, with its parameters in order
+/// (`?` placeholders; a list becomes `IN (?, ?, ...)`).
+fn scan_clause(scan: &TokenScan, after: Option<&Cursor>) -> (String, Vec<Param>) {
+    let mut parts = vec!["1 = 1".to_string()];
+    let mut values = Vec::new();
+    let mut list = |column: &str, items: Vec<String>, within: bool| {
+        if items.is_empty() {
+            // `IN ()` is not SQL: no state is in an empty list, every state is outside it.
+            parts.push(if within { "1 = 0" } else { "1 = 1" }.to_string());
+            return;
+        }
+        let marks = vec!["?"; items.len()].join(", ");
+        let not = if within { "" } else { "NOT " };
+        parts.push(format!("{column} {not}IN ({marks})"));
+        values.extend(items.into_iter().map(Param::Text));
+    };
+    if let Some(states) = &scan.states {
+        list("state", states.clone(), true);
+    }
+    list("state", scan.not_states.clone(), false);
+    if let Some(statuses) = &scan.statuses {
+        let names = statuses.iter().map(|s| s.as_str().to_string()).collect();
+        list("status", names, true);
+    }
+    if let Some(parent) = &scan.parent {
+        parts.push("parent = ?".to_string());
+        values.push(Param::Text(parent.clone()));
+    }
+    if let Some(until) = scan.entered_until {
+        parts.push("entered_at <= ?".to_string());
+        values.push(Param::Integer(until));
+    }
+    if let Some(after) = scan.entered_after {
+        parts.push("entered_at > ?".to_string());
+        values.push(Param::Integer(after));
+    }
+    if let Some((entered_at, token)) = after {
+        // `entered_at <= x` first, so that the index is searched from the cursor on
+        // rather than scanned from its start (as the Postgres module explains).
+        parts.push("entered_at <= ? AND (entered_at < ? OR token > ?)".to_string());
+        values.push(Param::Integer(*entered_at));
+        values.push(Param::Integer(*entered_at));
+        values.push(Param::Text(token.clone()));
+    }
+    (parts.join(" AND "), values)
 }

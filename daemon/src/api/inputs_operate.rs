@@ -1,0 +1,298 @@
+//! The inputs of operating many tokens (issue 11): `POST /tokens/bulk` and `POST
+//! /tokens/{id}/retry`, checked here as every other body is in `inputs.rs`.
+//!
+//! A wrong shape is 422 `invalid_body`; a filter that does not parse, a limit or a
+//! walk's point out of range is `invalid_argument` (as for `GET /tokens`); a
+//! payload or key that a fire would refuse is `invalid_payload`.
+
+use serde_json::Value;
+use stateous_shared::guards::filter::parse_filter;
+use stateous_shared::operate::{BulkAction, DEFAULT_PER_RUN, MAX_REASON, MOST_PER_RUN};
+use stateous_shared::refusal::{Code, Refusal};
+use stateous_shared::wire::Object;
+
+use super::{object_or_null, refuse, MAX_ITEMS, MAX_KEY, MAX_STATE, MAX_TOKEN};
+use crate::control::operate::{cursor_of, BulkInput};
+use crate::engine::bulk::BulkStep;
+use crate::engine::retry::{RetryInput, MAX_BY};
+use crate::engine::select::Selection;
+
+/// Who asks when a body names no one.
+pub const OPERATOR: &str = "operator";
+
+fn shape(sentence: impl Into<String>) -> Refusal {
+    refuse(Code::InvalidBody, sentence)
+}
+
+/// An optional string field of 1 to `most` characters, or `invalid_body`.
+fn text(body: &Object, name: &str, most: usize) -> Result<Option<String>, Refusal> {
+    match body.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) if (1..=most).contains(&text.chars().count()) => {
+            Ok(Some(text.clone()))
+        }
+        Some(_) => Err(shape(format!(
+            "'{name}' must be a string of 1 to {most} characters"
+        ))),
+    }
+}
+
+/// The operator's reason: trimmed, 1 to 500 characters.
+fn reason(body: &Object) -> Result<Option<String>, Refusal> {
+    match body.get("reason") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) => {
+            let trimmed = text.trim();
+            if trimmed.is_empty() || trimmed.chars().count() > MAX_REASON {
+                return Err(shape(format!(
+                    "'reason' must say why in 1 to {MAX_REASON} characters"
+                )));
+            }
+            Ok(Some(trimmed.to_string()))
+        }
+        Some(_) => Err(shape("'reason' must be a string")),
+    }
+}
+
+/// `POST /tokens/bulk`.
+pub fn bulk(body: &Object) -> Result<BulkInput, Refusal> {
+    let names: Vec<&str> = BulkAction::ALL.iter().map(|a| a.as_str()).collect();
+    let action = match body.get("action") {
+        Some(Value::String(name)) => BulkAction::parse(name),
+        _ => None,
+    }
+    .ok_or_else(|| shape(format!("'action' must be one of: {}", names.join(", "))))?;
+    let filter = match body.get("where") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(text)) => {
+            Some(parse_filter(text).map_err(|error| refuse(Code::InvalidArgument, error.0))?)
+        }
+        Some(_) => return Err(shape("'where' must be a filter, as a string")),
+    };
+    let tokens = match body.get("tokens") {
+        None | Some(Value::Null) => None,
+        Some(Value::Array(items)) if (1..=MAX_ITEMS).contains(&items.len()) => Some(
+            items
+                .iter()
+                .map(|item| match item {
+                    Value::String(id) if (1..=MAX_TOKEN).contains(&id.chars().count()) => {
+                        Ok(id.clone())
+                    }
+                    _ => Err(shape(format!(
+                        "'tokens' must list token ids of 1 to {MAX_TOKEN} characters"
+                    ))),
+                })
+                .collect::<Result<Vec<_>, _>>()?,
+        ),
+        Some(_) => {
+            return Err(shape(format!(
+                "'tokens' must be a list of 1 to {MAX_ITEMS} token ids"
+            )))
+        }
+    };
+    if filter.is_none() && tokens.is_none() {
+        return Err(shape(
+            "a bulk action needs 'where' (a filter) or 'tokens' (a list of ids); \
+             to mean every token, write \"where\": \"true\"",
+        ));
+    }
+    let event = text(body, "event", MAX_STATE)?;
+    let event = match (action, event) {
+        (BulkAction::Fire, Some(event)) => event,
+        (BulkAction::Fire, None) => return Err(shape("a bulk fire needs 'event'")),
+        (_, Some(_)) => return Err(shape("only a bulk fire takes 'event'")),
+        (_, None) => String::new(),
+    };
+    let payload = object_or_null(body.get("payload"), "payload", Code::InvalidPayload)?;
+    let key = match body.get("key") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(key))
+            if (1..=MAX_KEY).contains(&key.chars().count())
+                && !key.chars().any(|c| (c as u32) < 32 || c as u32 == 127) =>
+        {
+            Some(key.clone())
+        }
+        Some(_) => {
+            return Err(refuse(
+                Code::InvalidPayload,
+                format!("'key' must be 1 to {MAX_KEY} characters, none a control character"),
+            ))
+        }
+    };
+    if action != BulkAction::Fire && (payload.is_some() || key.is_some()) {
+        return Err(shape("only a bulk fire takes 'payload' and 'key'"));
+    }
+    let state = text(body, "state", MAX_STATE)?;
+    if action != BulkAction::Retry && state.is_some() {
+        return Err(shape("only a bulk retry takes 'state'"));
+    }
+    let dry_run = match body.get("dry_run") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(flag)) => *flag,
+        Some(_) => return Err(shape("'dry_run' must be true or false")),
+    };
+    let reason = reason(body)?;
+    if !dry_run && reason.is_none() {
+        return Err(shape(
+            "a bulk action needs a 'reason': it is written into each token's history",
+        ));
+    }
+    let after = match body.get("after") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(text)) => Some(cursor_of(text).ok_or_else(|| {
+            refuse(
+                Code::InvalidArgument,
+                "'after' must be the 'next' of an earlier answer",
+            )
+        })?),
+        Some(_) => return Err(shape("'after' must be the 'next' of an earlier answer")),
+    };
+    let limit = match body.get("limit") {
+        None | Some(Value::Null) => DEFAULT_PER_RUN,
+        Some(Value::Number(n)) if n.as_i64().is_some_and(|l| (1..=MOST_PER_RUN).contains(&l)) => {
+            n.as_i64().unwrap_or(DEFAULT_PER_RUN)
+        }
+        Some(_) => {
+            return Err(refuse(
+                Code::InvalidArgument,
+                format!("'limit' must be a whole number from 1 to {MOST_PER_RUN}"),
+            ))
+        }
+    };
+    let step = BulkStep {
+        action,
+        selection: Selection {
+            filter,
+            ..Selection::default()
+        },
+        event,
+        payload,
+        key,
+        state,
+        reason,
+        by: text(body, "by", MAX_BY)?.unwrap_or_else(|| OPERATOR.to_string()),
+    };
+    Ok(BulkInput {
+        step,
+        tokens,
+        dry_run,
+        after,
+        limit,
+    })
+}
+
+/// `POST /tokens/{id}/retry`: `state`, `reason` and `by`, each optional.
+pub fn retry(token: String, body: &Object) -> Result<RetryInput, Refusal> {
+    Ok(RetryInput {
+        token,
+        state: text(body, "state", MAX_STATE)?,
+        reason: reason(body)?,
+        by: text(body, "by", MAX_BY)?.unwrap_or_else(|| OPERATOR.to_string()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn body(value: Value) -> Object {
+        value.as_object().cloned().unwrap_or_default()
+    }
+
+    fn code(value: Value) -> Code {
+        bulk(&body(value)).unwrap_err().code
+    }
+
+    #[test]
+    fn a_bulk_body_names_an_action_targets_and_a_reason() {
+        let input = bulk(&body(json!({
+            "action": "fire", "where": "state == 'review'", "event": "reviewed",
+            "payload": {"approved": true}, "key": "k-1", "reason": " backlog ", "by": "ann",
+        })))
+        .unwrap();
+        assert_eq!(input.step.action, BulkAction::Fire);
+        assert_eq!(input.step.reason.as_deref(), Some("backlog"));
+        assert_eq!(input.step.by, "ann");
+        assert_eq!(input.limit, DEFAULT_PER_RUN);
+        let preview = bulk(&body(
+            json!({"action": "cancel", "tokens": ["A"], "dry_run": true}),
+        ));
+        assert_eq!(preview.unwrap().step.by, OPERATOR);
+    }
+
+    #[test]
+    fn a_bulk_body_out_of_shape_is_refused_with_its_code() {
+        let cases = [
+            (json!({"where": "true", "reason": "r"}), Code::InvalidBody),
+            (
+                json!({"action": "drop", "where": "true", "reason": "r"}),
+                Code::InvalidBody,
+            ),
+            (
+                json!({"action": "cancel", "reason": "r"}),
+                Code::InvalidBody,
+            ),
+            (
+                json!({"action": "cancel", "where": "true"}),
+                Code::InvalidBody,
+            ),
+            (
+                json!({"action": "cancel", "where": "true", "reason": "  "}),
+                Code::InvalidBody,
+            ),
+            (
+                json!({"action": "cancel", "where": "x ==", "reason": "r"}),
+                Code::InvalidArgument,
+            ),
+            (
+                json!({"action": "cancel", "tokens": [], "reason": "r"}),
+                Code::InvalidBody,
+            ),
+            (
+                json!({"action": "cancel", "tokens": [1], "reason": "r"}),
+                Code::InvalidBody,
+            ),
+            (
+                json!({"action": "fire", "where": "true", "reason": "r"}),
+                Code::InvalidBody,
+            ),
+            (
+                json!({"action": "pause", "where": "true", "event": "e", "reason": "r"}),
+                Code::InvalidBody,
+            ),
+            (
+                json!({"action": "pause", "where": "true", "state": "s", "reason": "r"}),
+                Code::InvalidBody,
+            ),
+            (
+                json!({"action": "fire", "where": "true", "event": "e", "payload": 1, "reason": "r"}),
+                Code::InvalidPayload,
+            ),
+            (
+                json!({"action": "fire", "where": "true", "event": "e", "key": "a\tb", "reason": "r"}),
+                Code::InvalidPayload,
+            ),
+            (
+                json!({"action": "cancel", "where": "true", "reason": "r", "limit": 0}),
+                Code::InvalidArgument,
+            ),
+            (
+                json!({"action": "cancel", "where": "true", "reason": "r", "limit": 1001}),
+                Code::InvalidArgument,
+            ),
+            (
+                json!({"action": "cancel", "where": "true", "reason": "r", "after": "x"}),
+                Code::InvalidArgument,
+            ),
+            (
+                json!({"action": "cancel", "where": "true", "reason": "r", "dry_run": "yes"}),
+                Code::InvalidBody,
+            ),
+        ];
+        for (value, expected) in cases {
+            assert_eq!(code(value.clone()), expected, "{value}");
+        }
+    }
+}

@@ -1,0 +1,265 @@
+//! The control plane's calls for operating many tokens (issue 11): retry, why,
+//! and bulk actions with their preview.
+//!
+//! A real bulk run reads its page of matches once, then sends each token as its
+//! own write request, a window at a time ([`window`]): on SQLite a window shares
+//! one group commit, on Postgres it runs side by side on half the pool. Any other
+//! request waits behind at most one window (on Postgres, it finds a connection
+//! free), so 10,000 tokens never hold the write path for long; the caller walks on
+//! with the answer's `next`.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use stateous_shared::operate::why::Why;
+use stateous_shared::operate::{BulkAnswer, Outcome, TokenOutcome, SAMPLE};
+use stateous_shared::refusal::{Code, Refusal};
+use stateous_shared::wire::TokenView;
+
+use super::{keep, Control};
+use crate::engine::bulk::{apply, preview, refused, BulkStep};
+use crate::engine::retry::RetryInput;
+use crate::engine::{self, select};
+use crate::store::backend::Database;
+use crate::store::{Cursor, StoreError, TokenRow};
+
+/// How many tokens of a bulk run SQLite's writer takes at once: one group commit.
+pub const WINDOW: usize = 64;
+
+/// How many tokens of a bulk run are on the write path at once: [`WINDOW`] on
+/// SQLite; on Postgres half the pool, so that other requests find a connection
+/// (with the whole pool busy, other writes waited up to 0.4 s in a probe).
+pub fn window(database: &Database, pool: u32) -> usize {
+    match database {
+        Database::Sqlite(_) => WINDOW,
+        Database::Postgres(_) => usize::try_from(pool / 2).unwrap_or(1).max(1),
+    }
+}
+
+/// A validated `POST /tokens/bulk`.
+#[derive(Debug, Clone)]
+pub struct BulkInput {
+    /// The action, and what each token must still match.
+    pub step: BulkStep,
+    /// The tokens listed, if any (then the walk is these, in this order).
+    pub tokens: Option<Vec<String>>,
+    /// Only preview.
+    pub dry_run: bool,
+    /// Where the walk goes on.
+    pub after: Option<Cursor>,
+    /// How many tokens this run goes through.
+    pub limit: i64,
+}
+
+/// A walk's point as the answer's `next` carries it: `ENTERED_AT:TOKEN`.
+pub fn cursor_text(cursor: &Cursor) -> String {
+    format!("{}:{}", cursor.0, cursor.1)
+}
+
+/// The point of a walk from its text, or `None` when it is not one.
+pub fn cursor_of(text: &str) -> Option<Cursor> {
+    let (at, token) = text.split_once(':')?;
+    if !crate::engine::start::token_id_ok(token) {
+        return None;
+    }
+    Some((at.parse().ok()?, token.to_string()))
+}
+
+impl Control {
+    /// `POST /tokens/{id}/retry`.
+    pub async fn retry(&self, input: RetryInput) -> Result<TokenView, Refusal> {
+        self.write(move |rules, tx| engine::retry::retry(rules, tx, &input))
+            .await
+    }
+
+    /// `GET /tokens/{id}/why`: the facts of the database (the HTTP layer adds the
+    /// supervisors heard from and the sentences).
+    pub async fn why(&self, token: String) -> Result<Why, Refusal> {
+        let rules = Arc::clone(&self.inner.rules);
+        self.read(move |tx| engine::why::why(&rules, tx, &token))
+            .await
+    }
+
+    /// `POST /tokens/bulk`: a preview, or one run of the walk.
+    pub async fn bulk(&self, input: BulkInput) -> Result<BulkAnswer, Refusal> {
+        let rules = Arc::clone(&self.inner.rules);
+        let action = input.step.action;
+        if input.dry_run {
+            let (count, sample) = self
+                .read(move |tx| {
+                    let step = &input.step;
+                    let (count, rows) = match &input.tokens {
+                        Some(ids) => {
+                            let rows = listed(tx, ids)?;
+                            let now = tx.now();
+                            let matching: Vec<Found> = rows
+                                .into_iter()
+                                .filter(|r| match r {
+                                    Found::Row(row) => step.selection.matches(&rules, row, now),
+                                    Found::Missing(_) => true,
+                                })
+                                .collect();
+                            (matching.len() as i64, matching)
+                        }
+                        None => {
+                            let count = select::count(&rules, tx, &step.selection)?;
+                            let (rows, _) =
+                                select::page(&rules, tx, &step.selection, None, SAMPLE as i64)?;
+                            (count, rows.into_iter().map(Found::Row).collect())
+                        }
+                    };
+                    let mut sample = Vec::new();
+                    for found in rows.iter().take(SAMPLE) {
+                        sample.push(match found {
+                            Found::Row(row) => preview(&rules, tx, step, row)?,
+                            Found::Missing(id) => missing(id),
+                        });
+                    }
+                    Ok((count, sample))
+                })
+                .await?;
+            return Ok(BulkAnswer {
+                action,
+                dry_run: true,
+                count,
+                sample,
+                outcomes: Vec::new(),
+                applied: 0,
+                refused: 0,
+                duplicate: 0,
+                skipped: 0,
+                next: None,
+            });
+        }
+        let walk = input.clone();
+        let (targets, next) = self
+            .read(move |tx| match &walk.tokens {
+                Some(ids) => Ok((listed(tx, ids)?, None)),
+                None => {
+                    let (rows, next) = select::page(
+                        &rules,
+                        tx,
+                        &walk.step.selection,
+                        walk.after.as_ref(),
+                        walk.limit,
+                    )?;
+                    Ok((rows.into_iter().map(Found::Row).collect(), next))
+                }
+            })
+            .await?;
+        let outcomes = self.each_token(&input.step, targets).await?;
+        let tally =
+            |wanted: Outcome| outcomes.iter().filter(|o| o.outcome == wanted).count() as i64;
+        Ok(BulkAnswer {
+            action,
+            dry_run: false,
+            count: outcomes.len() as i64,
+            applied: tally(Outcome::Applied),
+            refused: tally(Outcome::Refused),
+            duplicate: tally(Outcome::Duplicate),
+            skipped: tally(Outcome::Skipped),
+            sample: Vec::new(),
+            next: next.as_ref().map(cursor_text),
+            outcomes,
+        })
+    }
+
+    /// Apply `step` to each target as its own write request, a window at a time.
+    async fn each_token(
+        &self,
+        step: &BulkStep,
+        targets: Vec<Found>,
+    ) -> Result<Vec<TokenOutcome>, Refusal> {
+        self.serving()?;
+        let step = Arc::new(step.clone());
+        let mut outcomes = Vec::with_capacity(targets.len());
+        let options = &self.inner.options;
+        let size = window(&options.database, options.postgres.pool);
+        for window in targets.chunks(size) {
+            let answers: Vec<_> = window
+                .iter()
+                .map(|found| {
+                    let (rules, step) = (Arc::clone(&self.inner.rules), Arc::clone(&step));
+                    let token = found.id().to_string();
+                    // A task of its own, so that each write starts now: a Postgres
+                    // write starts only once its future is polled.
+                    tokio::spawn(
+                        self.inner
+                            .store
+                            .write(move |tx| keep(apply(&rules, tx, &step, &token))),
+                    )
+                })
+                .collect();
+            for (found, answer) in window.iter().zip(answers) {
+                let answer = answer.await.unwrap_or_else(|_| {
+                    Err(StoreError::Database(
+                        "a bulk write stopped unexpectedly".into(),
+                    ))
+                });
+                if matches!(answer, Err(StoreError::NotServing)) {
+                    self.inner.lost.store(true, Ordering::SeqCst);
+                }
+                let result = answer
+                    .map_err(Refusal::from)
+                    .and_then(|r| r.map_err(engine::Fail::refusal));
+                match result {
+                    Ok(done) => outcomes.push(done),
+                    // A control plane that lost its database stops the whole run.
+                    Err(refusal) if refusal.code == Code::NotServing => return Err(refusal),
+                    Err(refusal) => outcomes.push(match found {
+                        Found::Row(row) => refused(row, &refusal),
+                        Found::Missing(id) => missing(id),
+                    }),
+                }
+            }
+        }
+        Ok(outcomes)
+    }
+}
+
+/// A token of a walk: its row as the walk read it, or an id listed that names no
+/// token.
+#[derive(Debug, Clone)]
+enum Found {
+    Row(TokenRow),
+    Missing(String),
+}
+
+impl Found {
+    fn id(&self) -> &str {
+        match self {
+            Found::Row(row) => &row.token,
+            Found::Missing(id) => id,
+        }
+    }
+}
+
+/// The listed tokens, in the order listed.
+fn listed(tx: &dyn crate::store::Tx, ids: &[String]) -> engine::Step<Vec<Found>> {
+    ids.iter()
+        .map(|id| {
+            // An id that breaks the pattern names no token, and is not looked up.
+            let row = if crate::engine::start::token_id_ok(id) {
+                tx.token(id)?
+            } else {
+                None
+            };
+            Ok(match row {
+                Some(row) => Found::Row(row),
+                None => Found::Missing(id.clone()),
+            })
+        })
+        .collect()
+}
+
+/// The outcome of a listed id that names no token: no state, no status.
+fn missing(id: &str) -> TokenOutcome {
+    TokenOutcome {
+        token: id.to_string(),
+        outcome: Outcome::Refused,
+        state: String::new(),
+        status: String::new(),
+        detail: format!("there is no token {}", engine::py(id)),
+        code: Some(Code::TokenNotFound.as_str().to_string()),
+    }
+}

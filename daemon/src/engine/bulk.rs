@@ -1,0 +1,280 @@
+//! One token of a bulk action (issue 11): what the action would do to it (a
+//! preview, on a read), and the action itself (its own write transaction, so that
+//! a refusal for one token never touches another, and so that a bulk action over
+//! 10,000 tokens is 10,000 short requests between which others are served).
+//!
+//! Each action is the single-token workflow (`pause`, `resume`, `cancel`, `fire`,
+//! `retry`), which takes the token family's lock first. Before it, the token is
+//! checked against the selection again under that lock: a token that no longer
+//! matches is skipped. The operator's reason goes into the history as an
+//! `operator` entry before the action's own entries (a retry's own `retried`
+//! entry carries it); a refused action rolls it back with everything else.
+
+use serde_json::{json, Value};
+use stateous_shared::graph::{END, START};
+use stateous_shared::operate::{bulk_key, BulkAction, Outcome, TokenOutcome};
+use stateous_shared::refusal::{Code, Refusal};
+use stateous_shared::wire::Object;
+
+use super::fire::{fire, FireInput};
+use super::retry::{retry, RetryInput};
+use super::route::{decide, Decision};
+use super::select::Selection;
+use super::{append, cancel, lock, pause, py, refuse_child, Fail, Rules, Step, OWN_EVENTS};
+use crate::store::{TokenRow, TokenStatus, Tx};
+
+/// A bulk action as each token meets it.
+#[derive(Debug, Clone)]
+pub struct BulkStep {
+    /// What to do.
+    pub action: BulkAction,
+    /// What a token must still match when its turn comes.
+    pub selection: Selection,
+    /// `fire`: the event.
+    pub event: String,
+    /// `fire`: its payload.
+    pub payload: Option<Object>,
+    /// `fire`: the key that each token's key is derived from.
+    pub key: Option<String>,
+    /// `retry`: the state to enter.
+    pub state: Option<String>,
+    /// Why (a preview may have none).
+    pub reason: Option<String>,
+    /// Who asks.
+    pub by: String,
+}
+
+/// An outcome for `row` as it is.
+pub fn outcome(row: &TokenRow, outcome: Outcome, detail: String) -> TokenOutcome {
+    TokenOutcome {
+        token: row.token.clone(),
+        outcome,
+        state: row.state.clone(),
+        status: row.status.as_str().to_string(),
+        detail,
+        code: None,
+    }
+}
+
+/// A refused outcome for `row` as it was before the refusal.
+pub fn refused(row: &TokenRow, refusal: &Refusal) -> TokenOutcome {
+    TokenOutcome {
+        code: Some(refusal.code.as_str().to_string()),
+        ..outcome(row, Outcome::Refused, refusal.error.clone())
+    }
+}
+
+/// What the action would do to `row` now. Changes nothing.
+pub fn preview(rules: &Rules, tx: &dyn Tx, step: &BulkStep, row: &TokenRow) -> Step<TokenOutcome> {
+    match why_not(rules, tx, step, row)? {
+        Some(refusal) => Ok(refused(row, &refusal)),
+        None if step.action == BulkAction::Fire => preview_fire(rules, tx, step, row),
+        None => {
+            let state = py(stateous_shared::history::named(&row.state));
+            let detail = match step.action {
+                BulkAction::Pause => format!("pauses it in {state}"),
+                BulkAction::Resume => format!("resumes it in {state}; what it holds applies"),
+                BulkAction::Cancel => format!("cancels it in {state}"),
+                _ => {
+                    let target = step.state.as_deref().unwrap_or(&row.state);
+                    let visit = tx.visits(&row.token, target)? + 1;
+                    format!("enters {} again (visit {visit})", py(target))
+                }
+            };
+            Ok(outcome(row, Outcome::Applied, detail))
+        }
+    }
+}
+
+/// Why the action would be refused for `row` before any routing, as the
+/// single-token workflow would say it; `None` when it passes those checks.
+fn why_not(rules: &Rules, tx: &dyn Tx, step: &BulkStep, row: &TokenRow) -> Step<Option<Refusal>> {
+    let verb = step.action.as_str();
+    if step.action != BulkAction::Fire {
+        if let Err(fail) = refuse_child(tx, row, verb) {
+            return Ok(Some(fail.refusal()));
+        }
+    }
+    let (allowed, only) = match step.action {
+        BulkAction::Pause => (
+            row.status == TokenStatus::Active,
+            "only an active token can be paused",
+        ),
+        BulkAction::Resume => (
+            row.status == TokenStatus::Paused,
+            "only a paused token can be resumed",
+        ),
+        BulkAction::Cancel => (
+            row.status.live(),
+            "only an active or paused token can be cancelled",
+        ),
+        BulkAction::Retry => (
+            row.status == TokenStatus::Failed,
+            "only a failed token can be retried",
+        ),
+        BulkAction::Fire => (row.status.live(), "it takes no events"),
+    };
+    if !allowed {
+        let sentence = format!("token {} is {}; {only}", py(&row.token), row.status);
+        return Ok(Some(Refusal::new(Code::TokenNotActive, sentence)));
+    }
+    if step.action == BulkAction::Retry {
+        let workflow = rules.workflow(row)?;
+        let target = step.state.as_deref().unwrap_or(&row.state);
+        if target == START || target == END || !workflow.states.contains_key(target) {
+            let sentence = format!(
+                "the workflow {} has no state {} to enter",
+                py(&workflow.name),
+                py(target)
+            );
+            return Ok(Some(Refusal::new(Code::InvalidArgument, sentence)));
+        }
+    }
+    Ok(None)
+}
+
+fn preview_fire(rules: &Rules, tx: &dyn Tx, step: &BulkStep, row: &TokenRow) -> Step<TokenOutcome> {
+    let event = step.event.as_str();
+    let key = bulk_key(
+        step.key.as_deref(),
+        event,
+        step.payload.as_ref(),
+        &row.token,
+    );
+    if tx.has_key(&row.token, &key)? {
+        let detail = format!("it already took {} from this bulk fire", py(event));
+        return Ok(outcome(row, Outcome::Duplicate, detail));
+    }
+    let workflow = rules.workflow(row)?;
+    let no = |code: Code, sentence: String| Ok(refused(row, &Refusal::new(code, sentence)));
+    if OWN_EVENTS.contains(&event) {
+        return no(
+            Code::EventNotAllowed,
+            format!(
+                "{} is Stateous's own event; only Stateous fires it",
+                py(event)
+            ),
+        );
+    }
+    if !workflow.declares(event) {
+        let sentence = format!(
+            "the workflow {} has no event {}",
+            py(&workflow.name),
+            py(event)
+        );
+        return no(Code::EventNotAllowed, sentence);
+    }
+    let errors = workflow.payload_errors(event, step.payload.as_ref());
+    if !errors.is_empty() {
+        return no(
+            Code::InvalidPayload,
+            format!("{event}: {}", errors.join("; ")),
+        );
+    }
+    if row.status == TokenStatus::Paused {
+        let detail = format!("holds {} until it is resumed", py(event));
+        return Ok(outcome(row, Outcome::Applied, detail));
+    }
+    let from = py(&row.state);
+    match decide(rules, tx, row, event, step.payload.as_ref(), &row.context)? {
+        Decision::Take(chosen) if chosen.target == END => Ok(outcome(
+            row,
+            Outcome::Applied,
+            format!("moves it from {from} to END: it completes"),
+        )),
+        Decision::Take(chosen) => {
+            let detail = format!("moves it from {from} to {}", py(&chosen.target));
+            Ok(outcome(row, Outcome::Applied, detail))
+        }
+        Decision::Refuse { reason, fail: true } => Ok(outcome(
+            row,
+            Outcome::Applied,
+            format!("fails it: {reason}"),
+        )),
+        Decision::Refuse { reason, .. } => no(Code::EventNotAllowed, reason),
+    }
+}
+
+/// Apply the action to `token`, in the transaction of this one token.
+pub fn apply(rules: &Rules, tx: &dyn Tx, step: &BulkStep, token: &str) -> Step<TokenOutcome> {
+    let row = lock(tx, token)?;
+    if !step.selection.matches(rules, &row, tx.now()) {
+        let detail = "it no longer matched the filter when its turn came".to_string();
+        return Ok(outcome(&row, Outcome::Skipped, detail));
+    }
+    let view = match step.action {
+        BulkAction::Retry => {
+            let input = RetryInput {
+                token: row.token.clone(),
+                state: step.state.clone(),
+                reason: step.reason.clone(),
+                by: step.by.clone(),
+            };
+            retry(rules, tx, &input)?
+        }
+        BulkAction::Fire => {
+            let event = step.event.clone();
+            let key = bulk_key(
+                step.key.as_deref(),
+                &event,
+                step.payload.as_ref(),
+                &row.token,
+            );
+            if tx.has_key(&row.token, &key)? {
+                let detail = format!("it already took {} from this bulk fire", py(&event));
+                return Ok(outcome(&row, Outcome::Duplicate, detail));
+            }
+            // An ended token is refused before anything is written, so that a wide
+            // filter leaves no `event_rejected` entry in the histories of ended tokens.
+            if let Some(refusal) = why_not(rules, tx, step, &row)? {
+                return Err(Fail::Rollback(refusal));
+            }
+            operator_entry(tx, step, &row)?;
+            let input = FireInput::new(row.token.clone(), event, step.payload.clone(), Some(key))?;
+            fire(rules, tx, input)?.0
+        }
+        BulkAction::Pause => {
+            operator_entry(tx, step, &row)?;
+            pause::pause(rules, tx, token)?
+        }
+        BulkAction::Resume => {
+            operator_entry(tx, step, &row)?;
+            pause::resume(rules, tx, token)?
+        }
+        BulkAction::Cancel => {
+            operator_entry(tx, step, &row)?;
+            cancel::cancel(rules, tx, token)?
+        }
+    };
+    let detail = match step.action {
+        BulkAction::Fire => format!(
+            "fired {}: it is {} in {}",
+            py(&step.event),
+            view.status,
+            py(stateous_shared::history::named(&view.state))
+        ),
+        action => format!("{} it", action.done()),
+    };
+    Ok(TokenOutcome {
+        token: view.token,
+        outcome: Outcome::Applied,
+        state: view.state,
+        status: view.status,
+        detail,
+        code: None,
+    })
+}
+
+/// The `operator` entry: who asked for what, and why.
+fn operator_entry(tx: &dyn Tx, step: &BulkStep, row: &TokenRow) -> Step<()> {
+    let mut data = json!({"action": step.action.as_str(), "by": step.by});
+    if let Some(map) = data.as_object_mut() {
+        if step.action == BulkAction::Fire {
+            map.insert("event".into(), Value::String(step.event.clone()));
+        }
+        if let Some(reason) = &step.reason {
+            map.insert("reason".into(), Value::String(reason.clone()));
+        }
+    }
+    append(tx, &row.token, "operator", None, data)
+}

@@ -1,0 +1,302 @@
+//! A steering command over every token a filter matches (issue 11):
+//! `stateous token cancel --where EXPR --reason TEXT` and its siblings `pause`,
+//! `resume`, `fire` and `retry`.
+//!
+//! It previews first (`POST /tokens/bulk` with `dry_run`: the count and a sample,
+//! with what the action does to each), then asks the operator to type the count.
+//! `--yes` skips the question; without a terminal and without `--yes` it refuses
+//! in one sentence and changes nothing. The run walks the matches a page at a time
+//! (the answer's `next`), telling its progress on the console, then prints a
+//! summary and the tokens that were refused.
+
+use std::io::{BufRead, IsTerminal, Write};
+
+use crate::client::Client;
+use crate::commands::{json_object, line, CommandError};
+use crate::operate::{operator_name, BulkAction, BulkAnswer, BulkRequest, Outcome, TokenOutcome};
+
+/// The options of a bulk action.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BulkOptions {
+    /// What to do.
+    pub action: BulkAction,
+    /// `--where`: which tokens.
+    pub filter: String,
+    /// `fire`: the event.
+    pub event: Option<String>,
+    /// `fire`: the payload, as JSON text.
+    pub payload: Option<String>,
+    /// `fire`: `--key`, the key each token's key is derived from.
+    pub key: Option<String>,
+    /// `retry`: `--state`.
+    pub state: Option<String>,
+    /// `--reason`: written into each token's history; needed unless `--dry-run`.
+    pub reason: Option<String>,
+    /// `--yes`: no question.
+    pub yes: bool,
+    /// `--dry-run`: the preview only.
+    pub dry_run: bool,
+    /// `--jsonl`: each token's outcome as a line of JSON, as it comes.
+    pub jsonl: bool,
+}
+
+/// Where a command asks its question and tells its progress: the terminal, or a
+/// script in tests.
+pub trait Console {
+    /// Whether a person can answer a question (standard input is a terminal).
+    fn can_ask(&self) -> bool;
+    /// Ask `question` and read one line of answer.
+    fn ask(&mut self, question: &str) -> std::io::Result<String>;
+    /// Tell one line that is not data (stderr).
+    fn note(&mut self, text: &str);
+}
+
+/// The process's terminal: questions and notes on stderr, answers from stdin.
+pub struct Terminal;
+
+impl Console for Terminal {
+    fn can_ask(&self) -> bool {
+        std::io::stdin().is_terminal()
+    }
+
+    fn ask(&mut self, question: &str) -> std::io::Result<String> {
+        eprint!("{question}");
+        std::io::stderr().flush()?;
+        let mut answer = String::new();
+        std::io::stdin().lock().read_line(&mut answer)?;
+        Ok(answer)
+    }
+
+    fn note(&mut self, text: &str) {
+        eprintln!("{text}");
+    }
+}
+
+/// `TOKEN: STATE, STATUS -> WHAT`, for previews and for tokens not applied.
+pub fn outcome_line(outcome: &TokenOutcome) -> String {
+    let place = if outcome.status.is_empty() {
+        String::new()
+    } else {
+        format!(
+            ": {}, {}",
+            crate::history::named(&outcome.state),
+            outcome.status
+        )
+    };
+    let what = match (outcome.outcome, &outcome.code) {
+        (Outcome::Refused, Some(code)) => format!("refused ({code}): {}", outcome.detail),
+        (Outcome::Applied, _) => outcome.detail.clone(),
+        (other, _) => format!("{}: {}", other.as_str(), outcome.detail),
+    };
+    format!("{}{place} -> {what}", outcome.token)
+}
+
+/// The most refused tokens a summary lists one by one.
+const MOST_REFUSED_SHOWN: usize = 50;
+
+fn plural(count: i64) -> &'static str {
+    if count == 1 {
+        "token"
+    } else {
+        "tokens"
+    }
+}
+
+/// Preview, confirm, run, summarize.
+pub(super) async fn run(
+    client: &Client,
+    options: &BulkOptions,
+    json: bool,
+    out: &mut dyn Write,
+    console: &mut dyn Console,
+) -> Result<(), CommandError> {
+    let verb = options.action.as_str();
+    if json && options.jsonl {
+        return Err(CommandError::Usage(
+            "give --json or --jsonl, not both".into(),
+        ));
+    }
+    if options.reason.is_none() && !options.dry_run {
+        return Err(CommandError::Usage(format!(
+            "a {verb} with --where needs --reason: it is written into each token's history"
+        )));
+    }
+    let payload = options
+        .payload
+        .as_deref()
+        .map(|text| json_object(text, "PAYLOAD_JSON"))
+        .transpose()?;
+    let mut request = BulkRequest {
+        action: Some(options.action),
+        filter: Some(options.filter.clone()),
+        event: options.event.clone(),
+        payload,
+        key: options.key.clone(),
+        state: options.state.clone(),
+        reason: options.reason.clone(),
+        by: Some(operator_name()),
+        dry_run: true,
+        ..BulkRequest::default()
+    };
+    let preview = client.bulk(&request).await?;
+    if options.dry_run {
+        if json {
+            return line(out, &pretty(&preview)?);
+        }
+        return print_preview(&preview, &options.filter, out);
+    }
+    if preview.count == 0 {
+        return line(out, "no token matches the filter; nothing to do");
+    }
+    if !options.yes {
+        if !console.can_ask() {
+            return Err(CommandError::Usage(format!(
+                "{verb} would act on {} {}: confirm at a terminal, or add --yes",
+                preview.count,
+                plural(preview.count)
+            )));
+        }
+        print_preview(&preview, &options.filter, out)?;
+        out.flush()?;
+        let question = format!(
+            "Type {} to {verb} them, anything else to stop: ",
+            preview.count
+        );
+        let answer = console.ask(&question)?;
+        if answer.trim() != preview.count.to_string() {
+            return Err(CommandError::Usage(format!(
+                "nothing was changed: the answer was not {}",
+                preview.count
+            )));
+        }
+    } else if !json && !options.jsonl {
+        print_preview(&preview, &options.filter, out)?;
+    }
+    request.dry_run = false;
+    let total = walk(client, &mut request, preview.count, options, out, console).await?;
+    if json {
+        return line(out, &pretty(&total)?);
+    }
+    if !options.jsonl {
+        summarize(&total, out)?;
+    }
+    Ok(())
+}
+
+/// Run the walk to its end; every answer merged into one.
+async fn walk(
+    client: &Client,
+    request: &mut BulkRequest,
+    expected: i64,
+    options: &BulkOptions,
+    out: &mut dyn Write,
+    console: &mut dyn Console,
+) -> Result<BulkAnswer, CommandError> {
+    let verb = options.action.as_str();
+    let mut total = BulkAnswer {
+        action: options.action,
+        dry_run: false,
+        count: 0,
+        sample: Vec::new(),
+        outcomes: Vec::new(),
+        applied: 0,
+        refused: 0,
+        duplicate: 0,
+        skipped: 0,
+        next: None,
+    };
+    loop {
+        let answer = client.bulk(request).await?;
+        if options.jsonl {
+            for outcome in &answer.outcomes {
+                line(out, &serde_json::to_string(outcome).unwrap_or_default())?;
+            }
+            out.flush()?;
+        }
+        total.count += answer.count;
+        total.applied += answer.applied;
+        total.refused += answer.refused;
+        total.duplicate += answer.duplicate;
+        total.skipped += answer.skipped;
+        total.outcomes.extend(answer.outcomes);
+        if answer.count == 0 {
+            // The page before ended at its limit on the last match.
+            return Ok(total);
+        }
+        console.note(&format!(
+            "{verb}: {} of {} {} ({} applied, {} refused, {} duplicate, {} skipped)",
+            total.count,
+            expected.max(total.count),
+            plural(expected),
+            total.applied,
+            total.refused,
+            total.duplicate,
+            total.skipped
+        ));
+        match answer.next {
+            Some(next) => request.after = Some(next),
+            None => return Ok(total),
+        }
+    }
+}
+
+fn print_preview(
+    preview: &BulkAnswer,
+    filter: &str,
+    out: &mut dyn Write,
+) -> Result<(), CommandError> {
+    let count = preview.count;
+    line(
+        out,
+        &format!(
+            "{count} {} {} {filter}; {} would do:",
+            plural(count),
+            if count == 1 { "matches" } else { "match" },
+            preview.action.as_str()
+        ),
+    )?;
+    for outcome in &preview.sample {
+        line(out, &format!("  {}", outcome_line(outcome)))?;
+    }
+    let more = count - preview.sample.len() as i64;
+    if more > 0 {
+        line(out, &format!("  ... and {more} more"))?;
+    }
+    Ok(())
+}
+
+fn summarize(total: &BulkAnswer, out: &mut dyn Write) -> Result<(), CommandError> {
+    line(
+        out,
+        &format!(
+            "{} {} {}; {} refused, {} duplicate, {} skipped",
+            total.action.done(),
+            total.applied,
+            plural(total.applied),
+            total.refused,
+            total.duplicate,
+            total.skipped
+        ),
+    )?;
+    // The refused tokens need a look; duplicates and skipped ones are counted.
+    let refused: Vec<&TokenOutcome> = total
+        .outcomes
+        .iter()
+        .filter(|o| o.outcome == Outcome::Refused)
+        .collect();
+    for outcome in refused.iter().take(MOST_REFUSED_SHOWN) {
+        line(out, &format!("  {}", outcome_line(outcome)))?;
+    }
+    if refused.len() > MOST_REFUSED_SHOWN {
+        let more = refused.len() - MOST_REFUSED_SHOWN;
+        line(
+            out,
+            &format!("  ... and {more} more refused (--jsonl prints every outcome)"),
+        )?;
+    }
+    Ok(())
+}
+
+fn pretty(value: &BulkAnswer) -> Result<String, CommandError> {
+    serde_json::to_string_pretty(value).map_err(|error| CommandError::Usage(error.to_string()))
+}

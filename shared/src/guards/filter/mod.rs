@@ -1,0 +1,375 @@
+//! The filter language (issue 11): which tokens an operator means, written in the
+//! guard language's grammar (SPEC section 2) over a token's own fields. The API's
+//! `GET /tokens?where=...` and `POST /tokens/bulk`, `stateous token list --where`
+//! and the TUI's `/` all read it through [`parse_filter`].
+//!
+//! A filter reads `token`, `state`, `status`, `visit`, `workflow`, `parent`,
+//! `moved` (whole seconds since the token's last move) and `ctx['key']`, with
+//! deeper paths such as `ctx['customer']['name']` or `ctx['items'][0]`, e.g.
+//! `state == 'review' and status == 'active' and moved > 600`. The text is lexed and
+//! parsed by the guard language's own lexer and parser, so the grammar, the
+//! literals and the refusals of Python's other forms are the guards'; it is then
+//! checked against the names above, and evaluated with the guards' semantics
+//! (Python's: `1 == 1.0`, a missing value reads as null, null compared with a
+//! number is false). A filter never reads the ledger or an event's payload.
+//!
+//! [`Filter::pushdown`] names what a database can select by itself (state,
+//! status, moved), so that a filter over 100,000 tokens reads only the rows that
+//! can match.
+
+use serde_json::Value;
+
+use super::eval::{compare, truthy, Val};
+use super::parse::{CmpTok, Node};
+use super::{lex, parse, CmpOp, Literal};
+use crate::pyrepr::repr_str;
+use crate::wire::Object;
+
+mod pushdown;
+#[cfg(test)]
+mod tests;
+
+pub use pushdown::Pushdown;
+
+/// A filter outside the filter language, with the parser's or the checker's
+/// sentence, e.g. `filter 'x == 1': unknown name 'x'; ...`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct FilterError(pub String);
+
+/// A parsed and checked filter.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Filter {
+    /// The filter as written.
+    pub text: String,
+    tree: Term,
+}
+
+/// A token's own fields, as a filter names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Field {
+    /// `token`: the token's id.
+    Token,
+    /// `state`: its state (`__start__` before its first state).
+    State,
+    /// `status`: `active`, `paused`, `completed`, `failed` or `cancelled`.
+    Status,
+    /// `visit`: how many times it entered its state.
+    Visit,
+    /// `workflow`: the workflow it runs (a child's own workflow, else the main one).
+    Workflow,
+    /// `parent`: the token whose parallel state started it; null for a top token.
+    Parent,
+    /// `moved`: whole seconds since it entered its state.
+    Moved,
+}
+
+impl Field {
+    /// Every field, by its name in the language.
+    pub const ALL: [(&'static str, Field); 7] = [
+        ("token", Field::Token),
+        ("state", Field::State),
+        ("status", Field::Status),
+        ("visit", Field::Visit),
+        ("workflow", Field::Workflow),
+        ("parent", Field::Parent),
+        ("moved", Field::Moved),
+    ];
+}
+
+/// One step of a context path: `['key']` of an object or `[0]` of a list.
+#[derive(Debug, Clone, PartialEq)]
+enum Step {
+    Key(String),
+    Index(i128),
+}
+
+/// A node of a checked filter.
+#[derive(Debug, Clone, PartialEq)]
+enum Term {
+    Or(Vec<Term>),
+    And(Vec<Term>),
+    Not(Box<Term>),
+    Compare(Box<Term>, Vec<(CmpOp, Term)>),
+    Literal(Literal),
+    List(Vec<Term>),
+    Field(Field),
+    /// `ctx['a']['b']...`: the steps below the context.
+    Context(Vec<Step>),
+}
+
+/// What a filter reads of one token.
+#[derive(Debug, Clone, Copy)]
+pub struct TokenFacts<'a> {
+    /// The id.
+    pub token: &'a str,
+    /// The state.
+    pub state: &'a str,
+    /// The status, as the API writes it.
+    pub status: &'a str,
+    /// The visit of the state.
+    pub visit: i64,
+    /// The workflow's name.
+    pub workflow: &'a str,
+    /// The parent, for a child.
+    pub parent: Option<&'a str>,
+    /// Whole seconds since the token entered its state (see [`moved_seconds`]).
+    pub moved: i64,
+    /// The context.
+    pub context: &'a Object,
+}
+
+/// Whole seconds from `entered_at` to `now` (both microseconds), rounded down, as
+/// `moved` reads them.
+pub fn moved_seconds(entered_at: i64, now: i64) -> i64 {
+    now.saturating_sub(entered_at).div_euclid(1_000_000)
+}
+
+/// Parse a filter and check it against the filter language.
+///
+/// Errors: a [`FilterError`] reading `filter 'TEXT': REASON`: the guard parser's
+/// sentence for text that is not an expression, or why a name, index, call or
+/// dot is not part of a filter.
+pub fn parse_filter(text: &str) -> Result<Filter, FilterError> {
+    let fail = |reason: String| FilterError(format!("filter {}: {reason}", repr_str(text)));
+    // Python strips the text before parsing it, as the guards' parser does.
+    let trimmed = text.trim_matches(|c: char| c.is_whitespace() || ('\x1c'..='\x1f').contains(&c));
+    let tokens = lex::tokens(trimmed).map_err(|r| fail(format!("not a valid expression: {r}")))?;
+    let node = parse::parse(tokens).map_err(|r| fail(format!("not a valid expression: {r}")))?;
+    let tree = check(&node).map_err(fail)?;
+    Ok(Filter {
+        text: text.to_owned(),
+        tree,
+    })
+}
+
+impl Filter {
+    /// Whether the token matches: the truth of the filter's value, in Python's
+    /// sense.
+    pub fn matches(&self, facts: &TokenFacts<'_>) -> bool {
+        truthy(&value(&self.tree, facts))
+    }
+
+    /// Whether the filter reads the context (a caller may then skip reading it).
+    pub fn reads_context(&self) -> bool {
+        fn reads(term: &Term) -> bool {
+            match term {
+                Term::Context(_) => true,
+                Term::Or(items) | Term::And(items) | Term::List(items) => items.iter().any(reads),
+                Term::Not(inner) => reads(inner),
+                Term::Compare(first, rest) => reads(first) || rest.iter().any(|(_, t)| reads(t)),
+                Term::Literal(_) | Term::Field(_) => false,
+            }
+        }
+        reads(&self.tree)
+    }
+
+    /// What a database can select by itself; see [`Pushdown`].
+    pub fn pushdown(&self) -> Pushdown {
+        pushdown::of(&self.tree)
+    }
+}
+
+fn value<'a>(term: &'a Term, facts: &TokenFacts<'a>) -> Val<'a> {
+    match term {
+        Term::Or(items) => Val::Bool(items.iter().any(|t| truthy(&value(t, facts)))),
+        Term::And(items) => Val::Bool(items.iter().all(|t| truthy(&value(t, facts)))),
+        Term::Not(inner) => Val::Bool(!truthy(&value(inner, facts))),
+        Term::Compare(first, rest) => {
+            let mut left = value(first, facts);
+            for (op, operand) in rest {
+                let right = value(operand, facts);
+                if !compare(*op, &left, &right) {
+                    return Val::Bool(false);
+                }
+                left = right;
+            }
+            Val::Bool(true)
+        }
+        Term::Literal(literal) => Val::of_literal(literal),
+        Term::List(items) => Val::List(items.iter().map(|t| value(t, facts)).collect()),
+        Term::Field(field) => match field {
+            Field::Token => Val::Str(facts.token),
+            Field::State => Val::Str(facts.state),
+            Field::Status => Val::Str(facts.status),
+            Field::Visit => Val::Int(i128::from(facts.visit)),
+            Field::Workflow => Val::Str(facts.workflow),
+            Field::Parent => facts.parent.map_or(Val::Null, Val::Str),
+            Field::Moved => Val::Int(i128::from(facts.moved)),
+        },
+        Term::Context(steps) => Val::of_json(follow(facts.context, steps)),
+    }
+}
+
+/// The value at `steps` below the context; `None` (null) where a step finds nothing.
+/// A negative index counts from the end of a list, as in Python.
+fn follow<'a>(context: &'a Object, steps: &[Step]) -> Option<&'a Value> {
+    let (first, rest) = steps.split_first()?;
+    let Step::Key(key) = first else {
+        return None;
+    };
+    let mut at = context.get(key)?;
+    for step in rest {
+        at = match (step, at) {
+            (Step::Key(key), Value::Object(map)) => map.get(key)?,
+            (Step::Index(index), Value::Array(items)) => {
+                let length = i128::try_from(items.len()).ok()?;
+                let from_start = if *index < 0 { length + index } else { *index };
+                items.get(usize::try_from(from_start).ok()?)?
+            }
+            _ => return None,
+        };
+    }
+    Some(at)
+}
+
+/// Check a parsed filter; the error is the reason, without the filter's text.
+fn check(node: &Node) -> Result<Term, String> {
+    match node {
+        Node::Or(items) => Ok(Term::Or(all(items)?)),
+        Node::And(items) => Ok(Term::And(all(items)?)),
+        Node::Not(inner) => Ok(Term::Not(Box::new(check(inner)?))),
+        Node::Neg(_) => negative(node)
+            .map(Term::Literal)
+            .ok_or_else(|| "a minus sign may stand only before a number, as in -5".to_owned()),
+        Node::Compare(first, rest) => {
+            for (op, searched) in rest {
+                let searchable = matches!(searched, Node::List(_) | Node::Subscript(..))
+                    || matches!(searched, Node::Name(name) if field(name).is_some());
+                if matches!(op, CmpTok::In | CmpTok::NotIn) && !searchable {
+                    return Err("`in` must search a list literal, a field such as token, \
+                                or ctx['key'], not a string or a number"
+                        .to_owned());
+                }
+            }
+            let first = Box::new(check(first)?);
+            let rest = rest
+                .iter()
+                .map(|(op, operand)| Ok((comparison(*op), check(operand)?)))
+                .collect::<Result<_, String>>()?;
+            Ok(Term::Compare(first, rest))
+        }
+        Node::Int(value) => Ok(Term::Literal(Literal::Int(*value))),
+        Node::Float(value) => Ok(Term::Literal(Literal::Float(*value))),
+        Node::Str(text) => Ok(Term::Literal(Literal::Str(text.clone()))),
+        Node::OtherConst(what) => Err(match *what {
+            "True" => "True is not a literal of the filter language; write true".to_owned(),
+            "False" => "False is not a literal of the filter language; write false".to_owned(),
+            "None" => "None is not a literal of the filter language; write null".to_owned(),
+            other => format!("{other} is not a literal of the filter language"),
+        }),
+        Node::List(items) => list(items),
+        Node::Name(name) => name_term(name),
+        Node::Subscript(..) => context_path(node).map(Term::Context),
+        Node::Attribute(owner, _) => Err(match &**owner {
+            Node::Name(name) if name == "ctx" => {
+                "the context is read as ctx['key'], not with a dot".to_owned()
+            }
+            Node::Name(name) if name == "payload" => PAYLOAD.to_owned(),
+            _ => "a filter reads no field with a dot; write ctx['key']['deeper']".to_owned(),
+        }),
+        Node::Call(function, ..) => Err(match &**function {
+            Node::Name(name) if name == "count" => {
+                "count() reads a token's ledger, which a filter does not; \
+                 filter on state, visit or ctx['key']"
+                    .to_owned()
+            }
+            _ => "a filter calls no function".to_owned(),
+        }),
+    }
+}
+
+const PAYLOAD: &str = "a filter reads tokens, not the payload of an event";
+
+fn all(items: &[Node]) -> Result<Vec<Term>, String> {
+    items.iter().map(check).collect()
+}
+
+fn field(name: &str) -> Option<Field> {
+    Field::ALL
+        .iter()
+        .find(|(known, _)| *known == name)
+        .map(|(_, field)| *field)
+}
+
+fn name_term(name: &str) -> Result<Term, String> {
+    match name {
+        "true" => return Ok(Term::Literal(Literal::Bool(true))),
+        "false" => return Ok(Term::Literal(Literal::Bool(false))),
+        "null" => return Ok(Term::Literal(Literal::Null)),
+        "ctx" => return Err("read one key of the context, e.g. ctx['key']".to_owned()),
+        "payload" => return Err(PAYLOAD.to_owned()),
+        _ => {}
+    }
+    field(name).map(Term::Field).ok_or_else(|| {
+        format!(
+            "unknown name {}; a filter reads token, state, status, visit, workflow, \
+             parent, moved and ctx['key']",
+            repr_str(name)
+        )
+    })
+}
+
+/// The steps of `ctx['a']['b'][0]`, first step a key.
+fn context_path(node: &Node) -> Result<Vec<Step>, String> {
+    const ONLY: &str = "only the context can be indexed, as ctx['key'] or ctx['key'][0]";
+    let Node::Subscript(owner, index) = node else {
+        return Err(ONLY.to_owned());
+    };
+    let mut steps = match &**owner {
+        Node::Name(name) if name == "ctx" => Vec::new(),
+        Node::Subscript(..) => context_path(owner)?,
+        _ => return Err(ONLY.to_owned()),
+    };
+    let step = match (&**index, negative(index)) {
+        (Node::Str(key), _) => Step::Key(key.clone()),
+        (Node::Int(at), _) if !steps.is_empty() => Step::Index(*at),
+        (_, Some(Literal::Int(at))) if !steps.is_empty() => Step::Index(at),
+        _ if steps.is_empty() => {
+            return Err("the context's keys are strings, as in ctx['key']".to_owned())
+        }
+        _ => return Err("a path below ctx['key'] takes strings and whole numbers".to_owned()),
+    };
+    steps.push(step);
+    Ok(steps)
+}
+
+fn list(items: &[Node]) -> Result<Term, String> {
+    let mut checked = Vec::with_capacity(items.len());
+    for item in items {
+        let literal = matches!(
+            item,
+            Node::Int(_) | Node::Float(_) | Node::Str(_) | Node::OtherConst(_)
+        ) || matches!(item, Node::Name(n) if ["true", "false", "null"].contains(&n.as_str()));
+        if !literal && negative(item).is_none() {
+            return Err("a list may hold only literals, such as ['review', 'draft']".to_owned());
+        }
+        checked.push(check(item)?);
+    }
+    Ok(Term::List(checked))
+}
+
+/// The value of a negative number such as `-5` or `-(2.5)`; None for anything else.
+fn negative(node: &Node) -> Option<Literal> {
+    match node {
+        Node::Neg(inner) => match **inner {
+            Node::Int(value) => Some(Literal::Int(-value)),
+            Node::Float(value) => Some(Literal::Float(-value)),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+fn comparison(op: CmpTok) -> CmpOp {
+    match op {
+        CmpTok::Lt => CmpOp::Lt,
+        CmpTok::Le => CmpOp::Le,
+        CmpTok::Gt => CmpOp::Gt,
+        CmpTok::Ge => CmpOp::Ge,
+        CmpTok::Eq => CmpOp::Eq,
+        CmpTok::Ne => CmpOp::Ne,
+        CmpTok::In => CmpOp::In,
+        CmpTok::NotIn => CmpOp::NotIn,
+    }
+}

@@ -1,0 +1,306 @@
+//! The wire shapes of operating many tokens (issue 11), an addition of ours to the
+//! API (SPEC section 3.3) that no reference client asks for: the total count of
+//! `GET /tokens`, `POST /tokens/bulk` (with its preview), `POST
+//! /tokens/{id}/retry` and `GET /tokens/{id}/why` ([`why`]).
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::wire::Object;
+
+pub mod why;
+
+/// The header of `GET /tokens` that carries how many tokens match in all; the body
+/// stays the reference's list of one page.
+pub const TOTAL_COUNT: &str = "x-total-count";
+
+/// The most tokens a preview samples.
+pub const SAMPLE: usize = 20;
+
+/// The most tokens one real run of `POST /tokens/bulk` goes through; the answer's
+/// `next` continues the walk.
+pub const MOST_PER_RUN: i64 = 1000;
+
+/// The tokens one real run goes through when the body names no `limit`.
+pub const DEFAULT_PER_RUN: i64 = 500;
+
+/// The longest operator reason, in characters (as long as a note).
+pub const MAX_REASON: usize = 500;
+
+/// What a bulk action does to each token it matches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BulkAction {
+    /// Pause an active token (`POST /tokens/{id}/pause`).
+    Pause,
+    /// Resume a paused token.
+    Resume,
+    /// Cancel a live token.
+    Cancel,
+    /// Fire an event, with an idempotency key derived per token ([`bulk_key`]).
+    Fire,
+    /// Retry a failed token (`POST /tokens/{id}/retry`).
+    Retry,
+}
+
+impl BulkAction {
+    /// Every action.
+    pub const ALL: [BulkAction; 5] = [
+        BulkAction::Pause,
+        BulkAction::Resume,
+        BulkAction::Cancel,
+        BulkAction::Fire,
+        BulkAction::Retry,
+    ];
+
+    /// The action as the body names it: `pause`, `resume`, `cancel`, `fire`, `retry`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BulkAction::Pause => "pause",
+            BulkAction::Resume => "resume",
+            BulkAction::Cancel => "cancel",
+            BulkAction::Fire => "fire",
+            BulkAction::Retry => "retry",
+        }
+    }
+
+    /// The action of a name, or `None`.
+    pub fn parse(text: &str) -> Option<BulkAction> {
+        BulkAction::ALL.into_iter().find(|a| a.as_str() == text)
+    }
+
+    /// The past tense, for summaries: `paused`, `resumed`, `cancelled`, `fired`,
+    /// `retried`.
+    pub fn done(self) -> &'static str {
+        match self {
+            BulkAction::Pause => "paused",
+            BulkAction::Resume => "resumed",
+            BulkAction::Cancel => "cancelled",
+            BulkAction::Fire => "fired",
+            BulkAction::Retry => "retried",
+        }
+    }
+}
+
+/// The body of `POST /tokens/bulk`. The tokens are those `where` matches, or the
+/// `tokens` listed, or the listed tokens that `where` matches when both are given;
+/// a body with neither is refused (write `where: "true"` to mean every token).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct BulkRequest {
+    /// What to do.
+    pub action: Option<BulkAction>,
+    /// The filter (the filter language of `GET /tokens?where=`).
+    #[serde(rename = "where", default, skip_serializing_if = "Option::is_none")]
+    pub filter: Option<String>,
+    /// Token ids, at most 1000 (the TUI's marked rows).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<Vec<String>>,
+    /// `fire`: the event.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event: Option<String>,
+    /// `fire`: its payload.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payload: Option<Object>,
+    /// `fire`: the key each token's own key is derived from ([`bulk_key`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// `retry`: the state to enter; none is the state where each token failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+    /// Why: written into each token's history. Required for a real run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Who asks (the CLI sends the user's name); `operator` when none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
+    /// Only say what would happen: the count and a sample.
+    #[serde(default)]
+    pub dry_run: bool,
+    /// A real run: go on after this point of the walk (the last answer's `next`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<String>,
+    /// A real run: go through at most this many tokens (1 to 1000, default 500).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<i64>,
+}
+
+/// What happened (or, in a preview, would happen) to one token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// The action applied.
+    Applied,
+    /// The control plane refused it for this token: `code` and `error` say why.
+    Refused,
+    /// A fire whose derived key this token already took: nothing changed.
+    Duplicate,
+    /// The token no longer matched the filter when its turn came: nothing changed.
+    Skipped,
+}
+
+impl Outcome {
+    /// `applied`, `refused`, `duplicate`, `skipped`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Applied => "applied",
+            Outcome::Refused => "refused",
+            Outcome::Duplicate => "duplicate",
+            Outcome::Skipped => "skipped",
+        }
+    }
+}
+
+/// One token of a bulk action.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TokenOutcome {
+    /// The token.
+    pub token: String,
+    /// What happened, or would.
+    pub outcome: Outcome,
+    /// Its state: after the action, or now in a preview.
+    pub state: String,
+    /// Its status, the same way.
+    pub status: String,
+    /// What the action does or did to it, in words (`moves it from 'review' to
+    /// 'done'`), or why it was refused.
+    pub detail: String,
+    /// The refusal's code.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+}
+
+/// The answer of `POST /tokens/bulk`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BulkAnswer {
+    /// The action.
+    pub action: BulkAction,
+    /// True for a preview, which changed nothing.
+    pub dry_run: bool,
+    /// A preview: how many tokens match in all. A real run: how many it went
+    /// through (`outcomes`).
+    pub count: i64,
+    /// A preview: up to 20 of the matches, the most recently moved first, with
+    /// what the action would do to each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sample: Vec<TokenOutcome>,
+    /// A real run: each token it went through, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outcomes: Vec<TokenOutcome>,
+    /// A real run: how many applied.
+    #[serde(default)]
+    pub applied: i64,
+    /// A real run: how many were refused.
+    #[serde(default)]
+    pub refused: i64,
+    /// A real run: how many were duplicates.
+    #[serde(default)]
+    pub duplicate: i64,
+    /// A real run: how many no longer matched.
+    #[serde(default)]
+    pub skipped: i64,
+    /// A real run: where the walk goes on (send it as `after`); none once every
+    /// match was met.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next: Option<String>,
+}
+
+/// The body of `POST /tokens/{id}/retry`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RetryRequest {
+    /// The state to enter; none is the state where the token failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+    /// Why, for the history.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Who retries it; `operator` when none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
+}
+
+/// The idempotency key that a bulk fire gives `token`: `bulk-` and 40 hex digits
+/// of the SHA-256 of the key given (or none), the event, the payload and the token.
+/// A second run of the same bulk fire derives the same keys, so each token takes
+/// the event once; another `key` fires it again. The filter is not part of it: a
+/// token met through another filter is still the same token.
+pub fn bulk_key(given: Option<&str>, event: &str, payload: Option<&Object>, token: &str) -> String {
+    let material = serde_json::json!([given, event, payload, token]);
+    let digest = Sha256::digest(material.to_string().as_bytes());
+    format!("bulk-{}", &hex::encode(digest)[..40])
+}
+
+/// Who asks, as the CLI and the TUI name the operator: `$USER` (or `$LOGNAME`),
+/// else `operator`.
+pub fn operator_name() -> String {
+    ["USER", "LOGNAME"]
+        .iter()
+        .find_map(|name| std::env::var(name).ok().filter(|v| !v.is_empty()))
+        .unwrap_or_else(|| "operator".to_string())
+}
+
+/// A span of seconds as an operator reads it: `45s`, `12m`, `1m 40s`, `3h 5m`,
+/// `2d 4h` (rounded down to whole seconds).
+pub fn span(seconds: f64) -> String {
+    #[allow(clippy::cast_possible_truncation)] // rounded down, clamped below
+    let whole = seconds.max(0.0).floor().min(1e15) as u64;
+    let (days, hours, minutes, secs) = (
+        whole / 86_400,
+        whole % 86_400 / 3600,
+        whole % 3600 / 60,
+        whole % 60,
+    );
+    let pair = |a: u64, a_unit: &str, b: u64, b_unit: &str| {
+        if b == 0 {
+            format!("{a}{a_unit}")
+        } else {
+            format!("{a}{a_unit} {b}{b_unit}")
+        }
+    };
+    if days > 0 {
+        pair(days, "d", hours, "h")
+    } else if hours > 0 {
+        pair(hours, "h", minutes, "m")
+    } else if minutes > 0 {
+        pair(minutes, "m", secs, "s")
+    } else {
+        format!("{secs}s")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bulk_key_is_the_same_for_the_same_fire_and_differs_per_token() {
+        let payload: Object = serde_json::from_str(r#"{"approved": true}"#).unwrap();
+        let one = bulk_key(None, "reviewed", Some(&payload), "T-1");
+        assert_eq!(one, bulk_key(None, "reviewed", Some(&payload), "T-1"));
+        assert_eq!(one.len(), 45);
+        assert!(one.starts_with("bulk-"));
+        assert_ne!(one, bulk_key(None, "reviewed", Some(&payload), "T-2"));
+        assert_ne!(one, bulk_key(Some("k"), "reviewed", Some(&payload), "T-1"));
+        assert_ne!(one, bulk_key(None, "reviewed", None, "T-1"));
+    }
+
+    #[test]
+    fn spans_read_short() {
+        assert_eq!(span(0.4), "0s");
+        assert_eq!(span(45.9), "45s");
+        assert_eq!(span(720.0), "12m");
+        assert_eq!(span(100.0), "1m 40s");
+        assert_eq!(span(3.0 * 3600.0 + 300.0), "3h 5m");
+        assert_eq!(span(2.0 * 86400.0 + 4.0 * 3600.0 + 59.0), "2d 4h");
+        assert_eq!(span(-5.0), "0s");
+    }
+
+    #[test]
+    fn actions_read_and_write_their_names() {
+        for action in BulkAction::ALL {
+            assert_eq!(BulkAction::parse(action.as_str()), Some(action));
+            let json = serde_json::to_value(action).unwrap();
+            assert_eq!(json, action.as_str());
+        }
+        assert_eq!(BulkAction::parse("delete"), None);
+    }
+}
