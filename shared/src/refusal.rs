@@ -44,13 +44,17 @@ pub enum Code {
     DatabaseBusy,
     /// 503: this control plane no longer holds the database.
     NotServing,
+    /// 503: this control plane is a standby (`serve --standby`, issue 14): it waits
+    /// for the database's serving lock and answers only `GET /health` with this code.
+    /// Ours, not the reference's: a client that knows several addresses tries the next.
+    Standby,
     /// 500: a failure that no other code names.
     Unexpected,
 }
 
 impl Code {
     /// Every code, in the order of the reference's table.
-    pub const ALL: [Code; 18] = [
+    pub const ALL: [Code; 19] = [
         Code::TokenNotFound,
         Code::TaskNotFound,
         Code::NotFound,
@@ -68,6 +72,7 @@ impl Code {
         Code::AttemptOver,
         Code::DatabaseBusy,
         Code::NotServing,
+        Code::Standby,
         Code::Unexpected,
     ];
 
@@ -87,7 +92,7 @@ impl Code {
             | Code::ChildToken
             | Code::TaskNotHeld
             | Code::AttemptOver => 409,
-            Code::DatabaseBusy | Code::NotServing => 503,
+            Code::DatabaseBusy | Code::NotServing | Code::Standby => 503,
             Code::Unexpected => 500,
         }
     }
@@ -112,6 +117,7 @@ impl Code {
             Code::AttemptOver => "attempt_over",
             Code::DatabaseBusy => "database_busy",
             Code::NotServing => "not_serving",
+            Code::Standby => "standby",
             Code::Unexpected => "unexpected",
         }
     }
@@ -178,6 +184,7 @@ mod tests {
             ("attempt_over", 409),
             ("database_busy", 503),
             ("not_serving", 503),
+            ("standby", 503),
             ("unexpected", 500),
         ];
         for (code, (text, status)) in Code::ALL.iter().zip(documented) {
