@@ -142,3 +142,86 @@ fn both_backends_have_the_same_tables_and_columns_at_each_version() {
         assert_eq!(ours, theirs, "at version {upto}");
     }
 }
+
+/// The statement of `table` as `sqlite_schema` holds it.
+fn table_sql(db: &Db, table: &str) -> String {
+    db.rows(&format!(
+        "SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = '{table}'"
+    ))[0][0]
+        .clone()
+        .unwrap()
+}
+
+#[test]
+fn sqlite_0007_writes_status_checks_as_comparisons_that_still_refuse_other_statuses() {
+    let db = Db::new(Backend::Sqlite).unwrap();
+    make_at(&db, 6);
+    db.execute(
+        "INSERT INTO tokens (token, state, status, visit, context, entered_at)
+         VALUES ('OLD-1', 'draft', 'active', 1, '{}', 1);
+         INSERT INTO tasks (token, state, visit, status, queued_at)
+         VALUES ('OLD-1', 'draft', 1, 'queued', 1);",
+    );
+    make_at(&db, 7);
+    assert_eq!(version(&db), "0007");
+    for table in ["tokens", "tasks", "timers"] {
+        let sql = table_sql(&db, table);
+        assert!(!sql.contains("status IN"), "{sql}");
+        assert!(sql.contains("status = 'cancelled'"), "{sql}");
+    }
+    let conn = rusqlite::Connection::open(db.path()).unwrap();
+    for update in [
+        "UPDATE tokens SET status = 'bogus'",
+        "UPDATE tasks SET status = 'bogus'",
+        "INSERT INTO timers (token, state, visit, event, set_at, due_at, status, kind)
+         VALUES ('OLD-1', 'draft', 1, 'go', 1, 2, 'bogus', 'timer')",
+    ] {
+        let error = conn.execute_batch(update).unwrap_err().to_string();
+        assert!(
+            error.contains("CHECK constraint failed"),
+            "{update}: {error}"
+        );
+    }
+    conn.execute_batch("UPDATE tasks SET status = 'claimed', claimed_by = 's'")
+        .unwrap();
+    let check: String = conn
+        .query_row("PRAGMA integrity_check", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(check, "ok");
+    assert_eq!(
+        db.rows("SELECT count(*) FROM tokens")[0][0].as_deref(),
+        Some("1")
+    );
+}
+
+#[test]
+fn sqlite_0007_refuses_a_tokens_table_whose_check_someone_changed() {
+    let db = Db::new(Backend::Sqlite).unwrap();
+    make_at(&db, 6);
+    let changed = table_sql(&db, "tokens").replace("'failed', ", "");
+    let conn = rusqlite::Connection::open(db.path()).unwrap();
+    let schema_version: i64 = conn
+        .query_row("PRAGMA schema_version", [], |row| row.get(0))
+        .unwrap();
+    conn.execute_batch("PRAGMA writable_schema = ON").unwrap();
+    conn.execute(
+        "UPDATE sqlite_schema SET sql = ?1 WHERE type = 'table' AND name = 'tokens'",
+        [&changed],
+    )
+    .unwrap();
+    conn.execute_batch(&format!(
+        "PRAGMA schema_version = {}; PRAGMA writable_schema = OFF",
+        schema_version + 1
+    ))
+    .unwrap();
+    drop(conn);
+    let conn = rusqlite::Connection::open(db.path()).unwrap();
+    let error = sqlite_schema::migrate_to(&conn, 7).unwrap_err().to_string();
+    assert!(
+        error.contains("the tokens table of this database does not have the CHECK"),
+        "{error}"
+    );
+    drop(conn);
+    assert_eq!(version(&db), "0006", "nothing changed");
+    assert!(table_sql(&db, "tasks").contains("status IN"));
+}

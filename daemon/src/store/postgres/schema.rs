@@ -30,7 +30,7 @@ pub const SERVING_LOCK: &str = "hashtextextended('@stateous/serve', 0)";
 pub const EPOCH_LOCK: &str = "hashtextextended('@stateous/epoch', 0)";
 
 /// The SQL of each version, in the order of [`VERSIONS`].
-pub fn migrations() -> [String; 6] {
+pub fn migrations() -> [String; 7] {
     [
         baseline(),
         FEED.to_string(),
@@ -38,8 +38,18 @@ pub fn migrations() -> [String; 6] {
         fence(),
         clock_kind(),
         HOT_INDEXES.to_string(),
+        QUEUE_INDEX.to_string(),
     ]
 }
+
+/// Version 0007: the claim's index as on SQLite (`store/sqlite/schema.rs`,
+/// `queue_index`), holding only queued tasks. SQLite's 0007 also rewrites its
+/// status CHECKs, which costs nothing on Postgres (it evaluates a constant `IN`
+/// list in place), so here they stay as they are.
+const QUEUE_INDEX: &str = "
+DROP INDEX tasks_queue;
+CREATE INDEX tasks_queue ON tasks (state, id) WHERE status = 'queued';
+";
 
 /// Version 0006: the same partial indexes as SQLite's 0006.
 const HOT_INDEXES: &str = "

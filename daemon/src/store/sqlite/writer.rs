@@ -32,6 +32,12 @@ use crate::store::{StoreError, StoreResult, Tx};
 /// never holds answers back for long.
 const MOST_IN_ONE_COMMIT: usize = 512;
 
+/// How many requests may wait for the writer at most (issue "Speed": overload
+/// answers 503 `database_busy` at once instead of growing the queue, and its
+/// memory, without end). At the writer's pace (a few thousand requests a second)
+/// the last of them waits a few seconds.
+pub const MOST_WAITING: usize = 16_384;
+
 /// A request's deadline may pass by this much before it is refused: SQLite's busy
 /// handler sleeps in steps.
 const BUSY_MARGIN: Duration = Duration::from_millis(5);
@@ -92,7 +98,7 @@ struct Shared {
 /// A cheap, cloneable handle to the writer thread.
 #[derive(Clone)]
 pub struct Writer {
-    jobs: mpsc::Sender<Job>,
+    jobs: mpsc::SyncSender<Job>,
     shared: Arc<Shared>,
 }
 
@@ -105,7 +111,7 @@ impl Writer {
         busy_timeout: Duration,
         mark: FeedMark,
     ) -> std::io::Result<(Writer, JoinHandle<()>)> {
-        let (jobs, queue) = mpsc::channel::<Job>();
+        let (jobs, queue) = mpsc::sync_channel::<Job>(MOST_WAITING);
         let shared = Arc::new(Shared {
             commits: AtomicU64::new(0),
             epoch: AtomicI64::new(0),
@@ -140,7 +146,8 @@ impl Writer {
     /// writer's `now`, and return the future of its answer (so that a caller can
     /// queue many requests before it waits for the first). `work` returns whether to
     /// keep its changes and its answer; the answer comes after the commit. A failed
-    /// commit answers its error instead.
+    /// commit answers its error instead; [`MOST_WAITING`] requests already waiting
+    /// answer `StoreError::Busy` without running.
     pub fn submit<R, F>(&self, work: F) -> impl Future<Output = StoreResult<R>> + Send + 'static
     where
         R: Send + 'static,
@@ -151,10 +158,14 @@ impl Writer {
             request: Box::new(Pending { work, answer }),
             deadline: Instant::now() + self.shared.busy_timeout,
         };
-        let sent = self.jobs.send(job).is_ok();
+        let sent = self.jobs.try_send(job);
         async move {
-            if !sent {
-                return Err(StoreError::Database("the writer thread stopped".into()));
+            match sent {
+                Ok(()) => {}
+                Err(mpsc::TrySendError::Full(_)) => return Err(StoreError::Busy),
+                Err(mpsc::TrySendError::Disconnected(_)) => {
+                    return Err(StoreError::Database("the writer thread stopped".into()))
+                }
             }
             // A job that panicked drops its sender: say so, never hang.
             answered
@@ -398,5 +409,44 @@ mod tests {
             .query_row("SELECT count(*) FROM ledger", [], |r| r.get(0))
             .unwrap();
         assert_eq!(left, 0);
+    }
+
+    #[tokio::test]
+    async fn a_full_queue_answers_busy_without_running_and_takes_requests_again_once_it_drains() {
+        let folder = tempfile::tempdir().unwrap();
+        let writer = writer(&folder);
+        let (started, wait_started) = std::sync::mpsc::channel::<()>();
+        let (release, gate) = std::sync::mpsc::channel::<()>();
+        let blocker = writer.submit(move |_| {
+            started.send(()).unwrap();
+            gate.recv().unwrap();
+            (true, ())
+        });
+        wait_started.recv().unwrap();
+        let waiting: Vec<_> = (0..MOST_WAITING)
+            .map(|_| writer.submit(|tx| (true, row(tx, "waited"))))
+            .collect();
+        let refused = writer.submit(|tx| (true, row(tx, "refused"))).await;
+        assert!(matches!(refused, Err(StoreError::Busy)), "{refused:?}");
+        release.send(()).unwrap();
+        blocker.await.unwrap();
+        for answer in waiting {
+            answer.await.unwrap();
+        }
+        let taken = writer.submit(|tx| (true, row(tx, "later"))).await.unwrap();
+        assert_eq!(taken, 1);
+        let counts = writer
+            .submit(|tx| {
+                (
+                    false,
+                    (
+                        tx.entries("waited").unwrap().len(),
+                        tx.entries("refused").unwrap().len(),
+                    ),
+                )
+            })
+            .await
+            .unwrap();
+        assert_eq!(counts, (MOST_WAITING, 0));
     }
 }
