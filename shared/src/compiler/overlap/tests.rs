@@ -289,6 +289,33 @@ fn gaps_of_the_reference_are_closed() {
     assert!(one(found).contains("ctx['n'] = None"));
 }
 
+/// A case the property test found: the check accepted these two though both are
+/// true for `x = 2.5` (`2.5 >= True` and `2.5 not in [True, 'b']`).
+#[test]
+fn a_boolean_literal_compared_as_a_number_is_tried_past_one() {
+    let first = parse_guard(
+        "(ctx['x'] >= true) and ((ctx['x'] not in [true, 'b']) and (ctx['t'] != []))",
+    )
+    .expect("valid");
+    let second = parse_guard("not (ctx['s'] in [])").expect("valid");
+    let (context, payload) = (property_context(), property_payload());
+    let place = Where {
+        event: "e",
+        context: Some(&context),
+        payload: Some(&payload),
+        schemas: None,
+    };
+    let data = json!({"a": 0, "s": "x", "f": 0.0, "t": ["a"], "o": null, "x": 2.5});
+    let no_payload = json!({"p": "", "b": false});
+    assert!(holds(&first, &data, &no_payload, 1, 0));
+    assert!(holds(&second, &data, &no_payload, 1, 0));
+    let verdict = check(&first, &second, &place);
+    assert!(
+        matches!(verdict, Verdict::Overlap(_)),
+        "{verdict:?}"
+    );
+}
+
 // ── the property: an accepted pair is never both true ──────────────────────
 
 /// The models of the property test: each field's schema and the data it allows.
