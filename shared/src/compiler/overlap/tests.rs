@@ -293,10 +293,9 @@ fn gaps_of_the_reference_are_closed() {
 /// true for `x = 2.5` (`2.5 >= True` and `2.5 not in [True, 'b']`).
 #[test]
 fn a_boolean_literal_compared_as_a_number_is_tried_past_one() {
-    let first = parse_guard(
-        "(ctx['x'] >= true) and ((ctx['x'] not in [true, 'b']) and (ctx['t'] != []))",
-    )
-    .expect("valid");
+    let first =
+        parse_guard("(ctx['x'] >= true) and ((ctx['x'] not in [true, 'b']) and (ctx['t'] != []))")
+            .expect("valid");
     let second = parse_guard("not (ctx['s'] in [])").expect("valid");
     let (context, payload) = (property_context(), property_payload());
     let place = Where {
@@ -310,10 +309,46 @@ fn a_boolean_literal_compared_as_a_number_is_tried_past_one() {
     assert!(holds(&first, &data, &no_payload, 1, 0));
     assert!(holds(&second, &data, &no_payload, 1, 0));
     let verdict = check(&first, &second, &place);
-    assert!(
-        matches!(verdict, Verdict::Overlap(_)),
-        "{verdict:?}"
+    assert!(matches!(verdict, Verdict::Overlap(_)), "{verdict:?}");
+}
+
+#[test]
+fn numbers_on_both_sides_of_a_boolean_literal_are_tried() {
+    // `score` is an integer: 2 is `>= True` and `!= 1`; -1 is `!= False`.
+    let line = one(judged(&["payload.score >= true", "payload.score != 1"]));
+    assert!(line.contains("payload.score = 2"), "{line}");
+    let line = one(judged(&[
+        "payload.score != false",
+        "payload.score != false",
+    ]));
+    assert!(line.contains("payload.score = -1"), "{line}");
+    // A count, and a boolean operation compared with a number.
+    let line = one(judged(&["count('verdict') > true", "count('verdict') < 3"]));
+    assert!(line.contains("count('verdict') = 2"), "{line}");
+    let line = one(judged(&[
+        "payload.score == (ctx['a'] > 1)",
+        "payload.score > 0",
+    ]));
+    assert!(line.contains("payload.score = 1"), "{line}");
+    // Still exclusive where no number lies between.
+    assert!(judged(&["payload.score > false", "payload.score < true"]).is_empty());
+    assert!(judged(&["payload.score >= true", "payload.score < 1"]).is_empty());
+}
+
+#[test]
+fn a_string_read_as_true_is_cut_at_the_empty_string() {
+    // '\0' is true and less than 'a'.
+    let payload = json!({"properties": {"p": {"type": "string"}}, "required": ["p"]});
+    let found = problems(&["payload.p < 'a'", "payload.p"], "e", &json!({}), &payload);
+    assert!(one(found).contains("payload.p = '\\x00'"));
+    let found = problems(
+        &["payload.p < 'a'", "not payload.p"],
+        "e",
+        &json!({}),
+        &payload,
     );
+    assert!(one(found).contains("payload.p = ''"));
+    assert!(problems(&["payload.p <= ''", "payload.p"], "e", &json!({}), &payload).is_empty());
 }
 
 // ── the property: an accepted pair is never both true ──────────────────────
