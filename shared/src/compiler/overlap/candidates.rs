@@ -15,7 +15,7 @@ pub(super) fn any_object() -> Value {
 }
 
 /// What a guard compares an operand with.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub(super) enum Compared {
     /// A literal the operand is compared with; a list literal is one value.
     Literal(Value),

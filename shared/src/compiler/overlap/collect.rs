@@ -9,24 +9,21 @@ use super::candidates::Compared;
 use super::{Atom, BRANCHES};
 use crate::guards::{CmpOp, Expr, Guard, Literal};
 
-/// What a pair of guards reads.
-pub(super) struct Reads {
-    /// Each value read, with what it is compared with.
-    pub(super) atoms: BTreeMap<Atom, Vec<Compared>>,
-    /// Whether a comparison or boolean operation stands as an operand of a
-    /// comparison (`(ctx['a'] > 1) == true`): the reference does not look inside it.
-    pub(super) compound: bool,
-}
+/// Each value a pair of guards reads, with what it is compared with.
+pub(super) type Reads = BTreeMap<Atom, Vec<Compared>>;
 
-/// What `first` and `second` read. `deep`: also look inside compound operands,
-/// which the reference does not. Err with the reason the pair cannot be decided.
-pub(super) fn reads(first: &Guard, second: &Guard, deep: bool) -> Result<Reads, String> {
+/// What `first` and `second` read. Err with the reason the pair cannot be decided.
+///
+/// `closed`: read as the reference does not, to close its gaps. A comparison or
+/// boolean operation used as an operand (`(ctx['a'] > 1) == true`) has the values
+/// inside it read too; a boolean literal a value is compared with counts as its
+/// number as well (Python's `True` is 1, so `2.5 >= True` holds and `2.5 != True`
+/// too); and a value read as true or false is also cut at the empty string, so a
+/// string between `''` and the least literal it is compared with is tried.
+pub(super) fn reads(first: &Guard, second: &Guard, closed: bool) -> Result<Reads, String> {
     let mut collector = Collector {
-        reads: Reads {
-            atoms: BTreeMap::new(),
-            compound: false,
-        },
-        deep,
+        reads: BTreeMap::new(),
+        closed,
     };
     collector.node(&first.tree)?;
     collector.node(&second.tree)?;
@@ -35,7 +32,7 @@ pub(super) fn reads(first: &Guard, second: &Guard, deep: bool) -> Result<Reads, 
 
 struct Collector {
     reads: Reads,
-    deep: bool,
+    closed: bool,
 }
 
 impl Collector {
@@ -55,9 +52,13 @@ impl Collector {
             Expr::Branches { .. } => Err(BRANCHES.to_owned()),
             _ => {
                 if let Some(atom) = atom(node) {
-                    // A value read as true or false is compared with 0 at heart.
-                    let entry = self.reads.atoms.entry(atom).or_default();
+                    // A value read as true or false is compared with 0 at heart;
+                    // closing a gap of the reference, a string is cut at ''.
+                    let entry = self.reads.entry(atom).or_default();
                     entry.extend(truth_values().map(Compared::Literal));
+                    if self.closed {
+                        entry.push(Compared::Literal(Value::from("")));
+                    }
                 }
                 Ok(())
             }
@@ -81,8 +82,7 @@ impl Collector {
                 continue;
             }
             if is_compound(side) {
-                self.reads.compound = true;
-                if self.deep {
+                if self.closed {
                     // Its value is a boolean, decided by the values inside it.
                     self.node(side)?;
                     literals.extend(truth_values());
@@ -99,19 +99,33 @@ impl Collector {
             }
         }
         if let Some(atom) = left_atom {
-            let entry = self.reads.atoms.entry(atom).or_default();
-            entry.extend(literals.iter().cloned().map(Compared::Literal));
+            let entry = self.reads.entry(atom).or_default();
+            entry.extend(with_numbers(&literals, self.closed).map(Compared::Literal));
         }
         if let Some(atom) = right_atom {
-            let entry = self.reads.atoms.entry(atom).or_default();
+            let entry = self.reads.entry(atom).or_default();
             if searching {
+                // A list holding `True` or 1 answers `in` alike: members stay as written.
                 entry.push(Compared::Searched(literals));
             } else {
-                entry.extend(literals.into_iter().map(Compared::Literal));
+                entry.extend(with_numbers(&literals, self.closed).map(Compared::Literal));
             }
         }
         Ok(())
     }
+}
+
+/// The literals a value is compared with; when closing the reference's gaps
+/// (`closed`), each boolean is followed by its number (`True` orders and equals
+/// as 1), so that numbers on both sides of it are tried.
+fn with_numbers(literals: &[Value], closed: bool) -> impl Iterator<Item = Value> + '_ {
+    literals.iter().flat_map(move |literal| {
+        let number = match literal {
+            Value::Bool(b) if closed => Some(Value::from(i64::from(*b))),
+            _ => None,
+        };
+        std::iter::once(literal.clone()).chain(number)
+    })
 }
 
 /// What a value read as true or false is compared with.

@@ -8,14 +8,17 @@
 //! too: a guard that cannot be proven exclusive is not.
 //!
 //! The reference's search runs first and its examples stand as they are. Where it
-//! would call a pair exclusive, two gaps of it are closed, so that no pair that
-//! can both be true is accepted: a comparison or boolean operation used as an
-//! operand (`(ctx['a'] > 1) == true`) has the values inside it tried too, and a
-//! pair where `in` searches a value that may be a string or an object (a
-//! substring or key test, which the values tried do not cover) is not proven.
-//! And a field that may be missing from the data reads as null, so null is tried
-//! for it: a payload field the model does not require, and a context field it
-//! neither requires nor gives a default (see [`domain::Domain::of_field_among`]).
+//! would call a pair exclusive, its gaps are closed, so that no pair that can both
+//! be true is accepted: a comparison or boolean operation used as an operand
+//! (`(ctx['a'] > 1) == true`) has the values inside it tried too; a boolean literal
+//! counts as its number too, so that numbers on both sides of it are tried
+//! (`2.5 >= True` and `2.5 != True` both hold); a value read as true or false is
+//! cut at the empty string too (`'0'` is true and `< 'a'`); and a pair where `in`
+//! searches a value that may be a string or an object (a substring or key test,
+//! which the values tried do not cover) is not proven. And a field that may be
+//! missing from the data reads as null, so null is tried for it: a payload field
+//! the model does not require, and a context field it neither requires nor gives a
+//! default (see [`domain::Domain::of_field_among`]).
 
 mod candidates;
 mod collect;
@@ -23,14 +26,13 @@ pub mod domain;
 #[cfg(test)]
 mod tests;
 
-use std::collections::BTreeMap;
-
 use serde_json::{Map, Value};
 
 use crate::graph::START;
 use crate::guards::{evaluate, Guard, GuardInput};
 use crate::pyrepr::{repr_json, repr_str};
 use candidates::{candidates, Compared, MAX_MEMBERS};
+use collect::Reads;
 use domain::{Domain, Kind};
 
 /// How many combinations of values are tried before a pair is called undecidable.
@@ -105,33 +107,33 @@ pub enum Verdict {
 /// Whether `first` and `second` can never both be true at `place`.
 pub fn check(first: &Guard, second: &Guard, place: &Where<'_>) -> Verdict {
     // The reference's search comes first, so that its examples stand as they are;
-    // only where it would call a pair exclusive are its two gaps looked into.
-    let mut deep = false;
-    loop {
-        let reads = match collect::reads(first, second, deep) {
-            Ok(reads) => reads,
-            Err(problem) => return Verdict::Undecidable(problem),
-        };
-        match search(first, second, place, &reads.atoms) {
-            Verdict::Exclusive if !deep && reads.compound => deep = true,
-            Verdict::Exclusive => {
-                let gap = reads.atoms.iter().find_map(|(atom, compared)| {
-                    substring_or_key(atom, &place.domain(atom), compared)
-                });
-                return gap.map_or(Verdict::Exclusive, Verdict::Undecidable);
-            }
+    // only where it would call a pair exclusive are its gaps looked into.
+    let reference = match collect::reads(first, second, false) {
+        Ok(reads) => reads,
+        Err(problem) => return Verdict::Undecidable(problem),
+    };
+    match search(first, second, place, &reference) {
+        Verdict::Exclusive => {}
+        decided => return decided,
+    }
+    let closed = match collect::reads(first, second, true) {
+        Ok(reads) => reads,
+        Err(problem) => return Verdict::Undecidable(problem),
+    };
+    if closed != reference {
+        match search(first, second, place, &closed) {
+            Verdict::Exclusive => {}
             decided => return decided,
         }
     }
+    let gap = closed
+        .iter()
+        .find_map(|(atom, compared)| substring_or_key(atom, &place.domain(atom), compared));
+    gap.map_or(Verdict::Exclusive, Verdict::Undecidable)
 }
 
 /// Try every combination of the values worth trying for what the guards read.
-fn search(
-    first: &Guard,
-    second: &Guard,
-    place: &Where<'_>,
-    reads: &BTreeMap<Atom, Vec<Compared>>,
-) -> Verdict {
+fn search(first: &Guard, second: &Guard, place: &Where<'_>, reads: &Reads) -> Verdict {
     let mut choices: Vec<(Atom, Vec<Value>)> = Vec::with_capacity(reads.len());
     for (atom, compared) in reads {
         let domain = place.domain(atom);

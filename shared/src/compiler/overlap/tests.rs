@@ -289,6 +289,75 @@ fn gaps_of_the_reference_are_closed() {
     assert!(one(found).contains("ctx['n'] = None"));
 }
 
+/// A case the property test found: the check accepted these two though both are
+/// true for `x = 2.5` (`2.5 >= True` and `2.5 not in [True, 'b']`).
+#[test]
+fn a_boolean_literal_compared_as_a_number_is_tried_past_one() {
+    let first =
+        parse_guard("(ctx['x'] >= true) and ((ctx['x'] not in [true, 'b']) and (ctx['t'] != []))")
+            .expect("valid");
+    let second = parse_guard("not (ctx['s'] in [])").expect("valid");
+    let (context, payload) = (property_context(), property_payload());
+    let place = Where {
+        event: "e",
+        context: Some(&context),
+        payload: Some(&payload),
+        schemas: None,
+    };
+    let data = json!({"a": 0, "s": "x", "f": 0.0, "t": ["a"], "o": null, "x": 2.5});
+    let no_payload = json!({"p": "", "b": false});
+    assert!(holds(&first, &data, &no_payload, 1, 0));
+    assert!(holds(&second, &data, &no_payload, 1, 0));
+    // The example printed is one for which both hold.
+    let line = one(check_group("judge", &[&first, &second], &place));
+    assert!(
+        line.contains("e.g. when ctx['s'] = 'x', ctx['t'] = ['~'], ctx['x'] = 2;"),
+        "{line}"
+    );
+    let example = json!({"a": 0, "s": "x", "f": 0.0, "t": ["~"], "o": null, "x": 2});
+    assert!(holds(&first, &example, &no_payload, 1, 0));
+    assert!(holds(&second, &example, &no_payload, 1, 0));
+}
+
+#[test]
+fn numbers_on_both_sides_of_a_boolean_literal_are_tried() {
+    // `score` is an integer: 2 is `>= True` and `!= 1`; -1 is `!= False`.
+    let line = one(judged(&["payload.score >= true", "payload.score != 1"]));
+    assert!(line.contains("payload.score = 2"), "{line}");
+    let line = one(judged(&[
+        "payload.score != false",
+        "payload.score != false",
+    ]));
+    assert!(line.contains("payload.score = -1"), "{line}");
+    // A count, and a boolean operation compared with a number.
+    let line = one(judged(&["count('verdict') > true", "count('verdict') < 3"]));
+    assert!(line.contains("count('verdict') = 2"), "{line}");
+    let line = one(judged(&[
+        "payload.score == (ctx['a'] > 1)",
+        "payload.score > 0",
+    ]));
+    assert!(line.contains("payload.score = 1"), "{line}");
+    // Still exclusive where no number lies between.
+    assert!(judged(&["payload.score > false", "payload.score < true"]).is_empty());
+    assert!(judged(&["payload.score >= true", "payload.score < 1"]).is_empty());
+}
+
+#[test]
+fn a_string_read_as_true_is_cut_at_the_empty_string() {
+    // '\0' is true and less than 'a'.
+    let payload = json!({"properties": {"p": {"type": "string"}}, "required": ["p"]});
+    let found = problems(&["payload.p < 'a'", "payload.p"], "e", &json!({}), &payload);
+    assert!(one(found).contains("payload.p = '\\x00'"));
+    let found = problems(
+        &["payload.p < 'a'", "not payload.p"],
+        "e",
+        &json!({}),
+        &payload,
+    );
+    assert!(one(found).contains("payload.p = ''"));
+    assert!(problems(&["payload.p <= ''", "payload.p"], "e", &json!({}), &payload).is_empty());
+}
+
 // ── the property: an accepted pair is never both true ──────────────────────
 
 /// The models of the property test: each field's schema and the data it allows.
@@ -473,6 +542,115 @@ fn holds(guard: &Guard, ctx: &Value, payload: &Value, e: i64, g: i64) -> bool {
     evaluate(guard, &input)
 }
 
+/// More comparisons, for the second property: boolean literals where numbers are
+/// compared, strings near `''`, and a boolean operation compared with a number.
+fn comparison_with_more_cuts() -> impl Strategy<Value = String> {
+    let numeric = prop::sample::select(vec![
+        "ctx['a']",
+        "ctx['f']",
+        "ctx['o']",
+        "ctx['m']",
+        "ctx['x']",
+        "count('e')",
+        "count('g')",
+    ]);
+    let op = prop::sample::select(vec!["<", "<=", ">", ">=", "==", "!="]);
+    let truth = prop::sample::select(vec!["true", "false"]);
+    let is_in = prop::sample::select(vec!["in", "not in"]);
+    let mixed = prop::sample::select(vec!["[true]", "[false, 2]", "[true, 0.5]", "[1.0, 'b']"]);
+    let text = prop::sample::select(vec!["''", "'0'", "'A'", "'a'", "'b'"]);
+    prop_oneof![
+        (numeric.clone(), op.clone(), truth.clone()).prop_map(|(a, o, t)| format!("{a} {o} {t}")),
+        (truth, op.clone(), numeric.clone()).prop_map(|(t, o, a)| format!("{t} {o} {a}")),
+        (numeric.clone(), is_in, mixed).prop_map(|(a, o, l)| format!("{a} {o} {l}")),
+        (op.clone(), text).prop_map(|(o, t)| format!("payload.p {o} {t}")),
+        (numeric, op).prop_map(|(a, o)| format!("{a} {o} (payload.b == true)")),
+        comparison(),
+    ]
+}
+
+fn guard_with_more_cuts() -> impl Strategy<Value = String> {
+    comparison_with_more_cuts().prop_recursive(3, 12, 3, |inner| {
+        prop_oneof![
+            inner.clone().prop_map(|g| format!("not ({g})")),
+            (inner.clone(), inner.clone()).prop_map(|(a, b)| format!("({a}) and ({b})")),
+            (inner.clone(), inner).prop_map(|(a, b)| format!("({a}) or ({b})")),
+        ]
+    })
+}
+
+/// [`data`] where `x` may also be a number near 0 and 1, and `p` a string between
+/// `''` and `'a'`.
+fn data_with_more_cuts() -> impl Strategy<Value = (Value, Value, i64, i64)> {
+    let x = prop::sample::select(vec![
+        json!(-1),
+        json!(-0.5),
+        json!(0.5),
+        json!(1.0),
+        json!(1.5),
+        json!(2),
+    ]);
+    let p = prop::sample::select(vec!["0", "A", "\0", " "]);
+    (data(), prop::option::of(x), prop::option::of(p)).prop_map(|(data, x, p)| {
+        let (mut ctx, mut payload, e, g) = data;
+        if let Some(x) = x {
+            ctx["x"] = x;
+        }
+        if let Some(p) = p {
+            payload["p"] = json!(p);
+        }
+        (ctx, payload, e, g)
+    })
+}
+
+/// The property: if some sample makes both guards true, the check does not accept
+/// them; and an example it gives makes both true.
+fn never_accepted_when_both_hold(
+    first: &str,
+    second: &str,
+    samples: &[(Value, Value, i64, i64)],
+) -> Result<(), TestCaseError> {
+    let first = parse_guard(first).expect("the generator writes valid guards");
+    let second = parse_guard(second).expect("the generator writes valid guards");
+    let (context, payload) = (property_context(), property_payload());
+    let place = Where {
+        event: "e",
+        context: Some(&context),
+        payload: Some(&payload),
+        schemas: None,
+    };
+    let verdict = check(&first, &second, &place);
+    for (ctx, payload, e, g) in samples {
+        if holds(&first, ctx, payload, *e, *g) && holds(&second, ctx, payload, *e, *g) {
+            prop_assert!(
+                verdict != Verdict::Exclusive,
+                "{:?} and {:?} both hold for {ctx} {payload} e={e} g={g}",
+                first.text,
+                second.text
+            );
+        }
+    }
+    if let Verdict::Overlap(example) = &verdict {
+        // An example is real: both guards hold for it.
+        let mut ctx = json!({});
+        let mut payload = json!({});
+        let (mut e, mut g) = (0, 0);
+        for (atom, value) in example {
+            match atom {
+                Atom::Ctx(key) => ctx[key] = value.clone(),
+                Atom::Payload(field) => payload[field] = value.clone(),
+                Atom::Count(event) if event == "e" => e = value.as_i64().unwrap_or(0),
+                Atom::Count(_) => g = value.as_i64().unwrap_or(0),
+            }
+        }
+        prop_assert!(
+            holds(&first, &ctx, &payload, e, g) && holds(&second, &ctx, &payload, e, g),
+            "the example {example:?} does not make both true"
+        );
+    }
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(800))]
 
@@ -482,35 +660,16 @@ proptest! {
         second in guard(),
         samples in prop::collection::vec(data(), 1..8),
     ) {
-        let first = parse_guard(&first).expect("the generator writes valid guards");
-        let second = parse_guard(&second).expect("the generator writes valid guards");
-        let (context, payload) = (property_context(), property_payload());
-        let place = Where { event: "e", context: Some(&context), payload: Some(&payload), schemas: None };
-        let verdict = check(&first, &second, &place);
-        for (ctx, payload, e, g) in &samples {
-            if holds(&first, ctx, payload, *e, *g) && holds(&second, ctx, payload, *e, *g) {
-                prop_assert!(
-                    verdict != Verdict::Exclusive,
-                    "{:?} and {:?} both hold for {ctx} {payload} e={e} g={g}",
-                    first.text, second.text
-                );
-            }
-        }
-        if let Verdict::Overlap(example) = &verdict {
-            // An example is real: both guards hold for it.
-            let mut ctx = json!({});
-            let mut payload = json!({});
-            let (mut e, mut g) = (0, 0);
-            for (atom, value) in example {
-                match atom {
-                    Atom::Ctx(key) => ctx[key] = value.clone(),
-                    Atom::Payload(field) => payload[field] = value.clone(),
-                    Atom::Count(event) if event == "e" => e = value.as_i64().unwrap_or(0),
-                    Atom::Count(_) => g = value.as_i64().unwrap_or(0),
-                }
-            }
-            prop_assert!(holds(&first, &ctx, &payload, e, g) && holds(&second, &ctx, &payload, e, g));
-        }
+        never_accepted_when_both_hold(&first, &second, &samples)?;
+    }
+
+    #[test]
+    fn guards_both_true_for_some_data_are_never_accepted_with_more_cuts(
+        first in guard_with_more_cuts(),
+        second in guard_with_more_cuts(),
+        samples in prop::collection::vec(data_with_more_cuts(), 1..8),
+    ) {
+        never_accepted_when_both_hold(&first, &second, &samples)?;
     }
 }
 
