@@ -69,11 +69,26 @@ pub struct ServeFlags {
     /// database that a control plane on the real clock served.
     #[arg(long)]
     pub dev_clock: bool,
+    /// Postgres: a hot standby. Checks the graph against the database, listens,
+    /// answers GET /health with 503 standby (every other route 503 not_serving),
+    /// and takes over once the serving control plane's hold ends. A holder that
+    /// dies on a live machine frees the database at once; one whose machine or
+    /// network died is dropped by the server after at most keepalive-idle +
+    /// keepalive-interval × keepalive-count (about 60 s with the defaults), and the
+    /// standby takes over within a quarter second more. A holder that is only
+    /// stopped (SIGSTOP) keeps the database. Refused with a SQLite database and
+    /// with --supervise.
+    #[arg(long)]
+    pub standby: bool,
 }
 
 /// Run `stateous serve`; its exit code.
 pub fn run(flags: ServeFlags) -> i32 {
     log_to_stderr();
+    if flags.standby && flags.supervise.is_some() {
+        eprintln!("error: {}", stateous_daemon::serve::STANDBY_NO_COMPANION);
+        return 1;
+    }
     // The supervisor reaches this server over its socket, known before it binds.
     let beside = match &flags.supervise {
         None => None,
@@ -120,6 +135,7 @@ pub fn run(flags: ServeFlags) -> i32 {
         keepalive_count: flags.keepalive_count,
         pool_size: flags.pool_size,
         dev_clock: flags.dev_clock,
+        standby: flags.standby,
     };
     let code = stateous_daemon::serve::run_with(args, companion);
     match beside {
