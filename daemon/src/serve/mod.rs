@@ -127,7 +127,7 @@ enum Holding {
     /// `stop` ends the wait.
     Waiting {
         graph: Arc<Graph>,
-        options: Options,
+        options: Box<Options>,
         stop: Arc<AtomicBool>,
     },
 }
@@ -174,7 +174,7 @@ fn start(args: &ServeArgs) -> Result<Ready, String> {
         runtime.block_on(Control::check(Arc::clone(&graph), &options))?;
         Holding::Waiting {
             graph,
-            options,
+            options: Box::new(options),
             stop,
         }
     } else {
@@ -345,7 +345,7 @@ impl Ready {
                         sd_notify::NotifyState::Ready,
                         sd_notify::NotifyState::Status(STANDBY_WAITING_LINE),
                     ]);
-                    let opening = tokio::spawn(Control::open(graph, options));
+                    let opening = tokio::spawn(Control::open(graph, *options));
                     let taken = tokio::select! {
                         opened = opening => opened
                             .map_err(|_| "the standby failed unexpectedly".to_string())
