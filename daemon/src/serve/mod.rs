@@ -371,13 +371,16 @@ impl Ready {
                 }
             };
             eprintln!("serving on {url} (Ctrl-C stops)");
-            // Under systemd (Type=notify) the database is open now: READY. Without
-            // NOTIFY_SOCKET this does nothing; should it fail, systemd's start
-            // timeout tells, and serving is no reason to stop.
-            let _ = sd_notify::notify(&[
-                sd_notify::NotifyState::Ready,
-                sd_notify::NotifyState::Status("serving"),
-            ]);
+            // Under systemd (Type=notify) the database is open now: READY (a
+            // standby said it when it stood by, and now says what it does).
+            // Without NOTIFY_SOCKET this does nothing; should it fail, systemd's
+            // start timeout tells, and serving is no reason to stop.
+            let state = if standby {
+                sd_notify::NotifyState::Status("serving")
+            } else {
+                sd_notify::NotifyState::Ready
+            };
+            let _ = sd_notify::notify(&[state]);
             eprintln!("the same API on unix://{socket_path}");
             let serving = Serving {
                 control,
