@@ -69,15 +69,18 @@ pub struct ServeFlags {
     /// database that a control plane on the real clock served.
     #[arg(long)]
     pub dev_clock: bool,
-    /// Postgres: a hot standby. Checks the graph against the database, listens,
-    /// answers GET /health with 503 standby (every other route 503 not_serving),
-    /// and takes over once the serving control plane's hold ends. A holder that
-    /// dies on a live machine frees the database at once; one whose machine or
-    /// network died is dropped by the server after at most keepalive-idle +
-    /// keepalive-interval × keepalive-count (about 60 s with the defaults), and the
-    /// standby takes over within a quarter second more. A holder that is only
-    /// stopped (SIGSTOP) keeps the database. Refused with a SQLite database and
-    /// with --supervise.
+    /// Postgres: wait as a hot standby, and take over once the serving control
+    /// plane's hold on the database ends; meanwhile GET /health answers 503
+    /// standby and every other route 503 not_serving.
+    ///
+    /// It checks the graph against the database first, as a start does. A holder
+    /// that dies on a live machine frees the database at once; the worst case is a
+    /// holder whose machine or network died: the Postgres server drops its session
+    /// after at most keepalive-idle + keepalive-interval × keepalive-count (the
+    /// holder's flags; 30s + 10s × 3 = 60s with the defaults), and the standby
+    /// takes over within 250ms more. A holder that is only stopped (SIGSTOP) keeps
+    /// the database until its sessions end. Refused with a SQLite database and with
+    /// --supervise.
     #[arg(long)]
     pub standby: bool,
 }

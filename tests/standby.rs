@@ -355,3 +355,44 @@ fn a_stopped_active_keeps_the_database_and_once_its_sessions_end_commits_nothing
         start(&standby, "S-3");
     });
 }
+
+#[test]
+fn a_standby_whose_connection_breaks_connects_again_and_still_takes_over() {
+    postgres(|| {
+        let mut active = active(&[]);
+        let standby = standby_of(&active);
+        let url = active.database.url();
+        let mut session = postgres::Client::connect(&url, postgres::NoTls).expect("a session");
+        let name = format!("stateous {}", standby.pid());
+        let ended = session
+            .query(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                 WHERE datname = current_database() AND application_name = $1",
+                &[&name],
+            )
+            .expect("the standby's session ended");
+        assert_eq!(ended.len(), 1, "a standby waits on one session");
+        eventually(
+            Duration::from_secs(10),
+            "the standby connected again",
+            || standby.report(),
+            || {
+                standby
+                    .stderr()
+                    .contains("standby: reached the database again")
+            },
+        );
+        assert!(
+            standby
+                .stderr()
+                .contains("standby: lost the connection to the database"),
+            "{}",
+            standby.report()
+        );
+        standby.get("/health").refused(503, "standby");
+        active.signal(libc::SIGKILL);
+        active.wait(Duration::from_secs(10));
+        wait_until_it_serves(&standby, Duration::from_secs(10));
+        start(&standby, "T-1");
+    });
+}
