@@ -313,6 +313,10 @@ impl Ready {
         } = self;
         let socket_path = socket.path().display().to_string();
         let standby = matches!(holding, Holding::Waiting { .. });
+        let stopped_waiting = match &holding {
+            Holding::Waiting { stop, .. } => Some(Arc::clone(stop)),
+            Holding::Held(_) => None,
+        };
         let ending = runtime.block_on(async move {
             let tcp = tokio::net::TcpListener::from_std(tcp)
                 .map_err(|e| format!("cannot listen: {e}"))?;
@@ -336,39 +340,22 @@ impl Ready {
                     graph,
                     options,
                     stop,
-                } => {
-                    eprintln!("standby on {url} (Ctrl-C stops)");
-                    eprintln!("{STANDBY_WAITING_LINE}");
-                    eprintln!("the same API on unix://{socket_path}");
-                    // Under systemd a standby is up once it answers as one.
-                    let _ = sd_notify::notify(&[
-                        sd_notify::NotifyState::Ready,
-                        sd_notify::NotifyState::Status(STANDBY_WAITING_LINE),
-                    ]);
-                    let opening = tokio::spawn(Control::open(graph, *options));
-                    let taken = tokio::select! {
-                        opened = opening => opened
-                            .map_err(|_| "the standby failed unexpectedly".to_string())
-                            .and_then(|opened| opened),
-                        _ = signals.next() => {
-                            stop.store(true, std::sync::atomic::Ordering::SeqCst);
-                            let _ = stop_server.send(Stop::Now);
-                            let _ = server.await;
-                            return Ok(Ending::Stopped);
-                        }
-                    };
-                    let control = match taken {
-                        Ok(control) => control,
-                        Err(sentence) => {
-                            let _ = stop_server.send(Stop::Now);
-                            let _ = server.await;
-                            return Err(sentence);
-                        }
-                    };
-                    front.serve(Api::new(control.clone(), lost.clone()));
-                    eprintln!("{STANDBY_TOOK_LINE}");
-                    control
-                }
+                } => match stand_by(graph, *options, &stop, &mut signals, &url, &socket_path).await
+                {
+                    Waited::Took(control) => {
+                        front.serve(Api::new(control.clone(), lost.clone()));
+                        eprintln!("{STANDBY_TOOK_LINE}");
+                        control
+                    }
+                    waited => {
+                        let _ = stop_server.send(Stop::Now);
+                        let _ = server.await;
+                        return match waited {
+                            Waited::Failed(sentence) => Err(sentence),
+                            _ => Ok(Ending::Stopped),
+                        };
+                    }
+                },
             };
             eprintln!("serving on {url} (Ctrl-C stops)");
             // Under systemd (Type=notify) the database is open now: READY (a
@@ -393,7 +380,7 @@ impl Ready {
             Ok::<Ending, String>(serving.until_stopped(companion).await)
         });
         drop(socket);
-        if standby && matches!(ending, Ok(Ending::Stopped) | Err(_)) {
+        if stopped_waiting.is_some_and(|stop| stop.load(std::sync::atomic::Ordering::SeqCst)) {
             // A standby stops at once: its wait (perhaps inside a connect) is left
             // to end with the process.
             runtime.shutdown_background();
@@ -414,6 +401,49 @@ impl Ready {
                 eprintln!("error: {sentence}");
                 1
             }
+        }
+    }
+}
+
+/// How a standby's wait ended.
+enum Waited {
+    /// It holds the database now.
+    Took(Control),
+    /// A signal stopped it.
+    Stopped,
+    /// The takeover was refused (e.g. the structure on record changed meanwhile).
+    Failed(String),
+}
+
+/// A standby's wait: say so, then run the same [`Control::open`] as a start (which
+/// waits for the serving lock first) until it returns or a signal comes. A signal
+/// sets `stop`, which ends the wait's thread within [`STANDBY_EVERY`].
+async fn stand_by(
+    graph: Arc<Graph>,
+    options: Options,
+    stop: &AtomicBool,
+    signals: &mut Signals,
+    url: &str,
+    socket_path: &str,
+) -> Waited {
+    eprintln!("standby on {url} (Ctrl-C stops)");
+    eprintln!("{STANDBY_WAITING_LINE}");
+    eprintln!("the same API on unix://{socket_path}");
+    // Under systemd a standby is up once it answers as one.
+    let _ = sd_notify::notify(&[
+        sd_notify::NotifyState::Ready,
+        sd_notify::NotifyState::Status(STANDBY_WAITING_LINE),
+    ]);
+    let opening = tokio::spawn(Control::open(graph, options));
+    tokio::select! {
+        opened = opening => match opened {
+            Ok(Ok(control)) => Waited::Took(control),
+            Ok(Err(sentence)) => Waited::Failed(sentence),
+            Err(_) => Waited::Failed("the standby failed unexpectedly".to_string()),
+        },
+        _ = signals.next() => {
+            stop.store(true, std::sync::atomic::Ordering::SeqCst);
+            Waited::Stopped
         }
     }
 }
