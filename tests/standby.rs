@@ -201,18 +201,8 @@ fn standby_is_refused_on_sqlite_in_one_sentence() {
 fn a_killed_active_is_replaced_by_the_standby_with_every_acknowledged_write_and_the_clock() {
     postgres(|| {
         let mut active = active(&["--lease", "2s"]);
-        // A claimed task whose supervisor is gone: its lease must end after takeover.
         start(&active, "C-1");
-        let claim = json!({"supervisor": "box-1", "states": ["coding"]});
-        assert_eq!(
-            active.post("/tasks/claim", &claim).expect(200)["token"],
-            "C-1"
-        );
-        // A fire with an idempotency key, acknowledged by the active.
         start(&active, "K-1");
-        let key = [("Idempotency-Key", "deliver-k-1")];
-        let fired = active.request("POST", "/tokens/K-1/events/done", &key, b"");
-        assert_eq!(fired.expect(200)["state"], "testing");
         let standby = standby_of(&active);
         // A stream of writes; each acknowledged id is kept.
         let stop = Arc::new(AtomicBool::new(false));
@@ -247,7 +237,15 @@ fn a_killed_active_is_replaced_by_the_standby_with_every_acknowledged_write_and_
                 ) >= 20
             },
         );
-        // The timer of K-1 (3 s in `testing`) comes due after the takeover.
+        // Just before the kill, so that only the new active's clock can end or fire
+        // them: a claimed task (lease 2 s) whose supervisor is gone, and a fire with
+        // an idempotency key that moves K-1 to `testing` (timeout 3 s).
+        let claim = json!({"supervisor": "box-1", "states": ["coding"]});
+        let granted = active.post("/tasks/claim", &claim).expect(200);
+        assert_eq!(granted["token"], "C-1");
+        let key = [("Idempotency-Key", "deliver-k-1")];
+        let fired = active.request("POST", "/tokens/K-1/events/done", &key, b"");
+        assert_eq!(fired.expect(200)["state"], "testing");
         let killed = Instant::now();
         active.signal(libc::SIGKILL);
         active.wait(Duration::from_secs(10));
@@ -395,4 +393,29 @@ fn a_standby_whose_connection_breaks_connects_again_and_still_takes_over() {
         wait_until_it_serves(&standby, Duration::from_secs(10));
         start(&standby, "T-1");
     });
+}
+
+#[test]
+fn standby_is_refused_with_supervise_in_one_sentence() {
+    let dir = tempfile::tempdir().unwrap();
+    let graph = test_graph("tickets").display().to_string();
+    let folder = dir.path().display().to_string();
+    let refused = run(
+        dir.path(),
+        &[
+            "serve",
+            &graph,
+            "--db",
+            "postgresql://u@127.0.0.1:1/none",
+            "--standby",
+            "--supervise",
+            &folder,
+        ],
+    );
+    assert_eq!(refused.code(), 1, "{refused}");
+    assert_eq!(
+        refused.stderr,
+        format!("error: {}\n", stateous_daemon::serve::STANDBY_NO_COMPANION),
+        "{refused}"
+    );
 }
