@@ -69,11 +69,29 @@ pub struct ServeFlags {
     /// database that a control plane on the real clock served.
     #[arg(long)]
     pub dev_clock: bool,
+    /// Postgres: wait as a hot standby, and take over once the serving control
+    /// plane's hold on the database ends; meanwhile GET /health answers 503
+    /// standby and every other route 503 not_serving.
+    ///
+    /// It checks the graph against the database first, as a start does. A holder
+    /// that dies on a live machine frees the database at once; the worst case is a
+    /// holder whose machine or network died: the Postgres server drops its session
+    /// after at most keepalive-idle + keepalive-interval × keepalive-count (the
+    /// holder's flags; 30s + 10s × 3 = 60s with the defaults), and the standby
+    /// takes over within 250ms more. A holder that is only stopped (SIGSTOP) keeps
+    /// the database until its sessions end. Refused with a SQLite database and with
+    /// --supervise.
+    #[arg(long)]
+    pub standby: bool,
 }
 
 /// Run `stateous serve`; its exit code.
 pub fn run(flags: ServeFlags) -> i32 {
     log_to_stderr();
+    if flags.standby && flags.supervise.is_some() {
+        eprintln!("error: {}", stateous_daemon::serve::STANDBY_NO_COMPANION);
+        return 1;
+    }
     // The supervisor reaches this server over its socket, known before it binds.
     let beside = match &flags.supervise {
         None => None,
@@ -120,6 +138,7 @@ pub fn run(flags: ServeFlags) -> i32 {
         keepalive_count: flags.keepalive_count,
         pool_size: flags.pool_size,
         dev_clock: flags.dev_clock,
+        standby: flags.standby,
     };
     let code = stateous_daemon::serve::run_with(args, companion);
     match beside {

@@ -28,7 +28,7 @@ use crate::engine::report::ReportInput;
 use crate::engine::start::StartInput;
 use crate::engine::{self, Rules, Step};
 use crate::metrics::Metrics;
-use crate::store::backend::{holder_name, Database, StoreOptions};
+use crate::store::backend::{holder_name, Database, Inspected, Standby, StoreOptions};
 use crate::store::feed::FeedMark;
 use crate::store::postgres::PgOptions;
 use crate::store::{LedgerRow, Store, StoreError, TokenStatus, Tx, LOST};
@@ -56,6 +56,9 @@ pub struct Options {
     pub clock: Clock,
     /// How this control plane names itself in the record; default `host:pid:id`.
     pub holder: Option<String>,
+    /// `serve --standby`: [`Control::open`] waits for the database's hold instead
+    /// of being refused. `None` for a normal start.
+    pub standby: Option<Standby>,
 }
 
 impl Options {
@@ -75,6 +78,7 @@ impl Options {
             postgres: PgOptions::default(),
             clock: Clock::system(),
             holder: None,
+            standby: None,
         }
     }
 }
@@ -104,6 +108,9 @@ struct Inner {
     options: Options,
     holder: String,
     lost: AtomicBool,
+    /// Told when a request found the database lost, so that the serve loop need
+    /// not wait for its next tick to stop.
+    lost_seen: tokio::sync::Notify,
     /// The counters of `GET /metrics` that the edges feed.
     metrics: Metrics,
     /// One dev clock advance at a time, so that their steps do not interleave.
@@ -150,15 +157,11 @@ pub struct Control {
 impl Control {
     /// Open the database (make or upgrade its tables), take it for this control
     /// plane, and check the structure on record. Each refusal is one sentence.
+    /// With `options.standby` it first waits until the database is free: a
+    /// standby's takeover is this same call, step for step.
     pub async fn open(graph: Arc<Graph>, options: Options) -> Result<Control, String> {
         let holder = options.holder.clone().unwrap_or_else(holder_name);
-        let store_options = StoreOptions {
-            database: options.database.clone(),
-            clock: options.clock.clone(),
-            holder: holder.clone(),
-            busy_timeout: options.busy_timeout,
-            postgres: options.postgres.clone(),
-        };
+        let store_options = store_options(&options, holder.clone());
         // Opening connects, locks and migrates: blocking work, off the async threads.
         let store = tokio::task::spawn_blocking(move || Store::open(&store_options))
             .await
@@ -172,6 +175,7 @@ impl Control {
                 options,
                 holder,
                 lost: AtomicBool::new(false),
+                lost_seen: tokio::sync::Notify::new(),
                 metrics,
                 advancing: tokio::sync::Mutex::new(()),
             }),
@@ -179,16 +183,7 @@ impl Control {
         let graph = Arc::clone(&control.inner.rules.graph);
         let kind = control.inner.options.clock.kind();
         let checked = control
-            .write(move |_, tx| {
-                if let Err(refused) = engine::serving::check_clock(tx, kind)? {
-                    return Ok(Err(refused));
-                }
-                let checked = engine::serving::check_structure(tx, &graph)?;
-                if checked.is_ok() {
-                    engine::serving::record_clock(tx, kind)?;
-                }
-                Ok(checked)
-            })
+            .write(move |_, tx| engine::serving::check_and_record(tx, &graph, kind))
             .await
             .map_err(|refusal| format!("cannot use the database: {}", refusal.error))?;
         if let Err(sentence) = checked {
@@ -201,6 +196,28 @@ impl Control {
             .await
             .map_err(|refusal| format!("cannot use the database: {}", refusal.error))?;
         Ok(control)
+    }
+
+    /// The checks of [`Control::open`] that only read (the graph's structure against
+    /// the one on record, the kind of clock), made without taking the database: a
+    /// standby makes them before it waits, so that a wrong graph file is refused at
+    /// once rather than at takeover. A database without this build's tables yet
+    /// passes (the holder makes them; the takeover checks again). Postgres only.
+    pub async fn check(graph: Arc<Graph>, options: &Options) -> Result<(), String> {
+        let store_options = store_options(options, String::new());
+        let kind = options.clock.kind();
+        let inspected = tokio::task::spawn_blocking(move || {
+            Store::inspect(&store_options, |tx| {
+                engine::serving::check(tx, &graph, kind)
+                    .map_err(|fail| StoreError::Database(fail.refusal().error))
+            })
+        })
+        .await
+        .map_err(|_| "the database could not be read".to_string())??;
+        match inspected {
+            Inspected::Read(checked) => checked,
+            Inspected::NotYet => Ok(()),
+        }
     }
 
     /// The served graph.
@@ -222,6 +239,19 @@ impl Control {
     /// hold ended): every request answers 503 `not_serving`, and serve should exit 1.
     pub fn lost(&self) -> bool {
         self.inner.lost.load(Ordering::SeqCst) || self.inner.store.lost()
+    }
+
+    /// Ends once a request found the database lost (see [`Control::lost`]); the
+    /// serve loop's clock then ticks at once, and stops.
+    pub async fn lost_noticed(&self) {
+        self.inner.lost_seen.notified().await
+    }
+
+    /// Tell the serve loop when this control plane lost the database.
+    fn notice_lost(&self) {
+        if self.lost() {
+            self.inner.lost_seen.notify_one();
+        }
     }
 
     /// The feed's safe point: the watch stream reads the ledger up to it.
@@ -490,6 +520,7 @@ impl Control {
         if matches!(answer, Err(StoreError::NotServing)) {
             self.inner.lost.store(true, Ordering::SeqCst);
         }
+        self.notice_lost();
         answer
             .map_err(Refusal::from)?
             .map_err(engine::Fail::refusal)
@@ -512,13 +543,25 @@ impl Control {
         F: FnOnce(&dyn Tx) -> Step<R> + Send + 'static,
     {
         let now = self.inner.options.clock.now();
-        let answer = self
-            .inner
-            .store
-            .read(now, move |tx| Ok(work(tx)))
-            .await
-            .map_err(Refusal::from)?;
-        answer.map_err(engine::Fail::refusal)
+        let answer = self.inner.store.read(now, move |tx| Ok(work(tx))).await;
+        if answer.is_err() {
+            self.notice_lost();
+        }
+        answer
+            .map_err(Refusal::from)?
+            .map_err(engine::Fail::refusal)
+    }
+}
+
+/// The store's options of a control plane's options, naming it `holder`.
+fn store_options(options: &Options, holder: String) -> StoreOptions {
+    StoreOptions {
+        database: options.database.clone(),
+        clock: options.clock.clone(),
+        holder,
+        busy_timeout: options.busy_timeout,
+        postgres: options.postgres.clone(),
+        standby: options.standby.clone(),
     }
 }
 

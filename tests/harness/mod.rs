@@ -127,6 +127,9 @@ pub struct Daemon {
     args: Vec<String>,
     env: Vec<(String, String)>,
     graph: PathBuf,
+    /// The stderr line that says the daemon is up: `serving on URL`, or for a
+    /// standby `standby on URL`.
+    up_line: &'static str,
 }
 
 impl Setup {
@@ -176,6 +179,16 @@ impl Setup {
     /// Start the daemon and wait until it serves; panics with its output if it
     /// does not.
     pub fn start(self) -> Daemon {
+        self.start_until("serving on ")
+    }
+
+    /// Start the daemon with `--standby` and wait until it stands by (`standby on
+    /// URL`); panics with its output if it does not.
+    pub fn start_standby(self) -> Daemon {
+        self.args(&["--standby"]).start_until("standby on ")
+    }
+
+    fn start_until(self, up_line: &'static str) -> Daemon {
         let dir = self
             .dir
             .unwrap_or_else(|| tempfile::tempdir().expect("a temp folder"));
@@ -212,6 +225,7 @@ impl Setup {
             args,
             env: self.env,
             graph: self.graph,
+            up_line,
         };
         daemon.spawn();
         daemon
@@ -263,7 +277,7 @@ impl Daemon {
             if let Some(url) = self
                 .stderr()
                 .lines()
-                .find_map(|line| line.strip_prefix("serving on "))
+                .find_map(|line| line.strip_prefix(self.up_line))
                 .and_then(|rest| rest.split_whitespace().next())
             {
                 self.url = url.to_string();
@@ -284,6 +298,22 @@ impl Daemon {
         }
         panic!(
             "the daemon did not serve within {START_WITHIN:?}\n{}",
+            self.report()
+        );
+    }
+
+    /// Wait until the daemon's stderr has a line that starts with `prefix` (at
+    /// most `within`); panics with its output if it does not.
+    pub fn wait_for_line(&self, prefix: &str, within: Duration) {
+        let deadline = Instant::now() + within;
+        while Instant::now() < deadline {
+            if self.stderr().lines().any(|line| line.starts_with(prefix)) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!(
+            "the daemon printed no line '{prefix}...' within {within:?}\n{}",
             self.report()
         );
     }

@@ -5,8 +5,12 @@
 //! closes idle connections at once), and waits for that at most a grace period or
 //! until a stop "now" comes. Each request runs in its own task, so a panic in a
 //! handler answers 500 `unexpected` and takes nothing else down.
+//!
+//! The server answers from a [`Front`]: a standby's (`serve --standby`, issue 14)
+//! until its control plane holds the database, then the [`Api`]; it flips once.
 
 use std::convert::Infallible;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use hyper::body::Incoming;
@@ -45,20 +49,80 @@ const HEAD_WITHIN: Duration = Duration::from_secs(30);
 /// again.
 const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
 
+/// What the server answers from: nothing but the standby's refusals until the
+/// API is set, then the API. Cheap to clone; set once.
+#[derive(Clone, Default)]
+pub struct Front {
+    api: Arc<OnceLock<Api>>,
+}
+
+/// `GET /health` of a standby: 503 `standby`.
+pub const STANDBY_HEALTH: &str = "this control plane is a standby: another control plane \
+                                  holds the database, and this one serves once that one's \
+                                  hold ends";
+
+/// Every other route of a standby: 503 `not_serving`.
+pub const STANDBY_NOT_SERVING: &str = "this control plane is a standby and does not serve \
+                                       yet; send the request to the control plane that \
+                                       holds the database";
+
+impl Front {
+    /// A front that answers as a standby until [`Front::serve`].
+    pub fn standby() -> Front {
+        Front::default()
+    }
+
+    /// Answer from `api` from now on. Only the first call counts: a front flips once.
+    pub fn serve(&self, api: Api) {
+        let _ = self.api.set(api);
+    }
+
+    fn api(&self) -> Option<&Api> {
+        self.api.get()
+    }
+}
+
+impl From<Api> for Front {
+    fn from(api: Api) -> Front {
+        let front = Front::standby();
+        front.serve(api);
+        front
+    }
+}
+
+/// A standby's answer: `GET /health` (and `HEAD`) 503 `standby`, anything else
+/// 503 `not_serving`, each with its sentence.
+fn standby_answer(request: &Request<Incoming>) -> Answer {
+    let method = request.method();
+    let health = request.uri().path() == "/health"
+        && (method == hyper::Method::GET || method == hyper::Method::HEAD);
+    if health {
+        refusal(&Refusal::new(Code::Standby, STANDBY_HEALTH))
+    } else {
+        refusal(&Refusal::new(Code::NotServing, STANDBY_NOT_SERVING))
+    }
+}
+
 /// The server: the API and its listeners. Run it with [`Server::run`].
 pub struct Server {
-    api: Api,
+    front: Front,
     tcp: TcpListener,
     unix: Option<UnixListener>,
     grace: Duration,
 }
 
 impl Server {
-    /// A server of `api` on `tcp` and, if given, `unix`. A graceful stop waits at
-    /// most `grace` for the requests in progress.
-    pub fn new(api: Api, tcp: TcpListener, unix: Option<UnixListener>, grace: Duration) -> Server {
+    /// A server of `front` (an [`Api`], or a standby's front) on `tcp` and, if
+    /// given, `unix`. A graceful stop waits at most `grace` for the requests in
+    /// progress.
+    pub fn new(
+        front: impl Into<Front>,
+        tcp: TcpListener,
+        unix: Option<UnixListener>,
+        grace: Duration,
+    ) -> Server {
         Server {
-            api,
+            front: front.into(),
             tcp,
             unix,
             grace,
@@ -78,13 +142,13 @@ impl Server {
                 accepted = self.tcp.accept() => match accepted {
                     Ok((stream, _)) => {
                         let _ = stream.set_nodelay(true);
-                        connections.spawn(connection(self.api.clone(), stream, stop.clone()));
+                        connections.spawn(connection(self.front.clone(), stream, stop.clone()));
                     }
                     Err(error) => pause_after(error).await,
                 },
                 accepted = accept_unix(self.unix.as_ref()) => match accepted {
                     Ok(stream) => {
-                        connections.spawn(connection(self.api.clone(), stream, stop.clone()));
+                        connections.spawn(connection(self.front.clone(), stream, stop.clone()));
                     }
                     Err(error) => pause_after(error).await,
                 },
@@ -125,14 +189,18 @@ async fn pause_after(error: std::io::Error) {
 
 /// Serve one connection until it ends, or until a stop: then finish the request
 /// in progress and close.
-async fn connection<S>(api: Api, stream: S, mut stop: watch::Receiver<Stop>)
+async fn connection<S>(front: Front, stream: S, mut stop: watch::Receiver<Stop>)
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let watching = stop.clone();
     let service = service_fn(move |request: Request<Incoming>| {
-        let (api, watching) = (api.clone(), watching.clone());
+        let (front, watching) = (front.clone(), watching.clone());
         async move {
+            let Some(api) = front.api().cloned() else {
+                let answer = standby_answer(&request);
+                return Ok::<Response<Body>, Infallible>(answer.map(BodyExt::boxed));
+            };
             let measured = api.measure(request.method(), request.uri().path());
             // The routes this product adds (a stream among them) come first.
             if let Some(answer) = api.added(&request, watching).await {

@@ -59,9 +59,31 @@ pub fn release(tx: &dyn Tx, holder: &str) -> Step<()> {
     Ok(())
 }
 
+/// Whether `graph` may serve this database, on a clock of `kind`: the refusal's
+/// sentence, else `Ok`. Reads only, so a standby checks it before it holds the
+/// database (`Control::check`), and a start checks it again once it holds it
+/// ([`check_and_record`]).
+pub fn check(tx: &dyn Tx, graph: &Graph, kind: ClockKind) -> Step<Result<(), String>> {
+    if let Err(refused) = check_clock(tx, kind)? {
+        return Ok(Err(refused));
+    }
+    check_structure(tx, graph)
+}
+
+/// [`check`], then, when it passes, put the graph and the clock on record. The
+/// holder of the database runs it once at start.
+pub fn check_and_record(tx: &dyn Tx, graph: &Graph, kind: ClockKind) -> Step<Result<(), String>> {
+    let checked = check(tx, graph, kind)?;
+    if checked.is_ok() {
+        record_structure(tx, graph)?;
+        record_clock(tx, kind)?;
+    }
+    Ok(checked)
+}
+
 /// Refuse a new structure while tokens are active or paused (the reference's
-/// sentence); else put the graph on record when it is not there yet.
-pub fn check_structure(tx: &dyn Tx, graph: &Graph) -> Step<Result<(), String>> {
+/// sentence). Writes nothing.
+fn check_structure(tx: &dyn Tx, graph: &Graph) -> Step<Result<(), String>> {
     let row = tx.control_plane()?;
     if let (Some(structure), Some(_)) = (&row.structure, &row.checksum) {
         if *structure != graph.structure {
@@ -76,12 +98,18 @@ pub fn check_structure(tx: &dyn Tx, graph: &Graph) -> Step<Result<(), String>> {
             }
         }
     }
+    Ok(Ok(()))
+}
+
+/// Put the graph on record when it is not there yet.
+fn record_structure(tx: &dyn Tx, graph: &Graph) -> Step<()> {
+    let row = tx.control_plane()?;
     if row.structure.as_deref() != Some(graph.structure.as_str())
         || row.checksum.as_deref() != Some(graph.checksum.as_str())
     {
         tx.record_graph(&graph.structure, &graph.checksum)?;
     }
-    Ok(Ok(()))
+    Ok(())
 }
 
 /// The refusal of `serve --dev-clock` on a database that a control plane on the
@@ -93,7 +121,7 @@ pub const DEV_CLOCK_REFUSED: &str = "refusing --dev-clock: a control plane on th
 
 /// Refuse a dev clock on a database that a control plane on the real clock
 /// served; a real clock may serve any database. Writes nothing.
-pub fn check_clock(tx: &dyn Tx, kind: ClockKind) -> Step<Result<(), String>> {
+fn check_clock(tx: &dyn Tx, kind: ClockKind) -> Step<Result<(), String>> {
     if kind == ClockKind::Dev && tx.served_clock()? == Some(ClockKind::System) {
         return Ok(Err(DEV_CLOCK_REFUSED.to_string()));
     }
@@ -102,7 +130,7 @@ pub fn check_clock(tx: &dyn Tx, kind: ClockKind) -> Step<Result<(), String>> {
 
 /// Record that a clock of `kind` serves the database. Once a real clock served
 /// it, it stays `System`: a dev clock can never serve it again.
-pub fn record_clock(tx: &dyn Tx, kind: ClockKind) -> Step<()> {
+fn record_clock(tx: &dyn Tx, kind: ClockKind) -> Step<()> {
     let served = tx.served_clock()?;
     if served != Some(kind) && served != Some(ClockKind::System) {
         tx.record_clock(kind)?;

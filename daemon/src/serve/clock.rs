@@ -3,6 +3,7 @@
 //! and fire the timers that are due ([`Control::tick`]).
 //!
 //! A tick that fails is logged with the reference's line and the clock carries on.
+//! A request that finds the database lost wakes the clock for a tick at once.
 //! A tick refused with `not_serving` means another control plane took the
 //! database: the clock marks the API lost (every request then answers 503), logs
 //! one line, tells the server to stop, and ends.
@@ -41,6 +42,8 @@ impl Clock {
             }
             tokio::select! {
                 _ = tokio::time::sleep(self.every) => {}
+                // A request found the database lost: tick now, and stop.
+                _ = self.control.lost_noticed() => {}
                 changed = stop.changed() => {
                     if changed.is_err() { return }
                     continue;

@@ -10,6 +10,13 @@
 //! one stops at once. When another control plane takes the database, every request
 //! answers 503 `not_serving`, and `serve` stops with exit code 1.
 //!
+//! A standby (`serve --standby`, Postgres, issue 14) checks the graph against the
+//! database without taking it, binds, and answers as a standby (`GET /health` 503
+//! `standby`, everything else 503 `not_serving`) while [`Control::open`] waits for
+//! the database's serving lock; once it holds it, the API flips to serve (the same
+//! open as a normal start's, so the same schema check, epoch and lease grace). A
+//! signal while it waits stops it at once (exit 0).
+//!
 //! With a [`Companion`] (`serve --supervise`), the stop signals go to the
 //! companion while it runs, and the server serves on, so that its routines can
 //! still report; the server stops when the companion has ended (reference
@@ -29,15 +36,32 @@ use stateous_shared::graph::Graph;
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::{watch, Notify};
 
-use crate::api::server::{Server, Stop};
+use crate::api::server::{Front, Server, Stop};
 use crate::api::Api;
 use crate::control::{Control, Options};
+use crate::store::backend::{Database, Standby, STANDBY_NEEDS_POSTGRES};
 pub use clock::LOST_LINE;
 use options::{parse_database, Listen};
 pub use options::{ServeArgs, Timings};
 
 /// How long a graceful stop waits for the requests in progress.
 pub const GRACE: Duration = Duration::from_secs(5);
+
+/// How often a standby asks for the database's serving lock: a takeover starts at
+/// most this long after the lock is free.
+pub const STANDBY_EVERY: Duration = Duration::from_millis(250);
+
+/// A standby's line while it waits (after `standby on URL`).
+pub const STANDBY_WAITING_LINE: &str =
+    "standby: waiting for the database's serving lock (another control plane holds it)";
+
+/// A standby's line once it holds the database, before `serving on URL`.
+pub const STANDBY_TOOK_LINE: &str =
+    "standby: the database's serving lock was free; this control plane took the database";
+
+/// The refusal of `--standby` with `--supervise`.
+pub const STANDBY_NO_COMPANION: &str = "--standby does not take --supervise: run the supervisor \
+     as its own process (stateous supervise), given both control planes' addresses";
 
 /// The last line when another control plane took the database, or the hold ended.
 pub const LOST_EXIT_LINE: &str = "error: another control plane took the database, or this \
@@ -67,6 +91,13 @@ pub struct Companion {
 /// stops gracefully and prints `stopped`; with another code it stops at once and
 /// exits with that code, without `stopped`, as the reference's `serve` does.
 pub fn run_with(args: ServeArgs, companion: Option<Companion>) -> i32 {
+    if args.standby {
+        if let Some(companion) = companion {
+            (companion.stop_now)();
+            eprintln!("error: {STANDBY_NO_COMPANION}");
+            return 1;
+        }
+    }
     match start(&args) {
         Ok(ready) => ready.serve(companion),
         Err(sentence) => {
@@ -76,15 +107,29 @@ pub fn run_with(args: ServeArgs, companion: Option<Companion>) -> i32 {
     }
 }
 
-/// A control plane ready to serve: bound, with its database held.
+/// A control plane ready to serve: bound, with its database held or (a standby)
+/// checked and waited for.
 struct Ready {
     runtime: tokio::runtime::Runtime,
-    control: Control,
+    holding: Holding,
     tcp: StdTcpListener,
     unix: std::os::unix::net::UnixListener,
     socket: socket::SocketFile,
     url: String,
     timings: Timings,
+}
+
+/// The database of a bound control plane.
+enum Holding {
+    /// Held: a normal start.
+    Held(Control),
+    /// A standby: [`Control::open`] with these waits until the database is free;
+    /// `stop` ends the wait.
+    Waiting {
+        graph: Arc<Graph>,
+        options: Box<Options>,
+        stop: Arc<AtomicBool>,
+    },
 }
 
 /// Every check and step before serving, in the reference's order. Each error is
@@ -100,6 +145,9 @@ fn start(args: &ServeArgs) -> Result<Ready, String> {
         .unwrap_or_else(stateous_shared::client::default_socket);
     let (unix, socket) = socket::bind(&socket_path)?;
     let database = parse_database(&args.db)?;
+    if args.standby && matches!(database, Database::Sqlite(_)) {
+        return Err(STANDBY_NEEDS_POSTGRES.to_string());
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -109,15 +157,29 @@ fn start(args: &ServeArgs) -> Result<Ready, String> {
     } else {
         crate::clock::Clock::system()
     };
+    let stop = Arc::new(AtomicBool::new(false));
     let options = Options {
         lease: timings.lease,
         busy_timeout: timings.busy_timeout,
         tick: timings.tick,
         postgres: timings.postgres.clone(),
         clock,
+        standby: args.standby.then(|| Standby {
+            every: STANDBY_EVERY,
+            stop: Arc::clone(&stop),
+        }),
         ..Options::on(database)
     };
-    let control = runtime.block_on(Control::open(graph, options))?;
+    let holding = if args.standby {
+        runtime.block_on(Control::check(Arc::clone(&graph), &options))?;
+        Holding::Waiting {
+            graph,
+            options: Box::new(options),
+            stop,
+        }
+    } else {
+        Holding::Held(runtime.block_on(Control::open(graph, options))?)
+    };
     if let Some(warning) = listen.warning() {
         eprintln!("{warning}");
     }
@@ -134,7 +196,7 @@ fn start(args: &ServeArgs) -> Result<Ready, String> {
     Ok(Ready {
         url: listen.url(port),
         runtime,
-        control,
+        holding,
         tcp,
         unix,
         socket,
@@ -237,11 +299,12 @@ enum Ending {
 }
 
 impl Ready {
-    /// Serve until a signal or a lost database; the exit code.
+    /// Serve (a standby: first wait for the database) until a signal or a lost
+    /// database; the exit code.
     fn serve(self, companion: Option<Companion>) -> i32 {
         let Ready {
             runtime,
-            control,
+            holding,
             tcp,
             unix,
             socket,
@@ -249,6 +312,11 @@ impl Ready {
             timings,
         } = self;
         let socket_path = socket.path().display().to_string();
+        let standby = matches!(holding, Holding::Waiting { .. });
+        let stopped_waiting = match &holding {
+            Holding::Waiting { stop, .. } => Some(Arc::clone(stop)),
+            Holding::Held(_) => None,
+        };
         let ending = runtime.block_on(async move {
             let tcp = tokio::net::TcpListener::from_std(tcp)
                 .map_err(|e| format!("cannot listen: {e}"))?;
@@ -257,24 +325,68 @@ impl Ready {
             let unix = tokio::net::UnixListener::from_std(unix)
                 .map_err(|e| format!("cannot listen on the socket: {e}"))?;
             // The handlers are in place before the line that tells a caller to go.
-            let signals = Signals::new();
+            let mut signals = Signals::new();
+            let lost = Arc::new(AtomicBool::new(false));
+            let front = Front::standby();
+            if let Holding::Held(control) = &holding {
+                front.serve(Api::new(control.clone(), lost.clone()));
+            }
+            let (stop_server, server_stops) = watch::channel(Stop::Serving);
+            let server =
+                tokio::spawn(Server::new(front.clone(), tcp, Some(unix), GRACE).run(server_stops));
+            let control = match holding {
+                Holding::Held(control) => control,
+                Holding::Waiting {
+                    graph,
+                    options,
+                    stop,
+                } => match stand_by(graph, *options, &stop, &mut signals, &url, &socket_path).await
+                {
+                    Waited::Took(control) => {
+                        front.serve(Api::new(control.clone(), lost.clone()));
+                        eprintln!("{STANDBY_TOOK_LINE}");
+                        control
+                    }
+                    waited => {
+                        let _ = stop_server.send(Stop::Now);
+                        let _ = server.await;
+                        return match waited {
+                            Waited::Failed(sentence) => Err(sentence),
+                            _ => Ok(Ending::Stopped),
+                        };
+                    }
+                },
+            };
             eprintln!("serving on {url} (Ctrl-C stops)");
-            // Under systemd (Type=notify) the database is open now: READY. Without
-            // NOTIFY_SOCKET this does nothing; should it fail, systemd's start
-            // timeout tells, and serving is no reason to stop.
-            let _ = sd_notify::notify(&[sd_notify::NotifyState::Ready]);
+            // Under systemd (Type=notify) the database is open now: READY (a
+            // standby said it when it stood by, and now says what it does).
+            // Without NOTIFY_SOCKET this does nothing; should it fail, systemd's
+            // start timeout tells, and serving is no reason to stop.
+            let state = if standby {
+                sd_notify::NotifyState::Status("serving")
+            } else {
+                sd_notify::NotifyState::Ready
+            };
+            let _ = sd_notify::notify(&[state]);
             eprintln!("the same API on unix://{socket_path}");
             let serving = Serving {
                 control,
-                tcp,
-                unix,
+                server,
+                stop_server,
+                lost,
                 timings,
                 signals,
             };
             Ok::<Ending, String>(serving.until_stopped(companion).await)
         });
         drop(socket);
-        runtime.shutdown_timeout(Duration::from_secs(1));
+        if stopped_waiting.is_some_and(|stop| stop.load(std::sync::atomic::Ordering::SeqCst)) {
+            // A standby stops at once: its wait (perhaps inside a connect) is left
+            // to end with the process.
+            runtime.shutdown_background();
+        } else {
+            runtime.shutdown_timeout(Duration::from_secs(1));
+        }
         match ending {
             Ok(Ending::Stopped) => {
                 eprintln!("stopped");
@@ -293,34 +405,76 @@ impl Ready {
     }
 }
 
-/// A bound server with its database, ready to run.
+/// How a standby's wait ended.
+enum Waited {
+    /// It holds the database now.
+    Took(Control),
+    /// A signal stopped it.
+    Stopped,
+    /// The takeover was refused (e.g. the structure on record changed meanwhile).
+    Failed(String),
+}
+
+/// A standby's wait: say so, then run the same [`Control::open`] as a start (which
+/// waits for the serving lock first) until it returns or a signal comes. A signal
+/// sets `stop`, which ends the wait's thread within [`STANDBY_EVERY`].
+async fn stand_by(
+    graph: Arc<Graph>,
+    options: Options,
+    stop: &AtomicBool,
+    signals: &mut Signals,
+    url: &str,
+    socket_path: &str,
+) -> Waited {
+    eprintln!("standby on {url} (Ctrl-C stops)");
+    eprintln!("{STANDBY_WAITING_LINE}");
+    eprintln!("the same API on unix://{socket_path}");
+    // Under systemd a standby is up once it answers as one.
+    let _ = sd_notify::notify(&[
+        sd_notify::NotifyState::Ready,
+        sd_notify::NotifyState::Status(STANDBY_WAITING_LINE),
+    ]);
+    let opening = tokio::spawn(Control::open(graph, options));
+    tokio::select! {
+        opened = opening => match opened {
+            Ok(Ok(control)) => Waited::Took(control),
+            Ok(Err(sentence)) => Waited::Failed(sentence),
+            Err(_) => Waited::Failed("the standby failed unexpectedly".to_string()),
+        },
+        _ = signals.next() => {
+            stop.store(true, std::sync::atomic::Ordering::SeqCst);
+            Waited::Stopped
+        }
+    }
+}
+
+/// A bound server with its database, serving.
 struct Serving {
     control: Control,
-    tcp: tokio::net::TcpListener,
-    unix: tokio::net::UnixListener,
+    server: tokio::task::JoinHandle<()>,
+    stop_server: watch::Sender<Stop>,
+    /// Set when the hold on the database is lost; the API reads it.
+    lost: Arc<AtomicBool>,
     timings: Timings,
     signals: Signals,
 }
 
 impl Serving {
-    /// Run the server and the clock until a signal, the companion's end or a lost
-    /// database, then stop them in order: the server (gracefully, unless a second
-    /// signal comes or the companion failed), then the clock (after its tick in
-    /// progress), then the control plane.
+    /// Run the clock beside the server until a signal, the companion's end or a
+    /// lost database, then stop them in order: the server (gracefully, unless a
+    /// second signal comes or the companion failed), then the clock (after its
+    /// tick in progress), then the control plane.
     async fn until_stopped(self, companion: Option<Companion>) -> Ending {
         let Serving {
             control,
-            tcp,
-            unix,
+            mut server,
+            stop_server,
+            lost,
             timings,
             mut signals,
         } = self;
-        let lost = Arc::new(AtomicBool::new(false));
         let on_lost = Arc::new(Notify::new());
-        let (stop_server, server_stops) = watch::channel(Stop::Serving);
         let (stop_clock, clock_stops) = watch::channel(false);
-        let api = Api::new(control.clone(), lost.clone());
-        let mut server = tokio::spawn(Server::new(api, tcp, Some(unix), GRACE).run(server_stops));
         let clock = clock::Clock {
             control: control.clone(),
             every: timings.tick,

@@ -55,6 +55,9 @@ pub struct ServeArgs {
     /// trying a workflow with long timeouts in seconds; refused on a database that
     /// a control plane on the real clock served.
     pub dev_clock: bool,
+    /// `--standby`: Postgres only; wait for the database's serving lock while
+    /// answering as a standby, then take over (issue 14).
+    pub standby: bool,
 }
 
 /// The database when `--db` names none: `stateous.db` in the current folder.
@@ -104,6 +107,7 @@ impl ServeArgs {
             keepalive_count: DEFAULT_KEEPALIVE_COUNT.into(),
             pool_size: DEFAULT_POOL_SIZE.into(),
             dev_clock: false,
+            standby: false,
         }
     }
 }

@@ -11,6 +11,8 @@
 use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::feed::FeedMark;
@@ -41,6 +43,34 @@ pub struct StoreOptions {
     pub busy_timeout: Duration,
     /// Postgres: the time limits of each connection and the size of the pool.
     pub postgres: PgOptions,
+    /// `serve --standby`: wait for the database's hold instead of being refused
+    /// when another control plane has it. Postgres only.
+    pub standby: Option<Standby>,
+}
+
+/// How a standby waits for the database (`serve --standby`, issue 14): it asks for
+/// the serving lock every `every` (a free lock is taken within that, once the
+/// server has ended the old holder's session) until `stop` is set.
+#[derive(Debug, Clone)]
+pub struct Standby {
+    /// The time between two tries of the lock.
+    pub every: Duration,
+    /// Set to stop waiting (a signal): the open then fails.
+    pub stop: Arc<AtomicBool>,
+}
+
+/// The refusal of `--standby` on a SQLite database.
+pub const STANDBY_NEEDS_POSTGRES: &str = "--standby needs a Postgres database (--db \
+    postgresql://...): a SQLite file is served by the control plane on its own machine, \
+    and systemd's Restart= brings that one back";
+
+/// What [`Store::inspect`] found.
+pub enum Inspected<R> {
+    /// The schema is this build's; the read's answer.
+    Read(R),
+    /// No tables yet, or an older schema that the holder will upgrade: nothing
+    /// this build can read yet.
+    NotYet,
 }
 
 /// A write's answer, once its transaction committed (or its error).
@@ -59,8 +89,24 @@ impl Store {
     /// in one sentence), make or upgrade its tables, and record the hold.
     pub fn open(options: &StoreOptions) -> Result<Store, String> {
         match &options.database {
+            Database::Sqlite(_) if options.standby.is_some() => {
+                Err(STANDBY_NEEDS_POSTGRES.to_string())
+            }
             Database::Sqlite(path) => SqliteStore::open(path, options).map(Store::Sqlite),
             Database::Postgres(url) => PgStore::open(url, options).map(Store::Postgres),
+        }
+    }
+
+    /// Run `read` in one read-only transaction without taking the database (a
+    /// standby checks the graph before it waits): blocking work. A database this
+    /// build cannot use is refused with the sentence a start gives. Postgres only.
+    pub fn inspect<R>(
+        options: &StoreOptions,
+        read: impl FnOnce(&dyn Tx) -> StoreResult<R>,
+    ) -> Result<Inspected<R>, String> {
+        match &options.database {
+            Database::Sqlite(_) => Err(STANDBY_NEEDS_POSTGRES.to_string()),
+            Database::Postgres(url) => PgStore::inspect(url, options, read),
         }
     }
 

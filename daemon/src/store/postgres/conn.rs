@@ -90,9 +90,16 @@ pub fn config(url: &str, options: &PgOptions) -> Result<Config, String> {
         .keepalives_idle(options.keepalive_idle)
         .keepalives_interval(options.keepalive_interval)
         .keepalives_retries(options.keepalive_count)
-        .application_name("stateous")
+        .application_name(&application_name())
         .options(&settings);
     Ok(config)
+}
+
+/// How this process's sessions name themselves in `pg_stat_activity`:
+/// `stateous <pid>`, so that an operator (or a test) can tell two control planes'
+/// sessions apart, e.g. to end a stopped one's with `pg_terminate_backend`.
+pub fn application_name() -> String {
+    format!("stateous {}", std::process::id())
 }
 
 /// The pool's manager: it makes connections with the limits, and drops closed ones.

@@ -11,13 +11,22 @@
 //! rolls back and the request answers 503 `not_serving`. A new holder moves the
 //! epoch under an exclusive lock that each fence holds shared until its commit ends,
 //! so no commit of the old holder lands after the new holder's first.
+//!
+//! A standby (`serve --standby`, issue 14) asks for the same lock every
+//! [`Standby::every`] on a connection of its own, and holds it from the first yes:
+//! [`ServingLock::wait`] ends where [`ServingLock::take`] does, and everything after
+//! (the migration, the epoch, the pool) is the same code for both. It asks rather
+//! than waits in `pg_advisory_lock`, so that a stop is seen at once, a lost
+//! connection is found and made again, and no statement limit applies.
 
+use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 
 use postgres::Config;
 
 use super::conn::PgConn;
 use super::schema::SERVING_LOCK;
+use crate::store::backend::Standby;
 use crate::store::{StoreError, StoreResult};
 
 /// The lock connection of a control plane that holds the database.
@@ -38,16 +47,54 @@ impl ServingLock {
     /// reached (after at most the connect timeout).
     pub fn take(config: &Config) -> Result<Tried, postgres::Error> {
         let mut conn = PgConn::connect(config)?;
-        let held: bool = conn
-            .client()
-            .query_one(&format!("SELECT pg_try_advisory_lock({SERVING_LOCK})"), &[])?
-            .get(0);
-        if !held {
+        if !try_lock(&mut conn)? {
             return Ok(Tried::Busy(conn));
         }
         Ok(Tried::Held(ServingLock {
             conn: Mutex::new(conn),
         }))
+    }
+
+    /// Wait until this control plane holds the lock, asking every `standby.every`
+    /// on a connection of its own; a connection that fails is made again (each try
+    /// within the connect timeout). `None`: `standby.stop` was set first.
+    pub fn wait(config: &Config, standby: &Standby) -> Option<ServingLock> {
+        let mut conn: Option<PgConn> = None;
+        let mut unreachable = false;
+        loop {
+            if standby.stop.load(Ordering::SeqCst) {
+                return None;
+            }
+            let asked = match conn.as_mut() {
+                Some(open) => try_lock(open),
+                None => PgConn::connect(config).and_then(|mut open| {
+                    let held = try_lock(&mut open);
+                    conn = Some(open);
+                    held
+                }),
+            };
+            match asked {
+                Ok(true) => {
+                    return conn.map(|conn| ServingLock {
+                        conn: Mutex::new(conn),
+                    })
+                }
+                Ok(false) => {
+                    if unreachable {
+                        tracing::info!(target: "stateous.serve", "standby: reached the database again; waiting for its serving lock");
+                        unreachable = false;
+                    }
+                }
+                Err(error) => {
+                    conn = None;
+                    if !unreachable {
+                        tracing::warn!(target: "stateous.serve", "standby: lost the connection to the database ({error}); connecting again");
+                        unreachable = true;
+                    }
+                }
+            }
+            std::thread::sleep(standby.every);
+        }
     }
 
     /// Run `work` on the lock's connection (the migration and the first epoch run
@@ -76,4 +123,12 @@ impl ServingLock {
             let _ = conn.batch(&format!("SELECT pg_advisory_unlock({SERVING_LOCK})"));
         });
     }
+}
+
+/// Ask for the serving lock once, without waiting; true: this session holds it.
+fn try_lock(conn: &mut PgConn) -> Result<bool, postgres::Error> {
+    Ok(conn
+        .client()
+        .query_one(&format!("SELECT pg_try_advisory_lock({SERVING_LOCK})"), &[])?
+        .get(0))
 }

@@ -247,6 +247,15 @@ fn migrate_inside(conn: &mut PgConn, upto: usize) -> Result<(), MigrateError> {
     Ok(())
 }
 
+/// Whether the database is at the newest version, read without changing it (a
+/// standby reads it before it may check the graph). A database this build cannot
+/// use is refused as a migration would refuse it.
+pub fn up_to_date(conn: &mut PgConn) -> Result<bool, MigrateError> {
+    let present = present_tables(conn)?;
+    let current = current_version(conn, &present)?;
+    Ok(plan(current.as_deref(), &present)? == VERSIONS.len())
+}
+
 fn current_version(conn: &mut PgConn, present: &BTreeSet<String>) -> StoreResult<Option<String>> {
     if !present.contains(VERSION_TABLE) {
         return Ok(None);

@@ -9,11 +9,11 @@ use std::time::Duration;
 
 use super::conn::{config, Manager, PgConn};
 use super::hold::{ServingLock, Tried};
-use super::schema::migrate;
+use super::schema::{migrate, up_to_date};
 use super::{PgTx, Sequences};
 use crate::clock::{micros, Clock};
 use crate::engine::serving;
-use crate::store::backend::{without_password, StoreOptions};
+use crate::store::backend::{without_password, Inspected, StoreOptions};
 use crate::store::cache::Cache;
 use crate::store::cached::CachedTx;
 use crate::store::family::FamilyLocks;
@@ -54,22 +54,27 @@ struct Inner {
 
 impl PgStore {
     /// Take the serving lock (a second control plane is refused before it changes
-    /// anything), make or upgrade the tables, move the epoch on, and fill the pool.
-    /// Each refusal is one sentence; Postgres unreachable ends within about the
-    /// connect timeout.
+    /// anything; a standby waits for it), make or upgrade the tables, move the
+    /// epoch on, and fill the pool. Each refusal is one sentence; Postgres
+    /// unreachable ends a start within about the connect timeout. A standby's
+    /// takeover and a start share every step after the lock.
     pub fn open(url: &str, options: &StoreOptions) -> Result<PgStore, String> {
         let pg = &options.postgres;
         let config = config(url, pg)?;
         let shown = without_password(url);
-        let serving = match ServingLock::take(&config) {
-            Ok(Tried::Held(lock)) => lock,
-            Ok(Tried::Busy(mut conn)) => return Err(held_by_another(&mut conn)),
-            Err(error) => {
-                return Err(format!(
-                    "cannot reach the database {shown}: {}",
-                    reason(&error)
-                ))
-            }
+        let serving = match &options.standby {
+            Some(standby) => ServingLock::wait(&config, standby)
+                .ok_or_else(|| "the standby stopped before it took the database".to_string())?,
+            None => match ServingLock::take(&config) {
+                Ok(Tried::Held(lock)) => lock,
+                Ok(Tried::Busy(mut conn)) => return Err(held_by_another(&mut conn)),
+                Err(error) => {
+                    return Err(format!(
+                        "cannot reach the database {shown}: {}",
+                        reason(&error)
+                    ))
+                }
+            },
         };
         serving.with(migrate).map_err(|e| match e {
             MigrateError::Foreign(why) => format!("cannot use the database {shown}: {why}"),
@@ -112,6 +117,37 @@ impl PgStore {
         })
     }
 
+    /// See `Store::inspect`: one read-only transaction on a connection of its own,
+    /// without the serving lock, once the schema is this build's.
+    pub fn inspect<R>(
+        url: &str,
+        options: &StoreOptions,
+        read: impl FnOnce(&dyn Tx) -> StoreResult<R>,
+    ) -> Result<Inspected<R>, String> {
+        let config = config(url, &options.postgres)?;
+        let shown = without_password(url);
+        let mut conn = PgConn::connect(&config)
+            .map_err(|e| format!("cannot reach the database {shown}: {}", reason(&e)))?;
+        let current = up_to_date(&mut conn).map_err(|e| match e {
+            MigrateError::Foreign(why) => format!("cannot use the database {shown}: {why}"),
+            MigrateError::Store(error) => format!("cannot open the database {shown}: {error}"),
+        })?;
+        if !current {
+            return Ok(Inspected::NotYet);
+        }
+        let cannot = |e: StoreError| format!("cannot use the database {shown}: {e}");
+        conn.batch("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            .map_err(cannot)?;
+        let (mark, ids) = (FeedMark::new(0), Sequences::default());
+        let tx = PgTx::new(&mut conn, options.clock.now(), &mark, &ids);
+        let answer = read(&tx);
+        drop(tx);
+        let ended = conn.batch("COMMIT");
+        let answer = answer.map_err(cannot)?;
+        ended.map_err(cannot)?;
+        Ok(Inspected::Read(answer))
+    }
+
     /// See `Store::write`: on a blocking thread, with a pooled connection.
     pub fn write<R, F>(&self, work: F) -> impl std::future::Future<Output = StoreResult<R>> + Send
     where
@@ -136,9 +172,12 @@ impl PgStore {
         F: FnOnce(&dyn Tx) -> StoreResult<R> + Send + 'static,
     {
         let inner = Arc::clone(&self.inner);
-        tokio::task::spawn_blocking(move || inner.read(now, read))
-            .await
-            .map_err(|_| StoreError::Database("a read failed unexpectedly".into()))?
+        tokio::task::spawn_blocking(move || {
+            let answer = inner.read(now, read);
+            inner.held_after(answer)
+        })
+        .await
+        .map_err(|_| StoreError::Database("a read failed unexpectedly".into()))?
     }
 
     /// The feed's safe point.
@@ -222,14 +261,31 @@ impl Inner {
 
     /// Run `work` in its own transaction; once more after a conflict.
     fn write<R>(&self, work: &dyn Fn(&dyn Tx) -> (bool, R)) -> StoreResult<R> {
-        match self.write_once(work) {
+        let written = match self.write_once(work) {
             Err(StoreError::Conflict) => match self.write_once(work) {
                 // Twice in a row: say busy, and let the client send it again.
                 Err(StoreError::Conflict) => Err(StoreError::Busy),
                 other => other,
             },
             other => other,
+        };
+        self.held_after(written)
+    }
+
+    /// A request that failed busy (a lost connection among the causes) asks
+    /// whether the serving lock's session still stands: when it ended (the server
+    /// ended this control plane's sessions, as after a stop long enough for a
+    /// standby to take over), the answer is `not_serving`, and so is every
+    /// request after it.
+    fn held_after<R>(&self, answer: StoreResult<R>) -> StoreResult<R> {
+        if !matches!(answer, Err(StoreError::Busy)) {
+            return answer;
         }
+        if self.connections().serving.alive().is_err() {
+            self.lost.store(true, Ordering::SeqCst);
+            return Err(StoreError::NotServing);
+        }
+        answer
     }
 
     fn write_once<R>(&self, work: &dyn Fn(&dyn Tx) -> (bool, R)) -> StoreResult<R> {

@@ -1,0 +1,421 @@
+//! Black-box, Postgres (skipped unless `STATEOUS_TEST_POSTGRES` names a server):
+//! a hot standby (`serve --standby`, issue 14). While another control plane holds
+//! the database, a standby answers `GET /health` 503 `standby` and every other
+//! route 503 `not_serving`; it takes over within seconds of the holder's death,
+//! with every acknowledged write, each idempotency key and the clock; a holder
+//! that is only stopped keeps the database, and once its sessions are ended it
+//! commits nothing more and exits 1. On SQLite, `--standby` is refused.
+
+mod harness;
+
+use std::io;
+use std::net::TcpStream;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use harness::{exchange, run, test_graph, Backend, Daemon, Reply, Setup, Timed};
+use serde_json::{json, Value};
+
+/// Short keepalives, so that the server drops a dead peer within seconds.
+const KEEPALIVES: [&str; 6] = [
+    "--keepalive-idle",
+    "1s",
+    "--keepalive-interval",
+    "1s",
+    "--keepalive-count",
+    "2",
+];
+
+fn postgres(test: fn()) {
+    harness::on(Backend::Postgres, test);
+}
+
+/// The active control plane on a fresh database, with `args` after the defaults.
+fn active(args: &[&str]) -> Daemon {
+    Setup::new(test_graph("tickets"))
+        .args(&KEEPALIVES)
+        .args(args)
+        .start()
+}
+
+/// A standby of `active`'s database.
+fn standby_of(active: &Daemon) -> Daemon {
+    Setup::new(test_graph("tickets"))
+        .database_of(active)
+        .args(&KEEPALIVES)
+        .start_standby()
+}
+
+fn start(daemon: &Daemon, token: &str) {
+    daemon
+        .post(
+            "/tokens",
+            &json!({"token": token, "context": {"repo": "r"}}),
+        )
+        .expect(201);
+}
+
+/// `POST path` to the daemon at `authority`, which may be gone: no panic.
+fn try_post(authority: &str, path: &str, body: &Value) -> io::Result<Reply> {
+    let stream = TcpStream::connect(authority)?;
+    let headers = [("content-type", "application/json")];
+    let bytes = body.to_string();
+    exchange(stream.timed(), "POST", path, &headers, bytes.as_bytes())
+}
+
+/// Wait until the standby has taken over (its `serving on` line); how long it took.
+fn wait_until_it_serves(standby: &Daemon, within: Duration) -> Duration {
+    let began = Instant::now();
+    standby.wait_for_line("serving on ", within);
+    began.elapsed()
+}
+
+/// Poll `check` every 100 ms until it is true; panic with `report` after `within`.
+fn eventually(within: Duration, what: &str, report: impl Fn() -> String, check: impl Fn() -> bool) {
+    let deadline = Instant::now() + within;
+    while Instant::now() < deadline {
+        if check() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("{what}: not within {within:?}\n{}", report());
+}
+
+fn count(daemon: &Daemon, sql: &str) -> i64 {
+    daemon.rows(sql)[0][0]
+        .as_deref()
+        .unwrap_or("0")
+        .parse()
+        .expect("a count")
+}
+
+#[test]
+fn a_standby_answers_health_503_standby_and_every_other_route_503_not_serving() {
+    postgres(|| {
+        let active = active(&[]);
+        start(&active, "T-1");
+        let mut standby = standby_of(&active);
+        let health = standby.get("/health");
+        assert!(
+            health.refused(503, "standby").contains("standby"),
+            "{health}"
+        );
+        let over_socket = standby.request_unix("GET", "/health", &[], b"");
+        over_socket.refused(503, "standby");
+        standby.get("/tokens").refused(503, "not_serving");
+        standby.get("/tokens/T-1").refused(503, "not_serving");
+        standby.get("/metrics").refused(503, "not_serving");
+        let body = json!({"token": "T-2", "context": {"repo": "r"}});
+        standby.post("/tokens", &body).refused(503, "not_serving");
+        assert!(
+            standby.stderr().contains(
+                "standby: waiting for the database's serving lock (another control plane holds it)"
+            ),
+            "{}",
+            standby.report()
+        );
+        // The active serves on, alone: nothing of the standby's is in the database.
+        assert_eq!(count(&active, "SELECT count(*) FROM tokens"), 1);
+        active.get("/health").expect(200);
+        // A stop while standing by is at once, and clean.
+        let began = Instant::now();
+        let status = standby.stop_with(libc::SIGINT);
+        assert_eq!(status.code(), Some(0), "{}", standby.report());
+        assert!(began.elapsed() < Duration::from_secs(3));
+        assert!(
+            standby.stderr().ends_with("stopped\n"),
+            "{}",
+            standby.report()
+        );
+        active.get("/tokens/T-1").expect(200);
+    });
+}
+
+#[test]
+fn a_standby_checks_the_graph_before_it_waits() {
+    postgres(|| {
+        let active = active(&[]);
+        start(&active, "T-1");
+        // Another structure, while a token is active on this one: refused at once.
+        let graph = harness::asset_graph("orders").display().to_string();
+        let url = active.database.url();
+        let socket = active.dir.path().join("other.sock").display().to_string();
+        let refused = run(
+            active.dir.path(),
+            &[
+                "serve",
+                &graph,
+                "--db",
+                &url,
+                "--listen",
+                "127.0.0.1:0",
+                "--socket",
+                &socket,
+                "--standby",
+            ],
+        );
+        assert_eq!(refused.code(), 1, "{refused}");
+        assert_eq!(refused.stderr.lines().count(), 1, "{refused}");
+        assert!(
+            refused
+                .stderr
+                .starts_with("error: refusing to serve: 1 token(s) are active or paused"),
+            "{refused}"
+        );
+    });
+}
+
+#[test]
+fn standby_is_refused_on_sqlite_in_one_sentence() {
+    let dir = tempfile::tempdir().unwrap();
+    let graph = test_graph("tickets").display().to_string();
+    let socket = dir.path().join("s.sock").display().to_string();
+    let refused = run(
+        dir.path(),
+        &[
+            "serve",
+            &graph,
+            "--db",
+            "sqlite:///stateous.db",
+            "--listen",
+            "127.0.0.1:0",
+            "--socket",
+            &socket,
+            "--standby",
+        ],
+    );
+    assert_eq!(refused.code(), 1, "{refused}");
+    assert_eq!(refused.stderr.lines().count(), 1, "{refused}");
+    assert!(
+        refused
+            .stderr
+            .starts_with("error: --standby needs a Postgres database"),
+        "{refused}"
+    );
+    assert!(!dir.path().join("stateous.db").exists(), "nothing was made");
+}
+
+#[test]
+fn a_killed_active_is_replaced_by_the_standby_with_every_acknowledged_write_and_the_clock() {
+    postgres(|| {
+        let mut active = active(&["--lease", "2s"]);
+        start(&active, "C-1");
+        start(&active, "K-1");
+        let standby = standby_of(&active);
+        // A stream of writes; each acknowledged id is kept.
+        let stop = Arc::new(AtomicBool::new(false));
+        let authority = active.authority.clone();
+        let writer = {
+            let stop = Arc::clone(&stop);
+            std::thread::spawn(move || {
+                let mut acknowledged = Vec::new();
+                for i in 0.. {
+                    if stop.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    let token = format!("W-{i}");
+                    let body = json!({"token": token, "context": {"repo": "r"}});
+                    match try_post(&authority, "/tokens", &body) {
+                        Ok(reply) if (200..300).contains(&reply.status) => acknowledged.push(token),
+                        // Not acknowledged: the kill came first (or meanwhile).
+                        _ => break,
+                    }
+                }
+                acknowledged
+            })
+        };
+        eventually(
+            Duration::from_secs(20),
+            "20 writes acknowledged",
+            || active.report(),
+            || {
+                count(
+                    &active,
+                    "SELECT count(*) FROM tokens WHERE token LIKE 'W-%'",
+                ) >= 20
+            },
+        );
+        // Just before the kill, so that only the new active's clock can end or fire
+        // them: a claimed task (lease 2 s) whose supervisor is gone, and a fire with
+        // an idempotency key that moves K-1 to `testing` (timeout 3 s).
+        let claim = json!({"supervisor": "box-1", "states": ["coding"]});
+        let granted = active.post("/tasks/claim", &claim).expect(200);
+        assert_eq!(granted["token"], "C-1");
+        let key = [("Idempotency-Key", "deliver-k-1")];
+        let fired = active.request("POST", "/tokens/K-1/events/done", &key, b"");
+        assert_eq!(fired.expect(200)["state"], "testing");
+        let killed = Instant::now();
+        active.signal(libc::SIGKILL);
+        active.wait(Duration::from_secs(10));
+        stop.store(true, Ordering::SeqCst);
+        let acknowledged = writer.join().expect("the writer");
+        assert!(acknowledged.len() >= 20, "{acknowledged:?}");
+        wait_until_it_serves(&standby, Duration::from_secs(10));
+        let took = killed.elapsed();
+        assert!(took < Duration::from_secs(10), "took over after {took:?}");
+        assert!(
+            standby.stderr().contains(
+                "standby: the database's serving lock was free; this control plane took the database"
+            ),
+            "{}",
+            standby.report()
+        );
+        standby.get("/health").expect(200);
+        for token in &acknowledged {
+            standby.get(&format!("/tokens/{token}")).expect(200);
+        }
+        // The same fire sent again to the new active: a duplicate, applied once.
+        let again = standby.request("POST", "/tokens/K-1/events/done", &key, b"");
+        assert_eq!(again.expect(200)["duplicate"], true, "{again}");
+        assert_eq!(
+            count(
+                &standby,
+                "SELECT count(*) FROM ledger WHERE token = 'K-1' AND key = 'deliver-k-1'"
+            ),
+            1
+        );
+        // The clock runs: the lease of box-1 ends, and K-1's timeout fires.
+        eventually(
+            Duration::from_secs(15),
+            "the lease of box-1 ended",
+            || standby.report(),
+            || {
+                count(
+                    &standby,
+                    "SELECT count(*) FROM ledger WHERE token = 'C-1' \
+                     AND data LIKE '%box-1 stopped answering%'",
+                ) == 1
+            },
+        );
+        eventually(
+            Duration::from_secs(15),
+            "K-1's timeout fired",
+            || standby.report(),
+            || standby.get("/tokens/K-1").expect(200)["state"] == "coding",
+        );
+        start(&standby, "after-takeover");
+    });
+}
+
+#[test]
+fn a_stopped_active_keeps_the_database_and_once_its_sessions_end_commits_nothing_and_exits_1() {
+    postgres(|| {
+        // A long tick: after SIGCONT only its requests can find the loss.
+        let mut active = active(&["--tick", "30s"]);
+        start(&active, "S-1");
+        let standby = standby_of(&active);
+        active.signal(libc::SIGSTOP);
+        // Its lock's session is alive: the standby must not take over.
+        let until = Instant::now() + Duration::from_secs(4);
+        while Instant::now() < until {
+            standby.get("/health").refused(503, "standby");
+            std::thread::sleep(Duration::from_millis(250));
+        }
+        assert!(
+            !standby.stderr().contains("serving on "),
+            "{}",
+            standby.report()
+        );
+        // An operator ends the stopped one's sessions, found by their name.
+        let url = active.database.url();
+        let mut session = postgres::Client::connect(&url, postgres::NoTls).expect("a session");
+        let name = format!("stateous {}", active.pid());
+        let ended = session
+            .query(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                 WHERE datname = current_database() AND application_name = $1",
+                &[&name],
+            )
+            .expect("the sessions ended");
+        assert!(!ended.is_empty(), "the stopped control plane had sessions");
+        wait_until_it_serves(&standby, Duration::from_secs(10));
+        standby.get("/tokens/S-1").expect(200);
+        let entries = count(&standby, "SELECT count(*) FROM ledger");
+        // The stopped one goes on: it commits nothing, answers not_serving, exits 1.
+        active.signal(libc::SIGCONT);
+        let body = json!({"token": "S-2", "context": {"repo": "r"}});
+        active.post("/tokens", &body).refused(503, "not_serving");
+        let status = active.wait(Duration::from_secs(10));
+        assert_eq!(status.code(), Some(1), "{}", active.report());
+        assert!(
+            active
+                .stderr()
+                .ends_with(&format!("{}\n", stateous_daemon::serve::LOST_EXIT_LINE)),
+            "{}",
+            active.report()
+        );
+        assert_eq!(count(&standby, "SELECT count(*) FROM ledger"), entries);
+        assert!(standby
+            .rows("SELECT 1 FROM tokens WHERE token = 'S-2'")
+            .is_empty());
+        start(&standby, "S-3");
+    });
+}
+
+#[test]
+fn a_standby_whose_connection_breaks_connects_again_and_still_takes_over() {
+    postgres(|| {
+        let mut active = active(&[]);
+        let standby = standby_of(&active);
+        let url = active.database.url();
+        let mut session = postgres::Client::connect(&url, postgres::NoTls).expect("a session");
+        let name = format!("stateous {}", standby.pid());
+        let ended = session
+            .query(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                 WHERE datname = current_database() AND application_name = $1",
+                &[&name],
+            )
+            .expect("the standby's session ended");
+        assert_eq!(ended.len(), 1, "a standby waits on one session");
+        eventually(
+            Duration::from_secs(10),
+            "the standby connected again",
+            || standby.report(),
+            || {
+                standby
+                    .stderr()
+                    .contains("standby: reached the database again")
+            },
+        );
+        assert!(
+            standby
+                .stderr()
+                .contains("standby: lost the connection to the database"),
+            "{}",
+            standby.report()
+        );
+        standby.get("/health").refused(503, "standby");
+        active.signal(libc::SIGKILL);
+        active.wait(Duration::from_secs(10));
+        wait_until_it_serves(&standby, Duration::from_secs(10));
+        start(&standby, "T-1");
+    });
+}
+
+#[test]
+fn standby_is_refused_with_supervise_in_one_sentence() {
+    let dir = tempfile::tempdir().unwrap();
+    let graph = test_graph("tickets").display().to_string();
+    let folder = dir.path().display().to_string();
+    let refused = run(
+        dir.path(),
+        &[
+            "serve",
+            &graph,
+            "--db",
+            "postgresql://u@127.0.0.1:1/none",
+            "--standby",
+            "--supervise",
+            &folder,
+        ],
+    );
+    assert_eq!(refused.code(), 1, "{refused}");
+    assert_eq!(
+        refused.stderr,
+        format!("error: {}\n", stateous_daemon::serve::STANDBY_NO_COMPANION),
+        "{refused}"
+    );
+}
