@@ -302,7 +302,7 @@ async fn a_standby_or_not_serving_answer_moves_to_the_next_address_with_the_same
         let (live, log) = server(|seen| {
             (
                 200,
-                token_json(&seen.body["token"].as_str().unwrap_or("?"), "a", "active").to_string(),
+                token_json(seen.body["token"].as_str().unwrap_or("?"), "a", "active").to_string(),
             )
         })
         .await;
