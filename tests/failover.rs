@@ -189,6 +189,15 @@ const WAITING: &str = "stateous ctx note one\nstateous ctx note two\ntouch waiti
     while [ ! -f go ]; do sleep 0.05; done\nstateous ctx note three\nstateous ctx note four\n\
     stateous ctx emit done";
 
+/// The texts of the notes in `T-1`'s history, in order.
+fn notes_of(daemon: &harness::Daemon) -> Vec<String> {
+    history(daemon, "T-1")
+        .iter()
+        .filter(|e| e["kind"] == "note")
+        .map(|e| e["data"]["text"].as_str().unwrap_or("").to_string())
+        .collect()
+}
+
 #[test]
 fn a_supervisor_whose_control_plane_dies_goes_on_at_the_next_address_in_order() {
     let mut first = Setup::new(asset_graph("sdlc"))
@@ -211,6 +220,12 @@ fn a_supervisor_whose_control_plane_dies_goes_on_at_the_next_address_in_order() 
         assert!(std::time::Instant::now() < deadline, "{}", sup.report());
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
+    // Both notes reached the first control plane (a note whose answer a crash
+    // cuts off is sent again, and may then be recorded twice).
+    while notes_of(&first) != ["one", "two"] {
+        assert!(std::time::Instant::now() < deadline, "{}", sup.report());
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     // The first control plane dies; another takes the same database at the
     // second address, and only then does the routine go on.
     first.stop_with(libc::SIGKILL);
@@ -223,12 +238,12 @@ fn a_supervisor_whose_control_plane_dies_goes_on_at_the_next_address_in_order() 
     std::fs::write(folder.join("go"), "").expect("go");
     wait_for_status(&second, "T-1", "completed");
     sup.wait_for_line(&format!("connected to the control plane at {second_url}"));
-    let notes: Vec<String> = history(&second, "T-1")
-        .iter()
-        .filter(|e| e["kind"] == "note")
-        .map(|e| e["data"]["text"].as_str().unwrap_or("").to_string())
-        .collect();
-    assert_eq!(notes, ["one", "two", "three", "four"], "{}", sup.report());
+    assert_eq!(
+        notes_of(&second),
+        ["one", "two", "three", "four"],
+        "{}",
+        sup.report()
+    );
     let entries: Vec<Value> = history(&second, "T-1");
     assert_eq!(
         entries.last().map(|e| e["kind"].clone()),
@@ -236,4 +251,19 @@ fn a_supervisor_whose_control_plane_dies_goes_on_at_the_next_address_in_order() 
     );
     sup.signal(libc::SIGTERM);
     assert_eq!(sup.wait().code(), Some(0), "{}", sup.report());
+}
+
+#[test]
+fn init_supervisor_from_a_list_fetches_from_the_one_that_serves_and_writes_the_list() {
+    let daemon = supervising::sdlc();
+    let list = format!("{},{}", dead_url(), daemon.url);
+    let made = harness::run(daemon.dir.path(), &["init", "supervisor", &list, "sup"]);
+    assert_eq!(made.code(), 0, "{made}");
+    let text = std::fs::read_to_string(daemon.dir.path().join("sup/stateous.yaml"))
+        .expect("stateous.yaml");
+    let (dead, live) = list.split_once(',').expect("two addresses");
+    assert!(
+        text.contains(&format!("url: [\"{dead}\",\"{live}\"]")),
+        "{text}"
+    );
 }
