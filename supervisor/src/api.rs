@@ -278,7 +278,7 @@ impl Api {
                     return Ok(answer);
                 }
             };
-            // Every address was tried: the line names why each was passed over.
+            // The line names each address passed over on the way, and why.
             let problem = sent
                 .passed
                 .iter()
