@@ -198,7 +198,6 @@ fn notes_of(daemon: &harness::Daemon) -> Vec<String> {
         .collect()
 }
 
-#[test]
 fn a_supervisor_whose_control_plane_dies_goes_on_at_the_next_address_in_order() {
     let mut first = Setup::new(asset_graph("sdlc"))
         .args(&["--lease", "30s"])
@@ -267,3 +266,5 @@ fn init_supervisor_from_a_list_fetches_from_the_one_that_serves_and_writes_the_l
         "{text}"
     );
 }
+
+both!(a_supervisor_whose_control_plane_dies_goes_on_at_the_next_address_in_order);
