@@ -202,11 +202,7 @@ fn a_supervisor_whose_control_plane_dies_goes_on_at_the_next_address_in_order() 
     let mut first = Setup::new(asset_graph("sdlc"))
         .args(&["--lease", "30s"])
         .start();
-    let port = TcpListener::bind("127.0.0.1:0")
-        .expect("a free port")
-        .local_addr()
-        .expect("its address")
-        .port();
+    let port = free_port();
     let second_url = format!("http://127.0.0.1:{port}");
     let folder = folder_for(&first, &[("coding", WAITING), ("testing", TESTING)]);
     set_urls(&folder, &[&first.url, &second_url]);
@@ -267,4 +263,70 @@ fn init_supervisor_from_a_list_fetches_from_the_one_that_serves_and_writes_the_l
     );
 }
 
-both!(a_supervisor_whose_control_plane_dies_goes_on_at_the_next_address_in_order);
+/// A free port of 127.0.0.1, for a control plane started later.
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .expect("a free port")
+        .local_addr()
+        .expect("its address")
+        .port()
+}
+
+fn token_show_follow_goes_on_at_the_next_address_and_prints_each_line_once() {
+    let mut first = harness::Daemon::orders();
+    first
+        .post(
+            "/tokens",
+            &serde_json::json!({"token": "F-1", "context": {"title": "a"}}),
+        )
+        .expect(201);
+    let port = free_port();
+    let list = format!("{},http://127.0.0.1:{port}", first.url);
+    let out = first.dir.path().join("follow.out");
+    let mut follow = Command::new(harness::binary())
+        .args(["token", "show", "F-1", "--follow", "--url", &list])
+        .env_remove("STATEOUS_URL")
+        .stdout(std::fs::File::create(&out).expect("an output file"))
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("follow starts");
+    let printed = |line: &str| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let text = std::fs::read_to_string(&out).unwrap_or_default();
+            if text.contains(line) {
+                return text;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no '{line}' in:\n{text}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    };
+    printed("#4  task 1 queued for draft");
+    first.post_empty("/tokens/F-1/events/submitted").expect(200);
+    printed("#7  entered review");
+    first.stop_with(libc::SIGKILL);
+    let listen = format!("127.0.0.1:{port}");
+    let second = Setup::new(asset_graph("orders"))
+        .database_of(&first)
+        .args(&["--listen", &listen])
+        .start();
+    let verdict = serde_json::json!({"payload": {"approved": true}});
+    second
+        .post("/tokens/F-1/events/reviewed", &verdict)
+        .expect(200);
+    let text = printed("#11  completed");
+    let status = follow.wait().expect("follow ends");
+    assert!(status.success(), "{status}: {text}");
+    for seq in 1..=11 {
+        let mark = format!("  #{seq}  ");
+        assert_eq!(text.matches(&mark).count(), 1, "#{seq} once:\n{text}");
+    }
+}
+
+both!(
+    a_supervisor_whose_control_plane_dies_goes_on_at_the_next_address_in_order,
+    token_show_follow_goes_on_at_the_next_address_and_prints_each_line_once,
+);
