@@ -8,8 +8,9 @@ use stateous_shared::operate::BulkAction;
 /// `stateous bench`: its options (SPEC section 5).
 #[derive(Args)]
 pub struct BenchArgs {
-    /// The control plane's URL (it must serve the `orders` starter). Default:
-    /// STATEOUS_URL, else the default socket, else http://127.0.0.1:8080.
+    /// The control plane's URL (it must serve the `orders` starter), or several
+    /// separated by commas, tried in turn. Default: STATEOUS_URL, else the
+    /// default socket, else http://127.0.0.1:8080.
     #[arg(long)]
     pub url: Option<String>,
     /// How many tokens to run through `orders`.
@@ -26,9 +27,11 @@ pub struct BenchArgs {
 /// `stateous clock ...`: the daemon's URL, then what to do with its dev clock.
 #[derive(Args)]
 pub struct ClockArgs {
-    /// The control plane's URL: http://HOST:PORT or unix:///PATH. Default:
-    /// STATEOUS_URL, else the default socket when a daemon listens there, else
-    /// http://127.0.0.1:8080.
+    /// The control plane's URL: http://HOST:PORT or unix:///PATH, or several
+    /// separated by commas (a control plane and its standby): each is tried in
+    /// turn when it refuses the connection or answers 503 not_serving or
+    /// standby. Default: STATEOUS_URL (a list too), else the default socket when
+    /// a daemon listens there, else http://127.0.0.1:8080.
     #[arg(long, global = true)]
     pub url: Option<String>,
     /// Print the control plane's JSON answer instead of the line.
@@ -75,9 +78,11 @@ impl From<ClockArgs> for stateous_shared::commands::clock::ClockCommand {
 /// `stateous token ...`: the options every token command takes, then the command.
 #[derive(Args)]
 pub struct TokenArgs {
-    /// The control plane's URL: http://HOST:PORT or unix:///PATH. Default:
-    /// STATEOUS_URL, else the default socket when a daemon listens there, else
-    /// http://127.0.0.1:8080.
+    /// The control plane's URL: http://HOST:PORT or unix:///PATH, or several
+    /// separated by commas (a control plane and its standby): each is tried in
+    /// turn when it refuses the connection or answers 503 not_serving or
+    /// standby. Default: STATEOUS_URL (a list too), else the default socket when
+    /// a daemon listens there, else http://127.0.0.1:8080.
     #[arg(long, global = true)]
     pub url: Option<String>,
     /// Print the control plane's JSON answer instead of the lines.

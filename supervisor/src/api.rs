@@ -7,16 +7,22 @@
 //! moment, one log line per failure, until an answer comes. An answer 502, 503 or
 //! 504 counts as no answer: a proxy, a restarting control plane, one that is
 //! `not_serving` (another may take over at the same URL), or one whose database is
-//! busy; the log line says what it answered. Any other answer of 400 or more is a
+//! busy; the log line says what it answered. With several addresses, a call
+//! first goes once around them by the client's rule (`shared::client::Endpoints`:
+//! on no connection, or an answer 503 `not_serving` or `standby`), and the wait
+//! comes only when none served; a move to another address is logged once (`the
+//! control plane at A does not serve (...); trying B`, then `connected to the
+//! control plane at B`). Any other answer of 400 or more is a
 //! [`CallError::Refused`], never tried again. When the stop flag is set, a call
 //! that would wait to try again gives up instead ([`CallError::GaveUp`]); a
 //! request in flight is never cut.
 
 use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use stateous_shared::client::{Answer, Client, ClientError, Endpoint, Transport, Watch};
+use stateous_shared::client::{Answer, Client, ClientError, Passed, Watch};
 use stateous_shared::wire::{Grant, Health};
 
 use crate::log::seconds;
@@ -73,33 +79,39 @@ pub enum WatchError {
     NotNow(String),
 }
 
-/// The control plane, reached over HTTP or a Unix socket.
+/// The control plane, reached over HTTP or a Unix socket at one of its addresses.
 #[derive(Debug, Clone)]
 pub struct Api {
-    url: String,
-    transport: Transport,
-    /// For the watch stream, which the transport alone does not read.
+    /// The addresses and which one serves; its endpoints send the raw requests.
     client: Client,
     backoff: Vec<Duration>,
+    /// The address the log last named as serving, shared by the clones, so that
+    /// a move to another address is logged once.
+    announced: Arc<Mutex<String>>,
 }
 
 impl Api {
-    /// The API at `url` (`http://HOST:PORT` or `unix:///PATH`); each request waits at
-    /// most `timeout`; `backoff` are the waits between tries (the last repeats).
+    /// The API at `url` (`http://HOST:PORT` or `unix:///PATH`, or several of them
+    /// separated by commas, tried in turn); each request waits at most `timeout`;
+    /// `backoff` are the waits between tries (the last repeats).
     pub fn new(url: &str, timeout: Duration, backoff: Vec<Duration>) -> Result<Api, String> {
-        let endpoint = Endpoint::parse(url).map_err(|e| e.to_string())?;
         let backoff = if backoff.is_empty() {
             vec![Duration::from_secs(1)]
         } else {
             backoff
         };
         let client = Client::with_timeout(url, timeout).map_err(|e| e.to_string())?;
+        let announced = Arc::new(Mutex::new(client.url().to_string()));
         Ok(Api {
-            url: url.to_string(),
-            transport: Transport::new(endpoint, timeout),
             client,
             backoff,
+            announced,
         })
+    }
+
+    /// Every address, in the order given.
+    pub fn urls(&self) -> Vec<&str> {
+        self.client.urls()
     }
 
     /// The backoff waits, as configured (the jitter is added per wait).
@@ -107,9 +119,9 @@ impl Api {
         &self.backoff
     }
 
-    /// The URL, as log lines name it.
+    /// The URL of the address that served last, as log lines name it.
     pub fn url(&self) -> &str {
-        &self.url
+        self.client.url()
     }
 
     /// `GET /health`: the served workflow and its checksum.
@@ -244,10 +256,16 @@ impl Api {
         let bytes = body.map(|b| serde_json::to_vec(b).unwrap_or_default());
         let mut failures = 0usize;
         loop {
-            let problem = match self.transport.send(method, path, bytes.clone(), &[]).await {
-                Err(e) => format!("cannot reach the control plane at {} ({e})", self.url),
-                Ok(answer) if matches!(answer.status, 502..=504) => self.unavailable(&answer),
+            let sent = self
+                .client
+                .endpoints()
+                .send(method, path, bytes.clone(), &[])
+                .await;
+            let problem = match sent.result {
+                Err(e) => format!("cannot reach the control plane at {} ({e})", sent.url),
+                Ok(answer) if matches!(answer.status, 502..=504) => unavailable(&sent.url, &answer),
                 Ok(answer) if answer.status >= 400 => {
+                    self.served(&sent.url, &sent.passed);
                     let (message, code) = error_of(&answer);
                     return Err(CallError::Refused {
                         status: answer.status,
@@ -255,8 +273,23 @@ impl Api {
                         message,
                     });
                 }
-                Ok(answer) => return Ok(answer),
+                Ok(answer) => {
+                    self.served(&sent.url, &sent.passed);
+                    return Ok(answer);
+                }
             };
+            // The line names each address passed over on the way, and why.
+            let problem = sent
+                .passed
+                .iter()
+                .map(|p| {
+                    format!(
+                        "the control plane at {} does not serve ({}); ",
+                        p.url, p.reason
+                    )
+                })
+                .chain([problem])
+                .collect::<String>();
             if stop.is_some_and(Stop::is_set) {
                 return Err(CallError::GaveUp);
             }
@@ -275,25 +308,45 @@ impl Api {
         }
     }
 
-    /// The start of the log line of an answer that counts as "not reached". An
-    /// answer with a refusal code came from the control plane itself, so the line
-    /// says what it answered; one without came from something between.
-    fn unavailable(&self, answer: &Answer) -> String {
-        let (message, code) = error_of(answer);
-        match code.as_deref() {
-            Some("not_serving") => format!(
-                "the control plane at {} does not serve its database now (not_serving): {message}",
-                self.url
-            ),
-            Some(code) => format!(
-                "the control plane at {} answered {} {code}: {message}",
-                self.url, answer.status
-            ),
-            None => format!(
-                "cannot reach the control plane at {} (it answered {})",
-                self.url, answer.status
-            ),
+    /// Log a move to the address at `url`, once among the clones: each address
+    /// passed over on the way, with why, then the one that answered.
+    fn served(&self, url: &str, passed: &[Passed]) {
+        let Ok(mut announced) = self.announced.lock() else {
+            return;
+        };
+        if *announced == url {
+            return;
         }
+        for (at, skipped) in passed.iter().enumerate() {
+            let next = passed.get(at + 1).map_or(url, |p| p.url.as_str());
+            log_line!(
+                "the control plane at {} does not serve ({}); trying {next}",
+                skipped.url,
+                skipped.reason
+            );
+        }
+        log_line!("connected to the control plane at {url}");
+        url.clone_into(&mut announced);
+    }
+}
+
+/// The start of the log line of an answer that counts as "not reached". An
+/// answer with a refusal code came from the control plane itself, so the line
+/// says what it answered; one without came from something between.
+fn unavailable(url: &str, answer: &Answer) -> String {
+    let (message, code) = error_of(answer);
+    match code.as_deref() {
+        Some("not_serving") => format!(
+            "the control plane at {url} does not serve its database now (not_serving): {message}"
+        ),
+        Some(code) => format!(
+            "the control plane at {url} answered {} {code}: {message}",
+            answer.status
+        ),
+        None => format!(
+            "cannot reach the control plane at {url} (it answered {})",
+            answer.status
+        ),
     }
 }
 

@@ -165,8 +165,14 @@ pub(crate) async fn supervise_with(
     }
     let name = loaded.config.supervisor_name();
     let served: Vec<&str> = loaded.routines.keys().map(String::as_str).collect();
+    let urls = api.urls();
+    let plane = if urls.len() > 1 {
+        format!("{} (of {})", api.url(), urls.join(", "))
+    } else {
+        api.url().to_string()
+    };
     log_line!(
-        "{name} serves {}; the control plane is {url}",
+        "{name} serves {}; the control plane is {plane}",
         served.join(", ")
     );
     // Under systemd (Type=notify): the outbox is open and locked, and the control

@@ -1,7 +1,8 @@
 //! `stateous.yaml`: a supervisor's settings (SPEC section 3.2; reference
 //! `docs/reference/files.md`).
 //!
-//! Keys: `url` (the control plane; without it, `supervise` takes `STATEOUS_URL`, then
+//! Keys: `url` (the control plane: one address, or a list of them tried in turn
+//! (issue 14); without it, `supervise` takes `STATEOUS_URL`, then
 //! the default socket, then `http://127.0.0.1:8080`, as every client does), `tasks` (1 to 1000, default 4), `name` (1 to 128
 //! characters, default the host name), `routines` (state to command line), and the
 //! timing keys `heartbeat`, `idle`, `grace`, `cancel_wait`, `request_timeout` and
@@ -58,7 +59,9 @@ impl Default for Timings {
 /// `stateous.yaml`, checked.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
-    /// The control plane: `http://HOST:PORT` or `unix:///PATH`, without a final `/`.
+    /// The control plane: `http://HOST:PORT` or `unix:///PATH`, without a final `/`;
+    /// with several addresses (`url:` as a list), all of them in order, separated
+    /// by commas, as the client takes them.
     pub url: Option<String>,
     /// How many routines run at once: 1 to 1000.
     pub tasks: u32,
@@ -232,18 +235,43 @@ fn check_backoff(value: &Value) -> Result<Vec<Duration>, String> {
     items.iter().map(check_span).collect()
 }
 
+/// `url`: one address, or a list of them (issue 14: a control plane and its
+/// standbys), kept as the client takes them: separated by commas, in order.
 fn check_url(value: &Value) -> Result<String, String> {
-    let Value::String(url) = value else {
-        return Err(format!("{} is not an address", plain(value)));
+    let items: Vec<&Value> = match value {
+        Value::Sequence(items) if items.is_empty() => {
+            return Err("[] has no address; give one, or a list of them".into())
+        }
+        Value::Sequence(items) => items.iter().collect(),
+        single => vec![single],
     };
+    let mut urls = Vec::new();
+    for item in items {
+        let Value::String(text) = item else {
+            return Err(format!("{} is not an address", plain(item)));
+        };
+        for part in text.split(',') {
+            urls.push(check_address(part.trim(), text)?);
+        }
+    }
+    Ok(urls.join(","))
+}
+
+/// One address of `url` (`given` is the text it came from, for the sentence).
+fn check_address(url: &str, given: &str) -> Result<String, String> {
+    if url.is_empty() {
+        return Err(format!(
+            "'{given}' has an empty address; separate addresses with one comma, or give a list"
+        ));
+    }
     let trimmed = url.trim_end_matches('/');
     let endpoint = if url.starts_with("unix://") {
-        url.as_str()
+        url
     } else {
         trimmed
     };
     match stateous_shared::client::Endpoint::parse(endpoint) {
-        Ok(_) if url.starts_with("unix://") => Ok(url.clone()),
+        Ok(_) if url.starts_with("unix://") => Ok(url.to_string()),
         Ok(_) => Ok(trimmed.to_string()),
         Err(_) => Err(format!(
             "'{url}' is not an http:// or unix:// address of a control plane"
@@ -322,6 +350,40 @@ pub fn host_name() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn url_is_one_address_or_a_list_of_them() {
+        let one = Config::parse("url: http://127.0.0.1:8080/\n").unwrap();
+        assert_eq!(one.control_plane(None), "http://127.0.0.1:8080");
+        let list = Config::parse("url: [http://10.0.0.1:8080/, 'unix:///run/s.sock']\n").unwrap();
+        assert_eq!(
+            list.control_plane(None),
+            "http://10.0.0.1:8080,unix:///run/s.sock"
+        );
+        let block = Config::parse("url:\n  - http://a:1\n  - http://b:2\n").unwrap();
+        assert_eq!(block.control_plane(None), "http://a:1,http://b:2");
+        let commas = Config::parse("url: http://a:1, http://b:2\n").unwrap();
+        assert_eq!(commas.control_plane(None), "http://a:1,http://b:2");
+        assert_eq!(block.control_plane(Some("http://c:3")), "http://c:3");
+        for (text, problem) in [
+            (
+                "url: []",
+                "url: [] has no address; give one, or a list of them",
+            ),
+            ("url: [http://a:1, 7]", "url: 7 is not an address"),
+            (
+                "url: [http://a:1, ftp://b]",
+                "url: 'ftp://b' is not an http:// or unix:// address of a control plane",
+            ),
+            (
+                "url: 'http://a:1,,http://b:2'",
+                "url: 'http://a:1,,http://b:2' has an empty address; separate addresses \
+                 with one comma, or give a list",
+            ),
+        ] {
+            assert_eq!(Config::parse(text).unwrap_err(), problem, "{text}");
+        }
+    }
 
     #[test]
     fn a_full_file_is_read() {

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use serde_json::Value;
-use stateous_shared::client::{Endpoint, Transport, DEFAULT_URL};
+use stateous_shared::client::{Endpoints, DEFAULT_URL};
 
 use crate::config::{Config, CONFIG_FILE, DEFAULT_TASKS};
 use crate::contract::{Contract, CONTRACT_FILE};
@@ -61,14 +61,16 @@ pub async fn contract_of(source: &str) -> Result<(String, Contract), String> {
 }
 
 async fn fetch(url: &str) -> Result<Contract, String> {
-    let endpoint = Endpoint::parse(url.trim_end_matches('/')).map_err(|e| e.to_string())?;
-    let transport = Transport::new(endpoint, Duration::from_secs(30));
+    // One address or several (issue 14): the first that serves answers.
+    let endpoints =
+        Endpoints::parse(url, Duration::from_secs(30), false).map_err(|e| e.to_string())?;
     let get = |path: &'static str| {
-        let transport = transport.clone();
+        let endpoints = endpoints.clone();
         async move {
-            let answer = transport
+            let answer = endpoints
                 .send("GET", path, None, &[])
                 .await
+                .result
                 .map_err(|e| e.to_string())?;
             if answer.status != 200 {
                 return Err(format!("GET {path} answered {}", answer.status));
@@ -127,6 +129,15 @@ pub fn write_folder(folder: &Path, url: &str, contract: &Contract) -> std::io::R
     Ok(lines)
 }
 
+/// `url` as YAML: a string, or a list of strings for several addresses.
+fn yaml_url(url: &str) -> String {
+    if !url.contains(',') {
+        return serde_json::to_string(url).unwrap_or_default();
+    }
+    let list: Vec<&str> = url.split(',').map(str::trim).collect();
+    serde_json::to_string(&list).unwrap_or_default()
+}
+
 fn config_text(url: &str) -> String {
     format!(
         "# A Stateous supervisor. Run it with: stateous supervise <this folder>\n\
@@ -135,7 +146,7 @@ fn config_text(url: &str) -> String {
          # name: build-box-1    # optional; default: the host name\n\
          # routines:    # optional: a state's routine as a command line\n\
          #   testing: python3 run_tests.py\n",
-        serde_json::to_string(url).unwrap_or_default()
+        yaml_url(url)
     )
 }
 

@@ -40,7 +40,8 @@ pub enum TuiError {
 #[derive(Debug, Clone, Default)]
 pub struct Options {
     /// The control plane's URL, resolved as every client does: `--url`,
-    /// `STATEOUS_URL`, the default socket, `http://127.0.0.1:8080`.
+    /// `STATEOUS_URL`, the default socket, `http://127.0.0.1:8080`. The first two
+    /// may list several addresses separated by commas, tried in turn.
     pub url: Option<String>,
     /// No key changes a token (`--read-only`, `STATEOUS_READ_ONLY=1`): for
     /// watching a production daemon without the risk of a stray key.

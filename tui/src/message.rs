@@ -69,6 +69,8 @@ pub enum Msg {
     Stream(StreamState),
     /// A ledger entry came on the live stream, after its commit.
     Entry(WatchEntry),
+    /// Of several addresses, another one serves now (the client moved to it).
+    Serving(String),
 }
 
 /// The answer to an action.

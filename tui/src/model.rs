@@ -201,8 +201,12 @@ pub enum Mode {
 /// Everything the TUI shows.
 #[derive(Debug, Clone)]
 pub struct Model {
-    /// The control plane's URL, for the title.
+    /// The control plane's URL, for the title: of several addresses, the one
+    /// that served last.
     pub url: String,
+    /// Every address the TUI was given, in order (issue 14: a control plane and
+    /// its standbys); the title says which of them serves when there are several.
+    pub addresses: Vec<String>,
     /// The time of the last tick; ages and countdowns count from it.
     pub now: DateTime<Utc>,
     /// The zone times are shown in when `utc` is off; `None` is the machine's
@@ -302,6 +306,7 @@ impl Model {
     pub fn new(url: &str, now: DateTime<Utc>) -> Model {
         Model {
             url: url.to_string(),
+            addresses: vec![url.to_string()],
             now,
             zone: None,
             utc: false,

@@ -45,6 +45,7 @@ async fn looping(
     });
     watch_stream(api.clone(), to.clone());
     let mut model = Model::new(api.url(), Utc::now());
+    model.addresses = api.urls().into_iter().map(str::to_string).collect();
     model.read_only = options.read_only;
     model.color = options.color;
     let size = terminal.size().map_err(TuiError::Terminal)?;
@@ -63,6 +64,10 @@ async fn looping(
                 client::spawn(api, command, &to);
             }
             next = from.try_recv().ok();
+        }
+        // Of several addresses, the client moved to another that serves.
+        if api.url() != model.url {
+            update::update(&mut model, Msg::Serving(api.url().to_string()));
         }
         if model.quit {
             return Ok(());

@@ -40,6 +40,16 @@ fn step(model: &mut Model, msg: Msg) -> Vec<Command> {
             model.quiet_ticks = QUIET_TICKS;
         }
         Msg::Entry(entry) => stream_entry(model, entry),
+        Msg::Serving(url) => {
+            let was = std::mem::replace(&mut model.url, url);
+            model.say(
+                format!(
+                    "the control plane at {was} does not serve; connected to {}",
+                    model.url
+                ),
+                false,
+            );
+        }
         Msg::Tokens(status, answer) => return tokens(model, status, None, answer),
         Msg::Page {
             status,

@@ -1,9 +1,10 @@
 //! [`Client`]: the control plane's HTTP API as typed async methods, one per route.
 //!
 //! Every route and shape is the reference's (`docs/reference/http.md`); every
-//! failure is a [`ClientError`]. The client neither retries nor sleeps: callers
-//! that must get through (the supervisor) retry when
-//! [`ClientError::is_retryable`] says so.
+//! failure is a [`ClientError`]. The client never sleeps, and sends a request a
+//! second time only to the next of its addresses, and only when the first try
+//! certainly changed nothing (the rule of [`Endpoints`]); callers that must get
+//! through (the supervisor) retry when [`ClientError::is_retryable`] says so.
 
 use std::time::Duration;
 
@@ -12,7 +13,8 @@ use serde_json::Value;
 
 use super::calls::{Call, ClaimRequest, Steer, TokenQuery};
 use super::error::ClientError;
-use super::transport::{Answer, Endpoint, Transport};
+use super::failover::Endpoints;
+use super::transport::Answer;
 use super::watch::Watch;
 use crate::operate::why::Why;
 use crate::operate::{BulkAnswer, BulkRequest, RetryRequest};
@@ -31,45 +33,59 @@ pub struct Fired {
     pub duplicate: bool,
 }
 
-/// The API of one control plane. Cheap to clone; clones share the connection pool
-/// of a keep-alive client.
+/// The API of one control plane, reached at one of the addresses it was given
+/// (see [`Endpoints`] for when it moves to the next). Cheap to clone; clones share
+/// which address serves, and the connection pool of a keep-alive client.
 #[derive(Debug, Clone)]
 pub struct Client {
-    url: String,
-    transport: Transport,
+    endpoints: Endpoints,
 }
 
 impl Client {
-    /// A client for `url` (`http://HOST:PORT` or `unix:///PATH`) that opens a
-    /// connection per call and waits [`DEFAULT_TIMEOUT`] for each answer.
+    /// A client for `url` (`http://HOST:PORT` or `unix:///PATH`, or several of
+    /// them separated by commas, tried in that order) that opens a connection per
+    /// call and waits [`DEFAULT_TIMEOUT`] for each answer.
     ///
-    /// Errors: [`ClientError::BadUrl`] when the URL cannot name a control plane.
+    /// Errors: [`ClientError::BadUrl`] when an address is empty or cannot name a
+    /// control plane.
     pub fn new(url: &str) -> Result<Client, ClientError> {
         Client::with_timeout(url, DEFAULT_TIMEOUT)
     }
 
     /// As [`Client::new`], waiting at most `timeout` for each answer.
     pub fn with_timeout(url: &str, timeout: Duration) -> Result<Client, ClientError> {
-        let (url, endpoint) = checked(url)?;
-        Ok(Client {
-            url,
-            transport: Transport::new(endpoint, timeout),
-        })
+        Ok(Client::from_endpoints(Endpoints::parse(
+            url, timeout, false,
+        )?))
     }
 
     /// As [`Client::with_timeout`], keeping connections open between calls
     /// (HTTP/1.1 keep-alive), for many calls in a row.
     pub fn keep_alive(url: &str, timeout: Duration) -> Result<Client, ClientError> {
-        let (url, endpoint) = checked(url)?;
-        Ok(Client {
-            url,
-            transport: Transport::keep_alive(endpoint, timeout),
-        })
+        Ok(Client::from_endpoints(Endpoints::parse(
+            url, timeout, true,
+        )?))
     }
 
-    /// The URL, as given less a trailing `/`; errors name it.
+    /// A client over `endpoints`; it shares with them which address serves.
+    pub fn from_endpoints(endpoints: Endpoints) -> Client {
+        Client { endpoints }
+    }
+
+    /// The endpoints, for a caller that reads raw answers (the supervisor).
+    pub fn endpoints(&self) -> &Endpoints {
+        &self.endpoints
+    }
+
+    /// The URL of the address that served last (the first one given before any
+    /// call), less a trailing `/`; errors name the address that gave them.
     pub fn url(&self) -> &str {
-        &self.url
+        self.endpoints.url()
+    }
+
+    /// Every address given, in order.
+    pub fn urls(&self) -> Vec<&str> {
+        self.endpoints.urls()
     }
 
     /// `GET /health`: the served workflow's name and checksum.
@@ -246,11 +262,12 @@ impl Client {
         let headers: Vec<(&str, &str)> = last_event_id
             .map(|id| vec![("last-event-id", id)])
             .unwrap_or_default();
-        match Watch::open(&self.url, &self.transport, &path, &headers).await {
+        let sent = self.endpoints.watch(&path, &headers).await;
+        match sent.result {
             Ok(Ok(watch)) => Ok(watch),
-            Ok(Err((status, body))) => Err(ClientError::refused(&self.url, status, &body)),
+            Ok(Err((status, body))) => Err(ClientError::refused(&sent.url, status, &body)),
             Err(source) => Err(ClientError::Unreachable {
-                url: self.url.clone(),
+                url: sent.url,
                 source,
             }),
         }
@@ -279,16 +296,16 @@ impl Client {
             }
             None => &[],
         };
-        let answer = self
-            .transport
+        let sent = self
+            .endpoints
             .send(call.method, &call.path, body, headers)
-            .await
-            .map_err(|source| ClientError::Unreachable {
-                url: self.url.clone(),
-                source,
-            })?;
+            .await;
+        let answer = sent.result.map_err(|source| ClientError::Unreachable {
+            url: sent.url.clone(),
+            source,
+        })?;
         if answer.status >= 400 {
-            return Err(ClientError::refused(&self.url, answer.status, &answer.body));
+            return Err(ClientError::refused(&sent.url, answer.status, &answer.body));
         }
         Ok(answer)
     }
@@ -301,7 +318,7 @@ impl Client {
 
     fn bad_answer(&self, status: u16, detail: String) -> ClientError {
         ClientError::BadAnswer {
-            url: self.url.clone(),
+            url: self.url().to_string(),
             status,
             detail,
         }
@@ -318,71 +335,6 @@ fn fired(answer: Value) -> Result<Fired, String> {
     };
     let token = serde_json::from_value(token).map_err(|error| error.to_string())?;
     Ok(Fired { token, duplicate })
-}
-
-/// The URL less a trailing `/`, and its endpoint; a URL whose host is not a host
-/// name or an IP address is refused here rather than at connect time, where it
-/// would read like an outage (the reference checks hosts the same way).
-fn checked(url: &str) -> Result<(String, Endpoint), ClientError> {
-    let trimmed = url.trim_end_matches('/');
-    let trimmed = if trimmed.is_empty() { url } else { trimmed };
-    let shown: String = if trimmed.chars().count() > 100 {
-        format!("{}...", trimmed.chars().take(100).collect::<String>())
-    } else {
-        trimmed.to_string()
-    };
-    let endpoint = Endpoint::parse(trimmed).map_err(|_| {
-        ClientError::BadUrl(format!(
-            "{shown} is not a URL of a control plane; write http://HOST:PORT or unix:///PATH"
-        ))
-    })?;
-    if let Endpoint::Tcp { authority } = &endpoint {
-        if authority.starts_with('[') && !authority.contains(']') {
-            return Err(ClientError::BadUrl(format!(
-                "{shown} is not a URL: its IPv6 address has no closing ']'"
-            )));
-        }
-        if let Some(problem) = authority_problem(authority) {
-            return Err(ClientError::BadUrl(format!(
-                "{shown} has a host that is not valid: {problem}"
-            )));
-        }
-    }
-    Ok((trimmed.to_string(), endpoint))
-}
-
-/// Why `host:port` cannot be connected to, or `None` when it looks right: an IP
-/// address (IPv6 in brackets) or dot-separated labels of letters, digits, `-`
-/// and `_`, then a port number.
-fn authority_problem(authority: &str) -> Option<&'static str> {
-    const RULE: &str = "a host has only letters, digits, '-' and '.', or is an IP address";
-    let Some((host, port)) = authority.rsplit_once(':') else {
-        return Some(RULE);
-    };
-    if port.parse::<u16>().is_err() {
-        return Some("the port is not a number from 0 to 65535");
-    }
-    if let Some(inner) = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
-        return match inner.parse::<std::net::Ipv6Addr>() {
-            Ok(_) => None,
-            Err(_) => Some(RULE),
-        };
-    }
-    if host.parse::<std::net::Ipv4Addr>().is_ok() {
-        return None;
-    }
-    let bare = host.strip_suffix('.').unwrap_or(host);
-    let label_ok = |label: &str| {
-        !label.is_empty()
-            && label
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-    };
-    if bare.split('.').all(label_ok) {
-        None
-    } else {
-        Some(RULE)
-    }
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@ pub enum ClientError {
     /// (see [`synthetic_code`]) while the sentence is the body's text.
     #[error("the control plane at {url} refused ({status}): {}", refusal.error)]
     Refused {
-        /// The URL the client was made with.
+        /// The URL of the address that gave this result (the last one tried).
         url: String,
         /// The HTTP status, e.g. 409.
         status: u16,
@@ -33,7 +33,7 @@ pub enum ClientError {
     /// been applied; request ids, idempotency keys and attempts make a retry safe.
     #[error("cannot reach the control plane at {url}: {source}")]
     Unreachable {
-        /// The URL the client was made with.
+        /// The URL of the address that gave this result (the last one tried).
         url: String,
         /// What the transport saw.
         source: TransportError,
@@ -47,7 +47,7 @@ pub enum ClientError {
         "the control plane at {url} sent an answer of the wrong shape ({detail}); check the URL"
     )]
     BadAnswer {
-        /// The URL the client was made with.
+        /// The URL of the address that gave this result (the last one tried).
         url: String,
         /// The HTTP status of the answer.
         status: u16,
@@ -59,8 +59,9 @@ pub enum ClientError {
 impl ClientError {
     /// True when trying the same call again may succeed: the control plane was not
     /// reached, or it answered 502, 503 or 504 (a proxy, a restart, `database_busy`,
-    /// or `not_serving` while another control plane may take over at the same URL),
-    /// as the reference's supervisor counts them (`supervisor/remote.py`).
+    /// `not_serving` or `standby` while another control plane may take over), as
+    /// the reference's supervisor counts them (`supervisor/remote.py`). A client of
+    /// several addresses has already tried each of them once where that was safe.
     pub fn is_retryable(&self) -> bool {
         match self {
             ClientError::Unreachable { .. } => true,

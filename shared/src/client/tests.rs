@@ -263,3 +263,170 @@ async fn watch_reads_entries_and_sends_the_last_event_id() {
     let missing = client.watch(None, None).await.unwrap_err();
     assert_eq!(missing.code(), Some(Code::NotFound));
 }
+
+/// A URL where nothing listens.
+fn dead_url() -> String {
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", free.local_addr().unwrap());
+    drop(free);
+    url
+}
+
+const HEALTH: &str = r#"{"workflow":"w","checksum":"c"}"#;
+
+fn refusal(code: &str) -> (u16, String) {
+    (
+        503,
+        json!({"error": format!("answered {code}"), "code": code}).to_string(),
+    )
+}
+
+#[tokio::test]
+async fn a_refused_connection_moves_to_the_next_address_and_stays_there() {
+    let dead = dead_url();
+    let (live, log) = server(|_| (200, HEALTH.into())).await;
+    let client = Client::new(&format!("{dead},{live}")).unwrap();
+    assert_eq!(client.urls(), vec![dead.as_str(), live.as_str()]);
+    assert_eq!(client.url(), dead);
+    assert_eq!(client.health().await.unwrap().workflow, "w");
+    assert_eq!(client.url(), live);
+    assert_eq!(log.last().path, "/health");
+    // A clone shares which address serves.
+    assert_eq!(client.clone().url(), live);
+}
+
+#[tokio::test]
+async fn a_standby_or_not_serving_answer_moves_to_the_next_address_with_the_same_request() {
+    for code in ["standby", "not_serving"] {
+        let (waiting, waited) = server(move |_| refusal(code)).await;
+        let (live, log) = server(|seen| {
+            (
+                200,
+                token_json(seen.body["token"].as_str().unwrap_or("?"), "a", "active").to_string(),
+            )
+        })
+        .await;
+        let client = Client::new(&format!("{waiting},{live}")).unwrap();
+        let token = client.start("T-1", &Object::new()).await.unwrap();
+        assert_eq!(token.token, "T-1", "{code}");
+        assert_eq!(waited.requests.lock().unwrap().len(), 1);
+        assert_eq!(log.last().path, "/tokens");
+        assert_eq!(log.last().body["token"], "T-1");
+        assert_eq!(client.url(), live);
+    }
+}
+
+#[tokio::test]
+async fn a_busy_database_does_not_move_to_the_next_address() {
+    let (busy, _) = server(|_| refusal("database_busy")).await;
+    let (live, log) = server(|_| (200, HEALTH.into())).await;
+    let client = Client::new(&format!("{busy},{live}")).unwrap();
+    let error = client.health().await.unwrap_err();
+    assert_eq!(error.code(), Some(Code::DatabaseBusy));
+    assert!(error.to_string().contains(&busy), "{error}");
+    assert!(error.is_retryable());
+    assert!(log.requests.lock().unwrap().is_empty());
+    assert_eq!(client.url(), busy);
+}
+
+#[tokio::test]
+async fn the_address_that_served_gets_the_next_request_first() {
+    let (standby, waited) = server(|_| refusal("standby")).await;
+    let (live, log) = server(|_| (200, HEALTH.into())).await;
+    let client = Client::new(&format!("{standby},{live}")).unwrap();
+    for _ in 0..3 {
+        client.health().await.unwrap();
+    }
+    assert_eq!(waited.requests.lock().unwrap().len(), 1);
+    assert_eq!(log.requests.lock().unwrap().len(), 3);
+}
+
+#[tokio::test]
+async fn when_no_address_serves_the_last_error_stands_and_the_next_request_starts_over() {
+    let (standby, waited) = server(|_| refusal("standby")).await;
+    let dead = dead_url();
+    let client = Client::new(&format!("{standby},{dead}")).unwrap();
+    let error = client.health().await.unwrap_err();
+    assert!(matches!(error, ClientError::Unreachable { ref url, .. } if *url == dead));
+    assert!(error.is_retryable());
+    let error = client.health().await.unwrap_err();
+    assert!(matches!(error, ClientError::Unreachable { .. }));
+    assert_eq!(waited.requests.lock().unwrap().len(), 2);
+    assert_eq!(client.url(), standby);
+
+    let reversed = Client::new(&format!("{dead},{standby}")).unwrap();
+    let error = reversed.health().await.unwrap_err();
+    assert_eq!(error.code(), Some(Code::Standby));
+}
+
+#[tokio::test]
+async fn a_timeout_is_returned_and_never_sent_to_the_next_address() {
+    // A server that takes the connection and never answers.
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let hung = format!("http://{}", silent.local_addr().unwrap());
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((stream, _)) = silent.accept().await {
+            held.push(stream);
+        }
+    });
+    let (live, log) = server(|_| (200, HEALTH.into())).await;
+    let timeout = std::time::Duration::from_millis(300);
+    let client = Client::with_timeout(&format!("{hung},{live}"), timeout).unwrap();
+    let error = client.start("T-1", &Object::new()).await.unwrap_err();
+    assert!(
+        matches!(
+            error,
+            ClientError::Unreachable {
+                source: TransportError::Timeout(_),
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+    assert!(log.requests.lock().unwrap().is_empty());
+    assert_eq!(client.url(), hung);
+}
+
+#[tokio::test]
+async fn a_keep_alive_client_moves_on_too() {
+    let dead = dead_url();
+    let (live, log) = server(|_| (200, HEALTH.into())).await;
+    let client = Client::keep_alive(&format!("{dead}, {live}/"), DEFAULT_TIMEOUT).unwrap();
+    client.health().await.unwrap();
+    client.health().await.unwrap();
+    assert_eq!(log.connections.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn the_watch_stream_reopens_at_the_next_address_after_its_last_event() {
+    let (standby, waited) = server(|_| refusal("standby")).await;
+    let (live, log) = server(|_| {
+        (
+            200,
+            "id: 9\nevent: entry\ndata: {\"id\": 9, \"token\": \"T-1\", \"seq\": 4, \
+             \"at\": \"2026-10-07T05:43:39Z\", \"kind\": \"resumed\", \"data\": {}}\n\n"
+                .into(),
+        )
+    })
+    .await;
+    let client = Client::new(&format!("{standby},{live}")).unwrap();
+    let mut watch = client.watch(None, Some("8")).await.unwrap();
+    assert_eq!(waited.last().last_event_id.as_deref(), Some("8"));
+    assert_eq!(log.last().last_event_id.as_deref(), Some("8"));
+    let event = watch.next().await.unwrap().expect("an event");
+    assert_eq!(event.id.as_deref(), Some("9"));
+    assert_eq!(client.url(), live);
+}
+
+#[test]
+fn a_list_with_an_empty_or_bad_address_is_refused() {
+    let error = Client::new("http://a:1,,http://b:2").unwrap_err();
+    assert!(matches!(error, ClientError::BadUrl(_)));
+    assert!(error.to_string().contains("address 2 is empty"), "{error}");
+    let error = Client::new("http://a:1,https://b:2").unwrap_err();
+    assert!(
+        error.to_string().starts_with("https://b:2 is not a URL"),
+        "{error}"
+    );
+}

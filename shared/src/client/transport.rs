@@ -6,6 +6,7 @@
 //! (the benchmark uses it, so that it measures the daemon and not connects); a
 //! connection goes back to the pool only after its answer was read whole.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -61,7 +62,8 @@ pub enum TransportError {
     /// The URL is neither `http://HOST:PORT` nor `unix:///PATH`.
     #[error("'{0}' is not a control plane URL; write http://HOST:PORT or unix:///PATH")]
     BadUrl(String),
-    /// No connection could be made.
+    /// No connection could be made (refused, no such socket, or none within the
+    /// timeout): the request went nowhere.
     #[error("cannot connect: {0}")]
     Connect(std::io::Error),
     /// The connection broke, or the answer was not HTTP.
@@ -138,10 +140,25 @@ impl Transport {
         body: Option<Vec<u8>>,
         headers: &[(&str, &str)],
     ) -> Result<Answer, TransportError> {
-        match tokio::time::timeout(self.timeout, self.send_now(method, path, body, headers)).await {
+        let connected = AtomicBool::new(false);
+        let sending = self.send_now(method, path, body, headers, &connected);
+        match tokio::time::timeout(self.timeout, sending).await {
             Ok(answer) => answer,
-            Err(_) => Err(TransportError::Timeout(self.timeout)),
+            Err(_) => Err(self.timed_out(&connected)),
         }
+    }
+
+    /// The error of a request whose time ran out: [`TransportError::Connect`]
+    /// while no connection was made yet (so the request went nowhere, as when
+    /// a host is down), else [`TransportError::Timeout`].
+    pub(super) fn timed_out(&self, connected: &AtomicBool) -> TransportError {
+        if connected.load(Ordering::SeqCst) {
+            return TransportError::Timeout(self.timeout);
+        }
+        TransportError::Connect(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            format!("no connection in {:?}", self.timeout),
+        ))
     }
 
     async fn send_now(
@@ -150,26 +167,34 @@ impl Transport {
         path: &str,
         body: Option<Vec<u8>>,
         headers: &[(&str, &str)],
+        connected: &AtomicBool,
     ) -> Result<Answer, TransportError> {
         let request = self.request(method, path, body, headers)?;
         let Some(pool) = &self.pool else {
             let (sender, driver) = self.connect().await?;
+            connected.store(true, Ordering::SeqCst);
             let answer = exchange(sender, request).await;
             driver.abort();
             return answer.map(|(answer, _)| answer);
         };
         let idle = self.take_idle(pool);
+        let fresh = || async {
+            let (sender, _) = self.connect().await?;
+            connected.store(true, Ordering::SeqCst);
+            Ok::<_, TransportError>(sender)
+        };
         let (answer, sender) = match idle {
-            Some(sender) => match try_exchange(sender, request).await {
-                Ok(done) => done,
-                // The idle connection was closed before the request left: it is
-                // safe to send the same request on a fresh one.
-                Err(Failed::Unsent(request, _)) => {
-                    exchange(self.connect().await?.0, *request).await?
+            Some(sender) => {
+                connected.store(true, Ordering::SeqCst);
+                match try_exchange(sender, request).await {
+                    Ok(done) => done,
+                    // The idle connection was closed before the request left: it
+                    // is safe to send the same request on a fresh one.
+                    Err(Failed::Unsent(request, _)) => exchange(fresh().await?, *request).await?,
+                    Err(Failed::Broken(why)) => return Err(TransportError::Http(why)),
                 }
-                Err(Failed::Broken(why)) => return Err(TransportError::Http(why)),
-            },
-            None => exchange(self.connect().await?.0, request).await?,
+            }
+            None => exchange(fresh().await?, request).await?,
         };
         if let Ok(mut idle) = pool.lock() {
             idle.push(sender);

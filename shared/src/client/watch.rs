@@ -6,6 +6,8 @@
 //! whose data is a ledger entry (`token`, `seq`, `at`, `kind`, `data`) reads as
 //! one through [`WatchEvent::entry`], whatever its `event:` field says.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use bytes::{Buf, Bytes, BytesMut};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
@@ -76,11 +78,11 @@ impl Watch {
         path: &str,
         headers: &[(&str, &str)],
     ) -> Result<Result<Watch, (u16, Bytes)>, TransportError> {
-        let timeout = transport.timeout();
-        let opening = Watch::open_now(url, transport, path, headers);
-        match tokio::time::timeout(timeout, opening).await {
+        let connected = AtomicBool::new(false);
+        let opening = Watch::open_now(url, transport, path, headers, &connected);
+        match tokio::time::timeout(transport.timeout(), opening).await {
             Ok(opened) => opened,
-            Err(_) => Err(TransportError::Timeout(timeout)),
+            Err(_) => Err(transport.timed_out(&connected)),
         }
     }
 
@@ -89,11 +91,13 @@ impl Watch {
         transport: &Transport,
         path: &str,
         headers: &[(&str, &str)],
+        connected: &AtomicBool,
     ) -> Result<Result<Watch, (u16, Bytes)>, TransportError> {
         let mut with_accept = vec![("accept", "text/event-stream")];
         with_accept.extend_from_slice(headers);
         let request = transport.request("GET", path, None, &with_accept)?;
         let (mut sender, driver) = transport.connect().await?;
+        connected.store(true, Ordering::SeqCst);
         let response = sender
             .send_request(request)
             .await

@@ -90,16 +90,19 @@ pub async fn run(options: &BenchOptions, out: &mut dyn Write) -> Result<(), Comm
     let health = client.health().await?;
     if health.workflow != WORKFLOW {
         return Err(CommandError::Usage(format!(
-            "the bench drives the '{WORKFLOW}' starter, but the control plane at {url} serves \
+            "the bench drives the '{WORKFLOW}' starter, but the control plane at {} serves \
              '{}'; serve the graph of `stateous init workflow orders`",
+            client.url(),
             health.workflow
         )));
     }
     line(
         out,
         &format!(
-            "bench: {} tokens of {WORKFLOW} at {url}, {} clients",
-            options.tokens, options.clients
+            "bench: {} tokens of {WORKFLOW} at {}, {} clients",
+            options.tokens,
+            client.url(),
+            options.clients
         ),
     )?;
     let shared = Arc::new(Shared {

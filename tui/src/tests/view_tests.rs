@@ -387,3 +387,24 @@ fn history_times_show_their_date_when_not_today_and_z_switches_to_utc() {
     assert!(text.contains("entered   11:58:55"), "{text}");
     assert!(text.contains(" UTC "), "{text}");
 }
+
+#[test]
+fn a_move_to_another_address_shows_in_the_header_and_the_status_line() {
+    let mut model = full_model();
+    model.url = "http://a:1".into();
+    model.addresses = vec!["http://a:1".into(), "http://b:2".into()];
+    let title = screen(&model)
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    assert!(title.contains("http://a:1 (1 of 2)"), "{title}");
+    crate::update::update(&mut model, Msg::Serving("http://b:2".into()));
+    let text = screen(&model);
+    let title = text.lines().next().unwrap_or_default();
+    assert!(title.contains("http://b:2 (2 of 2)"), "{title}");
+    assert!(
+        text.contains("the control plane at http://a:1 does not serve; connected to http://b:2"),
+        "{text}"
+    );
+}

@@ -194,6 +194,14 @@ fn title(model: &Model) -> Paragraph<'static> {
     }
     let zone = if model.utc { "UTC" } else { "local time" };
     spans.push(Span::raw(format!("  {zone}  ? keys  {}", model.url)));
+    if model.addresses.len() > 1 {
+        let at = model.addresses.iter().position(|url| *url == model.url);
+        let of = model.addresses.len();
+        spans.push(Span::raw(match at {
+            Some(at) => format!(" ({} of {of})", at + 1),
+            None => format!(" (of {of})"),
+        }));
+    }
     Paragraph::new(Line::from(spans))
 }
 
