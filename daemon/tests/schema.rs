@@ -10,8 +10,6 @@ use std::sync::Arc;
 
 use common::{Backend, Db};
 use stateous_daemon::control::Control;
-use stateous_daemon::store::backend::Database;
-use stateous_daemon::store::postgres::{schema as pg_schema, PgConn};
 use stateous_daemon::store::schema::newest;
 use stateous_daemon::store::sqlite::schema as sqlite_schema;
 use stateous_shared::graph::Graph;
@@ -23,21 +21,7 @@ fn graph() -> Arc<Graph> {
 
 /// Make the database of `db` at the version `VERSIONS[upto - 1]`.
 fn make_at(db: &Db, upto: usize) {
-    match db.database() {
-        Database::Sqlite(path) => {
-            let conn = rusqlite::Connection::open(path).unwrap();
-            sqlite_schema::migrate_to(&conn, upto).unwrap();
-        }
-        Database::Postgres(url) => {
-            std::thread::spawn(move || {
-                let config = url.parse().unwrap();
-                let mut conn = PgConn::connect(&config).unwrap();
-                pg_schema::migrate_to(&mut conn, upto).unwrap();
-            })
-            .join()
-            .unwrap();
-        }
-    }
+    db.make_at(upto);
 }
 
 async fn open(db: &Db) -> Result<Control, String> {

@@ -93,6 +93,27 @@ impl Db {
         }
     }
 
+    /// Bring the database to the schema version `VERSIONS[upto - 1]`, as an older
+    /// Stateous left it.
+    pub fn make_at(&self, upto: usize) {
+        match self.database() {
+            Database::Sqlite(path) => {
+                let conn = rusqlite::Connection::open(path).unwrap();
+                stateous_daemon::store::sqlite::schema::migrate_to(&conn, upto).unwrap();
+            }
+            Database::Postgres(url) => {
+                std::thread::spawn(move || {
+                    let config = url.parse().unwrap();
+                    let mut conn =
+                        stateous_daemon::store::postgres::PgConn::connect(&config).unwrap();
+                    stateous_daemon::store::postgres::schema::migrate_to(&mut conn, upto).unwrap();
+                })
+                .join()
+                .unwrap();
+            }
+        }
+    }
+
     /// Run statements from outside the control plane.
     pub fn execute(&self, sql: &str) {
         match &self.pg {
