@@ -83,14 +83,22 @@ impl<'a> CachedTx<'a> {
             clear: self.clear.get(),
             ..Finished::default()
         };
-        for (token, entry) in &staged {
-            let held = self.locks.is_none()
-                || top_among(token, &staged, self.base).is_some_and(|top| tops.contains(&top));
-            if held {
-                finished.changed.insert(token.clone(), entry.facts.clone());
+        let held: HashSet<String> = match self.locks {
+            None => staged.keys().cloned().collect(),
+            Some(_) => staged
+                .keys()
+                .filter(|token| {
+                    top_among(token, &staged, self.base).is_some_and(|top| tops.contains(&top))
+                })
+                .cloned()
+                .collect(),
+        };
+        for (token, entry) in staged {
+            if held.contains(&token) {
+                finished.changed.insert(token, entry.facts);
             } else if entry.dirty {
                 // Changed without its family held: never trust a cached copy.
-                finished.forget.push(token.clone());
+                finished.forget.push(token);
             }
         }
         finished.tops = tops;
