@@ -110,9 +110,9 @@ fn a_standby_answers_health_503_standby_and_every_other_route_503_not_serving() 
         let body = json!({"token": "T-2", "context": {"repo": "r"}});
         standby.post("/tokens", &body).refused(503, "not_serving");
         assert!(
-            standby.stderr().contains(
-                "standby: waiting for the database's serving lock (another control plane holds it)"
-            ),
+            standby
+                .stderr()
+                .contains("standby: waiting for the database's serving lock"),
             "{}",
             standby.report()
         );
@@ -163,6 +163,43 @@ fn a_standby_checks_the_graph_before_it_waits() {
                 .stderr
                 .starts_with("error: refusing to serve: 1 token(s) are active or paused"),
             "{refused}"
+        );
+    });
+}
+
+#[test]
+fn a_standby_checks_its_graph_again_while_it_waits_and_says_when_a_takeover_would_be_refused() {
+    postgres(|| {
+        // No token yet: a standby of another workflow's graph passes its first check.
+        let active = active(&[]);
+        let standby = Setup::new(harness::asset_graph("orders"))
+            .database_of(&active)
+            .args(&KEEPALIVES)
+            .start_standby();
+        // A token of the active's workflow makes that graph one a start refuses.
+        start(&active, "T-1");
+        eventually(
+            Duration::from_secs(15),
+            "the standby warns that a takeover would be refused",
+            || standby.report(),
+            || {
+                standby.stderr().contains(
+                    "standby: a takeover now would be refused (refusing to serve: 1 token(s) are \
+                     active",
+                )
+            },
+        );
+        // Once no token is active on the other structure, the standby says so.
+        active.post_empty("/tokens/T-1/cancel").expect(200);
+        eventually(
+            Duration::from_secs(15),
+            "the standby says the graph agrees again",
+            || standby.report(),
+            || {
+                standby
+                    .stderr()
+                    .contains("standby: the graph agrees with the database again")
+            },
         );
     });
 }

@@ -52,8 +52,12 @@ pub const GRACE: Duration = Duration::from_secs(5);
 pub const STANDBY_EVERY: Duration = Duration::from_millis(250);
 
 /// A standby's line while it waits (after `standby on URL`).
-pub const STANDBY_WAITING_LINE: &str =
-    "standby: waiting for the database's serving lock (another control plane holds it)";
+pub const STANDBY_WAITING_LINE: &str = "standby: waiting for the database's serving lock";
+
+/// How often a standby checks its graph against the database again while it
+/// waits: the tokens on record change under the active control plane, so a graph
+/// that passed at start may be refused at the takeover.
+pub const STANDBY_CHECK_EVERY: Duration = Duration::from_secs(5);
 
 /// A standby's line once it holds the database, before `serving on URL`.
 pub const STANDBY_TOOK_LINE: &str =
@@ -434,16 +438,44 @@ async fn stand_by(
         sd_notify::NotifyState::Ready,
         sd_notify::NotifyState::Status(STANDBY_WAITING_LINE),
     ]);
-    let opening = tokio::spawn(Control::open(graph, options));
-    tokio::select! {
-        opened = opening => match opened {
-            Ok(Ok(control)) => Waited::Took(control),
-            Ok(Err(sentence)) => Waited::Failed(sentence),
-            Err(_) => Waited::Failed("the standby failed unexpectedly".to_string()),
-        },
-        _ = signals.next() => {
-            stop.store(true, std::sync::atomic::Ordering::SeqCst);
-            Waited::Stopped
+    let checking = (Arc::clone(&graph), options.clone());
+    let mut opening = tokio::spawn(Control::open(graph, options));
+    let mut every = tokio::time::interval(STANDBY_CHECK_EVERY);
+    every.tick().await;
+    let mut refused: Option<String> = None;
+    loop {
+        tokio::select! {
+            opened = &mut opening => return match opened {
+                Ok(Ok(control)) => Waited::Took(control),
+                Ok(Err(sentence)) => Waited::Failed(sentence),
+                Err(_) => Waited::Failed("the standby failed unexpectedly".to_string()),
+            },
+            _ = signals.next() => {
+                stop.store(true, std::sync::atomic::Ordering::SeqCst);
+                return Waited::Stopped;
+            }
+            _ = every.tick() => {
+                let check = Control::check(Arc::clone(&checking.0), &checking.1);
+                // A database that does not answer soon leaves the verdict as it was.
+                let Ok(checked) = tokio::time::timeout(STANDBY_CHECK_EVERY / 2, check).await else {
+                    continue;
+                };
+                let now = checked.err();
+                if now != refused {
+                    match &now {
+                        Some(sentence) => tracing::warn!(
+                            target: "stateous.serve",
+                            "standby: a takeover now would be refused ({sentence}); serve the \
+                             graph that the active control plane serves"
+                        ),
+                        None => tracing::info!(
+                            target: "stateous.serve",
+                            "standby: the graph agrees with the database again"
+                        ),
+                    }
+                    refused = now;
+                }
+            }
         }
     }
 }
