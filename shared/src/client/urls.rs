@@ -44,6 +44,12 @@ fn shown(text: &str) -> String {
 /// name or an IP address is refused here rather than at connect time, where it
 /// would read like an outage (the reference checks hosts the same way).
 pub(super) fn checked(url: &str) -> Result<(String, Endpoint), ClientError> {
+    if url.trim().is_empty() {
+        return Err(ClientError::BadUrl(
+            "the URL of the control plane is empty; write http://HOST:PORT or unix:///PATH"
+                .to_string(),
+        ));
+    }
     let trimmed = url.trim_end_matches('/');
     let trimmed = if trimmed.is_empty() { url } else { trimmed };
     let shown = shown(trimmed);
@@ -124,5 +130,7 @@ mod tests {
             error,
             "ftp://b is not a URL of a control plane; write http://HOST:PORT or unix:///PATH"
         );
+        let error = addresses("").unwrap_err().to_string();
+        assert!(error.starts_with("the URL of the control plane is empty"), "{error}");
     }
 }
