@@ -435,8 +435,8 @@ impl Control {
         released
     }
 
-    /// Run `step` for each id, each as its own request, all queued at once so that
-    /// they share group commits (SQLite) or run side by side (Postgres). How many
+    /// Run `step` for each id, each as its own request, in the order of `ids`
+    /// (`Store::write_in_order`: on SQLite they share group commits). How many
     /// answered true (for the metrics), and the first refusal, if any.
     async fn each(
         &self,
@@ -446,17 +446,18 @@ impl Control {
         if let Err(refusal) = self.serving() {
             return (0, Err(refusal));
         }
-        let answers: Vec<_> = ids
+        let works: Vec<_> = ids
             .into_iter()
             .map(|id| {
                 let rules = Arc::clone(&self.inner.rules);
-                self.inner.store.write(move |tx| keep(step(&rules, tx, id)))
+                move |tx: &dyn Tx| keep(step(&rules, tx, id))
             })
             .collect();
+        let answers = self.inner.store.write_in_order(works).await;
         let mut first_error = None;
         let mut done = 0;
         for answer in answers {
-            let outcome = answer.await.map_err(Refusal::from);
+            let outcome = answer.map_err(Refusal::from);
             match outcome.and_then(|r| r.map_err(engine::Fail::refusal)) {
                 Ok(true) => done += 1,
                 Ok(false) => {}

@@ -11,6 +11,9 @@ use crate::store::{ClaimRow, TaskRow, TaskStatus, TokenStatus, Tx};
 pub const MAX_SUPERVISOR: usize = 256;
 /// How many queued tasks one claim looks at (reference `CANDIDATES`).
 pub const CANDIDATES: i64 = 20;
+/// How many times a claim looks at the head of the queue (`Tasks::lock_queued`)
+/// before it takes candidates one at a time.
+const LOOKS: usize = 3;
 
 /// A validated claim.
 #[derive(Debug, Clone)]
@@ -126,15 +129,22 @@ pub fn claim(rules: &Rules, tx: &dyn Tx, input: ClaimInput) -> Step<Option<Grant
 /// SQLite has one writer, so its first candidate is free; on Postgres a few
 /// candidates may be held or taken by now.
 fn first_free(tx: &dyn Tx, states: &[(Option<String>, String)]) -> Step<Option<TaskRow>> {
-    if let Some(id) = tx.lock_queued(states)? {
+    // A candidate whose task another claim took just before (it committed after
+    // this statement began) is left, and the queue looked at again: the next
+    // statement sees that claim.
+    for _ in 0..LOOKS {
+        let Some(id) = tx.lock_queued(states)? else {
+            if tx.serial() {
+                return Ok(None);
+            }
+            break;
+        };
         let task = tx
             .task(id)?
             .filter(|task| task.status == TaskStatus::Queued);
         if task.is_some() || tx.serial() {
             return Ok(task);
         }
-    } else if tx.serial() {
-        return Ok(None);
     }
     // The tasks of child tokens (their lock is their top's), and a top token's
     // task that another claim took just before: one candidate at a time.

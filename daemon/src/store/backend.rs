@@ -124,6 +124,37 @@ impl Store {
         }
     }
 
+    /// Run each of `works` as its own write transaction, one after another in the
+    /// order given, and answer each in that order. The clock's lease ends (by task
+    /// id) and timer fires (by due moment, then id) go through here: the reference's
+    /// clock runs them one at a time, so the rows each makes take the ids it would
+    /// give them (two timeouts due together queue their tasks in due order, whatever
+    /// the machine's load). On SQLite all are queued at once and the one writer runs
+    /// them in that order, sharing group commits; on Postgres each starts once the
+    /// one before it has ended, since side by side the transactions would take ids
+    /// from the sequences in whatever order they reached them.
+    pub async fn write_in_order<R, F>(&self, works: Vec<F>) -> Vec<StoreResult<R>>
+    where
+        R: Send + 'static,
+        F: Fn(&dyn Tx) -> (bool, R) + Send + Sync + 'static,
+    {
+        let mut answers = Vec::with_capacity(works.len());
+        match self {
+            Store::Sqlite(store) => {
+                let queued: Vec<_> = works.into_iter().map(|work| store.write(work)).collect();
+                for answer in queued {
+                    answers.push(answer.await);
+                }
+            }
+            Store::Postgres(store) => {
+                for work in works {
+                    answers.push(store.write(work).await);
+                }
+            }
+        }
+        answers
+    }
+
     /// Run `read` in one snapshot on a read connection, at `now`.
     pub async fn read<R, F>(&self, now: i64, read: F) -> StoreResult<R>
     where

@@ -57,6 +57,11 @@ impl Db {
         }
     }
 
+    /// The Postgres database's URL (`None` on SQLite).
+    pub fn url(&self) -> Option<String> {
+        self.pg.as_ref().map(|pg| pg.url().to_string())
+    }
+
     /// The reference's defaults on this database (a small Postgres pool: tests run
     /// side by side on one server).
     pub fn options(&self) -> Options {

@@ -45,6 +45,15 @@ pub struct Sequences {
     pub timers: Ids,
 }
 
+impl Sequences {
+    /// Give every table's ids not handed out back to its sequence (`Ids::give_back`).
+    pub fn give_back(&self, conn: &mut PgConn) -> StoreResult<()> {
+        self.ledger.give_back(conn)?;
+        self.tasks.give_back(conn)?;
+        self.timers.give_back(conn)
+    }
+}
+
 impl Default for Sequences {
     fn default() -> Sequences {
         Sequences {

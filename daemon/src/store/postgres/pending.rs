@@ -53,6 +53,32 @@ impl Ids {
             .pop_front()
             .ok_or_else(|| crate::store::StoreError::Database("no id was taken".into()))
     }
+
+    /// Give the ids taken but not handed out back to the sequence (a graceful
+    /// stop), so the next control plane goes on from the first of them, as the
+    /// reference's ids do after a restart. Only while the sequence's last value is
+    /// still the end of this process's block (nobody took any since); an id taken
+    /// after this comes from a new block. A crash still loses the rest of a block,
+    /// as Postgres itself loses sequence values it logged ahead.
+    pub fn give_back(&self, conn: &mut PgConn) -> StoreResult<()> {
+        let mut taken = match self.taken.lock() {
+            Ok(taken) => taken,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        let (Some(&first), Some(&last)) = (taken.front(), taken.back()) else {
+            return Ok(());
+        };
+        let whole = usize::try_from(last - first + 1).is_ok_and(|n| n == taken.len());
+        if whole {
+            conn.query(
+                "SELECT setval(pg_get_serial_sequence($1, 'id'), $2, false)
+                 WHERE pg_sequence_last_value(pg_get_serial_sequence($1, 'id')::regclass) = $3",
+                &[&self.table, &first, &last],
+            )?;
+        }
+        taken.clear();
+        Ok(())
+    }
 }
 
 /// Writes not sent yet, each row at its last state.

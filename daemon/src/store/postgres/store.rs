@@ -235,8 +235,23 @@ impl PgStore {
             })
             .await;
         self.inner.lost.store(true, Ordering::SeqCst);
+        let still_held = matches!(released, Ok(Ok(())));
         let inner = Arc::clone(&self.inner);
-        let _ = tokio::task::spawn_blocking(move || inner.connections().serving.unlock()).await;
+        let _ = tokio::task::spawn_blocking(move || {
+            if still_held {
+                // No write starts any more: the ids not handed out go back to
+                // their sequences while this control plane still holds them.
+                let given = inner
+                    .connections()
+                    .serving
+                    .with(|conn| inner.ids.give_back(conn));
+                if let Err(error) = given {
+                    tracing::warn!("the ids not used were not given back: {error}");
+                }
+            }
+            inner.connections().serving.unlock()
+        })
+        .await;
         released?.map_err(|_| StoreError::Busy)
     }
 }

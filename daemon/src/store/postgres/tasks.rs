@@ -32,6 +32,11 @@ fn pairs(states: &[(Option<String>, String)]) -> (Vec<String>, Vec<String>) {
     (workflows, names)
 }
 
+/// How many queued tasks of each state a claim looks at before it takes the
+/// slower way (`queued_tasks`, one candidate at a time): more than the claims
+/// that can hold a candidate's token at once on a pool of the default size.
+const QUEUE_HEAD: i64 = 64;
+
 impl Tasks for PgTx<'_> {
     fn queue_task(&self, token: &str, state: &str, visit: i64) -> StoreResult<i64> {
         // Written with the transaction's other writes (`pending.rs`).
@@ -82,8 +87,13 @@ impl Tasks for PgTx<'_> {
         // read again under the lock by the caller (another claim may have taken
         // it just before).
         // Top tokens are of the main workflow: only its states can match. The
-        // queue is walked in id order (index `tasks_queued`) and each candidate's
-        // token row tried as it comes, so the statement stops at the first.
+        // candidates are the first queued tasks of each state (index `tasks_queue`
+        // or `tasks_queued`), at most `QUEUE_HEAD` each, in id order; each one's
+        // token is tried as it comes (the lateral lock runs once per candidate
+        // looked at), so the statement stops at the first free one. Written so that
+        // no plan can start from the tokens: joined plainly, a planner whose
+        // statistics still said "few rows" (a database filled since its last
+        // ANALYZE) read every top token and sorted their queued tasks on each claim.
         let names: Vec<&str> = states
             .iter()
             .filter(|(workflow, _)| workflow.is_none())
@@ -93,11 +103,18 @@ impl Tasks for PgTx<'_> {
             return Ok(None);
         }
         let found = self.query_opt(
-            "SELECT t.id, t.token FROM tasks t JOIN tokens k ON k.token = t.token
-             WHERE t.status = 'queued' AND t.state = ANY($1)
-               AND k.parent IS NULL AND k.status = 'active'
-             ORDER BY t.id LIMIT 1 FOR UPDATE OF k SKIP LOCKED",
-            &[&names],
+            "WITH c AS MATERIALIZED (
+               SELECT q.id, q.token FROM unnest($1::text[]) AS s(state)
+               CROSS JOIN LATERAL (SELECT id, token FROM tasks
+                                   WHERE status = 'queued' AND state = s.state
+                                   ORDER BY id LIMIT $2) q)
+             SELECT c.id, c.token FROM (SELECT id, token FROM c ORDER BY id OFFSET 0) c
+             CROSS JOIN LATERAL (SELECT 1 FROM tokens k
+                                 WHERE k.token = c.token AND k.parent IS NULL
+                                   AND k.status = 'active'
+                                 FOR UPDATE SKIP LOCKED) k
+             LIMIT 1",
+            &[&names, &QUEUE_HEAD],
         )?;
         let Some(row) = found else {
             return Ok(None);
@@ -112,14 +129,20 @@ impl Tasks for PgTx<'_> {
         limit: i64,
     ) -> StoreResult<Vec<i64>> {
         // One statement over all states (SQLite runs one per state): the pairs go
-        // as two arrays.
+        // as two arrays. Each pair's queue is walked in id order and each task's
+        // token looked up as it comes (a lateral subquery with its own limit), so
+        // no plan reads every token (see `lock_queued`).
         let (workflows, names) = pairs(states);
         let rows = self.query(
-            "SELECT t.id FROM tasks t JOIN tokens k ON k.token = t.token
-             JOIN unnest($1::text[], $2::text[]) AS s(workflow, state)
-               ON s.state = t.state AND s.workflow = coalesce(k.workflow, '')
-             WHERE t.status = 'queued' AND k.status = 'active'
-             ORDER BY t.id LIMIT $3",
+            "SELECT q.id FROM unnest($1::text[], $2::text[]) AS s(workflow, state)
+             CROSS JOIN LATERAL (
+               SELECT t.id FROM tasks t
+               CROSS JOIN LATERAL (SELECT k.workflow, k.status FROM tokens k
+                                   WHERE k.token = t.token OFFSET 0) k
+               WHERE t.status = 'queued' AND t.state = s.state
+                 AND k.status = 'active' AND coalesce(k.workflow, '') = s.workflow
+               ORDER BY t.id LIMIT $3) q
+             ORDER BY q.id LIMIT $3",
             &[&workflows, &names, &limit],
         )?;
         rows.iter().map(|row| get(row, 0)).collect()
