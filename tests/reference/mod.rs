@@ -3,8 +3,9 @@
 //!
 //! The first test that needs it makes `target/reference-venv` with `python3 -m venv`
 //! and installs the package from the Python package index; later tests reuse it.
-//! Two tests racing to make it each build in a folder of their own and rename it into
-//! place, so neither sees a half-made virtualenv.
+//! Within one test binary the tests take turns; two binaries racing to make it each
+//! build in a folder of their own and rename it into place, so neither sees a
+//! half-made virtualenv.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -14,6 +15,10 @@ pub const REFERENCE_VERSION: &str = "0.2.2";
 
 /// The reference's `stateous` command, installing it first when needed.
 pub fn reference_stateous() -> PathBuf {
+    // The tests of one binary share a process id, so they share the building
+    // folder below: one at a time builds, the others then find it made.
+    static BUILDING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = BUILDING.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let venv = venv_folder();
     let command = venv.join("bin").join("stateous");
     if command.is_file() {
