@@ -409,3 +409,95 @@ fn a_killed_active_under_load_is_replaced_by_the_standby_and_every_client_goes_o
         a_killed_active_under_load_is_replaced_by_the_standby_and_every_client_goes_on,
     );
 }
+
+/// During the stop, what the test expects of a client of both addresses: the
+/// stopped active still accepts connections (the kernel's backlog), so a
+/// request waits there for its answer until the client's timeout, and is not
+/// applied; the client does not send it to the standby (it may have been
+/// applied), and the standby would refuse it anyway (503 `not_serving`).
+fn a_stopped_active_keeps_the_database_until_its_sessions_end_and_then_commits_nothing() {
+    let (mut active, standby) = pair();
+    let list = format!("{},{}", active.url, standby.url);
+    let mut sups = supervisors(&active, &standby);
+    let stream = Stream::start(&list);
+    eventually(
+        Duration::from_secs(20),
+        "10 tokens started and 3 fired",
+        || active.report(),
+        || stream.started() >= 10 && stream.fired() >= 3,
+    );
+    active.signal(libc::SIGSTOP);
+    // Whatever was in flight settles; from here on nothing is applied.
+    std::thread::sleep(Duration::from_millis(300));
+    let entries = standby.count("SELECT count(*) FROM ledger");
+    let probe = Client::with_timeout(&list, CLIENT_TIMEOUT).expect("a client");
+    let until = Instant::now() + Duration::from_secs(3);
+    let mut probes = Vec::new();
+    while Instant::now() < until {
+        standby.get("/health").refused(503, "standby");
+        let token = format!("P-{}", probes.len());
+        let sent = harness::block_on(probe.start(&token, &context()));
+        match sent {
+            Err(ClientError::Unreachable { url, source }) => {
+                assert_eq!(url, active.url, "{source}");
+                assert!(
+                    matches!(source, stateous_shared::client::TransportError::Timeout(_)),
+                    "{source}"
+                );
+            }
+            other => panic!("{token} during the stop: {other:?}"),
+        }
+        probes.push(token);
+    }
+    assert!(
+        !standby.stderr().contains("serving on "),
+        "{}",
+        standby.report()
+    );
+    assert_eq!(standby.count("SELECT count(*) FROM ledger"), entries);
+    // An operator ends the stopped one's sessions: the standby takes over.
+    assert!(active.end_sessions() > 0, "the stopped active had sessions");
+    standby.wait_for_line("serving on ", Duration::from_secs(10));
+    let acknowledged = stream.finish();
+    eprintln!(
+        "the stream: {} started, {} fired, {} errors: {:#?}",
+        acknowledged.started.len(),
+        acknowledged.fired.len(),
+        acknowledged.errors.len(),
+        acknowledged.errors
+    );
+    check_after(&standby, &acknowledged, &mut sups);
+    // The stopped one goes on: it commits nothing of what waited for it, and
+    // exits 1.
+    let entries = standby.count("SELECT count(*) FROM ledger");
+    active.signal(libc::SIGCONT);
+    let status = active.wait(Duration::from_secs(10));
+    assert_eq!(status.code(), Some(1), "{}", active.report());
+    assert!(
+        active
+            .stderr()
+            .ends_with(&format!("{}\n", stateous_daemon::serve::LOST_EXIT_LINE)),
+        "{}",
+        active.report()
+    );
+    assert_eq!(standby.count("SELECT count(*) FROM ledger"), entries);
+    assert_eq!(
+        standby.count("SELECT count(*) FROM tokens WHERE token LIKE 'P-%'"),
+        0,
+        "the probes sent during the stop: {probes:?}"
+    );
+    standby
+        .post(
+            "/tokens",
+            &json!({"token": "AFTER-1", "context": {"repo": "r"}}),
+        )
+        .expect(201);
+}
+
+#[test]
+fn a_stopped_active_keeps_the_database_until_its_sessions_end_and_then_commits_nothing_postgres() {
+    harness::on(
+        Backend::Postgres,
+        a_stopped_active_keeps_the_database_until_its_sessions_end_and_then_commits_nothing,
+    );
+}
