@@ -86,8 +86,6 @@ struct Acknowledged {
 struct Stream {
     /// Set: the stream ends once it started all its tokens and each completed.
     finish: Arc<AtomicBool>,
-    /// Set: send nothing until cleared (the stream stays where it is).
-    hold: Arc<AtomicBool>,
     /// What was acknowledged so far.
     seen: Arc<Mutex<Acknowledged>>,
     thread: Option<JoinHandle<()>>,
@@ -101,18 +99,16 @@ impl Stream {
     /// its token is still in `testing` (so one without a key applies once).
     fn start(list: &str) -> Stream {
         let finish = Arc::new(AtomicBool::new(false));
-        let hold = Arc::new(AtomicBool::new(false));
         let seen = Arc::new(Mutex::new(Acknowledged::default()));
         let client = Client::with_timeout(list, CLIENT_TIMEOUT).expect("a client");
         let thread = {
-            let (finish, hold, seen) = (finish.clone(), hold.clone(), seen.clone());
+            let (finish, seen) = (finish.clone(), seen.clone());
             std::thread::spawn(move || {
-                harness::block_on(stream(client, finish, hold, seen));
+                harness::block_on(stream(client, finish, seen));
             })
         };
         Stream {
             finish,
-            hold,
             seen,
             thread: Some(thread),
         }
@@ -162,12 +158,7 @@ fn key_of(token: &str) -> Option<String> {
     (n % 2 == 0).then(|| format!("pass-{token}"))
 }
 
-async fn stream(
-    client: Client,
-    finish: Arc<AtomicBool>,
-    hold: Arc<AtomicBool>,
-    seen: Arc<Mutex<Acknowledged>>,
-) {
+async fn stream(client: Client, finish: Arc<AtomicBool>, seen: Arc<Mutex<Acknowledged>>) {
     let payload = json!({"passed": 1, "failed": 0});
     let payload = payload.as_object().expect("an object").clone();
     let record = |f: &dyn Fn(&mut Acknowledged)| f(&mut seen.lock().expect("the record"));
@@ -188,9 +179,6 @@ async fn stream(
     };
     loop {
         tokio::time::sleep(Duration::from_millis(50)).await;
-        if hold.load(Ordering::SeqCst) {
-            continue;
-        }
         if next < TOKENS {
             let token = format!("E-{next}");
             match client.start(&token, &context()).await {
@@ -324,24 +312,40 @@ fn check_after(serving: &Daemon, acknowledged: &Acknowledged, sups: &mut [(Super
     }
 }
 
+/// `stateous tui --url ACTIVE,STANDBY` in tmux (when tmux is there; `name`
+/// makes its tmux server this test's own), once it
+/// shows the active's address, `(1 of 2)`, and its live stream.
+fn tui(name: &str, active: &Daemon, list: &str) -> Option<Tmux> {
+    if !have_tmux() {
+        return None;
+    }
+    let tmux = Tmux::start(name, &format!("{} tui --url {list}", harness::binary()));
+    tmux.wait_for("the TUI live at the active", |s| {
+        s.contains("connected, live")
+            && s.lines()
+                .next()
+                .is_some_and(|l| l.contains(&format!("{} (1 of 2)", active.url)))
+    });
+    Some(tmux)
+}
+
+/// Wait until the TUI's header names the standby, `(2 of 2)`, and its status
+/// line says it connected there.
+fn switched(tmux: &Tmux, standby: &Daemon) {
+    let screen = tmux.wait_for("the header at the standby, (2 of 2)", |s| {
+        s.lines()
+            .next()
+            .is_some_and(|l| l.contains(&format!("{} (2 of 2)", standby.url)))
+            && s.contains(&format!("connected to {}", standby.url))
+    });
+    eprintln!("the TUI after the switch:\n{screen}");
+}
+
 fn a_killed_active_under_load_is_replaced_by_the_standby_and_every_client_goes_on() {
-    let tui = have_tmux();
     let (mut active, standby) = pair();
     let list = format!("{},{}", active.url, standby.url);
     let mut sups = supervisors(&active, &standby);
-    let tmux = tui.then(|| {
-        let tmux = Tmux::start(
-            "standby",
-            &format!("{} tui --url {list}", harness::binary()),
-        );
-        tmux.wait_for("the TUI live at the active", |s| {
-            s.contains("connected, live")
-                && s.lines()
-                    .next()
-                    .is_some_and(|l| l.contains(&format!("{} (1 of 2)", active.url)))
-        });
-        tmux
-    });
+    let tmux = tui("standby-killed", &active, &list);
     let stream = Stream::start(&list);
     eventually(
         Duration::from_secs(20),
@@ -371,13 +375,7 @@ fn a_killed_active_under_load_is_replaced_by_the_standby_and_every_client_goes_o
         acknowledged.errors
     );
     if let Some(tmux) = tmux {
-        let switched = tmux.wait_for("the header at the standby, (2 of 2)", |s| {
-            s.lines()
-                .next()
-                .is_some_and(|l| l.contains(&format!("{} (2 of 2)", standby.url)))
-                && s.contains(&format!("connected to {}", standby.url))
-        });
-        eprintln!("the TUI after the switch:\n{switched}");
+        switched(&tmux, &standby);
         // Changes after the switch show: a token started at the standby, at
         // the top of the table, coded by a supervisor, then completed.
         standby
@@ -419,6 +417,7 @@ fn a_stopped_active_keeps_the_database_until_its_sessions_end_and_then_commits_n
     let (mut active, standby) = pair();
     let list = format!("{},{}", active.url, standby.url);
     let mut sups = supervisors(&active, &standby);
+    let tmux = tui("standby-stopped", &active, &list);
     let stream = Stream::start(&list);
     eventually(
         Duration::from_secs(20),
@@ -466,6 +465,10 @@ fn a_stopped_active_keeps_the_database_until_its_sessions_end_and_then_commits_n
         acknowledged.errors.len(),
         acknowledged.errors
     );
+    if let Some(tmux) = tmux {
+        switched(&tmux, &standby);
+        tmux.keys("q");
+    }
     check_after(&standby, &acknowledged, &mut sups);
     // The stopped one goes on: it commits nothing of what waited for it, and
     // exits 1.
