@@ -155,7 +155,7 @@ fn context() -> Map<String, Value> {
 
 fn key_of(token: &str) -> Option<String> {
     let n: usize = token.trim_start_matches("E-").parse().ok()?;
-    (n % 2 == 0).then(|| format!("pass-{token}"))
+    n.is_multiple_of(2).then(|| format!("pass-{token}"))
 }
 
 async fn stream(client: Client, finish: Arc<AtomicBool>, seen: Arc<Mutex<Acknowledged>>) {
