@@ -437,9 +437,12 @@ fn a_killed_active_under_load_is_replaced_by_the_standby_and_every_client_goes_o
 
 /// During the stop, what the test expects of a client of both addresses: the
 /// stopped active still accepts connections (the kernel's backlog), so a
-/// request waits there for its answer until the client's timeout, and is not
-/// applied; the client does not send it to the standby (it may have been
-/// applied), and the standby would refuse it anyway (503 `not_serving`).
+/// request waits there for its answer until the client's timeout, ends with
+/// "no answer" (`TransportError::Timeout`, naming the active), and is not
+/// applied. The client does not send that request on (it may have been
+/// applied); its next request asks the standby first, which answers 503
+/// `standby` while it waits, so that one ends at the stopped active too. Once
+/// the standby serves, the next request stays there.
 fn a_stopped_active_keeps_the_database_until_its_sessions_end_and_then_commits_nothing() {
     let (mut active, standby) = pair();
     let list = format!("{},{}", active.url, standby.url);
