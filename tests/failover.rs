@@ -13,7 +13,7 @@ use std::process::Command;
 
 use harness::{asset_graph, Setup};
 use serde_json::Value;
-use supervising::{folder_for, history, start_token, wait_for_status, Supervise};
+use supervising::{folder_for, history, set_urls, start_token, wait_for_status, Supervise};
 
 /// A URL where nothing listens.
 fn dead_url() -> String {
@@ -130,18 +130,6 @@ fn a_list_with_an_empty_or_bad_address_is_one_error_line_and_exit_1() {
 
 const CODING: &str = "stateous ctx note one\nstateous ctx emit done";
 const TESTING: &str = r#"stateous ctx emit passed '{"passed": 1, "failed": 0}'"#;
-
-/// Point the folder's `stateous.yaml` at `urls`, as a YAML list.
-fn set_urls(folder: &std::path::Path, urls: &[&str]) {
-    let path = folder.join("stateous.yaml");
-    let text = std::fs::read_to_string(&path).expect("stateous.yaml");
-    let kept: Vec<&str> = text.lines().filter(|l| !l.starts_with("url:")).collect();
-    let list = urls
-        .iter()
-        .map(|u| format!("\n  - {u}"))
-        .collect::<String>();
-    std::fs::write(&path, format!("url:{list}\n{}\n", kept.join("\n"))).expect("written");
-}
 
 #[test]
 fn a_supervisor_given_a_dead_a_standby_and_a_live_address_runs_a_token_to_completion() {

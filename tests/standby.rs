@@ -14,18 +14,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use harness::{exchange, run, test_graph, Backend, Daemon, Reply, Setup, Timed};
+use harness::{
+    eventually, exchange, run, test_graph, Backend, Daemon, Reply, Setup, Timed, KEEPALIVES,
+};
 use serde_json::{json, Value};
-
-/// Short keepalives, so that the server drops a dead peer within seconds.
-const KEEPALIVES: [&str; 6] = [
-    "--keepalive-idle",
-    "1s",
-    "--keepalive-interval",
-    "1s",
-    "--keepalive-count",
-    "2",
-];
 
 fn postgres(test: fn()) {
     harness::on(Backend::Postgres, test);
@@ -71,26 +63,6 @@ fn wait_until_it_serves(standby: &Daemon, within: Duration) -> Duration {
     began.elapsed()
 }
 
-/// Poll `check` every 100 ms until it is true; panic with `report` after `within`.
-fn eventually(within: Duration, what: &str, report: impl Fn() -> String, check: impl Fn() -> bool) {
-    let deadline = Instant::now() + within;
-    while Instant::now() < deadline {
-        if check() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    panic!("{what}: not within {within:?}\n{}", report());
-}
-
-fn count(daemon: &Daemon, sql: &str) -> i64 {
-    daemon.rows(sql)[0][0]
-        .as_deref()
-        .unwrap_or("0")
-        .parse()
-        .expect("a count")
-}
-
 #[test]
 fn a_standby_answers_health_503_standby_and_every_other_route_503_not_serving() {
     postgres(|| {
@@ -117,7 +89,7 @@ fn a_standby_answers_health_503_standby_and_every_other_route_503_not_serving() 
             standby.report()
         );
         // The active serves on, alone: nothing of the standby's is in the database.
-        assert_eq!(count(&active, "SELECT count(*) FROM tokens"), 1);
+        assert_eq!(active.count("SELECT count(*) FROM tokens"), 1);
         active.get("/health").expect(200);
         // A stop while standing by is at once, and clean.
         let began = Instant::now();
@@ -267,12 +239,7 @@ fn a_killed_active_is_replaced_by_the_standby_with_every_acknowledged_write_and_
             Duration::from_secs(20),
             "20 writes acknowledged",
             || active.report(),
-            || {
-                count(
-                    &active,
-                    "SELECT count(*) FROM tokens WHERE token LIKE 'W-%'",
-                ) >= 20
-            },
+            || active.count("SELECT count(*) FROM tokens WHERE token LIKE 'W-%'") >= 20,
         );
         // Just before the kill, so that only the new active's clock can end or fire
         // them: a claimed task (lease 2 s) whose supervisor is gone, and a fire with
@@ -307,10 +274,8 @@ fn a_killed_active_is_replaced_by_the_standby_with_every_acknowledged_write_and_
         let again = standby.request("POST", "/tokens/K-1/events/done", &key, b"");
         assert_eq!(again.expect(200)["duplicate"], true, "{again}");
         assert_eq!(
-            count(
-                &standby,
-                "SELECT count(*) FROM ledger WHERE token = 'K-1' AND key = 'deliver-k-1'"
-            ),
+            standby
+                .count("SELECT count(*) FROM ledger WHERE token = 'K-1' AND key = 'deliver-k-1'"),
             1
         );
         // The clock runs: the lease of box-1 ends, and K-1's timeout fires.
@@ -319,8 +284,7 @@ fn a_killed_active_is_replaced_by_the_standby_with_every_acknowledged_write_and_
             "the lease of box-1 ended",
             || standby.report(),
             || {
-                count(
-                    &standby,
+                standby.count(
                     "SELECT count(*) FROM ledger WHERE token = 'C-1' \
                      AND data LIKE '%box-1 stopped answering%'",
                 ) == 1
@@ -356,20 +320,13 @@ fn a_stopped_active_keeps_the_database_and_once_its_sessions_end_commits_nothing
             standby.report()
         );
         // An operator ends the stopped one's sessions, found by their name.
-        let url = active.database.url();
-        let mut session = postgres::Client::connect(&url, postgres::NoTls).expect("a session");
-        let name = format!("stateous {}", active.pid());
-        let ended = session
-            .query(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-                 WHERE datname = current_database() AND application_name = $1",
-                &[&name],
-            )
-            .expect("the sessions ended");
-        assert!(!ended.is_empty(), "the stopped control plane had sessions");
+        assert!(
+            active.end_sessions() > 0,
+            "the stopped control plane had sessions"
+        );
         wait_until_it_serves(&standby, Duration::from_secs(10));
         standby.get("/tokens/S-1").expect(200);
-        let entries = count(&standby, "SELECT count(*) FROM ledger");
+        let entries = standby.count("SELECT count(*) FROM ledger");
         // The stopped one goes on: it commits nothing, answers not_serving, exits 1.
         active.signal(libc::SIGCONT);
         let body = json!({"token": "S-2", "context": {"repo": "r"}});
@@ -383,7 +340,7 @@ fn a_stopped_active_keeps_the_database_and_once_its_sessions_end_commits_nothing
             "{}",
             active.report()
         );
-        assert_eq!(count(&standby, "SELECT count(*) FROM ledger"), entries);
+        assert_eq!(standby.count("SELECT count(*) FROM ledger"), entries);
         assert!(standby
             .rows("SELECT 1 FROM tokens WHERE token = 'S-2'")
             .is_empty());
@@ -396,17 +353,7 @@ fn a_standby_whose_connection_breaks_connects_again_and_still_takes_over() {
     postgres(|| {
         let mut active = active(&[]);
         let standby = standby_of(&active);
-        let url = active.database.url();
-        let mut session = postgres::Client::connect(&url, postgres::NoTls).expect("a session");
-        let name = format!("stateous {}", standby.pid());
-        let ended = session
-            .query(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-                 WHERE datname = current_database() AND application_name = $1",
-                &[&name],
-            )
-            .expect("the standby's session ended");
-        assert_eq!(ended.len(), 1, "a standby waits on one session");
+        assert_eq!(standby.end_sessions(), 1, "a standby waits on one session");
         eventually(
             Duration::from_secs(10),
             "the standby connected again",

@@ -10,18 +10,8 @@ mod supervising;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use harness::{asset_graph, Backend, Setup};
+use harness::{asset_graph, Backend, Setup, KEEPALIVES};
 use supervising::{folder_for, history, start_token, wait_for_status, Supervise};
-
-/// Short keepalives, so that the server drops a dead peer within seconds.
-const KEEPALIVES: [&str; 6] = [
-    "--keepalive-idle",
-    "1s",
-    "--keepalive-interval",
-    "1s",
-    "--keepalive-count",
-    "2",
-];
 
 /// Notes `one` and `two`, waits for the file `go`, notes `three`, and is done.
 const CODING: &str = "stateous ctx note one\nstateous ctx note two\ntouch waiting\n\

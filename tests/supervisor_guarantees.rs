@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use harness::{asset_graph, run, Daemon, Setup};
 use serde_json::{json, Value};
-use supervising::{alive, history, start_token, wait_for_status, write_script, Supervise};
+use supervising::{alive, history, outbox, start_token, wait_for_status, write_script, Supervise};
 
 /// A routine that waits until the test creates `go` in the folder.
 const WAIT_FOR_GO: &str = "while [ ! -f go ]; do sleep 0.05; done";
@@ -55,26 +55,6 @@ fn eventually(what: &str, report: impl Fn() -> String, check: impl Fn() -> bool)
         assert!(Instant::now() < deadline, "never: {what}\n{}", report());
         std::thread::sleep(Duration::from_millis(20));
     }
-}
-
-/// The messages waiting in a supervisor's outbox, oldest first: (kind, body).
-fn outbox(folder: &Path) -> Vec<(String, Value)> {
-    let path = folder.join(".stateous/outbox.db");
-    let Ok(db) = rusqlite::Connection::open(&path) else {
-        return Vec::new();
-    };
-    db.busy_timeout(Duration::from_secs(10)).unwrap();
-    let mut query = db
-        .prepare("SELECT kind, body FROM messages ORDER BY id")
-        .unwrap();
-    query
-        .query_map([], |row| {
-            let body: String = row.get(1)?;
-            Ok((row.get(0)?, serde_json::from_str(&body).unwrap()))
-        })
-        .unwrap()
-        .map(Result::unwrap)
-        .collect()
 }
 
 /// The ledger kinds of a token's history, oldest first.

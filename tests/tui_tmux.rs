@@ -3,88 +3,11 @@
 
 mod harness;
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
+use harness::tmux::{have_tmux, row, Tmux};
 use harness::{binary, Daemon};
 use serde_json::json;
-
-/// A tmux server of this test's own (`-L`), killed when the test ends.
-struct Tmux {
-    socket: String,
-}
-
-impl Tmux {
-    fn start(name: &str, command: &str) -> Tmux {
-        let tmux = Tmux {
-            socket: format!("stateous-tui-{name}-{}", std::process::id()),
-        };
-        tmux.run(&[
-            "new-session",
-            "-d",
-            "-s",
-            "t",
-            "-x",
-            "100",
-            "-y",
-            "30",
-            command,
-        ]);
-        tmux
-    }
-
-    fn run(&self, args: &[&str]) -> String {
-        let output = Command::new("tmux")
-            .args(["-L", &self.socket])
-            .args(args)
-            .output()
-            .expect("tmux runs");
-        String::from_utf8_lossy(&output.stdout).into_owned()
-    }
-
-    fn keys(&self, keys: &str) {
-        self.run(&["send-keys", "-t", "t", keys]);
-    }
-
-    fn screen(&self) -> String {
-        self.run(&["capture-pane", "-t", "t", "-p"])
-    }
-
-    /// The screen once `seen` says it is right; panics with the last screen after 10 s.
-    fn wait_for(&self, what: &str, seen: impl Fn(&str) -> bool) -> String {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            let screen = self.screen();
-            if seen(&screen) {
-                return screen;
-            }
-            assert!(Instant::now() < deadline, "{what} never showed:\n{screen}");
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        self.run(&["kill-server"]);
-    }
-}
-
-/// The table row of `token` on the screen, if it shows.
-fn row<'a>(screen: &'a str, token: &str) -> Option<&'a str> {
-    screen
-        .lines()
-        .find(|line| line.starts_with(&format!("│{token} ")))
-}
-
-/// Whether tmux is there; the tests say so on stderr when it is not.
-fn have_tmux() -> bool {
-    let found = Command::new("tmux").arg("-V").output().is_ok();
-    if !found {
-        eprintln!("tmux is not installed: this test needs it (apt-get install tmux)");
-    }
-    found
-}
 
 #[test]
 fn a_token_paused_and_resumed_with_keys_shows_the_change_on_screen() {

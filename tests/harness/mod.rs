@@ -7,6 +7,7 @@
 #![allow(dead_code)]
 
 mod backend;
+pub mod tmux;
 
 #[allow(unused_imports)]
 pub use backend::{backend, block_on, on, Backend, TestDatabase};
@@ -24,6 +25,35 @@ use serde_json::Value;
 const START_WITHIN: Duration = Duration::from_secs(30);
 /// How long one request may take.
 const ANSWER_WITHIN: Duration = Duration::from_secs(30);
+
+/// Short TCP keepalives for `serve`, so that the server drops a dead peer within
+/// seconds (the tests of a standby's takeover).
+pub const KEEPALIVES: [&str; 6] = [
+    "--keepalive-idle",
+    "1s",
+    "--keepalive-interval",
+    "1s",
+    "--keepalive-count",
+    "2",
+];
+
+/// Poll `check` every 100 ms until it is true; panic with `what` and `report()`
+/// after `within`.
+pub fn eventually(
+    within: Duration,
+    what: &str,
+    report: impl Fn() -> String,
+    check: impl Fn() -> bool,
+) {
+    let deadline = Instant::now() + within;
+    while Instant::now() < deadline {
+        if check() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("{what}: not within {within:?}\n{}", report());
+}
 
 /// The path of a graph file among the project's assets, e.g. `orders`.
 pub fn asset_graph(name: &str) -> PathBuf {
@@ -321,6 +351,31 @@ impl Daemon {
     /// Every row of `sql` in the daemon's database, as text.
     pub fn rows(&self, sql: &str) -> Vec<Vec<Option<String>>> {
         self.database.rows(sql)
+    }
+
+    /// The number in the first column of the first row of `sql` (a count).
+    pub fn count(&self, sql: &str) -> i64 {
+        self.rows(sql)[0][0]
+            .as_deref()
+            .unwrap_or("0")
+            .parse()
+            .unwrap_or_else(|e| panic!("{sql}: not a count ({e})"))
+    }
+
+    /// Postgres: end this daemon's sessions from another one, as an operator
+    /// would (`pg_terminate_backend` of those named `stateous PID`); how many.
+    pub fn end_sessions(&self) -> usize {
+        let url = self.database.url();
+        let mut session = postgres::Client::connect(&url, postgres::NoTls).expect("a session");
+        let name = format!("stateous {}", self.pid());
+        session
+            .query(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                 WHERE datname = current_database() AND application_name = $1",
+                &[&name],
+            )
+            .expect("the sessions ended")
+            .len()
     }
 
     /// The daemon's stderr so far.

@@ -103,11 +103,14 @@ impl Drop for Supervise {
 /// `stateous init supervisor URL FOLDER`, the stubs removed, `routines` written
 /// (file name, script), and the short timings added.
 pub fn folder_for(daemon: &Daemon, routines: &[(&str, &str)]) -> PathBuf {
-    let folder = daemon.dir.path().join("sup");
-    let made = run(
-        daemon.dir.path(),
-        &["init", "supervisor", &daemon.url, "sup"],
-    );
+    folder_named(daemon, "sup", "box-1", routines)
+}
+
+/// As [`folder_for`], in the folder `dir` of the daemon's folder, for the
+/// supervisor named `name`.
+pub fn folder_named(daemon: &Daemon, dir: &str, name: &str, routines: &[(&str, &str)]) -> PathBuf {
+    let folder = daemon.dir.path().join(dir);
+    let made = run(daemon.dir.path(), &["init", "supervisor", &daemon.url, dir]);
     assert_eq!(made.code(), 0, "{made}");
     for stub in ["coding.sh", "testing.sh"] {
         let _ = std::fs::remove_file(folder.join(stub));
@@ -116,9 +119,46 @@ pub fn folder_for(daemon: &Daemon, routines: &[(&str, &str)]) -> PathBuf {
         write_script(&folder.join(name), script);
     }
     let config = folder.join("stateous.yaml");
-    let text = std::fs::read_to_string(&config).unwrap() + TIMINGS;
+    let timings = TIMINGS.replace("name: box-1", &format!("name: {name}"));
+    let text = std::fs::read_to_string(&config).unwrap() + &timings;
     std::fs::write(config, text).unwrap();
     folder
+}
+
+/// Point the folder's `stateous.yaml` at `urls`, as a YAML list.
+pub fn set_urls(folder: &std::path::Path, urls: &[&str]) {
+    let path = folder.join("stateous.yaml");
+    let text = std::fs::read_to_string(&path).expect("stateous.yaml");
+    let kept: Vec<&str> = text.lines().filter(|l| !l.starts_with("url:")).collect();
+    let list = urls
+        .iter()
+        .map(|u| format!("\n  - {u}"))
+        .collect::<String>();
+    std::fs::write(&path, format!("url:{list}\n{}\n", kept.join("\n"))).expect("written");
+}
+
+/// The messages waiting in a supervisor's outbox, oldest first: (kind, body).
+pub fn outbox(folder: &Path) -> Vec<(String, Value)> {
+    let path = folder.join(".stateous/outbox.db");
+    let Ok(db) = rusqlite::Connection::open(&path) else {
+        return Vec::new();
+    };
+    db.busy_timeout(Duration::from_secs(10))
+        .expect("the outbox");
+    let mut query = db
+        .prepare("SELECT kind, body FROM messages ORDER BY id")
+        .expect("the outbox");
+    query
+        .query_map([], |row| {
+            let body: String = row.get(1)?;
+            Ok((
+                row.get(0)?,
+                serde_json::from_str(&body).expect("the outbox"),
+            ))
+        })
+        .expect("the outbox")
+        .map(|row| row.expect("a message"))
+        .collect()
 }
 
 pub fn write_script(path: &Path, body: &str) {

@@ -11,7 +11,13 @@
 //! a timeout or a connection broken after it was made end the request where they
 //! happened: the request may have been applied, so only its caller may send it
 //! again (the supervisor does, with its request ids, attempts and idempotency).
-//! The next request starts from that address, and moves on only by the rule.
+//! The next request starts from the address that answered last, and moves on only
+//! by the rule; except that after a request that got no answer (a timeout, a
+//! connection broken), the next one starts at the address after it. Without that,
+//! a control plane that hangs while its port still takes connections (SIGSTOP, a
+//! frozen VM) would take every request of its clients until their timeout, for
+//! ever, even after a standby took its database over: a new request to a standby
+//! that does not serve yet is answered 503 `standby` and comes back round.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -32,13 +38,26 @@ struct Address {
     transport: Transport,
 }
 
-/// The addresses of the control plane, in the order given, and the index of the
-/// one that served last. Cheap to clone; clones share which one serves (and the
-/// keep-alive pools).
+/// The addresses of the control plane, in the order given, the index of the one
+/// that answered last, and the index where the next request starts. Cheap to
+/// clone; clones share both (and the keep-alive pools).
 #[derive(Debug, Clone)]
 pub struct Endpoints {
     addresses: Arc<[Address]>,
     serving: Arc<AtomicUsize>,
+    next: Arc<AtomicUsize>,
+}
+
+/// What one address's result means for the request and for the next one.
+enum Verdict {
+    /// An answer: the request ends here, and the next one starts here.
+    Answered,
+    /// Certainly nothing was changed there, for this reason: the same request
+    /// goes to the next address.
+    Passes(String),
+    /// No answer (a timeout, a broken connection): the request may have been
+    /// applied, so it ends here; the next request starts at the next address.
+    Unanswered,
 }
 
 /// An address a request passed over, and why.
@@ -88,13 +107,14 @@ impl Endpoints {
         Ok(Endpoints {
             addresses: addresses.into(),
             serving: Arc::default(),
+            next: Arc::default(),
         })
     }
 
-    /// The URL of the address that served last (the first one before any
-    /// request), less a trailing `/`.
+    /// The URL of the address that answered last (the first one before any
+    /// answer), less a trailing `/`.
     pub fn url(&self) -> &str {
-        &self.addresses[self.serving()].url
+        &self.addresses[self.serving.load(Ordering::SeqCst) % self.addresses.len()].url
     }
 
     /// Every URL, in the order given.
@@ -105,10 +125,6 @@ impl Endpoints {
     /// How long each request waits for its answer.
     pub fn timeout(&self) -> Duration {
         self.addresses[0].transport.timeout()
-    }
-
-    fn serving(&self) -> usize {
-        self.serving.load(Ordering::SeqCst) % self.addresses.len()
     }
 
     /// Send one request (as [`Transport::send`]) by the rule of this module.
@@ -122,9 +138,12 @@ impl Endpoints {
         self.each(
             |address| address.transport.send(method, path, body.clone(), headers),
             |result| match result {
-                Err(TransportError::Connect(error)) => Some(format!("cannot connect: {error}")),
+                Err(TransportError::Connect(error)) => {
+                    Verdict::Passes(format!("cannot connect: {error}"))
+                }
                 Ok(answer) => does_not_serve(answer.status, &answer.body),
-                Err(_) => None,
+                Err(TransportError::Timeout(_) | TransportError::Http(_)) => Verdict::Unanswered,
+                Err(TransportError::BadUrl(_)) => Verdict::Answered,
             },
         )
         .await
@@ -139,68 +158,75 @@ impl Endpoints {
         self.each(
             |address| Watch::open(&address.url, &address.transport, path, headers),
             |result| match result {
-                Err(TransportError::Connect(error)) => Some(format!("cannot connect: {error}")),
+                Err(TransportError::Connect(error)) => {
+                    Verdict::Passes(format!("cannot connect: {error}"))
+                }
                 Ok(Err((status, body))) => does_not_serve(*status, body),
-                _ => None,
+                Ok(Ok(_)) | Err(TransportError::BadUrl(_)) => Verdict::Answered,
+                Err(TransportError::Timeout(_) | TransportError::Http(_)) => Verdict::Unanswered,
             },
         )
         .await
     }
 
-    /// Try `attempt` on each address from the one serving, moving on while
-    /// `passes` gives a reason, at most once around.
+    /// Try `attempt` on each address from where the next request starts, moving
+    /// on while `verdict` says it passes, at most once around.
     async fn each<'a, T, F, Fut>(
         &'a self,
         mut attempt: F,
-        passes: impl Fn(&T) -> Option<String>,
+        verdict: impl Fn(&T) -> Verdict,
     ) -> Sent<T>
     where
         F: FnMut(&'a Address) -> Fut,
         Fut: Future<Output = T>,
     {
         let count = self.addresses.len();
-        let first = self.serving();
+        let first = self.next.load(Ordering::SeqCst) % count;
         let mut passed = Vec::new();
         let mut step = 0;
         loop {
             let at = (first + step) % count;
             let address = &self.addresses[at];
             let result = attempt(address).await;
-            match passes(&result) {
-                Some(reason) if step + 1 < count => passed.push(Passed {
-                    url: address.url.clone(),
-                    reason,
-                }),
+            let next = match verdict(&result) {
+                Verdict::Passes(reason) if step + 1 < count => {
+                    passed.push(Passed {
+                        url: address.url.clone(),
+                        reason,
+                    });
+                    step += 1;
+                    continue;
+                }
                 // Around the list with none serving: the next request starts
                 // where this one did.
-                Some(_) => {
-                    return Sent {
-                        url: address.url.clone(),
-                        result,
-                        passed,
-                    }
-                }
-                None => {
+                Verdict::Passes(_) => first,
+                Verdict::Answered => {
                     self.serving.store(at, Ordering::SeqCst);
-                    return Sent {
-                        url: address.url.clone(),
-                        result,
-                        passed,
-                    };
+                    at
                 }
-            }
-            step += 1;
+                Verdict::Unanswered => (at + 1) % count,
+            };
+            self.next.store(next, Ordering::SeqCst);
+            return Sent {
+                url: address.url.clone(),
+                result,
+                passed,
+            };
         }
     }
 }
 
-/// The reason to pass over an answer of `status` with `body`: 503 `not_serving` or
-/// `standby` (nothing was applied); `None` for any other answer.
-fn does_not_serve(status: u16, body: &[u8]) -> Option<String> {
-    if status != 503 {
-        return None;
+/// An answer of `status` with `body` passes when it is 503 `not_serving` or
+/// `standby` (nothing was applied); any other answer is [`Verdict::Answered`].
+fn does_not_serve(status: u16, body: &[u8]) -> Verdict {
+    let code = (status == 503)
+        .then(|| serde_json::from_slice::<Refusal>(body).ok())
+        .flatten()
+        .map(|refusal| refusal.code);
+    match code {
+        Some(code @ (Code::NotServing | Code::Standby)) => {
+            Verdict::Passes(format!("it answered 503 {}", code.as_str()))
+        }
+        _ => Verdict::Answered,
     }
-    let code = serde_json::from_slice::<Refusal>(body).ok()?.code;
-    matches!(code, Code::NotServing | Code::Standby)
-        .then(|| format!("it answered 503 {}", code.as_str()))
 }

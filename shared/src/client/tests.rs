@@ -1,7 +1,7 @@
 //! The client against a tiny in-test HTTP server that records each request and
 //! answers from a table, over TCP and over a Unix socket.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use hyper_util::rt::TokioIo;
@@ -359,33 +359,76 @@ async fn when_no_address_serves_the_last_error_stands_and_the_next_request_start
     assert_eq!(error.code(), Some(Code::Standby));
 }
 
-#[tokio::test]
-async fn a_timeout_is_returned_and_never_sent_to_the_next_address() {
-    // A server that takes the connection and never answers.
+/// A server that takes every connection and never answers: a control plane
+/// stopped with SIGSTOP (the kernel still accepts on its port).
+async fn hung() -> String {
     let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let hung = format!("http://{}", silent.local_addr().unwrap());
+    let url = format!("http://{}", silent.local_addr().unwrap());
     tokio::spawn(async move {
         let mut held = Vec::new();
         while let Ok((stream, _)) = silent.accept().await {
             held.push(stream);
         }
     });
-    let (live, log) = server(|_| (200, HEALTH.into())).await;
+    url
+}
+
+fn timed_out(error: &ClientError) -> bool {
+    matches!(
+        error,
+        ClientError::Unreachable {
+            source: TransportError::Timeout(_),
+            ..
+        }
+    )
+}
+
+#[tokio::test]
+async fn a_timeout_is_returned_never_sent_to_the_next_address_and_the_next_request_starts_there() {
+    let hung = hung().await;
+    let (live, log) = server(|_| (200, token_json("T-1", "a", "active").to_string())).await;
     let timeout = std::time::Duration::from_millis(300);
     let client = Client::with_timeout(&format!("{hung},{live}"), timeout).unwrap();
     let error = client.start("T-1", &Object::new()).await.unwrap_err();
-    assert!(
-        matches!(
-            error,
-            ClientError::Unreachable {
-                source: TransportError::Timeout(_),
-                ..
-            }
-        ),
-        "{error:?}"
-    );
+    assert!(timed_out(&error), "{error:?}");
     assert!(log.requests.lock().unwrap().is_empty());
+    // The address that answered last is still the first (none answered).
     assert_eq!(client.url(), hung);
+    // The caller sends it again: it goes to the next address, which serves.
+    client.start("T-1", &Object::new()).await.unwrap();
+    assert_eq!(log.requests.lock().unwrap().len(), 1);
+    assert_eq!(client.url(), live);
+    client.start("T-2", &Object::new()).await.unwrap();
+    assert_eq!(log.requests.lock().unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn a_hung_control_plane_is_passed_for_its_standby_once_the_standby_serves() {
+    let hung = hung().await;
+    let serves = Arc::new(AtomicBool::new(false));
+    let (standby, log) = {
+        let serves = serves.clone();
+        server(move |_| {
+            if serves.load(Ordering::SeqCst) {
+                (200, HEALTH.into())
+            } else {
+                refusal("standby")
+            }
+        })
+        .await
+    };
+    let timeout = std::time::Duration::from_millis(300);
+    let client = Client::with_timeout(&format!("{hung},{standby}"), timeout).unwrap();
+    // While the standby waits: each try costs a timeout at the hung one, and
+    // each next try asks the standby first.
+    for tries in 1..=2 {
+        let error = client.health().await.unwrap_err();
+        assert!(timed_out(&error), "{error:?}");
+        assert_eq!(log.requests.lock().unwrap().len(), tries - 1);
+    }
+    serves.store(true, Ordering::SeqCst);
+    assert_eq!(client.health().await.unwrap().workflow, "w");
+    assert_eq!(client.url(), standby);
 }
 
 #[tokio::test]
