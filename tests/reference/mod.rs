@@ -18,7 +18,9 @@ pub fn reference_stateous() -> PathBuf {
     // The tests of one binary share a process id, so they share the building
     // folder below: one at a time builds, the others then find it made.
     static BUILDING: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _one = BUILDING.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let _one = BUILDING
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     let venv = venv_folder();
     let command = venv.join("bin").join("stateous");
     if command.is_file() {

@@ -131,6 +131,9 @@ mod tests {
             "ftp://b is not a URL of a control plane; write http://HOST:PORT or unix:///PATH"
         );
         let error = addresses("").unwrap_err().to_string();
-        assert!(error.starts_with("the URL of the control plane is empty"), "{error}");
+        assert!(
+            error.starts_with("the URL of the control plane is empty"),
+            "{error}"
+        );
     }
 }
