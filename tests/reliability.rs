@@ -364,13 +364,19 @@ fn acked_changes_survive_sigkill_under_load() {
     for (token, state) in last {
         let now = daemon.get(&format!("/tokens/{token}")).expect(200);
         // A change may commit and lose only its answer to the kill: a token acked
-        // in `coding` may be found in `testing`, never the other way.
-        let allowed: &[&str] = match state {
-            "coding" => &["coding", "testing"],
-            _ => &["testing"],
+        // in `coding` may be found in `testing`, never the other way, except that
+        // `testing`'s 3 s timeout sends a token back to `coding` on a second visit
+        // (a loaded machine takes that long to get here).
+        let (found, visit) = (
+            now["state"].as_str().unwrap_or_default(),
+            now["visit"].as_i64().unwrap_or_default(),
+        );
+        let kept = match state {
+            "coding" => found == "coding" || found == "testing",
+            _ => found == "testing" || (found == "coding" && visit >= 2),
         };
         assert!(
-            allowed.contains(&now["state"].as_str().unwrap_or_default()),
+            kept,
             "{token} lost an acknowledged change: acked {state}, found {now}"
         );
     }
