@@ -17,16 +17,39 @@ use crate::store::status::{
 };
 use crate::store::{StoreError, StoreResult};
 
-/// The SQL of each version, in the order of [`VERSIONS`].
-pub fn migrations() -> [String; 7] {
+/// A step of a migration that SQL alone cannot write, run in its transaction.
+pub type Step = fn(&Connection) -> Result<(), MigrateError>;
+
+/// One version's migration: its SQL, then what SQL alone cannot do.
+pub struct Migration {
+    /// The statements, run as one batch.
+    pub sql: String,
+    /// Run after `sql`, inside the same transaction.
+    pub then: Option<Step>,
+}
+
+impl Migration {
+    fn sql(sql: impl Into<String>) -> Migration {
+        Migration {
+            sql: sql.into(),
+            then: None,
+        }
+    }
+}
+
+/// The migration of each version, in the order of [`VERSIONS`].
+pub fn migrations() -> [Migration; 7] {
     [
-        baseline(),
-        FEED.to_string(),
-        FEED_WITHOUT_TRIGGER.to_string(),
-        FEED_BY_ID.to_string(),
-        clock_kind(),
-        HOT_INDEXES.to_string(),
-        QUEUE_INDEX.to_string(),
+        Migration::sql(baseline()),
+        Migration::sql(FEED),
+        Migration::sql(FEED_WITHOUT_TRIGGER),
+        Migration::sql(FEED_BY_ID),
+        Migration::sql(clock_kind()),
+        Migration::sql(HOT_INDEXES),
+        Migration {
+            sql: QUEUE_INDEX.to_string(),
+            then: Some(rewrite_checks),
+        },
     ]
 }
 
@@ -275,11 +298,13 @@ fn migrate_inside(conn: &Connection, upto: usize) -> Result<(), MigrateError> {
         ))
         .map_err(StoreError::from)?;
     }
-    let sql = migrations();
+    let migrations = migrations();
     for index in start..upto.min(VERSIONS.len()) {
-        conn.execute_batch(&sql[index]).map_err(StoreError::from)?;
-        if VERSIONS[index] == "0007" {
-            rewrite_checks(conn)?;
+        let migration = &migrations[index];
+        conn.execute_batch(&migration.sql)
+            .map_err(StoreError::from)?;
+        if let Some(then) = migration.then {
+            then(conn)?;
         }
         conn.execute(&format!("DELETE FROM {VERSION_TABLE}"), [])
             .map_err(StoreError::from)?;
