@@ -209,3 +209,50 @@ fn sqlite_0007_refuses_a_tokens_table_whose_check_someone_changed() {
     assert_eq!(version(&db), "0006", "nothing changed");
     assert!(table_sql(&db, "tasks").contains("status IN"));
 }
+
+#[test]
+fn sqlite_0008_takes_autoincrement_off_and_ids_go_on_from_the_largest() {
+    let db = Db::new(Backend::Sqlite).unwrap();
+    make_at(&db, 7);
+    db.execute(
+        "INSERT INTO ledger (token, seq, at, kind, data) VALUES ('OLD-1', 1, 1, 'started', '{}');
+         INSERT INTO ledger (token, seq, at, kind, data) VALUES ('OLD-1', 2, 1, 'entered', '{}');
+         INSERT INTO tasks (token, state, visit, status, queued_at)
+         VALUES ('OLD-1', 'draft', 1, 'queued', 1);
+         INSERT INTO timers (token, state, visit, event, set_at, due_at, status, kind)
+         VALUES ('OLD-1', 'draft', 1, 'go', 1, 2, 'pending', 'timer');",
+    );
+    make_at(&db, 8);
+    assert_eq!(version(&db), "0008");
+    for table in ["ledger", "tasks", "timers"] {
+        let sql = table_sql(&db, table);
+        assert!(!sql.contains("AUTOINCREMENT"), "{sql}");
+        assert!(sql.contains("id INTEGER PRIMARY KEY,"), "{sql}");
+    }
+    assert_eq!(
+        db.rows("SELECT count(*) FROM sqlite_sequence")[0][0].as_deref(),
+        Some("0")
+    );
+    db.execute(
+        "INSERT INTO ledger (token, seq, at, kind, data) VALUES ('OLD-1', 3, 1, 'paused', '{}');
+         INSERT INTO tasks (token, state, visit, status, queued_at)
+         VALUES ('OLD-1', 'draft', 2, 'queued', 1);",
+    );
+    assert_eq!(
+        db.rows("SELECT id FROM ledger ORDER BY id"),
+        vec![
+            vec![Some("1".to_string())],
+            vec![Some("2".to_string())],
+            vec![Some("3".to_string())]
+        ]
+    );
+    assert_eq!(
+        db.rows("SELECT max(id) FROM tasks")[0][0].as_deref(),
+        Some("2")
+    );
+    let conn = rusqlite::Connection::open(db.path()).unwrap();
+    let check: String = conn
+        .query_row("PRAGMA integrity_check", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(check, "ok");
+}

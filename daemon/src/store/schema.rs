@@ -16,7 +16,9 @@ use std::collections::BTreeSet;
 use super::StoreError;
 
 /// The versions, oldest first; the migration of each makes the database that.
-pub const VERSIONS: [&str; 7] = ["0001", "0002", "0003", "0004", "0005", "0006", "0007"];
+pub const VERSIONS: [&str; 8] = [
+    "0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008",
+];
 
 /// The table where the version is recorded: its own name, so that an application
 /// that keeps `alembic_version` in the same database keeps it for itself.

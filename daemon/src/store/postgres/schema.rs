@@ -30,7 +30,7 @@ pub const SERVING_LOCK: &str = "hashtextextended('@stateous/serve', 0)";
 pub const EPOCH_LOCK: &str = "hashtextextended('@stateous/epoch', 0)";
 
 /// The SQL of each version, in the order of [`VERSIONS`].
-pub fn migrations() -> [String; 7] {
+pub fn migrations() -> [String; 8] {
     [
         baseline(),
         FEED.to_string(),
@@ -39,6 +39,9 @@ pub fn migrations() -> [String; 7] {
         clock_kind(),
         HOT_INDEXES.to_string(),
         QUEUE_INDEX.to_string(),
+        // 0008 takes AUTOINCREMENT off SQLite's tables; ids here come from
+        // sequences, which cost no extra row per INSERT.
+        String::new(),
     ]
 }
 
