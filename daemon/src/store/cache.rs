@@ -15,7 +15,9 @@
 //! The cache is bounded ([`CAPACITY`] tokens, least recently used first out): a
 //! token it forgot is read from the database again.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
+
+use foldhash::{HashMap as FastMap, HashSet as FastSet};
 use std::num::NonZeroUsize;
 use std::sync::Mutex;
 
@@ -37,7 +39,7 @@ pub struct Facts {
     /// How many times each event was accepted.
     pub counts: Option<HashMap<String, i64>>,
     /// How many times it entered each state known here.
-    pub visits: HashMap<String, i64>,
+    pub visits: FastMap<String, i64>,
     /// `visits` has every state it ever entered (a state missing: 0).
     pub all_visits: bool,
     /// Its last `event_accepted` entry.
@@ -47,7 +49,7 @@ pub struct Facts {
     /// Its pending timers, by id.
     pub timers: Option<Vec<TimerRow>>,
     /// The routine's memory of each state known here.
-    pub memory: HashMap<String, Object>,
+    pub memory: FastMap<String, Object>,
     /// `memory` has every state's (a state missing: empty).
     pub all_memory: bool,
 }
@@ -59,12 +61,12 @@ impl Facts {
             row: Some(None),
             seq: Some(0),
             counts: Some(HashMap::new()),
-            visits: HashMap::new(),
+            visits: FastMap::default(),
             all_visits: true,
             accepted: Some(None),
             open: Some(Vec::new()),
             timers: Some(Vec::new()),
-            memory: HashMap::new(),
+            memory: FastMap::default(),
             all_memory: true,
         }
     }
@@ -88,7 +90,7 @@ pub struct Cache {
 struct State {
     facts: lru::LruCache<String, Facts>,
     /// Open task id -> its token, for the facts in `facts`.
-    tasks: HashMap<i64, String>,
+    tasks: FastMap<i64, String>,
 }
 
 impl Default for Cache {
@@ -104,7 +106,7 @@ impl Cache {
         Cache {
             state: Mutex::new(State {
                 facts: lru::LruCache::new(capacity),
-                tasks: HashMap::new(),
+                tasks: FastMap::default(),
             }),
         }
     }
@@ -125,7 +127,7 @@ impl Cache {
     }
 
     /// Publish the facts a committed transaction ended with.
-    pub fn publish(&self, changed: HashMap<String, Facts>) {
+    pub fn publish(&self, changed: FastMap<String, Facts>) {
         self.with(|state| {
             for (token, facts) in changed {
                 state.forget_tasks(&token);
@@ -201,8 +203,8 @@ pub struct Overlay<'c> {
 
 #[derive(Default)]
 struct Kept {
-    changed: HashMap<String, Facts>,
-    forget: HashSet<String>,
+    changed: FastMap<String, Facts>,
+    forget: FastSet<String>,
     clear: bool,
 }
 
@@ -313,7 +315,7 @@ mod tests {
     #[test]
     fn published_facts_are_found_by_token_and_by_open_task() {
         let cache = Cache::new(10);
-        cache.publish(HashMap::from([("A".to_string(), with_task(7, "A"))]));
+        cache.publish([("A".to_string(), with_task(7, "A"))].into_iter().collect());
         assert_eq!(cache.task_token(7).as_deref(), Some("A"));
         assert!(cache.facts("A").is_some());
         cache.forget(&["A".to_string()]);
@@ -324,10 +326,10 @@ mod tests {
     #[test]
     fn the_least_recently_used_token_goes_first_with_its_tasks() {
         let cache = Cache::new(2);
-        cache.publish(HashMap::from([("A".to_string(), with_task(1, "A"))]));
-        cache.publish(HashMap::from([("B".to_string(), with_task(2, "B"))]));
+        cache.publish([("A".to_string(), with_task(1, "A"))].into_iter().collect());
+        cache.publish([("B".to_string(), with_task(2, "B"))].into_iter().collect());
         assert!(cache.facts("A").is_some()); // A is now the most recent
-        cache.publish(HashMap::from([("C".to_string(), with_task(3, "C"))]));
+        cache.publish([("C".to_string(), with_task(3, "C"))].into_iter().collect());
         assert!(cache.facts("B").is_none());
         assert_eq!(cache.task_token(2), None);
         assert_eq!(cache.task_token(1).as_deref(), Some("A"));
@@ -336,10 +338,10 @@ mod tests {
     #[test]
     fn an_overlay_shows_its_batch_first_and_publishes_only_when_asked() {
         let cache = Cache::new(10);
-        cache.publish(HashMap::from([("A".to_string(), Facts::default())]));
+        cache.publish([("A".to_string(), Facts::default())].into_iter().collect());
         let overlay = Overlay::new(&cache);
         overlay.keep(Finished {
-            changed: HashMap::from([("A".to_string(), with_task(4, "A"))]),
+            changed: [("A".to_string(), with_task(4, "A"))].into_iter().collect(),
             ..Finished::default()
         });
         assert_eq!(overlay.task_token(4).as_deref(), Some("A"));

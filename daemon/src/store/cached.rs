@@ -10,7 +10,9 @@
 //! before, so that what it keeps was read under the lock.
 
 use std::cell::{Cell, RefCell};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
+
+use foldhash::{HashMap as FastMap, HashSet as FastSet};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -36,13 +38,13 @@ struct Staged {
 #[derive(Debug, Default)]
 pub struct Finished {
     /// The facts to publish once (and only if) the transaction commits.
-    pub changed: HashMap<String, Facts>,
+    pub changed: FastMap<String, Facts>,
     /// Tokens whose cached facts may be wrong now: forget them on commit.
     pub forget: Vec<String>,
     /// Forget every cached fact on commit (a change no entry can follow).
     pub clear: bool,
     /// The families taken in this process, to give back after the commit.
-    pub tops: HashSet<String>,
+    pub tops: FastSet<String>,
 }
 
 /// A write transaction over `inner` with the write path's facts.
@@ -51,8 +53,8 @@ pub struct CachedTx<'a> {
     base: &'a dyn Layer,
     /// Postgres: the families of this process, and how long to wait for one.
     locks: Option<(&'a FamilyLocks, Duration)>,
-    staged: RefCell<HashMap<String, Staged>>,
-    tops: RefCell<HashSet<String>>,
+    staged: RefCell<FastMap<String, Staged>>,
+    tops: RefCell<FastSet<String>>,
     clear: Cell<bool>,
 }
 
@@ -68,8 +70,8 @@ impl<'a> CachedTx<'a> {
             inner,
             base,
             locks,
-            staged: RefCell::new(HashMap::new()),
-            tops: RefCell::new(HashSet::new()),
+            staged: RefCell::new(FastMap::default()),
+            tops: RefCell::new(FastSet::default()),
             clear: Cell::new(false),
         }
     }
@@ -83,7 +85,7 @@ impl<'a> CachedTx<'a> {
             clear: self.clear.get(),
             ..Finished::default()
         };
-        let held: HashSet<String> = match self.locks {
+        let held: FastSet<String> = match self.locks {
             None => staged.keys().cloned().collect(),
             Some(_) => staged
                 .keys()
@@ -108,10 +110,21 @@ impl<'a> CachedTx<'a> {
     /// Run `work` on the staged facts of `token` (taken from the base first).
     fn with<R>(&self, token: &str, work: impl FnOnce(&mut Staged) -> R) -> R {
         let mut staged = self.staged.borrow_mut();
-        let entry = staged.entry(token.to_string()).or_insert_with(|| Staged {
-            facts: self.base.facts(token).unwrap_or_default(),
-            dirty: false,
-        });
+        // Looked up by `&str` first: most calls find the token staged, and a key
+        // is made only for a new one.
+        if !staged.contains_key(token) {
+            let facts = self.base.facts(token).unwrap_or_default();
+            staged.insert(
+                token.to_string(),
+                Staged {
+                    facts,
+                    dirty: false,
+                },
+            );
+        }
+        let entry = staged
+            .get_mut(token)
+            .expect("the token was staged just above");
         work(entry)
     }
 
@@ -239,7 +252,7 @@ fn has_task(facts: &Facts, id: i64) -> bool {
 
 /// The top token of `token` as the staged rows (then the base's) know it; `None`
 /// when a row on the way is not known.
-fn top_among(token: &str, staged: &HashMap<String, Staged>, base: &dyn Layer) -> Option<String> {
+fn top_among(token: &str, staged: &FastMap<String, Staged>, base: &dyn Layer) -> Option<String> {
     let mut current = token.to_string();
     for _ in 0..64 {
         let row = match staged.get(&current) {
