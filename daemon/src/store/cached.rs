@@ -368,15 +368,6 @@ impl Ledger for CachedTx<'_> {
         let seq = self.last_seq(token)? + 1;
         let id = self.inner.insert_entry(token, seq, kind, key, data)?;
         let text = |name: &str| data.get(name).and_then(Value::as_str).map(str::to_string);
-        let entry = LedgerRow {
-            id,
-            token: token.to_string(),
-            seq,
-            at: self.now(),
-            kind: kind.to_string(),
-            key: key.map(str::to_string),
-            data: data.clone(),
-        };
         self.change(token, |facts| {
             facts.seq = Some(seq);
             match kind {
@@ -384,7 +375,16 @@ impl Ledger for CachedTx<'_> {
                     if let Some(counts) = facts.counts.as_mut() {
                         *counts.entry(text("event").unwrap_or_default()).or_insert(0) += 1;
                     }
-                    facts.accepted = Some(Some(entry));
+                    // Kept whole only for the kind that is read back.
+                    facts.accepted = Some(Some(LedgerRow {
+                        id,
+                        token: token.to_string(),
+                        seq,
+                        at: self.now(),
+                        kind: kind.to_string(),
+                        key: key.map(str::to_string),
+                        data: data.clone(),
+                    }));
                 }
                 "entered" => {
                     if let Some(state) = text("state") {
