@@ -7,7 +7,7 @@ use crate::store::{ClaimRow, Claims, StoreResult};
 
 impl Claims for SqliteTx<'_> {
     fn last_claim(&self, supervisor: &str) -> StoreResult<Option<ClaimRow>> {
-        let mut statement = self.conn.prepare_cached(
+        let mut statement = self.prepare(
             "SELECT supervisor, request, task_id, attempt FROM claims WHERE supervisor = ?1",
         )?;
         let found = statement
@@ -24,7 +24,7 @@ impl Claims for SqliteTx<'_> {
     }
 
     fn remember_claim(&self, row: &ClaimRow) -> StoreResult<()> {
-        let mut statement = self.conn.prepare_cached(
+        let mut statement = self.prepare(
             "INSERT INTO claims (supervisor, request, task_id, attempt) VALUES (?1, ?2, ?3, ?4)
              ON CONFLICT (supervisor) DO UPDATE SET request = excluded.request,
                  task_id = excluded.task_id, attempt = excluded.attempt",

@@ -26,8 +26,7 @@ fn read(row: &Row<'_>) -> rusqlite::Result<LedgerRow> {
 impl Ledger for SqliteTx<'_> {
     fn last_seq(&self, token: &str) -> StoreResult<i64> {
         Ok(self
-            .conn
-            .prepare_cached("SELECT coalesce(max(seq), 0) FROM ledger WHERE token = ?1")?
+            .prepare("SELECT coalesce(max(seq), 0) FROM ledger WHERE token = ?1")?
             .query_row([token], |row| row.get(0))?)
     }
 
@@ -40,12 +39,11 @@ impl Ledger for SqliteTx<'_> {
         data: &Object,
     ) -> StoreResult<i64> {
         // No RETURNING: SQLite buffers its rows in a temporary table.
-        self.conn
-            .prepare_cached(
-                "INSERT INTO ledger (token, seq, at, kind, key, data)
+        self.prepare(
+            "INSERT INTO ledger (token, seq, at, kind, key, data)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            )?
-            .execute(params![token, seq, self.now, kind, key, to_text(data)])?;
+        )?
+        .execute(params![token, seq, self.now(), kind, key, to_text(data)])?;
         let id = self.conn.last_insert_rowid();
         self.last_id.set(id);
         Ok(id)
@@ -65,7 +63,7 @@ impl Ledger for SqliteTx<'_> {
                 let sql = format!(
                     "SELECT {COLUMNS} FROM ledger WHERE id > ?1 AND id <= ?2 ORDER BY id LIMIT ?3"
                 );
-                let mut statement = self.conn.prepare_cached(&sql)?;
+                let mut statement = self.prepare(&sql)?;
                 let rows = statement.query_map(params![after, upto, limit], read)?;
                 rows.collect::<Result<_, _>>()?
             }
@@ -74,7 +72,7 @@ impl Ledger for SqliteTx<'_> {
                     "SELECT {COLUMNS} FROM ledger WHERE token = ?4 AND id > ?1 AND id <= ?2
                      ORDER BY seq LIMIT ?3"
                 );
-                let mut statement = self.conn.prepare_cached(&sql)?;
+                let mut statement = self.prepare(&sql)?;
                 let rows = statement.query_map(params![after, upto, limit, token], read)?;
                 rows.collect::<Result<_, _>>()?
             }
@@ -83,30 +81,26 @@ impl Ledger for SqliteTx<'_> {
     }
 
     fn last_entry_id(&self) -> StoreResult<i64> {
-        let mut statement = self
-            .conn
-            .prepare_cached("SELECT coalesce(max(id), 0) FROM ledger")?;
+        let mut statement = self.prepare("SELECT coalesce(max(id), 0) FROM ledger")?;
         Ok(statement.query_row([], |row| row.get(0))?)
     }
 
     fn entries(&self, token: &str) -> StoreResult<Vec<LedgerRow>> {
         let sql = format!("SELECT {COLUMNS} FROM ledger WHERE token = ?1 ORDER BY seq");
-        let mut statement = self.conn.prepare_cached(&sql)?;
+        let mut statement = self.prepare(&sql)?;
         let rows = statement.query_map([token], read)?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
     fn has_key(&self, token: &str, key: &str) -> StoreResult<bool> {
-        let mut statement = self
-            .conn
-            .prepare_cached("SELECT 1 FROM ledger WHERE token = ?1 AND key = ?2")?;
+        let mut statement = self.prepare("SELECT 1 FROM ledger WHERE token = ?1 AND key = ?2")?;
         Ok(statement.exists(params![token, key])?)
     }
 
     fn counts(&self, token: &str) -> StoreResult<HashMap<String, i64>> {
         // Counted here, not with GROUP BY: SQLite groups through a temporary
         // B-tree, which costs more than the few rows of one token.
-        let mut statement = self.conn.prepare_cached(
+        let mut statement = self.prepare(
             "SELECT json_extract(data, '$.event') FROM ledger
              WHERE token = ?1 AND kind = 'event_accepted'",
         )?;
@@ -119,7 +113,7 @@ impl Ledger for SqliteTx<'_> {
     }
 
     fn visits(&self, token: &str, state: &str) -> StoreResult<i64> {
-        let mut statement = self.conn.prepare_cached(
+        let mut statement = self.prepare(
             "SELECT count(*) FROM ledger
              WHERE token = ?1 AND kind = 'entered' AND json_extract(data, '$.state') = ?2",
         )?;
@@ -131,7 +125,7 @@ impl Ledger for SqliteTx<'_> {
             "SELECT {COLUMNS} FROM ledger WHERE token = ?1 AND kind = 'event_accepted'
              ORDER BY seq DESC LIMIT 1"
         );
-        let mut statement = self.conn.prepare_cached(&sql)?;
+        let mut statement = self.prepare(&sql)?;
         Ok(statement.query_row([token], read).optional()?)
     }
 }

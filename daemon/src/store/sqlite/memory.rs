@@ -9,9 +9,8 @@ use crate::store::{Memory, StoreError, StoreResult};
 
 impl Memory for SqliteTx<'_> {
     fn memory(&self, token: &str, state: &str) -> StoreResult<Object> {
-        let mut statement = self
-            .conn
-            .prepare_cached("SELECT key, value FROM memory WHERE token = ?1 AND state = ?2")?;
+        let mut statement =
+            self.prepare("SELECT key, value FROM memory WHERE token = ?1 AND state = ?2")?;
         let rows = statement.query_map(params![token, state], |row| {
             Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))
         })?;
@@ -26,7 +25,7 @@ impl Memory for SqliteTx<'_> {
     }
 
     fn set_memory(&self, token: &str, state: &str, key: &str, value: &Value) -> StoreResult<()> {
-        let mut statement = self.conn.prepare_cached(
+        let mut statement = self.prepare(
             "INSERT INTO memory (token, state, key, value) VALUES (?1, ?2, ?3, ?4)
              ON CONFLICT (token, state, key) DO UPDATE SET value = excluded.value",
         )?;
@@ -35,16 +34,13 @@ impl Memory for SqliteTx<'_> {
     }
 
     fn forget(&self, token: &str, state: &str, key: &str) -> StoreResult<bool> {
-        let mut statement = self
-            .conn
-            .prepare_cached("DELETE FROM memory WHERE token = ?1 AND state = ?2 AND key = ?3")?;
+        let mut statement =
+            self.prepare("DELETE FROM memory WHERE token = ?1 AND state = ?2 AND key = ?3")?;
         Ok(statement.execute(params![token, state, key])? > 0)
     }
 
     fn delete_memory(&self, token: &str) -> StoreResult<()> {
-        let mut statement = self
-            .conn
-            .prepare_cached("DELETE FROM memory WHERE token = ?1")?;
+        let mut statement = self.prepare("DELETE FROM memory WHERE token = ?1")?;
         statement.execute([token])?;
         Ok(())
     }

@@ -18,11 +18,12 @@ mod timers;
 mod tokens;
 pub mod writer;
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
+use std::ops::{Deref, DerefMut};
 use std::path::Path;
 use std::time::Duration;
 
-use rusqlite::{Connection, OpenFlags};
+use rusqlite::{CachedStatement, Connection, OpenFlags, Statement};
 
 pub use store::SqliteStore;
 
@@ -33,9 +34,11 @@ use super::{Closed, StoreError, StoreResult, Tx};
 /// A transaction (or a savepoint inside one) on a SQLite connection, at `now`.
 pub struct SqliteTx<'c> {
     conn: &'c Connection,
-    now: i64,
+    now: Cell<i64>,
     /// The highest ledger id this transaction appended; 0 for none.
     last_id: Cell<i64>,
+    /// The statements it ran, kept ready until it ends (`prepare`).
+    held: RefCell<Vec<(Box<str>, CachedStatement<'c>)>>,
 }
 
 impl<'c> SqliteTx<'c> {
@@ -43,20 +46,91 @@ impl<'c> SqliteTx<'c> {
     pub fn new(conn: &'c Connection, now: i64) -> SqliteTx<'c> {
         SqliteTx {
             conn,
-            now,
+            now: Cell::new(now),
             last_id: Cell::new(0),
+            held: RefCell::new(Vec::new()),
         }
+    }
+
+    /// Go on with the next request of a batch, at `now`: what it appends is
+    /// counted afresh (`last_id`), and the statements stay ready.
+    pub fn next_request(&self, now: i64) {
+        self.now.set(now);
+        self.last_id.set(0);
     }
 
     /// The highest ledger id appended so far; 0 for none.
     pub fn last_id(&self) -> i64 {
         self.last_id.get()
     }
+
+    /// The prepared statement of `sql`: one this transaction ran before (the
+    /// writer keeps one `SqliteTx` for a whole batch), else from the connection's
+    /// cache. Taking a statement from rusqlite's cache and giving it back hashed
+    /// the SQL text twice and moved it in an LRU list each time, about 1,000
+    /// instructions per statement, some 35 statements per token (issue "Speed",
+    /// callgrind). A statement in use is out of the list, so the same SQL used
+    /// inside its own use gets a second one.
+    fn prepare(&self, sql: &str) -> rusqlite::Result<Held<'_, 'c>> {
+        let found = {
+            let mut held = self.held.borrow_mut();
+            let at = held.iter().position(|(text, _)| &**text == sql);
+            at.map(|at| held.swap_remove(at))
+        };
+        let (text, statement) = match found {
+            Some(pair) => pair,
+            None => (sql.into(), self.conn.prepare_cached(sql)?),
+        };
+        Ok(Held {
+            tx: self,
+            text: Some(text),
+            statement: Some(statement),
+        })
+    }
+
+    fn now(&self) -> i64 {
+        self.now.get()
+    }
+}
+
+/// A statement of a `SqliteTx` in use; back in its list when dropped.
+struct Held<'t, 'c> {
+    tx: &'t SqliteTx<'c>,
+    text: Option<Box<str>>,
+    statement: Option<CachedStatement<'c>>,
+}
+
+impl<'c> Deref for Held<'_, 'c> {
+    type Target = Statement<'c>;
+
+    fn deref(&self) -> &Statement<'c> {
+        self.statement
+            .as_ref()
+            .expect("a held statement is there until it is dropped")
+    }
+}
+
+impl<'c> DerefMut for Held<'_, 'c> {
+    fn deref_mut(&mut self) -> &mut Statement<'c> {
+        self.statement
+            .as_mut()
+            .expect("a held statement is there until it is dropped")
+    }
+}
+
+impl Drop for Held<'_, '_> {
+    fn drop(&mut self) {
+        if let (Some(text), Some(statement)) = (self.text.take(), self.statement.take()) {
+            if let Ok(mut held) = self.tx.held.try_borrow_mut() {
+                held.push((text, statement));
+            }
+        }
+    }
 }
 
 impl Tx for SqliteTx<'_> {
     fn now(&self) -> i64 {
-        self.now
+        self.now.get()
     }
 }
 

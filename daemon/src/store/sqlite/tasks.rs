@@ -30,22 +30,22 @@ fn ids(values: &[i64]) -> String {
 impl Tasks for SqliteTx<'_> {
     fn queue_task(&self, token: &str, state: &str, visit: i64) -> StoreResult<i64> {
         // No RETURNING: SQLite buffers its rows in a temporary table.
-        let mut statement = self.conn.prepare_cached(
+        let mut statement = self.prepare(
             "INSERT INTO tasks (token, state, visit, status, attempt, queued_at)
              VALUES (?1, ?2, ?3, 'queued', 0, ?4)",
         )?;
-        statement.execute(params![token, state, visit, self.now])?;
+        statement.execute(params![token, state, visit, self.now()])?;
         Ok(self.conn.last_insert_rowid())
     }
 
     fn task(&self, id: i64) -> StoreResult<Option<TaskRow>> {
         let sql = format!("SELECT {COLUMNS} FROM tasks WHERE id = ?1");
-        let mut statement = self.conn.prepare_cached(&sql)?;
+        let mut statement = self.prepare(&sql)?;
         Ok(statement.query_row([id], read).optional()?)
     }
 
     fn update_task(&self, row: &TaskRow) -> StoreResult<()> {
-        let mut statement = self.conn.prepare_cached(
+        let mut statement = self.prepare(
             "UPDATE tasks SET status = ?2, attempt = ?3, claimed_by = ?4, lease_until = ?5
              WHERE id = ?1",
         )?;
@@ -64,14 +64,14 @@ impl Tasks for SqliteTx<'_> {
             "SELECT {COLUMNS} FROM tasks
              WHERE token = ?1 AND status IN ('queued', 'claimed', 'waiting') ORDER BY id"
         );
-        let mut statement = self.conn.prepare_cached(&sql)?;
+        let mut statement = self.prepare(&sql)?;
         let rows = statement.query_map([token], read)?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
     fn tasks_of(&self, token: &str) -> StoreResult<Vec<TaskRow>> {
         let sql = format!("SELECT {COLUMNS} FROM tasks WHERE token = ?1 ORDER BY id");
-        let mut statement = self.conn.prepare_cached(&sql)?;
+        let mut statement = self.prepare(&sql)?;
         let rows = statement.query_map([token], read)?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
@@ -98,7 +98,7 @@ impl Tasks for SqliteTx<'_> {
              ORDER BY t.id LIMIT {}",
             limit.max(0)
         );
-        let mut statement = self.conn.prepare_cached(&sql)?;
+        let mut statement = self.prepare(&sql)?;
         let mut found = Vec::new();
         for (workflow, state) in states {
             let workflow = workflow.as_deref().unwrap_or("");
@@ -117,30 +117,31 @@ impl Tasks for SqliteTx<'_> {
         if ids_.is_empty() {
             return Ok(Vec::new());
         }
-        let mut statement = self.conn.prepare_cached(
+        let mut statement = self.prepare(
             "UPDATE tasks SET lease_until = ?3
              WHERE id IN (SELECT value FROM json_each(?1))
                AND claimed_by = ?2 AND status = 'claimed'
                AND (lease_until IS NULL OR lease_until >= ?4)
              RETURNING id",
         )?;
-        let rows = statement.query_map(params![ids(ids_), supervisor, until, self.now], |row| {
-            row.get(0)
-        })?;
+        let rows = statement
+            .query_map(params![ids(ids_), supervisor, until, self.now()], |row| {
+                row.get(0)
+            })?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
     fn end_lease(&self, id: i64) -> StoreResult<bool> {
-        let mut statement = self.conn.prepare_cached(
+        let mut statement = self.prepare(
             "UPDATE tasks SET lease_until = NULL
              WHERE id = ?1 AND status = 'claimed'
                AND lease_until IS NOT NULL AND lease_until < ?2",
         )?;
-        Ok(statement.execute(params![id, self.now])? == 1)
+        Ok(statement.execute(params![id, self.now()])? == 1)
     }
 
     fn extend_all_leases(&self, until: i64) -> StoreResult<usize> {
-        let mut statement = self.conn.prepare_cached(
+        let mut statement = self.prepare(
             "UPDATE tasks SET lease_until = ?1
              WHERE status = 'claimed' AND lease_until IS NOT NULL AND lease_until < ?1",
         )?;
@@ -148,17 +149,17 @@ impl Tasks for SqliteTx<'_> {
     }
 
     fn expired_leases(&self) -> StoreResult<Vec<i64>> {
-        let mut statement = self.conn.prepare_cached(
+        let mut statement = self.prepare(
             "SELECT id FROM tasks
              WHERE status = 'claimed' AND lease_until IS NOT NULL AND lease_until < ?1
              ORDER BY id",
         )?;
-        let rows = statement.query_map([self.now], |row| row.get(0))?;
+        let rows = statement.query_map([self.now()], |row| row.get(0))?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
     fn next_lease_end_after(&self, after: i64) -> StoreResult<Option<i64>> {
-        let mut statement = self.conn.prepare_cached(
+        let mut statement = self.prepare(
             "SELECT min(lease_until) + 1 FROM tasks
              WHERE status = 'claimed' AND lease_until IS NOT NULL AND lease_until >= ?1",
         )?;

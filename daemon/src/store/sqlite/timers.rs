@@ -35,7 +35,7 @@ impl Timers for SqliteTx<'_> {
         kind: TimerKind,
     ) -> StoreResult<TimerRow> {
         // No RETURNING: SQLite buffers its rows in a temporary table.
-        let mut statement = self.conn.prepare_cached(
+        let mut statement = self.prepare(
             "INSERT INTO timers (token, state, visit, event, payload, set_at, due_at, status, kind)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending', ?8)",
         )?;
@@ -45,7 +45,7 @@ impl Timers for SqliteTx<'_> {
             visit,
             event,
             payload.map(to_text),
-            self.now,
+            self.now(),
             due_at,
             kind.as_str()
         ])?;
@@ -57,7 +57,7 @@ impl Timers for SqliteTx<'_> {
             visit,
             event: event.to_string(),
             payload: payload.cloned(),
-            set_at: self.now,
+            set_at: self.now(),
             due_at,
             status: TimerStatus::Pending,
             kind,
@@ -66,7 +66,7 @@ impl Timers for SqliteTx<'_> {
 
     fn timer(&self, id: i64) -> StoreResult<Option<TimerRow>> {
         let sql = format!("SELECT {COLUMNS} FROM timers WHERE id = ?1");
-        let mut statement = self.conn.prepare_cached(&sql)?;
+        let mut statement = self.prepare(&sql)?;
         Ok(statement.query_row([id], read).optional()?)
     }
 
@@ -74,31 +74,30 @@ impl Timers for SqliteTx<'_> {
         let sql = format!(
             "SELECT {COLUMNS} FROM timers WHERE token = ?1 AND status = 'pending' ORDER BY id"
         );
-        let mut statement = self.conn.prepare_cached(&sql)?;
+        let mut statement = self.prepare(&sql)?;
         let rows = statement.query_map([token], read)?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
     fn update_timer(&self, row: &TimerRow) -> StoreResult<()> {
-        let mut statement = self
-            .conn
-            .prepare_cached("UPDATE timers SET status = ?2, due_at = ?3 WHERE id = ?1")?;
+        let mut statement =
+            self.prepare("UPDATE timers SET status = ?2, due_at = ?3 WHERE id = ?1")?;
         statement.execute(params![row.id, row.status.as_str(), row.due_at])?;
         Ok(())
     }
 
     fn due_timers(&self) -> StoreResult<Vec<i64>> {
-        let mut statement = self.conn.prepare_cached(
+        let mut statement = self.prepare(
             "SELECT m.id FROM timers m JOIN tokens k ON k.token = m.token
              WHERE m.status = 'pending' AND m.due_at <= ?1 AND k.status = 'active'
              ORDER BY m.due_at, m.id",
         )?;
-        let rows = statement.query_map([self.now], |row| row.get(0))?;
+        let rows = statement.query_map([self.now()], |row| row.get(0))?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
     fn next_due_after(&self, after: i64) -> StoreResult<Option<i64>> {
-        let mut statement = self.conn.prepare_cached(
+        let mut statement = self.prepare(
             "SELECT min(m.due_at) FROM timers m JOIN tokens k ON k.token = m.token
              WHERE m.status = 'pending' AND m.due_at > ?1 AND k.status = 'active'",
         )?;

@@ -38,12 +38,12 @@ impl Tokens for SqliteTx<'_> {
 
     fn token(&self, id: &str) -> StoreResult<Option<TokenRow>> {
         let sql = format!("SELECT {COLUMNS} FROM tokens WHERE token = ?1");
-        let mut statement = self.conn.prepare_cached(&sql)?;
+        let mut statement = self.prepare(&sql)?;
         Ok(statement.query_row([id], read).optional()?)
     }
 
     fn token_folded(&self, id: &str) -> StoreResult<Option<String>> {
-        let mut statement = self.conn.prepare_cached(
+        let mut statement = self.prepare(
             "SELECT token FROM tokens WHERE lower(token) = lower(?1) AND token <> ?1 LIMIT 1",
         )?;
         Ok(statement.query_row([id], |row| row.get(0)).optional()?)
@@ -51,7 +51,7 @@ impl Tokens for SqliteTx<'_> {
 
     fn insert_token(&self, row: &TokenRow) -> StoreResult<()> {
         let sql = format!("INSERT INTO tokens ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
-        self.conn.prepare_cached(&sql)?.execute(params![
+        self.prepare(&sql)?.execute(params![
             row.token,
             row.state,
             row.status.as_str(),
@@ -65,7 +65,7 @@ impl Tokens for SqliteTx<'_> {
     }
 
     fn update_token(&self, row: &TokenRow) -> StoreResult<()> {
-        let mut statement = self.conn.prepare_cached(
+        let mut statement = self.prepare(
             "UPDATE tokens SET state = ?2, status = ?3, visit = ?4, context = ?5, entered_at = ?6
              WHERE token = ?1",
         )?;
@@ -91,15 +91,14 @@ impl Tokens for SqliteTx<'_> {
              WHERE (?1 IS NULL OR status = ?1) AND (?2 IS NULL OR parent = ?2)
              ORDER BY entered_at DESC, token LIMIT ?3"
         );
-        let mut statement = self.conn.prepare_cached(&sql)?;
+        let mut statement = self.prepare(&sql)?;
         let rows = statement.query_map(params![status.map(Closed::as_str), parent, limit], read)?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
     fn count_live(&self) -> StoreResult<i64> {
-        let mut statement = self
-            .conn
-            .prepare_cached("SELECT count(*) FROM tokens WHERE status IN ('active', 'paused')")?;
+        let mut statement =
+            self.prepare("SELECT count(*) FROM tokens WHERE status IN ('active', 'paused')")?;
         Ok(statement.query_row([], |row| row.get(0))?)
     }
 
@@ -117,7 +116,7 @@ impl Tokens for SqliteTx<'_> {
         );
         values.push(Param::Integer(limit));
         values.push(Param::Integer(offset));
-        let mut statement = self.conn.prepare_cached(&sql)?;
+        let mut statement = self.prepare(&sql)?;
         let rows = statement.query_map(params_from_iter(values), read)?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
@@ -125,7 +124,7 @@ impl Tokens for SqliteTx<'_> {
     fn count_tokens(&self, scan: &TokenScan) -> StoreResult<i64> {
         let (clause, values) = scan_clause(scan, None);
         let sql = format!("SELECT count(*) FROM tokens WHERE {clause}");
-        let mut statement = self.conn.prepare_cached(&sql)?;
+        let mut statement = self.prepare(&sql)?;
         Ok(statement.query_row(params_from_iter(values), |row| row.get(0))?)
     }
 }

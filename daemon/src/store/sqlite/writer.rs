@@ -322,10 +322,11 @@ fn run_plain<'c>(
     shared: &'c Shared,
 ) -> Option<Ran<'c>> {
     let overlay = Overlay::new(&shared.cache);
+    let tx = SqliteTx::new(conn, clock.now());
     let mut last_id = 0;
     for request in requests.iter_mut() {
         let before = conn.total_changes();
-        let keep = one_request(conn, clock, request.as_mut(), &overlay, &mut last_id);
+        let keep = one_request(&tx, clock, request.as_mut(), &overlay, &mut last_id);
         if !keep && conn.total_changes() != before {
             return None;
         }
@@ -341,12 +342,13 @@ fn run_each_in_savepoint<'c>(
     shared: &'c Shared,
 ) -> Ran<'c> {
     let overlay = Overlay::new(&shared.cache);
+    let tx = SqliteTx::new(conn, clock.now());
     let mut last_id = 0;
     for request in requests.iter_mut() {
         if let Err(error) = control(conn, "SAVEPOINT request") {
             tracing::error!("cannot open a savepoint: {error}");
         }
-        if !one_request(conn, clock, request.as_mut(), &overlay, &mut last_id) {
+        if !one_request(&tx, clock, request.as_mut(), &overlay, &mut last_id) {
             let _ = control(conn, "ROLLBACK TO request");
         }
         let _ = control(conn, "RELEASE request");
@@ -358,14 +360,14 @@ fn run_each_in_savepoint<'c>(
 /// facts it changed in the batch's overlay; whether its changes stay (false when
 /// it was refused, or panicked: its answer is then forgotten).
 fn one_request(
-    conn: &Connection,
+    tx: &SqliteTx<'_>,
     clock: &Clock,
     request: &mut dyn Request,
     overlay: &Overlay<'_>,
     last_id: &mut i64,
 ) -> bool {
-    let tx = SqliteTx::new(conn, clock.now());
-    let cached = CachedTx::new(&tx, overlay, None);
+    tx.next_request(clock.now());
+    let cached = CachedTx::new(tx, overlay, None);
     let ran = catch_unwind(AssertUnwindSafe(|| request.run(&cached)));
     let finished = cached.finish();
     match ran {
