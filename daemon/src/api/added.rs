@@ -16,7 +16,6 @@ use bytes::Bytes;
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full};
 use hyper::{Request, Response};
-use serde_json::Value;
 use stateous_shared::live::{
     HeldEvent, StateCount, StateList, SupervisorList, SupervisorView, TaskView, TimerView,
     TokenDetail,
@@ -116,10 +115,10 @@ impl SupervisorsSeen {
     }
 }
 
-/// The `outbox` depth a claim or heartbeat body carries, if it is a whole number.
-pub fn outbox_of(body: &[u8]) -> Option<u64> {
-    let value: Value = serde_json::from_slice(body).ok()?;
-    value.get("outbox")?.as_u64()
+/// The `outbox` depth a claim or heartbeat body carries, if it is a whole number
+/// (read from the body's object as the route parsed it, not parsed again).
+pub fn outbox_of(body: &stateous_shared::wire::Object) -> Option<u64> {
+    body.get("outbox")?.as_u64()
 }
 
 /// The template of an added route that `path` reaches, for the metrics.

@@ -210,9 +210,10 @@ impl Api {
         let control = &self.control;
         match route {
             Route::Claim => {
-                let input = ClaimInput::parse(&body::json_object(raw)?)?;
+                let object = body::json_object(raw)?;
+                let input = ClaimInput::parse(&object)?;
                 let now = self.control.options().clock.now();
-                let outbox = added::outbox_of(raw);
+                let outbox = added::outbox_of(&object);
                 self.seen
                     .heard(&input.supervisor, Some(&input.states), outbox, now);
                 match control
@@ -224,10 +225,11 @@ impl Api {
                 }
             }
             Route::Heartbeat => {
-                let input = HeartbeatInput::parse(&body::json_object(raw)?)?;
+                let object = body::json_object(raw)?;
+                let input = HeartbeatInput::parse(&object)?;
                 let now = self.control.options().clock.now();
                 self.seen
-                    .heard(&input.supervisor, None, added::outbox_of(raw), now);
+                    .heard(&input.supervisor, None, added::outbox_of(&object), now);
                 let lost = control
                     .heartbeat(input.supervisor, input.tasks, input.attempts)
                     .await?;
