@@ -7,6 +7,10 @@
 //! a trailing slash that would match without it is redirected (307), as the
 //! reference's router does. `HEAD` is answered wherever `GET` is.
 
+use std::borrow::Cow;
+
+use percent_encoding::percent_decode_str;
+
 /// A request the API serves, with its path parameters.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Route {
@@ -167,31 +171,16 @@ fn task_id(part: &str) -> Option<TaskId> {
     })
 }
 
-/// Percent-decode a path or a query part; bytes that are not UTF-8 become U+FFFD.
-/// With `plus_is_space`, `+` is a space (query strings).
-pub fn decode(text: &str, plus_is_space: bool) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut at = 0;
-    while at < bytes.len() {
-        let byte = bytes[at];
-        let hex = |i: usize| bytes.get(i).and_then(|b| (*b as char).to_digit(16));
-        match (byte, hex(at + 1), hex(at + 2)) {
-            (b'%', Some(high), Some(low)) => {
-                out.push((high * 16 + low) as u8);
-                at += 3;
-            }
-            (b'+', _, _) if plus_is_space => {
-                out.push(b' ');
-                at += 1;
-            }
-            _ => {
-                out.push(byte);
-                at += 1;
-            }
-        }
+/// Percent-decode a path or a query part (the `percent-encoding` crate); bytes
+/// that are not UTF-8 become U+FFFD, and a `%` not followed by two hex digits
+/// stays as it is. With `plus_is_space`, `+` is a space (query strings). Borrows
+/// `text` when there is nothing to decode.
+pub fn decode(text: &str, plus_is_space: bool) -> Cow<'_, str> {
+    if plus_is_space && text.contains('+') {
+        let spaced = text.replace('+', " ");
+        return Cow::Owned(percent_decode_str(&spaced).decode_utf8_lossy().into_owned());
     }
-    String::from_utf8_lossy(&out).into_owned()
+    percent_decode_str(text).decode_utf8_lossy()
 }
 
 /// The query's name and value pairs, in order. A part without `=` has an empty
@@ -202,7 +191,10 @@ pub fn query_pairs(query: &str) -> Vec<(String, String)> {
         .filter(|part| !part.is_empty())
         .map(|part| {
             let (name, value) = part.split_once('=').unwrap_or((part, ""));
-            (decode(name, true), decode(value, true))
+            (
+                decode(name, true).into_owned(),
+                decode(value, true).into_owned(),
+            )
         })
         .collect()
 }
