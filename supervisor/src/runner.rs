@@ -213,8 +213,13 @@ fn signal_group(pid: Option<i32>, signal: i32) {
 }
 
 /// `PATH` with the folder of the running binary first, so that a routine's
-/// `stateous ctx` is this very binary.
-fn path_with_own_folder() -> std::ffi::OsString {
+/// `stateous ctx` is this very binary. Found once: `current_exe` reads a link.
+fn path_with_own_folder() -> &'static std::ffi::OsStr {
+    static PATH: std::sync::OnceLock<std::ffi::OsString> = std::sync::OnceLock::new();
+    PATH.get_or_init(find_path_with_own_folder)
+}
+
+fn find_path_with_own_folder() -> std::ffi::OsString {
     let old = std::env::var_os("PATH").unwrap_or_default();
     let own = std::env::current_exe()
         .ok()
