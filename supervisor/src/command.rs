@@ -138,6 +138,7 @@ pub fn supervise_command(folder: &Path, url: Option<&str>) -> i32 {
     });
     // A routine's stdin writer or a helper connection may still hang on; do not wait.
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    crate::spawner::finish();
     code
 }
 

@@ -68,7 +68,7 @@ pub fn start() -> io::Result<()> {
             drop(ours);
             process::spawner_main(theirs, supervisor)
         }
-        _ => {
+        pid => {
             drop(theirs);
             let shared = Arc::new(Shared {
                 alive: AtomicBool::new(true),
@@ -80,12 +80,35 @@ pub fn start() -> io::Result<()> {
                 .name("stateous-spawner".into())
                 .spawn(move || read_answers(&reader, &answers))?;
             let _ = SPAWNER.set(Spawner {
+                pid,
                 socket: ours,
                 send: Mutex::new(()),
                 next: AtomicU64::new(1),
                 shared,
             });
             Ok(())
+        }
+    }
+}
+
+/// End this process's spawner and collect it, so that its time and its routines'
+/// count in this process's own (`time stateous supervise`). A routine still
+/// running gets SIGTERM, as when the supervisor exits. Call it last.
+pub fn finish() {
+    let Some(spawner) = SPAWNER.get() else {
+        return;
+    };
+    spawner.shared.alive.store(false, Ordering::SeqCst);
+    // SAFETY: shutdown and waitpid act on our own socket and our own child;
+    // waitpid writes the status into the integer it is given.
+    unsafe {
+        libc::shutdown(spawner.socket.as_raw_fd(), libc::SHUT_RDWR);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
+        let mut status = 0;
+        while libc::waitpid(spawner.pid, &mut status, libc::WNOHANG) == 0
+            && std::time::Instant::now() < deadline
+        {
+            std::thread::sleep(std::time::Duration::from_millis(1));
         }
     }
 }
@@ -157,6 +180,7 @@ pub(crate) enum SpawnError {
 
 /// The supervisor's side of the spawner.
 pub(crate) struct Spawner {
+    pid: libc::pid_t,
     socket: OwnedFd,
     /// One request at a time on the socket.
     send: Mutex<()>,
@@ -283,11 +307,14 @@ fn read_answers(socket: &OwnedFd, shared: &Shared) {
             None => {}
         }
     }
-    shared.alive.store(false, Ordering::SeqCst);
+    let finished = !shared.alive.swap(false, Ordering::SeqCst);
     let mut waiting = shared.waiting.lock().unwrap_or_else(|e| e.into_inner());
     let (starts, running) = (waiting.starts.len(), waiting.exits.len());
     waiting.starts.clear();
     waiting.exits.clear();
+    if finished {
+        return;
+    }
     log_line!(
         "the routines' spawner ended ({starts} start(s) and {running} routine(s) lost with it); \
          the supervisor starts routines itself from now on"
