@@ -89,11 +89,7 @@ enum Command {
         #[arg(long)]
         url: Option<String>,
     },
-    /// Inside a routine: speak to the supervisor that runs it, over the Unix socket
-    /// that STATEOUS_CTX names. A routine may speak that protocol itself: one JSON
-    /// object per line, e.g. {"op": "emit", "event": "done"}; the answer is
-    /// {"ok": true, "value": ...} or {"ok": false, "error": "..."}.
-    #[command(subcommand)]
+    #[command(subcommand, about = ctx_args::ABOUT)]
     Ctx(ctx_args::CtxCommand),
     /// Act on tokens: start, fire, show, pause, resume, cancel; list, why, retry;
     /// and, with --where, act on every token a filter matches.
@@ -170,6 +166,13 @@ fn code(code: i32) -> ExitCode {
 }
 
 fn main() -> ExitCode {
+    // The helper starts once per call of a routine: it parses its own commands alone.
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|first| first == "ctx")
+    {
+        return code(ctx_args::parse_and_run());
+    }
     let cli = Cli::parse();
     match cli.command {
         Command::Version => {

@@ -40,6 +40,8 @@ pub struct Hooks {
 /// supervisor on a thread; it waits until `url` answers, then runs.
 pub fn supervise_beside(folder: &Path, url: String) -> Result<(Beside, Hooks), String> {
     load_folder(folder).map_err(|e| e.to_string())?;
+    // Before the supervisor's thread: the spawner is a fork of this process.
+    crate::command::start_spawner();
     let signals = Signals::new();
     let folder: PathBuf = folder.to_path_buf();
     let theirs = signals.clone();

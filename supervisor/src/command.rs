@@ -116,6 +116,7 @@ pub async fn check_health(
 /// The body of `stateous supervise FOLDER`: the exit code (0 after a graceful
 /// stop, 1 after a forced one or when it does not start, with `error: ...`).
 pub fn supervise_command(folder: &Path, url: Option<&str>) -> i32 {
+    start_spawner();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -137,7 +138,16 @@ pub fn supervise_command(folder: &Path, url: Option<&str>) -> i32 {
     });
     // A routine's stdin writer or a helper connection may still hang on; do not wait.
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    crate::spawner::finish();
     code
+}
+
+/// Start the routines' spawner (`spawner/`) while the process has one thread.
+/// Without it the supervisor forks each routine itself: slower, the same result.
+pub(crate) fn start_spawner() {
+    if let Err(e) = crate::spawner::start() {
+        log_line!("the supervisor starts routines itself: no spawner ({e})");
+    }
 }
 
 /// Load, check and run the supervisor of `folder` until a stop signal. `url`

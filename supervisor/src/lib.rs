@@ -22,5 +22,6 @@ pub mod output;
 pub mod routines;
 pub mod runner;
 mod sending;
+pub mod spawner;
 pub mod stop;
 pub mod supervisor;

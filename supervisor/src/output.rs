@@ -10,9 +10,12 @@
 //!   last [`TAIL_WIDTH`] characters), where a long error line says what went wrong.
 //! - `.stateous/logs/` keeps the newest [`MAX_LOG_FILES`] files: each new attempt's
 //!   file removes the oldest ones beyond that.
+//! - An attempt's file is made at its first line: an attempt that prints nothing
+//!   makes none. Making a file (and removing the oldest) was about a tenth of the
+//!   supervisor's time per short routine (issue "Speed", `bench-routines`).
 
 use std::collections::VecDeque;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -114,29 +117,20 @@ async fn next_line<R: AsyncRead + Unpin>(reader: &mut BufReader<R>) -> Option<Li
 #[derive(Clone)]
 pub struct Sinks {
     task: i64,
-    file: Option<Arc<Mutex<std::fs::File>>>,
+    file: Arc<Mutex<LogFile>>,
     kept: Arc<AtomicUsize>,
     over: Arc<AtomicBool>,
     tail: Arc<Mutex<VecDeque<String>>>,
 }
 
 impl Sinks {
-    /// The sinks of task `task`'s attempt, writing to the file at `path` (made,
-    /// with its folder, when absent; the folder's oldest files are removed).
+    /// The sinks of task `task`'s attempt, writing to the file at `path`. The file
+    /// (and its folder) is made at the first line, when the folder's oldest files
+    /// are removed; until then nothing touches the disk.
     pub fn open(task: i64, path: &Path) -> Sinks {
-        if let Some(parent) = path.parent() {
-            let _ = std::fs::create_dir_all(parent);
-            rotate(parent, MAX_LOG_FILES.saturating_sub(1));
-        }
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .ok()
-            .map(|f| Arc::new(Mutex::new(f)));
         Sinks {
             task,
-            file,
+            file: Arc::new(Mutex::new(LogFile::Unopened(path.to_path_buf()))),
             kept: Arc::new(AtomicUsize::new(0)),
             over: Arc::new(AtomicBool::new(false)),
             tail: Arc::new(Mutex::new(VecDeque::new())),
@@ -186,11 +180,42 @@ impl Sinks {
 
     fn write(&self, text: &str) {
         log_line!("task {} | {text}", self.task);
-        if let Some(file) = &self.file {
-            if let Ok(mut file) = file.lock() {
-                use std::io::Write;
-                let _ = writeln!(file, "{text}");
+        let mut file = self.file.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(file) = file.opened() {
+            use std::io::Write;
+            let _ = writeln!(file, "{text}");
+        }
+    }
+}
+
+/// An attempt's file under `.stateous/logs/`: made at the first line.
+enum LogFile {
+    /// No line yet: the file's path.
+    Unopened(PathBuf),
+    /// Open for appending.
+    Open(std::fs::File),
+    /// It could not be made: the lines go to the log only.
+    Failed,
+}
+
+impl LogFile {
+    /// The open file, made (with its folder, the folder's oldest files removed)
+    /// on the first call; `None` when it cannot be.
+    fn opened(&mut self) -> Option<&mut std::fs::File> {
+        if let LogFile::Unopened(path) = self {
+            if let Some(parent) = path.parent() {
+                let _ = std::fs::create_dir_all(parent);
+                rotate(parent, MAX_LOG_FILES.saturating_sub(1));
             }
+            *self = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&*path)
+                .map_or(LogFile::Failed, LogFile::Open);
+        }
+        match self {
+            LogFile::Open(file) => Some(file),
+            _ => None,
         }
     }
 }

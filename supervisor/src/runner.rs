@@ -8,14 +8,16 @@
 //! `PATH`, so `stateous ctx ...` is the same binary. Each line it writes goes to
 //! the supervisor's log, prefixed with the task, and to a file under
 //! `.stateous/logs/`, within the caps of `output.rs`. A kill sends SIGTERM to the
-//! group, then SIGKILL after the grace period.
+//! group, then SIGKILL after the grace period. The spawner (`spawner/`) starts it
+//! when the process has one; else the supervisor forks it itself.
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
 use stateous_shared::wire::Grant;
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::process::Command;
 
 use crate::output::Sinks;
@@ -91,29 +93,23 @@ impl Exit {
 /// Run `program` for `grant` until it ends, or until `kill` is set (then SIGTERM,
 /// and SIGKILL after the grace period).
 pub async fn run(program: &Program, grant: &Grant, spec: &RunSpec, kill: &Stop) -> Exit {
-    let mut command = match program {
-        Program::File(path) => Command::new(path),
-        Program::Command(line) => {
-            let mut command = Command::new("/bin/sh");
-            command.arg("-c").arg(line);
-            command
-        }
+    let (path, args) = match program {
+        Program::File(path) => (path.as_os_str(), Vec::new()),
+        Program::Command(line) => (
+            std::ffi::OsStr::new("/bin/sh"),
+            vec![OsString::from("-c"), OsString::from(line)],
+        ),
     };
-    command
-        .current_dir(&spec.folder)
-        .process_group(0)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .env("STATEOUS_TOKEN", &grant.token)
-        .env("STATEOUS_TASK", grant.task.to_string())
-        .env("STATEOUS_STATE", &grant.state)
-        .env("STATEOUS_VISIT", grant.visit.to_string())
-        .env("STATEOUS_ATTEMPT", grant.attempt.to_string())
-        .env(crate::ctx_socket::CTX_ENV, &spec.ctx_socket)
-        .env("PATH", path_with_own_folder());
-    stop_with_the_supervisor(&mut command);
-    let mut child = match command.spawn() {
+    let env = [
+        ("STATEOUS_TOKEN", OsString::from(&grant.token)),
+        ("STATEOUS_TASK", grant.task.to_string().into()),
+        ("STATEOUS_STATE", OsString::from(&grant.state)),
+        ("STATEOUS_VISIT", grant.visit.to_string().into()),
+        ("STATEOUS_ATTEMPT", grant.attempt.to_string().into()),
+        (crate::ctx_socket::CTX_ENV, spec.ctx_socket.clone().into()),
+        ("PATH", path_with_own_folder().to_os_string()),
+    ];
+    let mut child = match start(path, &args, &spec.folder, &env).await {
         Ok(child) => child,
         Err(e) => {
             return Exit {
@@ -125,7 +121,7 @@ pub async fn run(program: &Program, grant: &Grant, spec: &RunSpec, kill: &Stop) 
             }
         }
     };
-    let pid = child.id().map(|id| id as i32);
+    let pid = Some(child.pid);
     if let Some(mut stdin) = child.stdin.take() {
         let mut text = serde_json::to_vec(grant).unwrap_or_default();
         text.push(b'\n');
@@ -176,6 +172,117 @@ pub async fn run(program: &Program, grant: &Grant, spec: &RunSpec, kill: &Stop) 
     Exit { ended, stderr_tail }
 }
 
+/// A running routine's ends: its pid, its pipes, and how to wait for its end.
+struct Child {
+    pid: i32,
+    stdin: Option<Box<dyn AsyncWrite + Send + Unpin>>,
+    stdout: Option<Box<dyn AsyncRead + Send + Unpin>>,
+    stderr: Option<Box<dyn AsyncRead + Send + Unpin>>,
+    end: End,
+}
+
+/// How a routine's end is learnt.
+enum End {
+    /// It is the supervisor's own child.
+    Own(tokio::process::Child),
+    /// The spawner's child: the spawner sends its wait status.
+    Spawned(tokio::sync::oneshot::Receiver<i32>),
+    /// It ended: the status, kept for a second wait.
+    Ended(std::process::ExitStatus),
+}
+
+impl Child {
+    /// Wait for the routine's end; cancel-safe.
+    async fn wait(&mut self) -> std::io::Result<std::process::ExitStatus> {
+        use std::os::unix::process::ExitStatusExt;
+        let status = match &mut self.end {
+            End::Own(child) => child.wait().await?,
+            End::Spawned(exit) => match exit.await {
+                Ok(status) => std::process::ExitStatus::from_raw(status),
+                Err(_) => {
+                    return Err(std::io::Error::other(
+                        "the routines' spawner ended before the routine",
+                    ))
+                }
+            },
+            End::Ended(status) => *status,
+        };
+        self.end = End::Ended(status);
+        Ok(status)
+    }
+}
+
+/// Start the program through the spawner when there is one (`spawner/`: a fork of
+/// the supervisor itself was about half of its CPU time per short routine),
+/// else as the supervisor's own child. `env` is added to the supervisor's own.
+async fn start(
+    program: &std::ffi::OsStr,
+    args: &[OsString],
+    folder: &Path,
+    env: &[(&str, OsString)],
+) -> std::io::Result<Child> {
+    if let Some(spawner) = crate::spawner::spawner() {
+        let mut whole: Vec<(OsString, OsString)> = std::env::vars_os()
+            .filter(|(key, _)| !env.iter().any(|(k, _)| key == k))
+            .collect();
+        whole.extend(env.iter().map(|(k, v)| (OsString::from(k), v.clone())));
+        let launch = crate::spawner::Launch {
+            program,
+            args,
+            folder,
+            env: &whole,
+        };
+        match spawner.spawn(&launch).await {
+            Ok(started) => {
+                return Ok(Child {
+                    pid: started.pid,
+                    stdin: Some(Box::new(started.stdin)),
+                    stdout: Some(Box::new(started.stdout)),
+                    stderr: Some(Box::new(started.stderr)),
+                    end: End::Spawned(started.exit),
+                })
+            }
+            Err(crate::spawner::SpawnError::Program(e)) => return Err(e),
+            // The spawner is gone, or could not be asked: start it here.
+            Err(crate::spawner::SpawnError::Spawner(e)) => crate::log_line!(
+                "the routines' spawner could not start a routine ({e}); the supervisor \
+                 starts it itself"
+            ),
+        }
+    }
+    let mut command = Command::new(program);
+    command
+        .args(args)
+        .current_dir(folder)
+        .process_group(0)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .envs(env.iter().map(|(k, v)| (k, v)));
+    stop_with_the_supervisor(&mut command);
+    let mut child = command.spawn()?;
+    let pid = child
+        .id()
+        .and_then(|id| i32::try_from(id).ok())
+        .unwrap_or(0);
+    Ok(Child {
+        pid,
+        stdin: child
+            .stdin
+            .take()
+            .map(|s| Box::new(s) as Box<dyn AsyncWrite + Send + Unpin>),
+        stdout: child
+            .stdout
+            .take()
+            .map(|s| Box::new(s) as Box<dyn AsyncRead + Send + Unpin>),
+        stderr: child
+            .stderr
+            .take()
+            .map(|s| Box::new(s) as Box<dyn AsyncRead + Send + Unpin>),
+        end: End::Own(child),
+    })
+}
+
 /// On Linux, the program gets SIGTERM when the supervisor dies (even by SIGKILL),
 /// so a crashed supervisor leaves no routine running whose task will run again.
 #[cfg(target_os = "linux")]
@@ -213,8 +320,13 @@ fn signal_group(pid: Option<i32>, signal: i32) {
 }
 
 /// `PATH` with the folder of the running binary first, so that a routine's
-/// `stateous ctx` is this very binary.
-fn path_with_own_folder() -> std::ffi::OsString {
+/// `stateous ctx` is this very binary. Found once: `current_exe` reads a link.
+fn path_with_own_folder() -> &'static std::ffi::OsStr {
+    static PATH: std::sync::OnceLock<std::ffi::OsString> = std::sync::OnceLock::new();
+    PATH.get_or_init(find_path_with_own_folder)
+}
+
+fn find_path_with_own_folder() -> std::ffi::OsString {
     let old = std::env::var_os("PATH").unwrap_or_default();
     let own = std::env::current_exe()
         .ok()

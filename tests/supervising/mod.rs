@@ -31,18 +31,32 @@ impl Supervise {
     }
 
     pub fn start_with(folder: &Path, args: &[&str]) -> Supervise {
+        Supervise::launch(folder, args, false)
+    }
+
+    /// In a process group of its own, as a shell starts a foreground job: a
+    /// signal to the group is a Ctrl-C in its terminal.
+    pub fn start_in_own_group(folder: &Path) -> Supervise {
+        Supervise::launch(folder, &[], true)
+    }
+
+    fn launch(folder: &Path, args: &[&str], own_group: bool) -> Supervise {
+        use std::os::unix::process::CommandExt;
         let log = folder.with_extension("log");
         let stderr = std::fs::File::create(&log).expect("a log file");
-        let child = Command::new(binary())
+        let mut command = Command::new(binary());
+        command
             .arg("supervise")
             .arg(folder)
             .args(args)
             .env_remove("STATEOUS_URL")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(stderr)
-            .spawn()
-            .expect("the stateous binary starts");
+            .stderr(stderr);
+        if own_group {
+            command.process_group(0);
+        }
+        let child = command.spawn().expect("the stateous binary starts");
         Supervise {
             child,
             folder: folder.to_path_buf(),
@@ -68,6 +82,12 @@ impl Supervise {
     pub fn signal(&self, signal: i32) {
         // SAFETY: kill(2) on our own child's pid has no memory effects.
         unsafe { libc::kill(self.child.id() as i32, signal) };
+    }
+
+    /// Signal the supervisor's whole process group (see `start_in_own_group`).
+    pub fn signal_group(&self, signal: i32) {
+        // SAFETY: kill(2) on our own child's group has no memory effects.
+        unsafe { libc::kill(-(self.child.id() as i32), signal) };
     }
 
     pub fn wait(&mut self) -> ExitStatus {

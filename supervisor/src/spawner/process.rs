@@ -1,0 +1,204 @@
+//! The spawner's own process: it starts the routines it is asked to, and tells
+//! when each ends, until the supervisor is gone.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+use super::wire::{decode_request, encode_answer, receive_with_fds, Answer, MAX_REQUEST};
+
+/// The spawner's process: serve, then end without running the supervisor's exit
+/// handlers (they belong to the process it was forked from).
+pub(super) fn spawner_main(socket: OwnedFd, supervisor: libc::pid_t) -> ! {
+    let served =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| serve(&socket, supervisor)));
+    let code = match served {
+        Ok(Ok(())) => 0,
+        Ok(Err(e)) => {
+            eprintln!("stateous: the routines' spawner failed: {e}");
+            1
+        }
+        Err(_) => 101,
+    };
+    // SAFETY: _exit ends the process at once; nothing of it is used after.
+    unsafe { libc::_exit(code) }
+}
+
+/// Start routines as asked and tell when each ends, until the supervisor is gone.
+fn serve(socket: &OwnedFd, supervisor: libc::pid_t) -> io::Result<()> {
+    // SAFETY: prctl and getppid have no memory effects.
+    unsafe {
+        if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // The supervisor may have died before the prctl took effect.
+        if libc::getppid() != supervisor {
+            return Ok(());
+        }
+    }
+    let (children, mask) = child_signals()?;
+    // SAFETY: getpid has no preconditions.
+    let spawner = unsafe { libc::getpid() };
+    let mut buffer = vec![0u8; MAX_REQUEST];
+    loop {
+        let mut polled = [
+            libc::pollfd {
+                fd: socket.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: children.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        // SAFETY: poll reads and writes the two entries of the array.
+        if unsafe { libc::poll(polled.as_mut_ptr(), 2, -1) } < 0 {
+            let error = io::Error::last_os_error();
+            if error.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(error);
+        }
+        if polled[1].revents != 0 {
+            drain(&children);
+            reap(socket)?;
+        }
+        if polled[0].revents != 0 {
+            match receive_with_fds(socket.as_raw_fd(), &mut buffer) {
+                Ok(None) => return Ok(()),
+                Ok(Some((length, fds))) => {
+                    if let Some(answer) = start_routine(&buffer[..length], fds, spawner, &mask) {
+                        send_answer(socket, &answer)?;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+/// Ignore SIGINT and SIGTERM; block SIGCHLD and read it from a descriptor. Also
+/// the signal mask before: each routine starts with it (`Command` keeps the mask).
+fn child_signals() -> io::Result<(OwnedFd, libc::sigset_t)> {
+    // SAFETY: the sigsets are initialised (zeroed, then sigemptyset or written by
+    // sigprocmask) before use; signal, sigprocmask and signalfd only read them, or
+    // write the old mask. SIG_IGN runs no code of ours.
+    unsafe {
+        libc::signal(libc::SIGINT, libc::SIG_IGN);
+        libc::signal(libc::SIGTERM, libc::SIG_IGN);
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        let mut before: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGCHLD);
+        if libc::sigprocmask(libc::SIG_BLOCK, &set, &mut before) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let fd = libc::signalfd(-1, &set, libc::SFD_CLOEXEC | libc::SFD_NONBLOCK);
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok((OwnedFd::from_raw_fd(fd), before))
+    }
+}
+
+/// Read the pending SIGCHLD notices; which children ended, `waitpid` tells.
+fn drain(children: &OwnedFd) {
+    let mut info = [0u8; std::mem::size_of::<libc::signalfd_siginfo>() * 8];
+    // SAFETY: read writes at most info.len() bytes into the buffer.
+    while unsafe { libc::read(children.as_raw_fd(), info.as_mut_ptr().cast(), info.len()) } > 0 {}
+}
+
+/// Collect every ended routine and tell the supervisor its wait status.
+fn reap(socket: &OwnedFd) -> io::Result<()> {
+    loop {
+        let mut status = 0;
+        // SAFETY: waitpid writes the status into the integer it is given.
+        let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
+        if pid <= 0 {
+            return Ok(());
+        }
+        send_answer(socket, &Answer::Exited { pid, status })?;
+    }
+}
+
+fn send_answer(socket: &OwnedFd, answer: &Answer) -> io::Result<()> {
+    let bytes = encode_answer(answer);
+    loop {
+        // SAFETY: send reads bytes.len() bytes of the buffer.
+        let sent = unsafe {
+            libc::send(
+                socket.as_raw_fd(),
+                bytes.as_ptr().cast(),
+                bytes.len(),
+                libc::MSG_NOSIGNAL,
+            )
+        };
+        if sent >= 0 {
+            return Ok(());
+        }
+        let error = io::Error::last_os_error();
+        if error.kind() != io::ErrorKind::Interrupted {
+            return Err(error);
+        }
+    }
+}
+
+/// Start the routine a request names, with `fds` as its stdin, stdout and stderr.
+/// `None` for a message that is no request (it gets no answer).
+fn start_routine(
+    bytes: &[u8],
+    fds: Vec<OwnedFd>,
+    spawner: libc::pid_t,
+    mask: &libc::sigset_t,
+) -> Option<Answer> {
+    let request = decode_request(bytes)?;
+    let id = request.id;
+    let Ok([stdin, stdout, stderr]) = <[OwnedFd; 3]>::try_from(fds) else {
+        let error =
+            io::Error::other("the spawner did not get the routine's stdin, stdout and stderr");
+        return Some(Answer::Failed { id, error });
+    };
+    let mut command = std::process::Command::new(&request.program);
+    command
+        .args(&request.args)
+        .env_clear()
+        .envs(request.env)
+        .current_dir(&request.folder)
+        .stdin(stdin)
+        .stdout(stdout)
+        .stderr(stderr);
+    std::os::unix::process::CommandExt::process_group(&mut command, 0);
+    let mask = *mask;
+    // SAFETY: the closure runs in the child between fork and exec (after it has
+    // its own process group), and calls only async-signal-safe functions (prctl,
+    // getppid, signal, pthread_sigmask); it touches no shared state.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut command, move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // The spawner may have died before the prctl took effect.
+            if libc::getppid() != spawner {
+                return Err(io::Error::other("the supervisor is gone"));
+            }
+            // The spawner ignores these, and blocks SIGCHLD; the routine starts
+            // with the defaults and the supervisor's mask.
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            libc::signal(libc::SIGTERM, libc::SIG_DFL);
+            if libc::pthread_sigmask(libc::SIG_SETMASK, &mask, std::ptr::null_mut()) != 0 {
+                return Err(io::Error::other("cannot set the routine's signal mask"));
+            }
+            Ok(())
+        });
+    }
+    Some(match command.spawn() {
+        // The child is collected by `reap`, not through `Child`.
+        Ok(child) => Answer::Started {
+            id,
+            pid: child.id() as i32,
+        },
+        Err(error) => Answer::Failed { id, error },
+    })
+}
