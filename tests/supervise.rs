@@ -156,6 +156,44 @@ fn a_routine_that_cannot_start_fails_its_attempt_with_the_reason() {
     );
 }
 
+/// The folder where supervisors make their helper sockets' folders.
+fn ctx_base() -> std::path::PathBuf {
+    let base = std::env::temp_dir();
+    if base.as_os_str().len() > 60 {
+        return "/tmp".into();
+    }
+    base
+}
+
+fn the_socket_folder_a_killed_supervisor_left_is_removed_by_the_next_start() {
+    let daemon = sdlc();
+    let folder = folder_for(&daemon, &[("coding.sh", "stateous ctx emit done")]);
+    // A process that has ended: its pid names no process now.
+    let mut ended = std::process::Command::new("true").spawn().unwrap();
+    let gone = ended.id();
+    ended.wait().unwrap();
+    let left = ctx_base().join(format!("stateous-ctx-{gone}-0badc0de"));
+    let living = ctx_base().join(format!("stateous-ctx-{}-0badc0de", std::process::id()));
+    for dir in [&left, &living] {
+        std::fs::create_dir_all(dir).unwrap();
+        std::fs::write(dir.join("1.sock"), "").unwrap();
+    }
+    let sup = Supervise::start(&folder);
+    sup.wait_for_line("box-1 serves coding");
+    // The supervisor makes its own folder (and sweeps) just after that line:
+    // once a routine ran, it has.
+    start_token(&daemon, "C-1");
+    wait_for_status(&daemon, "C-1", "active");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while left.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let living_kept = living.exists();
+    let _ = std::fs::remove_dir_all(&living);
+    assert!(!left.exists(), "{} is still there", left.display());
+    assert!(living_kept, "a live process's folder was removed");
+}
+
 fn an_outcome_the_contract_does_not_allow_fails_the_attempt() {
     let daemon = sdlc();
     let folder = folder_for(
@@ -510,6 +548,7 @@ both!(
     a_token_runs_through_program_routines_that_use_the_ctx_helper,
     a_failing_routine_fails_its_attempt_with_its_exit_status_and_stderr,
     a_routine_that_cannot_start_fails_its_attempt_with_the_reason,
+    the_socket_folder_a_killed_supervisor_left_is_removed_by_the_next_start,
     an_outcome_the_contract_does_not_allow_fails_the_attempt,
     a_second_supervisor_on_the_same_folder_does_not_start,
     the_first_signal_waits_for_the_routine_and_the_second_kills_its_group,
