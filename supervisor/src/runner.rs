@@ -292,17 +292,27 @@ fn stop_with_the_supervisor(command: &mut Command) {
     // SAFETY: the closure runs in the child between fork and exec, and calls only
     // async-signal-safe functions (prctl, getppid); it touches no shared state.
     unsafe {
-        command.pre_exec(move || {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            // The supervisor may have died before the prctl took effect.
-            if libc::getppid() != supervisor {
-                return Err(std::io::Error::other("the supervisor is gone"));
-            }
-            Ok(())
-        });
+        command.pre_exec(move || die_with_parent(supervisor, libc::SIGTERM));
     }
+}
+
+/// Ask for `signal` when the parent `parent` dies (`PR_SET_PDEATHSIG`), and fail
+/// with ESRCH when it died already (before the request took effect). Runs
+/// between fork and exec (or in a fork of a single thread): it calls only
+/// async-signal-safe functions and allocates nothing, since a fork of a process
+/// with threads may hold the allocator's lock.
+#[cfg(target_os = "linux")]
+pub(crate) fn die_with_parent(parent: libc::pid_t, signal: libc::c_int) -> std::io::Result<()> {
+    // SAFETY: prctl and getppid have no memory effects.
+    unsafe {
+        if libc::prctl(libc::PR_SET_PDEATHSIG, signal) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        if libc::getppid() != parent {
+            return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(not(target_os = "linux"))]

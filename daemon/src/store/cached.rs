@@ -11,9 +11,9 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
+use std::time::Duration;
 
 use foldhash::{HashMap as FastMap, HashSet as FastSet};
-use std::time::Duration;
 
 use serde_json::Value;
 use stateous_shared::wire::Object;
@@ -112,19 +112,14 @@ impl<'a> CachedTx<'a> {
         let mut staged = self.staged.borrow_mut();
         // Looked up by `&str` first: most calls find the token staged, and a key
         // is made only for a new one.
-        if !staged.contains_key(token) {
-            let facts = self.base.facts(token).unwrap_or_default();
-            staged.insert(
-                token.to_string(),
-                Staged {
-                    facts,
-                    dirty: false,
-                },
-            );
+        if let Some(entry) = staged.get_mut(token) {
+            return work(entry);
         }
-        let entry = staged
-            .get_mut(token)
-            .expect("the token was staged just above");
+        let facts = self.base.facts(token).unwrap_or_default();
+        let entry = staged.entry(token.to_string()).or_insert(Staged {
+            facts,
+            dirty: false,
+        });
         work(entry)
     }
 

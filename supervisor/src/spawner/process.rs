@@ -25,15 +25,11 @@ pub(super) fn spawner_main(socket: OwnedFd, supervisor: libc::pid_t) -> ! {
 
 /// Start routines as asked and tell when each ends, until the supervisor is gone.
 fn serve(socket: &OwnedFd, supervisor: libc::pid_t) -> io::Result<()> {
-    // SAFETY: prctl and getppid have no memory effects.
-    unsafe {
-        if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // The supervisor may have died before the prctl took effect.
-        if libc::getppid() != supervisor {
-            return Ok(());
-        }
+    match crate::runner::die_with_parent(supervisor, libc::SIGKILL) {
+        Ok(()) => {}
+        // The supervisor died before the request took effect.
+        Err(e) if e.raw_os_error() == Some(libc::ESRCH) => return Ok(()),
+        Err(e) => return Err(e),
     }
     let (children, mask) = child_signals()?;
     // SAFETY: getpid has no preconditions.
@@ -176,21 +172,16 @@ fn start_routine(
     // getppid, signal, pthread_sigmask); it touches no shared state.
     unsafe {
         std::os::unix::process::CommandExt::pre_exec(&mut command, move || {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            // The spawner may have died before the prctl took effect.
-            if libc::getppid() != spawner {
-                return Err(io::Error::other("the supervisor is gone"));
-            }
+            crate::runner::die_with_parent(spawner, libc::SIGTERM)?;
             // The spawner ignores these, and blocks SIGCHLD; the routine starts
             // with the defaults and the supervisor's mask.
             libc::signal(libc::SIGINT, libc::SIG_DFL);
             libc::signal(libc::SIGTERM, libc::SIG_DFL);
-            if libc::pthread_sigmask(libc::SIG_SETMASK, &mask, std::ptr::null_mut()) != 0 {
-                return Err(io::Error::other("cannot set the routine's signal mask"));
+            // It answers the error number itself; no allocation after a fork.
+            match libc::pthread_sigmask(libc::SIG_SETMASK, &mask, std::ptr::null_mut()) {
+                0 => Ok(()),
+                error => Err(io::Error::from_raw_os_error(error)),
             }
-            Ok(())
         });
     }
     Some(match command.spawn() {
