@@ -280,17 +280,7 @@ fn the_first_signal_waits_for_the_routine_and_the_second_kills_its_group() {
     let mut sup = Supervise::start(&folder);
     start_token(&daemon, "S-1");
     sup.wait_for_line("coding of S-1, attempt 1");
-    let pid_file = folder.join("child.pid");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !pid_file.exists() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    std::thread::sleep(Duration::from_millis(100));
-    let child: i32 = std::fs::read_to_string(&pid_file)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let child = pid_in(&folder, "child.pid");
     sup.signal(libc::SIGTERM);
     sup.wait_for_line(
         "stopping: no new tasks; waiting for 1 routine(s) (signal again to stop now)",
@@ -435,28 +425,65 @@ fn a_routine_stops_when_its_supervisor_is_killed() {
     let mut sup = Supervise::start(&folder);
     start_token(&daemon, "D-1");
     sup.wait_for_line("coding of D-1, attempt 1");
-    let pid_file = folder.join("routine.pid");
+    let routine = pid_in(&folder, "routine.pid");
+    assert!(running(routine));
+    sup.signal(libc::SIGKILL);
+    sup.wait();
+    assert!(
+        ends_soon(routine),
+        "the routine got SIGTERM when its supervisor died"
+    );
+}
+
+/// The routine's own children are in its process group, and the whole group gets
+/// SIGTERM: a shell's `sleep` must not go on, reparented, once the shell is gone.
+fn a_routines_own_children_stop_when_its_supervisor_is_killed() {
+    let daemon = sdlc();
+    let folder = folder_for(
+        &daemon,
+        &[("coding.sh", "sleep 60 &\necho $! > child.pid\nwait")],
+    );
+    let mut sup = Supervise::start(&folder);
+    start_token(&daemon, "G-1");
+    sup.wait_for_line("coding of G-1, attempt 1");
+    let child = pid_in(&folder, "child.pid");
+    assert!(running(child));
+    sup.signal(libc::SIGKILL);
+    sup.wait();
+    let stopped = ends_soon(child);
+    if !stopped {
+        // SAFETY: kill(2) on the pid the routine wrote has no memory effects.
+        unsafe { libc::kill(child, libc::SIGKILL) };
+    }
+    assert!(
+        stopped,
+        "the routine's child got SIGTERM when its supervisor died"
+    );
+}
+
+/// The pid a routine wrote to `name` in `folder`, once it is there.
+fn pid_in(folder: &Path, name: &str) -> i32 {
+    let pid_file = folder.join(name);
     let deadline = Instant::now() + Duration::from_secs(10);
     while !pid_file.exists() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }
+    // The file exists before the shell has written the pid into it.
     std::thread::sleep(Duration::from_millis(100));
-    let routine: i32 = std::fs::read_to_string(&pid_file)
+    std::fs::read_to_string(&pid_file)
         .unwrap()
         .trim()
         .parse()
-        .unwrap();
-    assert!(running(routine));
-    sup.signal(libc::SIGKILL);
-    sup.wait();
+        .unwrap()
+}
+
+/// Whether `pid` stops running within a few seconds.
+fn ends_soon(pid: i32) -> bool {
     let deadline = Instant::now() + Duration::from_secs(5);
-    while running(routine) && Instant::now() < deadline {
+    while running(pid) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert!(
-        !running(routine),
-        "the routine got SIGTERM when its supervisor died"
-    );
+    !running(pid)
 }
 
 /// A Ctrl-C signals the terminal's whole foreground group, which holds the
@@ -556,6 +583,7 @@ both!(
     a_report_that_cannot_be_sent_stays_in_the_outbox_and_goes_at_the_next_start,
     an_outbox_message_survives_a_sigkill_of_the_supervisor,
     a_routine_stops_when_its_supervisor_is_killed,
+    a_routines_own_children_stop_when_its_supervisor_is_killed,
     a_ctrl_c_to_the_supervisors_group_lets_its_routine_finish,
     an_emit_whose_report_would_be_over_the_body_limit_is_refused_to_the_routine_at_once,
 );

@@ -344,6 +344,26 @@ fn the_first_signal_lets_a_running_routine_finish_and_report_then_exits_0() {
     assert_eq!(daemon.get("/tokens/G-1").expect(200)["state"], "testing");
 }
 
+/// A SIGTERM to the supervisor's whole process group (`kill -TERM -PGID`) reaches
+/// the process that starts its routines too, which must not take it for the
+/// supervisor's death: the stop is graceful, and the routine finishes and reports.
+fn a_sigterm_to_the_supervisors_group_lets_its_routine_finish_and_report() {
+    let daemon = sdlc_with_lease("60s");
+    let coding = format!("{WAIT_FOR_GO}\nstateous ctx emit done");
+    let folder = folder_named(&daemon, "sup", "box-1", &[("coding.sh", &coding)]);
+    let mut sup = Supervise::start_in_own_group(&folder);
+    start_token(&daemon, "T-1");
+    sup.wait_for_line("coding of T-1, attempt 1");
+    sup.signal_group(libc::SIGTERM);
+    sup.wait_for_line("stopping: no new tasks; waiting for 1 routine(s)");
+    std::thread::sleep(Duration::from_millis(300));
+    std::fs::write(folder.join("go"), "").unwrap();
+    assert_eq!(sup.wait().code(), Some(0), "{}", sup.report());
+    let log = sup.stderr();
+    assert!(log.contains("task 1 of T-1: reported done"), "{log}");
+    assert_eq!(daemon.get("/tokens/T-1").expect(200)["state"], "testing");
+}
+
 fn a_routine_whose_token_a_fired_event_moved_on_is_stopped() {
     let daemon = sdlc_with_lease("60s");
     let folder = folder_named(
@@ -483,6 +503,7 @@ both!(
     a_supervisor_killed_with_unsent_messages_sends_them_at_its_next_start_before_it_claims,
     a_report_after_its_lease_ended_is_dropped_with_one_line_and_the_new_attempt_is_untouched,
     the_first_signal_lets_a_running_routine_finish_and_report_then_exits_0,
+    a_sigterm_to_the_supervisors_group_lets_its_routine_finish_and_report,
     a_routine_whose_token_a_fired_event_moved_on_is_stopped,
     serve_with_supervise_serves_on_until_the_supervisors_routines_have_reported,
     serve_with_supervise_stops_at_once_with_exit_1_on_a_second_signal,

@@ -285,6 +285,9 @@ async fn start(
 
 /// On Linux, the program gets SIGTERM when the supervisor dies (even by SIGKILL),
 /// so a crashed supervisor leaves no routine running whose task will run again.
+/// The program only, not its own children: a dead supervisor signals no group.
+/// The spawner, which outlives the supervisor long enough, signals the whole
+/// group (`spawner/process.rs` `stop_routines`); this is the start without it.
 #[cfg(target_os = "linux")]
 fn stop_with_the_supervisor(command: &mut Command) {
     // SAFETY: getpid is async-signal-safe.

@@ -9,11 +9,16 @@
 //! short routine (issue "Speed", `bench-routines`). The spawner is forked once,
 //! before the process starts any thread, while it is small; its forks are cheap.
 //!
-//! The guarantee holds through a chain: the spawner gets SIGKILL when the thread
-//! that started it (the main thread) ends, and each routine gets SIGTERM when the
-//! spawner ends. The spawner ignores SIGINT and SIGTERM, which the supervisor
-//! handles (a Ctrl-C must not end the routines at once), and a routine starts with
-//! both at their defaults, as the supervisor's own children did.
+//! The guarantee holds for the routine's whole process group, its own children
+//! too: the spawner gets SIGTERM when the thread that started it (the main thread)
+//! ends, reads it from its signal descriptor, sends SIGTERM to the group of each
+//! routine it has not collected, and ends (`process.rs` `stop_routines`); it does
+//! the same when the supervisor closes the socket (`finish`). Each routine also
+//! gets SIGTERM itself when the spawner ends, a second line for a spawner killed
+//! outright. The spawner ignores SIGINT and SIGTERM from elsewhere, which the
+//! supervisor handles (a Ctrl-C must not end the routines at once): a SIGTERM
+//! ends it only when its parent is no longer the supervisor. A routine starts
+//! with both at their defaults, as the supervisor's own children did.
 //!
 //! The two speak over a socket pair (`SOCK_SEQPACKET`, one message each): a
 //! request names the program, its arguments, folder and whole environment, and
@@ -93,7 +98,8 @@ pub fn start() -> io::Result<()> {
 
 /// End this process's spawner and collect it, so that its time and its routines'
 /// count in this process's own (`time stateous supervise`). A routine still
-/// running gets SIGTERM, as when the supervisor exits. Call it last.
+/// running gets SIGTERM to its process group, as when the supervisor dies. Call
+/// it last.
 pub fn finish() {
     let Some(spawner) = SPAWNER.get() else {
         return;

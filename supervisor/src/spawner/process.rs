@@ -1,16 +1,31 @@
 //! The spawner's own process: it starts the routines it is asked to, and tells
-//! when each ends, until the supervisor is gone.
+//! when each ends, until the supervisor is gone; then it sends SIGTERM to each
+//! running routine's process group, and ends.
 
+use std::collections::HashSet;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 use super::wire::{decode_request, encode_answer, receive_with_fds, Answer, MAX_REQUEST};
 
-/// The spawner's process: serve, then end without running the supervisor's exit
-/// handlers (they belong to the process it was forked from).
+/// The routines started and not yet collected, by pid: each is also the id of the
+/// routine's process group (`process_group(0)`), and stays so until the spawner
+/// collects it (a zombie keeps its pid), so a signal to it reaches no other group.
+type Routines = HashSet<libc::pid_t>;
+
+/// The spawner's process: serve, stop the routines still running, then end
+/// without running the supervisor's exit handlers (they belong to the process it
+/// was forked from).
 pub(super) fn spawner_main(socket: OwnedFd, supervisor: libc::pid_t) -> ! {
-    let served =
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| serve(&socket, supervisor)));
+    let mut routines = Routines::new();
+    let served = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        serve(&socket, supervisor, &mut routines)
+    }));
+    // However serving ended (the supervisor died or closed the socket, or an
+    // error), no routine runs on without its supervisor: its whole group gets
+    // SIGTERM, its own children too. The routine's own PR_SET_PDEATHSIG on the
+    // spawner stays as a second line, for a spawner killed outright.
+    stop_routines(&routines);
     let code = match served {
         Ok(Ok(())) => 0,
         Ok(Err(e)) => {
@@ -23,15 +38,19 @@ pub(super) fn spawner_main(socket: OwnedFd, supervisor: libc::pid_t) -> ! {
     unsafe { libc::_exit(code) }
 }
 
-/// Start routines as asked and tell when each ends, until the supervisor is gone.
-fn serve(socket: &OwnedFd, supervisor: libc::pid_t) -> io::Result<()> {
-    match crate::runner::die_with_parent(supervisor, libc::SIGKILL) {
+/// Start routines as asked and tell when each ends, until the supervisor is gone:
+/// its socket ends, or the spawner gets its death signal (SIGTERM, read from the
+/// signal descriptor, so that `spawner_main` can stop the routines first).
+fn serve(socket: &OwnedFd, supervisor: libc::pid_t, routines: &mut Routines) -> io::Result<()> {
+    // The signals first: SIGTERM is blocked before it is asked for at the
+    // supervisor's death, so it waits on the descriptor and never goes unseen.
+    let (signals, mask) = spawner_signals()?;
+    match crate::runner::die_with_parent(supervisor, libc::SIGTERM) {
         Ok(()) => {}
         // The supervisor died before the request took effect.
         Err(e) if e.raw_os_error() == Some(libc::ESRCH) => return Ok(()),
         Err(e) => return Err(e),
     }
-    let (children, mask) = child_signals()?;
     // SAFETY: getpid has no preconditions.
     let spawner = unsafe { libc::getpid() };
     let mut buffer = vec![0u8; MAX_REQUEST];
@@ -43,7 +62,7 @@ fn serve(socket: &OwnedFd, supervisor: libc::pid_t) -> io::Result<()> {
                 revents: 0,
             },
             libc::pollfd {
-                fd: children.as_raw_fd(),
+                fd: signals.as_raw_fd(),
                 events: libc::POLLIN,
                 revents: 0,
             },
@@ -57,14 +76,21 @@ fn serve(socket: &OwnedFd, supervisor: libc::pid_t) -> io::Result<()> {
             return Err(error);
         }
         if polled[1].revents != 0 {
-            drain(&children);
-            reap(socket)?;
+            drain(&signals);
+            if supervisor_gone(supervisor) {
+                return Ok(());
+            }
+            reap(socket, routines)?;
         }
         if polled[0].revents != 0 {
             match receive_with_fds(socket.as_raw_fd(), &mut buffer) {
                 Ok(None) => return Ok(()),
                 Ok(Some((length, fds))) => {
-                    if let Some(answer) = start_routine(&buffer[..length], fds, spawner, &mask) {
+                    let answer = start_routine(&buffer[..length], fds, spawner, &mask);
+                    if let Some(Answer::Started { pid, .. }) = answer {
+                        routines.insert(pid);
+                    }
+                    if let Some(answer) = answer {
                         send_answer(socket, &answer)?;
                     }
                 }
@@ -75,9 +101,13 @@ fn serve(socket: &OwnedFd, supervisor: libc::pid_t) -> io::Result<()> {
     }
 }
 
-/// Ignore SIGINT and SIGTERM; block SIGCHLD and read it from a descriptor. Also
-/// the signal mask before: each routine starts with it (`Command` keeps the mask).
-fn child_signals() -> io::Result<(OwnedFd, libc::sigset_t)> {
+/// Ignore SIGINT and SIGTERM, which the supervisor handles (a Ctrl-C reaches the
+/// whole foreground group); block SIGCHLD and SIGTERM and read them from a
+/// descriptor: a blocked signal waits there even while it is ignored, and a
+/// SIGTERM ends the spawner only when the supervisor is gone (`supervisor_gone`).
+/// Also the signal mask before: each routine starts with it (`Command` keeps the
+/// mask).
+fn spawner_signals() -> io::Result<(OwnedFd, libc::sigset_t)> {
     // SAFETY: the sigsets are initialised (zeroed, then sigemptyset or written by
     // sigprocmask) before use; signal, sigprocmask and signalfd only read them, or
     // write the old mask. SIG_IGN runs no code of ours.
@@ -88,6 +118,7 @@ fn child_signals() -> io::Result<(OwnedFd, libc::sigset_t)> {
         let mut before: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut set);
         libc::sigaddset(&mut set, libc::SIGCHLD);
+        libc::sigaddset(&mut set, libc::SIGTERM);
         if libc::sigprocmask(libc::SIG_BLOCK, &set, &mut before) != 0 {
             return Err(io::Error::last_os_error());
         }
@@ -99,15 +130,36 @@ fn child_signals() -> io::Result<(OwnedFd, libc::sigset_t)> {
     }
 }
 
-/// Read the pending SIGCHLD notices; which children ended, `waitpid` tells.
-fn drain(children: &OwnedFd) {
+/// Read the pending signal notices. Which children ended, `waitpid` tells; whether
+/// the supervisor is gone, `supervisor_gone`: a SIGTERM may come from elsewhere
+/// (a `kill` of the whole group, or of every process of a service).
+fn drain(signals: &OwnedFd) {
     let mut info = [0u8; std::mem::size_of::<libc::signalfd_siginfo>() * 8];
     // SAFETY: read writes at most info.len() bytes into the buffer.
-    while unsafe { libc::read(children.as_raw_fd(), info.as_mut_ptr().cast(), info.len()) } > 0 {}
+    while unsafe { libc::read(signals.as_raw_fd(), info.as_mut_ptr().cast(), info.len()) } > 0 {}
+}
+
+/// Whether the supervisor has died: the spawner has another parent now. The kernel
+/// gives the orphan its new parent before it sends the death signal, so after
+/// that signal this holds.
+fn supervisor_gone(supervisor: libc::pid_t) -> bool {
+    // SAFETY: getppid has no preconditions.
+    unsafe { libc::getppid() != supervisor }
+}
+
+/// Send SIGTERM to the process group of each routine not yet collected.
+fn stop_routines(routines: &Routines) {
+    for &pid in routines {
+        // SAFETY: kill(2) with a negative pid signals that process group; it has
+        // no memory effects, and a group that is gone gives ESRCH, which is fine.
+        unsafe {
+            libc::kill(-pid, libc::SIGTERM);
+        }
+    }
 }
 
 /// Collect every ended routine and tell the supervisor its wait status.
-fn reap(socket: &OwnedFd) -> io::Result<()> {
+fn reap(socket: &OwnedFd, routines: &mut Routines) -> io::Result<()> {
     loop {
         let mut status = 0;
         // SAFETY: waitpid writes the status into the integer it is given.
@@ -115,6 +167,7 @@ fn reap(socket: &OwnedFd) -> io::Result<()> {
         if pid <= 0 {
             return Ok(());
         }
+        routines.remove(&pid);
         send_answer(socket, &Answer::Exited { pid, status })?;
     }
 }
@@ -173,8 +226,8 @@ fn start_routine(
     unsafe {
         std::os::unix::process::CommandExt::pre_exec(&mut command, move || {
             crate::runner::die_with_parent(spawner, libc::SIGTERM)?;
-            // The spawner ignores these, and blocks SIGCHLD; the routine starts
-            // with the defaults and the supervisor's mask.
+            // The spawner ignores these, and blocks SIGCHLD and SIGTERM; the
+            // routine starts with the defaults and the supervisor's mask.
             libc::signal(libc::SIGINT, libc::SIG_DFL);
             libc::signal(libc::SIGTERM, libc::SIG_DFL);
             // It answers the error number itself; no allocation after a fork.
