@@ -83,6 +83,22 @@ fn a_control_plane_whose_lock_connection_ends_commits_nothing_more_and_exits_1()
             )
             .expect("the lock's session ended");
         assert_eq!(ended.len(), 1, "one session held the lock");
+        // `pg_terminate_backend` only signals the session: the lock is lost once the
+        // session has ended (a commit before that still held it).
+        let lock_gone = Instant::now() + Duration::from_secs(10);
+        while !other
+            .query(
+                "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND mode = 'ExclusiveLock'
+                   AND granted
+                   AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+                &[],
+            )
+            .expect("pg_locks reads")
+            .is_empty()
+        {
+            assert!(Instant::now() < lock_gone, "the lock's session did not end");
+            std::thread::sleep(Duration::from_millis(10));
+        }
         // Right after the loss: nothing commits.
         let body = json!({"token": "T-2", "context": {"repo": "r"}});
         let refused = daemon.post("/tokens", &body);
