@@ -197,13 +197,14 @@ impl Api {
     /// The grant as a claim answers it: the reference's fields, and our addition
     /// `lease_seconds`, the lease it was granted with, so that a supervisor can
     /// pace its heartbeat from it (the reference's supervisor ignores the field).
-    fn with_lease(&self, grant: &stateous_shared::wire::Grant) -> serde_json::Value {
-        let mut value = serde_json::to_value(grant).unwrap_or_default();
-        if let Some(fields) = value.as_object_mut() {
-            let lease = self.control.options().lease.as_secs_f64();
-            fields.insert("lease_seconds".into(), lease.into());
+    /// Written straight from the grant, not through a `serde_json::Value` (issue
+    /// "Speed": building the value cost a claim about a sixth of its request
+    /// thread's instructions).
+    fn with_lease<'g>(&self, grant: &'g stateous_shared::wire::Grant) -> Granted<'g> {
+        Granted {
+            grant,
+            lease_seconds: self.control.options().lease.as_secs_f64(),
         }
-        value
     }
 
     async fn dispatch_task(&self, route: Route, raw: &[u8]) -> Result<Answer, Refusal> {
@@ -260,6 +261,14 @@ impl Api {
             )),
         }
     }
+}
+
+/// A claim's answer: the grant's fields, then `lease_seconds` (`Api::with_lease`).
+#[derive(Serialize)]
+struct Granted<'g> {
+    #[serde(flatten)]
+    grant: &'g stateous_shared::wire::Grant,
+    lease_seconds: f64,
 }
 
 /// A task id from a path, or `task_not_found` when no task can have it.
