@@ -237,6 +237,42 @@ fn a_missing_or_broken_graph_file_is_refused_with_one_sentence() {
 }
 
 #[test]
+fn a_flow_yaml_given_as_the_graph_file_says_to_compile_it_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("s.sock").display().to_string();
+    let base = ["--listen", "127.0.0.1:0", "--socket", socket.as_str()];
+    let flow = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/orders/flow.yaml"),
+    )
+    .unwrap();
+    std::fs::create_dir(dir.path().join("orders")).unwrap();
+    std::fs::write(dir.path().join("orders/flow.yaml"), &flow).unwrap();
+    let line = refused_at_start(
+        dir.path(),
+        &[&["serve", "orders/flow.yaml"][..], &base].concat(),
+    );
+    assert!(
+        line.contains("orders/flow.yaml is a workflow to compile, not a graph file"),
+        "{line}"
+    );
+    assert!(
+        line.contains("`stateous compile orders/flow.yaml`"),
+        "{line}"
+    );
+    assert!(line.contains("orders/build/orders.json"), "{line}");
+    // A graph file with a JSON mistake that YAML forgives is still a graph file.
+    std::fs::write(
+        dir.path().join("comma.json"),
+        "{\"stateous\": 1, \"workflow\": \"x\",}",
+    )
+    .unwrap();
+    let line = refused_at_start(dir.path(), &[&["serve", "comma.json"][..], &base].concat());
+    assert!(line.contains("comma.json is not a graph file"), "{line}");
+    assert!(!line.contains("compile"), "{line}");
+    assert!(!dir.path().join("stateous.db").exists());
+}
+
+#[test]
 fn database_urls_that_cannot_be_used_are_refused_with_one_sentence() {
     let dir = tempfile::tempdir().unwrap();
     let socket = dir.path().join("s.sock").display().to_string();

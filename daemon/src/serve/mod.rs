@@ -32,6 +32,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
+use stateous_shared::compiler;
 use stateous_shared::graph::Graph;
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::{watch, Notify};
@@ -244,6 +245,16 @@ fn read_graph(path: &Path) -> Result<Graph, String> {
         ),
     })?;
     Graph::load(&text).map_err(|e| {
+        // A workflow's flow.yaml is the likeliest wrong file: say how to get its graph.
+        if let Some(workflow) = compiler::flow_workflow(&text) {
+            return format!(
+                "{} is a workflow to compile, not a graph file: run `stateous compile {}`, \
+                 then serve {}",
+                path.display(),
+                path.display(),
+                compiler::default_target(path, &workflow).display()
+            );
+        }
         let reason = e
             .to_string()
             .split_whitespace()

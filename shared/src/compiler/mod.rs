@@ -120,6 +120,20 @@ pub fn default_target(flow: &Path, workflow: &str) -> PathBuf {
         .join(format!("{workflow}.json"))
 }
 
+/// The workflow's name when `text` reads as a workflow's source (a `flow.yaml`)
+/// rather than a graph file: a YAML mapping that names a `workflow` and has no
+/// `stateous` format key, which every graph file has and no flow.yaml may. `serve`
+/// asks it once a file fails to load as a graph, to say what to do instead.
+pub fn flow_workflow(text: &str) -> Option<String> {
+    let Ok(Value::Object(top)) = serde_norway::from_str::<Value>(text) else {
+        return None;
+    };
+    if top.contains_key("stateous") {
+        return None;
+    }
+    top.get("workflow")?.as_str().map(str::to_string)
+}
+
 /// `stateous compile FLOW [--out FILE]`: compile, write the graph file, and print
 /// `wrote PATH` on stdout.
 pub fn compile_command(flow: &Path, out: Option<&Path>) -> Result<(), CompileError> {

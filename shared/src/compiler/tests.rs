@@ -469,3 +469,18 @@ fn parallel_settings_and_names_have_their_line() {
         );
     }
 }
+
+#[test]
+fn a_flow_yaml_is_told_from_a_graph_file_that_failed_to_load() {
+    assert_eq!(
+        flow_workflow(&asset("orders/flow.yaml")).as_deref(),
+        Some("orders")
+    );
+    let graph = asset("orders/build/orders.json");
+    assert_eq!(flow_workflow(&graph), None);
+    // A trailing comma breaks JSON but not YAML: still a graph file.
+    assert_eq!(flow_workflow(r#"{"stateous": 1, "workflow": "x",}"#), None);
+    for other in ["", "[1]", "workflow: [a]", "url: http://x", "{"] {
+        assert_eq!(flow_workflow(other), None, "{other}");
+    }
+}
