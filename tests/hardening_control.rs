@@ -96,7 +96,7 @@ fn a_heartbeat_or_memory_write_after_the_lease_ended_ends_it_then_and_there() {
 fn a_stopped_control_plane_whose_database_was_taken_commits_nothing_it_queued() {
     let mut daemon = Daemon::tickets();
     start(&daemon, "T-1");
-    daemon.signal(libc::SIGSTOP);
+    stop_between_writes(&daemon);
     // Requests queue at the stopped control plane...
     let url = daemon.authority.clone();
     let senders: Vec<_> = (2..6)
@@ -131,6 +131,33 @@ fn a_stopped_control_plane_whose_database_was_taken_commits_nothing_it_queued() 
     assert_eq!(status.code(), Some(1), "{}", daemon.report());
     let rows = daemon.rows("SELECT token FROM tokens ORDER BY token");
     assert_eq!(rows.len(), 1, "only T-1: {rows:?}");
+}
+
+/// Stop the daemon (SIGSTOP) at a moment it holds no write lock. Stopped halfway
+/// through a clock tick or a renewal of its hold, a SQLite daemon keeps the file's
+/// write lock, and a takeover's write would wait for it until it gave up.
+fn stop_between_writes(daemon: &Daemon) {
+    for _ in 0..50 {
+        daemon.signal(libc::SIGSTOP);
+        if daemon.database.backend() == Backend::Postgres
+            || sqlite_write_lock_free(&daemon.database.path)
+        {
+            return;
+        }
+        daemon.signal(libc::SIGCONT);
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("the daemon held the write lock each time it was stopped");
+}
+
+/// Whether another connection can take the SQLite file's write lock now.
+fn sqlite_write_lock_free(path: &std::path::Path) -> bool {
+    let conn = rusqlite::Connection::open(path).expect("the database");
+    conn.busy_timeout(Duration::from_millis(300))
+        .expect("a busy timeout");
+    let free = conn.execute_batch("BEGIN IMMEDIATE").is_ok();
+    let _ = conn.execute_batch("ROLLBACK");
+    free
 }
 
 fn a_newcomers_short_staleness_never_takes_a_healthy_or_stopped_holders_database() {
