@@ -225,6 +225,11 @@ fn start_routine(
     // getppid, signal, pthread_sigmask); it touches no shared state.
     unsafe {
         std::os::unix::process::CommandExt::pre_exec(&mut command, move || {
+            // A SIGTERM sent to the supervisor's group between the fork and the
+            // child's own group waits here, blocked: it was meant for the
+            // supervisor, not the routine. Setting SIG_IGN discards it (POSIX),
+            // before the death signal is asked for, which must not be lost.
+            libc::signal(libc::SIGTERM, libc::SIG_IGN);
             crate::runner::die_with_parent(spawner, libc::SIGTERM)?;
             // The spawner ignores these, and blocks SIGCHLD and SIGTERM; the
             // routine starts with the defaults and the supervisor's mask.
