@@ -67,6 +67,11 @@ fn a_token_held_by_another_session_answers_database_busy_while_other_tokens_move
     });
 }
 
+/// The rows of `pg_locks` that are the serving lock of this test's database: the
+/// one session-level exclusive advisory lock granted there.
+const SERVING_LOCK: &str = "locktype = 'advisory' AND mode = 'ExclusiveLock' AND granted
+    AND database = (SELECT oid FROM pg_database WHERE datname = current_database())";
+
 #[test]
 fn a_control_plane_whose_lock_connection_ends_commits_nothing_more_and_exits_1() {
     postgres(|| {
@@ -76,9 +81,7 @@ fn a_control_plane_whose_lock_connection_ends_commits_nothing_more_and_exits_1()
         let mut other = session(&daemon);
         let ended = other
             .query(
-                "SELECT pg_terminate_backend(pid) FROM pg_locks
-                 WHERE locktype = 'advisory' AND mode = 'ExclusiveLock' AND granted
-                   AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+                &format!("SELECT pg_terminate_backend(pid) FROM pg_locks WHERE {SERVING_LOCK}"),
                 &[],
             )
             .expect("the lock's session ended");
@@ -87,12 +90,7 @@ fn a_control_plane_whose_lock_connection_ends_commits_nothing_more_and_exits_1()
         // session has ended (a commit before that still held it).
         let lock_gone = Instant::now() + Duration::from_secs(10);
         while !other
-            .query(
-                "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND mode = 'ExclusiveLock'
-                   AND granted
-                   AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
-                &[],
-            )
+            .query(&format!("SELECT 1 FROM pg_locks WHERE {SERVING_LOCK}"), &[])
             .expect("pg_locks reads")
             .is_empty()
         {

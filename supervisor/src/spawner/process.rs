@@ -86,11 +86,10 @@ fn serve(socket: &OwnedFd, supervisor: libc::pid_t, routines: &mut Routines) -> 
             match receive_with_fds(socket.as_raw_fd(), &mut buffer) {
                 Ok(None) => return Ok(()),
                 Ok(Some((length, fds))) => {
-                    let answer = start_routine(&buffer[..length], fds, spawner, &mask);
-                    if let Some(Answer::Started { pid, .. }) = answer {
-                        routines.insert(pid);
-                    }
-                    if let Some(answer) = answer {
+                    if let Some(answer) = start_routine(&buffer[..length], fds, spawner, &mask) {
+                        if let Answer::Started { pid, .. } = &answer {
+                            routines.insert(*pid);
+                        }
                         send_answer(socket, &answer)?;
                     }
                 }
