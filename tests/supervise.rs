@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 use harness::{asset_graph, run, Setup};
 use serde_json::{json, Value};
 use supervising::{
-    alive, folder_for, history, sdlc, start_token, wait_for_status, write_script, Supervise,
+    alive, ends_soon, folder_for, history, pid_in, running, sdlc, start_token, wait_for_status,
+    write_script, Supervise,
 };
 
 const CODING: &str = r#"read grant
@@ -405,17 +406,6 @@ fn init_supervisor_refuses_a_source_it_cannot_use_with_one_line() {
     }
 }
 
-/// Whether `pid` runs: it exists and is not a zombie waiting for its reaper.
-fn running(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !stat
-            .rsplit(") ")
-            .next()
-            .is_some_and(|rest| rest.starts_with('Z')),
-        Err(_) => false,
-    }
-}
-
 fn a_routine_stops_when_its_supervisor_is_killed() {
     let daemon = sdlc();
     let folder = folder_for(
@@ -461,29 +451,36 @@ fn a_routines_own_children_stop_when_its_supervisor_is_killed() {
     );
 }
 
-/// The pid a routine wrote to `name` in `folder`, once it is there.
-fn pid_in(folder: &Path, name: &str) -> i32 {
-    let pid_file = folder.join(name);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !pid_file.exists() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
+/// A routine that ignores SIGTERM, and its child that inherits that, get SIGKILL
+/// once the grace period (1 s here) has passed after its supervisor died: a task
+/// retried after the lease must never run beside an orphan of its last attempt.
+fn a_routine_that_ignores_sigterm_is_killed_a_grace_after_its_supervisor_dies() {
+    let daemon = sdlc();
+    let folder = folder_for(
+        &daemon,
+        &[(
+            "coding.sh",
+            "trap '' TERM\necho $$ > routine.pid\nsleep 61 &\necho $! > child.pid\nwait",
+        )],
+    );
+    let mut sup = Supervise::start(&folder);
+    start_token(&daemon, "T-1");
+    sup.wait_for_line("coding of T-1, attempt 1");
+    let routine = pid_in(&folder, "routine.pid");
+    let child = pid_in(&folder, "child.pid");
+    assert!(running(routine) && running(child));
+    sup.signal(libc::SIGKILL);
+    sup.wait();
+    let stopped = [routine, child].map(ends_soon);
+    for pid in [routine, child] {
+        // SAFETY: kill(2) on a pid the routine wrote has no memory effects.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
     }
-    // The file exists before the shell has written the pid into it.
-    std::thread::sleep(Duration::from_millis(100));
-    std::fs::read_to_string(&pid_file)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap()
-}
-
-/// Whether `pid` stops running within a few seconds.
-fn ends_soon(pid: i32) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while running(pid) && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    !running(pid)
+    assert_eq!(
+        stopped,
+        [true, true],
+        "the routine and its child were killed after the grace"
+    );
 }
 
 /// A Ctrl-C signals the terminal's whole foreground group, which holds the
@@ -584,6 +581,7 @@ both!(
     an_outbox_message_survives_a_sigkill_of_the_supervisor,
     a_routine_stops_when_its_supervisor_is_killed,
     a_routines_own_children_stop_when_its_supervisor_is_killed,
+    a_routine_that_ignores_sigterm_is_killed_a_grace_after_its_supervisor_dies,
     a_ctrl_c_to_the_supervisors_group_lets_its_routine_finish,
     an_emit_whose_report_would_be_over_the_body_limit_is_refused_to_the_routine_at_once,
 );

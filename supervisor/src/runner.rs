@@ -109,7 +109,7 @@ pub async fn run(program: &Program, grant: &Grant, spec: &RunSpec, kill: &Stop) 
         (crate::ctx_socket::CTX_ENV, spec.ctx_socket.clone().into()),
         ("PATH", path_with_own_folder().to_os_string()),
     ];
-    let mut child = match start(path, &args, &spec.folder, &env).await {
+    let mut child = match start(path, &args, &spec.folder, &env, spec.grace).await {
         Ok(child) => child,
         Err(e) => {
             return Exit {
@@ -220,6 +220,7 @@ async fn start(
     args: &[OsString],
     folder: &Path,
     env: &[(&str, OsString)],
+    grace: Duration,
 ) -> std::io::Result<Child> {
     if let Some(spawner) = crate::spawner::spawner() {
         let mut whole: Vec<(OsString, OsString)> = std::env::vars_os()
@@ -231,6 +232,7 @@ async fn start(
             args,
             folder,
             env: &whole,
+            grace,
         };
         match spawner.spawn(&launch).await {
             Ok(started) => {

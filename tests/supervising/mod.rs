@@ -240,3 +240,39 @@ pub fn example_folder(daemon: &Daemon, name: &str) -> PathBuf {
     std::fs::write(&config, text + TIMINGS).unwrap();
     to
 }
+
+/// Whether `pid` runs: it exists and is not a zombie waiting for its reaper.
+pub fn running(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat
+            .rsplit(") ")
+            .next()
+            .is_some_and(|rest| rest.starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+/// The pid a routine wrote to `name` in `folder`, once it is there.
+pub fn pid_in(folder: &Path, name: &str) -> i32 {
+    let pid_file = folder.join(name);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !pid_file.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The file exists before the shell has written the pid into it.
+    std::thread::sleep(Duration::from_millis(100));
+    std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// Whether `pid` stops running within a few seconds.
+pub fn ends_soon(pid: i32) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while running(pid) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    !running(pid)
+}

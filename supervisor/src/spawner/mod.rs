@@ -12,8 +12,10 @@
 //! The guarantee holds for the routine's whole process group, its own children
 //! too: the spawner gets SIGTERM when the thread that started it (the main thread)
 //! ends, reads it from its signal descriptor, sends SIGTERM to the group of each
-//! routine it has not collected, and ends (`process.rs` `stop_routines`); it does
-//! the same when the supervisor closes the socket (`finish`). Each routine also
+//! routine it has not collected, SIGKILL to each group still there when that
+//! routine's grace period has passed, and ends (`process.rs` `stop_routines`): a
+//! routine that ignores SIGTERM must not run on beside the task's next attempt. It
+//! does the same when the supervisor closes the socket (`finish`). Each routine also
 //! gets SIGTERM itself when the spawner ends, a second line for a spawner killed
 //! outright. The spawner ignores SIGINT and SIGTERM from elsewhere, which the
 //! supervisor handles (a Ctrl-C must not end the routines at once): a SIGTERM
@@ -39,6 +41,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
 
 use tokio::net::unix::pipe;
 use tokio::sync::oneshot;
@@ -159,6 +162,9 @@ pub(crate) struct Launch<'a> {
     pub folder: &'a Path,
     /// Its whole environment.
     pub env: &'a [(OsString, OsString)],
+    /// From SIGTERM to SIGKILL of its process group, should the supervisor die
+    /// while it runs (the `grace` of the supervisor's settings).
+    pub grace: Duration,
 }
 
 /// A routine the spawner started.

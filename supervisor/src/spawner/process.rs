@@ -1,17 +1,23 @@
 //! The spawner's own process: it starts the routines it is asked to, and tells
 //! when each ends, until the supervisor is gone; then it sends SIGTERM to each
-//! running routine's process group, and ends.
+//! running routine's process group, SIGKILL to each group still there after that
+//! routine's grace period, and ends.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::time::{Duration, Instant};
 
-use super::wire::{decode_request, encode_answer, receive_with_fds, Answer, MAX_REQUEST};
+use super::wire::{decode_request, encode_answer, receive_with_fds, Answer, Request, MAX_REQUEST};
 
-/// The routines started and not yet collected, by pid: each is also the id of the
-/// routine's process group (`process_group(0)`), and stays so until the spawner
-/// collects it (a zombie keeps its pid), so a signal to it reaches no other group.
-type Routines = HashSet<libc::pid_t>;
+/// The routines started and not yet collected, by pid, with each one's grace
+/// period (from SIGTERM to SIGKILL). A pid is also the id of the routine's process
+/// group (`process_group(0)`), and stays so until the spawner collects it (a
+/// zombie keeps its pid), so a signal to it reaches no other group.
+type Routines = HashMap<libc::pid_t, Duration>;
+
+/// How often `stop_routines` looks whether the groups it stops are gone.
+const STOP_POLL: Duration = Duration::from_millis(20);
 
 /// The spawner's process: serve, stop the routines still running, then end
 /// without running the supervisor's exit handlers (they belong to the process it
@@ -23,9 +29,10 @@ pub(super) fn spawner_main(socket: OwnedFd, supervisor: libc::pid_t) -> ! {
     }));
     // However serving ended (the supervisor died or closed the socket, or an
     // error), no routine runs on without its supervisor: its whole group gets
-    // SIGTERM, its own children too. The routine's own PR_SET_PDEATHSIG on the
-    // spawner stays as a second line, for a spawner killed outright.
-    stop_routines(&routines);
+    // SIGTERM, its own children too, and SIGKILL after its grace. The routine's
+    // own PR_SET_PDEATHSIG on the spawner stays as a second line, for a spawner
+    // killed outright.
+    stop_routines(routines);
     let code = match served {
         Ok(Ok(())) => 0,
         Ok(Err(e)) => {
@@ -86,9 +93,11 @@ fn serve(socket: &OwnedFd, supervisor: libc::pid_t, routines: &mut Routines) -> 
             match receive_with_fds(socket.as_raw_fd(), &mut buffer) {
                 Ok(None) => return Ok(()),
                 Ok(Some((length, fds))) => {
-                    if let Some(answer) = start_routine(&buffer[..length], fds, spawner, &mask) {
-                        if let Answer::Started { pid, .. } = &answer {
-                            routines.insert(*pid);
+                    let request = decode_request(&buffer[..length]);
+                    let grace = request.as_ref().map(|r| r.grace);
+                    if let Some(answer) = start_routine(request, fds, spawner, &mask) {
+                        if let (Answer::Started { pid, .. }, Some(grace)) = (&answer, grace) {
+                            routines.insert(*pid, grace);
                         }
                         send_answer(socket, &answer)?;
                     }
@@ -146,29 +155,60 @@ fn supervisor_gone(supervisor: libc::pid_t) -> bool {
     unsafe { libc::getppid() != supervisor }
 }
 
-/// Send SIGTERM to the process group of each routine not yet collected.
-fn stop_routines(routines: &Routines) {
-    for &pid in routines {
-        // SAFETY: kill(2) with a negative pid signals that process group; it has
-        // no memory effects, and a group that is gone gives ESRCH, which is fine.
-        unsafe {
-            libc::kill(-pid, libc::SIGTERM);
+/// Send SIGTERM to the process group of each routine not yet collected; then,
+/// until each of those groups is gone, collect ended routines (their answers have
+/// no one to go to) and send SIGKILL to each group still there when its routine's
+/// grace period has passed. Returns once every group is gone.
+fn stop_routines(routines: Routines) {
+    let now = Instant::now();
+    let mut groups: Vec<(libc::pid_t, Instant)> = routines
+        .into_iter()
+        .map(|(pid, grace)| {
+            signal_group(pid, libc::SIGTERM);
+            (pid, now + grace)
+        })
+        .collect();
+    loop {
+        // A collected leader's group lives on while a member does, and its id is
+        // not given to a new process before the group is gone: signal 0 then
+        // tells whether anything of it is left.
+        while collect_one().is_some() {}
+        groups.retain(|&(pid, kill_at)| {
+            if Instant::now() >= kill_at {
+                signal_group(pid, libc::SIGKILL);
+            }
+            signal_group(pid, 0)
+        });
+        if groups.is_empty() {
+            return;
         }
+        std::thread::sleep(STOP_POLL);
     }
+}
+
+/// Send `signal` to the process group `group`; whether it has a process left (a
+/// group that is gone gives ESRCH). Signal 0 only asks.
+fn signal_group(group: libc::pid_t, signal: libc::c_int) -> bool {
+    // SAFETY: kill(2) with a negative pid signals that process group; it has no
+    // memory effects.
+    unsafe { libc::kill(-group, signal) == 0 }
+}
+
+/// Collect one ended child without waiting: its pid and wait status.
+fn collect_one() -> Option<(libc::pid_t, libc::c_int)> {
+    let mut status = 0;
+    // SAFETY: waitpid writes the status into the integer it is given.
+    let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
+    (pid > 0).then_some((pid, status))
 }
 
 /// Collect every ended routine and tell the supervisor its wait status.
 fn reap(socket: &OwnedFd, routines: &mut Routines) -> io::Result<()> {
-    loop {
-        let mut status = 0;
-        // SAFETY: waitpid writes the status into the integer it is given.
-        let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
-        if pid <= 0 {
-            return Ok(());
-        }
+    while let Some((pid, status)) = collect_one() {
         routines.remove(&pid);
         send_answer(socket, &Answer::Exited { pid, status })?;
     }
+    Ok(())
 }
 
 fn send_answer(socket: &OwnedFd, answer: &Answer) -> io::Result<()> {
@@ -196,12 +236,12 @@ fn send_answer(socket: &OwnedFd, answer: &Answer) -> io::Result<()> {
 /// Start the routine a request names, with `fds` as its stdin, stdout and stderr.
 /// `None` for a message that is no request (it gets no answer).
 fn start_routine(
-    bytes: &[u8],
+    request: Option<Request>,
     fds: Vec<OwnedFd>,
     spawner: libc::pid_t,
     mask: &libc::sigset_t,
 ) -> Option<Answer> {
-    let request = decode_request(bytes)?;
+    let request = request?;
     let id = request.id;
     let Ok([stdin, stdout, stderr]) = <[OwnedFd; 3]>::try_from(fds) else {
         let error =

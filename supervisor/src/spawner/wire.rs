@@ -6,6 +6,7 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::PathBuf;
+use std::time::Duration;
 
 use super::Launch;
 
@@ -83,13 +84,16 @@ pub(super) fn decode_answer(bytes: &[u8]) -> Option<Answer> {
     }
 }
 
-/// A request: the id, the counts, then each string ended by a NUL byte: the
-/// program, the folder, the arguments, and the environment as `KEY=VALUE`.
+/// A request: the id, the counts, the grace in milliseconds, then each string
+/// ended by a NUL byte: the program, the folder, the arguments, and the
+/// environment as `KEY=VALUE`.
 pub(super) fn encode_request(id: u64, launch: &Launch<'_>) -> io::Result<Vec<u8>> {
     let mut out = Vec::with_capacity(4096);
     out.extend_from_slice(&id.to_le_bytes());
     out.extend_from_slice(&(launch.args.len() as u32).to_le_bytes());
     out.extend_from_slice(&(launch.env.len() as u32).to_le_bytes());
+    let grace = u64::try_from(launch.grace.as_millis()).unwrap_or(u64::MAX);
+    out.extend_from_slice(&grace.to_le_bytes());
     let mut put = |text: &[u8]| {
         if text.contains(&0) {
             return Err(io::Error::new(
@@ -123,13 +127,15 @@ pub(super) struct Request {
     pub(super) folder: PathBuf,
     pub(super) args: Vec<OsString>,
     pub(super) env: Vec<(OsString, OsString)>,
+    pub(super) grace: Duration,
 }
 
 pub(super) fn decode_request(bytes: &[u8]) -> Option<Request> {
     let id = u64::from_le_bytes(bytes.get(..8)?.try_into().ok()?);
     let args = u32::from_le_bytes(bytes.get(8..12)?.try_into().ok()?) as usize;
     let env = u32::from_le_bytes(bytes.get(12..16)?.try_into().ok()?) as usize;
-    let body = bytes.get(16..)?.strip_suffix(&[0])?;
+    let grace = u64::from_le_bytes(bytes.get(16..24)?.try_into().ok()?);
+    let body = bytes.get(24..)?.strip_suffix(&[0])?;
     let mut parts = body
         .split(|b| *b == 0)
         .map(|p| OsString::from_vec(p.to_vec()));
@@ -157,6 +163,7 @@ pub(super) fn decode_request(bytes: &[u8]) -> Option<Request> {
         folder,
         args,
         env,
+        grace: Duration::from_millis(grace),
     })
 }
 
@@ -272,6 +279,7 @@ mod tests {
             args: &args,
             folder: Path::new("/tmp/box"),
             env: &env,
+            grace: Duration::from_millis(1500),
         };
         let bytes = encode_request(7, &launch).unwrap();
         assert_eq!(
@@ -282,6 +290,7 @@ mod tests {
                 folder: "/tmp/box".into(),
                 args: args.to_vec(),
                 env: env.to_vec(),
+                grace: Duration::from_millis(1500),
             }
         );
         assert!(decode_request(&bytes[..bytes.len() - 1]).is_none());
@@ -295,6 +304,7 @@ mod tests {
             args: &args,
             folder: Path::new("/"),
             env: &[],
+            grace: Duration::ZERO,
         };
         let error = encode_request(1, &launch).unwrap_err();
         assert_eq!(error.kind(), io::ErrorKind::InvalidInput);
