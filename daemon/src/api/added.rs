@@ -117,8 +117,8 @@ impl SupervisorsSeen {
 
 /// The `outbox` depth a claim or heartbeat body carries, if it is a whole number
 /// (read from the body's object as the route parsed it, not parsed again).
-pub fn outbox_of(body: &stateous_shared::wire::Object) -> Option<u64> {
-    body.get("outbox")?.as_u64()
+pub fn outbox_of(body: &impl super::fields::Fields) -> Option<u64> {
+    body.field("outbox")?.as_u64()
 }
 
 /// The template of an added route that `path` reaches, for the metrics.

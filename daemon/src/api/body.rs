@@ -101,9 +101,8 @@ async fn drain(body: &mut Incoming, mut seen: usize) {
 /// Errors: `bad_request` (400) when it is not strict JSON or nests deeper than
 /// [`MAX_DEPTH`]; `invalid_body` (422) when it is JSON but not an object.
 pub fn json_object(raw: &[u8]) -> Result<Object, Refusal> {
-    // A UTF-8 byte order mark is read past, as the reference reads it.
-    let raw = raw.strip_prefix(b"\xef\xbb\xbf").unwrap_or(raw);
-    if raw.iter().all(|b| b.is_ascii_whitespace() || *b == 0x0b) {
+    let raw = without_mark(raw);
+    if blank(raw) {
         return Ok(Object::new());
     }
     if nests_deeper_than(raw, MAX_DEPTH) {
@@ -122,6 +121,24 @@ pub fn json_object(raw: &[u8]) -> Result<Object, Refusal> {
             "the body must be a JSON object",
         )),
     }
+}
+
+/// The body past a UTF-8 byte order mark, which is read past, as the reference
+/// reads it.
+fn without_mark(raw: &[u8]) -> &[u8] {
+    raw.strip_prefix(b"\xef\xbb\xbf").unwrap_or(raw)
+}
+
+/// Whether the body is empty or only white space (it reads as `{}`).
+fn blank(raw: &[u8]) -> bool {
+    raw.iter().all(|b| b.is_ascii_whitespace() || *b == 0x0b)
+}
+
+/// The JSON text of a body that is neither blank nor nested too deep, past its
+/// byte order mark: what a reader other than [`json_object`] may parse.
+pub fn readable(raw: &[u8]) -> Option<&[u8]> {
+    let raw = without_mark(raw);
+    (!blank(raw) && !nests_deeper_than(raw, MAX_DEPTH)).then_some(raw)
 }
 
 /// Whether the JSON text opens more than `limit` objects or lists inside each

@@ -15,6 +15,8 @@ use stateous_shared::guards::filter::{parse_filter, Filter};
 use stateous_shared::refusal::{Code, Refusal};
 use stateous_shared::wire::{Object, Outcome, Schedule};
 
+use super::fields::Fields;
+
 /// The most tokens one `GET /tokens` lists.
 pub const MAX_LIMIT: i64 = 1000;
 /// The tokens `GET /tokens` lists when the query names no `limit`.
@@ -53,16 +55,19 @@ pub struct StartInput {
 }
 
 impl StartInput {
+    /// The fields `parse` reads.
+    pub const FIELDS: &'static [&'static str] = &["token", "context"];
+
     /// From the body: `token` must be a string (`invalid_token_id`), `context` an
     /// object or null (`invalid_context`).
-    pub fn parse(body: &Object) -> Result<StartInput, Refusal> {
-        let Some(Value::String(token)) = body.get("token") else {
+    pub fn parse(body: &impl Fields) -> Result<StartInput, Refusal> {
+        let Some(Value::String(token)) = body.field("token") else {
             return Err(refuse(
                 Code::InvalidTokenId,
                 "'token' must be the new token's id, as a string",
             ));
         };
-        let context = object_or_null(body.get("context"), "context", Code::InvalidContext)?;
+        let context = object_or_null(body.field("context"), "context", Code::InvalidContext)?;
         Ok(StartInput {
             token: token.clone(),
             context: context.unwrap_or_default(),
@@ -237,11 +242,14 @@ pub struct ClaimInput {
 }
 
 impl ClaimInput {
+    /// The fields `parse` reads, and the `outbox` depth (`added::outbox_of`).
+    pub const FIELDS: &'static [&'static str] = &["supervisor", "states", "request", "outbox"];
+
     /// In the reference's order: the supervisor, the states, the request id.
-    pub fn parse(body: &Object) -> Result<ClaimInput, Refusal> {
-        let supervisor = supervisor(body.get("supervisor"))?;
-        let states = state_names(body.get("states"))?;
-        let request = request_id(body.get("request"))?;
+    pub fn parse(body: &impl Fields) -> Result<ClaimInput, Refusal> {
+        let supervisor = supervisor(body.field("supervisor"))?;
+        let states = state_names(body.field("states"))?;
+        let request = request_id(body.field("request"))?;
         Ok(ClaimInput {
             supervisor,
             states,
@@ -338,15 +346,27 @@ fn decimal_id(text: &str) -> Option<i64> {
 pub struct ReportInput;
 
 impl ReportInput {
+    /// The fields `parse` reads.
+    pub const FIELDS: &'static [&'static str] = &[
+        "supervisor",
+        "kind",
+        "event",
+        "error",
+        "schedules",
+        "attempt",
+        "payload",
+        "context",
+    ];
+
     /// The supervisor (`invalid_argument` when named wrongly), then the outcome's
     /// shape (`invalid_body`), as the reference's wire format reads it.
-    pub fn parse(body: &Object) -> Result<Outcome, Refusal> {
-        let named = match body.get("supervisor") {
+    pub fn parse(body: &impl Fields) -> Result<Outcome, Refusal> {
+        let named = match body.field("supervisor") {
             None | Some(Value::Null) => None,
             value => Some(supervisor(value)?),
         };
         let shape = |sentence: String| refuse(Code::InvalidBody, sentence);
-        let kind = match body.get("kind") {
+        let kind = match body.field("kind") {
             Some(Value::String(kind))
                 if ["event", "waiting", "failed"].contains(&kind.as_str()) =>
             {
@@ -359,7 +379,7 @@ impl ReportInput {
                 )))
             }
         };
-        let text = |key: &str, what: &str| match body.get(key) {
+        let text = |key: &str, what: &str| match body.field(key) {
             Some(Value::String(text)) => Ok(text.clone()),
             _ => Err(shape(format!("{what} needs '{key}' as a string"))),
         };
@@ -369,12 +389,12 @@ impl ReportInput {
         let error = (kind == "failed")
             .then(|| text("error", "a 'failed' outcome"))
             .transpose()?;
-        let schedules = match body.get("schedules") {
+        let schedules = match body.field("schedules") {
             None => Vec::new(),
             Some(Value::Array(items)) => items.iter().map(schedule).collect::<Result<_, _>>()?,
             Some(_) => return Err(shape("an outcome's 'schedules' must be a list".into())),
         };
-        let attempt = match body.get("attempt") {
+        let attempt = match body.field("attempt") {
             None | Some(Value::Null) => None,
             Some(value) => match whole(value) {
                 Some(attempt) if attempt >= 1 => Some(attempt),
@@ -388,9 +408,9 @@ impl ReportInput {
         Ok(Outcome {
             kind,
             event,
-            payload: object_or_null(body.get("payload"), "payload", Code::InvalidBody)?,
+            payload: object_or_null(body.field("payload"), "payload", Code::InvalidBody)?,
             error,
-            context: object_or_null(body.get("context"), "context", Code::InvalidBody)?
+            context: object_or_null(body.field("context"), "context", Code::InvalidBody)?
                 .unwrap_or_default(),
             schedules,
             attempt,

@@ -337,3 +337,47 @@ fn a_memory_write_needs_a_key_and_a_value_that_may_be_null() {
         );
     }
 }
+
+/// The hot routes read their fields into slots (`fields::named_fields`); each
+/// body must give the input, or the refusal, that the whole object gives.
+#[test]
+fn the_hot_inputs_read_from_slots_as_from_the_whole_object() {
+    use super::super::body::json_object;
+    use super::super::fields::named_fields;
+    let same = |raw: &str| {
+        let bytes = raw.as_bytes();
+        let whole = json_object(bytes).unwrap();
+        assert_eq!(
+            StartInput::parse(&named_fields(bytes, StartInput::FIELDS).unwrap()),
+            StartInput::parse(&whole),
+            "{raw}"
+        );
+        assert_eq!(
+            ClaimInput::parse(&named_fields(bytes, ClaimInput::FIELDS).unwrap()),
+            ClaimInput::parse(&whole),
+            "{raw}"
+        );
+        assert_eq!(
+            ReportInput::parse(&named_fields(bytes, ReportInput::FIELDS).unwrap()),
+            ReportInput::parse(&whole),
+            "{raw}"
+        );
+    };
+    for raw in [
+        r#"{"token": "T-1", "context": {"title": "x"}}"#,
+        r#"{"token": "T-1", "context": null}"#,
+        r#"{"token": 7}"#,
+        r#"{"supervisor": "s", "states": ["draft", "review"], "request": "b1-2", "outbox": 3}"#,
+        r#"{"supervisor": "s", "states": "draft"}"#,
+        r#"{"supervisor": "", "states": []}"#,
+        r#"{"kind": "event", "event": "reviewed", "payload": {"approved": true},
+            "context": {}, "schedules": [], "attempt": 1, "supervisor": "s"}"#,
+        r#"{"kind": "failed", "error": "boom", "attempt": 1.0}"#,
+        r#"{"kind": "waiting", "schedules": [{"event": "e", "after": "1m"}]}"#,
+        r#"{"kind": "event", "kind": "failed", "error": "last wins"}"#,
+        r#"{"kind": null}"#,
+        r#"{}"#,
+    ] {
+        same(raw);
+    }
+}

@@ -10,6 +10,7 @@
 pub mod added;
 mod body;
 mod clock;
+pub mod fields;
 pub mod inputs;
 pub mod measure;
 mod operate;
@@ -32,10 +33,12 @@ use stateous_shared::wire::{Duplicate, Health, Lost};
 use crate::control::Control;
 use crate::store::{Closed, TokenStatus};
 use body::BodyError;
+use fields::named_fields;
 use inputs::{
     ClaimInput, FireInput, HeartbeatInput, ListInput, MemoryInput, NoteInput, ReportInput,
     StartInput,
 };
+use measure::labelled;
 use routes::{NoRoute, Route, TaskId};
 
 pub use body::{MAX_BODY, MAX_DEPTH};
@@ -83,26 +86,35 @@ impl Api {
     }
 
     /// The answer to one request. It never fails: every problem is a refusal.
+    /// The answer carries its route's name for the metrics
+    /// ([`measure::RouteLabel`]).
     pub async fn answer(&self, request: Request<Incoming>) -> Answer {
-        if self.is_lost() {
-            return refusal(&Refusal::new(Code::NotServing, crate::store::LOST));
-        }
+        // The refusals before routing are rare: their label is found apart.
+        let unrouted = |request: &Parts| measure::route_label(&request.method, request.uri.path());
         let (parts, incoming) = request.into_parts();
+        if self.is_lost() {
+            let lost = refusal(&Refusal::new(Code::NotServing, crate::store::LOST));
+            return labelled(lost, unrouted(&parts));
+        }
         let head = parts.method == hyper::Method::HEAD;
         let raw = match body::read_limited(&parts.headers, incoming).await {
             Ok(raw) => raw,
             Err(BodyError::TooLarge) => {
-                return with_status(refusal(&body::too_large()), StatusCode::PAYLOAD_TOO_LARGE)
+                let refused =
+                    with_status(refusal(&body::too_large()), StatusCode::PAYLOAD_TOO_LARGE);
+                return labelled(refused, unrouted(&parts));
             }
             Err(BodyError::Broken) => {
                 let broken = Refusal::new(Code::BadRequest, "the request body broke off");
-                return refusal(&broken);
+                return labelled(refusal(&broken), unrouted(&parts));
             }
         };
-        let answer = match self.routed(&parts, &raw).await {
+        let (route, answered) = self.routed(&parts, &raw).await;
+        let answer = match answered {
             Ok(answer) => answer,
             Err(refused) => refusal(&refused),
         };
+        let answer = labelled(answer, route.unwrap_or_else(|| unrouted(&parts)));
         if head {
             let (parts, _) = answer.into_parts();
             return Response::from_parts(parts, Full::new(Bytes::new()));
@@ -110,39 +122,43 @@ impl Api {
         answer
     }
 
-    async fn routed(&self, parts: &Parts, raw: &[u8]) -> Result<Answer, Refusal> {
+    /// The answer of the request's route, with the route's template; `None` for
+    /// a request no route of this API takes (its label is found apart, as an
+    /// added route's `HEAD` has one).
+    async fn routed(
+        &self,
+        parts: &Parts,
+        raw: &[u8],
+    ) -> (Option<&'static str>, Result<Answer, Refusal>) {
         let path = routes::decode(parts.uri.path(), false);
         if let Some(found) = operate::route(parts.method.as_str(), &path) {
-            return self.operate(found, raw).await;
+            return (Some(found.template()), self.operate(found, raw).await);
         }
         let route = match routes::route(parts.method.as_str(), &path) {
             Ok(route) => route,
             Err(NoRoute::NotFound) => {
-                return Err(Refusal::new(
-                    Code::NotFound,
-                    format!("this API has no path {path}"),
-                ))
+                let sentence = format!("this API has no path {path}");
+                return (None, Err(Refusal::new(Code::NotFound, sentence)));
             }
             Err(NoRoute::MethodNotAllowed) => {
-                return Err(Refusal::new(
-                    Code::MethodNotAllowed,
-                    format!("{path} does not take the method {}", parts.method),
-                ))
+                let sentence = format!("{path} does not take the method {}", parts.method);
+                return (None, Err(Refusal::new(Code::MethodNotAllowed, sentence)));
             }
             Err(NoRoute::Redirect(_)) => {
                 let raw_path = parts.uri.path();
                 let bare = raw_path.strip_suffix('/').unwrap_or(raw_path);
-                return Ok(redirect(bare, parts.uri.query()));
+                return (None, Ok(redirect(bare, parts.uri.query())));
             }
         };
-        self.dispatch(route, parts, raw).await
+        let template = route.template();
+        (Some(template), self.dispatch(route, parts, raw).await)
     }
 
     async fn dispatch(&self, route: Route, parts: &Parts, raw: &[u8]) -> Result<Answer, Refusal> {
         let control = &self.control;
         match route {
             Route::Start => {
-                let input = StartInput::parse(&body::json_object(raw)?)?;
+                let input = StartInput::parse(&named_fields(raw, StartInput::FIELDS)?)?;
                 let started = control.start(input.token, input.context).await?;
                 let status = if started.created { 201 } else { 200 };
                 Ok(json(status, &started.token))
@@ -211,7 +227,7 @@ impl Api {
         let control = &self.control;
         match route {
             Route::Claim => {
-                let object = body::json_object(raw)?;
+                let object = named_fields(raw, ClaimInput::FIELDS)?;
                 let input = ClaimInput::parse(&object)?;
                 let now = self.control.options().clock.now();
                 let outbox = added::outbox_of(&object);
@@ -238,7 +254,7 @@ impl Api {
             }
             Route::Report(task) => {
                 let task = known_task(task)?;
-                let outcome = ReportInput::parse(&body::json_object(raw)?)?;
+                let outcome = ReportInput::parse(&named_fields(raw, ReportInput::FIELDS)?)?;
                 Ok(json(200, &control.report(task, outcome).await?))
             }
             Route::Note(task) => {

@@ -28,6 +28,7 @@ use http_body_util::BodyExt;
 use hyper::Response;
 
 use super::added::Body;
+use super::measure::{labelled, route_label, RouteLabel};
 use super::{refusal, Answer, Api};
 
 /// How a server is asked to stop; sent on a `watch` channel.
@@ -201,14 +202,22 @@ where
                 let answer = standby_answer(&request);
                 return Ok::<Response<Body>, Infallible>(answer.map(BodyExt::boxed));
             };
-            let measured = api.measure(request.method(), request.uri().path());
+            let measured = api.measure();
             // The routes this product adds (a stream among them) come first.
             if let Some(answer) = api.added(&request, watching).await {
+                let route = route_label(request.method(), request.uri().path());
+                let answer = labelled(answer, route);
                 api.measured(measured, &answer);
                 return Ok::<Response<Body>, Infallible>(answer);
             }
+            // Cheap copies (shared bytes), for the label of an answer whose
+            // request panicked before it was routed.
+            let (method, uri) = (request.method().clone(), request.uri().clone());
             let answering = api.clone();
-            let answer = isolated(async move { answering.answer(request).await }).await;
+            let mut answer = isolated(async move { answering.answer(request).await }).await;
+            if answer.extensions().get::<RouteLabel>().is_none() {
+                answer = labelled(answer, route_label(&method, uri.path()));
+            }
             api.measured(measured, &answer);
             Ok(answer.map(BodyExt::boxed))
         }
