@@ -686,7 +686,15 @@ impl Memory for CachedTx<'_> {
     }
 
     fn delete_memory(&self, token: &str) -> StoreResult<()> {
-        self.inner.delete_memory(token)?;
+        // Known to have no memory (every state's known, and empty: a token
+        // started here and never given any) leaves no row to delete: one statement
+        // less at each token's end (issue "Speed").
+        let none = self.with(token, |entry| {
+            entry.facts.all_memory && entry.facts.memory.values().all(Object::is_empty)
+        });
+        if !none {
+            self.inner.delete_memory(token)?;
+        }
         self.change(token, |facts| {
             facts.memory.clear();
             facts.all_memory = true;
