@@ -380,3 +380,46 @@ fn a_socket_path_too_long_for_unix_sockets_is_refused() {
     let line = refused_at_start(dir.path(), &args);
     assert!(line.contains("too long"), "{line}");
 }
+
+#[test]
+fn a_socket_in_a_missing_folder_is_refused_and_the_folder_not_made() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("nodir").join("deeper");
+    let socket = missing.join("s.sock").display().to_string();
+    let args = [
+        "serve",
+        &graph(),
+        "--listen",
+        "127.0.0.1:0",
+        "--socket",
+        &socket,
+    ];
+    let line = refused_at_start(dir.path(), &args);
+    assert!(
+        line.contains(&format!("the folder {} ", missing.display())),
+        "{line}"
+    );
+    assert!(!dir.path().join("nodir").exists(), "no folder was made");
+}
+
+#[test]
+fn the_default_socket_gets_its_missing_runtime_folder_made() {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = dir.path().join("run").join("user");
+    let socket = runtime.join("stateous.sock");
+    let stderr = dir.path().join("stderr.log");
+    let mut child = std::process::Command::new(harness::binary())
+        .args(["serve", &graph(), "--listen", "127.0.0.1:0"])
+        .env("XDG_RUNTIME_DIR", &runtime)
+        .env_remove("STATEOUS_DB")
+        .current_dir(dir.path())
+        .stderr(std::fs::File::create(&stderr).unwrap())
+        .spawn()
+        .unwrap();
+    let log = || std::fs::read_to_string(&stderr).unwrap_or_default();
+    harness::eventually(Duration::from_secs(20), "the default socket", log, || {
+        log().contains(&format!("the same API on unix://{}", socket.display()))
+    });
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    assert_eq!(child.wait().unwrap().code(), Some(0), "{}", log());
+}

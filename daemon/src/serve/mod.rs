@@ -144,11 +144,14 @@ fn start(args: &ServeArgs) -> Result<Ready, String> {
     let timings = Timings::parse(args)?;
     let graph = Arc::new(read_graph(&args.graph)?);
     let tcp = bind_tcp(&listen)?;
-    let socket_path = args
-        .socket
-        .clone()
-        .unwrap_or_else(stateous_shared::client::default_socket);
-    let (unix, socket) = socket::bind(&socket_path)?;
+    let (socket_path, folder) = match &args.socket {
+        Some(path) => (path.clone(), socket::Folder::MustExist),
+        None => (
+            stateous_shared::client::default_socket(),
+            socket::Folder::Make,
+        ),
+    };
+    let (unix, socket) = socket::bind(&socket_path, folder)?;
     let database = parse_database(&args.db)?;
     if args.standby && matches!(database, Database::Sqlite(_)) {
         return Err(STANDBY_NEEDS_POSTGRES.to_string());
