@@ -308,7 +308,7 @@ fn database_urls_that_cannot_be_used_are_refused_with_one_sentence() {
 }
 
 #[test]
-fn a_bad_timing_from_a_flag_or_the_environment_is_refused() {
+fn a_bad_or_zero_timing_from_a_flag_or_the_environment_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let line = refused_at_start(dir.path(), &["serve", &graph(), "--tick", "soon"]);
     assert!(line.contains("--tick"), "{line}");
@@ -319,7 +319,16 @@ fn a_bad_timing_from_a_flag_or_the_environment_is_refused() {
         .output()
         .unwrap();
     assert_eq!(finished.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&finished.stderr).contains("--lease"));
+    let stderr = String::from_utf8_lossy(&finished.stderr);
+    assert!(
+        stderr.starts_with("error: --lease must be more than 0, not '0s'"),
+        "{stderr}"
+    );
+    let line = refused_at_start(dir.path(), &["serve", &graph(), "--tick", "0ms"]);
+    assert!(
+        line.starts_with("error: --tick must be more than 0"),
+        "{line}"
+    );
 }
 
 #[test]

@@ -167,6 +167,11 @@ fn flag_count(flag: &str, text: &str, range: std::ops::RangeInclusive<u32>) -> R
 /// A timing flag: a workflow duration (`30s`, `2m`, `1h`, `1d`) or, so that tests
 /// can run in moments, whole milliseconds (`500ms`). Zero is refused.
 pub fn flag_duration(flag: &str, text: &str) -> Result<Duration, String> {
+    if stateous_shared::durations::names_zero(text) {
+        return Err(format!(
+            "{flag} must be more than 0, not '{text}'; write e.g. 500ms, 30s, 2m or 1h"
+        ));
+    }
     if let Some(millis) = text.strip_suffix("ms") {
         let parsed = (!millis.is_empty() && millis.bytes().all(|b| b.is_ascii_digit()))
             .then(|| millis.parse::<u64>().ok())
@@ -368,6 +373,14 @@ mod tests {
                     .unwrap_err()
                     .contains("--lease"),
                 "{bad}"
+            );
+        }
+        for zero in ["0s", "0ms", "0m"] {
+            assert_eq!(
+                flag_duration("--lease", zero).unwrap_err(),
+                format!(
+                    "--lease must be more than 0, not '{zero}'; write e.g. 500ms, 30s, 2m or 1h"
+                )
             );
         }
         let defaults = Timings::parse(&ServeArgs::new("g.json".into())).unwrap();
