@@ -432,3 +432,26 @@ fn the_default_socket_gets_its_missing_runtime_folder_made() {
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     assert_eq!(child.wait().unwrap().code(), Some(0), "{}", log());
 }
+
+#[test]
+fn a_sqlite_database_in_a_missing_folder_is_refused_naming_the_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("s.sock").display().to_string();
+    let args = [
+        "serve",
+        &graph(),
+        "--db",
+        "sqlite:///nodir/x.db",
+        "--listen",
+        "127.0.0.1:0",
+        "--socket",
+        &socket,
+    ];
+    let line = refused_at_start(dir.path(), &args);
+    assert_eq!(
+        line,
+        "error: cannot open the database nodir/x.db: its folder nodir does not exist; make it \
+         first, or give another --db"
+    );
+    assert!(!dir.path().join("nodir").exists(), "no folder was made");
+}

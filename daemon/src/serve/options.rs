@@ -283,6 +283,31 @@ pub fn parse_database(url: &str) -> Result<Database, String> {
     ))
 }
 
+/// A SQLite database's folder must exist: the file and its lock file are made in
+/// it, but a missing folder is the user's to make (a typo is not made silently).
+pub fn check_database_folder(database: &Database) -> Result<(), String> {
+    let Database::Sqlite(path) = database else {
+        return Ok(());
+    };
+    let Some(folder) = path.parent().filter(|p| !p.as_os_str().is_empty()) else {
+        return Ok(());
+    };
+    if folder.is_dir() {
+        return Ok(());
+    }
+    let problem = if folder.exists() {
+        "is not a folder"
+    } else {
+        "does not exist"
+    };
+    Err(format!(
+        "cannot open the database {}: its folder {} {problem}; make it first, or give \
+         another --db",
+        path.display(),
+        folder.display()
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -355,6 +380,28 @@ mod tests {
             parse_database("postgresql://u:secret@h/db").unwrap(),
             Database::Postgres("postgresql://u:secret@h/db".into())
         );
+    }
+
+    #[test]
+    fn a_sqlite_database_in_a_missing_folder_names_the_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("nodir");
+        let db = Database::Sqlite(missing.join("x.db"));
+        let problem = check_database_folder(&db).unwrap_err();
+        assert!(
+            problem.contains(&format!("its folder {} does not exist", missing.display())),
+            "{problem}"
+        );
+        std::fs::write(&missing, "a file").unwrap();
+        let problem = check_database_folder(&db).unwrap_err();
+        assert!(problem.contains("is not a folder"), "{problem}");
+        for fine in [
+            Database::Sqlite(dir.path().join("x.db")),
+            Database::Sqlite("x.db".into()),
+            Database::Postgres("postgresql://h/db".into()),
+        ] {
+            assert_eq!(check_database_folder(&fine), Ok(()));
+        }
     }
 
     #[test]
