@@ -100,7 +100,7 @@ enum CtxOnly {
 
 /// `stateous ctx ...`: parse the command line (as `Cli` would), run it; the exit code.
 pub fn parse_and_run() -> i32 {
-    let CtxOnly::Ctx(command) = CtxCli::parse().command;
+    let CtxOnly::Ctx(command) = crate::cli_errors::parse_or_exit::<CtxCli>().command;
     run(command)
 }
 

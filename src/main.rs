@@ -5,6 +5,7 @@
 
 mod bench_routines;
 mod children;
+mod cli_errors;
 mod ctx_args;
 mod demo;
 mod manual;
@@ -173,7 +174,7 @@ fn main() -> ExitCode {
     {
         return code(ctx_args::parse_and_run());
     }
-    let cli = Cli::parse();
+    let cli: Cli = cli_errors::parse_or_exit();
     match cli.command {
         Command::Version => {
             println!("stateous {VERSION}");

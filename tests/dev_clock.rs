@@ -174,6 +174,12 @@ fn a_bad_duration_is_refused_by_the_command_and_the_route() {
         finished.stderr.contains("'soon' is not a duration"),
         "{finished}"
     );
+    let zero = run(
+        daemon.dir.path(),
+        &["clock", "advance", "0s", "--url", &daemon.url],
+    );
+    assert_eq!(zero.code(), 1, "{zero}");
+    assert!(zero.stderr.contains("must be more than 0"), "{zero}");
     daemon
         .post("/clock/advance", &json!({"by": 600}))
         .refused(422, "invalid_argument");

@@ -1,5 +1,6 @@
 //! Black-box: the shell completions and the man pages come from the command
-//! line's definition, and `--version` names the commit the binary was built from.
+//! line's definition, `--version` names the commit the binary was built from, and
+//! a command line that cannot be parsed is refused as every other mistake is.
 
 mod harness;
 
@@ -25,9 +26,54 @@ fn completions_for_bash_zsh_and_fish_name_the_commands() {
         }
     }
     let finished = run(dir.path(), &["completions", "tcsh"]);
-    assert_eq!(finished.code(), 2, "{finished}");
+    assert_eq!(finished.code(), 1, "{finished}");
     assert!(
         finished.stderr.contains("possible values: bash"),
+        "{finished}"
+    );
+}
+
+#[test]
+fn a_command_line_that_cannot_be_parsed_is_refused_in_one_line_with_exit_1() {
+    let dir = tempfile::tempdir().expect("a temp folder");
+    for (args, expected) in [
+        (
+            &["bench", "--tokens", "abc"][..],
+            "error: invalid value 'abc' for '--tokens <TOKENS>': invalid digit found in \
+             string (see 'stateous bench --help')",
+        ),
+        (
+            &["token", "fire"],
+            "error: the following required arguments were not provided: <ID> (see \
+             'stateous token fire --help')",
+        ),
+        (
+            &["serve", "g.json", "--bogus"],
+            "error: unexpected argument '--bogus' found; to pass '--bogus' as a value, use \
+             '-- --bogus' (see 'stateous serve --help')",
+        ),
+        (
+            &["ctx", "emit"],
+            "error: the following required arguments were not provided: <EVENT> (see \
+             'stateous ctx emit --help')",
+        ),
+    ] {
+        let finished = run(dir.path(), args);
+        assert_eq!(finished.code(), 1, "{finished}");
+        assert_eq!(finished.stderr, format!("{expected}\n"), "{finished}");
+        assert!(finished.stdout.is_empty(), "{finished}");
+    }
+    // Help and the version are asked for: stdout, exit code 0.
+    for args in [&["--help"][..], &["serve", "--help"], &["--version"]] {
+        let finished = run(dir.path(), args);
+        assert_eq!(finished.code(), 0, "{finished}");
+        assert!(finished.stdout.contains("stateous"), "{finished}");
+    }
+    // A missing command: the help, on stderr, and exit code 1 (nothing ran).
+    let finished = run(dir.path(), &["token"]);
+    assert_eq!(finished.code(), 1, "{finished}");
+    assert!(
+        finished.stderr.contains("Usage: stateous token"),
         "{finished}"
     );
 }

@@ -135,8 +135,8 @@ fn a_filter_over_100000_tokens_answers_with_the_right_count() {
     assert_eq!(
         refused.stderr,
         format!(
-            "error: the control plane at {} refused (422): filter \"ctx['customer'] = 'ACME'\": \
-             not a valid expression: `=` is unexpected there\n",
+            "error: the control plane at {} refused (422 invalid_argument): filter \
+             \"ctx['customer'] = 'ACME'\": not a valid expression: `=` is unexpected there\n",
             daemon.url
         )
     );

@@ -308,7 +308,7 @@ fn database_urls_that_cannot_be_used_are_refused_with_one_sentence() {
 }
 
 #[test]
-fn a_bad_timing_from_a_flag_or_the_environment_is_refused() {
+fn a_bad_or_zero_timing_from_a_flag_or_the_environment_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let line = refused_at_start(dir.path(), &["serve", &graph(), "--tick", "soon"]);
     assert!(line.contains("--tick"), "{line}");
@@ -319,7 +319,16 @@ fn a_bad_timing_from_a_flag_or_the_environment_is_refused() {
         .output()
         .unwrap();
     assert_eq!(finished.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&finished.stderr).contains("--lease"));
+    let stderr = String::from_utf8_lossy(&finished.stderr);
+    assert!(
+        stderr.starts_with("error: --lease must be more than 0, not '0s'"),
+        "{stderr}"
+    );
+    let line = refused_at_start(dir.path(), &["serve", &graph(), "--tick", "0ms"]);
+    assert!(
+        line.starts_with("error: --tick must be more than 0"),
+        "{line}"
+    );
 }
 
 #[test]
@@ -379,4 +388,70 @@ fn a_socket_path_too_long_for_unix_sockets_is_refused() {
     ];
     let line = refused_at_start(dir.path(), &args);
     assert!(line.contains("too long"), "{line}");
+}
+
+#[test]
+fn a_socket_in_a_missing_folder_is_refused_and_the_folder_not_made() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("nodir").join("deeper");
+    let socket = missing.join("s.sock").display().to_string();
+    let args = [
+        "serve",
+        &graph(),
+        "--listen",
+        "127.0.0.1:0",
+        "--socket",
+        &socket,
+    ];
+    let line = refused_at_start(dir.path(), &args);
+    assert!(
+        line.contains(&format!("the folder {} ", missing.display())),
+        "{line}"
+    );
+    assert!(!dir.path().join("nodir").exists(), "no folder was made");
+}
+
+#[test]
+fn the_default_socket_gets_its_missing_runtime_folder_made() {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = dir.path().join("run").join("user");
+    let socket = runtime.join("stateous.sock");
+    let stderr = dir.path().join("stderr.log");
+    let mut child = std::process::Command::new(harness::binary())
+        .args(["serve", &graph(), "--listen", "127.0.0.1:0"])
+        .env("XDG_RUNTIME_DIR", &runtime)
+        .env_remove("STATEOUS_DB")
+        .current_dir(dir.path())
+        .stderr(std::fs::File::create(&stderr).unwrap())
+        .spawn()
+        .unwrap();
+    let log = || std::fs::read_to_string(&stderr).unwrap_or_default();
+    harness::eventually(Duration::from_secs(20), "the default socket", log, || {
+        log().contains(&format!("the same API on unix://{}", socket.display()))
+    });
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    assert_eq!(child.wait().unwrap().code(), Some(0), "{}", log());
+}
+
+#[test]
+fn a_sqlite_database_in_a_missing_folder_is_refused_naming_the_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("s.sock").display().to_string();
+    let args = [
+        "serve",
+        &graph(),
+        "--db",
+        "sqlite:///nodir/x.db",
+        "--listen",
+        "127.0.0.1:0",
+        "--socket",
+        &socket,
+    ];
+    let line = refused_at_start(dir.path(), &args);
+    assert_eq!(
+        line,
+        "error: cannot open the database nodir/x.db: its folder nodir does not exist; make it \
+         first, or give another --db"
+    );
+    assert!(!dir.path().join("nodir").exists(), "no folder was made");
 }

@@ -129,7 +129,7 @@ fn the_url_comes_from_stateous_url_or_a_unix_socket() {
 }
 
 #[test]
-fn a_refusal_is_one_error_line_with_the_status_and_exit_1() {
+fn a_refusal_is_one_error_line_with_the_status_and_exit_1_and_ours_name_the_code() {
     let daemon = Daemon::orders();
     ok(&daemon, &["start", "O-1", r#"{"title": "a"}"#]);
     ok(&daemon, &["cancel", "O-1"]);
@@ -138,6 +138,15 @@ fn a_refusal_is_one_error_line_with_the_status_and_exit_1() {
     assert!(line.starts_with(&prefix), "{line}");
     let line = one_error(&token(&daemon, &daemon.url, &["show", "NOPE"]));
     assert!(line.contains("refused (404): "), "{line}");
+    // The commands of ours, which the reference does not have, name the code too.
+    let line = one_error(&token(&daemon, &daemon.url, &["retry", "O-1"]));
+    let prefix = format!(
+        "error: the control plane at {} refused (409 token_not_active): ",
+        daemon.url
+    );
+    assert!(line.starts_with(&prefix), "{line}");
+    let line = one_error(&token(&daemon, &daemon.url, &["why", "NOPE"]));
+    assert!(line.contains("refused (404 token_not_found): "), "{line}");
     let line = one_error(&token(&daemon, &daemon.url, &["start", "X", "[1]"]));
     assert!(
         line.starts_with("error: CONTEXT_JSON must be a JSON object"),

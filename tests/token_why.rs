@@ -96,7 +96,7 @@ fn retry_of_a_failed_token_completes_it_and_its_history_reads_naturally() {
     assert!(
         again
             .stderr
-            .contains("refused (409): token 'C-1' is active; only a failed token can be retried"),
+            .contains("refused (409 token_not_active): token 'C-1' is active; only a failed token can be retried"),
         "{again}"
     );
     let (task, attempt) = claim(&daemon, "box-1", "intake");

@@ -11,6 +11,9 @@ pub const MAX_DURATION_DAYS: u64 = 3650;
 /// The duration `text` names, or the sentence that says why it is not one, e.g.
 /// `'90x' is not a duration; write e.g. '30s', '10m', '2h', '1d'`.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    if names_zero(text) {
+        return Err(format!("'{text}' is zero; a duration must be more than 0"));
+    }
     let not_one = || format!("'{text}' is not a duration; write e.g. '30s', '10m', '2h', '1d'");
     let Some(unit) = text.chars().last() else {
         return Err(not_one());
@@ -33,6 +36,18 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         return Err(too_long());
     }
     Ok(Duration::from_secs(seconds))
+}
+
+/// True when `text` is zero written as a duration or a timing: `0s`, `00m`,
+/// `0ms`, `0` or `0.0`. Such a text is refused as too short, not as unreadable.
+pub fn names_zero(text: &str) -> bool {
+    let number = text
+        .strip_suffix("ms")
+        .or_else(|| text.strip_suffix(['s', 'm', 'h', 'd']))
+        .unwrap_or(text);
+    number.contains('0')
+        && number.bytes().all(|b| b == b'0' || b == b'.')
+        && number.bytes().filter(|b| *b == b'.').count() <= 1
 }
 
 /// A span of whole seconds in words, as history sentences use it: `2 minutes`,
@@ -66,16 +81,28 @@ mod tests {
 
     #[test]
     fn bad_durations_are_refused_with_a_sentence() {
-        for bad in [
-            "", "s", "0s", "01m", "1.5h", "10", "10 m", "-1s", "1w", "١s",
-        ] {
+        for bad in ["", "s", "01m", "1.5h", "10", "10 m", "-1s", "1w", "١s"] {
             let err = parse_duration(bad).unwrap_err();
             assert!(err.contains("is not a duration"), "{bad}: {err}");
+        }
+        for zero in ["0s", "00m", "0d"] {
+            let err = parse_duration(zero).unwrap_err();
+            assert!(err.contains("must be more than 0"), "{zero}: {err}");
         }
         assert!(parse_duration("3651d").unwrap_err().contains("too long"));
         assert!(parse_duration("99999999999999999999999s")
             .unwrap_err()
             .contains("too long"));
+    }
+
+    #[test]
+    fn zero_is_known_in_each_way_it_is_written() {
+        for zero in ["0", "0s", "00m", "0ms", "0.0", "0.", "0h"] {
+            assert!(names_zero(zero), "{zero}");
+        }
+        for other in ["", "s", "ms", ".", "10s", "0.5", "01m", "0x", "0..0", "-0s"] {
+            assert!(!names_zero(other), "{other}");
+        }
     }
 
     #[test]

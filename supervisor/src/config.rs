@@ -195,6 +195,9 @@ fn apply_env(mut timings: Timings) -> Result<Timings, String> {
 /// A timing: a duration as workflows write it (`30s`, `2m`), milliseconds
 /// (`250ms`, for tests), or a plain number of seconds.
 pub fn parse_span(text: &str) -> Result<Duration, String> {
+    if stateous_shared::durations::names_zero(text) {
+        return Err(format!("'{text}' is zero; a timing must be more than 0"));
+    }
     if let Some(millis) = text.strip_suffix("ms") {
         if let Ok(n) = millis.parse::<u64>() {
             if n > 0 {
@@ -427,6 +430,14 @@ mod tests {
             "{err}"
         );
         assert!(err.contains("idle: 'soon' is not a duration"), "{err}");
+        let err = Config::parse("heartbeat: 0s\nidle: 0ms\ngrace: 0").unwrap_err();
+        for key in ["heartbeat: '0s'", "idle: '0ms'", "grace: 0 "] {
+            assert!(err.contains(key), "{key}: {err}");
+        }
+        assert!(
+            err.contains("is zero; a timing must be more than 0"),
+            "{err}"
+        );
         assert!(!err.contains('\n'));
         let err = Config::parse("url: ftp://x").unwrap_err();
         assert!(err.starts_with("url: 'ftp://x' is not"), "{err}");

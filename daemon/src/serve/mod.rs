@@ -42,7 +42,7 @@ use crate::api::Api;
 use crate::control::{Control, Options};
 use crate::store::backend::{Database, Standby, STANDBY_NEEDS_POSTGRES};
 pub use clock::LOST_LINE;
-use options::{parse_database, Listen};
+use options::{check_database_folder, parse_database, Listen};
 pub use options::{ServeArgs, Timings};
 
 /// How long a graceful stop waits for the requests in progress.
@@ -144,12 +144,16 @@ fn start(args: &ServeArgs) -> Result<Ready, String> {
     let timings = Timings::parse(args)?;
     let graph = Arc::new(read_graph(&args.graph)?);
     let tcp = bind_tcp(&listen)?;
-    let socket_path = args
-        .socket
-        .clone()
-        .unwrap_or_else(stateous_shared::client::default_socket);
-    let (unix, socket) = socket::bind(&socket_path)?;
+    let (socket_path, folder) = match &args.socket {
+        Some(path) => (path.clone(), socket::Folder::MustExist),
+        None => (
+            stateous_shared::client::default_socket(),
+            socket::Folder::Make,
+        ),
+    };
+    let (unix, socket) = socket::bind(&socket_path, folder)?;
     let database = parse_database(&args.db)?;
+    check_database_folder(&database)?;
     if args.standby && matches!(database, Database::Sqlite(_)) {
         return Err(STANDBY_NEEDS_POSTGRES.to_string());
     }

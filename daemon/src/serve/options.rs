@@ -167,6 +167,11 @@ fn flag_count(flag: &str, text: &str, range: std::ops::RangeInclusive<u32>) -> R
 /// A timing flag: a workflow duration (`30s`, `2m`, `1h`, `1d`) or, so that tests
 /// can run in moments, whole milliseconds (`500ms`). Zero is refused.
 pub fn flag_duration(flag: &str, text: &str) -> Result<Duration, String> {
+    if stateous_shared::durations::names_zero(text) {
+        return Err(format!(
+            "{flag} must be more than 0, not '{text}'; write e.g. 500ms, 30s, 2m or 1h"
+        ));
+    }
     if let Some(millis) = text.strip_suffix("ms") {
         let parsed = (!millis.is_empty() && millis.bytes().all(|b| b.is_ascii_digit()))
             .then(|| millis.parse::<u64>().ok())
@@ -278,6 +283,31 @@ pub fn parse_database(url: &str) -> Result<Database, String> {
     ))
 }
 
+/// A SQLite database's folder must exist: the file and its lock file are made in
+/// it, but a missing folder is the user's to make (a typo is not made silently).
+pub fn check_database_folder(database: &Database) -> Result<(), String> {
+    let Database::Sqlite(path) = database else {
+        return Ok(());
+    };
+    let Some(folder) = path.parent().filter(|p| !p.as_os_str().is_empty()) else {
+        return Ok(());
+    };
+    if folder.is_dir() {
+        return Ok(());
+    }
+    let problem = if folder.exists() {
+        "is not a folder"
+    } else {
+        "does not exist"
+    };
+    Err(format!(
+        "cannot open the database {}: its folder {} {problem}; make it first, or give \
+         another --db",
+        path.display(),
+        folder.display()
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -353,6 +383,28 @@ mod tests {
     }
 
     #[test]
+    fn a_sqlite_database_in_a_missing_folder_names_the_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("nodir");
+        let db = Database::Sqlite(missing.join("x.db"));
+        let problem = check_database_folder(&db).unwrap_err();
+        assert!(
+            problem.contains(&format!("its folder {} does not exist", missing.display())),
+            "{problem}"
+        );
+        std::fs::write(&missing, "a file").unwrap();
+        let problem = check_database_folder(&db).unwrap_err();
+        assert!(problem.contains("is not a folder"), "{problem}");
+        for fine in [
+            Database::Sqlite(dir.path().join("x.db")),
+            Database::Sqlite("x.db".into()),
+            Database::Postgres("postgresql://h/db".into()),
+        ] {
+            assert_eq!(check_database_folder(&fine), Ok(()));
+        }
+    }
+
+    #[test]
     fn timing_flags_take_durations_and_milliseconds() {
         assert_eq!(
             flag_duration("--tick", "500ms").unwrap(),
@@ -368,6 +420,14 @@ mod tests {
                     .unwrap_err()
                     .contains("--lease"),
                 "{bad}"
+            );
+        }
+        for zero in ["0s", "0ms", "0m"] {
+            assert_eq!(
+                flag_duration("--lease", zero).unwrap_err(),
+                format!(
+                    "--lease must be more than 0, not '{zero}'; write e.g. 500ms, 30s, 2m or 1h"
+                )
             );
         }
         let defaults = Timings::parse(&ServeArgs::new("g.json".into())).unwrap();

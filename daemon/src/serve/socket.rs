@@ -35,11 +35,23 @@ impl Drop for SocketFile {
 /// The longest path a Unix socket can have on Linux (`sun_path` less its NUL).
 const MAX_SOCKET_PATH: usize = 107;
 
+/// Where the socket's folder comes from: the default path's folder (the user's
+/// runtime folder, which may not exist yet) is ours to make; a folder the user
+/// named with `--socket` must exist, so that a typo is not silently made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Folder {
+    /// Make the folder, private to this user, when it is missing.
+    Make,
+    /// Refuse a missing folder.
+    MustExist,
+}
+
 /// Listen on the Unix socket at `path`, readable and writable by this user only.
 ///
 /// Errors (one sentence each): another program listens there; the path is a file
-/// that is not a socket; the folder cannot be made; the bind fails.
-pub fn bind(path: &Path) -> Result<(UnixListener, SocketFile), String> {
+/// that is not a socket; the folder is missing (with [`Folder::MustExist`]) or
+/// cannot be made; the bind fails.
+pub fn bind(path: &Path, folder: Folder) -> Result<(UnixListener, SocketFile), String> {
     // The socket is bound under a name beside it, then renamed into place; a
     // client connects by the path. Both must fit in `sockaddr_un` (108 bytes with
     // its NUL), or clients could not reach it.
@@ -56,7 +68,17 @@ pub fn bind(path: &Path) -> Result<(UnixListener, SocketFile), String> {
         ));
     }
     clear_stale(path)?;
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+    if let (Some(parent), Folder::MustExist) = (parent, folder) {
+        if !parent.is_dir() {
+            return Err(format!(
+                "the folder {} for the socket {} does not exist; make it first, or give \
+                 another --socket",
+                parent.display(),
+                path.display()
+            ));
+        }
+    } else if let Some(parent) = parent {
         std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
@@ -125,14 +147,14 @@ mod tests {
     fn a_socket_is_private_replaces_a_stale_one_and_refuses_a_live_one() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("sub").join("s.sock");
-        let (listener, file) = bind(&path).unwrap();
+        let (listener, file) = bind(&path, Folder::Make).unwrap();
         let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
-        let live = bind(&path).err().unwrap();
+        let live = bind(&path, Folder::MustExist).err().unwrap();
         assert!(live.contains("another control plane listens"), "{live}");
         drop(listener);
         std::mem::forget(file); // leave the file behind, as a killed daemon does
-        let (_again, file) = bind(&path).unwrap();
+        let (_again, file) = bind(&path, Folder::MustExist).unwrap();
         drop(file);
         assert!(!path.exists(), "a stopped daemon removes its socket");
     }
@@ -142,7 +164,25 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("notes.txt");
         std::fs::write(&path, "keep me").unwrap();
-        assert!(bind(&path).err().unwrap().contains("is not a socket"));
+        assert!(bind(&path, Folder::MustExist)
+            .err()
+            .unwrap()
+            .contains("is not a socket"));
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "keep me");
+    }
+
+    #[test]
+    fn a_missing_folder_is_made_only_for_the_default_socket() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("missing").join("s.sock");
+        let refused = bind(&path, Folder::MustExist).err().unwrap();
+        assert!(refused.contains("missing") && refused.contains("does not exist"));
+        assert!(!path.parent().unwrap().exists(), "nothing was made");
+        let (_listener, _file) = bind(&path, Folder::Make).unwrap();
+        let mode = std::fs::metadata(path.parent().unwrap())
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o700);
     }
 }

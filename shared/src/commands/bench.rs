@@ -232,7 +232,7 @@ fn micros(began: Instant) -> u32 {
 }
 
 fn failed(error: ClientError) -> CommandError {
-    CommandError::Client(error)
+    CommandError::Client(error).with_code()
 }
 
 /// Tokens per second, then latency percentiles overall and per kind of request.

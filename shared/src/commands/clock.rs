@@ -59,7 +59,7 @@ pub async fn run(command: &ClockCommand, out: &mut dyn Write) -> Result<(), Comm
         Ok(Some(clock)) => clock,
         Ok(None) => return Err(not_dev(client.url())),
         Err(error) if error.code() == Some(Code::NotFound) => return Err(not_dev(client.url())),
-        Err(error) => return Err(error.into()),
+        Err(error) => return Err(CommandError::Client(error).with_code()),
     };
     if command.json {
         let text = serde_json::to_string(&clock).unwrap_or_default();

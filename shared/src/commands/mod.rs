@@ -14,6 +14,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use crate::client::ClientError;
+use crate::refusal::Code;
 use crate::wire::Object;
 
 /// Why a command stopped. The text is one sentence, without the `error: ` prefix.
@@ -25,10 +26,47 @@ pub enum CommandError {
     /// The control plane refused, did not answer, or the URL is wrong.
     #[error(transparent)]
     Client(#[from] ClientError),
+    /// The control plane refused a command the reference does not have (`token
+    /// retry`, `why`, `list`, a bulk `--where`, `clock`, `bench`): the line names
+    /// the refusal's code beside its status, as the TUI does. The reference's
+    /// token commands keep its line, which names the status alone (SPEC section 2).
+    #[error("the control plane at {url} refused ({status} {code}): {sentence}")]
+    Refused {
+        /// The URL of the address that refused.
+        url: String,
+        /// The HTTP status, e.g. 409.
+        status: u16,
+        /// The refusal's code, e.g. `token_not_active`.
+        code: Code,
+        /// The refusal's sentence.
+        sentence: String,
+    },
     /// Writing the output failed; a closed pipe (`| head -1`) ends the command
     /// quietly with exit code 1.
     #[error("cannot write the output: {0}")]
     Output(#[from] std::io::Error),
+}
+
+impl CommandError {
+    /// This error, a refusal's code named in its line when the control plane
+    /// refused (see [`CommandError::Refused`]). A code guessed from the status,
+    /// for an answer that was not the API's, is not named.
+    pub fn with_code(self) -> CommandError {
+        match self {
+            CommandError::Client(ClientError::Refused {
+                url,
+                status,
+                refusal,
+                synthetic: false,
+            }) => CommandError::Refused {
+                url,
+                status,
+                code: refusal.code,
+                sentence: refusal.error,
+            },
+            other => other,
+        }
+    }
 }
 
 /// Run `command` to completion on a runtime of its own, print a failure as

@@ -159,19 +159,23 @@ pub async fn run_with(
         }
     }
     let client = Client::new(&resolve_url(command.url.as_deref()))?;
-    match &command.action {
+    // The commands of ours name a refusal's code; the reference's print its line.
+    let ours = match &command.action {
         TokenAction::List(options) => {
-            return operate::list(&client, options, command.json, out, console).await
+            Some(operate::list(&client, options, command.json, out, console).await)
         }
-        TokenAction::Why { id } => return operate::why(&client, id, command.json, out).await,
+        TokenAction::Why { id } => Some(operate::why(&client, id, command.json, out).await),
         TokenAction::Retry { id, state, reason } => {
             let (state, reason) = (state.as_deref(), reason.as_deref());
-            return operate::retry(&client, id, state, reason, command.json, out).await;
+            Some(operate::retry(&client, id, state, reason, command.json, out).await)
         }
         TokenAction::Bulk(options) => {
-            return bulk::run(&client, options, command.json, out, console).await
+            Some(bulk::run(&client, options, command.json, out, console).await)
         }
-        _ => {}
+        _ => None,
+    };
+    if let Some(done) = ours {
+        return done.map_err(CommandError::with_code);
     }
     if command.json {
         return print_json(&client, &command.action, out).await;

@@ -1,0 +1,118 @@
+//! A command line clap cannot parse is refused as every other mistake is: one line
+//! `error: ...` on stderr and exit code 1 (clap's own is several lines and exit
+//! code 2). `--help` and `--version` still print to stdout with exit code 0.
+
+use clap::error::ErrorKind;
+
+/// The command line parsed as `P`, or the process ends: with the help or the
+/// version and exit code 0 when they were asked for, with the help on stderr and
+/// exit code 1 when a command is missing, else with one line `error: ...` and
+/// exit code 1.
+pub fn parse_or_exit<P: clap::Parser>() -> P {
+    P::try_parse().unwrap_or_else(|error| {
+        let args = std::env::args_os().map(|arg| arg.to_string_lossy().into_owned());
+        exit(&error, &command_path(&P::command(), args))
+    })
+}
+
+fn exit(error: &clap::Error, command: &str) -> ! {
+    match error.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => error.exit(),
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            // `stateous` or `stateous token` alone: the help is what the user
+            // needs, but no command ran.
+            let _ = error.print();
+            std::process::exit(1)
+        }
+        _ => {
+            eprintln!("{}", one_line(&error.render().to_string(), command));
+            std::process::exit(1)
+        }
+    }
+}
+
+/// clap's several lines as one: its `error: ...` line, then its notes (a list of
+/// missing arguments, the possible values, a tip) on the same line, then the
+/// help of `command` to read. The usage and "For more information" lines go.
+fn one_line(rendered: &str, command: &str) -> String {
+    let mut lines = rendered.lines();
+    let mut line = lines
+        .next()
+        .unwrap_or("error: the command line")
+        .to_string();
+    let notes: Vec<&str> = lines
+        .map(str::trim)
+        .take_while(|text| !text.starts_with("Usage:"))
+        .filter(|text| !text.is_empty() && !text.starts_with("For more information"))
+        .map(|text| text.trim_start_matches('[').trim_end_matches(']'))
+        .map(|note| note.strip_prefix("tip: ").unwrap_or(note))
+        .collect();
+    if !notes.is_empty() {
+        // "the following required arguments were not provided:" lists them.
+        let (before, between) = if line.ends_with(':') {
+            (" ", ", ")
+        } else {
+            ("; ", "; ")
+        };
+        line = format!("{line}{before}{}", notes.join(between));
+    }
+    format!("{line} (see '{command} --help')")
+}
+
+/// The command the arguments name, e.g. `stateous token show` for `stateous
+/// token --url X show T-1`: each argument that names a subcommand of the
+/// command so far goes down to it; the others (flags, values) are passed over.
+fn command_path(root: &clap::Command, args: impl Iterator<Item = String>) -> String {
+    let mut path = vec![root.get_name().to_string()];
+    let mut command = root;
+    for arg in args.skip(1) {
+        if let Some(sub) = command.find_subcommand(&arg) {
+            path.push(sub.get_name().to_string());
+            command = sub;
+        }
+    }
+    path.join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{command_path, one_line};
+    use clap::CommandFactory;
+
+    #[test]
+    fn clap_errors_become_one_line_with_their_notes() {
+        let missing = "error: the following required arguments were not provided:\n  <ID>\n  \
+                       <EVENT>\n\nUsage: stateous token fire <ID> [EVENT]\n\nFor more \
+                       information, try '--help'.\n";
+        assert_eq!(
+            one_line(missing, "stateous token fire"),
+            "error: the following required arguments were not provided: <ID>, <EVENT> \
+             (see 'stateous token fire --help')"
+        );
+        let invalid = "error: invalid value 'tcsh' for '<SHELL>'\n  [possible values: bash, \
+                       zsh]\n\n  tip: a similar value exists: 'zsh'\n\nFor more information, \
+                       try '--help'.\n";
+        assert_eq!(
+            one_line(invalid, "stateous completions"),
+            "error: invalid value 'tcsh' for '<SHELL>'; possible values: bash, zsh; a similar \
+             value exists: 'zsh' (see 'stateous completions --help')"
+        );
+    }
+
+    #[test]
+    fn the_command_is_found_past_flags_and_values() {
+        let path = |args: &[&str]| {
+            let args = args.iter().map(|arg| arg.to_string());
+            command_path(&crate::Cli::command(), args)
+        };
+        assert_eq!(
+            path(&["stateous", "token", "--url", "x", "show", "T-1"]),
+            "stateous token show"
+        );
+        assert_eq!(path(&["stateous", "nosuch"]), "stateous");
+        assert_eq!(
+            path(&["stateous", "bench", "--clients", "x"]),
+            "stateous bench"
+        );
+    }
+}
