@@ -189,6 +189,7 @@ fn bench_runs_every_token_through_orders() {
     assert_eq!(finished.code(), 0, "{finished}");
     assert!(finished.stdout.contains("tokens/s: "), "{finished}");
     assert!(finished.stdout.contains("latency p50 "), "{finished}");
+    assert!(finished.stdout.contains("bench CPU: "), "{finished}");
     let completed = daemon
         .get("/tokens?status=completed&limit=1000")
         .expect(200);
