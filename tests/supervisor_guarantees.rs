@@ -12,7 +12,10 @@ use std::time::{Duration, Instant};
 
 use harness::{asset_graph, run, Daemon, Setup};
 use serde_json::{json, Value};
-use supervising::{alive, history, outbox, start_token, wait_for_status, write_script, Supervise};
+use supervising::{
+    alive, ends_soon, history, outbox, pid_in, running, start_token, wait_for_status, write_script,
+    Supervise,
+};
 
 /// A routine that waits until the test creates `go` in the folder.
 const WAIT_FOR_GO: &str = "while [ ! -f go ]; do sleep 0.05; done";
@@ -364,6 +367,33 @@ fn a_sigterm_to_the_supervisors_group_lets_its_routine_finish_and_report() {
     assert_eq!(daemon.get("/tokens/T-1").expect(200)["state"], "testing");
 }
 
+/// A SIGKILL to the supervisor's whole process group (`kill -9 %1` in a shell)
+/// must not take the process that starts its routines along: that one lives in a
+/// group of its own, sees the supervisor die, and stops a routine that ignores
+/// SIGTERM, and its child, with SIGKILL after the grace (1 s here).
+fn a_sigkill_to_the_supervisors_group_still_stops_its_routines_after_the_grace() {
+    let daemon = sdlc_with_lease("60s");
+    let coding = "trap '' TERM\necho $$ > routine.pid\nsleep 61 &\necho $! > child.pid\nwait";
+    let folder = folder_named(&daemon, "sup", "box-1", &[("coding.sh", coding)]);
+    let mut sup = Supervise::start_in_own_group(&folder);
+    start_token(&daemon, "K-1");
+    sup.wait_for_line("coding of K-1, attempt 1");
+    let pids = [pid_in(&folder, "routine.pid"), pid_in(&folder, "child.pid")];
+    assert!(pids.iter().all(|pid| running(*pid)));
+    sup.signal_group(libc::SIGKILL);
+    sup.wait();
+    let stopped = pids.map(ends_soon);
+    for pid in pids {
+        // SAFETY: kill(2) on a pid the routine wrote has no memory effects.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    assert_eq!(
+        stopped,
+        [true, true],
+        "the routine and its child were stopped"
+    );
+}
+
 fn a_routine_whose_token_a_fired_event_moved_on_is_stopped() {
     let daemon = sdlc_with_lease("60s");
     let folder = folder_named(
@@ -504,6 +534,7 @@ both!(
     a_report_after_its_lease_ended_is_dropped_with_one_line_and_the_new_attempt_is_untouched,
     the_first_signal_lets_a_running_routine_finish_and_report_then_exits_0,
     a_sigterm_to_the_supervisors_group_lets_its_routine_finish_and_report,
+    a_sigkill_to_the_supervisors_group_still_stops_its_routines_after_the_grace,
     a_routine_whose_token_a_fired_event_moved_on_is_stopped,
     serve_with_supervise_serves_on_until_the_supervisors_routines_have_reported,
     serve_with_supervise_stops_at_once_with_exit_1_on_a_second_signal,

@@ -17,7 +17,9 @@
 //! routine that ignores SIGTERM must not run on beside the task's next attempt. It
 //! does the same when the supervisor closes the socket (`finish`). Each routine also
 //! gets SIGTERM itself when the spawner ends, a second line for a spawner killed
-//! outright. The spawner ignores SIGINT and SIGTERM from elsewhere, which the
+//! outright. The spawner lives in a process group of its own, so that a signal to
+//! the supervisor's whole group (`kill -9 %1` in a shell, or a Ctrl-C) does not
+//! reach it; it also ignores SIGINT and SIGTERM from elsewhere, which the
 //! supervisor handles (a Ctrl-C must not end the routines at once): a SIGTERM
 //! ends it only when its parent is no longer the supervisor. A routine starts
 //! with both at their defaults, as the supervisor's own children did.
@@ -78,6 +80,14 @@ pub fn start() -> io::Result<()> {
         }
         pid => {
             drop(theirs);
+            // A group of its own, so that a signal to the supervisor's whole group
+            // (`kill -9 %1` in a shell) does not end the spawner along with it: it
+            // must outlive the supervisor to stop the routines. The child sets it
+            // too; whichever runs first, it holds before `start` returns.
+            // SAFETY: setpgid on our own child; no memory effects. It fails only
+            // when the child has exec'd or is gone, which the spawner never does
+            // here; its own call then stands.
+            unsafe { libc::setpgid(pid, pid) };
             let shared = Arc::new(Shared {
                 alive: AtomicBool::new(true),
                 waiting: Mutex::new(Waiting::default()),

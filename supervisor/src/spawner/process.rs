@@ -23,6 +23,9 @@ const STOP_POLL: Duration = Duration::from_millis(20);
 /// without running the supervisor's exit handlers (they belong to the process it
 /// was forked from).
 pub(super) fn spawner_main(socket: OwnedFd, supervisor: libc::pid_t) -> ! {
+    // Its own process group (the supervisor sets it too, `spawner::start`).
+    // SAFETY: setpgid(0, 0) on this process; no memory effects.
+    unsafe { libc::setpgid(0, 0) };
     let mut routines = Routines::new();
     let served = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         serve(&socket, supervisor, &mut routines)
@@ -264,9 +267,9 @@ fn start_routine(
     // getppid, signal, pthread_sigmask); it touches no shared state.
     unsafe {
         std::os::unix::process::CommandExt::pre_exec(&mut command, move || {
-            // A SIGTERM sent to the supervisor's group between the fork and the
-            // child's own group waits here, blocked: it was meant for the
-            // supervisor, not the routine. Setting SIG_IGN discards it (POSIX),
+            // A SIGTERM sent to the spawner's group between the fork and the
+            // child's own group waits here, blocked: it was not meant for the
+            // routine. Setting SIG_IGN discards it (POSIX),
             // before the death signal is asked for, which must not be lost.
             libc::signal(libc::SIGTERM, libc::SIG_IGN);
             crate::runner::die_with_parent(spawner, libc::SIGTERM)?;
