@@ -101,10 +101,12 @@ async fn drain(body: &mut Incoming, mut seen: usize) {
 /// Errors: `bad_request` (400) when it is not strict JSON or nests deeper than
 /// [`MAX_DEPTH`]; `invalid_body` (422) when it is JSON but not an object.
 pub fn json_object(raw: &[u8]) -> Result<Object, Refusal> {
-    let raw = without_mark(raw);
+    // Blank is judged before the mark is read past: a mark and nothing after it
+    // is text that is not JSON (`bad_request`), as the reference reads it.
     if blank(raw) {
         return Ok(Object::new());
     }
+    let raw = without_mark(raw);
     if nests_deeper_than(raw, MAX_DEPTH) {
         return Err(Refusal::new(
             Code::BadRequest,
@@ -137,8 +139,11 @@ fn blank(raw: &[u8]) -> bool {
 /// The JSON text of a body that is neither blank nor nested too deep, past its
 /// byte order mark: what a reader other than [`json_object`] may parse.
 pub fn readable(raw: &[u8]) -> Option<&[u8]> {
+    if blank(raw) {
+        return None;
+    }
     let raw = without_mark(raw);
-    (!blank(raw) && !nests_deeper_than(raw, MAX_DEPTH)).then_some(raw)
+    (!nests_deeper_than(raw, MAX_DEPTH)).then_some(raw)
 }
 
 /// Whether the JSON text opens more than `limit` objects or lists inside each
@@ -187,6 +192,13 @@ mod tests {
         assert_eq!(json_object(b"").unwrap(), Object::new());
         assert_eq!(json_object(b" \r\n\t").unwrap(), Object::new());
         assert_eq!(json_object(b"\xef\xbb\xbf{}").unwrap(), Object::new());
+    }
+
+    #[test]
+    fn a_byte_order_mark_with_nothing_after_it_is_bad_request() {
+        for raw in [&b"\xef\xbb\xbf"[..], b"\xef\xbb\xbf  \n"] {
+            assert_eq!(json_object(raw).unwrap_err().code, Code::BadRequest);
+        }
     }
 
     #[test]

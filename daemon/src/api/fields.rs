@@ -183,6 +183,8 @@ mod tests {
             r#"{"payload": 1e400}"#,
             r#"{"other": 1e400}"#,
             "\u{feff}{\"kind\": \"bom\"}",
+            "\u{feff}",
+            "\u{feff}  ",
             "",
             "  ",
             "[1]",
