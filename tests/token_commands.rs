@@ -196,6 +196,44 @@ fn bench_runs_every_token_through_orders() {
     assert_eq!(completed.as_array().map(Vec::len), Some(30));
 }
 
+/// Tokens another run left queued on the database are worked too, but the bench
+/// ends only when its own tokens completed.
+#[test]
+fn bench_counts_only_its_own_tokens_toward_its_end() {
+    let daemon = Daemon::orders();
+    for n in 0..20 {
+        let body = serde_json::json!({"token": format!("OLD-{n}"), "context": {"title": "old"}});
+        daemon.post("/tokens", &body).expect(201);
+    }
+    let finished = run(
+        daemon.dir.path(),
+        &[
+            "bench",
+            "--url",
+            &daemon.url,
+            "--tokens",
+            "10",
+            "--clients",
+            "2",
+        ],
+    );
+    assert_eq!(finished.code(), 0, "{finished}");
+    let completed = daemon
+        .get("/tokens?status=completed&limit=1000")
+        .expect(200);
+    let ours = completed
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|token| {
+            token["token"]
+                .as_str()
+                .is_some_and(|id| id.starts_with("BENCH-"))
+        })
+        .count();
+    assert_eq!(ours, 10, "{finished}");
+}
+
 #[test]
 fn an_id_with_a_slash_is_refused_before_sending_with_the_daemons_sentence() {
     let daemon = Daemon::orders();

@@ -220,7 +220,13 @@ async fn work(shared: Arc<Shared>, index: usize) -> Result<Measured, CommandErro
             .await
             .map_err(failed)?;
         measured.samples.push((Kind::Report, micros(began)));
-        if after.status == "completed" {
+        // A task of another run's token (one left over on this database) is
+        // worked too, but only this run's tokens count toward its end.
+        let ours = after
+            .token
+            .strip_prefix(shared.run.as_str())
+            .is_some_and(|rest| rest.starts_with('-'));
+        if after.status == "completed" && ours {
             shared.completed.fetch_add(1, Ordering::SeqCst);
         }
     }
