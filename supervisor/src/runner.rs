@@ -151,6 +151,9 @@ pub async fn run(program: &Program, grant: &Grant, spec: &RunSpec, kill: &Stop) 
             }
         }
     };
+    if status.is_err() {
+        stop_unwaited(pid, spec.grace).await;
+    }
     for reader in readers {
         let abort = reader.abort_handle();
         if tokio::time::timeout(DRAIN, reader).await.is_err() {
@@ -324,6 +327,27 @@ pub(crate) fn die_with_parent(parent: libc::pid_t, signal: libc::c_int) -> std::
 fn stop_with_the_supervisor(_command: &mut Command) {}
 
 /// Send `signal` to the process group led by `pid`.
+/// A routine whose end cannot be learnt (its spawner died under it) may run on,
+/// no one's child: it got SIGTERM by its death signal, which it may ignore, as
+/// may its own children. Its group gets SIGTERM, then SIGKILL once `grace` has
+/// passed, so that the attempt, reported failed, does not run on beside the next
+/// one. Returns when the group is gone, or has been sent SIGKILL.
+async fn stop_unwaited(pid: Option<i32>, grace: Duration) {
+    let Some(group) = pid.filter(|p| *p > 0) else {
+        return;
+    };
+    signal_group(pid, libc::SIGTERM);
+    let deadline = tokio::time::Instant::now() + grace;
+    // SAFETY: kill(2) with signal 0 only asks whether the group has a process.
+    while unsafe { libc::kill(-group, 0) } == 0 {
+        if tokio::time::Instant::now() >= deadline {
+            signal_group(pid, libc::SIGKILL);
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 fn signal_group(pid: Option<i32>, signal: i32) {
     if let Some(pid) = pid.filter(|p| *p > 0) {
         // SAFETY: kill(2) with a negative pid signals that process group; it has

@@ -40,8 +40,8 @@ fn main() {
         )
         .await;
         check(
-            "when_the_spawner_dies_its_routine_stops_and_the_next_starts_anyway",
-            when_the_spawner_dies_its_routine_stops_and_the_next_starts_anyway,
+            "when_the_spawner_dies_its_routine_group_stops_and_the_next_starts_anyway",
+            when_the_spawner_dies_its_routine_group_stops_and_the_next_starts_anyway,
         )
         .await;
     });
@@ -196,11 +196,14 @@ async fn many_routines_at_once_each_get_their_own_status(folder: PathBuf) {
     assert_eq!(seen, 40);
 }
 
-async fn when_the_spawner_dies_its_routine_stops_and_the_next_starts_anyway(folder: PathBuf) {
+async fn when_the_spawner_dies_its_routine_group_stops_and_the_next_starts_anyway(folder: PathBuf) {
     let folder = folder.as_path();
     let spawner = spawner_pid();
     let never = Stop::new();
-    let running = run(folder, 1, "echo $$ > routine.pid; exec sleep 30", &never);
+    // It ignores SIGTERM, and so does its child: only SIGKILL after the grace
+    // stops them.
+    let line = "trap '' TERM; echo $$ > routine.pid; sleep 30 & echo $! > child.pid; wait";
+    let running = run(folder, 1, line, &never);
     let killer = async {
         let pid_file = folder.join("routine.pid");
         while !pid_file.exists() {
@@ -215,15 +218,18 @@ async fn when_the_spawner_dies_its_routine_stops_and_the_next_starts_anyway(fold
         panic!("{exit:?}");
     };
     assert!(why.contains("spawner ended before the routine"), "{why}");
-    let routine: i32 = read(folder.join("routine.pid")).parse().expect("a pid");
     let deadline = Instant::now() + Duration::from_secs(5);
-    while !gone(routine) && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
+    for name in ["routine.pid", "child.pid"] {
+        let pid: i32 = read(folder.join(name)).parse().expect("a pid");
+        while !gone(pid) && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        if !gone(pid) {
+            // SAFETY: kill(2) on a pid the routine wrote has no memory effects.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            panic!("{name}: the routine's group got SIGKILL after the grace");
+        }
     }
-    assert!(
-        gone(routine),
-        "the routine got SIGTERM when the spawner died"
-    );
     let exit = run(folder, 2, "echo $PPID > parent.txt", &Stop::new()).await;
     assert_eq!(exit.ended, Ended::Exited(0), "{exit:?}");
     let parent: u32 = read(folder.join("parent.txt")).parse().expect("a pid");
