@@ -320,3 +320,28 @@ fn a_request_for_an_attempt_that_is_over_is_409_attempt_over() {
         )
         .refused(409, "attempt_over");
 }
+
+/// The routes this product adds are routed as the reference's are: `HEAD` as
+/// `GET` without the body, another method 405, a trailing slash a 307.
+#[test]
+fn the_added_routes_answer_head_another_method_and_a_trailing_slash_as_the_others() {
+    let daemon = Daemon::tickets();
+    start(&daemon, "T-1");
+    for path in ["/metrics", "/states", "/supervisors", "/tokens/T-1/detail"] {
+        let head = daemon.request("HEAD", path, &[], b"");
+        assert_eq!(
+            (head.status, head.body.len()),
+            (200, 0),
+            "HEAD {path}: {head}"
+        );
+        daemon
+            .request("POST", path, &[], b"{}")
+            .refused(405, "method_not_allowed");
+        let slash = daemon.request("GET", &format!("{path}/"), &[], b"");
+        assert_eq!(slash.status, 307, "{path}/: {slash}");
+        assert_eq!(slash.header("location"), Some(path), "{slash}");
+    }
+    daemon
+        .request("GET", "/nothing/", &[], b"")
+        .refused(404, "not_found");
+}

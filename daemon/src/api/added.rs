@@ -4,8 +4,9 @@
 //! workflow, state and status, for the TUI's graph) and `GET /metrics` (the
 //! families of `crate::metrics`).
 //!
-//! They are answered before the reference's routes; any other method or path
-//! falls through to them (and so to their 404 or 405).
+//! They are answered before the reference's routes, `HEAD` as `GET` without the
+//! body; any other method or path falls through to them, where another method on
+//! an added path is 405 and the path with a trailing slash a 307 (`Api::routed`).
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -138,27 +139,42 @@ fn whole(answer: super::Answer) -> Response<Body> {
     answer.map(BodyExt::boxed)
 }
 
+/// The answer to `HEAD`: the `GET` answer's status and headers, no body.
+fn without_body(answer: Response<Body>) -> Response<Body> {
+    let (parts, _) = answer.into_parts();
+    Response::from_parts(
+        parts,
+        whole(Response::new(Full::new(Bytes::new()))).into_body(),
+    )
+}
+
 impl Api {
     /// The answer of an added route, or `None` when the request is for another.
+    /// `HEAD` is answered as `GET`, without the body (a stream is not started).
     pub async fn added(
         &self,
         request: &Request<hyper::body::Incoming>,
         stop: signal::Receiver<Stop>,
     ) -> Option<Response<Body>> {
-        if request.method() != hyper::Method::GET || self.is_lost() {
+        let head = request.method() == hyper::Method::HEAD;
+        if (request.method() != hyper::Method::GET && !head) || self.is_lost() {
             return None;
         }
         let path = routes::decode(request.uri().path(), false);
         let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
         let answer = match parts.as_slice() {
-            ["watch"] => return Some(super::watch::stream(self, request, stop).await),
+            ["watch"] => {
+                let answer = super::watch::stream(self, request, stop).await;
+                return Some(if head { without_body(answer) } else { answer });
+            }
             ["supervisors"] => self.supervisors().await,
             ["metrics"] => self.metrics().await,
             ["states"] => self.states().await,
             ["tokens", id, "detail"] if !id.is_empty() => self.detail(id.to_string()).await,
             _ => return None,
         };
-        Some(whole(answer.unwrap_or_else(|refused| refusal(&refused))))
+        let answer = whole(answer.unwrap_or_else(|refused| refusal(&refused)));
+        Some(if head { without_body(answer) } else { answer })
     }
 
     async fn supervisors(&self) -> Result<super::Answer, Refusal> {
