@@ -367,6 +367,25 @@ fn a_sigterm_to_the_supervisors_group_lets_its_routine_finish_and_report() {
     assert_eq!(daemon.get("/tokens/T-1").expect(200)["state"], "testing");
 }
 
+/// What a routine leaves running in its process group ends with its attempt: a
+/// child that ignores SIGTERM gets SIGKILL after the grace (1 s here), while the
+/// report goes at once.
+fn what_a_routine_left_running_in_its_group_ends_with_its_attempt() {
+    let daemon = sdlc_with_lease("60s");
+    let coding = "(trap '' TERM; exec sleep 67) &\necho $! > child.pid\nstateous ctx emit done";
+    let folder = folder_named(&daemon, "sup", "box-1", &[("coding.sh", coding)]);
+    let mut sup = Supervise::start(&folder);
+    start_token(&daemon, "L-1");
+    sup.wait_for_line("task 1 of L-1: reported done");
+    let child = pid_in(&folder, "child.pid");
+    let stopped = ends_soon(child);
+    // SAFETY: kill(2) on a pid the routine wrote has no memory effects.
+    unsafe { libc::kill(child, libc::SIGKILL) };
+    assert!(stopped, "the routine's child was stopped after the grace");
+    sup.signal(libc::SIGTERM);
+    assert_eq!(sup.wait().code(), Some(0), "{}", sup.report());
+}
+
 /// A SIGKILL to the supervisor's whole process group (`kill -9 %1` in a shell)
 /// must not take the process that starts its routines along: that one lives in a
 /// group of its own, sees the supervisor die, and stops a routine that ignores
@@ -535,6 +554,7 @@ both!(
     the_first_signal_lets_a_running_routine_finish_and_report_then_exits_0,
     a_sigterm_to_the_supervisors_group_lets_its_routine_finish_and_report,
     a_sigkill_to_the_supervisors_group_still_stops_its_routines_after_the_grace,
+    what_a_routine_left_running_in_its_group_ends_with_its_attempt,
     a_routine_whose_token_a_fired_event_moved_on_is_stopped,
     serve_with_supervise_serves_on_until_the_supervisors_routines_have_reported,
     serve_with_supervise_stops_at_once_with_exit_1_on_a_second_signal,

@@ -8,7 +8,8 @@
 //! `PATH`, so `stateous ctx ...` is the same binary. Each line it writes goes to
 //! the supervisor's log, prefixed with the task, and to a file under
 //! `.stateous/logs/`, within the caps of `output.rs`. A kill sends SIGTERM to the
-//! group, then SIGKILL after the grace period. The spawner (`spawner/`) starts it
+//! group, then SIGKILL after the grace period; so does the routine's end to what
+//! it left running in its group. The spawner (`spawner/`) starts it
 //! when the process has one; else the supervisor forks it itself.
 
 use std::ffi::OsString;
@@ -152,7 +153,11 @@ pub async fn run(program: &Program, grant: &Grant, spec: &RunSpec, kill: &Stop) 
         }
     };
     if status.is_err() {
-        stop_unwaited(pid, spec.grace).await;
+        stop_group(pid, spec.grace).await;
+    } else {
+        // What the routine left running in its group ends with its attempt:
+        // asked now, killed after the grace, without holding back the report.
+        tokio::spawn(stop_group(pid, spec.grace));
     }
     for reader in readers {
         let abort = reader.abort_handle();
@@ -327,12 +332,15 @@ pub(crate) fn die_with_parent(parent: libc::pid_t, signal: libc::c_int) -> std::
 fn stop_with_the_supervisor(_command: &mut Command) {}
 
 /// Send `signal` to the process group led by `pid`.
-/// A routine whose end cannot be learnt (its spawner died under it) may run on,
-/// no one's child: it got SIGTERM by its death signal, which it may ignore, as
-/// may its own children. Its group gets SIGTERM, then SIGKILL once `grace` has
-/// passed, so that the attempt, reported failed, does not run on beside the next
-/// one. Returns when the group is gone, or has been sent SIGKILL.
-async fn stop_unwaited(pid: Option<i32>, grace: Duration) {
+/// Stop what is left of a routine's process group once its attempt is over:
+/// SIGTERM, then SIGKILL once `grace` has passed, so that nothing of the attempt
+/// runs on beside the next one. Either the routine exited and left children in
+/// its group (`sleep 60 &`), or its end cannot be learnt (its spawner died under
+/// it) and it may run on, no one's child, having ignored the SIGTERM of its death
+/// signal. Returns when the group is gone, or has been sent SIGKILL. The group's
+/// id is not given to a new process while the group has one; an empty group
+/// answers ESRCH, which ends the wait.
+async fn stop_group(pid: Option<i32>, grace: Duration) {
     let Some(group) = pid.filter(|p| *p > 0) else {
         return;
     };
