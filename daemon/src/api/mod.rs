@@ -123,8 +123,8 @@ impl Api {
     }
 
     /// The answer of the request's route, with the route's template; `None` for
-    /// a request no route of this API takes (its label is found apart, as an
-    /// added route's `HEAD` has one).
+    /// a request no route takes (a 404, 405 or 307: its label is then found
+    /// apart, by `measure::route_label`).
     async fn routed(
         &self,
         parts: &Parts,

@@ -161,7 +161,9 @@ fn supervisor_gone(supervisor: libc::pid_t) -> bool {
 /// Send SIGTERM to the process group of each routine not yet collected; then,
 /// until each of those groups is gone, collect ended routines (their answers have
 /// no one to go to) and send SIGKILL to each group still there when its routine's
-/// grace period has passed. Returns once every group is gone.
+/// grace period has passed. Returns once every group is gone or has been sent
+/// SIGKILL (which none can ignore: its processes' reaping by another parent is not
+/// waited for).
 fn stop_routines(routines: Routines) {
     let now = Instant::now();
     let mut groups: Vec<(libc::pid_t, Instant)> = routines
@@ -177,10 +179,14 @@ fn stop_routines(routines: Routines) {
         // tells whether anything of it is left.
         while collect_one().is_some() {}
         groups.retain(|&(pid, kill_at)| {
+            if !signal_group(pid, 0) {
+                return false;
+            }
             if Instant::now() >= kill_at {
                 signal_group(pid, libc::SIGKILL);
+                return false;
             }
-            signal_group(pid, 0)
+            true
         });
         if groups.is_empty() {
             return;
