@@ -157,7 +157,11 @@ fn start(args: &ServeArgs) -> Result<Ready, String> {
     if args.standby && matches!(database, Database::Sqlite(_)) {
         return Err(STANDBY_NEEDS_POSTGRES.to_string());
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if let Some(threads) = options::request_threads() {
+        builder.worker_threads(threads);
+    }
+    let runtime = builder
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the server's threads: {e}"))?;

@@ -164,6 +164,20 @@ fn flag_count(flag: &str, text: &str, range: std::ops::RangeInclusive<u32>) -> R
         })
 }
 
+/// How many threads answer requests: one fewer than the cores (at least one),
+/// so that the SQLite writer's thread, or the Postgres server beside the daemon,
+/// has a core to itself; `TOKIO_WORKER_THREADS` still sets it. Issue "Speed": on
+/// 2 cores, with two request threads the writer and they waited for each other's
+/// core; one request thread gave about 15% more tokens/s through `orders` and a
+/// lower p99 (`farm-bench`, 13 pairs of `stateous bench`), Postgres no less.
+pub fn request_threads() -> Option<usize> {
+    if std::env::var_os("TOKIO_WORKER_THREADS").is_some() {
+        return None;
+    }
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    Some(cores.saturating_sub(1).max(1))
+}
+
 /// A timing flag: a workflow duration (`30s`, `2m`, `1h`, `1d`) or, so that tests
 /// can run in moments, whole milliseconds (`500ms`). Zero is refused.
 pub fn flag_duration(flag: &str, text: &str) -> Result<Duration, String> {
