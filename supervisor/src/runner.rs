@@ -331,7 +331,6 @@ pub(crate) fn die_with_parent(parent: libc::pid_t, signal: libc::c_int) -> std::
 #[cfg(not(target_os = "linux"))]
 fn stop_with_the_supervisor(_command: &mut Command) {}
 
-/// Send `signal` to the process group led by `pid`.
 /// Stop what is left of a routine's process group once its attempt is over:
 /// SIGTERM, then SIGKILL once `grace` has passed, so that nothing of the attempt
 /// runs on beside the next one. Either the routine exited and left children in
@@ -356,6 +355,7 @@ async fn stop_group(pid: Option<i32>, grace: Duration) {
     }
 }
 
+/// Send `signal` to the process group led by `pid`.
 fn signal_group(pid: Option<i32>, signal: i32) {
     if let Some(pid) = pid.filter(|p| *p > 0) {
         // SAFETY: kill(2) with a negative pid signals that process group; it has

@@ -122,6 +122,18 @@ pub fn outbox_of(body: &impl super::fields::Fields) -> Option<u64> {
     body.field("outbox")?.as_u64()
 }
 
+/// Why a request that no route of the reference's takes has none, when its path
+/// is an added route's: another method than GET and HEAD (which `Api::added`
+/// answers first) is 405, and the path with a trailing slash a 307 to the path
+/// without it, as the reference's routes answer. `None` for any other path.
+pub fn no_route(path: &str) -> Option<routes::NoRoute> {
+    if template(path).is_some() {
+        return Some(routes::NoRoute::MethodNotAllowed);
+    }
+    let bare = path.strip_suffix('/').filter(|bare| !bare.is_empty())?;
+    template(bare).map(|_| routes::NoRoute::Redirect(bare.to_string()))
+}
+
 /// The template of an added route that `path` reaches, for the metrics.
 pub fn template(path: &str) -> Option<&'static str> {
     let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
@@ -142,10 +154,7 @@ fn whole(answer: super::Answer) -> Response<Body> {
 /// The answer to `HEAD`: the `GET` answer's status and headers, no body.
 fn without_body(answer: Response<Body>) -> Response<Body> {
     let (parts, _) = answer.into_parts();
-    Response::from_parts(
-        parts,
-        whole(Response::new(Full::new(Bytes::new()))).into_body(),
-    )
+    Response::from_parts(parts, Full::new(Bytes::new()).boxed())
 }
 
 impl Api {

@@ -135,21 +135,7 @@ impl Api {
             return (Some(found.template()), self.operate(found, raw).await);
         }
         let route = match routes::route(parts.method.as_str(), &path) {
-            Ok(route) => Ok(route),
-            // An added route's path (`added.rs` answers GET and HEAD before
-            // this) with another method, or with a trailing slash, is answered as
-            // the reference's routes are.
-            Err(NoRoute::NotFound) if added::template(&path).is_some() => {
-                Err(NoRoute::MethodNotAllowed)
-            }
-            Err(NoRoute::NotFound)
-                if path.len() > 1
-                    && path
-                        .strip_suffix('/')
-                        .is_some_and(|bare| added::template(bare).is_some()) =>
-            {
-                Err(NoRoute::Redirect(String::new()))
-            }
+            Err(NoRoute::NotFound) => Err(added::no_route(&path).unwrap_or(NoRoute::NotFound)),
             other => other,
         };
         let route = match route {

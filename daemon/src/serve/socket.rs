@@ -69,8 +69,10 @@ pub fn bind(path: &Path, folder: Folder) -> Result<(UnixListener, SocketFile), S
     }
     clear_stale(path)?;
     let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
-    if let (Some(parent), Folder::MustExist) = (parent, folder) {
-        if !parent.is_dir() {
+    match (parent, folder) {
+        (None, _) => {}
+        (Some(parent), Folder::MustExist) if parent.is_dir() => {}
+        (Some(parent), Folder::MustExist) => {
             return Err(format!(
                 "the folder {} for the socket {} does not exist; make it first, or give \
                  another --socket",
@@ -78,8 +80,7 @@ pub fn bind(path: &Path, folder: Folder) -> Result<(UnixListener, SocketFile), S
                 path.display()
             ));
         }
-    } else if let Some(parent) = parent {
-        std::fs::DirBuilder::new()
+        (Some(parent), Folder::Make) => std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
             .create(parent)
@@ -88,7 +89,7 @@ pub fn bind(path: &Path, folder: Folder) -> Result<(UnixListener, SocketFile), S
                     "cannot make the folder {} for the socket: {e}",
                     parent.display()
                 )
-            })?;
+            })?,
     }
     // The socket is bound under a passing name, made private, then renamed into
     // place, so that no client ever connects to it before it is private.
