@@ -341,6 +341,14 @@ fn the_added_routes_answer_head_another_method_and_a_trailing_slash_as_the_other
         assert_eq!(slash.status, 307, "{path}/: {slash}");
         assert_eq!(slash.header("location"), Some(path), "{slash}");
     }
+    for (path, other) in [("/tokens/T-1/why", "POST"), ("/tokens/T-1/retry", "GET")] {
+        daemon
+            .request(other, path, &[], b"")
+            .refused(405, "method_not_allowed");
+        let slash = daemon.request("GET", &format!("{path}/"), &[], b"");
+        assert_eq!(slash.status, 307, "{path}/: {slash}");
+        assert_eq!(slash.header("location"), Some(path), "{slash}");
+    }
     daemon
         .request("GET", "/nothing/", &[], b"")
         .refused(404, "not_found");

@@ -164,6 +164,21 @@ fn a_live_daemon_keeps_its_socket_against_a_second_one() {
         ],
     );
     assert!(line.contains("listens on the socket"), "{line}");
+    // A wrong --db is named as such, though the socket is taken as well.
+    let line = refused_at_start(
+        other.path(),
+        &[
+            "serve",
+            &graph(),
+            "--db",
+            "mysql://x/y",
+            "--listen",
+            "127.0.0.1:0",
+            "--socket",
+            &socket,
+        ],
+    );
+    assert!(line.contains("is not a database URL"), "{line}");
     daemon.request_unix("GET", "/health", &[], b"").expect(200);
 }
 

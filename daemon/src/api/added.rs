@@ -122,18 +122,6 @@ pub fn outbox_of(body: &impl super::fields::Fields) -> Option<u64> {
     body.field("outbox")?.as_u64()
 }
 
-/// Why a request that no route of the reference's takes has none, when its path
-/// is an added route's: another method than GET and HEAD (which `Api::added`
-/// answers first) is 405, and the path with a trailing slash a 307 to the path
-/// without it, as the reference's routes answer. `None` for any other path.
-pub fn no_route(path: &str) -> Option<routes::NoRoute> {
-    if template(path).is_some() {
-        return Some(routes::NoRoute::MethodNotAllowed);
-    }
-    let bare = path.strip_suffix('/').filter(|bare| !bare.is_empty())?;
-    template(bare).map(|_| routes::NoRoute::Redirect(bare.to_string()))
-}
-
 /// The template of an added route that `path` reaches, for the metrics.
 pub fn template(path: &str) -> Option<&'static str> {
     let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();

@@ -135,7 +135,7 @@ impl Api {
             return (Some(found.template()), self.operate(found, raw).await);
         }
         let route = match routes::route(parts.method.as_str(), &path) {
-            Err(NoRoute::NotFound) => Err(added::no_route(&path).unwrap_or(NoRoute::NotFound)),
+            Err(NoRoute::NotFound) => Err(ours_elsewhere(&path).unwrap_or(NoRoute::NotFound)),
             other => other,
         };
         let route = match route {
@@ -289,6 +289,25 @@ struct Granted<'g> {
     #[serde(flatten)]
     grant: &'g stateous_shared::wire::Grant,
     lease_seconds: f64,
+}
+
+/// Why a request that no route of the reference's takes has none, when its path
+/// is one of this product's routes (`added.rs`, `operate.rs`), which match only
+/// their own methods: another method is 405, and the path with a trailing slash
+/// a 307 to the path without it, as the reference's routes answer. `None` for
+/// any other path.
+fn ours_elsewhere(path: &str) -> Option<NoRoute> {
+    let ours = |path: &str| {
+        added::template(path).is_some()
+            || ["GET", "POST"]
+                .into_iter()
+                .any(|method| operate::route(method, path).is_some())
+    };
+    if ours(path) {
+        return Some(NoRoute::MethodNotAllowed);
+    }
+    let bare = path.strip_suffix('/').filter(|bare| !bare.is_empty())?;
+    ours(bare).then(|| NoRoute::Redirect(bare.to_string()))
 }
 
 /// A task id from a path, or `task_not_found` when no task can have it.

@@ -151,9 +151,11 @@ fn start(args: &ServeArgs) -> Result<Ready, String> {
             socket::Folder::Make,
         ),
     };
-    let (unix, socket) = socket::bind(&socket_path, folder)?;
+    // The database's URL is checked before the socket is taken: a wrong --db must
+    // be named as such, not as another daemon's socket.
     let database = parse_database(&args.db)?;
     check_database_folder(&database)?;
+    let (unix, socket) = socket::bind(&socket_path, folder)?;
     if args.standby && matches!(database, Database::Sqlite(_)) {
         return Err(STANDBY_NEEDS_POSTGRES.to_string());
     }
