@@ -59,26 +59,47 @@ fn an_unknown_path_is_404_not_found_and_names_the_path() {
     assert!(sentence.contains("/nothing"), "{sentence}");
 }
 
+/// A 405 names the method it refused, and its `Allow` header lists every method
+/// the path takes (RFC 9110), ours included, `HEAD` wherever `GET`. The
+/// reference's 405 has no `Allow`; a header more breaks none of its clients.
 #[test]
 fn a_wrong_method_is_405_method_not_allowed_and_names_it() {
     let daemon = Daemon::tickets();
     let cases = [
-        ("GET", "/tokens/T-1/pause"),
-        ("DELETE", "/tokens"),
-        ("POST", "/health"),
-        ("PUT", "/workflow"),
-        ("OPTIONS", "/health"),
-        ("GET", "/tasks/claim"),
-        ("POST", "/tasks/5/memory"),
-        ("GET", "/tasks/5/report"),
-        ("PATCH", "/tokens/T-1/events/done"),
+        ("GET", "/tokens/T-1/pause", "POST"),
+        ("DELETE", "/tokens", "GET, HEAD, POST"),
+        ("PUT", "/tokens", "GET, HEAD, POST"),
+        ("POST", "/health", "GET, HEAD"),
+        ("DELETE", "/health", "GET, HEAD"),
+        ("PUT", "/workflow", "GET, HEAD"),
+        ("OPTIONS", "/health", "GET, HEAD"),
+        ("GET", "/tasks/claim", "POST"),
+        ("POST", "/tasks/5/memory", "PUT"),
+        ("GET", "/tasks/5/report", "POST"),
+        ("PATCH", "/tokens/T-1/events/done", "POST"),
+        ("GET", "/clock/advance", "POST"),
+        // Ours: the added routes and those of operating many tokens.
+        ("POST", "/watch", "GET, HEAD"),
+        ("PUT", "/metrics", "GET, HEAD"),
+        ("POST", "/tokens/T-1/detail", "GET, HEAD"),
+        ("DELETE", "/tokens/T-1/why", "GET, HEAD"),
+        ("GET", "/tokens/T-1/retry", "POST"),
+        // A token may be named `bulk`: GET reads it, POST is the bulk action.
+        ("PUT", "/tokens/bulk", "GET, HEAD, POST"),
     ];
-    for (method, path) in cases {
-        let sentence = daemon
-            .request(method, path, &[], b"")
-            .refused(405, "method_not_allowed");
+    for (method, path, allow) in cases {
+        let reply = daemon.request(method, path, &[], b"");
+        let sentence = reply.refused(405, "method_not_allowed");
         assert!(sentence.contains(method), "{sentence}");
+        assert_eq!(
+            reply.header("allow"),
+            Some(allow),
+            "{method} {path}: {reply}"
+        );
     }
+    let head = daemon.request("HEAD", "/tokens/T-1/pause", &[], b"");
+    assert_eq!(head.status, 405, "{head}");
+    assert_eq!(head.header("allow"), Some("POST"), "{head}");
 }
 
 #[test]

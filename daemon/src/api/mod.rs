@@ -3,8 +3,9 @@
 //!
 //! The layers, outermost first, in the reference's order: a control plane that
 //! lost its database answers every request 503 `not_serving`; a body over 1 MiB is
-//! 413 `bad_request`; then the route (404, 405, or a 307 for a trailing slash); then
-//! the body and query become inputs ([`inputs`]); then the control plane decides.
+//! 413 `bad_request`; then the route (404, 405 with the path's methods in `Allow`,
+//! or a 307 for a trailing slash); then the body and query become inputs
+//! ([`inputs`]); then the control plane decides.
 //! Every refusal is `{"error": sentence, "code": code}` with the code's status.
 
 pub mod added;
@@ -146,7 +147,11 @@ impl Api {
             }
             Err(NoRoute::MethodNotAllowed) => {
                 let sentence = format!("{path} does not take the method {}", parts.method);
-                return (None, Err(Refusal::new(Code::MethodNotAllowed, sentence)));
+                let mut refused = refusal(&Refusal::new(Code::MethodNotAllowed, sentence));
+                if let Ok(allow) = hyper::header::HeaderValue::from_str(&allowed(&path)) {
+                    refused.headers_mut().insert(hyper::header::ALLOW, allow);
+                }
+                return (None, Ok(refused));
             }
             Err(NoRoute::Redirect(_)) => {
                 let raw_path = parts.uri.path();
@@ -297,17 +302,39 @@ struct Granted<'g> {
 /// a 307 to the path without it, as the reference's routes answer. `None` for
 /// any other path.
 fn ours_elsewhere(path: &str) -> Option<NoRoute> {
-    let ours = |path: &str| {
-        added::template(path).is_some()
-            || ["GET", "POST"]
-                .into_iter()
-                .any(|method| operate::route(method, path).is_some())
-    };
-    if ours(path) {
+    if !ours(path).is_empty() {
         return Some(NoRoute::MethodNotAllowed);
     }
     let bare = path.strip_suffix('/').filter(|bare| !bare.is_empty())?;
-    ours(bare).then(|| NoRoute::Redirect(bare.to_string()))
+    (!ours(bare).is_empty()).then(|| NoRoute::Redirect(bare.to_string()))
+}
+
+/// The methods that this product's routes (`added.rs`, `operate.rs`) take on
+/// `path`, without `HEAD`.
+fn ours(path: &str) -> Vec<&'static str> {
+    let mut methods: Vec<&'static str> = ["GET", "POST"]
+        .into_iter()
+        .filter(|method| operate::route(method, path).is_some())
+        .collect();
+    if added::template(path).is_some() {
+        methods.push("GET");
+    }
+    methods
+}
+
+/// A 405's `Allow` header: every method that some route takes on `path`, the
+/// reference's and ours, `HEAD` wherever `GET`, sorted (`GET, HEAD, POST`).
+/// RFC 9110 asks for it; the reference's 405 has none, and a header more
+/// changes nothing for its clients.
+fn allowed(path: &str) -> String {
+    let mut methods = routes::methods(path);
+    methods.extend(ours(path));
+    if methods.contains(&"GET") {
+        methods.push("HEAD");
+    }
+    methods.sort_unstable();
+    methods.dedup();
+    methods.join(", ")
 }
 
 /// A task id from a path, or `task_not_found` when no task can have it.

@@ -127,6 +127,16 @@ pub fn route(method: &str, path: &str) -> Result<Route, NoRoute> {
     }
 }
 
+/// The methods that the routes of `path` take (`HEAD` is not listed: it goes
+/// wherever `GET` does); none when no route has the path.
+pub fn methods(path: &str) -> Vec<&'static str> {
+    candidates(path)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(method, _)| method)
+        .collect()
+}
+
 /// The routes that a path matches, each with its method; `None` when no route
 /// has the path.
 fn candidates(path: &str) -> Option<Vec<(&'static str, Route)>> {
@@ -270,6 +280,8 @@ mod tests {
             Err(NoRoute::Redirect("/tokens".into()))
         );
         assert_eq!(route("GET", "/nothing/"), Err(NoRoute::NotFound));
+        assert_eq!(methods("/tokens"), ["POST", "GET"]);
+        assert_eq!(methods("/tasks/abc/report"), Vec::<&str>::new());
     }
 
     #[test]
