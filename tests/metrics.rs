@@ -158,3 +158,25 @@ fn metrics_parse_as_prometheus_text_and_count_what_happened() {
     }
     assert!(!routes.keys().any(|r| r.contains("T-2")), "{routes:?}");
 }
+
+/// `stateous_timers` is there from the first scrape, every status at zero, as a
+/// dashboard's query of it expects; it had no sample until a timer existed.
+#[test]
+fn timers_are_listed_by_every_status_before_any_timer_exists() {
+    let daemon = Daemon::tickets();
+    let before = scrape(&daemon);
+    daemon
+        .post(
+            "/tokens",
+            &json!({"token": "T-1", "context": {"repo": "r"}}),
+        )
+        .expect(201);
+    // coding has no timeout: still no timer.
+    for scrape in [before, scrape(&daemon)] {
+        assert!(scrape.docs.contains_key("stateous_timers"), "no # HELP");
+        for status in ["pending", "fired", "cancelled"] {
+            let timers = gauge(&scrape, "stateous_timers", &[("status", status)]);
+            assert_eq!(timers, 0.0, "{status}");
+        }
+    }
+}

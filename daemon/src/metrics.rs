@@ -8,7 +8,8 @@
 //! - each scrape counts the ledger entries committed since the last one by kind
 //!   (retries are the `task_retrying` entries), and sets the gauges from the
 //!   tables (tokens by workflow, state and status; tasks by state and status;
-//!   timers by status) and from the supervisors heard from (outbox depth).
+//!   timers by status, each status listed even at zero) and from the
+//!   supervisors heard from (outbox depth).
 //!
 //! Counters start at zero when the control plane starts, as Prometheus expects of
 //! a process; the ledger is counted from the id it had then.
@@ -22,7 +23,7 @@ use prometheus::{
 };
 use stateous_shared::refusal::{Code, Refusal};
 
-use crate::store::Tx;
+use crate::store::{Closed, TimerStatus, Tx};
 
 /// The upper bounds of the request latency buckets, in seconds: most requests
 /// take well under a millisecond; a slow disk or a busy lock takes seconds.
@@ -65,7 +66,7 @@ pub struct Tables {
     pub tokens: Vec<(String, String, String, i64)>,
     /// `(state, status, count)`.
     pub tasks: Vec<(String, String, i64)>,
-    /// `(status, count)`.
+    /// `(status, count)` of every status, zero where there is none.
     pub timers: Vec<(String, i64)>,
     /// `(kind, count)` of the entries with an id above the last scrape's and at
     /// most `upto`.
@@ -279,10 +280,18 @@ pub fn read_tables(
         .into_iter()
         .map(|(state, status, count)| (state, status.as_str().to_string(), count))
         .collect();
-    let timers = tx
-        .timer_counts()?
-        .into_iter()
-        .map(|(status, count)| (status.as_str().to_string(), count))
+    // Timers have a closed set of labels: each status is listed, zero where there
+    // is none, so that the family is there before the first timer.
+    let counted = tx.timer_counts()?;
+    let timers = TimerStatus::ALL
+        .iter()
+        .map(|status| {
+            let count = counted
+                .iter()
+                .find(|(counted, _)| counted == status)
+                .map_or(0, |(_, count)| *count);
+            (status.as_str().to_string(), count)
+        })
         .collect();
     let entries = if upto > after {
         tx.entry_kinds(after, upto)?
