@@ -1,5 +1,7 @@
 //! Claim a task (reference `docs/inside/workflows.md`, "Claim a task").
 
+use std::sync::Arc;
+
 use serde_json::{json, Value};
 use stateous_shared::refusal::Code;
 use stateous_shared::wire::{EventRecord, Grant};
@@ -216,7 +218,7 @@ pub fn grant(tx: &dyn Tx, task: &TaskRow) -> Step<Grant> {
         state,
         visit: task.visit,
         attempt: task.attempt,
-        context: row.context,
+        context: Arc::unwrap_or_clone(row.context),
         memory: tx.memory(&task.token, &task.state)?,
         entered_by,
     })

@@ -149,7 +149,7 @@ pub fn view(row: &TokenRow) -> TokenView {
         state: row.state.clone(),
         status: row.status.as_str().to_string(),
         visit: row.visit,
-        context: row.context.clone(),
+        context: (*row.context).clone(),
         entered_at: iso(from_micros(row.entered_at)),
         parent: row.parent.clone(),
     }

@@ -2,6 +2,8 @@
 //! A paused token holds the events that arrive; resume gives its timers the paused
 //! time back, then applies what it held in the order of arrival.
 
+use std::sync::Arc;
+
 use serde_json::{json, Value};
 use stateous_shared::refusal::Code;
 use stateous_shared::wire::{Object, Schedule, TokenView};
@@ -181,8 +183,10 @@ fn replay(rules: &Rules, tx: &dyn Tx, row: &mut TokenRow, held: &Held) -> Step<(
             return dropped(tx, row, event, "the token left the state it came from");
         }
     }
-    let mut context = row.context.clone();
-    context.extend(held.context.clone());
+    let mut context = Arc::clone(&row.context);
+    if !held.context.is_empty() {
+        Arc::make_mut(&mut context).extend(held.context.clone());
+    }
     if !held.context.is_empty() {
         let errors = rules.workflow(row)?.context_errors(&context);
         if !errors.is_empty() {

@@ -1,5 +1,7 @@
 //! Report an outcome (reference `docs/inside/workflows.md`, "Report an outcome").
 
+use std::sync::Arc;
+
 use serde_json::json;
 use stateous_shared::durations::parse_duration;
 use stateous_shared::refusal::Code;
@@ -163,8 +165,10 @@ pub fn report(rules: &Rules, tx: &dyn Tx, input: ReportInput) -> Step<TokenView>
         return Ok(view(&row));
     }
     let workflow = rules.workflow(&row)?;
-    let mut context = row.context.clone();
-    context.extend(input.context.clone());
+    let mut context = Arc::clone(&row.context);
+    if !input.context.is_empty() {
+        Arc::make_mut(&mut context).extend(input.context.clone());
+    }
     let errors = workflow.context_errors(&context);
     if !errors.is_empty() {
         let sentence = format!(
@@ -208,7 +212,7 @@ fn report_event(
     task: &mut TaskRow,
     input: &ReportInput,
     event: &str,
-    context: &Object,
+    context: &Arc<Object>,
 ) -> Step<()> {
     let emits = &rules.state(row, &task.state)?.emits;
     if !emits.iter().any(|e| e == event) {

@@ -3,6 +3,8 @@
 //! `_apply`, `_task_failed`). Every workflow that moves a token goes through here,
 //! so the ledger rows of a move are written in one order everywhere.
 
+use std::sync::Arc;
+
 use serde_json::{json, Value};
 use stateous_shared::durations::parse_duration;
 use stateous_shared::graph::{TransitionSpec, END, ERROR, JOINED, TIMEOUT};
@@ -342,10 +344,10 @@ pub fn apply(
     row: &mut TokenRow,
     changes: &Object,
     schedules: &[Schedule],
-    context: &Object,
+    context: &Arc<Object>,
 ) -> Step<()> {
     if !changes.is_empty() {
-        row.context = context.clone();
+        row.context = Arc::clone(context);
         tx.update_token(row)?;
         let mut keys: Vec<&String> = changes.keys().collect();
         keys.sort();

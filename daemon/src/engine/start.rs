@@ -1,5 +1,7 @@
 //! Start a token (reference `docs/inside/workflows.md`, "Start a token").
 
+use std::sync::Arc;
+
 use serde_json::{json, Value};
 use stateous_shared::graph::{TransitionSpec, Workflow, END, START, STARTED};
 use stateous_shared::guards::{evaluate, GuardInput};
@@ -99,7 +101,7 @@ pub fn create(
         state: START.to_string(),
         status: TokenStatus::Active,
         visit: 0,
-        context: values.clone(),
+        context: Arc::new(values.clone()),
         entered_at: tx.now(),
         parent: parent.map(str::to_string),
         workflow: parent.map(|_| workflow.name.clone()),

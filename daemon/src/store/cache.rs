@@ -19,7 +19,7 @@ use std::collections::HashMap;
 
 use foldhash::{HashMap as FastMap, HashSet as FastSet};
 use std::num::NonZeroUsize;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use super::cached::Finished;
 use stateous_shared::wire::Object;
@@ -42,8 +42,9 @@ pub struct Facts {
     pub visits: FastMap<String, i64>,
     /// `visits` has every state it ever entered (a state missing: 0).
     pub all_visits: bool,
-    /// Its last `event_accepted` entry.
-    pub accepted: Option<Option<LedgerRow>>,
+    /// Its last `event_accepted` entry (shared: facts are copied once a request,
+    /// the entry is read only by a claim's grant).
+    pub accepted: Option<Option<Arc<LedgerRow>>>,
     /// Its queued, claimed and waiting tasks, by id.
     pub open: Option<Vec<TaskRow>>,
     /// Its pending timers, by id.

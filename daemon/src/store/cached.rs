@@ -11,6 +11,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use foldhash::{HashMap as FastMap, HashSet as FastSet};
@@ -371,7 +372,7 @@ impl Ledger for CachedTx<'_> {
                         *counts.entry(text("event").unwrap_or_default()).or_insert(0) += 1;
                     }
                     // Kept whole only for the kind that is read back.
-                    facts.accepted = Some(Some(LedgerRow {
+                    facts.accepted = Some(Some(Arc::new(LedgerRow {
                         id,
                         token: token.to_string(),
                         seq,
@@ -379,7 +380,7 @@ impl Ledger for CachedTx<'_> {
                         kind: kind.to_string(),
                         key: key.map(str::to_string),
                         data: data.clone(),
-                    }));
+                    })));
                 }
                 "entered" => {
                     if let Some(state) = text("state") {
@@ -466,12 +467,13 @@ impl Ledger for CachedTx<'_> {
     }
 
     fn last_accepted(&self, token: &str) -> StoreResult<Option<LedgerRow>> {
-        self.known(
+        let shared = self.known(
             token,
             |facts| facts.accepted.clone(),
             |facts, accepted| facts.accepted = Some(accepted),
-            || self.inner.last_accepted(token),
-        )
+            || Ok(self.inner.last_accepted(token)?.map(Arc::new)),
+        )?;
+        Ok(shared.map(Arc::unwrap_or_clone))
     }
 }
 

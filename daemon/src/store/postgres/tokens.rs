@@ -6,6 +6,8 @@
 //! other in a circle. A token's `parent` never changes once it is made, so the walk
 //! up to the top reads without locks.
 
+use std::sync::Arc;
+
 use postgres::types::ToSql;
 use postgres::Row;
 
@@ -23,7 +25,7 @@ fn read(row: &Row) -> StoreResult<TokenRow> {
         state: get(row, 1)?,
         status: closed(row, 2)?,
         visit: get(row, 3)?,
-        context: object(&context)?,
+        context: Arc::new(object(&context)?),
         entered_at: get(row, 5)?,
         parent: get(row, 6)?,
         workflow: get(row, 7)?,

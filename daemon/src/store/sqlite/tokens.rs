@@ -1,5 +1,7 @@
 //! The SQL of `tokens`.
 
+use std::sync::Arc;
+
 use rusqlite::types::Value as Param;
 use rusqlite::{params, params_from_iter, OptionalExtension, Row};
 
@@ -15,7 +17,7 @@ fn read(row: &Row<'_>) -> rusqlite::Result<TokenRow> {
         state: row.get(1)?,
         status: closed(row.get(2)?)?,
         visit: row.get(3)?,
-        context: object(&context).map_err(corrupt)?,
+        context: Arc::new(object(&context).map_err(corrupt)?),
         entered_at: row.get(5)?,
         parent: row.get(6)?,
         workflow: row.get(7)?,
