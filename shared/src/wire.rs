@@ -3,8 +3,16 @@
 //! The shapes are the reference's (`docs/reference/http.md`). Optional fields that
 //! are `None` are left out of the JSON, as the reference leaves them out.
 
+use std::time::Duration;
+
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+
+/// How often the daemon's `GET /watch` stream sends a comment line when it has
+/// nothing else to send. A reader that hears nothing for this long plus its
+/// request timeout takes the stream as dead (a control plane that hangs with its
+/// connection open, or a peer gone from the network) and opens it again.
+pub const WATCH_KEEP_ALIVE: Duration = Duration::from_secs(15);
 
 /// A JSON object, as contexts, payloads and memories are.
 pub type Object = Map<String, Value>;

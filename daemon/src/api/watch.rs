@@ -41,8 +41,9 @@ use crate::control::Control;
 const BATCH: i64 = 500;
 /// How often a stream that caught up looks for new commits.
 const POLL: Duration = Duration::from_millis(50);
-/// A comment line this often keeps proxies and dead-peer detection awake.
-const KEEP_ALIVE: Duration = Duration::from_secs(15);
+/// A comment line this often keeps proxies and dead-peer detection awake (the
+/// client's reader counts on it to tell a quiet stream from a dead one).
+const KEEP_ALIVE: Duration = stateous_shared::wire::WATCH_KEEP_ALIVE;
 /// A reader that takes nothing for this long is closed (it resumes by its id).
 pub const STALL: Duration = Duration::from_secs(30);
 /// Events waiting for a reader, at most.

@@ -79,6 +79,8 @@ pub struct Sent<T> {
     /// The addresses passed over before it, in order (empty when the first
     /// address tried gave the result).
     pub passed: Vec<Passed>,
+    /// The index of the address that gave `result`.
+    at: usize,
 }
 
 impl Endpoints {
@@ -155,18 +157,28 @@ impl Endpoints {
         path: &str,
         headers: &[(&str, &str)],
     ) -> Sent<Result<Result<Watch, (u16, Bytes)>, TransportError>> {
-        self.each(
-            |address| Watch::open(&address.url, &address.transport, path, headers),
-            |result| match result {
-                Err(TransportError::Connect(error)) => {
-                    Verdict::Passes(format!("cannot connect: {error}"))
-                }
-                Ok(Err((status, body))) => does_not_serve(*status, body),
-                Ok(Ok(_)) | Err(TransportError::BadUrl(_)) => Verdict::Answered,
-                Err(TransportError::Timeout(_) | TransportError::Http(_)) => Verdict::Unanswered,
-            },
-        )
-        .await
+        let mut sent = self
+            .each(
+                |address| Watch::open(&address.url, &address.transport, path, headers),
+                |result| match result {
+                    Err(TransportError::Connect(error)) => {
+                        Verdict::Passes(format!("cannot connect: {error}"))
+                    }
+                    Ok(Err((status, body))) => does_not_serve(*status, body),
+                    Ok(Ok(_)) | Err(TransportError::BadUrl(_)) => Verdict::Answered,
+                    Err(TransportError::Timeout(_) | TransportError::Http(_)) => {
+                        Verdict::Unanswered
+                    }
+                },
+            )
+            .await;
+        // A stream that dies later is a request that got no answer: the next
+        // request starts at the address after the one that served it.
+        if let Ok(Ok(watch)) = sent.result {
+            let after = (sent.at + 1) % self.addresses.len();
+            sent.result = Ok(Ok(watch.moving(Arc::clone(&self.next), after)));
+        }
+        sent
     }
 
     /// Try `attempt` on each address from where the next request starts, moving
@@ -211,6 +223,7 @@ impl Endpoints {
                 url: address.url.clone(),
                 result,
                 passed,
+                at,
             };
         }
     }

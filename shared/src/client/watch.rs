@@ -5,8 +5,16 @@
 //! The reader here knows the event-stream format, not the event names: an event
 //! whose data is a ledger entry (`token`, `seq`, `at`, `kind`, `data`) reads as
 //! one through [`WatchEvent::entry`], whatever its `event:` field says.
+//!
+//! A stream that stays silent longer than the daemon's keep-alive
+//! ([`WATCH_KEEP_ALIVE`]) plus the request timeout is taken as dead: a control
+//! plane stopped with SIGSTOP (or a peer gone from the network) keeps its
+//! connection open and sends nothing, and without this limit its readers would
+//! wait on it for ever, even after a standby took the database over.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::{Buf, Bytes, BytesMut};
 use http_body_util::BodyExt;
@@ -15,7 +23,7 @@ use serde::Deserialize;
 
 use super::error::ClientError;
 use super::transport::{Transport, TransportError};
-use crate::wire::{HistoryEntry, Object};
+use crate::wire::{HistoryEntry, Object, WATCH_KEEP_ALIVE};
 
 /// One server-sent event.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,6 +68,12 @@ pub struct Watch {
     buffer: BytesMut,
     parser: Parser,
     driver: tokio::task::JoinHandle<()>,
+    /// How long the stream may stay silent: a keep-alive is due every
+    /// [`WATCH_KEEP_ALIVE`], and one later than a request timeout means no answer.
+    silent_for: Duration,
+    /// Of several addresses: where the next request starts once this stream died
+    /// (the address after this one), as after any request that got no answer.
+    moves: Option<(Arc<AtomicUsize>, usize)>,
 }
 
 impl Drop for Watch {
@@ -119,11 +133,33 @@ impl Watch {
             buffer: BytesMut::new(),
             parser: Parser::default(),
             driver,
+            silent_for: transport.timeout() + WATCH_KEEP_ALIVE,
+            moves: None,
         }))
     }
 
-    /// The next event; `None` when the server ended the stream. Waits as long as
-    /// it takes: the stream is quiet while nothing happens.
+    /// Once this stream dies, store `to` in `next` (see [`Watch::moves`]).
+    pub(super) fn moving(mut self, next: Arc<AtomicUsize>, to: usize) -> Watch {
+        self.moves = Some((next, to));
+        self
+    }
+
+    /// The stream died (broke, or stayed silent too long): the next request of
+    /// the client starts at the next address.
+    fn died(&self, source: TransportError) -> ClientError {
+        if let Some((next, to)) = &self.moves {
+            next.store(*to, Ordering::SeqCst);
+        }
+        ClientError::Unreachable {
+            url: self.url.clone(),
+            source,
+        }
+    }
+
+    /// The next event; `None` when the server ended the stream. Waits while the
+    /// daemon's keep-alives come, however long nothing happens; a stream silent
+    /// for longer than a keep-alive and the request timeout is an error
+    /// ([`ClientError::Unreachable`]), like a broken one.
     pub async fn next(&mut self) -> Result<Option<WatchEvent>, ClientError> {
         loop {
             while let Some(at) = self.buffer.iter().position(|byte| *byte == b'\n') {
@@ -133,14 +169,12 @@ impl Watch {
                     return Ok(Some(event));
                 }
             }
-            match self.body.frame().await {
+            let Ok(frame) = tokio::time::timeout(self.silent_for, self.body.frame()).await else {
+                return Err(self.died(TransportError::Timeout(self.silent_for)));
+            };
+            match frame {
                 None => return Ok(None),
-                Some(Err(error)) => {
-                    return Err(ClientError::Unreachable {
-                        url: self.url.clone(),
-                        source: TransportError::Http(error.to_string()),
-                    })
-                }
+                Some(Err(error)) => return Err(self.died(TransportError::Http(error.to_string()))),
                 Some(Ok(frame)) => {
                     if let Ok(mut data) = frame.into_data() {
                         while data.has_remaining() {
