@@ -86,16 +86,22 @@ impl<'a> CachedTx<'a> {
             clear: self.clear.get(),
             ..Finished::default()
         };
-        let held: FastSet<String> = match self.locks {
-            None => staged.keys().cloned().collect(),
-            Some(_) => staged
-                .keys()
-                .filter(|token| {
-                    top_among(token, &staged, self.base).is_some_and(|top| tops.contains(&top))
-                })
-                .cloned()
-                .collect(),
+        let Some(_) = self.locks else {
+            // SQLite: the one writer holds every family.
+            finished.changed = staged
+                .into_iter()
+                .map(|(token, entry)| (token, entry.facts))
+                .collect();
+            finished.tops = tops;
+            return finished;
         };
+        let held: FastSet<String> = staged
+            .keys()
+            .filter(|token| {
+                top_among(token, &staged, self.base).is_some_and(|top| tops.contains(&top))
+            })
+            .cloned()
+            .collect();
         for (token, entry) in staged {
             if held.contains(&token) {
                 finished.changed.insert(token, entry.facts);
