@@ -4,7 +4,7 @@
 //! backend as `Control` sees it (`store.rs`). All SQL for a table sits in that
 //! table's module.
 
-mod claims;
+pub mod claims;
 mod control_plane;
 mod counts;
 pub mod hold;
@@ -39,6 +39,8 @@ pub struct SqliteTx<'c> {
     last_id: Cell<i64>,
     /// The statements it ran, kept ready until it ends (`prepare`).
     held: RefCell<Vec<(Box<str>, CachedStatement<'c>)>>,
+    /// The writer's: the rows of `claims` it knows (`claims.rs`).
+    claims: Option<claims::ClaimsView<'c>>,
 }
 
 impl<'c> SqliteTx<'c> {
@@ -49,7 +51,38 @@ impl<'c> SqliteTx<'c> {
             now: Cell::new(now),
             last_id: Cell::new(0),
             held: RefCell::new(Vec::new()),
+            claims: None,
         }
+    }
+
+    /// The writer's transaction: as [`SqliteTx::new`], and it reads each
+    /// supervisor's claim from `known` once known (`claims.rs`). The writer tells
+    /// it when each request ends ([`SqliteTx::request_done`]) and publishes what a
+    /// committed batch changed ([`SqliteTx::take_claims`]).
+    pub fn for_writer(
+        conn: &'c Connection,
+        now: i64,
+        known: &'c claims::KnownClaims,
+    ) -> SqliteTx<'c> {
+        SqliteTx {
+            claims: Some(claims::ClaimsView::new(known)),
+            ..SqliteTx::new(conn, now)
+        }
+    }
+
+    /// The running request ended, `kept` or refused (its changes rolled back).
+    pub fn request_done(&self, kept: bool) {
+        if let Some(view) = &self.claims {
+            view.request_done(kept);
+        }
+    }
+
+    /// The `claims` rows the kept requests wrote, to publish once committed.
+    pub fn take_claims(&self) -> claims::Changed {
+        self.claims
+            .as_ref()
+            .map(claims::ClaimsView::take_kept)
+            .unwrap_or_default()
     }
 
     /// Go on with the next request of a batch, at `now`: what it appends is

@@ -31,6 +31,7 @@ use std::time::{Duration, Instant};
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 
+use super::claims::{self, KnownClaims};
 use super::SqliteTx;
 use crate::clock::Clock;
 use crate::store::cache::{Cache, Overlay};
@@ -118,6 +119,8 @@ struct Shared {
     busy_timeout: Duration,
     /// What the write path knows of each token it changed (`store/cache.rs`).
     cache: Cache,
+    /// The rows of `claims` the writer knows (`claims.rs`).
+    claims: KnownClaims,
 }
 
 /// A cheap, cloneable handle to the writer thread.
@@ -145,6 +148,7 @@ impl Writer {
             mark,
             busy_timeout,
             cache: Cache::default(),
+            claims: KnownClaims::default(),
         });
         let inside = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
@@ -289,9 +293,10 @@ fn commit_batch(conn: &Connection, clock: &Clock, batch: Vec<Job>, shared: &Shar
         Ok(done)
     });
     let answer = match committed {
-        Ok((overlay, last_id)) => {
+        Ok((overlay, last_id, claims)) => {
             shared.commits.fetch_add(1, Ordering::Relaxed);
             overlay.publish();
+            shared.claims.publish(claims);
             if last_id > 0 {
                 shared.mark.committed(last_id);
             }
@@ -310,8 +315,9 @@ fn commit_batch(conn: &Connection, clock: &Clock, batch: Vec<Job>, shared: &Shar
     }
 }
 
-/// What a batch that ran keeps: the facts it changed and the last ledger id it wrote.
-type Ran<'c> = (Overlay<'c>, i64);
+/// What a batch that ran keeps: the facts it changed, the last ledger id it wrote
+/// and the `claims` rows it wrote.
+type Ran<'c> = (Overlay<'c>, i64, claims::Changed);
 
 /// Run every request straight on the transaction. `None` as soon as one that wrote
 /// is refused or panics: its changes cannot be undone alone.
@@ -322,7 +328,7 @@ fn run_plain<'c>(
     shared: &'c Shared,
 ) -> Option<Ran<'c>> {
     let overlay = Overlay::new(&shared.cache);
-    let tx = SqliteTx::new(conn, clock.now());
+    let tx = SqliteTx::for_writer(conn, clock.now(), &shared.claims);
     let mut last_id = 0;
     for request in requests.iter_mut() {
         let before = conn.total_changes();
@@ -331,7 +337,7 @@ fn run_plain<'c>(
             return None;
         }
     }
-    Some((overlay, last_id))
+    Some((overlay, last_id, tx.take_claims()))
 }
 
 /// Run every request in a savepoint of its own: a refused one rolls back alone.
@@ -342,7 +348,7 @@ fn run_each_in_savepoint<'c>(
     shared: &'c Shared,
 ) -> Ran<'c> {
     let overlay = Overlay::new(&shared.cache);
-    let tx = SqliteTx::new(conn, clock.now());
+    let tx = SqliteTx::for_writer(conn, clock.now(), &shared.claims);
     let mut last_id = 0;
     for request in requests.iter_mut() {
         if let Err(error) = control(conn, "SAVEPOINT request") {
@@ -353,7 +359,7 @@ fn run_each_in_savepoint<'c>(
         }
         let _ = control(conn, "RELEASE request");
     }
-    (overlay, last_id)
+    (overlay, last_id, tx.take_claims())
 }
 
 /// Run one request, raising `last_id` to the ledger ids it keeps and keeping the
@@ -370,7 +376,7 @@ fn one_request(
     let cached = CachedTx::new(tx, overlay, None);
     let ran = catch_unwind(AssertUnwindSafe(|| request.run(&cached)));
     let finished = cached.finish();
-    match ran {
+    let kept = match ran {
         Ok(true) => {
             *last_id = (*last_id).max(tx.last_id());
             overlay.keep(finished);
@@ -382,7 +388,9 @@ fn one_request(
             request.forget();
             false
         }
-    }
+    };
+    tx.request_done(kept);
+    kept
 }
 
 /// Run one transaction-control statement from the statement cache: parsing
@@ -415,6 +423,7 @@ mod tests {
     use super::*;
     use crate::store::sqlite::open;
     use crate::store::sqlite::schema::migrate;
+    use crate::store::ClaimRow;
 
     fn writer(folder: &tempfile::TempDir) -> Writer {
         let path = folder.path().join("w.db");
@@ -478,6 +487,71 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(counts, (51, 0, 0));
+    }
+
+    fn claim(supervisor: &str, request: &str) -> ClaimRow {
+        ClaimRow {
+            supervisor: supervisor.into(),
+            request: request.into(),
+            task_id: Some(7),
+            attempt: Some(1),
+        }
+    }
+
+    fn last(tx: &dyn Tx, supervisor: &str) -> Option<String> {
+        tx.last_claim(supervisor).unwrap().map(|row| row.request)
+    }
+
+    #[tokio::test]
+    async fn the_claims_the_writer_knows_are_those_kept_and_committed() {
+        let folder = tempfile::tempdir().unwrap();
+        let writer = writer(&folder);
+        let first = writer.submit(|tx| {
+            tx.remember_claim(&claim("s", "r1")).unwrap();
+            (true, ())
+        });
+        first.await.unwrap();
+        let (started, wait_started) = std::sync::mpsc::channel::<()>();
+        let (release, gate) = std::sync::mpsc::channel::<()>();
+        let blocker = writer.submit(move |_| {
+            started.send(()).unwrap();
+            gate.recv().unwrap();
+            (true, ())
+        });
+        wait_started.recv().unwrap();
+        // One batch: a refused request that wrote (the batch runs again, each in a
+        // savepoint), then requests that read what was kept before them.
+        let seen_first = writer.submit(|tx| (true, last(tx, "s")));
+        let refused = writer.submit(|tx| {
+            tx.remember_claim(&claim("s", "r2")).unwrap();
+            (false, last(tx, "s"))
+        });
+        let after_refused = writer.submit(|tx| (true, last(tx, "s")));
+        let kept = writer.submit(|tx| {
+            tx.remember_claim(&claim("s", "r3")).unwrap();
+            (true, ())
+        });
+        let after_kept = writer.submit(|tx| (true, last(tx, "s")));
+        release.send(()).unwrap();
+        blocker.await.unwrap();
+        assert_eq!(seen_first.await.unwrap().as_deref(), Some("r1"));
+        assert_eq!(refused.await.unwrap().as_deref(), Some("r2"));
+        assert_eq!(after_refused.await.unwrap().as_deref(), Some("r1"));
+        kept.await.unwrap();
+        assert_eq!(after_kept.await.unwrap().as_deref(), Some("r3"));
+        assert_eq!(writer.replays(), 1);
+        // The next batch, and the table itself, agree.
+        let now = writer.submit(|tx| (true, last(tx, "s"))).await.unwrap();
+        assert_eq!(now.as_deref(), Some("r3"));
+        let conn = open(&folder.path().join("w.db"), Duration::from_secs(5), true).unwrap();
+        let stored: String = conn
+            .query_row(
+                "SELECT request FROM claims WHERE supervisor = 's'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(stored, "r3");
     }
 
     #[tokio::test]
