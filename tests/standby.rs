@@ -349,6 +349,37 @@ fn a_stopped_active_keeps_the_database_and_once_its_sessions_end_commits_nothing
 }
 
 #[test]
+fn a_stopped_active_that_lost_the_database_exits_1_even_with_a_sigterm_pending() {
+    postgres(|| {
+        // A long tick: the clock does not tick after SIGCONT, so only the stop
+        // path can find the loss; the SIGTERM is what wakes it.
+        let mut active = active(&["--tick", "30s"]);
+        start(&active, "S-1");
+        let standby = standby_of(&active);
+        active.signal(libc::SIGSTOP);
+        assert!(
+            active.end_sessions() > 0,
+            "the stopped control plane had sessions"
+        );
+        wait_until_it_serves(&standby, Duration::from_secs(10));
+        // A deploy's stop reaches it while it is still stopped.
+        active.signal(libc::SIGTERM);
+        std::thread::sleep(Duration::from_millis(200));
+        active.signal(libc::SIGCONT);
+        let status = active.wait(Duration::from_secs(20));
+        let stderr = active.stderr();
+        assert_eq!(status.code(), Some(1), "{}", active.report());
+        assert!(
+            stderr.ends_with(&format!("{}\n", stateous_daemon::serve::LOST_EXIT_LINE)),
+            "{}",
+            active.report()
+        );
+        assert!(!stderr.contains("\nstopped\n"), "{}", active.report());
+        start(&standby, "S-2");
+    });
+}
+
+#[test]
 fn a_standby_whose_connection_breaks_connects_again_and_still_takes_over() {
     postgres(|| {
         let mut active = active(&[]);

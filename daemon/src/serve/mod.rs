@@ -8,7 +8,9 @@
 //! `error: <sentence>`, and exit code 1. A first SIGINT or SIGTERM finishes the
 //! requests in progress (within [`GRACE`]) and prints `stopped` (exit 0); a second
 //! one stops at once. When another control plane takes the database, every request
-//! answers 503 `not_serving`, and `serve` stops with exit code 1.
+//! answers 503 `not_serving`, and `serve` stops with exit code 1, also when a stop
+//! signal came at the same time (the loss is found at the latest when the hold is
+//! given up).
 //!
 //! A standby (`serve --standby`, Postgres, issue 14) checks the graph against the
 //! database without taking it, binds, and answers as a standby (`GET /health` 503
@@ -34,6 +36,7 @@ use std::time::Duration;
 
 use stateous_shared::compiler;
 use stateous_shared::graph::Graph;
+use stateous_shared::refusal::Code;
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::{watch, Notify};
 
@@ -531,11 +534,11 @@ impl Serving {
         let clock = clock::Clock {
             control: control.clone(),
             every: timings.tick,
-            lost,
+            lost: Arc::clone(&lost),
             on_lost: on_lost.clone(),
         };
         let clock = tokio::spawn(clock.run(clock_stops));
-        let ending = wait_for_ending(&mut signals, &on_lost, &mut server, companion).await;
+        let mut ending = wait_for_ending(&mut signals, &on_lost, &mut server, companion).await;
         let at_once = matches!(ending, Ending::CompanionFailed(_));
         let _ = stop_server.send(if at_once { Stop::Now } else { Stop::Graceful });
         if !server.is_finished() {
@@ -549,14 +552,40 @@ impl Serving {
         }
         let _ = stop_clock.send(true);
         let _ = clock.await;
-        if !matches!(ending, Ending::Lost) {
-            // Give the hold up, so that the next control plane may start at once.
-            if let Err(refusal) = control.shutdown().await {
-                tracing::warn!(target: "stateous.serve", "cannot give up the hold on the database: {}", refusal.error);
-            }
+        if !matches!(ending, Ending::Lost) && give_up_hold(&control, &lost).await {
+            // A stop signal can come together with the loss (a control plane
+            // stopped with SIGSTOP, taken over, sent SIGTERM, then SIGCONT): the
+            // loss wins, so that its exit code says so.
+            ending = Ending::Lost;
         }
         ending
     }
+}
+
+/// Give the hold up, so that the next control plane may start at once. True when
+/// the hold was lost already: the clock found it (and logged it), or a request or
+/// the release itself found it (logged here, with the clock's line).
+async fn give_up_hold(control: &Control, logged: &AtomicBool) -> bool {
+    if logged.load(std::sync::atomic::Ordering::SeqCst) {
+        return true;
+    }
+    let lost = control.lost()
+        || match control.shutdown().await {
+            Ok(()) => false,
+            Err(refusal) if refusal.code == Code::NotServing => true,
+            Err(refusal) => {
+                tracing::warn!(
+                    target: "stateous.serve",
+                    "cannot give up the hold on the database: {}",
+                    refusal.error
+                );
+                false
+            }
+        };
+    if lost {
+        tracing::error!(target: "stateous.serve", "{LOST_LINE}");
+    }
+    lost
 }
 
 /// Serve until a signal that the companion does not take, the companion's end, a
