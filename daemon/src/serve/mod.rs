@@ -42,7 +42,7 @@ use tokio::sync::{watch, Notify};
 
 use crate::api::server::{Front, Server, Stop};
 use crate::api::Api;
-use crate::control::{Control, Options};
+use crate::control::{Checked, Control, Options};
 use crate::store::backend::{Database, Standby, STANDBY_NEEDS_POSTGRES};
 pub use clock::LOST_LINE;
 use options::{check_database_folder, parse_database, Listen};
@@ -62,6 +62,11 @@ pub const STANDBY_WAITING_LINE: &str = "standby: waiting for the database's serv
 /// waits: the tokens on record change under the active control plane, so a graph
 /// that passed at start may be refused at the takeover.
 pub const STANDBY_CHECK_EVERY: Duration = Duration::from_secs(5);
+
+/// The start of a standby's line when its check of the graph cannot read the
+/// database (down, or not reachable): nothing is known about the graph then.
+pub const STANDBY_UNREAD_LINE: &str =
+    "standby: cannot check the graph against the database now: the database cannot be read";
 
 /// A standby's line once it holds the database, before `serving on URL`.
 pub const STANDBY_TOOK_LINE: &str =
@@ -189,7 +194,12 @@ fn start(args: &ServeArgs) -> Result<Ready, String> {
         ..Options::on(database)
     };
     let holding = if args.standby {
-        runtime.block_on(Control::check(Arc::clone(&graph), &options))?;
+        // At start either sentence refuses: a standby that cannot read its database
+        // now is most likely given the wrong one.
+        match runtime.block_on(Control::check(Arc::clone(&graph), &options)) {
+            Checked::Agrees => {}
+            Checked::Refused(sentence) | Checked::Unread(sentence) => return Err(sentence),
+        }
         Holding::Waiting {
             graph,
             options: Box::new(options),
@@ -467,6 +477,7 @@ async fn stand_by(
     let mut every = tokio::time::interval(STANDBY_CHECK_EVERY);
     every.tick().await;
     let mut refused: Option<String> = None;
+    let mut unread = false;
     loop {
         tokio::select! {
             opened = &mut opening => return match opened {
@@ -484,7 +495,24 @@ async fn stand_by(
                 let Ok(checked) = tokio::time::timeout(STANDBY_CHECK_EVERY / 2, check).await else {
                     continue;
                 };
-                let now = checked.err();
+                let now = match checked {
+                    Checked::Agrees => None,
+                    Checked::Refused(sentence) => Some(sentence),
+                    // Nor does one that cannot be read: that is the database's
+                    // trouble, not the graph's, and is said as such, once.
+                    Checked::Unread(sentence) => {
+                        if !unread {
+                            tracing::warn!(
+                                target: "stateous.serve",
+                                "{STANDBY_UNREAD_LINE} ({sentence}); it checks again every {} s",
+                                STANDBY_CHECK_EVERY.as_secs()
+                            );
+                        }
+                        unread = true;
+                        continue;
+                    }
+                };
+                unread = false;
                 if now != refused {
                     match &now {
                         Some(sentence) => tracing::warn!(
