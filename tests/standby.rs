@@ -9,9 +9,9 @@
 mod harness;
 
 use std::io;
-use std::net::TcpStream;
+use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use harness::{
@@ -174,6 +174,121 @@ fn a_standby_checks_its_graph_again_while_it_waits_and_says_when_a_takeover_woul
             },
         );
     });
+}
+
+#[test]
+fn a_standby_whose_database_cannot_be_read_says_so_and_gives_no_advice_about_the_graph() {
+    postgres(|| {
+        let active = active(&[]);
+        start(&active, "T-1");
+        // The standby reaches the server through a relay that the test cuts: for
+        // it the server is down, while the shared server runs on.
+        let mut relay = Relay::to(&active.database.url());
+        let standby = Setup::new(test_graph("tickets"))
+            .database_of(&active)
+            .args(&KEEPALIVES)
+            .args(&["--db", &relay.url])
+            .start_standby();
+        relay.cut();
+        eventually(
+            Duration::from_secs(20),
+            "the standby says that it cannot read the database",
+            || standby.report(),
+            || {
+                standby
+                    .stderr()
+                    .contains(stateous_daemon::serve::STANDBY_UNREAD_LINE)
+            },
+        );
+        // One more check finds it down too, and says nothing new.
+        std::thread::sleep(stateous_daemon::serve::STANDBY_CHECK_EVERY + Duration::from_secs(1));
+        let stderr = standby.stderr();
+        assert!(
+            !stderr.contains("a takeover now would be refused")
+                && !stderr.contains("serve the graph"),
+            "{}",
+            standby.report()
+        );
+        assert_eq!(
+            stderr
+                .matches(stateous_daemon::serve::STANDBY_UNREAD_LINE)
+                .count(),
+            1,
+            "said once: {}",
+            standby.report()
+        );
+        standby.get("/health").refused(503, "standby");
+    });
+}
+
+/// A TCP relay to the Postgres server of a database URL, which [`Relay::cut`]
+/// takes down: its connections end and new ones are refused.
+struct Relay {
+    /// The database's URL through the relay.
+    url: String,
+    down: Arc<AtomicBool>,
+    streams: Arc<Mutex<Vec<TcpStream>>>,
+    accepting: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Relay {
+    fn to(url: &str) -> Relay {
+        let at = url.find('@').expect("a user in the URL") + 1;
+        let end = at + url[at..].find('/').expect("a database in the URL");
+        let server = url[at..end].to_string();
+        let listener = TcpListener::bind("127.0.0.1:0").expect("a free port");
+        listener.set_nonblocking(true).expect("a listener");
+        let port = listener.local_addr().expect("its address").port();
+        let relayed = format!("{}127.0.0.1:{port}{}", &url[..at], &url[end..]);
+        let down = Arc::new(AtomicBool::new(false));
+        let streams = Arc::new(Mutex::new(Vec::new()));
+        let (stop, kept) = (Arc::clone(&down), Arc::clone(&streams));
+        let accepting = std::thread::spawn(move || {
+            while !stop.load(Ordering::SeqCst) {
+                let Ok((client, _)) = listener.accept() else {
+                    std::thread::sleep(Duration::from_millis(20));
+                    continue;
+                };
+                client.set_nonblocking(false).expect("a blocking stream");
+                let Ok(upstream) = TcpStream::connect(&server) else {
+                    continue;
+                };
+                let mut kept = kept.lock().unwrap();
+                for (from, to) in [(&client, &upstream), (&upstream, &client)] {
+                    let (mut from, mut to) = (from.try_clone().unwrap(), to.try_clone().unwrap());
+                    std::thread::spawn(move || {
+                        let _ = io::copy(&mut from, &mut to);
+                        let _ = to.shutdown(Shutdown::Both);
+                    });
+                }
+                kept.extend([client, upstream]);
+            }
+        });
+        Relay {
+            url: relayed,
+            down,
+            streams,
+            accepting: Some(accepting),
+        }
+    }
+
+    /// Refuse new connections from now on, and end every relayed one.
+    fn cut(&mut self) {
+        self.down.store(true, Ordering::SeqCst);
+        // Its end drops the listener: a connection is refused from then on.
+        if let Some(accepting) = self.accepting.take() {
+            let _ = accepting.join();
+        }
+        for stream in self.streams.lock().unwrap().iter() {
+            let _ = stream.shutdown(Shutdown::Both);
+        }
+    }
+}
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        self.cut();
+    }
 }
 
 #[test]
@@ -345,6 +460,37 @@ fn a_stopped_active_keeps_the_database_and_once_its_sessions_end_commits_nothing
             .rows("SELECT 1 FROM tokens WHERE token = 'S-2'")
             .is_empty());
         start(&standby, "S-3");
+    });
+}
+
+#[test]
+fn a_stopped_active_that_lost_the_database_exits_1_even_with_a_sigterm_pending() {
+    postgres(|| {
+        // A long tick: the clock does not tick after SIGCONT, so only the stop
+        // path can find the loss; the SIGTERM is what wakes it.
+        let mut active = active(&["--tick", "30s"]);
+        start(&active, "S-1");
+        let standby = standby_of(&active);
+        active.signal(libc::SIGSTOP);
+        assert!(
+            active.end_sessions() > 0,
+            "the stopped control plane had sessions"
+        );
+        wait_until_it_serves(&standby, Duration::from_secs(10));
+        // A deploy's stop reaches it while it is still stopped.
+        active.signal(libc::SIGTERM);
+        std::thread::sleep(Duration::from_millis(200));
+        active.signal(libc::SIGCONT);
+        let status = active.wait(Duration::from_secs(20));
+        let stderr = active.stderr();
+        assert_eq!(status.code(), Some(1), "{}", active.report());
+        assert!(
+            stderr.ends_with(&format!("{}\n", stateous_daemon::serve::LOST_EXIT_LINE)),
+            "{}",
+            active.report()
+        );
+        assert!(!stderr.contains("\nstopped\n"), "{}", active.report());
+        start(&standby, "S-2");
     });
 }
 

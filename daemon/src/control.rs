@@ -148,6 +148,20 @@ impl From<&LedgerRow> for Committed {
     }
 }
 
+/// What [`Control::check`] found; each sentence is one line's worth.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Checked {
+    /// A takeover would accept the graph (or the database has no tables of this
+    /// build yet, which the takeover makes).
+    Agrees,
+    /// A takeover would refuse the graph (its structure, or the kind of clock):
+    /// the refusal's sentence.
+    Refused(String),
+    /// The database could not be read (not reachable, not there, not ours), so
+    /// nothing is known about the graph: why.
+    Unread(String),
+}
+
 /// A cheap, cloneable handle to the control plane.
 #[derive(Clone)]
 pub struct Control {
@@ -202,8 +216,10 @@ impl Control {
     /// the one on record, the kind of clock), made without taking the database: a
     /// standby makes them before it waits, so that a wrong graph file is refused at
     /// once rather than at takeover. A database without this build's tables yet
-    /// passes (the holder makes them; the takeover checks again). Postgres only.
-    pub async fn check(graph: Arc<Graph>, options: &Options) -> Result<(), String> {
+    /// passes (the holder makes them; the takeover checks again). A database that
+    /// cannot be read says nothing about the graph: [`Checked::Unread`], apart
+    /// from a refusal. Postgres only.
+    pub async fn check(graph: Arc<Graph>, options: &Options) -> Checked {
         let store_options = store_options(options, String::new());
         let kind = options.clock.kind();
         let inspected = tokio::task::spawn_blocking(move || {
@@ -212,11 +228,12 @@ impl Control {
                     .map_err(|fail| StoreError::Database(fail.refusal().error))
             })
         })
-        .await
-        .map_err(|_| "the database could not be read".to_string())??;
+        .await;
         match inspected {
-            Inspected::Read(checked) => checked,
-            Inspected::NotYet => Ok(()),
+            Err(_) => Checked::Unread("the database could not be read".to_string()),
+            Ok(Err(sentence)) => Checked::Unread(sentence),
+            Ok(Ok(Inspected::Read(Err(sentence)))) => Checked::Refused(sentence),
+            Ok(Ok(Inspected::Read(Ok(())) | Inspected::NotYet)) => Checked::Agrees,
         }
     }
 

@@ -8,7 +8,9 @@
 //! `error: <sentence>`, and exit code 1. A first SIGINT or SIGTERM finishes the
 //! requests in progress (within [`GRACE`]) and prints `stopped` (exit 0); a second
 //! one stops at once. When another control plane takes the database, every request
-//! answers 503 `not_serving`, and `serve` stops with exit code 1.
+//! answers 503 `not_serving`, and `serve` stops with exit code 1, also when a stop
+//! signal came at the same time (the loss is found at the latest when the hold is
+//! given up).
 //!
 //! A standby (`serve --standby`, Postgres, issue 14) checks the graph against the
 //! database without taking it, binds, and answers as a standby (`GET /health` 503
@@ -25,6 +27,7 @@
 mod clock;
 pub mod options;
 mod socket;
+mod standby;
 
 use std::net::{SocketAddr, TcpListener as StdTcpListener, ToSocketAddrs};
 use std::path::Path;
@@ -34,16 +37,18 @@ use std::time::Duration;
 
 use stateous_shared::compiler;
 use stateous_shared::graph::Graph;
+use stateous_shared::refusal::Code;
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::{watch, Notify};
 
 use crate::api::server::{Front, Server, Stop};
 use crate::api::Api;
-use crate::control::{Control, Options};
+use crate::control::{Checked, Control, Options};
 use crate::store::backend::{Database, Standby, STANDBY_NEEDS_POSTGRES};
 pub use clock::LOST_LINE;
 use options::{check_database_folder, parse_database, Listen};
 pub use options::{ServeArgs, Timings};
+use standby::{stand_by, Waited};
 
 /// How long a graceful stop waits for the requests in progress.
 pub const GRACE: Duration = Duration::from_secs(5);
@@ -59,6 +64,11 @@ pub const STANDBY_WAITING_LINE: &str = "standby: waiting for the database's serv
 /// waits: the tokens on record change under the active control plane, so a graph
 /// that passed at start may be refused at the takeover.
 pub const STANDBY_CHECK_EVERY: Duration = Duration::from_secs(5);
+
+/// The start of a standby's line when its check of the graph cannot read the
+/// database (down, or not reachable): nothing is known about the graph then.
+pub const STANDBY_UNREAD_LINE: &str =
+    "standby: cannot check the graph against the database now: the database cannot be read";
 
 /// A standby's line once it holds the database, before `serving on URL`.
 pub const STANDBY_TOOK_LINE: &str =
@@ -186,7 +196,12 @@ fn start(args: &ServeArgs) -> Result<Ready, String> {
         ..Options::on(database)
     };
     let holding = if args.standby {
-        runtime.block_on(Control::check(Arc::clone(&graph), &options))?;
+        // At start either sentence refuses: a standby that cannot read its database
+        // now is most likely given the wrong one.
+        match runtime.block_on(Control::check(Arc::clone(&graph), &options)) {
+            Checked::Agrees => {}
+            Checked::Refused(sentence) | Checked::Unread(sentence) => return Err(sentence),
+        }
         Holding::Waiting {
             graph,
             options: Box::new(options),
@@ -430,77 +445,6 @@ impl Ready {
     }
 }
 
-/// How a standby's wait ended.
-enum Waited {
-    /// It holds the database now.
-    Took(Control),
-    /// A signal stopped it.
-    Stopped,
-    /// The takeover was refused (e.g. the structure on record changed meanwhile).
-    Failed(String),
-}
-
-/// A standby's wait: say so, then run the same [`Control::open`] as a start (which
-/// waits for the serving lock first) until it returns or a signal comes. A signal
-/// sets `stop`, which ends the wait's thread within [`STANDBY_EVERY`].
-async fn stand_by(
-    graph: Arc<Graph>,
-    options: Options,
-    stop: &AtomicBool,
-    signals: &mut Signals,
-    url: &str,
-    socket_path: &str,
-) -> Waited {
-    eprintln!("standby on {url} (Ctrl-C stops)");
-    eprintln!("{STANDBY_WAITING_LINE}");
-    eprintln!("the same API on unix://{socket_path}");
-    // Under systemd a standby is up once it answers as one.
-    let _ = sd_notify::notify(&[
-        sd_notify::NotifyState::Ready,
-        sd_notify::NotifyState::Status(STANDBY_WAITING_LINE),
-    ]);
-    let checking = (Arc::clone(&graph), options.clone());
-    let mut opening = tokio::spawn(Control::open(graph, options));
-    let mut every = tokio::time::interval(STANDBY_CHECK_EVERY);
-    every.tick().await;
-    let mut refused: Option<String> = None;
-    loop {
-        tokio::select! {
-            opened = &mut opening => return match opened {
-                Ok(Ok(control)) => Waited::Took(control),
-                Ok(Err(sentence)) => Waited::Failed(sentence),
-                Err(_) => Waited::Failed("the standby failed unexpectedly".to_string()),
-            },
-            _ = signals.next() => {
-                stop.store(true, std::sync::atomic::Ordering::SeqCst);
-                return Waited::Stopped;
-            }
-            _ = every.tick() => {
-                let check = Control::check(Arc::clone(&checking.0), &checking.1);
-                // A database that does not answer soon leaves the verdict as it was.
-                let Ok(checked) = tokio::time::timeout(STANDBY_CHECK_EVERY / 2, check).await else {
-                    continue;
-                };
-                let now = checked.err();
-                if now != refused {
-                    match &now {
-                        Some(sentence) => tracing::warn!(
-                            target: "stateous.serve",
-                            "standby: a takeover now would be refused ({sentence}); serve the \
-                             graph that the active control plane serves"
-                        ),
-                        None => tracing::info!(
-                            target: "stateous.serve",
-                            "standby: the graph agrees with the database again"
-                        ),
-                    }
-                    refused = now;
-                }
-            }
-        }
-    }
-}
-
 /// A bound server with its database, serving.
 struct Serving {
     control: Control,
@@ -531,11 +475,11 @@ impl Serving {
         let clock = clock::Clock {
             control: control.clone(),
             every: timings.tick,
-            lost,
+            lost: Arc::clone(&lost),
             on_lost: on_lost.clone(),
         };
         let clock = tokio::spawn(clock.run(clock_stops));
-        let ending = wait_for_ending(&mut signals, &on_lost, &mut server, companion).await;
+        let mut ending = wait_for_ending(&mut signals, &on_lost, &mut server, companion).await;
         let at_once = matches!(ending, Ending::CompanionFailed(_));
         let _ = stop_server.send(if at_once { Stop::Now } else { Stop::Graceful });
         if !server.is_finished() {
@@ -549,14 +493,40 @@ impl Serving {
         }
         let _ = stop_clock.send(true);
         let _ = clock.await;
-        if !matches!(ending, Ending::Lost) {
-            // Give the hold up, so that the next control plane may start at once.
-            if let Err(refusal) = control.shutdown().await {
-                tracing::warn!(target: "stateous.serve", "cannot give up the hold on the database: {}", refusal.error);
-            }
+        if !matches!(ending, Ending::Lost) && give_up_hold(&control, &lost).await {
+            // A stop signal can come together with the loss (a control plane
+            // stopped with SIGSTOP, taken over, sent SIGTERM, then SIGCONT): the
+            // loss wins, so that its exit code says so.
+            ending = Ending::Lost;
         }
         ending
     }
+}
+
+/// Give the hold up, so that the next control plane may start at once. True when
+/// the hold was lost already: the clock found it (and logged it), or a request or
+/// the release itself found it (logged here, with the clock's line).
+async fn give_up_hold(control: &Control, logged: &AtomicBool) -> bool {
+    if logged.load(std::sync::atomic::Ordering::SeqCst) {
+        return true;
+    }
+    let lost = control.lost()
+        || match control.shutdown().await {
+            Ok(()) => false,
+            Err(refusal) if refusal.code == Code::NotServing => true,
+            Err(refusal) => {
+                tracing::warn!(
+                    target: "stateous.serve",
+                    "cannot give up the hold on the database: {}",
+                    refusal.error
+                );
+                false
+            }
+        };
+    if lost {
+        tracing::error!(target: "stateous.serve", "{LOST_LINE}");
+    }
+    lost
 }
 
 /// Serve until a signal that the companion does not take, the companion's end, a
