@@ -11,7 +11,7 @@
 
 use std::io::{BufRead, IsTerminal, Write};
 
-use crate::client::Client;
+use crate::client::{Client, ClientError, TransportError};
 use crate::commands::{json_object, line, CommandError};
 use crate::operate::{operator_name, BulkAction, BulkAnswer, BulkRequest, Outcome, TokenOutcome};
 
@@ -206,7 +206,10 @@ async fn walk(
         next: None,
     };
     loop {
-        let answer = client.bulk(request).await?;
+        let answer = match client.bulk(request).await {
+            Ok(answer) => answer,
+            Err(error) => return Err(cut(verb, &total, expected, error)),
+        };
         if options.jsonl {
             for outcome in &answer.outcomes {
                 line(out, &serde_json::to_string(outcome).unwrap_or_default())?;
@@ -238,6 +241,39 @@ async fn walk(
             None => return Ok(total),
         }
     }
+}
+
+/// The error of a walk that a failed request stopped: what the pages before it
+/// did, and whether the page it sent may have been applied in part (no answer came:
+/// each token of a page is its own write). A first page refused outright is the
+/// refusal alone: nothing was done.
+fn cut(verb: &str, total: &BulkAnswer, expected: i64, error: ClientError) -> CommandError {
+    let unanswered = match &error {
+        ClientError::Unreachable { source, .. } => !matches!(source, TransportError::Connect(_)),
+        ClientError::BadAnswer { .. } => true,
+        ClientError::Refused { .. } | ClientError::BadUrl(_) => false,
+    };
+    let error = CommandError::from(error).with_code();
+    if total.count == 0 && !unanswered {
+        return error;
+    }
+    let in_flight = if unanswered {
+        "; the page it was sending got no answer and may have been applied in part"
+    } else {
+        ""
+    };
+    CommandError::Usage(format!(
+        "{error}; {verb} stopped after {} of {} {} ({} applied, {} refused, {} duplicate, \
+         {} skipped){in_flight}; run it again to finish: what it already did is then \
+         counted refused, duplicate or skipped, never done twice",
+        total.count,
+        expected.max(total.count),
+        plural(expected),
+        total.applied,
+        total.refused,
+        total.duplicate,
+        total.skipped
+    ))
 }
 
 fn print_preview(
