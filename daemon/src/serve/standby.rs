@@ -86,8 +86,7 @@ pub(super) async fn stand_by(
                     match &now {
                         Some(sentence) => tracing::warn!(
                             target: "stateous.serve",
-                            "standby: a takeover now would be refused ({sentence}); serve the \
-                             graph that the active control plane serves"
+                            "standby: a takeover now would be refused ({sentence})"
                         ),
                         None => tracing::info!(
                             target: "stateous.serve",
