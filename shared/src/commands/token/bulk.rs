@@ -226,16 +226,7 @@ async fn walk(
             // The page before ended at its limit on the last match.
             return Ok(total);
         }
-        console.note(&format!(
-            "{verb}: {} of {} {} ({} applied, {} refused, {} duplicate, {} skipped)",
-            total.count,
-            expected.max(total.count),
-            plural(expected),
-            total.applied,
-            total.refused,
-            total.duplicate,
-            total.skipped
-        ));
+        console.note(&format!("{verb}: {}", so_far(&total, expected)));
         match answer.next {
             Some(next) => request.after = Some(next),
             None => return Ok(total),
@@ -263,9 +254,17 @@ fn cut(verb: &str, total: &BulkAnswer, expected: i64, error: ClientError) -> Com
         ""
     };
     CommandError::Usage(format!(
-        "{error}; {verb} stopped after {} of {} {} ({} applied, {} refused, {} duplicate, \
-         {} skipped){in_flight}; run it again to finish: what it already did is then \
-         counted refused, duplicate or skipped, never done twice",
+        "{error}; {verb} stopped after {}{in_flight}; run it again to finish: what it \
+         already did is then counted refused, duplicate or skipped, never done twice",
+        so_far(total, expected)
+    ))
+}
+
+/// `N of M tokens (A applied, R refused, D duplicate, S skipped)`: how far a walk
+/// that expects `expected` tokens got.
+fn so_far(total: &BulkAnswer, expected: i64) -> String {
+    format!(
+        "{} of {} {} ({} applied, {} refused, {} duplicate, {} skipped)",
         total.count,
         expected.max(total.count),
         plural(expected),
@@ -273,7 +272,7 @@ fn cut(verb: &str, total: &BulkAnswer, expected: i64, error: ClientError) -> Com
         total.refused,
         total.duplicate,
         total.skipped
-    ))
+    )
 }
 
 fn print_preview(
