@@ -292,6 +292,48 @@ fn a_note_and_a_memory_write_answer_204_and_the_memory_value_stays_out_of_histor
 }
 
 #[test]
+fn a_note_sent_again_with_its_idempotency_key_is_written_once() {
+    let daemon = Daemon::tickets();
+    start(&daemon, "T-1");
+    let task = claim(&daemon, "box-1").expect(200)["task"]
+        .as_i64()
+        .unwrap();
+    let path = format!("/tasks/{task}/note");
+    let note = |key: &str, text: &str| {
+        let body = json!({"text": text, "attempt": 1}).to_string();
+        daemon.request(
+            "POST",
+            &path,
+            &[
+                ("content-type", "application/json"),
+                ("idempotency-key", key),
+            ],
+            body.as_bytes(),
+        )
+    };
+    for _ in 0..3 {
+        let answer = note("stateous-note/1/1/7", "built");
+        assert_eq!(answer.status, 204, "{answer}");
+    }
+    assert_eq!(note("stateous-note/1/1/8", "built").status, 204);
+    let notes = kinds(&daemon, "T-1")
+        .iter()
+        .filter(|kind| *kind == "note")
+        .count();
+    assert_eq!(notes, 2, "one note per key");
+    note(&"k".repeat(257), "built").refused(422, "invalid_payload");
+    // Without a key (the reference's supervisor), each note is written.
+    for _ in 0..2 {
+        daemon.post(&path, &json!({"text": "plain"})).expect(204);
+    }
+    let notes = kinds(&daemon, "T-1")
+        .iter()
+        .filter(|kind| *kind == "note")
+        .count();
+    assert_eq!(notes, 4);
+}
+
+#[test]
 fn a_request_for_an_attempt_that_is_over_is_409_attempt_over() {
     let daemon = Daemon::tickets();
     start(&daemon, "T-1");

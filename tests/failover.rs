@@ -204,7 +204,7 @@ fn a_supervisor_whose_control_plane_dies_goes_on_at_the_next_address_in_order() 
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     // Both notes reached the first control plane (a note whose answer a crash
-    // cuts off is sent again, and may then be recorded twice).
+    // cuts off is sent again, and written once: its idempotency key).
     while notes_of(&first) != ["one", "two"] {
         assert!(std::time::Instant::now() < deadline, "{}", sup.report());
         std::thread::sleep(std::time::Duration::from_millis(20));
@@ -232,6 +232,27 @@ fn a_supervisor_whose_control_plane_dies_goes_on_at_the_next_address_in_order() 
         entries.last().map(|e| e["kind"].clone()),
         Some("completed".into())
     );
+    sup.signal(libc::SIGTERM);
+    assert_eq!(sup.wait().code(), Some(0), "{}", sup.report());
+}
+
+#[test]
+fn a_note_whose_answer_is_lost_is_sent_again_and_written_once() {
+    let daemon = supervising::sdlc();
+    // The first note reaches the control plane, which writes it; its answer is
+    // lost on the way back, so the supervisor sends it again.
+    let cut_once = std::sync::atomic::AtomicBool::new(false);
+    let relay = harness::relay_cutting(&daemon.url, move |_, request| {
+        let note = request.starts_with("POST /tasks/") && request.contains("/note ");
+        note && !cut_once.swap(true, std::sync::atomic::Ordering::SeqCst)
+    });
+    let folder = folder_for(&daemon, &[("coding", CODING), ("testing", TESTING)]);
+    set_urls(&folder, &[&relay]);
+    let mut sup = Supervise::start(&folder);
+    sup.wait_for_line("the control plane is");
+    start_token(&daemon, "T-1");
+    wait_for_status(&daemon, "T-1", "completed");
+    assert_eq!(notes_of(&daemon), ["one"], "{}", sup.report());
     sup.signal(libc::SIGTERM);
     assert_eq!(sup.wait().code(), Some(0), "{}", sup.report());
 }

@@ -7,10 +7,6 @@
 
 mod harness;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use harness::{run, test_graph, Daemon, Finished, Setup};
@@ -283,70 +279,6 @@ fn a_bulk_cancel_of_5000_tokens_is_previewed_then_cancels_exactly_those() {
     assert_eq!(total(&daemon, "state=review"), 1000);
 }
 
-/// One HTTP/1.1 message (a request or an answer) read whole from `from`: its head
-/// and its `content-length` bytes of body; `None` at the end of the stream.
-fn message(from: &mut BufReader<TcpStream>) -> Option<Vec<u8>> {
-    let mut raw = Vec::new();
-    let mut length = 0usize;
-    loop {
-        let mut line = String::new();
-        if from.read_line(&mut line).ok()? == 0 {
-            return None;
-        }
-        if let Some((name, value)) = line.split_once(':') {
-            if name.eq_ignore_ascii_case("content-length") {
-                length = value.trim().parse().unwrap_or(0);
-            }
-        }
-        raw.extend_from_slice(line.as_bytes());
-        if line == "\r\n" {
-            break;
-        }
-    }
-    let mut body = vec![0; length];
-    from.read_exact(&mut body).ok()?;
-    raw.extend(body);
-    Some(raw)
-}
-
-/// A relay in front of the daemon that passes requests on and brings their
-/// answers back, except the `cut_at`-th request (from 1): the daemon gets it and
-/// answers, and the relay drops the client's connection instead of answering, as a
-/// network that fails at the wrong moment does.
-fn relay_cutting(daemon: &Daemon, cut_at: usize) -> String {
-    let upstream = daemon.url.trim_start_matches("http://").to_string();
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let seen = Arc::new(AtomicUsize::new(0));
-    std::thread::spawn(move || {
-        for client in listener.incoming().flatten() {
-            let upstream = upstream.clone();
-            let seen = Arc::clone(&seen);
-            std::thread::spawn(move || {
-                let server = TcpStream::connect(&upstream).unwrap();
-                let mut to_server = server.try_clone().unwrap();
-                let mut from_server = BufReader::new(server);
-                let mut to_client = client.try_clone().unwrap();
-                let mut from_client = BufReader::new(client);
-                while let Some(request) = message(&mut from_client) {
-                    to_server.write_all(&request).unwrap();
-                    let Some(answer) = message(&mut from_server) else {
-                        return;
-                    };
-                    if seen.fetch_add(1, Ordering::SeqCst) + 1 == cut_at {
-                        let _ = to_client.shutdown(std::net::Shutdown::Both);
-                        return;
-                    }
-                    if to_client.write_all(&answer).is_err() {
-                        return;
-                    }
-                }
-            });
-        }
-    });
-    url
-}
-
 #[test]
 fn a_bulk_walk_cut_mid_way_says_how_far_it_got_and_the_same_command_finishes_it() {
     let daemon = desk();
@@ -354,7 +286,7 @@ fn a_bulk_walk_cut_mid_way_says_how_far_it_got_and_the_same_command_finishes_it(
     let filter = "ctx['customer'] == 'CUT'";
     // The preview, the first page of 500, then the second page: applied by the
     // daemon, its answer lost.
-    let relay = relay_cutting(&daemon, 3);
+    let relay = harness::relay_cutting(&daemon.url, |index, _| index == 3);
     let args = [
         "token",
         "pause",

@@ -352,10 +352,24 @@ impl Control {
             .await
     }
 
-    /// `POST /tasks/{id}/note`.
-    pub async fn note(&self, task: i64, text: String, attempt: Option<i64>) -> Result<(), Refusal> {
-        self.write(move |rules, tx| engine::note::note(rules, tx, task, &text, attempt))
-            .await
+    /// `POST /tasks/{id}/note`; a key already on the token's ledger writes nothing.
+    pub async fn note(
+        &self,
+        task: i64,
+        text: String,
+        attempt: Option<i64>,
+        key: Option<String>,
+    ) -> Result<(), Refusal> {
+        self.write(move |rules, tx| {
+            let note = engine::note::Note {
+                task,
+                text: &text,
+                attempt,
+                key: key.as_deref(),
+            };
+            engine::note::note(rules, tx, &note)
+        })
+        .await
     }
 
     /// `PUT /tasks/{id}/memory`; a null value deletes the key.

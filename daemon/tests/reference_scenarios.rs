@@ -105,7 +105,7 @@ async fn run_step(control: &Control, clock: &Clock, step: &Value) -> Value {
                 .await;
             answer(lost.map(|lost| json!({"lost": lost})))
         }
-        "note" => answer(control.note(task, text(step, "text"), attempt).await),
+        "note" => answer(control.note(task, text(step, "text"), attempt, None).await),
         "memory" => {
             let value = step["value"].clone();
             answer(

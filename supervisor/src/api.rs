@@ -213,10 +213,19 @@ impl Api {
             .map(|_| ())
     }
 
-    /// `POST /tasks/{id}/note`.
-    pub async fn note(&self, task: i64, body: &Value, stop: &Stop) -> Result<(), CallError> {
+    /// `POST /tasks/{id}/note` with its `Idempotency-Key` (ours: a control plane of
+    /// ours writes a note sent again after a lost answer once; the reference's
+    /// ignores the header).
+    pub async fn note(
+        &self,
+        task: i64,
+        body: &Value,
+        key: &str,
+        stop: &Stop,
+    ) -> Result<(), CallError> {
         let path = format!("/tasks/{task}/note");
-        self.call("POST", &path, Some(body), Some(stop))
+        let headers = [("idempotency-key", key)];
+        self.call_with("POST", &path, Some(body), Some(stop), &headers)
             .await
             .map(|_| ())
     }
@@ -253,13 +262,25 @@ impl Api {
         body: Option<&Value>,
         stop: Option<&Stop>,
     ) -> Result<Answer, CallError> {
+        self.call_with(method, path, body, stop, &[]).await
+    }
+
+    /// [`Self::call`] with these headers.
+    async fn call_with(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&Value>,
+        stop: Option<&Stop>,
+        headers: &[(&str, &str)],
+    ) -> Result<Answer, CallError> {
         let bytes = body.map(|b| serde_json::to_vec(b).unwrap_or_default());
         let mut failures = 0usize;
         loop {
             let sent = self
                 .client
                 .endpoints()
-                .send(method, path, bytes.clone(), &[])
+                .send(method, path, bytes.clone(), headers)
                 .await;
             let problem = match sent.result {
                 Err(e) => format!("cannot reach the control plane at {} ({e})", sent.url),

@@ -35,6 +35,16 @@ pub(crate) enum Delivery {
     Over,
 }
 
+/// The idempotency key of a note of the outbox: its task, attempt and place in
+/// the outbox, which no other note of that attempt shares (one supervisor holds an
+/// attempt). Sent again after a lost answer or a crash, the note is written once.
+pub(crate) fn note_key(message: &Message) -> String {
+    format!(
+        "stateous-note/{}/{}/{}",
+        message.task, message.attempt, message.id
+    )
+}
+
 /// Whether a refusal of a note or memory write says its attempt is over.
 fn attempt_is_over(status: u16, code: Option<&str>) -> bool {
     status == 404
@@ -93,7 +103,9 @@ impl Core {
             Kind::Note => {
                 let mut body = message.body.clone();
                 body["attempt"] = json!(message.attempt);
-                self.api.note(message.task, &body, &self.stopping).await
+                self.api
+                    .note(message.task, &body, &note_key(message), &self.stopping)
+                    .await
             }
         };
         let delivery = match result {

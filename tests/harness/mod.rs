@@ -12,11 +12,13 @@ pub mod tmux;
 #[allow(unused_imports)]
 pub use backend::{backend, block_on, on, Backend, TestDatabase};
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -685,4 +687,89 @@ impl Timed for UnixStream {
         let _ = self.set_read_timeout(Some(ANSWER_WITHIN));
         self
     }
+}
+
+/// One HTTP/1.1 message (a request or an answer) read from `from`: its head and
+/// its `content-length` bytes of body (none without the header: a 204, or the
+/// head of a chunked stream); `None` at the end of the stream.
+fn message(from: &mut BufReader<TcpStream>) -> Option<Vec<u8>> {
+    let mut raw = Vec::new();
+    let mut length = 0usize;
+    loop {
+        let mut line = String::new();
+        if from.read_line(&mut line).ok()? == 0 {
+            return None;
+        }
+        if let Some((name, value)) = line.split_once(':') {
+            if name.eq_ignore_ascii_case("content-length") {
+                length = value.trim().parse().unwrap_or(0);
+            }
+        }
+        raw.extend_from_slice(line.as_bytes());
+        if line == "\r\n" {
+            break;
+        }
+    }
+    let mut body = vec![0; length];
+    from.read_exact(&mut body).ok()?;
+    raw.extend(body);
+    Some(raw)
+}
+
+/// A relay in front of the control plane at `upstream` (`http://HOST:PORT`): it
+/// passes each request on and brings its answer back, except for a request that
+/// `cut(index, request)` picks (`index` counts every request from 1): the control
+/// plane gets it and answers, and the relay drops the client's connection instead
+/// of answering, as a network that fails at the wrong moment does. Its URL.
+pub fn relay_cutting(
+    upstream: &str,
+    cut: impl Fn(usize, &str) -> bool + Send + Sync + 'static,
+) -> String {
+    let upstream = upstream.trim_start_matches("http://").to_string();
+    let listener = TcpListener::bind("127.0.0.1:0").expect("a free port");
+    let url = format!("http://{}", listener.local_addr().expect("its address"));
+    let seen = Arc::new(AtomicUsize::new(0));
+    let cut = Arc::new(cut);
+    std::thread::spawn(move || {
+        for client in listener.incoming().flatten() {
+            let (upstream, seen, cut) = (upstream.clone(), Arc::clone(&seen), Arc::clone(&cut));
+            std::thread::spawn(move || {
+                let Ok(server) = TcpStream::connect(&upstream) else {
+                    return;
+                };
+                let (Ok(mut to_server), Ok(mut to_client)) =
+                    (server.try_clone(), client.try_clone())
+                else {
+                    return;
+                };
+                let mut from_server = BufReader::new(server);
+                let mut from_client = BufReader::new(client);
+                while let Some(request) = message(&mut from_client) {
+                    if to_server.write_all(&request).is_err() {
+                        return;
+                    }
+                    let Some(answer) = message(&mut from_server) else {
+                        return;
+                    };
+                    let head = String::from_utf8_lossy(&answer).to_ascii_lowercase();
+                    if head.contains("transfer-encoding: chunked") {
+                        // A stream (`GET /watch`): passed on as it comes, to its end.
+                        if to_client.write_all(&answer).is_ok() {
+                            let _ = std::io::copy(&mut from_server, &mut to_client);
+                        }
+                        return;
+                    }
+                    let index = seen.fetch_add(1, Ordering::SeqCst) + 1;
+                    if cut(index, &String::from_utf8_lossy(&request)) {
+                        let _ = to_client.shutdown(std::net::Shutdown::Both);
+                        return;
+                    }
+                    if to_client.write_all(&answer).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    url
 }

@@ -454,11 +454,16 @@ pub struct NoteInput {
     pub text: String,
     /// The attempt it is for, if named.
     pub attempt: Option<i64>,
+    /// The `Idempotency-Key` header, if any (ours: the supervisor sends one per
+    /// note of its outbox, so that a note sent again after a lost answer is
+    /// written once).
+    pub key: Option<String>,
 }
 
 impl NoteInput {
-    /// The text (`invalid_payload`), then the attempt (`invalid_argument`).
-    pub fn parse(body: &Object) -> Result<NoteInput, Refusal> {
+    /// The text (`invalid_payload`), then the attempt (`invalid_argument`), then
+    /// the key, as a fire's (`invalid_payload`).
+    pub fn parse(body: &Object, key: Option<&[u8]>) -> Result<NoteInput, Refusal> {
         let text = match body.get("text") {
             Some(Value::String(text)) => text.trim().to_string(),
             _ => String::new(),
@@ -470,7 +475,8 @@ impl NoteInput {
             ));
         }
         let attempt = attempt(body.get("attempt"))?;
-        Ok(NoteInput { text, attempt })
+        let key = key.map(check_key).transpose()?;
+        Ok(NoteInput { text, attempt, key })
     }
 }
 

@@ -295,18 +295,18 @@ fn a_report_reads_the_outcome_shape_of_the_reference() {
 
 #[test]
 fn a_note_is_trimmed_and_holds_1_to_500_characters() {
-    let note = NoteInput::parse(&body(json!({"text": "  built  ", "attempt": 1}))).unwrap();
+    let note = NoteInput::parse(&body(json!({"text": "  built  ", "attempt": 1})), None).unwrap();
     assert_eq!((note.text.as_str(), note.attempt), ("built", Some(1)));
     for text in [json!(" "), json!(""), json!(7), json!("x".repeat(501))] {
         assert_eq!(
-            code(NoteInput::parse(&body(json!({"text": text})))),
+            code(NoteInput::parse(&body(json!({"text": text})), None)),
             Code::InvalidPayload
         );
     }
     for attempt in [json!("1"), json!(0), json!(true), json!(1.5)] {
         let raw = body(json!({"text": "x", "attempt": attempt}));
         assert_eq!(
-            code(NoteInput::parse(&raw)),
+            code(NoteInput::parse(&raw, None)),
             Code::InvalidArgument,
             "{attempt}"
         );

@@ -215,7 +215,7 @@ impl Api {
             Route::Workflow => Ok(json_bytes(200, self.workflow.clone())),
             Route::Health => Ok(self.health()),
             Route::Clock(how) => self.clock(how, raw).await,
-            route => self.dispatch_task(route, raw).await,
+            route => self.dispatch_task(route, parts, raw).await,
         }
     }
 
@@ -232,7 +232,12 @@ impl Api {
         }
     }
 
-    async fn dispatch_task(&self, route: Route, raw: &[u8]) -> Result<Answer, Refusal> {
+    async fn dispatch_task(
+        &self,
+        route: Route,
+        parts: &Parts,
+        raw: &[u8],
+    ) -> Result<Answer, Refusal> {
         let control = &self.control;
         match route {
             Route::Claim => {
@@ -268,8 +273,14 @@ impl Api {
             }
             Route::Note(task) => {
                 let task = known_task(task)?;
-                let input = NoteInput::parse(&body::json_object(raw)?)?;
-                control.note(task, input.text, input.attempt).await?;
+                let key = parts
+                    .headers
+                    .get("idempotency-key")
+                    .map(|value| value.as_bytes());
+                let input = NoteInput::parse(&body::json_object(raw)?, key)?;
+                control
+                    .note(task, input.text, input.attempt, input.key)
+                    .await?;
                 Ok(no_content())
             }
             Route::Memory(task) => {

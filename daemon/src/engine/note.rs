@@ -10,9 +10,25 @@ use crate::store::Tx;
 /// The longest note, after trimming.
 pub const MAX_NOTE: usize = 500;
 
-/// Record a note for a task that someone works on (on `attempt`, when given).
-pub fn note(rules: &Rules, tx: &dyn Tx, task: i64, text: &str, attempt: Option<i64>) -> Step<()> {
-    let line = text.trim();
+/// A note as the engine takes it.
+#[derive(Debug, Clone, Copy)]
+pub struct Note<'a> {
+    /// The task it is about.
+    pub task: i64,
+    /// Its text (trimmed here).
+    pub text: &'a str,
+    /// The attempt it is for, when named.
+    pub attempt: Option<i64>,
+    /// Its idempotency key, when given: a key already on the token's ledger
+    /// writes nothing (the same note sent again after its answer was lost).
+    pub key: Option<&'a str>,
+}
+
+/// Record a note for a task that someone works on (on `attempt`, when given),
+/// once per key.
+pub fn note(rules: &Rules, tx: &dyn Tx, note: &Note<'_>) -> Step<()> {
+    let (task, attempt) = (note.task, note.attempt);
+    let line = note.text.trim();
     let length = line.chars().count();
     if length == 0 || length > MAX_NOTE {
         return refuse(
@@ -21,11 +37,16 @@ pub fn note(rules: &Rules, tx: &dyn Tx, task: i64, text: &str, attempt: Option<i
         );
     }
     let held = worked_task(rules, tx, task, None, false, attempt)?;
+    if let Some(key) = note.key {
+        if tx.has_key(&held.token, key)? {
+            return Ok(());
+        }
+    }
     append(
         tx,
         &held.token,
         "note",
-        None,
+        note.key,
         json!({"task": held.id, "text": line}),
     )
 }
