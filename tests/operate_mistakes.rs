@@ -1,11 +1,14 @@
 //! Black-box: an operator's mistakes with many tokens, found by a tryout with
 //! 20,000 tokens. A page asked for past the last match says how many match (it
-//! printed `tokens 30001 to 30000 of 20000`).
+//! printed `tokens 30001 to 30000 of 20000`); a bulk fire of an event that no
+//! workflow has is refused whole, and one that a token's own workflow lacks leaves
+//! nothing in that token's history (each token got an `operator` and a refused
+//! entry, two ledger rows per token for a typo).
 
 mod harness;
 
 use harness::{run, test_graph, Daemon, Finished, Setup};
-use serde_json::json;
+use serde_json::{json, Value};
 
 fn desk() -> Daemon {
     Setup::new(test_graph("desk/build/desk")).start()
@@ -24,6 +27,13 @@ fn start(daemon: &Daemon, ids: &[&str]) {
         let body = json!({"token": id, "context": {"customer": "ACME"}});
         daemon.post("/tokens", &body).expect(201);
     }
+}
+
+/// Every entry of each token's history, to compare before and after.
+fn histories(daemon: &Daemon, ids: &[&str]) -> Vec<Value> {
+    ids.iter()
+        .map(|id| daemon.get(&format!("/tokens/{id}/history")).expect(200))
+        .collect()
 }
 
 #[test]
@@ -51,4 +61,81 @@ fn a_page_past_the_last_match_says_how_many_match_instead_of_a_backwards_range()
         "{last}"
     );
     assert_eq!(last.stdout.lines().count(), 1, "{last}");
+}
+
+#[test]
+fn a_bulk_fire_of_an_event_no_workflow_has_is_refused_whole_and_changes_nothing() {
+    let daemon = desk();
+    let ids = ["C-1", "C-2", "C-3"];
+    start(&daemon, &ids);
+    let before = histories(&daemon, &ids);
+    for extra in [&["--yes"][..], &["--dry-run"][..]] {
+        let mut args = vec![
+            "fire",
+            "--where",
+            "status == 'active'",
+            "submited",
+            "--reason",
+            "a typo",
+        ];
+        args.extend_from_slice(extra);
+        let refused = token(&daemon, &args);
+        assert_eq!(refused.code(), 1, "{refused}");
+        assert_eq!(
+            refused.stderr,
+            format!(
+                "error: the control plane at {} refused (422 invalid_argument): no workflow \
+                 of the served graph has an event 'submited'\n",
+                daemon.url
+            ),
+            "{refused}"
+        );
+        assert_eq!(refused.stdout, "", "{refused}");
+    }
+    // A retry into a state that no workflow has, the same.
+    let retry = daemon.post(
+        "/tokens/bulk",
+        &json!({"action": "retry", "where": "true", "state": "nowhere", "reason": "x"}),
+    );
+    let sentence = retry.refused(422, "invalid_argument");
+    assert_eq!(
+        sentence,
+        "no workflow of the served graph has a state 'nowhere' to enter"
+    );
+    assert_eq!(histories(&daemon, &ids), before, "nothing was written");
+}
+
+#[test]
+fn a_bulk_fire_leaves_no_entry_in_a_token_whose_own_workflow_lacks_the_event() {
+    let daemon = desk();
+    let ids = ["C-1", "C-2", "C-3"];
+    start(&daemon, &ids);
+    let before = histories(&daemon, &ids);
+    // `ok` is an event of the child workflows, not of desk's own.
+    let fired = token(
+        &daemon,
+        &[
+            "fire",
+            "--where",
+            "status == 'active'",
+            "ok",
+            "--reason",
+            "wrong tokens",
+            "--yes",
+        ],
+    );
+    assert_eq!(fired.code(), 0, "{fired}");
+    assert!(
+        fired
+            .stdout
+            .contains("fired 0 tokens; 3 refused, 0 duplicate, 0 skipped\n"),
+        "{fired}"
+    );
+    assert!(
+        fired
+            .stdout
+            .contains("-> refused (event_not_allowed): the workflow 'desk' has no event 'ok'"),
+        "{fired}"
+    );
+    assert_eq!(histories(&daemon, &ids), before, "nothing was written");
 }
