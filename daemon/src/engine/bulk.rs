@@ -219,9 +219,8 @@ pub fn refuse_whole(rules: &Rules, step: &BulkStep) -> Option<Refusal> {
         }
         BulkAction::Retry => {
             let state = step.state.as_deref()?;
-            let known = state != START
-                && state != END
-                && workflows.any(|w| w.states.contains_key(state));
+            let known =
+                state != START && state != END && workflows.any(|w| w.states.contains_key(state));
             if known {
                 return None;
             }
