@@ -1,6 +1,7 @@
 //! Black-box: an operator's mistakes with many tokens, found by a tryout with
 //! 20,000 tokens. A page asked for past the last match says how many match (it
-//! printed `tokens 30001 to 30000 of 20000`); a bulk fire of an event that no
+//! printed `tokens 30001 to 30000 of 20000`), and a listing that matches
+//! nothing writes no line of data on stdout; a bulk fire of an event that no
 //! workflow has is refused whole, and one that a token's own workflow lacks leaves
 //! nothing in that token's history (each token got an `operator` and a refused
 //! entry, two ledger rows per token for a typo).
@@ -61,6 +62,22 @@ fn a_page_past_the_last_match_says_how_many_match_instead_of_a_backwards_range()
         "{last}"
     );
     assert_eq!(last.stdout.lines().count(), 1, "{last}");
+}
+
+/// A script reads `token list` line by line as token lines: "no token matches"
+/// on stdout was read as a token named "no token matches".
+#[test]
+fn a_listing_that_matches_nothing_prints_no_line_of_data() {
+    let daemon = desk();
+    start(&daemon, &["C-1"]);
+    for extra in [&[][..], &["--jsonl"][..]] {
+        let mut args = vec!["list", "--where", "state == 'nowhere'"];
+        args.extend_from_slice(extra);
+        let none = token(&daemon, &args);
+        assert_eq!(none.code(), 0, "{none}");
+        assert_eq!(none.stdout, "", "{none}");
+        assert_eq!(none.stderr, "no token matches\n", "{none}");
+    }
 }
 
 #[test]

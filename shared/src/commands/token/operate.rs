@@ -67,7 +67,8 @@ pub(super) async fn list(
     let offset = options.offset.unwrap_or(0);
     let shown = tokens.len() as u64 + offset;
     match total {
-        Some(0) if !options.jsonl => line(out, "no token matches")?,
+        // Said beside the data, not in it: a script reads stdout as token lines.
+        Some(0) => console.note("no token matches"),
         // A page past the last match: say how many there are, not a range that
         // runs backwards ("tokens 30001 to 30000 of 20000").
         Some(total) if tokens.is_empty() && offset > 0 => {
