@@ -17,7 +17,7 @@ use stateous_shared::refusal::{Code, Refusal};
 use stateous_shared::wire::TokenView;
 
 use super::{keep, Control};
-use crate::engine::bulk::{apply, preview, refused, BulkStep};
+use crate::engine::bulk::{apply, preview, refuse_whole, refused, BulkStep};
 use crate::engine::retry::RetryInput;
 use crate::engine::{self, select};
 use crate::store::backend::Database;
@@ -84,6 +84,9 @@ impl Control {
     pub async fn bulk(&self, input: BulkInput) -> Result<BulkAnswer, Refusal> {
         let rules = Arc::clone(&self.inner.rules);
         let action = input.step.action;
+        if let Some(refusal) = refuse_whole(&rules, &input.step) {
+            return Err(refusal);
+        }
         if input.dry_run {
             let (count, sample) = self
                 .read(move |tx| {

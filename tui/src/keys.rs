@@ -13,7 +13,7 @@ use stateous_shared::operate::BulkAction;
 use crate::forms;
 use crate::input::LineEdit;
 use crate::message::Command;
-use crate::model::{Mode, Model, STATUSES};
+use crate::model::{Mode, Model, MOST_TOKENS, STATUSES};
 use crate::operate::{self, has_marks, Typed};
 use crate::update::refresh;
 
@@ -57,7 +57,7 @@ fn normal(model: &mut Model, key: KeyEvent) -> Vec<Command> {
         KeyCode::Char('J') => return move_by(model, page),
         KeyCode::Char('K') => return move_by(model, -page),
         KeyCode::Char('g') => return move_by(model, isize::MIN / 2),
-        KeyCode::Char('G') => return move_by(model, isize::MAX / 2),
+        KeyCode::Char('G') => return bottom(model),
         KeyCode::PageDown | KeyCode::PageUp | KeyCode::Home | KeyCode::End => {
             scroll_history(model, key.code);
         }
@@ -139,11 +139,43 @@ fn move_by(model: &mut Model, by: isize) -> Vec<Command> {
     let at = (model.cursor as isize).saturating_add(by);
     model.cursor = at.clamp(0, count as isize - 1) as usize;
     follow_cursor(model);
+    if by > 0 {
+        say_if_capped(model);
+    }
     if model.selected() == before {
         return Vec::new();
     }
     forget_selection(model);
     refresh(model)
+}
+
+/// `G`: the last row read; when more tokens match, the next page asks for all
+/// that the table holds and the selection goes to its end once it comes.
+fn bottom(model: &mut Model) -> Vec<Command> {
+    let more = model.more_than_read() && !model.capped();
+    model.to_bottom = more;
+    let mut commands = move_by(model, isize::MAX / 2);
+    if more && commands.is_empty() {
+        commands = refresh(model);
+    }
+    say_if_capped(model);
+    commands
+}
+
+/// At the table's last row, when it holds all it can and more tokens match, the
+/// status line says where the others are (the title already says `1000 shown`).
+pub fn say_if_capped(model: &mut Model) {
+    let last = model.shown().len().saturating_sub(1);
+    if model.capped() && model.cursor == last {
+        let total = model.total.unwrap_or_default();
+        model.say(
+            format!(
+                "the table holds the {MOST_TOKENS} most recently moved of {total} tokens; \
+                 / with a filter (e.g. state == 'draft') reaches the others"
+            ),
+            false,
+        );
+    }
 }
 
 /// What was read for the selection before: a new one starts with none of it, and

@@ -299,6 +299,9 @@ pub struct Model {
     pub why: Option<Why>,
     /// The bulk action running now, as far as it went.
     pub running: Option<BulkAnswer>,
+    /// `G` was pressed while more tokens match than were read: the next page
+    /// asks for all the table holds, and the selection goes to its last row.
+    pub to_bottom: bool,
 }
 
 impl Model {
@@ -347,6 +350,7 @@ impl Model {
             mark_all: false,
             why: None,
             running: None,
+            to_bottom: false,
         }
     }
 
@@ -366,6 +370,23 @@ impl Model {
             .filter(|t| self.state_filter.as_ref().is_none_or(|k| in_state(t, k)))
             .filter(|t| needle.is_empty() || matches_text(t, &needle))
             .collect()
+    }
+
+    /// Whether more tokens match the filters than the table read, which then
+    /// holds the [`MOST_TOKENS`] most recently moved (text and state filters are
+    /// matched here, over those, so they never say).
+    pub fn more_than_read(&self) -> bool {
+        self.text_filter.is_empty()
+            && self.state_filter.is_none()
+            && self
+                .total
+                .is_some_and(|total| total > self.tokens.len() as u64)
+    }
+
+    /// Whether the table holds all it can and more tokens match: those are
+    /// reached only by a filter.
+    pub fn capped(&self) -> bool {
+        self.more_than_read() && self.tokens.len() as u64 >= u64::from(MOST_TOKENS)
     }
 
     /// The id of the selected token, if the table shows any.

@@ -274,7 +274,8 @@ pub fn refresh(model: &mut Model) -> Vec<Command> {
 fn tokens_query(model: &Model) -> TokenQuery {
     let rows = model.table_rows().max(1);
     let ahead = (model.scroll + 2 * rows) as u32;
-    let limit = if model.text_filter.is_empty() && model.state_filter.is_none() {
+    let limit = if model.text_filter.is_empty() && model.state_filter.is_none() && !model.to_bottom
+    {
         ahead.clamp(1, MOST_TOKENS)
     } else {
         MOST_TOKENS
@@ -312,6 +313,10 @@ fn tokens(
         .and_then(|id| shown.iter().position(|t| &t.token == id));
     let count = shown.len();
     model.cursor = at.unwrap_or(model.cursor).min(count.saturating_sub(1));
+    if std::mem::take(&mut model.to_bottom) {
+        model.cursor = count.saturating_sub(1);
+        keys::say_if_capped(model);
+    }
     keys::follow_cursor(model);
     read_new_selection(model, before)
 }

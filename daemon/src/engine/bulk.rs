@@ -147,22 +147,8 @@ fn preview_fire(rules: &Rules, tx: &dyn Tx, step: &BulkStep, row: &TokenRow) -> 
     }
     let workflow = rules.workflow(row)?;
     let no = |code: Code, sentence: String| Ok(refused(row, &Refusal::new(code, sentence)));
-    if OWN_EVENTS.contains(&event) {
-        return no(
-            Code::EventNotAllowed,
-            format!(
-                "{} is Stateous's own event; only Stateous fires it",
-                py(event)
-            ),
-        );
-    }
-    if !workflow.declares(event) {
-        let sentence = format!(
-            "the workflow {} has no event {}",
-            py(&workflow.name),
-            py(event)
-        );
-        return no(Code::EventNotAllowed, sentence);
+    if let Some(refusal) = not_its_event(rules, row, event)? {
+        return Ok(refused(row, &refusal));
     }
     let errors = workflow.payload_errors(event, step.payload.as_ref());
     if !errors.is_empty() {
@@ -193,6 +179,59 @@ fn preview_fire(rules: &Rules, tx: &dyn Tx, step: &BulkStep, row: &TokenRow) -> 
         )),
         Decision::Refuse { reason, .. } => no(Code::EventNotAllowed, reason),
     }
+}
+
+/// Why `row` cannot take `event` whatever its state: Stateous's own event, or
+/// one that the token's workflow does not declare; `None` when it may.
+fn not_its_event(rules: &Rules, row: &TokenRow, event: &str) -> Step<Option<Refusal>> {
+    let workflow = rules.workflow(row)?;
+    let sentence = if OWN_EVENTS.contains(&event) {
+        format!(
+            "{} is Stateous's own event; only Stateous fires it",
+            py(event)
+        )
+    } else if !workflow.declares(event) {
+        format!(
+            "the workflow {} has no event {}",
+            py(&workflow.name),
+            py(event)
+        )
+    } else {
+        return Ok(None);
+    };
+    Ok(Some(Refusal::new(Code::EventNotAllowed, sentence)))
+}
+
+/// Why no token at all can take this bulk action, whatever the filter matches:
+/// a fire of an event that no workflow of the graph declares (a typo), or a
+/// retry into a state that none has. The whole request is refused then, before
+/// any token is read, rather than each match being walked and refused.
+pub fn refuse_whole(rules: &Rules, step: &BulkStep) -> Option<Refusal> {
+    let graph = &rules.graph;
+    let mut workflows = std::iter::once(&graph.main).chain(graph.children.values());
+    let sentence = match step.action {
+        BulkAction::Fire => {
+            let event = step.event.as_str();
+            if OWN_EVENTS.contains(&event) || workflows.any(|w| w.declares(event)) {
+                return None;
+            }
+            format!("no workflow of the served graph has an event {}", py(event))
+        }
+        BulkAction::Retry => {
+            let state = step.state.as_deref()?;
+            let known =
+                state != START && state != END && workflows.any(|w| w.states.contains_key(state));
+            if known {
+                return None;
+            }
+            format!(
+                "no workflow of the served graph has a state {} to enter",
+                py(state)
+            )
+        }
+        _ => return None,
+    };
+    Some(Refusal::new(Code::InvalidArgument, sentence))
 }
 
 /// Apply the action to `token`, in the transaction of this one token.
@@ -227,6 +266,12 @@ pub fn apply(rules: &Rules, tx: &dyn Tx, step: &BulkStep, token: &str) -> Step<T
             // An ended token is refused before anything is written, so that a wide
             // filter leaves no `event_rejected` entry in the histories of ended tokens.
             if let Some(refusal) = why_not(rules, tx, step, &row)? {
+                return Err(Fail::Rollback(refusal));
+            }
+            // Nor does an event that the token's own workflow lacks (one of a child
+            // workflow fired at main tokens): the single fire would record it as
+            // refused, two entries per token for a wrong name.
+            if let Some(refusal) = not_its_event(rules, &row, &event)? {
                 return Err(Fail::Rollback(refusal));
             }
             operator_entry(tx, step, &row)?;

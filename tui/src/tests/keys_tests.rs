@@ -214,3 +214,55 @@ fn view_text(model: &Model) -> String {
     }
     text
 }
+
+/// With 20,000 tokens the table holds the 1000 most recently moved (the API's
+/// largest page). `G` went only to the last row read so far (row 72 of a 36-row
+/// table), each press a little further, and at row 1000 it stopped without a
+/// word while the title said 20000.
+#[test]
+fn g_goes_to_the_last_of_the_1000_rows_the_table_holds_and_says_where_the_rest_are() {
+    use crate::model::MOST_TOKENS;
+    let rows = |n: usize| -> Vec<TokenView> {
+        (0..n)
+            .map(|i| token(&format!("T-{i}"), "review", "active", i as i64))
+            .collect()
+    };
+    let mut model = model();
+    model.tokens = rows(72);
+    model.total = Some(20_000);
+    let commands = press(&mut model, KeyCode::Char('G'));
+    assert!(
+        commands
+            .iter()
+            .any(|c| matches!(c, Command::Tokens(q) if q.limit == Some(MOST_TOKENS))),
+        "G asks for every row the table can hold: {commands:?}"
+    );
+    update(
+        &mut model,
+        Msg::Page {
+            status: None,
+            filter: None,
+            answer: Ok((rows(1000), Some(20_000))),
+        },
+    );
+    assert_eq!(model.selected().as_deref(), Some("T-999"));
+    assert_eq!(
+        status_line(&model),
+        "the table holds the 1000 most recently moved of 20000 tokens; \
+         / with a filter (e.g. state == 'draft') reaches the others"
+    );
+    model.size = (160, 45);
+    crate::keys::follow_cursor(&mut model);
+    let screen = crate::tests::view_tests::screen(&model);
+    assert!(
+        screen.lines().nth(1).is_some_and(|title| title
+            .contains("Tokens: 20000 (status all), 1000 shown, rows ")
+            && title.contains("-1000 ")),
+        "{screen}"
+    );
+    // Where every match is loaded, nothing is said.
+    let mut model = crate::tests::model();
+    press(&mut model, KeyCode::Char('G'));
+    assert_eq!(model.selected().as_deref(), Some("ORD-3"));
+    assert_eq!(status_line(&model), "");
+}

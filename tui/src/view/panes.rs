@@ -127,6 +127,11 @@ pub fn tokens(model: &Model, frame: &mut Frame, area: Rect) {
         Some(n) => title.push_str(&format!(", {n} marked")),
         None => title.push_str(", all marked"),
     }
+    // The table holds the most recently moved it can read; the others are
+    // reached by a filter (the status line says so at the last row).
+    if model.capped() {
+        title.push_str(&format!(", {} shown", model.tokens.len()));
+    }
     // Rows scrolled out of the table are counted, so none goes unseen.
     let last = (model.scroll + rows_fit).min(shown.len());
     if model.scroll > 0 || last < shown.len() {

@@ -64,11 +64,25 @@ pub(super) async fn list(
             line(out, &token_line(token))?;
         }
     }
-    let shown = tokens.len() as u64 + options.offset.unwrap_or(0);
+    let offset = options.offset.unwrap_or(0);
+    let shown = tokens.len() as u64 + offset;
     match total {
-        Some(0) if !options.jsonl => line(out, "no token matches")?,
-        Some(total) if total > shown || options.offset.unwrap_or(0) > 0 => {
-            let first = options.offset.unwrap_or(0) + 1;
+        // Said beside the data, not in it: a script reads stdout as token lines.
+        Some(0) => console.note("no token matches"),
+        // A page past the last match: say how many there are, not a range that
+        // runs backwards ("tokens 30001 to 30000 of 20000").
+        Some(total) if tokens.is_empty() && offset > 0 => {
+            let matching = if total == 1 {
+                "1 token matches".to_string()
+            } else {
+                format!("{total} tokens match")
+            };
+            console.note(&format!(
+                "no token after the first {offset}: {matching}; a smaller --offset shows them"
+            ));
+        }
+        Some(total) if total > shown || offset > 0 => {
+            let first = offset + 1;
             console.note(&format!(
                 "tokens {first} to {shown} of {total}; --limit and --offset show others"
             ));

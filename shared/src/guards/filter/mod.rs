@@ -243,10 +243,15 @@ fn check(node: &Node) -> Result<Term, String> {
                 }
             }
             let first = Box::new(check(first)?);
-            let rest = rest
+            let rest: Vec<(CmpOp, Term)> = rest
                 .iter()
                 .map(|(op, operand)| Ok((comparison(*op), check(operand)?)))
                 .collect::<Result<_, String>>()?;
+            let mut left = &*first;
+            for (op, right) in &rest {
+                can_hold(left, *op, right)?;
+                left = right;
+            }
             Ok(Term::Compare(first, rest))
         }
         Node::Int(value) => Ok(Term::Literal(Literal::Int(*value))),
@@ -280,6 +285,57 @@ fn check(node: &Node) -> Result<Term, String> {
 }
 
 const PAYLOAD: &str = "a filter reads tokens, not the payload of an event";
+
+/// Every status a token can have, as the API writes it.
+pub const STATUSES: [&str; 5] = ["active", "paused", "completed", "failed", "cancelled"];
+
+/// Refuse a comparison that no token can satisfy by the kind of its field: a
+/// status that is not one (`status == 'activ'`), or a number field against a
+/// string (`moved > '600'`). Such a filter matched nothing without a word, and a
+/// bulk action over it did nothing; the `--status` flag already refused the first.
+fn can_hold(left: &Term, op: CmpOp, right: &Term) -> Result<(), String> {
+    let searched = matches!(op, CmpOp::In | CmpOp::NotIn);
+    let pairs: Vec<(Field, &Literal)> = match (left, right) {
+        (Term::Field(field), Term::Literal(literal)) if !searched => vec![(*field, literal)],
+        (Term::Literal(literal), Term::Field(field)) if !searched => vec![(*field, literal)],
+        (Term::Field(field), Term::List(items)) if searched => items
+            .iter()
+            .filter_map(|item| match item {
+                Term::Literal(literal) => Some((*field, literal)),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    for (field, literal) in pairs {
+        let Literal::Str(text) = literal else {
+            continue;
+        };
+        match field {
+            Field::Status if !STATUSES.contains(&text.as_str()) => {
+                return Err(format!(
+                    "{} is not a status; a status is one of: {}",
+                    repr_str(text),
+                    STATUSES.join(", ")
+                ))
+            }
+            Field::Moved | Field::Visit => {
+                let name = if field == Field::Moved {
+                    "moved"
+                } else {
+                    "visit"
+                };
+                return Err(format!(
+                    "{name} is a number, and no number equals or is ordered with the \
+                     string {}; write it without quotes",
+                    repr_str(text)
+                ));
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
 
 fn all(items: &[Node]) -> Result<Vec<Term>, String> {
     items.iter().map(check).collect()

@@ -145,6 +145,54 @@ fn a_filter_that_does_not_parse_is_refused_with_the_parsers_sentence() {
     }
 }
 
+/// A comparison that can never hold for any token is a mistake an operator
+/// would not see (the filter just matches nothing, and a bulk action then does
+/// nothing): a status that is not one, or a number field against a string.
+#[test]
+fn a_filter_that_can_match_no_token_by_a_fields_kind_is_refused() {
+    for (text, sentence) in [
+        (
+            "status == 'activ'",
+            "'activ' is not a status; a status is one of: active, paused, completed, failed, cancelled",
+        ),
+        (
+            "status in ['active', 'Paused']",
+            "'Paused' is not a status; a status is one of",
+        ),
+        (
+            "'done' != status",
+            "'done' is not a status; a status is one of",
+        ),
+        (
+            "moved > '600'",
+            "moved is a number, and no number equals or is ordered with the string '600'",
+        ),
+        (
+            "visit == \"2\"",
+            "visit is a number, and no number equals or is ordered with the string '2'",
+        ),
+        (
+            "visit in ['1', 2]",
+            "visit is a number, and no number equals or is ordered with the string '1'",
+        ),
+    ] {
+        let reason = refusal(text);
+        assert!(reason.contains(sentence), "{text}: {reason}");
+        assert!(!reason.contains('\n'), "{reason}");
+    }
+    // What can hold for some token, or is left as it was, still passes.
+    let token = Token::usual();
+    for text in [
+        "status in ['active', 'paused']",
+        "status != 'failed'",
+        "visit == 2.0",
+        "moved > 600 and ctx['title'] != '600'",
+        "'ORDER' in token",
+    ] {
+        assert!(token.matches(text), "{text}");
+    }
+}
+
 #[test]
 fn moved_is_whole_seconds_rounded_down() {
     assert_eq!(moved_seconds(0, 1_999_999), 1);

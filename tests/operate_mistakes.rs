@@ -1,0 +1,158 @@
+//! Black-box: an operator's mistakes with many tokens, found by a tryout with
+//! 20,000 tokens. A page asked for past the last match says how many match (it
+//! printed `tokens 30001 to 30000 of 20000`), and a listing that matches
+//! nothing writes no line of data on stdout; a bulk fire of an event that no
+//! workflow has is refused whole, and one that a token's own workflow lacks leaves
+//! nothing in that token's history (each token got an `operator` and a refused
+//! entry, two ledger rows per token for a typo).
+
+mod harness;
+
+use harness::{run, test_graph, Daemon, Finished, Setup};
+use serde_json::{json, Value};
+
+fn desk() -> Daemon {
+    Setup::new(test_graph("desk/build/desk")).start()
+}
+
+/// `stateous token ARGS --url URL` in the daemon's folder, without a terminal.
+fn token(daemon: &Daemon, args: &[&str]) -> Finished {
+    let mut all = vec!["token"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--url", &daemon.url]);
+    run(daemon.dir.path(), &all)
+}
+
+fn start(daemon: &Daemon, ids: &[&str]) {
+    for id in ids {
+        let body = json!({"token": id, "context": {"customer": "ACME"}});
+        daemon.post("/tokens", &body).expect(201);
+    }
+}
+
+/// Every entry of each token's history, to compare before and after.
+fn histories(daemon: &Daemon, ids: &[&str]) -> Vec<Value> {
+    ids.iter()
+        .map(|id| daemon.get(&format!("/tokens/{id}/history")).expect(200))
+        .collect()
+}
+
+#[test]
+fn a_page_past_the_last_match_says_how_many_match_instead_of_a_backwards_range() {
+    let daemon = desk();
+    start(&daemon, &["C-1", "C-2", "C-3"]);
+    let past = token(&daemon, &["list", "--offset", "5"]);
+    assert_eq!(past.code(), 0, "{past}");
+    assert_eq!(past.stdout, "", "{past}");
+    assert_eq!(
+        past.stderr, "no token after the first 5: 3 tokens match; a smaller --offset shows them\n",
+        "{past}"
+    );
+    let at_the_end = token(&daemon, &["list", "--offset", "3", "--jsonl"]);
+    assert_eq!(at_the_end.code(), 0, "{at_the_end}");
+    assert_eq!(
+        at_the_end.stderr,
+        "no token after the first 3: 3 tokens match; a smaller --offset shows them\n",
+        "{at_the_end}"
+    );
+    // A page that holds some is counted as before.
+    let last = token(&daemon, &["list", "--offset", "2"]);
+    assert_eq!(
+        last.stderr, "tokens 3 to 3 of 3; --limit and --offset show others\n",
+        "{last}"
+    );
+    assert_eq!(last.stdout.lines().count(), 1, "{last}");
+}
+
+/// A script reads `token list` line by line as token lines: "no token matches"
+/// on stdout was read as a token named "no token matches".
+#[test]
+fn a_listing_that_matches_nothing_prints_no_line_of_data() {
+    let daemon = desk();
+    start(&daemon, &["C-1"]);
+    for extra in [&[][..], &["--jsonl"][..]] {
+        let mut args = vec!["list", "--where", "state == 'nowhere'"];
+        args.extend_from_slice(extra);
+        let none = token(&daemon, &args);
+        assert_eq!(none.code(), 0, "{none}");
+        assert_eq!(none.stdout, "", "{none}");
+        assert_eq!(none.stderr, "no token matches\n", "{none}");
+    }
+}
+
+#[test]
+fn a_bulk_fire_of_an_event_no_workflow_has_is_refused_whole_and_changes_nothing() {
+    let daemon = desk();
+    let ids = ["C-1", "C-2", "C-3"];
+    start(&daemon, &ids);
+    let before = histories(&daemon, &ids);
+    for extra in [&["--yes"][..], &["--dry-run"][..]] {
+        let mut args = vec![
+            "fire",
+            "--where",
+            "status == 'active'",
+            "submited",
+            "--reason",
+            "a typo",
+        ];
+        args.extend_from_slice(extra);
+        let refused = token(&daemon, &args);
+        assert_eq!(refused.code(), 1, "{refused}");
+        assert_eq!(
+            refused.stderr,
+            format!(
+                "error: the control plane at {} refused (422 invalid_argument): no workflow \
+                 of the served graph has an event 'submited'\n",
+                daemon.url
+            ),
+            "{refused}"
+        );
+        assert_eq!(refused.stdout, "", "{refused}");
+    }
+    // A retry into a state that no workflow has, the same.
+    let retry = daemon.post(
+        "/tokens/bulk",
+        &json!({"action": "retry", "where": "true", "state": "nowhere", "reason": "x"}),
+    );
+    let sentence = retry.refused(422, "invalid_argument");
+    assert_eq!(
+        sentence,
+        "no workflow of the served graph has a state 'nowhere' to enter"
+    );
+    assert_eq!(histories(&daemon, &ids), before, "nothing was written");
+}
+
+#[test]
+fn a_bulk_fire_leaves_no_entry_in_a_token_whose_own_workflow_lacks_the_event() {
+    let daemon = desk();
+    let ids = ["C-1", "C-2", "C-3"];
+    start(&daemon, &ids);
+    let before = histories(&daemon, &ids);
+    // `ok` is an event of the child workflows, not of desk's own.
+    let fired = token(
+        &daemon,
+        &[
+            "fire",
+            "--where",
+            "status == 'active'",
+            "ok",
+            "--reason",
+            "wrong tokens",
+            "--yes",
+        ],
+    );
+    assert_eq!(fired.code(), 0, "{fired}");
+    assert!(
+        fired
+            .stdout
+            .contains("fired 0 tokens; 3 refused, 0 duplicate, 0 skipped\n"),
+        "{fired}"
+    );
+    assert!(
+        fired
+            .stdout
+            .contains("-> refused (event_not_allowed): the workflow 'desk' has no event 'ok'"),
+        "{fired}"
+    );
+    assert_eq!(histories(&daemon, &ids), before, "nothing was written");
+}
