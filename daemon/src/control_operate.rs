@@ -21,7 +21,7 @@ use crate::engine::bulk::{apply, preview, refuse_whole, refused, BulkStep};
 use crate::engine::retry::RetryInput;
 use crate::engine::{self, select};
 use crate::store::backend::Database;
-use crate::store::{Cursor, StoreError, TokenRow};
+use crate::store::{StoreError, TokenRow};
 
 /// How many tokens of a bulk run SQLite's writer takes at once: one group commit.
 pub const WINDOW: usize = 64;
@@ -45,24 +45,16 @@ pub struct BulkInput {
     pub tokens: Option<Vec<String>>,
     /// Only preview.
     pub dry_run: bool,
-    /// Where the walk goes on.
-    pub after: Option<Cursor>,
+    /// Where the walk goes on: the last token id an earlier run went through.
+    pub after: Option<String>,
     /// How many tokens this run goes through.
     pub limit: i64,
 }
 
-/// A walk's point as the answer's `next` carries it: `ENTERED_AT:TOKEN`.
-pub fn cursor_text(cursor: &Cursor) -> String {
-    format!("{}:{}", cursor.0, cursor.1)
-}
-
-/// The point of a walk from its text, or `None` when it is not one.
-pub fn cursor_of(text: &str) -> Option<Cursor> {
-    let (at, token) = text.split_once(':')?;
-    if !crate::engine::start::token_id_ok(token) {
-        return None;
-    }
-    Some((at.parse().ok()?, token.to_string()))
+/// The point of a walk from the answer's `next` (the last token id it went
+/// through), or `None` when it is not one.
+pub fn cursor_of(text: &str) -> Option<String> {
+    crate::engine::start::token_id_ok(text).then(|| text.to_string())
 }
 
 impl Control {
@@ -106,8 +98,7 @@ impl Control {
                         }
                         None => {
                             let count = select::count(&rules, tx, &step.selection)?;
-                            let (rows, _) =
-                                select::page(&rules, tx, &step.selection, None, SAMPLE as i64)?;
+                            let rows = select::first(&rules, tx, &step.selection, SAMPLE as i64)?;
                             (count, rows.into_iter().map(Found::Row).collect())
                         }
                     };
@@ -143,7 +134,7 @@ impl Control {
                         &rules,
                         tx,
                         &walk.step.selection,
-                        walk.after.as_ref(),
+                        walk.after.as_deref(),
                         walk.limit,
                     )?;
                     Ok((rows.into_iter().map(Found::Row).collect(), next))
@@ -162,7 +153,7 @@ impl Control {
             duplicate: tally(Outcome::Duplicate),
             skipped: tally(Outcome::Skipped),
             sample: Vec::new(),
-            next: next.as_ref().map(cursor_text),
+            next,
             outcomes,
         })
     }

@@ -163,7 +163,7 @@ fn step(action: BulkAction, filter: &str) -> BulkStep {
     }
 }
 
-fn input(step: BulkStep, dry_run: bool, after: Option<(i64, String)>, limit: i64) -> BulkInput {
+fn input(step: BulkStep, dry_run: bool, after: Option<String>, limit: i64) -> BulkInput {
     BulkInput {
         step,
         tokens: None,
@@ -210,8 +210,9 @@ async fn a_bulk_cancel_previews_then_cancels_the_matches_with_the_reason(db: Db)
             None => break,
         }
     }
+    // The walk goes by token id (the preview's sample, the most recently moved
+    // first).
     let expected: Vec<(String, Outcome)> = (10..30)
-        .rev()
         .filter(|i| i % 2 == 0)
         .map(|i| (format!("C-{i:02}"), Outcome::Applied))
         .collect();
@@ -367,10 +368,50 @@ async fn names_with_nul_match_nothing_and_reach_no_database(db: Db) {
     assert_eq!(run.outcomes[0].code.as_deref(), Some("token_not_found"));
 }
 
+async fn a_walk_meets_each_match_once_even_one_that_moves_meanwhile(db: Db) {
+    let clock = clock();
+    let control = open(&db, &clock).await;
+    thirty(&control, &clock).await;
+    let filter = "ctx['customer'] == 'ACME'";
+    let mut met = Vec::new();
+    let first = control
+        .bulk(input(step(BulkAction::Pause, filter), false, None, 3))
+        .await
+        .unwrap();
+    met.extend(first.outcomes.iter().map(|o| o.token.clone()));
+    // A match the walk has not met yet moves: it is now the most recently moved
+    // token of all. A walk in the listing's order had gone past it.
+    assert!(!met.contains(&"C-28".to_string()), "{met:?}");
+    clock.advance(Duration::from_secs(5));
+    control
+        .fire("C-28".into(), "submitted".into(), None, None)
+        .await
+        .unwrap();
+    let mut after = first.next.clone();
+    while let Some(next) = after {
+        let run = control
+            .bulk(input(step(BulkAction::Pause, filter), false, Some(next), 3))
+            .await
+            .unwrap();
+        met.extend(run.outcomes.iter().map(|o| o.token.clone()));
+        after = run.next.clone();
+    }
+    let acme: Vec<String> = (0..30)
+        .filter(|i| i % 2 == 0)
+        .map(|i| format!("C-{i:02}"))
+        .collect();
+    assert_eq!(met, acme, "each match once, in id order");
+    for token in &acme {
+        let view = control.token(token.clone()).await.unwrap();
+        assert_eq!(view.status, "paused", "{token}");
+    }
+}
+
 both!(
     names_with_nul_match_nothing_and_reach_no_database,
     a_filter_lists_what_it_matches_with_the_total_and_pages,
     a_bulk_cancel_previews_then_cancels_the_matches_with_the_reason,
     a_second_bulk_fire_applies_nothing_twice,
     bulk_outcomes_are_per_token,
+    a_walk_meets_each_match_once_even_one_that_moves_meanwhile,
 );

@@ -357,6 +357,15 @@ impl Tokens for CachedTx<'_> {
     fn count_tokens(&self, scan: &TokenScan) -> StoreResult<i64> {
         self.inner.count_tokens(scan)
     }
+
+    fn walk_tokens(
+        &self,
+        scan: &TokenScan,
+        after: Option<&str>,
+        limit: i64,
+    ) -> StoreResult<Vec<TokenRow>> {
+        self.inner.walk_tokens(scan, after, limit)
+    }
 }
 
 impl Ledger for CachedTx<'_> {

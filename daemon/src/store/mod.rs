@@ -275,6 +275,16 @@ pub trait Tokens {
     ) -> StoreResult<Vec<TokenRow>>;
     /// How many tokens meet `scan`.
     fn count_tokens(&self, scan: &TokenScan) -> StoreResult<i64>;
+    /// At most `limit` tokens that meet `scan`, by id, after the id `after` when
+    /// given: a bulk action's walk. A token's id never changes, so a walk meets
+    /// each token once, also one that moves while the walk runs (by the moment it
+    /// moved, such a token went behind the walk and was never met).
+    fn walk_tokens(
+        &self,
+        scan: &TokenScan,
+        after: Option<&str>,
+        limit: i64,
+    ) -> StoreResult<Vec<TokenRow>>;
 }
 
 /// The table `ledger`. Rows are only ever appended.

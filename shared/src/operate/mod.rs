@@ -116,7 +116,9 @@ pub struct BulkRequest {
     /// Only say what would happen: the count and a sample.
     #[serde(default)]
     pub dry_run: bool,
-    /// A real run: go on after this point of the walk (the last answer's `next`).
+    /// A real run: go on after this point of the walk (the last answer's `next`,
+    /// the last token id it went through: a walk goes by token id, so it meets
+    /// each token once, also one that moves while it runs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after: Option<String>,
     /// A real run: go through at most this many tokens (1 to 1000, default 500).

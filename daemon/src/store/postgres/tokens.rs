@@ -189,6 +189,27 @@ impl Tokens for PgTx<'_> {
         let params: Vec<&(dyn ToSql + Sync)> = values.iter().map(|v| &**v).collect();
         get(&self.query_one(&sql, &params)?, 0)
     }
+
+    fn walk_tokens(
+        &self,
+        scan: &TokenScan,
+        after: Option<&str>,
+        limit: i64,
+    ) -> StoreResult<Vec<TokenRow>> {
+        let (mut clause, mut values) = scan_clause(scan, None);
+        if let Some(after) = after {
+            values.push(Box::new(after.to_string()));
+            clause.push_str(&format!(" AND token > ${}", values.len()));
+        }
+        values.push(Box::new(limit));
+        let sql = const_format(
+            SELECT,
+            &format!(" WHERE {clause} ORDER BY token LIMIT ${}", values.len()),
+        );
+        let params: Vec<&(dyn ToSql + Sync)> = values.iter().map(|v| &**v).collect();
+        let rows = self.query(&sql, &params)?;
+        rows.iter().map(read).collect()
+    }
 }
 
 /// The condition of `scan` and `after` on `tokens`, with its parameters in order.

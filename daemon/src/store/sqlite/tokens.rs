@@ -129,6 +129,24 @@ impl Tokens for SqliteTx<'_> {
         let mut statement = self.prepare(&sql)?;
         Ok(statement.query_row(params_from_iter(values), |row| row.get(0))?)
     }
+
+    fn walk_tokens(
+        &self,
+        scan: &TokenScan,
+        after: Option<&str>,
+        limit: i64,
+    ) -> StoreResult<Vec<TokenRow>> {
+        let (mut clause, mut values) = scan_clause(scan, None);
+        if let Some(after) = after {
+            clause.push_str(" AND token > ?");
+            values.push(Param::Text(after.to_string()));
+        }
+        values.push(Param::Integer(limit));
+        let sql = format!("SELECT {COLUMNS} FROM tokens WHERE {clause} ORDER BY token LIMIT ?");
+        let mut statement = self.prepare(&sql)?;
+        let rows = statement.query_map(params_from_iter(values), read)?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
 }
 
 /// The condition of `scan` and `after` on `tokens`, with its parameters in order
