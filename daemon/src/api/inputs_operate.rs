@@ -283,7 +283,7 @@ mod tests {
                 Code::InvalidArgument,
             ),
             (
-                json!({"action": "cancel", "where": "true", "reason": "r", "after": "x"}),
+                json!({"action": "cancel", "where": "true", "reason": "r", "after": "7:C-1"}),
                 Code::InvalidArgument,
             ),
             (
