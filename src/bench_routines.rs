@@ -16,8 +16,10 @@ use crate::children::{wait_for, Setup};
 const FLOW: &str = "workflow: routines\nstates:\n  work: {}\nevents:\n  done: {}\n\
 transitions:\n  - {from: START, to: work}\n  - {from: work, to: END, on: done}\nschemas: {}\n";
 
-/// The routine: as short as a real program routine can be.
-const ROUTINE: &str = "#!/bin/sh\nexec stateous ctx emit done\n";
+/// The routine: as short as a real program routine can be. `{exe}` is this
+/// program's own path, so that the routine runs this build's `ctx` whatever
+/// `stateous` the PATH finds (none, when the binary has another name).
+const ROUTINE: &str = "#!/bin/sh\nexec {exe} ctx emit done\n";
 
 /// What to measure.
 pub struct Options {
@@ -40,7 +42,7 @@ pub fn run(options: &Options) -> Result<()> {
     let compiled = stateous_shared::compiler::compile_text(FLOW, "routines/flow.yaml")?;
     stateous_shared::compiler::write_graph(&graph, &compiled.document)?;
     let url = setup.serve(&graph, &["--tick", "200ms"])?;
-    let supervisor = write_supervisor(&folder, &url, &graph, options.tasks)?;
+    let supervisor = write_supervisor(&folder, &url, &graph, options.tasks, &setup.exe)?;
     let runtime = tokio::runtime::Runtime::new().context("cannot start the runtime")?;
     let client = Client::new(&url)?;
     runtime.block_on(async {
@@ -61,6 +63,9 @@ pub fn run(options: &Options) -> Result<()> {
         done as f64 / seconds
     );
     let failed = runtime.block_on(failed(&client))?;
+    if failed > 0 || done < options.routines {
+        setup.keep_folder();
+    }
     if failed > 0 {
         bail!(
             "{failed} routine(s) failed; see {}",
@@ -84,12 +89,14 @@ fn write_supervisor(
     url: &str,
     graph: &Path,
     tasks: usize,
+    exe: &Path,
 ) -> Result<std::path::PathBuf> {
     use std::os::unix::fs::PermissionsExt;
     let at = folder.join("routines-supervisor");
     std::fs::create_dir_all(&at)?;
     let routine = at.join("work.sh");
-    std::fs::write(&routine, ROUTINE)?;
+    let quoted = format!("'{}'", exe.display().to_string().replace('\'', r"'\''"));
+    std::fs::write(&routine, ROUTINE.replace("{exe}", &quoted))?;
     std::fs::set_permissions(&routine, std::fs::Permissions::from_mode(0o755))?;
     let settings = format!(
         "url: {}\ntasks: {tasks}\nname: bench-box\nidle: 50ms\n",

@@ -11,13 +11,15 @@ use anyhow::{bail, Context, Result};
 use stateous_shared::client::Client;
 
 /// A temporary folder and the processes started in it; dropping it stops them
-/// (the last started first) and removes the folder.
+/// (the last started first) and removes the folder, unless it was kept.
 pub struct Setup {
     /// The folder: the database, the graph file, the supervisor's folder, the logs.
     pub folder: PathBuf,
     /// This program's own path, which the children run.
     pub exe: PathBuf,
     children: Vec<Child>,
+    /// Leave the folder when dropped (its logs explain a failure).
+    keep: bool,
 }
 
 impl Setup {
@@ -30,7 +32,14 @@ impl Setup {
             folder,
             exe,
             children: Vec::new(),
+            keep: false,
         })
+    }
+
+    /// Stop the processes when dropped, but leave the folder: an error names a
+    /// log in it.
+    pub fn keep_folder(&mut self) {
+        self.keep = true;
     }
 
     /// `stateous serve GRAPH` on `<folder>/stateous.db`, any free port, the socket
@@ -98,7 +107,9 @@ impl Drop for Setup {
         for child in self.children.iter_mut().rev() {
             stop(child);
         }
-        let _ = std::fs::remove_dir_all(&self.folder);
+        if !self.keep {
+            let _ = std::fs::remove_dir_all(&self.folder);
+        }
     }
 }
 
