@@ -14,6 +14,10 @@ use serde_json::{Map, Value};
 /// connection open, or a peer gone from the network) and opens it again.
 pub const WATCH_KEEP_ALIVE: Duration = Duration::from_secs(15);
 
+/// Every status a token can have, as the API writes it (reference
+/// `docs/inside/data.md`, the `tokens` table), in the TUI's cycling order.
+pub const TOKEN_STATUSES: [&str; 5] = ["active", "paused", "completed", "failed", "cancelled"];
+
 /// A JSON object, as contexts, payloads and memories are.
 pub type Object = Map<String, Value>;
 

@@ -15,7 +15,7 @@ use stateous_shared::operate::{BulkAnswer, BulkRequest};
 use crate::input::LineEdit;
 
 /// The statuses a token can have, in the order `t` cycles through them (after "all").
-pub const STATUSES: [&str; 5] = ["active", "paused", "completed", "failed", "cancelled"];
+pub use stateous_shared::wire::TOKEN_STATUSES as STATUSES;
 
 /// The largest page `GET /tokens` answers.
 pub const MOST_TOKENS: u32 = 1000;

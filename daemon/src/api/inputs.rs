@@ -39,7 +39,7 @@ pub const MAX_NOTE: usize = 500;
 pub const MAX_REQUEST: usize = 64;
 
 /// The statuses a listing may filter on.
-pub const STATUSES: [&str; 5] = ["active", "paused", "completed", "failed", "cancelled"];
+pub use stateous_shared::wire::TOKEN_STATUSES as STATUSES;
 
 fn refuse(code: Code, sentence: impl Into<String>) -> Refusal {
     Refusal::new(code, sentence)

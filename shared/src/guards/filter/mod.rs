@@ -286,8 +286,7 @@ fn check(node: &Node) -> Result<Term, String> {
 
 const PAYLOAD: &str = "a filter reads tokens, not the payload of an event";
 
-/// Every status a token can have, as the API writes it.
-pub const STATUSES: [&str; 5] = ["active", "paused", "completed", "failed", "cancelled"];
+use crate::wire::TOKEN_STATUSES as STATUSES;
 
 /// Refuse a comparison that no token can satisfy by the kind of its field: a
 /// status that is not one (`status == 'activ'`), or a number field against a
