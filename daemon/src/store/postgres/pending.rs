@@ -1,12 +1,14 @@
 //! The writes of a Postgres transaction, held until they must reach the server
 //! (issue "Speed"): before any statement that reads, and at the commit. Each row's
 //! last state is kept (a task claimed, then done, is one write), and all of them go
-//! in one statement ([`FLUSH`]), so a request costs a few round trips instead of one
+//! in one statement ([`Pending::flush`]), so a request costs a few round trips instead of one
 //! per row. Ids of new ledger rows, tasks and timers are taken from their sequences
 //! in blocks ([`Ids`]), so a new row's id is known when it is written here.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
+
+use postgres::types::ToSql;
 
 use super::conn::PgConn;
 use crate::store::json::to_text;
@@ -169,7 +171,8 @@ impl Pending {
         self.claims.insert(row.supervisor.clone(), row.clone());
     }
 
-    /// Send everything in one statement, and forget it.
+    /// Send everything in one statement, and forget it. The statement holds only
+    /// the parts that have rows ([`flush_text`]).
     pub fn flush(&mut self, conn: &mut PgConn) -> StoreResult<()> {
         if self.is_empty() {
             return Ok(());
@@ -183,106 +186,197 @@ impl Pending {
         let new_timers = Columns::timers(pending.new_timers.values());
         let timers = Columns::timers(pending.timers.values());
         let claims = Columns::claims(pending.claims.values());
-        conn.execute(
-            FLUSH,
-            &[
-                &ledger.int[0],
-                &ledger.text[0],
-                &ledger.int[1],
-                &ledger.int[2],
-                &ledger.text[1],
-                &ledger.maybe[0],
-                &ledger.text[2],
-                &new_tokens.text[0],
-                &new_tokens.text[1],
-                &new_tokens.text[2],
-                &new_tokens.int[0],
-                &new_tokens.text[3],
-                &new_tokens.int[1],
-                &new_tokens.maybe[0],
-                &new_tokens.maybe[1],
-                &tokens.text[0],
-                &tokens.text[1],
-                &tokens.text[2],
-                &tokens.int[0],
-                &tokens.text[3],
-                &tokens.int[1],
-                &new_tasks.int[0],
-                &new_tasks.text[0],
-                &new_tasks.text[1],
-                &new_tasks.int[1],
-                &new_tasks.text[2],
-                &new_tasks.int[2],
-                &new_tasks.maybe[0],
-                &new_tasks.maybe_int[0],
-                &new_tasks.int[3],
-                &tasks.int[0],
-                &tasks.text[2],
-                &tasks.int[2],
-                &tasks.maybe[0],
-                &tasks.maybe_int[0],
-                &new_timers.int[0],
-                &new_timers.text[0],
-                &new_timers.text[1],
-                &new_timers.int[1],
-                &new_timers.text[2],
-                &new_timers.maybe[0],
-                &new_timers.int[2],
-                &new_timers.int[3],
-                &new_timers.text[3],
-                &new_timers.text[4],
-                &timers.int[0],
-                &timers.text[3],
-                &timers.int[3],
-                &pending.forget_memory,
-                &claims.text[0],
-                &claims.text[1],
-                &claims.maybe_int[0],
-                &claims.maybe_int[1],
-            ],
-        )?;
+        // Each part: whether it has rows, and its parameters.
+        let all: [(bool, &[&(dyn ToSql + Sync)]); 9] = [
+            (
+                !pending.ledger.is_empty(),
+                &[
+                    &ledger.int[0],
+                    &ledger.text[0],
+                    &ledger.int[1],
+                    &ledger.int[2],
+                    &ledger.text[1],
+                    &ledger.maybe[0],
+                    &ledger.text[2],
+                ],
+            ),
+            (
+                !pending.new_tokens.is_empty(),
+                &[
+                    &new_tokens.text[0],
+                    &new_tokens.text[1],
+                    &new_tokens.text[2],
+                    &new_tokens.int[0],
+                    &new_tokens.text[3],
+                    &new_tokens.int[1],
+                    &new_tokens.maybe[0],
+                    &new_tokens.maybe[1],
+                ],
+            ),
+            (
+                !pending.tokens.is_empty(),
+                &[
+                    &tokens.text[0],
+                    &tokens.text[1],
+                    &tokens.text[2],
+                    &tokens.int[0],
+                    &tokens.text[3],
+                    &tokens.int[1],
+                ],
+            ),
+            (
+                !pending.new_tasks.is_empty(),
+                &[
+                    &new_tasks.int[0],
+                    &new_tasks.text[0],
+                    &new_tasks.text[1],
+                    &new_tasks.int[1],
+                    &new_tasks.text[2],
+                    &new_tasks.int[2],
+                    &new_tasks.maybe[0],
+                    &new_tasks.maybe_int[0],
+                    &new_tasks.int[3],
+                ],
+            ),
+            (
+                !pending.tasks.is_empty(),
+                &[
+                    &tasks.int[0],
+                    &tasks.text[2],
+                    &tasks.int[2],
+                    &tasks.maybe[0],
+                    &tasks.maybe_int[0],
+                ],
+            ),
+            (
+                !pending.new_timers.is_empty(),
+                &[
+                    &new_timers.int[0],
+                    &new_timers.text[0],
+                    &new_timers.text[1],
+                    &new_timers.int[1],
+                    &new_timers.text[2],
+                    &new_timers.maybe[0],
+                    &new_timers.int[2],
+                    &new_timers.int[3],
+                    &new_timers.text[3],
+                    &new_timers.text[4],
+                ],
+            ),
+            (
+                !pending.timers.is_empty(),
+                &[&timers.int[0], &timers.text[3], &timers.int[3]],
+            ),
+            (!pending.forget_memory.is_empty(), &[&pending.forget_memory]),
+            (
+                !pending.claims.is_empty(),
+                &[
+                    &claims.text[0],
+                    &claims.text[1],
+                    &claims.maybe_int[0],
+                    &claims.maybe_int[1],
+                ],
+            ),
+        ];
+        let mut parts = 0;
+        let mut params: Vec<&(dyn ToSql + Sync)> = Vec::new();
+        for (index, (present, values)) in all.into_iter().enumerate() {
+            if present {
+                parts |= 1 << index;
+                params.extend_from_slice(values);
+            }
+        }
+        conn.execute(flush_text(parts), &params)?;
         Ok(())
     }
 }
 
-/// Every write of a transaction in one statement: each part is a data-modifying
-/// `WITH` over arrays of rows (empty arrays write nothing). The parts touch
-/// different rows (each row is in one part, at its last state), as one statement
-/// must.
-const FLUSH: &str = "
-WITH
-l AS (INSERT INTO ledger (id, token, seq, at, kind, key, data)
+/// The parts of the flush, in the order of [`Pending::flush`]'s bits: each a
+/// data-modifying `WITH` item over arrays of rows, its parameters numbered from
+/// `$1`. The parts touch different rows (each row is in one part, at its last
+/// state), as one statement must.
+///
+/// An update finds its rows by `= ANY(keys)` as well as by the join. Postgres
+/// plans a prepared statement for good after a few runs (a generic plan), and a
+/// plan made while a table was small joined by reading the whole table, which it
+/// then did at every write while the table grew, until an `ANALYZE` (seen with
+/// `auto_explain` under `stateous bench`: each write read all of `tokens`, `tasks`
+/// and `timers`). With the keys as an index condition, every plan reads only the
+/// rows it changes.
+const PARTS: [&str; 9] = [
+    "l AS (INSERT INTO ledger (id, token, seq, at, kind, key, data)
       SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::bigint[], $5::text[],
-                           $6::text[], $7::text[])),
-tn AS (INSERT INTO tokens (token, state, status, visit, context, entered_at, parent, workflow)
-       SELECT * FROM unnest($8::text[], $9::text[], $10::text[], $11::bigint[], $12::text[],
-                            $13::bigint[], $14::text[], $15::text[])),
-tu AS (UPDATE tokens t SET state = u.state, status = u.status, visit = u.visit,
+                           $6::text[], $7::text[]))",
+    "tn AS (INSERT INTO tokens (token, state, status, visit, context, entered_at, parent, workflow)
+       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[],
+                            $6::bigint[], $7::text[], $8::text[]))",
+    "tu AS (UPDATE tokens t SET state = u.state, status = u.status, visit = u.visit,
               context = u.context, entered_at = u.entered_at
-       FROM unnest($16::text[], $17::text[], $18::text[], $19::bigint[], $20::text[],
-                   $21::bigint[]) AS u(token, state, status, visit, context, entered_at)
-       WHERE t.token = u.token),
-kn AS (INSERT INTO tasks (id, token, state, visit, status, attempt, claimed_by, lease_until,
+       FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[],
+                   $6::bigint[]) AS u(token, state, status, visit, context, entered_at)
+       WHERE t.token = ANY($1::text[]) AND t.token = u.token)",
+    "kn AS (INSERT INTO tasks (id, token, state, visit, status, attempt, claimed_by, lease_until,
                           queued_at)
-       SELECT * FROM unnest($22::bigint[], $23::text[], $24::text[], $25::bigint[], $26::text[],
-                            $27::bigint[], $28::text[], $29::bigint[], $30::bigint[])),
-ku AS (UPDATE tasks t SET status = u.status, attempt = u.attempt, claimed_by = u.claimed_by,
+       SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[],
+                            $6::bigint[], $7::text[], $8::bigint[], $9::bigint[]))",
+    "ku AS (UPDATE tasks t SET status = u.status, attempt = u.attempt, claimed_by = u.claimed_by,
               lease_until = u.lease_until
-       FROM unnest($31::bigint[], $32::text[], $33::bigint[], $34::text[], $35::bigint[])
+       FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::bigint[])
             AS u(id, status, attempt, claimed_by, lease_until)
-       WHERE t.id = u.id),
-mn AS (INSERT INTO timers (id, token, state, visit, event, payload, set_at, due_at, status, kind)
-       SELECT * FROM unnest($36::bigint[], $37::text[], $38::text[], $39::bigint[], $40::text[],
-                            $41::text[], $42::bigint[], $43::bigint[], $44::text[], $45::text[])),
-mu AS (UPDATE timers t SET status = u.status, due_at = u.due_at
-       FROM unnest($46::bigint[], $47::text[], $48::bigint[]) AS u(id, status, due_at)
-       WHERE t.id = u.id),
-md AS (DELETE FROM memory WHERE token = ANY($49::text[])),
-cl AS (INSERT INTO claims (supervisor, request, task_id, attempt)
-       SELECT * FROM unnest($50::text[], $51::text[], $52::bigint[], $53::bigint[])
+       WHERE t.id = ANY($1::bigint[]) AND t.id = u.id)",
+    "mn AS (INSERT INTO timers (id, token, state, visit, event, payload, set_at, due_at, status, kind)
+       SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[],
+                            $6::text[], $7::bigint[], $8::bigint[], $9::text[], $10::text[]))",
+    "mu AS (UPDATE timers t SET status = u.status, due_at = u.due_at
+       FROM unnest($1::bigint[], $2::text[], $3::bigint[]) AS u(id, status, due_at)
+       WHERE t.id = ANY($1::bigint[]) AND t.id = u.id)",
+    "md AS (DELETE FROM memory WHERE token = ANY($1::text[]))",
+    "cl AS (INSERT INTO claims (supervisor, request, task_id, attempt)
+       SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[])
        ON CONFLICT (supervisor) DO UPDATE SET request = excluded.request,
-           task_id = excluded.task_id, attempt = excluded.attempt)
-SELECT 1";
+           task_id = excluded.task_id, attempt = excluded.attempt)",
+];
+
+/// The flush's statement for a set of [`PARTS`] (bit `i` for part `i`), made once
+/// and kept. A statement of only the parts with rows costs Postgres less to plan
+/// and to start than all nine, most of them empty (issue "Speed").
+fn flush_text(parts: u16) -> &'static str {
+    static TEXTS: [OnceLock<String>; 1 << PARTS.len()] =
+        [const { OnceLock::new() }; 1 << PARTS.len()];
+    TEXTS[usize::from(parts) % TEXTS.len()].get_or_init(|| {
+        let mut text = String::from("WITH ");
+        let mut taken = 0;
+        for (index, part) in PARTS.iter().enumerate() {
+            if parts & (1 << index) == 0 {
+                continue;
+            }
+            if taken > 0 {
+                text.push_str(",\n");
+            }
+            taken += renumbered(part, taken, &mut text);
+        }
+        text.push_str("\nSELECT 1");
+        text
+    })
+}
+
+/// Append `part` to `text` with each parameter `$n` as `$(n + by)`; the highest
+/// `n` of the part (how many parameters it has).
+fn renumbered(part: &str, by: usize, text: &mut String) -> usize {
+    let mut most = 0;
+    let mut rest = part;
+    while let Some(at) = rest.find('$') {
+        text.push_str(&rest[..=at]);
+        rest = &rest[at + 1..];
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        let n = rest[..digits].parse().unwrap_or(0);
+        most = most.max(n);
+        text.push_str(&(n + by).to_string());
+        rest = &rest[digits..];
+    }
+    text.push_str(rest);
+    most
+}
 
 /// Rows of one kind as arrays of columns, each array in the order of the rows.
 #[derive(Debug, Default)]
@@ -370,5 +464,77 @@ impl Columns {
             c.maybe_int[1].push(row.attempt);
         }
         c
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::postgres::conn::config;
+    use crate::store::postgres::schema::migrate;
+    use crate::store::postgres::PgOptions;
+    use crate::testing::PgTestDb;
+
+    /// The plan Postgres keeps for a flush made while the tables are empty (a
+    /// generic plan, as a prepared statement gets after a few runs), as text.
+    fn kept_plan(conn: &mut PgConn, parts: u16) -> String {
+        let text = flush_text(parts);
+        let mut count = 0;
+        for (index, part) in PARTS.iter().enumerate() {
+            if parts & (1 << index) != 0 {
+                count += renumbered(part, 0, &mut String::new());
+            }
+        }
+        let nulls = vec!["NULL"; count].join(", ");
+        let client = conn.client();
+        client
+            .batch_execute(&format!("DEALLOCATE ALL; PREPARE flush AS {text}"))
+            .unwrap();
+        client
+            .query(&format!("EXPLAIN EXECUTE flush({nulls})"), &[])
+            .unwrap()
+            .iter()
+            .map(|row| row.get::<_, String>(0))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    #[test]
+    fn a_flush_reads_only_the_rows_it_changes_in_the_plan_postgres_keeps() {
+        let Some(db) = PgTestDb::create() else {
+            return;
+        };
+        std::thread::spawn(move || {
+            let config = config(db.url(), &PgOptions::default()).unwrap();
+            let mut conn = PgConn::connect(&config).unwrap();
+            migrate(&mut conn).unwrap();
+            conn.client()
+                .batch_execute("SET plan_cache_mode = force_generic_plan")
+                .unwrap();
+            let every = (1u16 << PARTS.len()) - 1;
+            let shapes = (0..PARTS.len()).map(|index| 1u16 << index);
+            for parts in shapes.chain([every]) {
+                let plan = kept_plan(&mut conn, parts);
+                assert!(!plan.contains("Seq Scan"), "parts {parts:#b}:\n{plan}");
+            }
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn a_flush_numbers_the_parameters_of_its_parts_in_turn() {
+        // The ledger's 7 parameters, a new token's 8, a claim's 4.
+        let text = flush_text(0b1_0000_0011);
+        assert!(text.starts_with("WITH l AS (INSERT INTO ledger"), "{text}");
+        assert!(text.contains("$7::text[]))"), "{text}");
+        assert!(text.contains("$8::text[], $9::text[]"), "{text}");
+        assert!(text.contains("$14::text[], $15::text[]))"), "{text}");
+        assert!(!text.contains("tu AS"), "{text}");
+        assert!(
+            text.contains("$16::text[], $17::text[], $18::bigint[], $19::bigint[]"),
+            "{text}"
+        );
+        assert!(text.ends_with("\nSELECT 1"), "{text}");
     }
 }
