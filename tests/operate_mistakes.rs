@@ -156,3 +156,28 @@ fn a_bulk_fire_leaves_no_entry_in_a_token_whose_own_workflow_lacks_the_event() {
     );
     assert_eq!(histories(&daemon, &ids), before, "nothing was written");
 }
+
+/// With --where the first argument of `token fire` is the event: without it, the
+/// error said the argument `<ID>` was missing.
+#[test]
+fn a_bulk_fire_without_an_event_says_the_event_is_missing() {
+    let dir = tempfile::tempdir().unwrap();
+    for filter in [&["--where", "true"][..], &["--where=true"][..]] {
+        let mut args = vec!["token", "fire"];
+        args.extend_from_slice(filter);
+        args.extend_from_slice(&["--reason", "R", "--yes"]);
+        let missing = run(dir.path(), &args);
+        assert_eq!(missing.code(), 1, "{missing}");
+        assert_eq!(missing.stdout, "", "{missing}");
+        assert_eq!(
+            missing.stderr,
+            "error: with --where, give the EVENT to fire on each token the filter matches \
+             (see 'stateous token fire --help')\n",
+            "{missing}"
+        );
+    }
+    // Without --where the token's id is what is missing, as before.
+    let single = run(dir.path(), &["token", "fire"]);
+    assert_eq!(single.code(), 1, "{single}");
+    assert!(single.stderr.contains("<ID>"), "{single}");
+}
