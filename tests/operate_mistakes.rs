@@ -181,3 +181,64 @@ fn a_bulk_fire_without_an_event_says_the_event_is_missing() {
     assert_eq!(single.code(), 1, "{single}");
     assert!(single.stderr.contains("<ID>"), "{single}");
 }
+
+/// A payload that breaks the event's schema in every workflow that has the event
+/// is refused once, before any token is touched (it was refused token by token,
+/// with exit code 0).
+#[test]
+fn a_bulk_fire_whose_payload_breaks_the_schema_is_refused_whole() {
+    let daemon = desk();
+    let ids = ["C-1", "C-2", "C-3"];
+    start(&daemon, &ids);
+    let before = histories(&daemon, &ids);
+    let cases = [
+        (
+            "reviewed",
+            "{\"ok\": \"yes\"}",
+            "reviewed: ok: 'yes' is not of type 'boolean'",
+        ),
+        (
+            "reviewed",
+            "{}",
+            "reviewed: Verdict: 'ok' is a required property",
+        ),
+        (
+            "submitted",
+            "{\"a\": 1}",
+            "submitted: 'submitted' carries no payload",
+        ),
+    ];
+    for (event, payload, sentence) in cases {
+        for extra in [&["--yes"][..], &["--dry-run"][..]] {
+            let mut args = vec!["fire", "--where", "true", event, payload, "--reason", "r"];
+            args.extend_from_slice(extra);
+            let refused = token(&daemon, &args);
+            assert_eq!(refused.code(), 1, "{refused}");
+            assert_eq!(
+                refused.stderr,
+                format!(
+                    "error: the control plane at {} refused (422 invalid_payload): {sentence}\n",
+                    daemon.url
+                ),
+                "{refused}"
+            );
+            assert_eq!(refused.stdout, "", "{refused}");
+        }
+    }
+    assert_eq!(histories(&daemon, &ids), before, "nothing was written");
+    // A payload the schema takes goes on to the tokens, as before.
+    let fired = token(
+        &daemon,
+        &[
+            "fire",
+            "--where",
+            "true",
+            "reviewed",
+            "{\"ok\": true}",
+            "--reason",
+            "r",
+            "--yes",
+        ],
+    );
+    assert_eq!(fired.code(), 0, "{fired}");
+}
