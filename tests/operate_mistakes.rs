@@ -242,3 +242,40 @@ fn a_bulk_fire_whose_payload_breaks_the_schema_is_refused_whole() {
     );
     assert_eq!(fired.code(), 0, "{fired}");
 }
+
+/// `POST /tokens/bulk` took a key it does not know as if it were absent (a
+/// misspelt `"dryrun": true` ran the action), and refused `"limit": "5"` as
+/// `invalid_argument` where its other wrong shapes are `invalid_body`.
+#[test]
+fn a_bulk_body_with_a_key_it_does_not_take_or_a_limit_of_the_wrong_type_is_refused() {
+    let daemon = desk();
+    let ids = ["C-1", "C-2"];
+    start(&daemon, &ids);
+    let before = histories(&daemon, &ids);
+    let misspelt = daemon.post(
+        "/tokens/bulk",
+        &json!({"action": "cancel", "where": "true", "reason": "r", "dryrun": true}),
+    );
+    let sentence = misspelt.refused(422, "invalid_body");
+    assert!(sentence.contains("'dryrun'"), "{sentence}");
+    let retry = daemon.post("/tokens/C-1/retry", &json!({"stat": "intake"}));
+    let sentence = retry.refused(422, "invalid_body");
+    assert!(sentence.contains("'stat'"), "{sentence}");
+    for limit in [json!("5"), json!(2.5), json!(true)] {
+        let wrong = daemon.post(
+            "/tokens/bulk",
+            &json!({"action": "cancel", "where": "true", "reason": "r", "limit": limit}),
+        );
+        assert_eq!(
+            wrong.refused(422, "invalid_body"),
+            "'limit' must be a whole number from 1 to 1000"
+        );
+    }
+    // A whole number out of range is a value out of range, as before.
+    let over = daemon.post(
+        "/tokens/bulk",
+        &json!({"action": "cancel", "where": "true", "reason": "r", "limit": 1001}),
+    );
+    over.refused(422, "invalid_argument");
+    assert_eq!(histories(&daemon, &ids), before, "nothing was written");
+}
