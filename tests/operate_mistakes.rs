@@ -279,3 +279,39 @@ fn a_bulk_body_with_a_key_it_does_not_take_or_a_limit_of_the_wrong_type_is_refus
     over.refused(422, "invalid_argument");
     assert_eq!(histories(&daemon, &ids), before, "nothing was written");
 }
+
+/// A negative --offset or --limit got clap's "unexpected argument '-1' found".
+#[test]
+fn a_negative_offset_or_limit_is_refused_in_one_sentence() {
+    let dir = tempfile::tempdir().unwrap();
+    for (args, expected) in [
+        (
+            &["--offset", "-1"][..],
+            "error: --offset must be a whole number, 0 or more, not '-1'\n",
+        ),
+        (
+            &["--offset=-1"][..],
+            "error: --offset must be a whole number, 0 or more, not '-1'\n",
+        ),
+        (
+            &["--offset", "x"][..],
+            "error: --offset must be a whole number, 0 or more, not 'x'\n",
+        ),
+        (
+            &["--limit", "-1"][..],
+            "error: --limit must be a whole number from 1 to 1000, not '-1'\n",
+        ),
+        (
+            &["--limit", "0"][..],
+            "error: --limit must be a whole number from 1 to 1000, not '0'\n",
+        ),
+    ] {
+        let mut all = vec!["token", "list"];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&["--url", "http://127.0.0.1:9"]);
+        let refused = run(dir.path(), &all);
+        assert_eq!(refused.code(), 1, "{refused}");
+        assert_eq!(refused.stdout, "", "{refused}");
+        assert_eq!(refused.stderr, expected, "{refused}");
+    }
+}
