@@ -315,3 +315,36 @@ fn a_negative_offset_or_limit_is_refused_in_one_sentence() {
         assert_eq!(refused.stderr, expected, "{refused}");
     }
 }
+
+/// Ctrl-D at the question ends the question's line before the error (the error
+/// was printed on the question's line), and nothing is changed.
+#[test]
+fn ctrl_d_at_the_count_question_ends_its_line_before_the_error() {
+    if !harness::tmux::have_tmux() {
+        return;
+    }
+    let daemon = desk();
+    let ids = ["C-1", "C-2"];
+    start(&daemon, &ids);
+    let before = histories(&daemon, &ids);
+    let command = format!(
+        "{} token cancel --where true --reason r --url {}; echo \"exit $?\"; sleep 60",
+        harness::binary(),
+        daemon.url
+    );
+    let tmux = harness::tmux::Tmux::start("ctrl-d", &format!("sh -c '{command}'"));
+    tmux.wait_for("the question", |s| s.contains("anything else to stop:"));
+    tmux.keys("C-d");
+    let screen = tmux.wait_for("the exit code", |s| s.contains("exit 1"));
+    let lines: Vec<&str> = screen.lines().map(str::trim_end).collect();
+    let asked = lines
+        .iter()
+        .position(|l| l.ends_with("Type 2 to cancel them, anything else to stop:"))
+        .unwrap_or_else(|| panic!("the question on a line of its own:\n{screen}"));
+    assert_eq!(
+        lines.get(asked + 1).copied(),
+        Some("error: nothing was changed: the answer was not 2"),
+        "{screen}"
+    );
+    assert_eq!(histories(&daemon, &ids), before, "nothing was written");
+}
