@@ -5,10 +5,14 @@
 //! workflow has is refused whole, and one that a token's own workflow lacks leaves
 //! nothing in that token's history (each token got an `operator` and a refused
 //! entry, two ledger rows per token for a typo).
+//!
+//! A second tryout: `fire --where` without its event, a payload that breaks the
+//! event's schema, keys a bulk body does not take, negative flags, Ctrl-D at the
+//! count question, and a filter naming a state that no workflow has.
 
 mod harness;
 
-use harness::{run, test_graph, Daemon, Finished, Setup};
+use harness::{encoded, run, test_graph, Daemon, Finished, Setup};
 use serde_json::{json, Value};
 
 fn desk() -> Daemon {
@@ -71,7 +75,7 @@ fn a_listing_that_matches_nothing_prints_no_line_of_data() {
     let daemon = desk();
     start(&daemon, &["C-1"]);
     for extra in [&[][..], &["--jsonl"][..]] {
-        let mut args = vec!["list", "--where", "state == 'nowhere'"];
+        let mut args = vec!["list", "--where", "state == 'closing'"];
         args.extend_from_slice(extra);
         let none = token(&daemon, &args);
         assert_eq!(none.code(), 0, "{none}");
@@ -348,3 +352,79 @@ fn ctrl_d_at_the_count_question_ends_its_line_before_the_error() {
     );
     assert_eq!(histories(&daemon, &ids), before, "nothing was written");
 }
+
+/// A filter or `--state` naming a state that no workflow has (a typo) matched
+/// nothing without a word; a bulk action over it did nothing. Refused now, with
+/// the unknown name, on both backends.
+fn a_filter_naming_a_state_no_workflow_has_is_refused() {
+    let daemon = desk();
+    let ids = ["C-1", "C-2"];
+    start(&daemon, &ids);
+    let before = histories(&daemon, &ids);
+    let sentence = |state: &str| {
+        format!(
+            "no workflow of the served graph has a state '{state}' (its states: check, \
+             closing, intake, review, sign)"
+        )
+    };
+    for query in [
+        format!("where={}", encoded("state == 'reveiw'")),
+        format!(
+            "where={}",
+            encoded("status == 'active' and state in ['intake', 'nosuch']")
+        ),
+        format!("where={}", encoded("not state != 'reveiw'")),
+        "state=reveiw".to_string(),
+    ] {
+        let refused = daemon.get(&format!("/tokens?{query}"));
+        let said = refused.refused(422, "invalid_argument");
+        assert!(
+            said == sentence("reveiw") || said == sentence("nosuch"),
+            "{said}"
+        );
+    }
+    let refused = |finished: Finished, state: &str| {
+        assert_eq!(finished.code(), 1, "{finished}");
+        assert_eq!(finished.stdout, "", "{finished}");
+        assert_eq!(
+            finished.stderr,
+            format!(
+                "error: the control plane at {} refused (422 invalid_argument): {}\n",
+                daemon.url,
+                sentence(state)
+            ),
+            "{finished}"
+        );
+    };
+    refused(
+        token(&daemon, &["list", "--where", "state == 'reveiw'"]),
+        "reveiw",
+    );
+    refused(token(&daemon, &["list", "--state", "nosuch"]), "nosuch");
+    for extra in [&["--yes"][..], &["--dry-run"][..]] {
+        let mut args = vec!["cancel", "--where", "state == 'reveiw'", "--reason", "r"];
+        args.extend_from_slice(extra);
+        refused(token(&daemon, &args), "reveiw");
+    }
+    let bulk = daemon.post(
+        "/tokens/bulk",
+        &json!({"action": "pause", "tokens": ["C-1"], "where": "state == 'x'", "reason": "r"}),
+    );
+    assert_eq!(bulk.refused(422, "invalid_argument"), sentence("x"));
+    assert_eq!(histories(&daemon, &ids), before, "nothing was written");
+    // A state of a child workflow, START, and a state with no token are names
+    // the graph has: they match as before.
+    for filter in [
+        "state == 'check'",
+        "state == '__start__'",
+        "state != 'closing'",
+    ] {
+        let listed = daemon.get(&format!("/tokens?where={}", encoded(filter)));
+        listed.expect(200);
+    }
+    let none = token(&daemon, &["list", "--state", "closing"]);
+    assert_eq!(none.code(), 0, "{none}");
+    assert_eq!(none.stderr, "no token matches\n", "{none}");
+}
+
+both!(a_filter_naming_a_state_no_workflow_has_is_refused);
