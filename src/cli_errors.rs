@@ -10,9 +10,28 @@ use clap::error::ErrorKind;
 /// exit code 1.
 pub fn parse_or_exit<P: clap::Parser>() -> P {
     P::try_parse().unwrap_or_else(|error| {
-        let args = std::env::args_os().map(|arg| arg.to_string_lossy().into_owned());
-        exit(&error, &command_path(&P::command(), args))
+        let args: Vec<String> = std::env::args_os()
+            .map(|arg| arg.to_string_lossy().into_owned())
+            .collect();
+        let command = command_path(&P::command(), args.iter().cloned());
+        if let Some(sentence) = own_sentence(&error, &command, &args) {
+            eprintln!("error: {sentence} (see '{command} --help')");
+            std::process::exit(1)
+        }
+        exit(&error, &command)
     })
+}
+
+/// Our sentence for a mistake whose clap message would mislead: `token fire
+/// --where EXPR` with no argument is missing its EVENT (with --where the first
+/// argument is the event), not the `<ID>` that clap names. The command's help
+/// stays as it is: without --where, the first argument is the token's id.
+fn own_sentence(error: &clap::Error, command: &str, args: &[String]) -> Option<&'static str> {
+    let bulk = args
+        .iter()
+        .any(|arg| arg == "--where" || arg.starts_with("--where="));
+    (error.kind() == ErrorKind::MissingRequiredArgument && command == "stateous token fire" && bulk)
+        .then_some("with --where, give the EVENT to fire on each token the filter matches")
 }
 
 fn exit(error: &clap::Error, command: &str) -> ! {

@@ -6,6 +6,9 @@ use clap::Args;
 use stateous_daemon::serve::options as serve_options;
 
 /// The flags of `stateous serve`; every timing also reads an environment variable.
+/// A timing or count takes a value that starts with `-`, so that `--lease -1s` is
+/// refused by its own check (`serve::options`) in one sentence, not by clap as
+/// an unknown argument.
 #[derive(Args)]
 pub struct ServeFlags {
     /// The graph file that `stateous compile` wrote.
@@ -22,42 +25,42 @@ pub struct ServeFlags {
     #[arg(long, value_name = "PATH")]
     pub socket: Option<PathBuf>,
     /// How long a claimed task's lease lasts without a heartbeat (e.g. 2m, 30s, 500ms).
-    #[arg(long, value_name = "DURATION", env = "STATEOUS_LEASE", default_value = serve_options::DEFAULT_LEASE)]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, env = "STATEOUS_LEASE", default_value = serve_options::DEFAULT_LEASE)]
     pub lease: String,
     /// The time between two ticks of the clock (timers, timeouts, ended leases).
-    #[arg(long, value_name = "DURATION", env = "STATEOUS_TICK", default_value = serve_options::DEFAULT_TICK)]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, env = "STATEOUS_TICK", default_value = serve_options::DEFAULT_TICK)]
     pub tick: String,
     /// How long SQLite waits for another process's write lock; past it: 503 database_busy.
-    #[arg(long, value_name = "DURATION", env = "STATEOUS_BUSY_TIMEOUT", default_value = serve_options::DEFAULT_BUSY_TIMEOUT)]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, env = "STATEOUS_BUSY_TIMEOUT", default_value = serve_options::DEFAULT_BUSY_TIMEOUT)]
     pub busy_timeout: String,
     /// Kept for scripts of older versions; no longer used: a file lock beside a
     /// SQLite database (a session lock on Postgres) ends with its holder.
-    #[arg(long, value_name = "DURATION", env = "STATEOUS_STALE_AFTER", default_value = serve_options::DEFAULT_STALE_AFTER, hide = true)]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, env = "STATEOUS_STALE_AFTER", default_value = serve_options::DEFAULT_STALE_AFTER, hide = true)]
     pub stale_after: String,
     /// Postgres: how long making a connection may take; an unreachable server at
     /// start ends `serve` with exit code 1 after about this long.
-    #[arg(long, value_name = "DURATION", env = "STATEOUS_CONNECT_TIMEOUT", default_value = serve_options::DEFAULT_CONNECT_TIMEOUT)]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, env = "STATEOUS_CONNECT_TIMEOUT", default_value = serve_options::DEFAULT_CONNECT_TIMEOUT)]
     pub connect_timeout: String,
     /// Postgres: how long one statement may run; past it the request answers 503
     /// database_busy and changes nothing.
-    #[arg(long, value_name = "DURATION", env = "STATEOUS_STATEMENT_TIMEOUT", default_value = serve_options::DEFAULT_STATEMENT_TIMEOUT)]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, env = "STATEOUS_STATEMENT_TIMEOUT", default_value = serve_options::DEFAULT_STATEMENT_TIMEOUT)]
     pub statement_timeout: String,
     /// Postgres: how long a statement waits for a lock, a token's too; past it the
     /// request answers 503 database_busy and changes nothing.
-    #[arg(long, value_name = "DURATION", env = "STATEOUS_LOCK_TIMEOUT", default_value = serve_options::DEFAULT_LOCK_TIMEOUT)]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, env = "STATEOUS_LOCK_TIMEOUT", default_value = serve_options::DEFAULT_LOCK_TIMEOUT)]
     pub lock_timeout: String,
     /// Postgres: the first TCP keepalive probe after this long without traffic.
-    #[arg(long, value_name = "DURATION", env = "STATEOUS_KEEPALIVE_IDLE", default_value = serve_options::DEFAULT_KEEPALIVE_IDLE)]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, env = "STATEOUS_KEEPALIVE_IDLE", default_value = serve_options::DEFAULT_KEEPALIVE_IDLE)]
     pub keepalive_idle: String,
     /// Postgres: then a keepalive probe this often.
-    #[arg(long, value_name = "DURATION", env = "STATEOUS_KEEPALIVE_INTERVAL", default_value = serve_options::DEFAULT_KEEPALIVE_INTERVAL)]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, env = "STATEOUS_KEEPALIVE_INTERVAL", default_value = serve_options::DEFAULT_KEEPALIVE_INTERVAL)]
     pub keepalive_interval: String,
     /// Postgres: a connection is dead after this many unanswered keepalive probes
     /// (with the defaults a dead connection is found in about a minute).
-    #[arg(long, value_name = "N", env = "STATEOUS_KEEPALIVE_COUNT", default_value = serve_options::DEFAULT_KEEPALIVE_COUNT)]
+    #[arg(long, value_name = "N", allow_hyphen_values = true, env = "STATEOUS_KEEPALIVE_COUNT", default_value = serve_options::DEFAULT_KEEPALIVE_COUNT)]
     pub keepalive_count: String,
     /// Postgres: how many connections serve requests side by side.
-    #[arg(long, value_name = "N", env = "STATEOUS_POOL_SIZE", default_value = serve_options::DEFAULT_POOL_SIZE)]
+    #[arg(long, value_name = "N", allow_hyphen_values = true, env = "STATEOUS_POOL_SIZE", default_value = serve_options::DEFAULT_POOL_SIZE)]
     pub pool_size: String,
     /// Also run the supervisor of FOLDER in this process, speaking to this server
     /// over its socket. For development: a first Ctrl-C stops the supervisor

@@ -175,11 +175,11 @@ pub enum TokenCommand {
         #[arg(long)]
         state: Option<String>,
         /// At most this many tokens: 1 to 1000 (default 100).
-        #[arg(long)]
-        limit: Option<u32>,
+        #[arg(long, allow_negative_numbers = true)]
+        limit: Option<String>,
         /// Skip this many matching tokens first.
-        #[arg(long)]
-        offset: Option<u64>,
+        #[arg(long, allow_negative_numbers = true)]
+        offset: Option<String>,
         /// One token per line, as JSON.
         #[arg(long)]
         jsonl: bool,
@@ -274,6 +274,21 @@ fn one_or_many(
     }
 }
 
+/// `token list --limit`: 1 to 1000, as `GET /tokens` takes it. Read here rather
+/// than by clap, whose sentence for `-1` was "unexpected argument '-1' found".
+fn listing_limit(text: &str) -> Result<u32, String> {
+    text.parse::<u32>()
+        .ok()
+        .filter(|limit| (1..=1000).contains(limit))
+        .ok_or_else(|| format!("--limit must be a whole number from 1 to 1000, not '{text}'"))
+}
+
+/// `token list --offset`: 0 or more.
+fn listing_offset(text: &str) -> Result<u64, String> {
+    text.parse::<u64>()
+        .map_err(|_| format!("--offset must be a whole number, 0 or more, not '{text}'"))
+}
+
 impl TryFrom<TokenArgs> for token::TokenCommand {
     type Error = String;
 
@@ -325,8 +340,8 @@ impl TryFrom<TokenArgs> for token::TokenCommand {
                 filter,
                 status,
                 state,
-                limit,
-                offset,
+                limit: limit.map(|text| listing_limit(&text)).transpose()?,
+                offset: offset.map(|text| listing_offset(&text)).transpose()?,
                 jsonl,
             }),
             TokenCommand::Why { id } => A::Why { id },

@@ -9,7 +9,7 @@ mod harness;
 
 use std::time::{Duration, Instant};
 
-use harness::{run, test_graph, Daemon, Finished, Setup};
+use harness::{encoded, run, test_graph, Daemon, Finished, Setup};
 use serde_json::{json, Value};
 
 fn desk() -> Daemon {
@@ -40,18 +40,6 @@ fn total(daemon: &Daemon, query: &str) -> u64 {
         .unwrap_or_else(|| panic!("no total: {reply}"))
         .parse()
         .unwrap()
-}
-
-fn encoded(filter: &str) -> String {
-    filter
-        .bytes()
-        .map(|b| match b {
-            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'.' | b'_' => {
-                char::from(b).to_string()
-            }
-            other => format!("%{other:02X}"),
-        })
-        .collect()
 }
 
 /// Fill `tokens` with 100,000 rows beside the running daemon: token `F-i` moved

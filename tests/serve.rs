@@ -346,6 +346,37 @@ fn a_bad_or_zero_timing_from_a_flag_or_the_environment_is_refused() {
     );
 }
 
+/// A negative value got clap's "unexpected argument '-1' found; to pass '-1' as a
+/// value, use '-- -1'", which a typo does not call for.
+#[test]
+fn a_negative_timing_or_count_says_it_must_be_more_than_0() {
+    let dir = tempfile::tempdir().unwrap();
+    for (flag, value, expected) in [
+        (
+            "--lease",
+            "-1s",
+            "error: --lease must be more than 0, not '-1s'; ",
+        ),
+        (
+            "--tick",
+            "-500ms",
+            "error: --tick must be more than 0, not '-500ms'; ",
+        ),
+        (
+            "--pool-size",
+            "-1",
+            "error: --pool-size '-1' is not a whole number from 1 to 1000",
+        ),
+    ] {
+        for args in [[flag, value].join(" "), format!("{flag}={value}")] {
+            let mut all = vec!["serve", "NO-GRAPH.json"];
+            all.extend(args.split(' '));
+            let line = refused_at_start(dir.path(), &all);
+            assert!(line.starts_with(expected), "{args}: {line}");
+        }
+    }
+}
+
 #[test]
 fn help_documents_the_timing_flags_and_their_environment_variables() {
     let dir = tempfile::tempdir().unwrap();

@@ -79,6 +79,9 @@ impl Control {
         if let Some(refusal) = refuse_whole(&rules, &input.step) {
             return Err(refusal);
         }
+        if let Some(refusal) = select::unknown_state(&rules, &input.step.selection) {
+            return Err(refusal);
+        }
         if input.dry_run {
             let (count, sample) = self
                 .read(move |tx| {

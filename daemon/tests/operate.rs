@@ -21,6 +21,7 @@ use stateous_daemon::store::TokenStatus;
 use stateous_shared::graph::Graph;
 use stateous_shared::guards::filter::parse_filter;
 use stateous_shared::operate::{BulkAction, Outcome};
+use stateous_shared::refusal::Code;
 use stateous_shared::time::{parse_iso, to_micros};
 use stateous_shared::wire::Object;
 
@@ -138,11 +139,14 @@ async fn a_filter_lists_what_it_matches_with_the_total_and_pages(db: Db) {
         ["C-03", "C-04", "C-08", "C-09"]
     );
     assert_eq!(
-        ids(&control, filtered("state == 'nowhere'"), 100, 0)
+        ids(&control, filtered("state == 'closing'"), 100, 0)
             .await
             .1,
         0
     );
+    // A state that no workflow has is refused, not matched by no token.
+    let nowhere = control.list(filtered("state == 'nowhere'"), 100, 0).await;
+    assert_eq!(nowhere.unwrap_err().code, Code::InvalidArgument);
     assert_eq!(ids(&control, Selection::default(), 1, 0).await.1, 30);
 }
 
@@ -344,22 +348,25 @@ async fn names_with_nul_match_nothing_and_reach_no_database(db: Db) {
     let control = open(&db, &clock).await;
     thirty(&control, &clock).await;
     let nul = "a\u{0}b".to_string();
+    let parent = Selection {
+        parent: Some(nul.clone()),
+        ..Selection::default()
+    };
+    assert_eq!(ids(&control, parent, 100, 0).await.1, 0);
+    // No state has a NUL: a state named with one is refused as no state of the
+    // graph, before any database is asked.
     for selection in [
         filtered("state == 'a\\x00b'"),
         filtered("state in ['review', 'a\\x00b'] and state == 'a\\x00b'"),
+        filtered("state not in ['a\\x00b']"),
         Selection {
             state: Some(nul.clone()),
             ..Selection::default()
         },
-        Selection {
-            parent: Some(nul.clone()),
-            ..Selection::default()
-        },
     ] {
-        assert_eq!(ids(&control, selection, 100, 0).await.1, 0);
+        let refused = control.list(selection, 100, 0).await.unwrap_err();
+        assert_eq!(refused.code, Code::InvalidArgument);
     }
-    let (_, total) = ids(&control, filtered("state not in ['a\\x00b']"), 100, 0).await;
-    assert_eq!(total, 30);
     let listed = BulkInput {
         tokens: Some(vec![nul]),
         ..input(step(BulkAction::Pause, "true"), false, None, 500)

@@ -114,6 +114,19 @@ impl std::fmt::Display for Finished {
     }
 }
 
+/// `text` percent-encoded for a query string: every byte but letters, digits,
+/// `-`, `.` and `_` as `%XX`.
+pub fn encoded(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'.' | b'_' => {
+                char::from(b).to_string()
+            }
+            other => format!("%{other:02X}"),
+        })
+        .collect()
+}
+
 /// Run `stateous ARGS` in `dir` to its end (for commands that refuse at start).
 pub fn run(dir: &Path, args: &[&str]) -> Finished {
     let output = Command::new(binary())

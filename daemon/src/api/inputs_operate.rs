@@ -1,9 +1,12 @@
 //! The inputs of operating many tokens (issue 11): `POST /tokens/bulk` and `POST
 //! /tokens/{id}/retry`, checked here as every other body is in `inputs.rs`.
 //!
-//! A wrong shape is 422 `invalid_body`; a filter that does not parse, a limit or a
-//! walk's point out of range is `invalid_argument` (as for `GET /tokens`); a
-//! payload or key that a fire would refuse is `invalid_payload`.
+//! A wrong shape is 422 `invalid_body`: a value of the wrong JSON type, or a key
+//! the body does not take (these routes are ours, so a misspelt `dry_run` is
+//! refused rather than read as absent; the reference's routes ignore unknown
+//! keys, as the reference does). A filter that does not parse, a limit or a walk's
+//! point out of range is `invalid_argument` (as for `GET /tokens`); a payload or
+//! key that a fire would refuse is `invalid_payload`.
 
 use serde_json::Value;
 use stateous_shared::guards::filter::parse_filter;
@@ -22,6 +25,26 @@ pub const OPERATOR: &str = "operator";
 
 fn shape(sentence: impl Into<String>) -> Refusal {
     refuse(Code::InvalidBody, sentence)
+}
+
+/// The keys of a `POST /tokens/bulk` body.
+pub const BULK_FIELDS: &[&str] = &[
+    "action", "where", "tokens", "event", "payload", "key", "state", "reason", "by", "dry_run",
+    "after", "limit",
+];
+
+/// The keys of a `POST /tokens/{id}/retry` body.
+pub const RETRY_FIELDS: &[&str] = &["state", "reason", "by"];
+
+/// `invalid_body` naming the first key of `body` that is not among `fields`.
+fn only(body: &Object, fields: &[&str], what: &str) -> Result<(), Refusal> {
+    match body.keys().find(|key| !fields.contains(&key.as_str())) {
+        None => Ok(()),
+        Some(key) => Err(shape(format!(
+            "{what} takes no field '{key}'; its fields are {}",
+            fields.join(", ")
+        ))),
+    }
 }
 
 /// An optional string field of 1 to `most` characters, or `invalid_body`.
@@ -56,6 +79,7 @@ fn reason(body: &Object) -> Result<Option<String>, Refusal> {
 
 /// `POST /tokens/bulk`.
 pub fn bulk(body: &Object) -> Result<BulkInput, Refusal> {
+    only(body, BULK_FIELDS, "a bulk action")?;
     let names: Vec<&str> = BulkAction::ALL.iter().map(|a| a.as_str()).collect();
     let action = match body.get("action") {
         Some(Value::String(name)) => BulkAction::parse(name),
@@ -147,16 +171,20 @@ pub fn bulk(body: &Object) -> Result<BulkInput, Refusal> {
         })?),
         Some(_) => return Err(shape("'after' must be the 'next' of an earlier answer")),
     };
-    let limit = match body.get("limit") {
-        None | Some(Value::Null) => DEFAULT_PER_RUN,
-        Some(Value::Number(n)) if n.as_i64().is_some_and(|l| (1..=MOST_PER_RUN).contains(&l)) => {
-            n.as_i64().unwrap_or(DEFAULT_PER_RUN)
-        }
-        Some(_) => {
+    let limit = match body.get("limit").map(|value| (value, value.as_i64())) {
+        None | Some((Value::Null, _)) => DEFAULT_PER_RUN,
+        Some((_, Some(limit))) if (1..=MOST_PER_RUN).contains(&limit) => limit,
+        // A whole number out of range is a value out of range; anything else
+        // (a string, a fraction) is the wrong shape.
+        Some((_, whole)) => {
+            let code = match whole {
+                Some(_) => Code::InvalidArgument,
+                None => Code::InvalidBody,
+            };
             return Err(refuse(
-                Code::InvalidArgument,
+                code,
                 format!("'limit' must be a whole number from 1 to {MOST_PER_RUN}"),
-            ))
+            ));
         }
     };
     let step = BulkStep {
@@ -183,6 +211,7 @@ pub fn bulk(body: &Object) -> Result<BulkInput, Refusal> {
 
 /// `POST /tokens/{id}/retry`: `state`, `reason` and `by`, each optional.
 pub fn retry(token: String, body: &Object) -> Result<RetryInput, Refusal> {
+    only(body, RETRY_FIELDS, "a retry")?;
     Ok(RetryInput {
         token,
         state: text(body, "state", MAX_STATE)?,
@@ -220,6 +249,30 @@ mod tests {
             json!({"action": "cancel", "tokens": ["A"], "dry_run": true}),
         ));
         assert_eq!(preview.unwrap().step.by, OPERATOR);
+    }
+
+    #[test]
+    fn a_key_the_body_does_not_take_is_named() {
+        let refusal = bulk(&body(json!({"action": "cancel", "wher": "true"}))).unwrap_err();
+        assert_eq!(refusal.code, Code::InvalidBody);
+        assert!(refusal
+            .error
+            .starts_with("a bulk action takes no field 'wher'; "));
+        let refusal = retry("T-1".into(), &body(json!({"reason": "r", "stat": "a"}))).unwrap_err();
+        assert_eq!(refusal.code, Code::InvalidBody);
+        assert_eq!(
+            refusal.error,
+            "a retry takes no field 'stat'; its fields are state, reason, by"
+        );
+        let every: Object = BULK_FIELDS
+            .iter()
+            .map(|f| (f.to_string(), Value::Null))
+            .collect();
+        assert_eq!(
+            bulk(&every).unwrap_err().error,
+            "'action' must be one of: pause, resume, cancel, fire, retry",
+            "every field it lists is taken"
+        );
     }
 
     #[test]
@@ -288,6 +341,18 @@ mod tests {
             ),
             (
                 json!({"action": "cancel", "where": "true", "reason": "r", "dry_run": "yes"}),
+                Code::InvalidBody,
+            ),
+            (
+                json!({"action": "cancel", "where": "true", "reason": "r", "dryrun": true}),
+                Code::InvalidBody,
+            ),
+            (
+                json!({"action": "cancel", "where": "true", "reason": "r", "limit": "5"}),
+                Code::InvalidBody,
+            ),
+            (
+                json!({"action": "cancel", "where": "true", "reason": "r", "limit": 2.0}),
                 Code::InvalidBody,
             ),
         ];

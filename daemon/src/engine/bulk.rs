@@ -203,19 +203,38 @@ fn not_its_event(rules: &Rules, row: &TokenRow, event: &str) -> Step<Option<Refu
 }
 
 /// Why no token at all can take this bulk action, whatever the filter matches:
-/// a fire of an event that no workflow of the graph declares (a typo), or a
-/// retry into a state that none has. The whole request is refused then, before
-/// any token is read, rather than each match being walked and refused.
+/// a fire of an event that no workflow of the graph declares (a typo,
+/// `invalid_argument`), or whose payload breaks the event's schema in every
+/// workflow that declares it (`invalid_payload`, with the single fire's
+/// sentence), or a retry into a state that none has (`invalid_argument`). The
+/// whole request is refused then, before any token is read, rather than each
+/// match being walked and refused.
 pub fn refuse_whole(rules: &Rules, step: &BulkStep) -> Option<Refusal> {
     let graph = &rules.graph;
     let mut workflows = std::iter::once(&graph.main).chain(graph.children.values());
     let sentence = match step.action {
         BulkAction::Fire => {
             let event = step.event.as_str();
-            if OWN_EVENTS.contains(&event) || workflows.any(|w| w.declares(event)) {
+            if OWN_EVENTS.contains(&event) {
                 return None;
             }
-            format!("no workflow of the served graph has an event {}", py(event))
+            let declaring: Vec<_> = workflows.filter(|w| w.declares(event)).collect();
+            if declaring.is_empty() {
+                let sentence =
+                    format!("no workflow of the served graph has an event {}", py(event));
+                return Some(Refusal::new(Code::InvalidArgument, sentence));
+            }
+            // Refused whole only when no workflow takes the payload: where one
+            // does, its tokens may take the fire.
+            let mut errors = declaring
+                .iter()
+                .map(|w| w.payload_errors(event, step.payload.as_ref()));
+            let first = errors.next().unwrap_or_default();
+            if first.is_empty() || errors.any(|e| e.is_empty()) {
+                return None;
+            }
+            let sentence = format!("{event}: {}", first.join("; "));
+            return Some(Refusal::new(Code::InvalidPayload, sentence));
         }
         BulkAction::Retry => {
             let state = step.state.as_deref()?;

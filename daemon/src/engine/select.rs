@@ -7,10 +7,14 @@
 //! gives, in the listing's order (the most recently moved first). When the filter
 //! is wholly in SQL, a count reads no row at all.
 
+use std::collections::BTreeSet;
+
+use stateous_shared::graph::{END, START};
 use stateous_shared::guards::filter::{moved_seconds, Filter, TokenFacts};
+use stateous_shared::refusal::{Code, Refusal};
 use stateous_shared::wire::TokenView;
 
-use super::{view, Rules, Step};
+use super::{py, view, Rules, Step};
 use crate::store::{Closed, Cursor, TokenRow, TokenScan, TokenStatus, Tx};
 
 /// How many rows one SQL page of a scan reads while the filter is evaluated row by
@@ -112,6 +116,37 @@ impl Selection {
                 .as_ref()
                 .is_none_or(|f| f.matches(&facts(rules, row, now)))
     }
+}
+
+/// Why the selection cannot mean what it says: it names a state (`--state`, or
+/// `state == 'x'`, `!=`, `in`, `not in` in the filter) that no workflow of the
+/// served graph has, most likely a typo, which would match nothing (or, with
+/// `!=`, everything) without a word. 422 `invalid_argument` with the name and the
+/// graph's states; `None` when every name is a state, START or END.
+pub fn unknown_state(rules: &Rules, selection: &Selection) -> Option<Refusal> {
+    let graph = &rules.graph;
+    let states: BTreeSet<&str> = std::iter::once(&graph.main)
+        .chain(graph.children.values())
+        .flat_map(|workflow| workflow.states.keys())
+        .map(String::as_str)
+        .filter(|state| *state != START && *state != END)
+        .collect();
+    let named = selection.state.as_deref().into_iter().chain(
+        selection
+            .filter
+            .iter()
+            .flat_map(|filter| filter.states_named()),
+    );
+    let unknown = named
+        .into_iter()
+        .find(|name| *name != START && *name != END && !states.contains(name))?;
+    let known: Vec<&str> = states.into_iter().collect();
+    let sentence = format!(
+        "no workflow of the served graph has a state {} (its states: {})",
+        py(unknown),
+        known.join(", ")
+    );
+    Some(Refusal::new(Code::InvalidArgument, sentence))
 }
 
 /// Leave out of `scan` the state names that hold a NUL: no state has one, so

@@ -179,9 +179,10 @@ pub fn request_threads() -> Option<usize> {
 }
 
 /// A timing flag: a workflow duration (`30s`, `2m`, `1h`, `1d`) or, so that tests
-/// can run in moments, whole milliseconds (`500ms`). Zero is refused.
+/// can run in moments, whole milliseconds (`500ms`). Zero and a negative value
+/// (`-1s`) are refused as not more than 0.
 pub fn flag_duration(flag: &str, text: &str) -> Result<Duration, String> {
-    if stateous_shared::durations::names_zero(text) {
+    if text.starts_with('-') || stateous_shared::durations::names_zero(text) {
         return Err(format!(
             "{flag} must be more than 0, not '{text}'; write e.g. 500ms, 30s, 2m or 1h"
         ));

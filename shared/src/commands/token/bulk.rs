@@ -64,6 +64,11 @@ impl Console for Terminal {
         std::io::stderr().flush()?;
         let mut answer = String::new();
         std::io::stdin().lock().read_line(&mut answer)?;
+        // Ctrl-D (end of input) leaves the cursor after the question: end its
+        // line, so that what comes next starts a line of its own.
+        if !answer.ends_with('\n') {
+            eprintln!();
+        }
         Ok(answer)
     }
 

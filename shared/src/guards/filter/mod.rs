@@ -168,6 +168,52 @@ impl Filter {
     pub fn pushdown(&self) -> Pushdown {
         pushdown::of(&self.tree)
     }
+
+    /// The state names the filter compares `state` with by `==`, `!=`, `in` or
+    /// `not in` (a list), anywhere in it, in the order written: the names that
+    /// must be states of the graph. The filter does not know the graph; the
+    /// control plane checks them, so that a misspelt state is refused rather than
+    /// matching nothing. An ordering (`state < 'm'`) names no state.
+    pub fn states_named(&self) -> Vec<&str> {
+        fn walk<'a>(term: &'a Term, found: &mut Vec<&'a str>) {
+            match term {
+                Term::Or(items) | Term::And(items) | Term::List(items) => {
+                    items.iter().for_each(|t| walk(t, found));
+                }
+                Term::Not(inner) => walk(inner, found),
+                Term::Compare(first, rest) => {
+                    let mut left = &**first;
+                    for (op, right) in rest {
+                        named(left, *op, right, found);
+                        left = right;
+                    }
+                }
+                Term::Literal(_) | Term::Field(_) | Term::Context(_) => {}
+            }
+        }
+        fn named<'a>(left: &'a Term, op: CmpOp, right: &'a Term, found: &mut Vec<&'a str>) {
+            let state = |term: &Term| matches!(term, Term::Field(Field::State));
+            match (op, left, right) {
+                (CmpOp::Eq | CmpOp::Ne, l, Term::Literal(Literal::Str(name))) if state(l) => {
+                    found.push(name)
+                }
+                (CmpOp::Eq | CmpOp::Ne, Term::Literal(Literal::Str(name)), r) if state(r) => {
+                    found.push(name)
+                }
+                (CmpOp::In | CmpOp::NotIn, l, Term::List(items)) if state(l) => {
+                    for item in items {
+                        if let Term::Literal(Literal::Str(name)) = item {
+                            found.push(name);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        let mut found = Vec::new();
+        walk(&self.tree, &mut found);
+        found
+    }
 }
 
 fn value<'a>(term: &'a Term, facts: &TokenFacts<'a>) -> Val<'a> {

@@ -194,6 +194,27 @@ fn a_filter_that_can_match_no_token_by_a_fields_kind_is_refused() {
 }
 
 #[test]
+fn the_states_a_filter_names_are_those_compared_with_state() {
+    let named = |text: &str| {
+        let filter = parse_filter(text).unwrap();
+        filter
+            .states_named()
+            .iter()
+            .map(|s| s.to_string())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(named("state == 'review'"), ["review"]);
+    assert_eq!(
+        named("'a' == state or not (state != 'b' and state in ['c', 'd'])"),
+        ["a", "b", "c", "d"]
+    );
+    assert_eq!(named("status == 'active' and state not in ['x']"), ["x"]);
+    let none: [&str; 0] = [];
+    assert_eq!(named("state < 'm' and 'rev' in state"), none);
+    assert_eq!(named("token == 'review' and ctx['state'] == 'x'"), none);
+}
+
+#[test]
 fn moved_is_whole_seconds_rounded_down() {
     assert_eq!(moved_seconds(0, 1_999_999), 1);
     assert_eq!(moved_seconds(0, 2_000_000), 2);
