@@ -17,6 +17,8 @@ pub mod hold;
 mod ledger;
 mod memory;
 mod pending;
+#[cfg(test)]
+mod plan_tests;
 pub mod schema;
 pub mod store;
 mod tasks;

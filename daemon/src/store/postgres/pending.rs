@@ -5,8 +5,8 @@
 //! per row. Ids of new ledger rows, tasks and timers are taken from their sequences
 //! in blocks ([`Ids`]), so a new row's id is known when it is written here.
 
-use std::collections::{BTreeMap, VecDeque};
-use std::sync::{Mutex, OnceLock};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use postgres::types::ToSql;
 
@@ -186,6 +186,12 @@ impl Pending {
         let new_timers = Columns::timers(pending.new_timers.values());
         let timers = Columns::timers(pending.timers.values());
         let claims = Columns::claims(pending.claims.values());
+        // One parameter for each token whose memory goes (`FORGET`).
+        let forget: Vec<&(dyn ToSql + Sync)> = pending
+            .forget_memory
+            .iter()
+            .map(|token| token as &(dyn ToSql + Sync))
+            .collect();
         // Each part: whether it has rows, and its parameters.
         let all: [(bool, &[&(dyn ToSql + Sync)]); 9] = [
             (
@@ -222,6 +228,8 @@ impl Pending {
                     &tokens.int[0],
                     &tokens.text[3],
                     &tokens.int[1],
+                    &tokens.maybe[0],
+                    &tokens.maybe[1],
                 ],
             ),
             (
@@ -242,10 +250,14 @@ impl Pending {
                 !pending.tasks.is_empty(),
                 &[
                     &tasks.int[0],
+                    &tasks.text[0],
+                    &tasks.text[1],
+                    &tasks.int[1],
                     &tasks.text[2],
                     &tasks.int[2],
                     &tasks.maybe[0],
                     &tasks.maybe_int[0],
+                    &tasks.int[3],
                 ],
             ),
             (
@@ -265,9 +277,20 @@ impl Pending {
             ),
             (
                 !pending.timers.is_empty(),
-                &[&timers.int[0], &timers.text[3], &timers.int[3]],
+                &[
+                    &timers.int[0],
+                    &timers.text[0],
+                    &timers.text[1],
+                    &timers.int[1],
+                    &timers.text[2],
+                    &timers.maybe[0],
+                    &timers.int[2],
+                    &timers.int[3],
+                    &timers.text[3],
+                    &timers.text[4],
+                ],
             ),
-            (!pending.forget_memory.is_empty(), &[&pending.forget_memory]),
+            (!forget.is_empty(), &forget),
             (
                 !pending.claims.is_empty(),
                 &[
@@ -286,7 +309,7 @@ impl Pending {
                 params.extend_from_slice(values);
             }
         }
-        conn.execute(flush_text(parts), &params)?;
+        conn.execute(&flush_text(parts, forget.len()), &params)?;
         Ok(())
     }
 }
@@ -296,13 +319,20 @@ impl Pending {
 /// `$1`. The parts touch different rows (each row is in one part, at its last
 /// state), as one statement must.
 ///
-/// An update finds its rows by `= ANY(keys)` as well as by the join. Postgres
-/// plans a prepared statement for good after a few runs (a generic plan), and a
-/// plan made while a table was small joined by reading the whole table, which it
-/// then did at every write while the table grew, until an `ANALYZE` (seen with
-/// `auto_explain` under `stateous bench`: each write read all of `tokens`, `tasks`
-/// and `timers`). With the keys as an index condition, every plan reads only the
-/// rows it changes.
+/// An update is an `INSERT ... ON CONFLICT DO UPDATE` of rows that exist (the
+/// transaction read each one before it changed it, and no row of these tables is
+/// ever deleted), so it only ever updates: each row is found by a probe of the
+/// key's index, whatever the plan. It sends every column of the row, as the new
+/// row's part does, so that the proposed row meets the table's `NOT NULL` and
+/// `CHECK` constraints; the columns it sets are those the old `UPDATE` set. Postgres plans a prepared statement for
+/// good after a few runs (a generic plan), with the statistics of that moment.
+/// An `UPDATE ... FROM unnest(...)` is a join, and made while a table held a few
+/// rows, the plan joined by reading the whole table, which it then did at every
+/// write while the table grew, until the next `ANALYZE` (seen with `auto_explain`
+/// under `stateous bench` on a new database: each write read all of `tokens`).
+/// Finding the rows by `= ANY(keys)` as well did not prevent it: Postgres counts
+/// an array parameter as 10 keys, and 10 probes of an index cost more than
+/// reading a table of a few pages.
 const PARTS: [&str; 9] = [
     "l AS (INSERT INTO ledger (id, token, seq, at, kind, key, data)
       SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::bigint[], $5::text[],
@@ -310,54 +340,84 @@ const PARTS: [&str; 9] = [
     "tn AS (INSERT INTO tokens (token, state, status, visit, context, entered_at, parent, workflow)
        SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[],
                             $6::bigint[], $7::text[], $8::text[]))",
-    "tu AS (UPDATE tokens t SET state = u.state, status = u.status, visit = u.visit,
-              context = u.context, entered_at = u.entered_at
-       FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[],
-                   $6::bigint[]) AS u(token, state, status, visit, context, entered_at)
-       WHERE t.token = ANY($1::text[]) AND t.token = u.token)",
+    "tu AS (INSERT INTO tokens (token, state, status, visit, context, entered_at, parent, workflow)
+       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[],
+                            $6::bigint[], $7::text[], $8::text[])
+       ON CONFLICT (token) DO UPDATE SET state = excluded.state, status = excluded.status,
+           visit = excluded.visit, context = excluded.context, entered_at = excluded.entered_at)",
     "kn AS (INSERT INTO tasks (id, token, state, visit, status, attempt, claimed_by, lease_until,
                           queued_at)
        SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[],
                             $6::bigint[], $7::text[], $8::bigint[], $9::bigint[]))",
-    "ku AS (UPDATE tasks t SET status = u.status, attempt = u.attempt, claimed_by = u.claimed_by,
-              lease_until = u.lease_until
-       FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::bigint[])
-            AS u(id, status, attempt, claimed_by, lease_until)
-       WHERE t.id = ANY($1::bigint[]) AND t.id = u.id)",
+    "ku AS (INSERT INTO tasks (id, token, state, visit, status, attempt, claimed_by, lease_until,
+                          queued_at)
+       SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[],
+                            $6::bigint[], $7::text[], $8::bigint[], $9::bigint[])
+       ON CONFLICT (id) DO UPDATE SET status = excluded.status, attempt = excluded.attempt,
+           claimed_by = excluded.claimed_by, lease_until = excluded.lease_until)",
     "mn AS (INSERT INTO timers (id, token, state, visit, event, payload, set_at, due_at, status, kind)
        SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[],
                             $6::text[], $7::bigint[], $8::bigint[], $9::text[], $10::text[]))",
-    "mu AS (UPDATE timers t SET status = u.status, due_at = u.due_at
-       FROM unnest($1::bigint[], $2::text[], $3::bigint[]) AS u(id, status, due_at)
-       WHERE t.id = ANY($1::bigint[]) AND t.id = u.id)",
-    "md AS (DELETE FROM memory WHERE token = ANY($1::text[]))",
+    "mu AS (INSERT INTO timers (id, token, state, visit, event, payload, set_at, due_at, status, kind)
+       SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[],
+                            $6::text[], $7::bigint[], $8::bigint[], $9::text[], $10::text[])
+       ON CONFLICT (id) DO UPDATE SET status = excluded.status, due_at = excluded.due_at)",
+    // Once for each token whose memory goes (`{n}` its place in turn), each a
+    // `DELETE` of one token's rows: by the key's index in any plan, where
+    // `token = ANY($1)` was planned, as above, as for 10 tokens, and read the whole
+    // table.
+    "md{n} AS (DELETE FROM memory WHERE token = $1)",
     "cl AS (INSERT INTO claims (supervisor, request, task_id, attempt)
        SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[])
        ON CONFLICT (supervisor) DO UPDATE SET request = excluded.request,
            task_id = excluded.task_id, attempt = excluded.attempt)",
 ];
 
-/// The flush's statement for a set of [`PARTS`] (bit `i` for part `i`), made once
-/// and kept. A statement of only the parts with rows costs Postgres less to plan
-/// and to start than all nine, most of them empty (issue "Speed").
-fn flush_text(parts: u16) -> &'static str {
-    static TEXTS: [OnceLock<String>; 1 << PARTS.len()] =
-        [const { OnceLock::new() }; 1 << PARTS.len()];
-    TEXTS[usize::from(parts) % TEXTS.len()].get_or_init(|| {
-        let mut text = String::from("WITH ");
-        let mut taken = 0;
-        for (index, part) in PARTS.iter().enumerate() {
-            if parts & (1 << index) == 0 {
-                continue;
-            }
+/// The flush's statements made so far, by their parts and number of forgets.
+type Texts = HashMap<(u16, usize), Arc<str>>;
+
+/// The flush's statement for a set of [`PARTS`] (bit `i` for part `i`) and the
+/// number of tokens whose memory goes, made once and kept. A statement of only
+/// the parts with rows costs Postgres less to plan and to start than all nine,
+/// most of them empty (issue "Speed").
+fn flush_text(parts: u16, forget: usize) -> Arc<str> {
+    static TEXTS: OnceLock<Mutex<Texts>> = OnceLock::new();
+    let texts = TEXTS.get_or_init(Mutex::default);
+    let mut texts = match texts.lock() {
+        Ok(texts) => texts,
+        Err(poisoned) => poisoned.into_inner(),
+    };
+    texts
+        .entry((parts, forget))
+        .or_insert_with(|| made_text(parts, forget).into())
+        .clone()
+}
+
+/// The text of [`flush_text`]: `WITH`, the parts, `SELECT 1`.
+fn made_text(parts: u16, forget: usize) -> String {
+    let mut text = String::from("WITH ");
+    let mut taken = 0;
+    for (index, part) in PARTS.iter().enumerate() {
+        if parts & (1 << index) == 0 {
+            continue;
+        }
+        // Each part once, the memory's once for each token.
+        let items: Vec<String> = if part.contains("{n}") {
+            (0..forget)
+                .map(|n| part.replace("{n}", &n.to_string()))
+                .collect()
+        } else {
+            vec![part.to_string()]
+        };
+        for item in items {
             if taken > 0 {
                 text.push_str(",\n");
             }
-            taken += renumbered(part, taken, &mut text);
+            taken += renumbered(&item, taken, &mut text);
         }
-        text.push_str("\nSELECT 1");
-        text
-    })
+    }
+    text.push_str("\nSELECT 1");
+    text
 }
 
 /// Append `part` to `text` with each parameter `$n` as `$(n + by)`; the highest
@@ -470,62 +530,49 @@ impl Columns {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::postgres::conn::config;
-    use crate::store::postgres::schema::migrate;
-    use crate::store::postgres::PgOptions;
+    use crate::store::postgres::plan_tests::{kept_plan, new_database};
     use crate::testing::PgTestDb;
-
-    /// The plan Postgres keeps for a flush made while the tables are empty (a
-    /// generic plan, as a prepared statement gets after a few runs), as text.
-    fn kept_plan(conn: &mut PgConn, parts: u16) -> String {
-        let text = flush_text(parts);
-        let mut count = 0;
-        for (index, part) in PARTS.iter().enumerate() {
-            if parts & (1 << index) != 0 {
-                count += renumbered(part, 0, &mut String::new());
-            }
-        }
-        let nulls = vec!["NULL"; count].join(", ");
-        let client = conn.client();
-        client
-            .batch_execute(&format!("DEALLOCATE ALL; PREPARE flush AS {text}"))
-            .unwrap();
-        client
-            .query(&format!("EXPLAIN EXECUTE flush({nulls})"), &[])
-            .unwrap()
-            .iter()
-            .map(|row| row.get::<_, String>(0))
-            .collect::<Vec<_>>()
-            .join("\n")
-    }
 
     #[test]
     fn a_flush_reads_only_the_rows_it_changes_in_the_plan_postgres_keeps() {
-        let Some(db) = PgTestDb::create() else {
-            return;
-        };
-        std::thread::spawn(move || {
-            let config = config(db.url(), &PgOptions::default()).unwrap();
-            let mut conn = PgConn::connect(&config).unwrap();
-            migrate(&mut conn).unwrap();
-            conn.client()
-                .batch_execute("SET plan_cache_mode = force_generic_plan")
-                .unwrap();
-            let every = (1u16 << PARTS.len()) - 1;
-            let shapes = (0..PARTS.len()).map(|index| 1u16 << index);
-            for parts in shapes.chain([every]) {
-                let plan = kept_plan(&mut conn, parts);
-                assert!(!plan.contains("Seq Scan"), "parts {parts:#b}:\n{plan}");
-            }
-        })
-        .join()
-        .unwrap();
+        // On an empty database and on one of 200 rows a table (where the old
+        // `UPDATE ... FROM unnest(...) WHERE t.token = ANY($1) AND ...` was kept
+        // as a read of all of `tokens`, and `token = ANY($1)` of all of `memory`).
+        for rows in [0, 200] {
+            let Some(db) = PgTestDb::create() else {
+                return;
+            };
+            std::thread::spawn(move || {
+                let mut conn = new_database(&db, rows);
+                let every = (1u16 << PARTS.len()) - 1;
+                let shapes = (0..PARTS.len()).map(|index| (1u16 << index, 1));
+                for (parts, forget) in shapes.chain([(1 << 7, 3), (every, 2)]) {
+                    let plan = kept_plan(&mut conn, &flush_text(parts, forget));
+                    assert!(
+                        !plan.contains("Seq Scan"),
+                        "{rows} rows, parts {parts:#b}:\n{plan}"
+                    );
+                }
+            })
+            .join()
+            .unwrap();
+        }
+    }
+
+    #[test]
+    fn the_memory_of_each_token_is_its_own_delete() {
+        let text = flush_text(1 << 7, 2);
+        assert_eq!(
+            &*text,
+            "WITH md0 AS (DELETE FROM memory WHERE token = $1),\n\
+             md1 AS (DELETE FROM memory WHERE token = $2)\nSELECT 1"
+        );
     }
 
     #[test]
     fn a_flush_numbers_the_parameters_of_its_parts_in_turn() {
         // The ledger's 7 parameters, a new token's 8, a claim's 4.
-        let text = flush_text(0b1_0000_0011);
+        let text = flush_text(0b1_0000_0011, 0);
         assert!(text.starts_with("WITH l AS (INSERT INTO ledger"), "{text}");
         assert!(text.contains("$7::text[]))"), "{text}");
         assert!(text.contains("$8::text[], $9::text[]"), "{text}");

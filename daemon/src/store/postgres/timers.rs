@@ -10,6 +10,15 @@ use crate::store::{StoreResult, TimerKind, TimerRow, TimerStatus, Timers};
 const SELECT: &str =
     "SELECT id, token, state, visit, event, payload, set_at, due_at, status, kind FROM timers";
 
+/// A token's pending timers, by id: its timers (index `timers_token`), then the
+/// pending ones among them. The subquery (`OFFSET 0` keeps it apart) holds only
+/// the token's condition: with `status = 'pending'` beside it, the plan Postgres
+/// kept (a generic plan, made while the table was small) read every pending
+/// timer by the partial index `timers_due` at each of the token's moves.
+const PENDING: &str = "SELECT id, token, state, visit, event, payload, set_at, due_at, status, kind
+     FROM (SELECT * FROM timers WHERE token = $1 OFFSET 0) m
+     WHERE status = 'pending' ORDER BY id";
+
 fn read(row: &Row) -> StoreResult<TimerRow> {
     Ok(TimerRow {
         id: get(row, 0)?,
@@ -59,10 +68,7 @@ impl Timers for PgTx<'_> {
     }
 
     fn pending_timers(&self, token: &str) -> StoreResult<Vec<TimerRow>> {
-        let rows = self.query(
-            &format!("{SELECT} WHERE token = $1 AND status = 'pending' ORDER BY id"),
-            &[&token],
-        )?;
+        let rows = self.query(PENDING, &[&token])?;
         rows.iter().map(read).collect()
     }
 
@@ -88,5 +94,35 @@ impl Timers for PgTx<'_> {
             &[&after],
         )?;
         get(&row, 0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PENDING;
+    use crate::store::postgres::plan_tests::{kept_plan, new_database};
+    use crate::testing::PgTestDb;
+
+    #[test]
+    fn a_tokens_pending_timers_are_read_by_its_token_in_the_plan_postgres_keeps() {
+        // With 200 pending timers the old statement was kept as a read of all of
+        // them (`timers_due`), filtered by token.
+        for rows in [0, 200] {
+            let Some(db) = PgTestDb::create() else {
+                return;
+            };
+            std::thread::spawn(move || {
+                let mut conn = new_database(&db, rows);
+                let plan = kept_plan(&mut conn, PENDING);
+                assert!(
+                    plan.contains("Index Cond: (token = $1)"),
+                    "{rows} rows:\n{plan}"
+                );
+                assert!(!plan.contains("timers_due"), "{rows} rows:\n{plan}");
+                assert!(!plan.contains("Seq Scan"), "{rows} rows:\n{plan}");
+            })
+            .join()
+            .unwrap();
+        }
     }
 }
