@@ -173,8 +173,14 @@ fn the_socket_folder_a_killed_supervisor_left_is_removed_by_the_next_start() {
     let mut ended = std::process::Command::new("true").spawn().unwrap();
     let gone = ended.id();
     ended.wait().unwrap();
-    let left = ctx_base().join(format!("stateous-ctx-{gone}-0badc0de"));
-    let living = ctx_base().join(format!("stateous-ctx-{}-0badc0de", std::process::id()));
+    // The test runs on each backend at once in one process: each run names its
+    // folders apart, or one run's cleanup removes the other's living folder.
+    let run = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    let left = ctx_base().join(format!("stateous-ctx-{gone}-{run:08x}"));
+    let living = ctx_base().join(format!("stateous-ctx-{}-{run:08x}", std::process::id()));
     for dir in [&left, &living] {
         std::fs::create_dir_all(dir).unwrap();
         std::fs::write(dir.join("1.sock"), "").unwrap();
