@@ -428,3 +428,41 @@ fn a_filter_naming_a_state_no_workflow_has_is_refused() {
 }
 
 both!(a_filter_naming_a_state_no_workflow_has_is_refused);
+
+/// A third tryout: `tokens` naming one id twice acted on it twice (the second
+/// outcome read the status the first had just set) and a dry run counted it twice.
+/// Each id is taken once, where it first occurs, on both backends.
+fn a_token_listed_twice_in_a_bulk_action_is_acted_on_once() {
+    let daemon = desk();
+    start(&daemon, &["B-1", "B-3"]);
+    let body = |dry_run: bool| {
+        json!({"action": "pause", "tokens": ["B-3", "B-1", "B-3"], "reason": "x",
+               "dry_run": dry_run})
+    };
+    let tokens = |answer: &Value, list: &str| -> Vec<Value> {
+        answer[list]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|o| o["token"].clone())
+            .collect()
+    };
+    let preview = daemon.post("/tokens/bulk", &body(true)).expect(200);
+    assert_eq!(preview["count"], 2, "{preview}");
+    assert_eq!(tokens(&preview, "sample"), [json!("B-3"), json!("B-1")]);
+    let ran = daemon.post("/tokens/bulk", &body(false)).expect(200);
+    assert_eq!(ran["count"], 2, "{ran}");
+    assert_eq!(ran["applied"], 2, "{ran}");
+    assert_eq!(ran["refused"], 0, "{ran}");
+    assert_eq!(tokens(&ran, "outcomes"), [json!("B-3"), json!("B-1")]);
+    let history = daemon.get("/tokens/B-3/history").expect(200);
+    let paused = history
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|e| e["kind"] == "paused")
+        .count();
+    assert_eq!(paused, 1, "{history}");
+}
+
+both!(a_token_listed_twice_in_a_bulk_action_is_acted_on_once);
