@@ -466,3 +466,66 @@ fn a_token_listed_twice_in_a_bulk_action_is_acted_on_once() {
 }
 
 both!(a_token_listed_twice_in_a_bulk_action_is_acted_on_once);
+
+/// `workflow == 'nope'` matched nothing without a word, while a state no workflow
+/// has is refused: a workflow the graph does not have is refused the same way in
+/// `GET /tokens`, `token list` and bulk actions, on both backends.
+fn a_filter_naming_a_workflow_the_graph_lacks_is_refused() {
+    let daemon = desk();
+    let ids = ["C-1", "C-2"];
+    start(&daemon, &ids);
+    let before = histories(&daemon, &ids);
+    let sentence = |name: &str| {
+        format!("the served graph has no workflow '{name}' (its workflows: desk, finance, legal)")
+    };
+    for (filter, name) in [
+        ("workflow == 'nope'", "nope"),
+        ("workflow != 'nope'", "nope"),
+        (
+            "'desk' == workflow and workflow in ['legal', 'nada']",
+            "nada",
+        ),
+        ("not workflow not in ['nope']", "nope"),
+    ] {
+        let refused = daemon.get(&format!("/tokens?where={}", encoded(filter)));
+        assert_eq!(refused.refused(422, "invalid_argument"), sentence(name));
+    }
+    let listed = token(&daemon, &["list", "--where", "workflow == 'nope'"]);
+    assert_eq!(listed.code(), 1, "{listed}");
+    assert_eq!(listed.stdout, "", "{listed}");
+    assert_eq!(
+        listed.stderr,
+        format!(
+            "error: the control plane at {} refused (422 invalid_argument): {}\n",
+            daemon.url,
+            sentence("nope")
+        ),
+        "{listed}"
+    );
+    for extra in [&["--yes"][..], &["--dry-run"][..]] {
+        let mut args = vec!["cancel", "--where", "workflow == 'nope'", "--reason", "r"];
+        args.extend_from_slice(extra);
+        let refused = token(&daemon, &args);
+        assert_eq!(refused.code(), 1, "{refused}");
+        assert!(
+            refused.stderr.ends_with(&format!("{}\n", sentence("nope"))),
+            "{refused}"
+        );
+    }
+    let bulk = daemon.post(
+        "/tokens/bulk",
+        &json!({"action": "pause", "tokens": ["C-1"], "where": "workflow == 'x'", "reason": "r"}),
+    );
+    assert_eq!(bulk.refused(422, "invalid_argument"), sentence("x"));
+    assert_eq!(histories(&daemon, &ids), before, "nothing was written");
+    // The main workflow and a child workflow are names the graph has.
+    for filter in ["workflow == 'desk'", "workflow in ['legal', 'finance']"] {
+        daemon
+            .get(&format!("/tokens?where={}", encoded(filter)))
+            .expect(200);
+    }
+    let mains = daemon.get(&format!("/tokens?where={}", encoded("workflow == 'desk'")));
+    assert_eq!(mains.expect(200).as_array().map(Vec::len), Some(2));
+}
+
+both!(a_filter_naming_a_workflow_the_graph_lacks_is_refused);
