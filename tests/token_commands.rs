@@ -296,3 +296,26 @@ fn an_empty_stateous_url_is_refused_as_an_empty_url_flag_is() {
         assert_eq!(one_error(&finished), expected, "{finished}");
     }
 }
+
+/// `bench --max-seconds 0` was taken, started tokens, then failed: refused before
+/// it connects, as `--tokens 0` is.
+#[test]
+fn bench_refuses_no_time_at_all_before_it_connects() {
+    let dir = tempfile::tempdir().expect("a temp folder");
+    let nowhere = free_url();
+    let refused = run(
+        dir.path(),
+        &["bench", "--url", &nowhere, "--max-seconds", "0"],
+    );
+    assert_eq!(
+        one_error(&refused),
+        "error: --max-seconds must be at least 1",
+        "{refused}"
+    );
+    let refused = run(dir.path(), &["bench-routines", "--max-seconds", "0"]);
+    assert_eq!(
+        one_error(&refused),
+        "error: --max-seconds must be at least 1",
+        "{refused}"
+    );
+}
