@@ -36,6 +36,9 @@ pub fn run(options: &Options) -> Result<()> {
     if options.routines == 0 || !(1..=1000).contains(&options.tasks) {
         bail!("--routines must be 1 or more, and --tasks 1 to 1000");
     }
+    if options.max_time.is_zero() {
+        bail!("--max-seconds must be at least 1");
+    }
     let mut setup = Setup::new("bench-routines")?;
     let folder = setup.folder.clone();
     let graph = folder.join("routines.json");

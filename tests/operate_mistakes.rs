@@ -428,3 +428,104 @@ fn a_filter_naming_a_state_no_workflow_has_is_refused() {
 }
 
 both!(a_filter_naming_a_state_no_workflow_has_is_refused);
+
+/// A third tryout: `tokens` naming one id twice acted on it twice (the second
+/// outcome read the status the first had just set) and a dry run counted it twice.
+/// Each id is taken once, where it first occurs, on both backends.
+fn a_token_listed_twice_in_a_bulk_action_is_acted_on_once() {
+    let daemon = desk();
+    start(&daemon, &["B-1", "B-3"]);
+    let body = |dry_run: bool| {
+        json!({"action": "pause", "tokens": ["B-3", "B-1", "B-3"], "reason": "x",
+               "dry_run": dry_run})
+    };
+    let tokens = |answer: &Value, list: &str| -> Vec<Value> {
+        answer[list]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|o| o["token"].clone())
+            .collect()
+    };
+    let preview = daemon.post("/tokens/bulk", &body(true)).expect(200);
+    assert_eq!(preview["count"], 2, "{preview}");
+    assert_eq!(tokens(&preview, "sample"), [json!("B-3"), json!("B-1")]);
+    let ran = daemon.post("/tokens/bulk", &body(false)).expect(200);
+    assert_eq!(ran["count"], 2, "{ran}");
+    assert_eq!(ran["applied"], 2, "{ran}");
+    assert_eq!(ran["refused"], 0, "{ran}");
+    assert_eq!(tokens(&ran, "outcomes"), [json!("B-3"), json!("B-1")]);
+    let history = daemon.get("/tokens/B-3/history").expect(200);
+    let paused = history
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|e| e["kind"] == "paused")
+        .count();
+    assert_eq!(paused, 1, "{history}");
+}
+
+both!(a_token_listed_twice_in_a_bulk_action_is_acted_on_once);
+
+/// `workflow == 'nope'` matched nothing without a word, while a state no workflow
+/// has is refused: a workflow the graph does not have is refused the same way in
+/// `GET /tokens`, `token list` and bulk actions, on both backends.
+fn a_filter_naming_a_workflow_the_graph_lacks_is_refused() {
+    let daemon = desk();
+    let ids = ["C-1", "C-2"];
+    start(&daemon, &ids);
+    let before = histories(&daemon, &ids);
+    let sentence = |name: &str| {
+        format!("the served graph has no workflow '{name}' (its workflows: desk, finance, legal)")
+    };
+    for (filter, name) in [
+        ("workflow == 'nope'", "nope"),
+        ("workflow != 'nope'", "nope"),
+        (
+            "'desk' == workflow and workflow in ['legal', 'nada']",
+            "nada",
+        ),
+        ("not workflow not in ['nope']", "nope"),
+    ] {
+        let refused = daemon.get(&format!("/tokens?where={}", encoded(filter)));
+        assert_eq!(refused.refused(422, "invalid_argument"), sentence(name));
+    }
+    let listed = token(&daemon, &["list", "--where", "workflow == 'nope'"]);
+    assert_eq!(listed.code(), 1, "{listed}");
+    assert_eq!(listed.stdout, "", "{listed}");
+    assert_eq!(
+        listed.stderr,
+        format!(
+            "error: the control plane at {} refused (422 invalid_argument): {}\n",
+            daemon.url,
+            sentence("nope")
+        ),
+        "{listed}"
+    );
+    for extra in [&["--yes"][..], &["--dry-run"][..]] {
+        let mut args = vec!["cancel", "--where", "workflow == 'nope'", "--reason", "r"];
+        args.extend_from_slice(extra);
+        let refused = token(&daemon, &args);
+        assert_eq!(refused.code(), 1, "{refused}");
+        assert!(
+            refused.stderr.ends_with(&format!("{}\n", sentence("nope"))),
+            "{refused}"
+        );
+    }
+    let bulk = daemon.post(
+        "/tokens/bulk",
+        &json!({"action": "pause", "tokens": ["C-1"], "where": "workflow == 'x'", "reason": "r"}),
+    );
+    assert_eq!(bulk.refused(422, "invalid_argument"), sentence("x"));
+    assert_eq!(histories(&daemon, &ids), before, "nothing was written");
+    // The main workflow and a child workflow are names the graph has.
+    for filter in ["workflow == 'desk'", "workflow in ['legal', 'finance']"] {
+        daemon
+            .get(&format!("/tokens?where={}", encoded(filter)))
+            .expect(200);
+    }
+    let mains = daemon.get(&format!("/tokens?where={}", encoded("workflow == 'desk'")));
+    assert_eq!(mains.expect(200).as_array().map(Vec::len), Some(2));
+}
+
+both!(a_filter_naming_a_workflow_the_graph_lacks_is_refused);

@@ -183,3 +183,46 @@ fn an_unreachable_server_at_start_ends_serve_within_the_connect_timeout() {
         assert!(took < Duration::from_secs(8), "took {took:?}");
     });
 }
+
+/// A server that answers that the database does not exist was reported as "cannot
+/// reach the database", which sends the operator looking for an outage: the
+/// server's answer is the sentence, in one `error:` line with exit 1.
+#[test]
+fn a_database_the_server_says_does_not_exist_is_named_as_such() {
+    postgres(|| {
+        let server = std::env::var("STATEOUS_TEST_POSTGRES").expect("a Postgres server");
+        let base = server
+            .rsplit_once('/')
+            .map_or(server.as_str(), |(base, _)| base);
+        let db = format!("{base}/does_not_exist_db");
+        let dir = tempfile::tempdir().unwrap();
+        let graph = test_graph("tickets").display().to_string();
+        let socket = dir.path().join("s.sock").display().to_string();
+        let refused = run(
+            dir.path(),
+            &[
+                "serve",
+                &graph,
+                "--db",
+                &db,
+                "--listen",
+                "127.0.0.1:0",
+                "--socket",
+                &socket,
+            ],
+        );
+        assert_eq!(refused.code(), 1, "{refused}");
+        assert_eq!(refused.stderr.lines().count(), 1, "{refused}");
+        assert!(
+            refused
+                .stderr
+                .starts_with("error: the server of postgresql://")
+                && refused.stderr.contains(
+                    "/does_not_exist_db answered that the database does not exist \
+                     (database \"does_not_exist_db\" does not exist); create it first"
+                ),
+            "{refused}"
+        );
+        assert!(!refused.stderr.contains("cannot reach"), "{refused}");
+    });
+}

@@ -262,3 +262,60 @@ fn an_id_with_a_slash_is_refused_before_sending_with_the_daemons_sentence() {
         )
     );
 }
+
+/// `STATEOUS_URL=` (set but empty) was read as unset, and the client talked to the
+/// default socket or http://127.0.0.1:8080, a control plane nobody named; README
+/// says an empty address is refused, as `--url ""` is.
+#[test]
+fn an_empty_stateous_url_is_refused_as_an_empty_url_flag_is() {
+    let dir = tempfile::tempdir().expect("a temp folder");
+    let flag = run(dir.path(), &["token", "show", "--url", ""]);
+    let expected = one_error(&flag);
+    assert!(
+        expected.starts_with("error: the URL of the control plane is empty"),
+        "{flag}"
+    );
+    for args in [
+        &["token", "show"][..],
+        &["token", "list"][..],
+        &["clock", "show"][..],
+        &["bench", "--tokens", "1"][..],
+    ] {
+        let output = Command::new(harness::binary())
+            .args(args)
+            .current_dir(dir.path())
+            .env("STATEOUS_URL", "")
+            .output()
+            .expect("the binary runs");
+        let finished = Finished {
+            command: format!("STATEOUS_URL= stateous {}", args.join(" ")),
+            status: output.status,
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        };
+        assert_eq!(one_error(&finished), expected, "{finished}");
+    }
+}
+
+/// `bench --max-seconds 0` was taken, started tokens, then failed: refused before
+/// it connects, as `--tokens 0` is.
+#[test]
+fn bench_refuses_no_time_at_all_before_it_connects() {
+    let dir = tempfile::tempdir().expect("a temp folder");
+    let nowhere = free_url();
+    let refused = run(
+        dir.path(),
+        &["bench", "--url", &nowhere, "--max-seconds", "0"],
+    );
+    assert_eq!(
+        one_error(&refused),
+        "error: --max-seconds must be at least 1",
+        "{refused}"
+    );
+    let refused = run(dir.path(), &["bench-routines", "--max-seconds", "0"]);
+    assert_eq!(
+        one_error(&refused),
+        "error: --max-seconds must be at least 1",
+        "{refused}"
+    );
+}

@@ -200,3 +200,47 @@ fn token_why_says_each_reason_a_token_waits() {
         .get("/tokens/NOPE/why")
         .refused(404, "token_not_found");
 }
+
+/// A token ended on one graph, then the database is served a graph of another
+/// structure (allowed once no token is live) that lacks the token's state: `token
+/// why` answered 500 `unexpected` ("the workflow 'sdlc' has no state 'draft'"). An
+/// ended token needs no state of the served graph to be explained, nor to be read.
+fn why_of_an_ended_token_needs_no_state_of_the_served_graph() {
+    let mut orders = Setup::new(harness::asset_graph("orders")).start();
+    orders
+        .post(
+            "/tokens",
+            &json!({"token": "O-1", "context": {"title": "a"}}),
+        )
+        .expect(201);
+    orders.post_empty("/tokens/O-1/cancel").expect(200);
+    orders.stop_with(libc::SIGTERM);
+    let sdlc = Setup::new(harness::asset_graph("sdlc"))
+        .database_of(&orders)
+        .start();
+    let why = sdlc.get("/tokens/O-1/why").expect(200);
+    assert_eq!(why["token"]["state"], "draft", "{why}");
+    assert_eq!(
+        why["reasons"],
+        json!(["it was cancelled; nothing moves it any more"]),
+        "{why}"
+    );
+    assert_eq!(why["transitions"], json!([]), "{why}");
+    says(&sdlc, "O-1", "it was cancelled; nothing moves it any more");
+    // The other reads of the token answer as well.
+    let token = sdlc.get("/tokens/O-1").expect(200);
+    assert_eq!(token["status"], "cancelled", "{token}");
+    let detail = sdlc.get("/tokens/O-1/detail").expect(200);
+    assert_eq!(detail["token"]["state"], "draft", "{detail}");
+    let history = sdlc.get("/tokens/O-1/history").expect(200);
+    assert!(
+        history.as_array().is_some_and(|h| !h.is_empty()),
+        "{history}"
+    );
+    let listed = sdlc.get("/tokens?status=cancelled").expect(200);
+    assert_eq!(listed[0]["token"], "O-1", "{listed}");
+    let shown = ok(&sdlc, &["show", "O-1"]);
+    assert!(shown.starts_with("O-1: draft, cancelled"), "{shown}");
+}
+
+both!(why_of_an_ended_token_needs_no_state_of_the_served_graph);

@@ -79,7 +79,10 @@ impl Control {
         if let Some(refusal) = refuse_whole(&rules, &input.step) {
             return Err(refusal);
         }
-        if let Some(refusal) = select::unknown_state(&rules, &input.step.selection) {
+        let selection = &input.step.selection;
+        if let Some(refusal) = select::unknown_state(&rules, selection)
+            .or_else(|| select::unknown_workflow(&rules, selection))
+        {
             return Err(refusal);
         }
         if input.dry_run {

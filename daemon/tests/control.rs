@@ -109,8 +109,9 @@ async fn a_new_structure_is_refused_while_tokens_are_live(db: Db) {
     let refused = open("sdlc", &db, &clock, "b:2:2").await.err().unwrap();
     assert_eq!(
         refused,
-        "refusing to serve: 1 token(s) are active or paused on another structure of the \
-         workflow 'sdlc'; serve the graph file they started on until they end, or cancel them"
+        "refusing to serve: 1 token(s) are active or paused on a graph of another structure \
+         than this graph file's; serve the graph file they started on until they end, or \
+         cancel them"
     );
     let again = open("orders", &db, &clock, "c:3:3").await.unwrap();
     again.cancel("ORDER-1".into()).await.unwrap();

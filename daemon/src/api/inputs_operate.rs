@@ -106,7 +106,8 @@ pub fn bulk(body: &Object) -> Result<BulkInput, Refusal> {
                         "'tokens' must list token ids of 1 to {MAX_TOKEN} characters"
                     ))),
                 })
-                .collect::<Result<Vec<_>, _>>()?,
+                .collect::<Result<Vec<_>, _>>()
+                .map(once_each)?,
         ),
         Some(_) => {
             return Err(shape(format!(
@@ -207,6 +208,17 @@ pub fn bulk(body: &Object) -> Result<BulkInput, Refusal> {
         after,
         limit,
     })
+}
+
+/// Each id once, where it first occurs. A bulk action acts on a token once: an id
+/// listed twice was acted on twice (the second outcome read a status the first had
+/// just changed) and counted twice by a dry run. Ids are compared exactly, as a
+/// token is looked up.
+fn once_each(ids: Vec<String>) -> Vec<String> {
+    let mut seen = std::collections::HashSet::with_capacity(ids.len());
+    ids.into_iter()
+        .filter(|id| seen.insert(id.clone()))
+        .collect()
 }
 
 /// `POST /tokens/{id}/retry`: `state`, `reason` and `by`, each optional.

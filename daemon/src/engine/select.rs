@@ -149,6 +149,32 @@ pub fn unknown_state(rules: &Rules, selection: &Selection) -> Option<Refusal> {
     Some(Refusal::new(Code::InvalidArgument, sentence))
 }
 
+/// Why the filter cannot mean what it says: it compares `workflow` with a name
+/// that is neither the graph's main workflow nor one of its child workflows (a
+/// typo, or the workflow of another graph), which would match nothing (or, with
+/// `!=`, everything) without a word, as [`unknown_state`] says for states. 422
+/// `invalid_argument` with the name and the graph's workflows; `None` when every
+/// name is a workflow of the graph.
+pub fn unknown_workflow(rules: &Rules, selection: &Selection) -> Option<Refusal> {
+    let graph = &rules.graph;
+    let workflows: BTreeSet<&str> = std::iter::once(&graph.main)
+        .chain(graph.children.values())
+        .map(|workflow| workflow.name.as_str())
+        .collect();
+    let unknown = selection
+        .filter
+        .iter()
+        .flat_map(|filter| filter.workflows_named())
+        .find(|name| !workflows.contains(name))?;
+    let known: Vec<&str> = workflows.into_iter().collect();
+    let sentence = format!(
+        "the served graph has no workflow {} (its workflows: {})",
+        py(unknown),
+        known.join(", ")
+    );
+    Some(Refusal::new(Code::InvalidArgument, sentence))
+}
+
 /// Leave out of `scan` the state names that hold a NUL: no state has one, so
 /// they select nothing and exclude nothing.
 fn sane(scan: &mut TokenScan) {

@@ -81,8 +81,12 @@ pub fn check_and_record(tx: &dyn Tx, graph: &Graph, kind: ClockKind) -> Step<Res
     Ok(checked)
 }
 
-/// Refuse a new structure while tokens are active or paused (the reference's
-/// sentence). Writes nothing.
+/// Refuse a new structure while tokens are active or paused. Writes nothing.
+///
+/// The reference's sentence named the workflow of the graph being served, as if
+/// the live tokens ran it; they run the graph on record, whose workflow's name the
+/// database does not keep (only the structure's checksum). So the sentence names
+/// no workflow: the graph on record is "another structure than this graph file's".
 fn check_structure(tx: &dyn Tx, graph: &Graph) -> Step<Result<(), String>> {
     let row = tx.control_plane()?;
     if let (Some(structure), Some(_)) = (&row.structure, &row.checksum) {
@@ -90,10 +94,9 @@ fn check_structure(tx: &dyn Tx, graph: &Graph) -> Step<Result<(), String>> {
             let live = tx.count_live()?;
             if live > 0 {
                 return Ok(Err(format!(
-                    "refusing to serve: {live} token(s) are active or paused on another \
-                     structure of the workflow {}; serve the graph file they started on \
-                     until they end, or cancel them",
-                    super::py(&graph.main.name)
+                    "refusing to serve: {live} token(s) are active or paused on a graph \
+                     of another structure than this graph file's; serve the graph file \
+                     they started on until they end, or cancel them"
                 )));
             }
         }

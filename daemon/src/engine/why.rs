@@ -8,7 +8,7 @@
 //! What only the HTTP layer knows (the supervisors heard from) and the sentences
 //! (`stateous_shared::operate::why::explain`) are added by `api/operate.rs`.
 
-use stateous_shared::graph::{END, START};
+use stateous_shared::graph::{StateSpec, END, START};
 use stateous_shared::guards::filter::moved_seconds;
 use stateous_shared::guards::{evaluate, GuardInput};
 use stateous_shared::live::HeldEvent;
@@ -73,10 +73,12 @@ pub fn why(rules: &Rules, tx: &dyn Tx, token: &str) -> Step<Why> {
         Vec::new()
     };
     let in_state = row.state != START && row.state != END;
-    let spec = if in_state {
-        Some(rules.state(&row, &row.state)?.clone())
-    } else {
+    let spec = if !in_state {
         None
+    } else if row.status.ended() {
+        ended_spec(rules, &row).cloned()
+    } else {
+        Some(rules.state(&row, &row.state)?.clone())
     };
     let (children, join) = match &spec {
         Some(spec) if !spec.parallel.is_empty() && row.status.live() => {
@@ -136,10 +138,24 @@ pub fn why(rules: &Rules, tx: &dyn Tx, token: &str) -> Step<Why> {
     })
 }
 
+/// The spec of an ended token's state, if the served graph has it. A token ends
+/// in a state of the graph it ran on, and once no token is live `serve` takes a
+/// graph of another structure (`serving::check_structure`), which may lack that
+/// state or the token's child workflow. An ended token needs no spec to be
+/// explained, so a missing one is `None` here, not a refusal.
+fn ended_spec<'a>(rules: &'a Rules, row: &TokenRow) -> Option<&'a StateSpec> {
+    let workflow = match &row.workflow {
+        None => &rules.graph.main,
+        Some(name) => rules.graph.children.get(name)?,
+    };
+    workflow.states.get(&row.state)
+}
+
 /// Each transition out of the token's state, with its guard's value now. A
-/// guard's `count()` counts the event itself, as the decision would.
+/// guard's `count()` counts the event itself, as the decision would. None for an
+/// ended token in a state that the served graph does not have ([`ended_spec`]).
 fn transitions(rules: &Rules, tx: &dyn Tx, row: &TokenRow) -> Step<Vec<WhyTransition>> {
-    if row.state == END {
+    if row.state == END || (row.status.ended() && ended_spec(rules, row).is_none()) {
         return Ok(Vec::new());
     }
     let workflow = rules.workflow(row)?;

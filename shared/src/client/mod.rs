@@ -51,15 +51,16 @@ pub fn default_socket() -> PathBuf {
 
 /// The URL a client uses: `flag`, then `STATEOUS_URL`, then the default socket if
 /// something listens there, then [`DEFAULT_URL`]. The first two may be a list
-/// of addresses separated by commas, which [`Client::new`] checks.
+/// of addresses separated by commas, which [`Client::new`] checks. A
+/// `STATEOUS_URL` that is set is used even when empty, so that the client refuses
+/// it as it refuses `--url ""`: falling back to the default address would talk to
+/// a control plane nobody named (README, "Which daemon a client talks to").
 pub fn resolve_url(flag: Option<&str>) -> String {
     if let Some(url) = flag {
         return url.to_string();
     }
-    if let Ok(url) = std::env::var("STATEOUS_URL") {
-        if !url.is_empty() {
-            return url;
-        }
+    if let Some(url) = std::env::var_os("STATEOUS_URL") {
+        return url.to_string_lossy().into_owned();
     }
     let socket = default_socket();
     if std::os::unix::net::UnixStream::connect(&socket).is_ok() {

@@ -86,6 +86,13 @@ pub async fn run(options: &BenchOptions, out: &mut dyn Write) -> Result<(), Comm
             "--tokens and --clients must be at least 1".into(),
         ));
     }
+    // Checked before any token starts: with no time at all the run could only
+    // fail, after it had started tokens on the control plane.
+    if options.max_time.is_zero() {
+        return Err(CommandError::Usage(
+            "--max-seconds must be at least 1".into(),
+        ));
+    }
     let url = resolve_url(options.url.as_deref());
     let client = Client::keep_alive(&url, crate::client::DEFAULT_TIMEOUT)?;
     let health = client.health().await?;

@@ -7,6 +7,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use postgres::error::SqlState;
+
 use super::conn::{config, Manager, PgConn};
 use super::hold::{ServingLock, Tried};
 use super::schema::{migrate, up_to_date};
@@ -68,12 +70,7 @@ impl PgStore {
             None => match ServingLock::take(&config) {
                 Ok(Tried::Held(lock)) => lock,
                 Ok(Tried::Busy(mut conn)) => return Err(held_by_another(&mut conn)),
-                Err(error) => {
-                    return Err(format!(
-                        "cannot reach the database {shown}: {}",
-                        reason(&error)
-                    ))
-                }
+                Err(error) => return Err(not_connected(&shown, &error)),
             },
         };
         serving.with(migrate).map_err(|e| match e {
@@ -126,8 +123,7 @@ impl PgStore {
     ) -> Result<Inspected<R>, String> {
         let config = config(url, &options.postgres)?;
         let shown = without_password(url);
-        let mut conn = PgConn::connect(&config)
-            .map_err(|e| format!("cannot reach the database {shown}: {}", reason(&e)))?;
+        let mut conn = PgConn::connect(&config).map_err(|e| not_connected(&shown, &e))?;
         let current = up_to_date(&mut conn).map_err(|e| match e {
             MigrateError::Foreign(why) => format!("cannot use the database {shown}: {why}"),
             MigrateError::Store(error) => format!("cannot open the database {shown}: {error}"),
@@ -421,6 +417,25 @@ fn held_by_another(conn: &mut PgConn) -> String {
         tx.control_plane().ok()
     };
     serving::held_sentence(&row.unwrap_or_default())
+}
+
+/// The sentence of a connection that failed. When the server answered (the
+/// database does not exist, the role or its password is refused), that answer is
+/// the sentence: "cannot reach" would send the operator looking for an outage.
+/// Only when no answer came is the database unreachable.
+fn not_connected(shown: &str, error: &postgres::Error) -> String {
+    match error.as_db_error() {
+        Some(answer) if *answer.code() == SqlState::INVALID_CATALOG_NAME => format!(
+            "the server of {shown} answered that the database does not exist ({}); \
+             create it first",
+            answer.message()
+        ),
+        Some(answer) => format!(
+            "the server of {shown} refused the connection: {}",
+            answer.message()
+        ),
+        None => format!("cannot reach the database {shown}: {}", reason(error)),
+    }
 }
 
 /// A connection error's reason in a few words.

@@ -175,32 +175,51 @@ impl Filter {
     /// control plane checks them, so that a misspelt state is refused rather than
     /// matching nothing. An ordering (`state < 'm'`) names no state.
     pub fn states_named(&self) -> Vec<&str> {
-        fn walk<'a>(term: &'a Term, found: &mut Vec<&'a str>) {
+        self.names_compared(Field::State)
+    }
+
+    /// The workflow names the filter compares `workflow` with, as
+    /// [`Filter::states_named`] finds states: the names that must be workflows of
+    /// the graph (`workflow == 'nope'` matched nothing without a word).
+    pub fn workflows_named(&self) -> Vec<&str> {
+        self.names_compared(Field::Workflow)
+    }
+
+    /// The strings compared with `field` by `==`, `!=`, `in` or `not in` (a list),
+    /// in the order written.
+    fn names_compared(&self, field: Field) -> Vec<&str> {
+        fn walk<'a>(term: &'a Term, field: Field, found: &mut Vec<&'a str>) {
             match term {
                 Term::Or(items) | Term::And(items) | Term::List(items) => {
-                    items.iter().for_each(|t| walk(t, found));
+                    items.iter().for_each(|t| walk(t, field, found));
                 }
-                Term::Not(inner) => walk(inner, found),
+                Term::Not(inner) => walk(inner, field, found),
                 Term::Compare(first, rest) => {
                     let mut left = &**first;
                     for (op, right) in rest {
-                        named(left, *op, right, found);
+                        named(left, *op, right, field, found);
                         left = right;
                     }
                 }
                 Term::Literal(_) | Term::Field(_) | Term::Context(_) => {}
             }
         }
-        fn named<'a>(left: &'a Term, op: CmpOp, right: &'a Term, found: &mut Vec<&'a str>) {
-            let state = |term: &Term| matches!(term, Term::Field(Field::State));
+        fn named<'a>(
+            left: &'a Term,
+            op: CmpOp,
+            right: &'a Term,
+            field: Field,
+            found: &mut Vec<&'a str>,
+        ) {
+            let is_field = |term: &Term| matches!(term, Term::Field(f) if *f == field);
             match (op, left, right) {
-                (CmpOp::Eq | CmpOp::Ne, l, Term::Literal(Literal::Str(name))) if state(l) => {
+                (CmpOp::Eq | CmpOp::Ne, l, Term::Literal(Literal::Str(name))) if is_field(l) => {
                     found.push(name)
                 }
-                (CmpOp::Eq | CmpOp::Ne, Term::Literal(Literal::Str(name)), r) if state(r) => {
+                (CmpOp::Eq | CmpOp::Ne, Term::Literal(Literal::Str(name)), r) if is_field(r) => {
                     found.push(name)
                 }
-                (CmpOp::In | CmpOp::NotIn, l, Term::List(items)) if state(l) => {
+                (CmpOp::In | CmpOp::NotIn, l, Term::List(items)) if is_field(l) => {
                     for item in items {
                         if let Term::Literal(Literal::Str(name)) = item {
                             found.push(name);
@@ -211,7 +230,7 @@ impl Filter {
             }
         }
         let mut found = Vec::new();
-        walk(&self.tree, &mut found);
+        walk(&self.tree, field, &mut found);
         found
     }
 }

@@ -215,6 +215,26 @@ fn the_states_a_filter_names_are_those_compared_with_state() {
 }
 
 #[test]
+fn the_workflows_a_filter_names_are_those_compared_with_workflow() {
+    let named = |text: &str| {
+        let filter = parse_filter(text).unwrap();
+        filter
+            .workflows_named()
+            .iter()
+            .map(|s| s.to_string())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(named("workflow == 'nope'"), ["nope"]);
+    assert_eq!(
+        named("'a' == workflow or not (workflow != 'b' and workflow not in ['c'])"),
+        ["a", "b", "c"]
+    );
+    let none: [&str; 0] = [];
+    assert_eq!(named("state == 'desk' and workflow < 'm'"), none);
+    assert_eq!(named("ctx['workflow'] == 'x' or token == 'desk'"), none);
+}
+
+#[test]
 fn moved_is_whole_seconds_rounded_down() {
     assert_eq!(moved_seconds(0, 1_999_999), 1);
     assert_eq!(moved_seconds(0, 2_000_000), 2);
