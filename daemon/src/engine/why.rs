@@ -144,11 +144,7 @@ pub fn why(rules: &Rules, tx: &dyn Tx, token: &str) -> Step<Why> {
 /// state or the token's child workflow. An ended token needs no spec to be
 /// explained, so a missing one is `None` here, not a refusal.
 fn ended_spec<'a>(rules: &'a Rules, row: &TokenRow) -> Option<&'a StateSpec> {
-    let workflow = match &row.workflow {
-        None => &rules.graph.main,
-        Some(name) => rules.graph.children.get(name)?,
-    };
-    workflow.states.get(&row.state)
+    rules.state(row, &row.state).ok()
 }
 
 /// Each transition out of the token's state, with its guard's value now. A

@@ -194,112 +194,15 @@ impl Pending {
             .collect();
         // Each part: whether it has rows, and its parameters.
         let all: [(bool, &[&(dyn ToSql + Sync)]); 9] = [
-            (
-                !pending.ledger.is_empty(),
-                &[
-                    &ledger.int[0],
-                    &ledger.text[0],
-                    &ledger.int[1],
-                    &ledger.int[2],
-                    &ledger.text[1],
-                    &ledger.maybe[0],
-                    &ledger.text[2],
-                ],
-            ),
-            (
-                !pending.new_tokens.is_empty(),
-                &[
-                    &new_tokens.text[0],
-                    &new_tokens.text[1],
-                    &new_tokens.text[2],
-                    &new_tokens.int[0],
-                    &new_tokens.text[3],
-                    &new_tokens.int[1],
-                    &new_tokens.maybe[0],
-                    &new_tokens.maybe[1],
-                ],
-            ),
-            (
-                !pending.tokens.is_empty(),
-                &[
-                    &tokens.text[0],
-                    &tokens.text[1],
-                    &tokens.text[2],
-                    &tokens.int[0],
-                    &tokens.text[3],
-                    &tokens.int[1],
-                    &tokens.maybe[0],
-                    &tokens.maybe[1],
-                ],
-            ),
-            (
-                !pending.new_tasks.is_empty(),
-                &[
-                    &new_tasks.int[0],
-                    &new_tasks.text[0],
-                    &new_tasks.text[1],
-                    &new_tasks.int[1],
-                    &new_tasks.text[2],
-                    &new_tasks.int[2],
-                    &new_tasks.maybe[0],
-                    &new_tasks.maybe_int[0],
-                    &new_tasks.int[3],
-                ],
-            ),
-            (
-                !pending.tasks.is_empty(),
-                &[
-                    &tasks.int[0],
-                    &tasks.text[0],
-                    &tasks.text[1],
-                    &tasks.int[1],
-                    &tasks.text[2],
-                    &tasks.int[2],
-                    &tasks.maybe[0],
-                    &tasks.maybe_int[0],
-                    &tasks.int[3],
-                ],
-            ),
-            (
-                !pending.new_timers.is_empty(),
-                &[
-                    &new_timers.int[0],
-                    &new_timers.text[0],
-                    &new_timers.text[1],
-                    &new_timers.int[1],
-                    &new_timers.text[2],
-                    &new_timers.maybe[0],
-                    &new_timers.int[2],
-                    &new_timers.int[3],
-                    &new_timers.text[3],
-                    &new_timers.text[4],
-                ],
-            ),
-            (
-                !pending.timers.is_empty(),
-                &[
-                    &timers.int[0],
-                    &timers.text[0],
-                    &timers.text[1],
-                    &timers.int[1],
-                    &timers.text[2],
-                    &timers.maybe[0],
-                    &timers.int[2],
-                    &timers.int[3],
-                    &timers.text[3],
-                    &timers.text[4],
-                ],
-            ),
+            (!pending.ledger.is_empty(), &ledger.ledger_params()),
+            (!pending.new_tokens.is_empty(), &new_tokens.token_params()),
+            (!pending.tokens.is_empty(), &tokens.token_params()),
+            (!pending.new_tasks.is_empty(), &new_tasks.task_params()),
+            (!pending.tasks.is_empty(), &tasks.task_params()),
+            (!pending.new_timers.is_empty(), &new_timers.timer_params()),
+            (!pending.timers.is_empty(), &timers.timer_params()),
             (!forget.is_empty(), &forget),
-            (
-                !pending.claims.is_empty(),
-                &[
-                    &claims.text[0],
-                    &claims.text[1],
-                    &claims.maybe_int[0],
-                    &claims.maybe_int[1],
-                ],
-            ),
+            (!pending.claims.is_empty(), &claims.claim_params()),
         ];
         let mut parts = 0;
         let mut params: Vec<&(dyn ToSql + Sync)> = Vec::new();
@@ -321,18 +224,19 @@ impl Pending {
 ///
 /// An update is an `INSERT ... ON CONFLICT DO UPDATE` of rows that exist (the
 /// transaction read each one before it changed it, and no row of these tables is
-/// ever deleted), so it only ever updates: each row is found by a probe of the
-/// key's index, whatever the plan. It sends every column of the row, as the new
+/// ever deleted), so it only ever updates, and each row is found by a probe of
+/// the key's index whatever the plan. It sends every column of the row, as a new
 /// row's part does, so that the proposed row meets the table's `NOT NULL` and
-/// `CHECK` constraints; the columns it sets are those the old `UPDATE` set. Postgres plans a prepared statement for
-/// good after a few runs (a generic plan), with the statistics of that moment.
-/// An `UPDATE ... FROM unnest(...)` is a join, and made while a table held a few
-/// rows, the plan joined by reading the whole table, which it then did at every
-/// write while the table grew, until the next `ANALYZE` (seen with `auto_explain`
-/// under `stateous bench` on a new database: each write read all of `tokens`).
-/// Finding the rows by `= ANY(keys)` as well did not prevent it: Postgres counts
-/// an array parameter as 10 keys, and 10 probes of an index cost more than
-/// reading a table of a few pages.
+/// `CHECK` constraints, and sets only the columns that change.
+///
+/// Why no join: Postgres plans a prepared statement for good after a few runs (a
+/// generic plan), with the statistics of that moment. An `UPDATE ... FROM
+/// unnest(...)` is a join, and planned while a table held a few rows it joined by
+/// reading the whole table, which it then did at every write while the table
+/// grew, until the next `ANALYZE` (seen with `auto_explain` under `stateous
+/// bench` on a new database). Naming the keys with `= ANY(keys)` too did not
+/// prevent it: Postgres counts an array parameter as 10 keys, and 10 probes of an
+/// index cost more than reading a table of a few pages.
 const PARTS: [&str; 9] = [
     "l AS (INSERT INTO ledger (id, token, seq, at, kind, key, data)
       SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::bigint[], $5::text[],
@@ -463,6 +367,19 @@ impl Columns {
         c
     }
 
+    /// The ledger part's parameters, in the order of [`Columns::ledger`].
+    fn ledger_params(&self) -> [&(dyn ToSql + Sync); 7] {
+        [
+            &self.int[0],
+            &self.text[0],
+            &self.int[1],
+            &self.int[2],
+            &self.text[1],
+            &self.maybe[0],
+            &self.text[2],
+        ]
+    }
+
     /// token, state, status, visit, context, entered_at, parent, workflow.
     fn tokens<'r>(rows: impl Iterator<Item = &'r TokenRow>) -> Columns {
         let mut c = Columns::default();
@@ -477,6 +394,21 @@ impl Columns {
             c.maybe[1].push(row.workflow.clone());
         }
         c
+    }
+
+    /// A tokens part's parameters (new rows or changed ones), in the order of
+    /// [`Columns::tokens`].
+    fn token_params(&self) -> [&(dyn ToSql + Sync); 8] {
+        [
+            &self.text[0],
+            &self.text[1],
+            &self.text[2],
+            &self.int[0],
+            &self.text[3],
+            &self.int[1],
+            &self.maybe[0],
+            &self.maybe[1],
+        ]
     }
 
     /// id, token, state, visit, status, attempt, claimed_by, lease_until, queued_at.
@@ -494,6 +426,21 @@ impl Columns {
             c.int[3].push(row.queued_at);
         }
         c
+    }
+
+    /// A tasks part's parameters, in the order of [`Columns::tasks`].
+    fn task_params(&self) -> [&(dyn ToSql + Sync); 9] {
+        [
+            &self.int[0],
+            &self.text[0],
+            &self.text[1],
+            &self.int[1],
+            &self.text[2],
+            &self.int[2],
+            &self.maybe[0],
+            &self.maybe_int[0],
+            &self.int[3],
+        ]
     }
 
     /// id, token, state, visit, event, payload, set_at, due_at, status, kind.
@@ -514,6 +461,22 @@ impl Columns {
         c
     }
 
+    /// A timers part's parameters, in the order of [`Columns::timers`].
+    fn timer_params(&self) -> [&(dyn ToSql + Sync); 10] {
+        [
+            &self.int[0],
+            &self.text[0],
+            &self.text[1],
+            &self.int[1],
+            &self.text[2],
+            &self.maybe[0],
+            &self.int[2],
+            &self.int[3],
+            &self.text[3],
+            &self.text[4],
+        ]
+    }
+
     /// supervisor, request, task_id, attempt.
     fn claims<'r>(rows: impl Iterator<Item = &'r ClaimRow>) -> Columns {
         let mut c = Columns::default();
@@ -524,6 +487,16 @@ impl Columns {
             c.maybe_int[1].push(row.attempt);
         }
         c
+    }
+
+    /// The claims part's parameters, in the order of [`Columns::claims`].
+    fn claim_params(&self) -> [&(dyn ToSql + Sync); 4] {
+        [
+            &self.text[0],
+            &self.text[1],
+            &self.maybe_int[0],
+            &self.maybe_int[1],
+        ]
     }
 }
 
