@@ -411,9 +411,7 @@ impl Control {
         offset: i64,
     ) -> Result<engine::select::Listing, Refusal> {
         let rules = Arc::clone(&self.inner.rules);
-        if let Some(refusal) = engine::select::unknown_state(&rules, &selection)
-            .or_else(|| engine::select::unknown_workflow(&rules, &selection))
-        {
+        if let Some(refusal) = engine::select::unknown_name(&rules, &selection) {
             return Err(refusal);
         }
         self.read(move |tx| engine::select::list(&rules, tx, &selection, limit, offset))

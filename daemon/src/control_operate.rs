@@ -80,9 +80,7 @@ impl Control {
             return Err(refusal);
         }
         let selection = &input.step.selection;
-        if let Some(refusal) = select::unknown_state(&rules, selection)
-            .or_else(|| select::unknown_workflow(&rules, selection))
-        {
+        if let Some(refusal) = select::unknown_name(&rules, selection) {
             return Err(refusal);
         }
         if input.dry_run {

@@ -118,12 +118,20 @@ impl Selection {
     }
 }
 
+/// Why the selection cannot mean what it says: it names a state or a workflow
+/// that the served graph does not have ([`unknown_state`], then
+/// [`unknown_workflow`]); `None` when every name is the graph's. Checked before a
+/// listing or a bulk action reads any token.
+pub fn unknown_name(rules: &Rules, selection: &Selection) -> Option<Refusal> {
+    unknown_state(rules, selection).or_else(|| unknown_workflow(rules, selection))
+}
+
 /// Why the selection cannot mean what it says: it names a state (`--state`, or
 /// `state == 'x'`, `!=`, `in`, `not in` in the filter) that no workflow of the
 /// served graph has, most likely a typo, which would match nothing (or, with
 /// `!=`, everything) without a word. 422 `invalid_argument` with the name and the
 /// graph's states; `None` when every name is a state, START or END.
-pub fn unknown_state(rules: &Rules, selection: &Selection) -> Option<Refusal> {
+fn unknown_state(rules: &Rules, selection: &Selection) -> Option<Refusal> {
     let graph = &rules.graph;
     let states: BTreeSet<&str> = std::iter::once(&graph.main)
         .chain(graph.children.values())
@@ -155,7 +163,7 @@ pub fn unknown_state(rules: &Rules, selection: &Selection) -> Option<Refusal> {
 /// `!=`, everything) without a word, as [`unknown_state`] says for states. 422
 /// `invalid_argument` with the name and the graph's workflows; `None` when every
 /// name is a workflow of the graph.
-pub fn unknown_workflow(rules: &Rules, selection: &Selection) -> Option<Refusal> {
+fn unknown_workflow(rules: &Rules, selection: &Selection) -> Option<Refusal> {
     let graph = &rules.graph;
     let workflows: BTreeSet<&str> = std::iter::once(&graph.main)
         .chain(graph.children.values())
