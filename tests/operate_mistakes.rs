@@ -529,3 +529,45 @@ fn a_filter_naming_a_workflow_the_graph_lacks_is_refused() {
 }
 
 both!(a_filter_naming_a_workflow_the_graph_lacks_is_refused);
+
+/// A bulk action that matches nothing keeps stdout to the format asked for: with
+/// `--json` the answer (a count of 0), with `--jsonl` no line, in text nothing;
+/// the note goes to stderr, as the listing's does. A dry run that matches nothing
+/// says so, instead of ending on "would do:" with nothing after it. (A tryout:
+/// `--json` and `--jsonl` printed the note as plain text on stdout.)
+#[test]
+fn a_bulk_action_that_matches_nothing_keeps_stdout_to_its_format() {
+    let daemon = desk();
+    start(&daemon, &["C-1"]);
+    let before = histories(&daemon, &["C-1"]);
+    let none = [
+        "cancel",
+        "--where",
+        "status == 'failed'",
+        "--reason",
+        "r",
+        "--yes",
+    ];
+    let note = "no token matches the filter; nothing to do\n";
+    let json = token(&daemon, &[&none[..], &["--json"]].concat());
+    assert_eq!(json.code(), 0, "{json}");
+    let answer: Value = serde_json::from_str(&json.stdout).expect("--json prints JSON");
+    assert_eq!(answer["count"], 0, "{json}");
+    assert_eq!(json.stderr, note, "{json}");
+    for extra in [&["--jsonl"][..], &[][..]] {
+        let finished = token(&daemon, &[&none[..], extra].concat());
+        assert_eq!(finished.code(), 0, "{finished}");
+        assert_eq!(finished.stdout, "", "{finished}");
+        assert_eq!(finished.stderr, note, "{finished}");
+    }
+    let dry = token(
+        &daemon,
+        &["retry", "--where", "status == 'failed'", "--dry-run"],
+    );
+    assert_eq!(dry.code(), 0, "{dry}");
+    assert_eq!(
+        dry.stdout, "no token matches status == 'failed'; retry would do nothing\n",
+        "{dry}"
+    );
+    assert_eq!(histories(&daemon, &["C-1"]), before);
+}

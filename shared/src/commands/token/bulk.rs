@@ -151,7 +151,13 @@ pub(super) async fn run(
         return print_preview(&preview, &options.filter, out);
     }
     if preview.count == 0 {
-        return line(out, "no token matches the filter; nothing to do");
+        // Stdout keeps to the format asked for (with --json, the answer); the
+        // note goes to stderr, as the listing's "no token matches" does.
+        if json {
+            line(out, &pretty(&preview)?)?;
+        }
+        console.note("no token matches the filter; nothing to do");
+        return Ok(());
     }
     if !options.yes {
         if !console.can_ask() {
@@ -286,6 +292,13 @@ fn print_preview(
     out: &mut dyn Write,
 ) -> Result<(), CommandError> {
     let count = preview.count;
+    if count == 0 {
+        let action = preview.action.as_str();
+        return line(
+            out,
+            &format!("no token matches {filter}; {action} would do nothing"),
+        );
+    }
     line(
         out,
         &format!(
