@@ -1,4 +1,4 @@
-//! The scale probe of SPEC section 5: claim and fire latency with many tokens
+//! The scale probe (`ARCHITECTURE.md`, "Speed"): claim and fire latency with many tokens
 //! stored, against an empty database, and the time of a clock tick with many
 //! pending timers. It runs the control plane in this process (no HTTP), so the
 //! figures are the write path's own.

@@ -2,7 +2,8 @@
 //! checksum, durations and names, the guard language, the compiler, the wire types
 //! and refusal codes, the client, and how history lines read.
 //!
-//! It depends on nothing else of ours (SPEC section 4).
+//! It depends on nothing else of ours, so that every other crate can build on it
+//! (`ARCHITECTURE.md`).
 
 pub mod client;
 pub mod commands;

@@ -1,4 +1,4 @@
-//! The wire shapes of the API's additions for watching (SPEC section 3.3): the
+//! The wire shapes of the API's additions for watching (`docs/reference/http.md`): the
 //! token detail, the supervisors, and the entries of the live stream. None of
 //! them is the reference's; the reference's clients never ask for them.
 
@@ -108,7 +108,7 @@ pub struct WatchEntry {
     pub data: Object,
 }
 
-/// The dev clock of `serve --dev-clock` (issue 12, item 2): in `GET /health`, and
+/// The dev clock of `serve --dev-clock`: in `GET /health`, and
 /// the answer of `POST /clock/advance`, `/clock/freeze` and `/clock/thaw`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DevClock {
@@ -152,7 +152,7 @@ fn signed_span(seconds: f64) -> String {
     text
 }
 
-/// One state's tokens by status, as `GET /states` answers (issue 12, item 1).
+/// One state's tokens by status, as `GET /states` answers (the TUI's state graph).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StateCount {
     /// The child workflow the state belongs to; `None` for the main workflow.

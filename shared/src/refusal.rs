@@ -1,7 +1,7 @@
 //! Refusal codes: the closed list of reasons the control plane gives for saying no.
 //!
-//! The codes, their HTTP statuses and their meanings are the reference's
-//! (`docs/reference/http.md`, "Refusals"). A program reads the code, never the
+//! The codes, their HTTP statuses and their meanings are the reference's, and are
+//! listed in `docs/reference/http.md`, "Refusals". A program reads the code, never the
 //! sentence; the sentence is for people.
 
 use serde::{Deserialize, Serialize};
@@ -44,7 +44,7 @@ pub enum Code {
     DatabaseBusy,
     /// 503: this control plane no longer holds the database.
     NotServing,
-    /// 503: this control plane is a standby (`serve --standby`, issue 14): it waits
+    /// 503: this control plane is a standby (`serve --standby`): it waits
     /// for the database's serving lock and answers only `GET /health` with this code.
     /// Ours, not the reference's: a client that knows several addresses tries the next.
     Standby,

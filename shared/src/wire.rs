@@ -1,6 +1,6 @@
 //! What crosses the network between the control plane and its clients, as JSON.
 //!
-//! The shapes are the reference's (`docs/reference/http.md`). Optional fields that
+//! The shapes are the reference's, and are listed in `docs/reference/http.md`. Optional fields that
 //! are `None` are left out of the JSON, as the reference leaves them out.
 
 use std::time::Duration;
@@ -14,8 +14,8 @@ use serde_json::{Map, Value};
 /// connection open, or a peer gone from the network) and opens it again.
 pub const WATCH_KEEP_ALIVE: Duration = Duration::from_secs(15);
 
-/// Every status a token can have, as the API writes it (reference
-/// `docs/inside/data.md`, the `tokens` table), in the TUI's cycling order.
+/// Every status a token can have, as the API writes it (`docs/inside/data.md`, the
+/// `tokens` table), in the TUI's cycling order.
 pub const TOKEN_STATUSES: [&str; 5] = ["active", "paused", "completed", "failed", "cancelled"];
 
 /// A JSON object, as contexts, payloads and memories are.

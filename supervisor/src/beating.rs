@@ -1,6 +1,6 @@
 //! The heartbeat loop and the watch loop: how a supervisor learns that a task it
-//! runs is no longer its own (reference `docs/inside/workflows.md`, "Heartbeat";
-//! SPEC section 3.2, "A lost task").
+//! runs is no longer its own (`docs/guarantees.md`, "Stops: graceful and crash",
+//! a lost task; `docs/inside/workflows.md`, "Heartbeat").
 //!
 //! The heartbeat names every running task with the attempt it runs. Its period is
 //! the configured `heartbeat`, or a third of the shortest lease the control plane

@@ -1,5 +1,5 @@
 //! `stateous serve GRAPH --supervise FOLDER`: a supervisor in the control plane's
-//! process, for development (reference `docs/how-to/run-supervisors.md`).
+//! process, for development (`docs/reference/cli.md`).
 //!
 //! The supervisor runs on a thread of its own and speaks HTTP to the server's
 //! address (its socket), so it behaves as any other supervisor. It listens for no

@@ -1,6 +1,5 @@
 //! `stateous supervise FOLDER`: load the folder, check it against the control
-//! plane, and run until stopped (reference `docs/inside/workflows.md`,
-//! "Supervisor start").
+//! plane, and run until stopped (`docs/design.md`, "The supervisor").
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -1,4 +1,4 @@
-//! `contract.json`: all that a supervisor knows of its workflow (SPEC section 3.2):
+//! `contract.json`: all that a supervisor knows of its workflow (`docs/reference/files.md`):
 //! the workflow's name, the graph's checksum, each state that has a routine with
 //! the events it emits, and each event's payload schema.
 //!

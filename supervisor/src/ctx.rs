@@ -1,4 +1,4 @@
-//! What a routine may ask of its supervisor while it runs (SPEC section 3.2): read
+//! What a routine may ask of its supervisor while it runs (`docs/reference/files.md`): read
 //! the context, write it, write notes and memory, set timers, and give the outcome.
 //!
 //! One [`RunCtx`] exists per running routine. A program routine reaches it through
@@ -17,9 +17,9 @@ use stateous_shared::wire::{Grant, Object, Outcome, Schedule};
 use crate::contract::Contract;
 use crate::outbox::Kind;
 
-/// The longest note the API takes, in characters (reference `limits.md`).
+/// The longest note the API takes, in characters (`docs/reference/limits.md`).
 pub const MAX_NOTE: usize = 500;
-/// The longest memory key, in characters (reference `limits.md`).
+/// The longest memory key, in characters (`docs/reference/limits.md`).
 pub const MAX_MEMORY_KEY: usize = 128;
 
 /// One request of the helper's protocol: one JSON object per line, `op` naming it.
@@ -102,7 +102,7 @@ pub enum Said {
 }
 
 /// The largest memory value the control plane takes in one request: its body is
-/// at most 1 MiB (reference `limits.md`), less room for the key and the attempt.
+/// at most 1 MiB (`docs/reference/limits.md`), less room for the key and the attempt.
 const MAX_MEMORY_VALUE: usize = 1024 * 1024 - 1024;
 
 /// The deepest nesting the control plane takes in a body (64 levels), less the

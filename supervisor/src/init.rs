@@ -1,7 +1,7 @@
-//! `stateous init supervisor SOURCE FOLDER` (SPEC section 3.2; reference
-//! `docs/reference/cli.md`): write `contract.json` each time, a stub routine for
-//! each state without one, and `stateous.yaml` only when missing. One line per
-//! file (`wrote`, `kept`, `skipped`), then the next step.
+//! `stateous init supervisor SOURCE FOLDER` (`docs/reference/cli.md`): write
+//! `contract.json` each time, a stub routine for each state without one, and
+//! `stateous.yaml` only when missing. One line per file (`wrote`, `kept`,
+//! `skipped`), then the next step.
 
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
@@ -61,7 +61,8 @@ pub async fn contract_of(source: &str) -> Result<(String, Contract), String> {
 }
 
 async fn fetch(url: &str) -> Result<Contract, String> {
-    // One address or several (issue 14): the first that serves answers.
+    // One address or several (a control plane and its standbys): the first that
+    // serves answers.
     let endpoints =
         Endpoints::parse(url, Duration::from_secs(30), false).map_err(|e| e.to_string())?;
     let get = |path: &'static str| {

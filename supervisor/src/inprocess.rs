@@ -1,4 +1,4 @@
-//! Routines inside a Rust program (SPEC section 3.2): an async function per state,
+//! Routines inside a Rust program: an async function per state,
 //! with the same `ctx` operations as the `stateous ctx` helper.
 //!
 //! ```no_run

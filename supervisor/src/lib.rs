@@ -1,5 +1,6 @@
 //! `stateous-supervisor`: claims the tasks of the states it serves, runs their
-//! routines, and reports outcomes through a durable outbox (SPEC section 3.2).
+//! routines, and reports outcomes through a durable outbox (`docs/design.md`,
+//! "The supervisor").
 //!
 //! It depends only on `stateous-shared`; it meets the daemon only over HTTP.
 

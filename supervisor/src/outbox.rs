@@ -1,5 +1,6 @@
 //! The supervisor's outbox: the reports, notes and memory writes that the control
-//! plane has not answered yet (SPEC section 2, reference `docs/inside/data.md`).
+//! plane has not answered yet (`docs/guarantees.md`, "The supervisor's outbox";
+//! `docs/inside/data.md`).
 //!
 //! One SQLite file, `<folder>/.stateous/outbox.db`, with one table `messages`.
 //! Each message is committed before its HTTP call starts, and removed when the

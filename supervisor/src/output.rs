@@ -12,7 +12,7 @@
 //!   file removes the oldest ones beyond that.
 //! - An attempt's file is made at its first line: an attempt that prints nothing
 //!   makes none. Making a file (and removing the oldest) was about a tenth of the
-//!   supervisor's time per short routine (issue "Speed", `bench-routines`).
+//!   supervisor's time per short routine, as `bench-routines` measured it.
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};

@@ -1,4 +1,4 @@
-//! Finding a folder's routines (SPEC section 3.2).
+//! Finding a folder's routines (`docs/reference/files.md`, "A supervisor's folder").
 //!
 //! The routine of state `S` is the executable file whose name, less its
 //! extension, is `S`; a child workflow's state `W/S` uses `W.S`. `routines:` in

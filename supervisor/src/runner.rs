@@ -1,4 +1,4 @@
-//! Running a program routine (SPEC section 3.2).
+//! Running a program routine (`docs/reference/files.md`, "A supervisor's folder").
 //!
 //! The program starts in the supervisor's folder, in a process group of its own
 //! (so a signal to the supervisor's terminal does not reach it, and a stop can

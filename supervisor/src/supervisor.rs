@@ -1,5 +1,5 @@
-//! The supervisor's loops (reference `docs/inside/workflows.md`: Supervisor start,
-//! Claim a task, Heartbeat, Report an outcome).
+//! The supervisor's loops (`docs/design.md`, "The supervisor"): its start, the
+//! claims, and reporting outcomes.
 //!
 //! The claim loop first sends what the outbox holds, then claims with a request
 //! id (the same id again after a lost answer, a new one after any answer), at
@@ -232,7 +232,7 @@ impl Handle {
         core.forced.set();
         core.stopping.set();
         core.freed.notify_one();
-        // A routine stopped now is a lost task (SPEC section 3.2): its attempt's
+        // A routine stopped now is a lost task (`docs/guarantees.md`): its attempt's
         // messages are dropped. One whose report is on its way keeps it.
         for running in core.running_list() {
             if !running.reporting.load(Ordering::SeqCst) {

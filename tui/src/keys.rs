@@ -1,4 +1,4 @@
-//! What each key does, in each mode (SPEC section 3.4): arrows or `j` `k` move,
+//! What each key does, in each mode (README.md, "Watch and steer"): arrows or `j` `k` move,
 //! `/` filters (the filter language, or text), `t` by status, `p` `r` `c` steer,
 //! `f` fires, `R` retries, space and `*` mark (then `p` `r` `c` `f` `R` act on
 //! the marked tokens through a preview, `crate::operate`), `s` starts,

@@ -1,5 +1,5 @@
-//! `stateous-tui`: the terminal UI (SPEC section 3.4), as model, message, update
-//! and view (STYLE point 10): `update` does no I/O, `view` is pure, and all HTTP
+//! `stateous-tui`: the terminal UI, as model, message, update and view
+//! (`docs/design.md`, "The TUI"): `update` does no I/O, `view` is pure, and all HTTP
 //! runs in the client task, which sends its answers back as messages.
 //!
 //! It speaks to the daemon only over the API, through `stateous_shared::client`;

@@ -105,7 +105,7 @@ pub enum Fetch {
     States,
     /// `GET /health`: the dev clock, if the daemon runs one.
     Health,
-    /// `GET /tokens/{id}/why`: the selected token's reasons (issue 11).
+    /// `GET /tokens/{id}/why`: the selected token's reasons.
     Why(String),
     /// `POST /tokens/bulk` with `dry_run`: the preview of a bulk action.
     Preview,
@@ -152,7 +152,7 @@ pub struct StartForm {
     pub on_context: bool,
 }
 
-/// A bulk action's preview, waiting for the operator (issue 11): the reason goes
+/// A bulk action's preview, waiting for the operator: the reason goes
 /// into each token's history, and the count must be typed to go ahead.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BulkForm {
@@ -204,8 +204,8 @@ pub struct Model {
     /// The control plane's URL, for the title: of several addresses, the one
     /// that served last.
     pub url: String,
-    /// Every address the TUI was given, in order (issue 14: a control plane and
-    /// its standbys); the title says which of them serves when there are several.
+    /// Every address the TUI was given, in order (a control plane and its
+    /// standbys); the title says which of them serves when there are several.
     pub addresses: Vec<String>,
     /// The time of the last tick; ages and countdowns count from it.
     pub now: DateTime<Utc>,

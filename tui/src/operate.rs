@@ -1,7 +1,7 @@
-//! Operating many tokens in the TUI (issue 11): marks (space marks a row, `*`
-//! every token the filters match), bulk actions on the marked tokens (`p` `r`
-//! `c` `f` `R`) through the daemon's preview, the retry of one failed token
-//! (`R`), and the filter language in `/`. No I/O: each returns the commands for
+//! Operating many tokens in the TUI (README.md, "Operate many tokens"): marks
+//! (space marks a row, `*` every token the filters match), bulk actions on the
+//! marked tokens (`p` `r` `c` `f` `R`) through the daemon's preview, the retry of
+//! one failed token (`R`), and the filter language in `/`. No I/O: each returns the commands for
 //! the client task.
 //!
 //! A bulk action is previewed first (`POST /tokens/bulk` with `dry_run`): its

@@ -1,4 +1,4 @@
-//! The live state graph (issue 12, item 1): `w` shows the workflow's states (the
+//! The live state graph: `w` shows the workflow's states (the
 //! main workflow's, then each child workflow's) with their tokens by status,
 //! kept current from `GET /states` whenever the live stream says a token moved.
 //! A state whose counts changed is highlighted for a moment ([`HIGHLIGHT`]).

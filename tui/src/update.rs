@@ -1,5 +1,5 @@
 //! `update`: the model after a message, and the requests to make. It does no I/O
-//! and reads no clock (STYLE point 10): the time comes in `Msg::Tick`.
+//! and reads no clock (`docs/design.md`, "The TUI"): the time comes in `Msg::Tick`.
 
 use stateous_shared::client::TokenQuery;
 use stateous_shared::client::WatchEntry;

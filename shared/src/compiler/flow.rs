@@ -1,4 +1,4 @@
-//! Reading `flow.yaml` (SPEC section 3.1) into plain structs, in the order the file
+//! Reading `flow.yaml` (`docs/reference/files.md`) into plain structs, in the order the file
 //! writes them. Only the YAML's shape is checked here; a mistake in it names its line.
 //! What the shape means is checked by `declare` and `validate`.
 

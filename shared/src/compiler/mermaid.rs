@@ -1,5 +1,5 @@
 //! The workflow as a Mermaid state diagram, for `stateous token show --graph`
-//! (SPEC section 3.1; the reference's `compiler/plot.py` draws the same lines).
+//! (the reference's `compiler/plot.py` draws the same lines).
 //!
 //! A pure function of the graph document. START and END are Mermaid's `[*]`; each
 //! edge is labelled with its event (Stateous's own in parentheses) and its guard or

@@ -1,4 +1,4 @@
-//! The workflow compiler (SPEC section 3.1): `flow.yaml` in, the graph file out.
+//! The workflow compiler (`docs/reference/files.md`): `flow.yaml` in, the graph file out.
 //!
 //! Reading (`flow`) checks the YAML's shape and names the line of a mistake.
 //! Declaring (`declare`) and validating (`validate`, `python`, the overlap check)

@@ -1,6 +1,6 @@
 //! The starter workflow that `stateous init workflow NAME` writes: the `orders`
 //! shape (`draft`, `review`, `submitted`, `reviewed` with a `Verdict` payload), with
-//! comments that teach the format (SPEC section 3.1).
+//! comments that teach the format (`docs/reference/files.md`).
 
 /// The text of `NAME/flow.yaml`. `name` is a valid workflow name, so it goes into
 /// the text as it is. Named `orders`, it compiles to the reference's `orders` starter.

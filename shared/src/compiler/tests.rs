@@ -124,7 +124,7 @@ fn all_problems_are_listed_under_one_header() {
 
 /// A bad duration is a mistake of one state's settings: the whole-graph checks
 /// still run, so an unreachable state and overlapping guards are listed with it
-/// (issue 12, item 10: before, only the duration was).
+/// (before, only the duration was).
 #[test]
 fn a_bad_duration_an_unreachable_state_and_overlapping_guards_are_all_listed() {
     let text = BASE

@@ -1,5 +1,5 @@
 //! JSON text exactly as Python's `json.dumps` writes it, so that checksums and graph
-//! files match the reference byte for byte (SPEC section 2).
+//! files match the reference byte for byte (`docs/reference/files.md`).
 //!
 //! Two layouts: the canonical one (`sort_keys=True, separators=(",", ":")`) that the
 //! checksum hashes, and the graph file's own (`indent=2`, keys in document order).

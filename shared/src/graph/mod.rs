@@ -1,5 +1,6 @@
 //! The graph file (format 1): load it, check it, hash it, and answer the engine's
-//! questions about it (reference `model/graph_file`, `control/graph`; SPEC section 2).
+//! questions about it (`docs/reference/files.md`; the reference's `model/graph_file`
+//! and `control/graph`).
 //!
 //! A graph is loaded once, when it is served: guards are parsed again from their
 //! text and each model's JSON Schema validator is compiled then, never per request.
@@ -235,7 +236,7 @@ impl Graph {
     }
 }
 
-/// `sha256:` + hex SHA-256 of the document's canonical JSON (SPEC section 2):
+/// `sha256:` + hex SHA-256 of the document's canonical JSON (`docs/reference/files.md`):
 /// Python's `json.dumps(doc, sort_keys=True, separators=(",", ":"))`.
 pub fn checksum(document: &Value) -> String {
     canonical::hash(document)

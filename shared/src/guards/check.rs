@@ -1,6 +1,6 @@
 //! The rules of the guard language, applied to a Python-shaped syntax tree: what
 //! may be named, indexed, read with a dot, called and searched with `in`
-//! (reference `docs/concepts/guards.md`). The result is the checked [`Expr`] tree
+//! (`docs/concepts/guards.md`). The result is the checked [`Expr`] tree
 //! and what the guard reads.
 
 use super::parse::{CmpTok, Node};

@@ -1,4 +1,4 @@
-//! The guard language (reference `docs/concepts/guards.md`, SPEC section 2): the
+//! The guard language (`docs/concepts/guards.md`): the
 //! `when` conditions of transitions. A guard's text is parsed once into a checked
 //! syntax tree ([`parse_guard`]), then evaluated against a token's data
 //! ([`evaluate`]) with the reference's semantics, which are Python's: `1 == 1.0`,
@@ -11,7 +11,7 @@
 //! number), strings, `true false null`, lists of these, and on `joined`
 //! `branches.all(...)` / `branches.any(...)`, whose condition may also read
 //! `workflow`, `token`, `status`, `final` and `payload.field` of each ended child
-//! (reference `docs/concepts/parallel.md`).
+//! (`docs/concepts/parallel.md`).
 
 use std::collections::BTreeSet;
 
@@ -48,7 +48,7 @@ pub struct Guard {
 }
 
 /// What a guard reads, so that the compiler can check each against the models
-/// (reference `docs/concepts/guards.md`, Guarantees).
+/// (`docs/concepts/guards.md`, "What the compiler proves").
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Reads {
     /// The keys of each `ctx['key']`, inside `branches` conditions too.

@@ -2,7 +2,7 @@
 //! `json.dumps` with its default separators (`, ` and `: `) and non-ASCII escaped,
 //! and Python's `str()` of a value (`None`, `True`, `['a', 'b']`).
 //!
-//! History lines must read the same as the reference's (SPEC section 2), and those
+//! History lines must read the same as the reference's (`docs/compatibility.md`), and those
 //! come out of Python, so numbers and strings follow Python's spelling here.
 
 use serde_json::{Number, Value};

@@ -1,5 +1,5 @@
-//! The wire shapes of operating many tokens (issue 11), an addition of ours to the
-//! API (SPEC section 3.3) that no reference client asks for: the total count of
+//! The wire shapes of operating many tokens, an addition of ours to the API
+//! (`docs/reference/http.md`) that no reference client asks for: the total count of
 //! `GET /tokens`, `POST /tokens/bulk` (with its preview), `POST
 //! /tokens/{id}/retry` and `GET /tokens/{id}/why` ([`why`]).
 

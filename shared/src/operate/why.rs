@@ -1,4 +1,4 @@
-//! "Why is this token here?" (issue 11): the answer of `GET /tokens/{id}/why`, and
+//! "Why is this token here?" (`docs/reference/http.md`): the answer of `GET /tokens/{id}/why`, and
 //! [`explain`], which turns its facts into the sentences an operator reads first.
 //! The daemon gathers the facts (`daemon/src/engine/why.rs`), the CLI prints them
 //! (`stateous token why ID`), and the TUI's token pane shows them.

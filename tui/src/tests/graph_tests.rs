@@ -1,5 +1,5 @@
-//! The live state graph (issue 12, item 1) and the dev clock in the header
-//! (item 2): `update` with plain messages, and snapshots at 80x24 and 60x20.
+//! The live state graph and the dev clock in the header: `update` with plain
+//! messages, and snapshots at 80x24 and 60x20.
 
 use std::collections::BTreeMap;
 

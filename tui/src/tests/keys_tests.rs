@@ -1,4 +1,4 @@
-//! `update` with the keys of issue 12: read-only, the token on the whole screen,
+//! `update` with the keys of watching and reading: read-only, the token on the whole screen,
 //! the history's scrolling and following, UTC and local time, the table's pages.
 
 use crossterm::event::KeyCode;

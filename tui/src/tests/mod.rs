@@ -1,5 +1,5 @@
 //! Tests of the TUI: `update` with plain messages, and a snapshot of each view on
-//! a fixed-size test backend (STYLE point 12). The fixtures are the `orders`
+//! a fixed-size test backend. The fixtures are the `orders`
 //! starter's graph file and a few tokens, at a fixed time, in UTC.
 
 mod graph_tests;

@@ -1,4 +1,4 @@
-//! Operating many tokens in the TUI (issue 11): marks and bulk actions through
+//! Operating many tokens in the TUI: marks and bulk actions through
 //! the preview, the filter language in `/` with the total in the title, `R`, and
 //! the why facts in the token pane.
 

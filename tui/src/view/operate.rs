@@ -1,4 +1,4 @@
-//! What the TUI draws of operating many tokens (issue 11): the bulk action's
+//! What the TUI draws of operating many tokens: the bulk action's
 //! preview (a popup asking for the reason and the typed count), and the "why"
 //! lines of the token pane.
 

@@ -1,5 +1,5 @@
-//! The filter language (issue 11): which tokens an operator means, written in the
-//! guard language's grammar (SPEC section 2) over a token's own fields. The API's
+//! The filter language (`docs/concepts/guards.md`, "Filters"): which tokens an
+//! operator means, written in the guard language's grammar over a token's own fields. The API's
 //! `GET /tokens?where=...` and `POST /tokens/bulk`, `stateous token list --where`
 //! and the TUI's `/` all read it through [`parse_filter`].
 //!
