@@ -1,6 +1,8 @@
-//! Tidy is a test (STYLE point 13): every Rust file opens with a `//!` line; code
-//! outside tests has no `unwrap()`, `dbg!`, `todo!` or `unimplemented!`; no test
-//! is ignored; and the file and test names that ARCHITECTURE.md gives exist.
+//! Tidy is a test: every Rust file opens with a `//!` line; code outside tests has
+//! no `unwrap()`, `dbg!`, `todo!` or `unimplemented!`; no test is ignored; the file
+//! and test names that ARCHITECTURE.md gives exist; every `docs/` page that is
+//! named exists; and nothing cites a document a reader of the repository cannot
+//! open, nor an issue of the tracker.
 
 use std::path::{Path, PathBuf};
 
