@@ -3,6 +3,7 @@
 //! Each command's arguments live beside this file (`token_args.rs`, `ctx_args.rs`);
 //! the work lives in the crates.
 
+mod backup_args;
 mod bench_routines;
 mod children;
 mod cli_errors;
@@ -66,6 +67,8 @@ enum Command {
     /// Write a new workflow's folder, or a supervisor's folder.
     #[command(subcommand)]
     Init(Init),
+    /// Copy a SQLite database into a new file, consistent, while it is served.
+    Backup(backup_args::BackupFlags),
     /// Run the control plane: the HTTP API (TCP and a Unix socket) and the clock,
     /// over one database.
     Serve(Box<serve_args::ServeFlags>),
@@ -202,6 +205,7 @@ fn main() -> ExitCode {
             code(stateous_supervisor::init::init_command(&source, &folder))
         }
         Command::Serve(flags) => code(serve_args::run(*flags)),
+        Command::Backup(flags) => code(backup_args::run(flags)),
         Command::Supervise { folder, url } => code(
             stateous_supervisor::command::supervise_command(&folder, url.as_deref()),
         ),

@@ -12,6 +12,8 @@ use crate::guards::{parse_guard, Guard, Reads};
 use crate::pyrepr::repr_str;
 use crate::wire::Object;
 
+pub(crate) use super::loose::Loose;
+
 /// A state of a workflow.
 #[derive(Debug, Clone)]
 pub(crate) struct State {
@@ -51,6 +53,9 @@ pub(crate) struct Flow {
     pub(crate) states: Vec<State>,
     pub(crate) events: Vec<Event>,
     pub(crate) transitions: Vec<Edge>,
+    /// The transitions left out for a mistake of their own, kept as far as they were
+    /// understood so that the whole-graph checks do not report what follows from them.
+    pub(crate) loose: Vec<Loose>,
 }
 
 impl Flow {
@@ -73,12 +78,11 @@ pub(crate) struct Declared {
     pub(crate) main: Flow,
     pub(crate) children: Vec<Flow>,
     pub(crate) schemas: Object,
-    /// False when a mistake left part of the graph out or unknown: a transition
-    /// whose ends, event or guard are wrong (it is dropped), a parallel state that
-    /// names no child workflow, a context or payload that is no schema of an
-    /// object. The whole-graph checks run only on a complete graph, since on the
-    /// rest they would report what follows from that mistake (a state that only
-    /// the dropped transition reached) rather than mistakes of their own.
+    /// False when a parallel state names no child workflow it may run: which
+    /// workflows nest is then unknown, and the whole-graph checks would report what
+    /// follows from that mistake rather than mistakes of their own. Other mistakes
+    /// leave the graph checkable: a transition left out is kept as a [`Loose`] one,
+    /// and a context or payload that is no schema is read as unknown.
     pub(crate) complete: bool,
 }
 
@@ -166,14 +170,12 @@ impl Scope<'_> {
     fn flow(&self, name: &str, body: RawBody, problems: &mut Vec<String>) -> Flow {
         if let Some(model) = &body.context {
             match self.schemas.get(model) {
-                None => self.left_out(
-                    format!("the context '{model}' is not a schema under 'schemas'"),
-                    problems,
-                ),
-                Some(schema) if !describes_an_object(schema) => self.left_out(
-                    format!("the context '{model}' must be a schema of an object (type: object)"),
-                    problems,
-                ),
+                None => problems.push(format!(
+                    "the context '{model}' is not a schema under 'schemas'"
+                )),
+                Some(schema) if !describes_an_object(schema) => problems.push(format!(
+                    "the context '{model}' must be a schema of an object (type: object)"
+                )),
                 Some(_) => {}
             }
         }
@@ -185,11 +187,12 @@ impl Scope<'_> {
             states,
             events,
             transitions: Vec::new(),
+            loose: Vec::new(),
         };
         for (index, raw) in body.transitions.into_iter().enumerate() {
             match transition(self, &flow, index + 1, raw, problems) {
-                Some(edge) => flow.transitions.push(edge),
-                None => self.complete.set(false),
+                Ok(edge) => flow.transitions.push(edge),
+                Err(loose) => flow.loose.push(loose),
             }
         }
         flow
@@ -299,20 +302,13 @@ impl Scope<'_> {
             let payload = spec.unwrap_or_default().payload;
             if let Some(model) = &payload {
                 match self.schemas.get(model) {
-                    None => self.left_out(
-                        format!(
-                            "event '{name}': the payload '{model}' is not a schema under \
-                             'schemas'"
-                        ),
-                        problems,
-                    ),
-                    Some(schema) if !describes_an_object(schema) => self.left_out(
-                        format!(
-                            "event '{name}': the payload '{model}' must be a schema of an \
-                             object (type: object)"
-                        ),
-                        problems,
-                    ),
+                    None => problems.push(format!(
+                        "event '{name}': the payload '{model}' is not a schema under 'schemas'"
+                    )),
+                    Some(schema) if !describes_an_object(schema) => problems.push(format!(
+                        "event '{name}': the payload '{model}' must be a schema of an object \
+                         (type: object)"
+                    )),
                     Some(_) => {}
                 }
             }
@@ -322,20 +318,25 @@ impl Scope<'_> {
     }
 }
 
-/// One transition, or `None` when its ends, its event or its guard's text are wrong
-/// (the problem is listed). A guard's other problems are listed and it is kept.
+/// One transition, or the [`Loose`] rest of it when its ends, its event or its
+/// guard's text are wrong (the problem is listed). A guard's other problems are
+/// listed and it is kept.
 fn transition(
     scope: &Scope<'_>,
     flow: &Flow,
     number: usize,
     raw: RawTransition,
     problems: &mut Vec<String>,
-) -> Option<Edge> {
+) -> Result<Edge, Loose> {
     let at = format!("transition {number} ({} -> {})", raw.from, raw.to);
     let source = end_name(flow, &raw.from, true, &at, problems);
     let target = end_name(flow, &raw.to, false, &at, problems);
-    let (source, target) = (source?, target?);
-    let event = taken_on(flow, &source, &target, raw.on.as_deref(), &at, problems)?;
+    let (Some(source), Some(target)) = (source.clone(), target.clone()) else {
+        return Err(Loose::new(flow, &raw, source, target, raw.on.clone()));
+    };
+    let Some(event) = taken_on(flow, &source, &target, raw.on.as_deref(), &at, problems) else {
+        return Err(Loose::new(flow, &raw, Some(source), Some(target), None));
+    };
     if raw.when.is_some() && raw.otherwise {
         problems.push(format!(
             "{at}: a fallback (otherwise: true) has no guard; drop 'when'"
@@ -358,7 +359,14 @@ fn transition(
         Some(Err(error)) => {
             // Kept, it would look unguarded to the checks of the next transitions.
             problems.push(format!("{at}: {error}"));
-            return None;
+            let (source, target, event) = (edge.source, edge.target, edge.event);
+            return Err(Loose::new(
+                flow,
+                &raw,
+                Some(source),
+                Some(target),
+                Some(event),
+            ));
         }
         None => {
             let twin = flow.transitions.iter().any(|other| {
@@ -373,7 +381,7 @@ fn transition(
             }
         }
     }
-    Some(edge)
+    Ok(edge)
 }
 
 /// The graph name of a transition's end: a state of the flow, START as a source or
@@ -488,9 +496,13 @@ fn guard_problems(
         }
         return;
     }
-    let fields = flow
-        .payload(&edge.event)
-        .map(|model| super::validate::properties_of(scope.schemas, model));
+    let payload = flow.payload(&edge.event);
+    if payload.is_some_and(|model| known_object(scope.schemas, model).is_none()) {
+        // The payload's schema is listed as missing or wrong; what it would have is
+        // unknown, so its fields are not checked against it.
+        return;
+    }
+    let fields = payload.map(|model| super::validate::properties_of(scope.schemas, model));
     for field in &reads.payload_fields {
         if !fields.as_ref().is_some_and(|f| f.contains(field)) {
             problems.push(format!(
@@ -499,6 +511,14 @@ fn guard_problems(
             ));
         }
     }
+}
+
+/// The schema called `model`, when there is one and it can describe an object; a
+/// context or payload without one is listed as a problem where it is declared.
+pub(crate) fn known_object<'a>(schemas: &'a Object, model: &str) -> Option<&'a serde_json::Value> {
+    schemas
+        .get(model)
+        .filter(|schema| describes_an_object(schema))
 }
 
 /// Whether a schema can describe a JSON object, as every context and payload is:

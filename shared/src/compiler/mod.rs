@@ -9,6 +9,7 @@
 mod codegen;
 mod declare;
 mod flow;
+mod loose;
 mod mermaid;
 pub mod overlap;
 mod python;

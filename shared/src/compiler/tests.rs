@@ -164,6 +164,92 @@ fn a_dropped_transition_does_not_make_its_target_unreachable_too() {
     );
 }
 
+/// A transition left out for its own mistake hides none of the file's other
+/// problems: a misspelt target, an undeclared event and a guard that does not parse
+/// are each listed with an unreachable state and a schema that is not JSON Schema.
+#[test]
+fn a_transition_left_out_hides_no_other_problem() {
+    let lost = BASE
+        .replace(
+            "  paying: {retries: 2}",
+            "  paying: {retries: 2}\n  lost: {}",
+        )
+        .replace("Receipt: {type: object", "Receipt: {type: 12");
+    let unreachable = "state 'lost' cannot be reached from START";
+    let schema =
+        "the model 'Receipt' is not valid JSON Schema: 12 is not of types \"array\", \"string\"";
+    let cases = [
+        (
+            lost.replace("to: paying, on: checkout", "to: payng, on: checkout"),
+            "transition 2 (filling -> payng): 'payng' is not a state of workflow 'shop' \
+             (write START and END in capitals)",
+        ),
+        (
+            lost.replace("to: paying, on: checkout", "to: paying, on: chekout"),
+            "transition 2 (filling -> paying): event 'chekout' is not declared in workflow 'shop'",
+        ),
+        (
+            lost.replace(
+                "to: paying, on: checkout",
+                "to: paying, on: checkout, when: \"ctx[\"",
+            ),
+            "",
+        ),
+    ];
+    for (text, first) in cases {
+        let found = problems(&text);
+        assert_eq!(found.len(), 3, "three problems, no follow-on: {found:?}");
+        if !first.is_empty() {
+            assert_eq!(found[0], first);
+        } else {
+            assert!(
+                found[0].starts_with("transition 2 (filling -> paying): "),
+                "{found:?}"
+            );
+        }
+        assert_eq!(found[1], unreachable);
+        assert_eq!(found[2], schema);
+    }
+}
+
+/// A target too far from every state to guess may have meant any of them: no
+/// state is then called unreachable, and every other check still runs.
+#[test]
+fn a_target_that_cannot_be_guessed_calls_no_state_unreachable() {
+    let text = BASE
+        .replace("to: paying, on: checkout", "to: elsewhere, on: checkout")
+        .replace("timeout: 1h", "timeout: 1 hour");
+    assert_eq!(
+        problems(&text),
+        vec![
+            "state 'filling': '1 hour' is not a duration; write e.g. '30s', '10m', '2h', '1d'",
+            "transition 2 (filling -> elsewhere): 'elsewhere' is not a state of workflow 'shop' \
+             (write START and END in capitals)",
+        ]
+    );
+}
+
+/// A payload or context that names no schema is the one mistake said: the guards
+/// that read its fields are not also told that it lacks them.
+#[test]
+fn an_unknown_schema_makes_no_follow_on_problem() {
+    let text = BASE
+        .replace("{payload: Receipt}", "{payload: Bill}")
+        .replace("context: Cart", "context: Basket")
+        .replace(
+            "{from: paying, to: END, on: paid}",
+            "{from: paying, to: END, on: paid, when: \"payload.amount > 1 and ctx['items'] != null\"}\n  \
+             - {from: paying, to: filling, on: paid, otherwise: true}",
+        );
+    assert_eq!(
+        problems(&text),
+        vec![
+            "the context 'Basket' is not a schema under 'schemas'",
+            "event 'paid': the payload 'Bill' is not a schema under 'schemas'",
+        ]
+    );
+}
+
 /// Each mistake, and the exact line that reports it.
 #[test]
 fn each_mistake_has_its_line() {

@@ -112,13 +112,16 @@ fn flow_problems(declared: &Declared, flow: &Flow) -> Vec<String> {
         return vec![format!("workflow '{name}' has no states")];
     }
     let mut problems = Vec::new();
-    if !flow.transitions.iter().any(|e| e.source == START) {
+    // A transition left out for its own mistake may be the one each check looks for.
+    let loose_from_start = flow.loose.iter().any(|l| l.may_leave(START));
+    let loose_into_end = flow.loose.iter().any(|l| l.may_enter(END));
+    if !flow.transitions.iter().any(|e| e.source == START) && !loose_from_start {
         problems.push(format!(
             "workflow '{name}' has no transition from START; add one to the state each \
              token begins in, e.g. {{from: START, to: <state>}}"
         ));
     }
-    if !flow.transitions.iter().any(|e| e.target == END) {
+    if !flow.transitions.iter().any(|e| e.target == END) && !loose_into_end {
         problems.push(format!(
             "workflow '{name}' has no transition into END, so none of its tokens can \
              complete; add one, e.g. {{from: <state>, to: END, on: <event>}}"
@@ -134,13 +137,35 @@ fn flow_problems(declared: &Declared, flow: &Flow) -> Vec<String> {
     problems
 }
 
+/// The states no transition leads to from START. A transition left out counts with
+/// the ends it names or most likely means; one whose target cannot be told may have
+/// meant any state, so then none is called unreachable.
 fn unreachable(flow: &Flow) -> Vec<String> {
+    if flow.loose.iter().any(|l| l.target.is_none()) {
+        return Vec::new();
+    }
+    let known = flow
+        .transitions
+        .iter()
+        .map(|e| (Some(e.source.as_str()), e.target.as_str()));
+    let loose = flow
+        .loose
+        .iter()
+        .filter_map(|l| Some((l.source.as_deref(), l.target.as_deref()?)));
+    let edges: Vec<(Option<&str>, &str)> = known.chain(loose).collect();
     let mut reached: BTreeSet<&str> = BTreeSet::new();
-    let mut frontier = vec![START];
+    // A transition whose source cannot be told is taken to be reached.
+    let mut frontier: Vec<&str> = edges
+        .iter()
+        .filter(|(source, _)| source.is_none())
+        .map(|(_, target)| *target)
+        .chain([START])
+        .collect();
+    reached.extend(frontier.iter().copied());
     while let Some(current) = frontier.pop() {
-        for edge in flow.transitions.iter().filter(|e| e.source == current) {
-            if reached.insert(&edge.target) {
-                frontier.push(&edge.target);
+        for (_, target) in edges.iter().filter(|(s, _)| *s == Some(current)) {
+            if reached.insert(target) {
+                frontier.push(target);
             }
         }
     }
@@ -162,6 +187,15 @@ fn fallbacks(flow: &Flow) -> Vec<String> {
     }
     let mut problems = Vec::new();
     for (source, event) in groups {
+        if flow
+            .loose
+            .iter()
+            .any(|l| l.may_leave(source) && l.may_take(event))
+        {
+            // A member was left out for its own mistake; whether it was guarded is
+            // part of what is unknown.
+            continue;
+        }
         let members: Vec<&Edge> = flow
             .transitions
             .iter()
@@ -181,7 +215,7 @@ fn fallbacks(flow: &Flow) -> Vec<String> {
 }
 
 fn context_keys(declared: &Declared, flow: &Flow) -> Vec<String> {
-    let Some(model) = &flow.context else {
+    let Some(model) = known_context(declared, flow) else {
         return Vec::new();
     };
     let fields = properties_of(&declared.schemas, model);
@@ -202,12 +236,19 @@ fn context_keys(declared: &Declared, flow: &Flow) -> Vec<String> {
     problems
 }
 
+/// The name of `flow`'s context schema when it has one that is known; an unknown one
+/// is listed where it is declared, and what it would hold is not checked against.
+fn known_context<'a>(declared: &Declared, flow: &'a Flow) -> Option<&'a str> {
+    let model = flow.context.as_deref()?;
+    super::declare::known_object(&declared.schemas, model).map(|_| model)
+}
+
 /// A parallel state's inputs are keys of the parent's context, and give each child
 /// every field its context requires.
 fn inputs(declared: &Declared, flow: &Flow) -> Vec<String> {
     let mut problems = Vec::new();
     for state in &flow.states {
-        if let Some(model) = &flow.context {
+        if let Some(model) = known_context(declared, flow) {
             let fields = properties_of(&declared.schemas, model);
             for key in state.inputs.iter().filter(|k| !fields.contains(*k)) {
                 problems.push(format!(
@@ -217,7 +258,7 @@ fn inputs(declared: &Declared, flow: &Flow) -> Vec<String> {
             }
         }
         for child in state.parallel.iter().filter_map(|n| declared.flow(n)) {
-            let Some(model) = &child.context else {
+            let Some(model) = known_context(declared, child) else {
                 continue;
             };
             for key in required_of(&declared.schemas, model) {
@@ -238,6 +279,9 @@ fn inputs(declared: &Declared, flow: &Flow) -> Vec<String> {
 fn parallel_exits(flow: &Flow) -> Vec<String> {
     let mut problems = Vec::new();
     for state in flow.states.iter().filter(|s| !s.parallel.is_empty()) {
+        if flow.loose.iter().any(|l| l.may_leave(&state.name)) {
+            continue;
+        }
         let leaves_on = |event: &str| {
             flow.transitions
                 .iter()
@@ -280,6 +324,9 @@ fn counted_events(flow: &Flow) -> Vec<String> {
 /// A child's start is never refused to anyone, so one transition from START holds
 /// always.
 fn start_fallback(child: &Flow) -> Option<String> {
+    if child.loose.iter().any(|l| l.may_leave(START)) {
+        return None;
+    }
     let mut starts = child
         .transitions
         .iter()

@@ -30,6 +30,29 @@ mod tests;
 
 pub use eval::python_eq;
 
+/// A JSON value as the guard language writes it: `true`, `false` and `null` in
+/// lower case, strings quoted as a guard quotes them, lists in brackets (an object,
+/// which a guard cannot write, as `{'key': value}`). Used where the compiler shows
+/// data that makes a guard true.
+pub fn literal(value: &Value) -> String {
+    match value {
+        Value::Null => "null".to_owned(),
+        Value::Bool(flag) => flag.to_string(),
+        Value::Array(items) => {
+            let items: Vec<String> = items.iter().map(literal).collect();
+            format!("[{}]", items.join(", "))
+        }
+        Value::Object(map) => {
+            let items: Vec<String> = map
+                .iter()
+                .map(|(key, value)| format!("{}: {}", repr_str(key), literal(value)))
+                .collect();
+            format!("{{{}}}", items.join(", "))
+        }
+        number_or_string => crate::pyrepr::repr_json(number_or_string),
+    }
+}
+
 /// A guard outside the guard language, with one sentence saying why, e.g.
 /// `guard 'x == 1': unknown name 'x'; ...`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -30,7 +30,7 @@ use serde_json::{Map, Value};
 
 use crate::graph::START;
 use crate::guards::{evaluate, Guard, GuardInput};
-use crate::pyrepr::{repr_json, repr_str};
+use crate::pyrepr::repr_str;
 use candidates::{candidates, Compared, MAX_MEMBERS};
 use collect::Reads;
 use domain::{Domain, Kind};
@@ -279,7 +279,9 @@ pub fn check_group(source: &str, guards: &[&Guard], place: &Where<'_>) -> Vec<St
                 Verdict::Overlap(example) => {
                     let shown: Vec<String> = example
                         .iter()
-                        .map(|(atom, value)| format!("{} = {}", atom.label(), repr_json(value)))
+                        .map(|(atom, value)| {
+                            format!("{} = {}", atom.label(), crate::guards::literal(value))
+                        })
                         .collect();
                     problems.push(format!(
                         "{group}: the guards {a} and {b} can both be true, e.g. when {}; \
