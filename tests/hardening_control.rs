@@ -197,11 +197,53 @@ fn a_newcomers_short_staleness_never_takes_a_healthy_or_stopped_holders_database
     daemon.get("/tokens/T-1").expect(200);
 }
 
+/// A control plane stopped (SIGSTOP) while it still holds its database takes up,
+/// when it runs again, the requests that reached its port meanwhile, also those
+/// whose clients gave up waiting: a start sent again by a script in the meantime
+/// is then a duplicate, and only an idempotency key keeps a fire from counting
+/// twice (README.md "Run a standby" says so).
+fn a_stopped_holder_applies_on_waking_the_requests_whose_clients_gave_up() {
+    let daemon = Daemon::tickets();
+    start(&daemon, "T-1");
+    stop_between_writes(&daemon);
+    let body = br#"{"token": "T-2", "context": {"repo": "acme/api"}}"#;
+    let stream = std::net::TcpStream::connect(&daemon.authority).expect("a connection");
+    stream
+        .set_read_timeout(Some(Duration::from_millis(500)))
+        .expect("a timeout");
+    let headers = [("content-type", "application/json")];
+    let gave_up = harness::exchange(stream, "POST", "/tokens", &headers, body);
+    assert!(gave_up.is_err(), "no answer while stopped: {gave_up:?}");
+    daemon.signal(libc::SIGCONT);
+    harness::eventually(
+        Duration::from_secs(10),
+        "the start that waited is applied",
+        || daemon.report(),
+        || daemon.count("SELECT count(*) FROM tokens WHERE token = 'T-2'") == 1,
+    );
+    let again = daemon.post(
+        "/tokens",
+        &json!({"token": "T-2", "context": {"repo": "acme/api"}}),
+    );
+    assert_eq!(
+        again.status, 200,
+        "the start sent again finds the token taken"
+    );
+    assert_eq!(
+        kinds(&daemon, "T-2")
+            .iter()
+            .filter(|k| *k == "started")
+            .count(),
+        1
+    );
+}
+
 both!(
     a_report_after_its_lease_ended_is_refused_before_the_clock_ticks,
     a_heartbeat_or_memory_write_after_the_lease_ended_ends_it_then_and_there,
     a_stopped_control_plane_whose_database_was_taken_commits_nothing_it_queued,
     a_newcomers_short_staleness_never_takes_a_healthy_or_stopped_holders_database,
+    a_stopped_holder_applies_on_waking_the_requests_whose_clients_gave_up,
 );
 
 #[test]
