@@ -162,6 +162,43 @@ fn the_start_form() {
 }
 
 #[test]
+fn under_60_by_20_the_screen_says_the_terminal_is_too_small() {
+    for (columns, rows) in [(59, 20), (60, 19), (40, 12)] {
+        let text = screen(&sized(columns, rows));
+        let said: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            said.contains(&format!(
+                "The terminal is {columns}x{rows}; Stateous needs at least 60x20."
+            )),
+            "{text}"
+        );
+        assert!(said.contains("press q to quit"), "{text}");
+        assert!(!text.contains("Tokens"), "no pane is drawn: {text}");
+    }
+    assert!(screen(&sized(60, 20)).contains("Tokens: 3 shown"));
+}
+
+#[test]
+fn at_60_by_20_a_long_refusal_is_read_whole_in_the_status_line() {
+    let mut model = sized(60, 20);
+    let sentence = "refused (409 token_not_active): token 'ORD-1' is completed; \
+                    only an active or paused token takes events";
+    model.status = Some(Status {
+        text: sentence.into(),
+        error: true,
+    });
+    let text = screen(&model);
+    let bottom: Vec<&str> = text.lines().rev().take(3).collect();
+    let said = bottom
+        .into_iter()
+        .rev()
+        .map(str::trim)
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(said.ends_with(sentence), "{text}");
+}
+
+#[test]
 fn a_small_terminal_draws_without_panicking() {
     for (columns, rows) in [(1, 1), (2, 2), (20, 5), (40, 12), (60, 20)] {
         let mut model = full_model();

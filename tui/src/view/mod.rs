@@ -34,6 +34,14 @@ pub const WIDE: u16 = 80;
 /// The fewest rows of the supervisors pane: borders and one line.
 const SUPERVISORS_LEAST: u16 = 3;
 
+/// The smallest terminal the panes are drawn in, columns and rows; a smaller one
+/// gets a sentence that says so instead of panes too small to read.
+pub const LEAST: (u16, u16) = (60, 20);
+
+/// The most rows the status line grows to, so that a long refusal is read whole
+/// on a narrow terminal.
+const STATUS_MOST: u16 = 3;
+
 /// The parts of the screen at `area`.
 struct Areas {
     title: Rect,
@@ -50,7 +58,7 @@ fn areas(model: &Model, area: Rect, zoom: bool) -> Areas {
         Constraint::Length(1),
         Constraint::Min(3),
         Constraint::Length(supervisor_rows(model, area.height)),
-        Constraint::Length(1),
+        Constraint::Length(status_rows(model, area.width)),
     ])
     .areas(area);
     let (tokens, detail, history) = if zoom {
@@ -135,6 +143,20 @@ pub fn fg(model: &Model, color: Color) -> Style {
 
 /// Draw `model` on `frame`.
 pub fn view(model: &Model, frame: &mut Frame) {
+    let (columns, rows) = (frame.area().width, frame.area().height);
+    if columns < LEAST.0 || rows < LEAST.1 {
+        let text = format!(
+            "The terminal is {columns}x{rows}; Stateous needs at least {}x{}. Make it \
+             larger, or press q to quit.",
+            LEAST.0, LEAST.1
+        );
+        let lines: Vec<Line> = wrap(&text, usize::from(columns), 0)
+            .into_iter()
+            .map(Line::from)
+            .collect();
+        frame.render_widget(Paragraph::new(lines), frame.area());
+        return;
+    }
     let area = areas(model, frame.area(), model.zoom);
     frame.render_widget(title(model), area.title);
     if !model.zoom {
@@ -143,7 +165,7 @@ pub fn view(model: &Model, frame: &mut Frame) {
     panes::detail(model, frame, area.detail);
     panes::history(model, frame, area.history);
     panes::supervisors(model, frame, area.supervisors);
-    frame.render_widget(status(model), area.status);
+    frame.render_widget(status(model, area.status.width), area.status);
     match &model.mode {
         Mode::Help => popups::help(model, frame),
         Mode::Graph => popups::graph(model, frame),
@@ -205,22 +227,46 @@ fn title(model: &Model) -> Paragraph<'static> {
     Paragraph::new(Line::from(spans))
 }
 
-fn status(model: &Model) -> Paragraph<'static> {
+/// The status line's text, and whether it tells of a problem.
+fn status_text(model: &Model) -> (String, bool) {
     if let Mode::Filter(edit) = &model.mode {
-        return Paragraph::new(format!(
-            "filter: {}▏  Enter applies, Esc clears",
-            edit.text()
-        ));
+        return (
+            format!("filter: {}▏  Enter applies, Esc clears", edit.text()),
+            false,
+        );
     }
     if let Connection::Lost(why) = &model.connection {
-        let line = format!("cannot reach {}: {why}; trying again", model.url);
-        return Paragraph::new(line).style(fg(model, Color::Red));
+        return (
+            format!("cannot reach {}: {why}; trying again", model.url),
+            true,
+        );
     }
     match &model.status {
-        Some(status) if status.error => {
-            Paragraph::new(status.text.clone()).style(fg(model, Color::Red))
-        }
-        Some(status) => Paragraph::new(status.text.clone()),
-        None => Paragraph::new(""),
+        Some(status) => (status.text.clone(), status.error),
+        None => (String::new(), false),
+    }
+}
+
+/// The rows the status line takes at `width` columns: its text wrapped, one row
+/// at least and [`STATUS_MOST`] at the most.
+fn status_rows(model: &Model, width: u16) -> u16 {
+    let (text, _) = status_text(model);
+    let rows = wrap(&text, usize::from(width), 0).len();
+    u16::try_from(rows)
+        .unwrap_or(u16::MAX)
+        .clamp(1, STATUS_MOST)
+}
+
+fn status(model: &Model, width: u16) -> Paragraph<'static> {
+    let (text, error) = status_text(model);
+    let lines: Vec<Line> = wrap(&text, usize::from(width), 0)
+        .into_iter()
+        .map(Line::from)
+        .collect();
+    let paragraph = Paragraph::new(lines);
+    if error {
+        paragraph.style(fg(model, Color::Red))
+    } else {
+        paragraph
     }
 }
