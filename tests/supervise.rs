@@ -260,6 +260,33 @@ fn a_folder_that_cannot_be_used_stops_supervise_with_one_line() {
         "{line}"
     );
     assert!(line.ends_with("again"), "{line}");
+    assert!(
+        line.contains("keeps the routines and stateous.yaml"),
+        "{line}"
+    );
+    // A folder of another workflow is not told to take this one's contract.
+    let other = text.replace("\"sdlc\"", "\"billing\"");
+    assert_ne!(other, text, "the contract names its workflow");
+    std::fs::write(&contract, other).unwrap();
+    let line = refused(&folder);
+    assert!(
+        line.contains("is the supervisor of workflow 'billing',")
+            && line.contains("serves workflow 'sdlc'"),
+        "{line}"
+    );
+    assert!(
+        line.ends_with(
+            "for 'sdlc' with `stateous init supervisor {} NEW_FOLDER`"
+                .replace("{}", &daemon.url)
+                .as_str()
+        ),
+        "{line}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&contract).unwrap(),
+        text.replace("\"sdlc\"", "\"billing\""),
+        "the folder is left as it was"
+    );
 }
 
 fn a_second_supervisor_on_the_same_folder_does_not_start() {

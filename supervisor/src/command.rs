@@ -98,11 +98,31 @@ pub async fn check_health(
             )))
         }
     };
+    let contract = loaded.path.join(CONTRACT_FILE);
+    if health.workflow != loaded.contract.workflow {
+        // Writing this folder's contract anew would make it the supervisor of the
+        // other workflow with routines written for its own: say what differs and
+        // leave the folder as it is.
+        return Err(StartError(format!(
+            "{} is the supervisor of workflow '{}', and {} serves workflow '{}': give \
+             it the control plane of '{}' (--url, or url: in stateous.yaml), or make a \
+             folder of its own for '{}' with `stateous init supervisor {} NEW_FOLDER`",
+            loaded.path.display(),
+            loaded.contract.workflow,
+            api.url(),
+            health.workflow,
+            loaded.contract.workflow,
+            health.workflow,
+            api.url(),
+        )));
+    }
     if health.checksum != loaded.contract.checksum {
         return Err(StartError(format!(
-            "{} is for another version of the workflow ({}; the control plane serves {}): \
-             run `stateous init supervisor {} {}` again",
-            loaded.path.join(CONTRACT_FILE).display(),
+            "{} is for another version of the workflow '{}' ({}; the control plane serves \
+             {}): `stateous init supervisor` writes contract.json anew and keeps the \
+             routines and stateous.yaml, so run `stateous init supervisor {} {}` again",
+            contract.display(),
+            loaded.contract.workflow,
             loaded.contract.checksum,
             health.checksum,
             api.url(),
