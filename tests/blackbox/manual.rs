@@ -157,3 +157,30 @@ fn version_names_the_commit_when_built_from_git() {
         }
     }
 }
+
+#[test]
+fn the_help_lists_each_command_in_one_short_line_and_its_own_help_has_the_details() {
+    let dir = tempfile::tempdir().expect("a temp folder");
+    let top = run(dir.path(), &["--help"]);
+    assert_eq!(top.code(), 0, "{top}");
+    let long: Vec<&str> = top
+        .stdout
+        .lines()
+        .filter(|line| line.chars().count() >= 80)
+        .collect();
+    assert!(long.is_empty(), "lines of 80 characters or more: {long:#?}");
+    // The details moved to each command's own help; nothing was dropped.
+    for (command, detail) in [
+        ("supervise", "STATEOUS_SUPERVISOR_HEARTBEAT"),
+        ("supervise", "the last 5 lines of stderr"),
+        ("ctx", "STATEOUS_CTX"),
+        ("clock", "`freeze` stops the clock"),
+        ("serve", "Unix socket"),
+        ("completions", "bash-completion"),
+        ("bench-routines", "stateous ctx emit"),
+    ] {
+        assert!(!top.stdout.contains(detail), "{detail}: {top}");
+        let own = run(dir.path(), &[command, "--help"]);
+        assert!(own.stdout.contains(detail), "{command} --help: {own}");
+    }
+}
