@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use stateous_daemon::serve::options as serve_options;
+use stateous_shared::durations::{parse_timing, TimingOf};
 
 /// The flags of `stateous backup`.
 #[derive(Args)]
@@ -23,7 +24,7 @@ pub struct BackupFlags {
 /// could not be made (nothing is then left at FILE).
 pub fn run(flags: BackupFlags) -> i32 {
     let made = serve_options::parse_database(&flags.db).and_then(|database| {
-        let wait = serve_options::flag_duration("--busy-timeout", &flags.busy_timeout)?;
+        let wait = parse_timing(&flags.busy_timeout, TimingOf::Flag("--busy-timeout"))?;
         stateous_daemon::backup::backup(&database, &flags.file, wait).map_err(|e| e.to_string())
     });
     match made {

@@ -2,12 +2,16 @@
 
 use clap::{Parser, Subcommand};
 
-/// What `stateous ctx` is, in `stateous --help` and `stateous ctx --help` (no
-/// final period, as clap shows a one-paragraph doc comment).
-pub const ABOUT: &str = "Inside a routine: speak to the supervisor that runs it, over the Unix \
-socket that STATEOUS_CTX names. A routine may speak that protocol itself: one JSON object per \
-line, e.g. {\"op\": \"emit\", \"event\": \"done\"}; the answer is {\"ok\": true, \"value\": \
-...} or {\"ok\": false, \"error\": \"...\"}";
+/// What `stateous ctx` is, in one line of `stateous --help` (no final period, as
+/// clap shows a one-paragraph doc comment).
+pub const ABOUT: &str = "Inside a routine: speak to the supervisor that runs it";
+
+/// What `stateous ctx --help` says of it: the line above, then how.
+pub const LONG_ABOUT: &str = "Inside a routine: speak to the supervisor that runs it.
+
+It speaks over the Unix socket that STATEOUS_CTX names. A routine may speak that protocol \
+itself: one JSON object per line, e.g. {\"op\": \"emit\", \"event\": \"done\"}; the answer is \
+{\"ok\": true, \"value\": ...} or {\"ok\": false, \"error\": \"...\"}.";
 
 #[derive(Subcommand)]
 pub enum CtxCommand {
@@ -94,7 +98,7 @@ struct CtxCli {
 
 #[derive(Subcommand)]
 enum CtxOnly {
-    #[command(subcommand, about = ABOUT)]
+    #[command(subcommand, about = ABOUT, long_about = LONG_ABOUT)]
     Ctx(CtxCommand),
 }
 

@@ -43,14 +43,18 @@ struct Cli {
 enum Command {
     /// Print the version.
     Version,
-    /// Print the shell completions for SHELL, e.g.
+    /// Print the shell completions for SHELL
+    ///
+    /// For example:
     /// `stateous completions bash > ~/.local/share/bash-completion/completions/stateous`.
     Completions {
         /// The shell: bash, zsh, fish, elvish or powershell.
         shell: clap_complete::Shell,
     },
-    /// Print the man page stateous(1); with --dir, write it and a page for each
-    /// command (stateous-serve.1, ...) into DIR.
+    /// Print the man page stateous(1), or write all pages into DIR
+    ///
+    /// With --dir, write it and a page for each command (stateous-serve.1, ...)
+    /// into DIR.
     Man {
         /// The folder to write the pages into, e.g. ~/.local/share/man/man1.
         #[arg(long)]
@@ -67,22 +71,34 @@ enum Command {
     /// Write a new workflow's folder, or a supervisor's folder.
     #[command(subcommand)]
     Init(Init),
-    /// Copy a SQLite database into a new file, consistent, while it is served.
+    /// Copy a SQLite database into a new file while it is served
+    ///
+    /// The copy is consistent (every change committed when it began, none half
+    /// made) and checked before it is given its name; a file that exists is never
+    /// overwritten.
     Backup(backup_args::BackupFlags),
-    /// Run the control plane: the HTTP API (TCP and a Unix socket) and the clock,
-    /// over one database.
+    /// Run the control plane: the HTTP API and the clock
+    ///
+    /// The HTTP API answers on TCP and on a Unix socket; the API and the clock
+    /// work over one database.
     Serve(Box<serve_args::ServeFlags>),
-    /// Run the routines of a supervisor's folder. Ctrl-C once: take no new tasks and
-    /// wait for the running routines. Twice: stop them and exit 1. Timings are keys of
-    /// stateous.yaml: heartbeat (30s), idle (1s, after an empty claim), grace (10s,
-    /// SIGTERM to SIGKILL), cancel_wait (5s), request_timeout (30s), backoff ([1s, 2s,
-    /// 4s, 8s, 16s, 30s]); each also from STATEOUS_SUPERVISOR_HEARTBEAT, _IDLE, _GRACE,
-    /// _CANCEL_WAIT, _REQUEST_TIMEOUT and _BACKOFF (e.g. `1s,2s,4s`), which win. The
-    /// heartbeat comes at least three times a lease when the control plane grants a
-    /// shorter lease; each backoff wait moves by up to 20% at random. A routine's
-    /// output goes to this log and to .stateous/logs/ (the newest 100 files kept):
-    /// at most 8 KiB of each line and 1 MiB of each attempt are kept, and a failure
-    /// quotes the end of each of the last 5 lines of stderr (300 characters).
+    /// Run the routines of a supervisor's folder
+    ///
+    /// Ctrl-C once: take no new tasks and wait for the running routines. Twice:
+    /// stop them and exit 1.
+    ///
+    /// Timings are keys of stateous.yaml: heartbeat (30s), idle (1s, after an
+    /// empty claim), grace (10s, SIGTERM to SIGKILL), cancel_wait (5s),
+    /// request_timeout (30s), backoff ([1s, 2s, 4s, 8s, 16s, 30s]); each also from
+    /// STATEOUS_SUPERVISOR_HEARTBEAT, _IDLE, _GRACE, _CANCEL_WAIT, _REQUEST_TIMEOUT
+    /// and _BACKOFF (e.g. `1s,2s,4s`), which win. The heartbeat comes at least
+    /// three times a lease when the control plane grants a shorter lease; each
+    /// backoff wait moves by up to 20% at random.
+    ///
+    /// A routine's output goes to this log and to .stateous/logs/ (the newest 100
+    /// files kept): at most 8 KiB of each line and 1 MiB of each attempt are kept,
+    /// and a failure quotes the end of each of the last 5 lines of stderr (300
+    /// characters).
     Supervise {
         /// The supervisor's folder.
         folder: PathBuf,
@@ -93,18 +109,24 @@ enum Command {
         #[arg(long)]
         url: Option<String>,
     },
-    #[command(subcommand, about = ctx_args::ABOUT)]
+    #[command(subcommand, about = ctx_args::ABOUT, long_about = ctx_args::LONG_ABOUT)]
     Ctx(ctx_args::CtxCommand),
-    /// Act on tokens: start, fire, show, pause, resume, cancel; list, why, retry;
-    /// and, with --where, act on every token a filter matches.
+    /// Act on one token, or on every token a filter matches
+    ///
+    /// Start, fire, show, pause, resume, cancel; list, why, retry; and, with
+    /// --where, act on every token a filter matches.
     #[command(subcommand_required = true, arg_required_else_help = true)]
     Token(token_args::TokenArgs),
-    /// Move the time of a daemon started with `serve --dev-clock`: `advance 10m`
-    /// fires the timers, timeouts and lease ends due inside it, in due order;
-    /// `freeze` stops the clock, `thaw` lets it run, `show` says where it stands.
+    /// Move the time of a daemon started with `serve --dev-clock`
+    ///
+    /// `advance 10m` fires the timers, timeouts and lease ends due inside it, in
+    /// due order; `freeze` stops the clock, `thaw` lets it run, `show` says where
+    /// it stands.
     Clock(token_args::ClockArgs),
-    /// See it work: a daemon, a supervisor and a few tokens of a bundled example,
-    /// in the terminal UI (without a terminal: their histories).
+    /// See it work: a bundled example in the terminal UI
+    ///
+    /// A daemon, a supervisor and a few tokens of a bundled example, in the
+    /// terminal UI (without a terminal: their histories).
     Demo,
     /// Watch and steer tokens in a terminal UI.
     Tui {
@@ -123,12 +145,16 @@ enum Command {
         )]
         read_only: bool,
     },
-    /// Measure a control plane: run tokens of the `orders` starter through it as
-    /// many supervisors without routines, then print tokens/s and request latency.
+    /// Measure a control plane: tokens/s and request latency
+    ///
+    /// Run tokens of the `orders` starter through it as many supervisors without
+    /// routines, then print tokens/s and request latency.
     Bench(token_args::BenchArgs),
-    /// Measure a supervisor: run short program routines (a shell script that calls
-    /// `stateous ctx emit`) through a daemon and a supervisor of its own, then print
-    /// routines per second.
+    /// Measure a supervisor: program routines per second
+    ///
+    /// Run short program routines (a shell script that calls `stateous ctx emit`)
+    /// through a daemon and a supervisor of its own, then print routines per
+    /// second.
     BenchRoutines {
         /// How many routines to run (one token each).
         #[arg(long, default_value_t = 1000)]

@@ -1,4 +1,5 @@
-//! Durations as workflows and schedules write them: `30s`, `10m`, `6h`, `1d`.
+//! Durations as workflows and schedules write them: `30s`, `10m`, `6h`, `1d`; and
+//! the timings of the programs' flags and settings, which also take milliseconds.
 //!
 //! One rule for every duration (reference `model/durations`): a whole number of 1
 //! or more and a unit `s`, `m`, `h` or `d`, at most 3650 days in all.
@@ -48,6 +49,72 @@ pub fn names_zero(text: &str) -> bool {
     number.contains('0')
         && number.bytes().all(|b| b == b'0' || b == b'.')
         && number.bytes().filter(|b| *b == b'.').count() <= 1
+}
+
+/// Where a timing of a program (not of a workflow) is written: it decides which
+/// forms are taken, and how a refusal reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimingOf<'a> {
+    /// A command-line flag such as `--lease`: a duration or whole milliseconds up
+    /// to a day; a negative value reads as not more than 0; a refusal names the flag.
+    Flag(&'a str),
+    /// A setting of `stateous.yaml` or the environment: also a plain number of
+    /// seconds (`1.5`); a refusal speaks of the value alone, and its caller puts
+    /// the setting's name before it.
+    Setting,
+}
+
+/// The most milliseconds a flag takes: a day.
+const MAX_FLAG_MILLIS: u64 = 86_400_000;
+
+/// A timing: a duration as workflows write it (`30s`, `2m`, `1h`, `1d`) or, so
+/// that tests can run in moments, whole milliseconds (`500ms`); a setting also
+/// takes a plain number of seconds. Zero is refused as not more than 0.
+pub fn parse_timing(text: &str, of: TimingOf) -> Result<Duration, String> {
+    let negative = matches!(of, TimingOf::Flag(_)) && text.starts_with('-');
+    if negative || names_zero(text) {
+        return Err(match of {
+            TimingOf::Flag(flag) => {
+                format!("{flag} must be more than 0, not '{text}'; write e.g. 500ms, 30s, 2m or 1h")
+            }
+            TimingOf::Setting => format!("'{text}' is zero; a timing must be more than 0"),
+        });
+    }
+    if let Some(millis) = text.strip_suffix("ms") {
+        let whole = match of {
+            TimingOf::Flag(_) => (!millis.is_empty() && millis.bytes().all(|b| b.is_ascii_digit()))
+                .then(|| millis.parse::<u64>().ok())
+                .flatten()
+                .filter(|ms| *ms <= MAX_FLAG_MILLIS),
+            TimingOf::Setting => millis.parse::<u64>().ok(),
+        };
+        return whole
+            .filter(|ms| *ms > 0)
+            .map(Duration::from_millis)
+            .ok_or_else(|| match of {
+                TimingOf::Flag(flag) => {
+                    format!("{flag} '{text}' is not a duration; write e.g. 500ms, 30s, 2m or 1h")
+                }
+                TimingOf::Setting => {
+                    format!("'{text}' is not a duration; write e.g. '500ms', '30s', '2m'")
+                }
+            });
+    }
+    if of == TimingOf::Setting {
+        if let Some(span) = text.parse::<f64>().ok().and_then(seconds_timing) {
+            return Ok(span);
+        }
+    }
+    parse_duration(text).map_err(|problem| match of {
+        TimingOf::Flag(flag) => format!("{flag}: {problem}"),
+        TimingOf::Setting => problem,
+    })
+}
+
+/// A plain number of seconds as a setting's timing: more than 0 and less than a
+/// billion.
+pub fn seconds_timing(seconds: f64) -> Option<Duration> {
+    (seconds > 0.0 && seconds < 1e9).then(|| Duration::from_secs_f64(seconds))
 }
 
 /// A span of whole seconds in words, as history sentences use it: `2 minutes`,
@@ -103,6 +170,74 @@ mod tests {
         for other in ["", "s", "ms", ".", "10s", "0.5", "01m", "0x", "0..0", "-0s"] {
             assert!(!names_zero(other), "{other}");
         }
+    }
+
+    #[test]
+    fn timing_flags_take_durations_and_milliseconds() {
+        let flag = |text| parse_timing(text, TimingOf::Flag("--lease"));
+        assert_eq!(
+            parse_timing("500ms", TimingOf::Flag("--tick")).unwrap(),
+            Duration::from_millis(500)
+        );
+        assert_eq!(flag("2m").unwrap(), Duration::from_secs(120));
+        assert_eq!(flag("86400000ms").unwrap(), Duration::from_secs(86400));
+        for bad in [
+            "0ms",
+            "ms",
+            "1.5s",
+            "0s",
+            "soon",
+            "-1ms",
+            "+5ms",
+            "86400001ms",
+            "1.5",
+        ] {
+            assert!(flag(bad).unwrap_err().contains("--lease"), "{bad}");
+        }
+        for zero in ["0s", "0ms", "0m", "-1s"] {
+            assert_eq!(
+                flag(zero).unwrap_err(),
+                format!(
+                    "--lease must be more than 0, not '{zero}'; write e.g. 500ms, 30s, 2m or 1h"
+                )
+            );
+        }
+        assert_eq!(
+            flag("5x").unwrap_err(),
+            "--lease: '5x' is not a duration; write e.g. '30s', '10m', '2h', '1d'"
+        );
+        assert_eq!(
+            flag("5xms").unwrap_err(),
+            "--lease '5xms' is not a duration; write e.g. 500ms, 30s, 2m or 1h"
+        );
+    }
+
+    #[test]
+    fn timing_settings_also_take_plain_seconds() {
+        let setting = |text| parse_timing(text, TimingOf::Setting);
+        assert_eq!(setting("250ms").unwrap(), Duration::from_millis(250));
+        assert_eq!(setting("1.5").unwrap(), Duration::from_millis(1500));
+        assert_eq!(setting("2m").unwrap(), Duration::from_secs(120));
+        assert_eq!(setting("90000000ms").unwrap(), Duration::from_secs(90000));
+        for zero in ["0s", "0ms", "0"] {
+            assert_eq!(
+                setting(zero).unwrap_err(),
+                format!("'{zero}' is zero; a timing must be more than 0")
+            );
+        }
+        assert_eq!(
+            setting("xms").unwrap_err(),
+            "'xms' is not a duration; write e.g. '500ms', '30s', '2m'"
+        );
+        for bad in ["soon", "-1s", "-1", "1e10"] {
+            assert!(
+                setting(bad).unwrap_err().contains("is not a duration"),
+                "{bad}"
+            );
+        }
+        assert_eq!(seconds_timing(0.5), Some(Duration::from_millis(500)));
+        assert_eq!(seconds_timing(0.0), None);
+        assert_eq!(seconds_timing(1e9), None);
     }
 
     #[test]

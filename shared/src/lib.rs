@@ -16,5 +16,6 @@ pub mod live;
 pub mod operate;
 pub mod pyrepr;
 pub mod refusal;
+pub mod testing;
 pub mod time;
 pub mod wire;

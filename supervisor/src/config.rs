@@ -16,6 +16,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use serde_norway::Value;
+use stateous_shared::durations::{parse_timing, seconds_timing, TimingOf};
 
 /// The settings file's name, in the supervisor's folder.
 pub const CONFIG_FILE: &str = "stateous.yaml";
@@ -194,26 +195,8 @@ fn apply_env(mut timings: Timings) -> Result<Timings, String> {
 
 /// A timing: a duration as workflows write it (`30s`, `2m`), milliseconds
 /// (`250ms`, for tests), or a plain number of seconds.
-pub fn parse_span(text: &str) -> Result<Duration, String> {
-    if stateous_shared::durations::names_zero(text) {
-        return Err(format!("'{text}' is zero; a timing must be more than 0"));
-    }
-    if let Some(millis) = text.strip_suffix("ms") {
-        if let Ok(n) = millis.parse::<u64>() {
-            if n > 0 {
-                return Ok(Duration::from_millis(n));
-            }
-        }
-        return Err(format!(
-            "'{text}' is not a duration; write e.g. '500ms', '30s', '2m'"
-        ));
-    }
-    if let Ok(seconds) = text.parse::<f64>() {
-        if seconds > 0.0 && seconds < 1e9 {
-            return Ok(Duration::from_secs_f64(seconds));
-        }
-    }
-    stateous_shared::durations::parse_duration(text)
+fn parse_span(text: &str) -> Result<Duration, String> {
+    parse_timing(text, TimingOf::Setting)
 }
 
 fn check_span(value: &Value) -> Result<Duration, String> {
@@ -221,8 +204,7 @@ fn check_span(value: &Value) -> Result<Duration, String> {
         Value::String(text) => parse_span(text),
         Value::Number(n) => n
             .as_f64()
-            .filter(|s| *s > 0.0 && *s < 1e9)
-            .map(Duration::from_secs_f64)
+            .and_then(seconds_timing)
             .ok_or_else(|| format!("{n} is not a positive number of seconds")),
         other => Err(format!("{} is not a duration", plain(other))),
     }

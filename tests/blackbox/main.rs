@@ -1,0 +1,51 @@
+//! The black-box tests of the `stateous` binary, as one test binary: each module is
+//! a former test file of its own, and the harness is a module they all share. One
+//! binary links the workspace once, where a binary per file linked it once each.
+//!
+//! Run one module's tests with `cargo test --test blackbox watch::`.
+
+// The harness first: `both!`, which runs a test on each backend, is defined there
+// and used by the modules below it.
+#[macro_use]
+mod harness;
+mod reference;
+mod supervising;
+
+mod api_refusals;
+mod api_routes;
+mod backup;
+mod bad_input;
+mod bench_routines;
+mod compile;
+mod demo;
+mod dev_clock;
+mod failover;
+mod hardening_control;
+mod hardening_supervisor;
+mod interop_reference;
+mod interop_supervisor;
+mod manual;
+mod metrics;
+mod operate_many;
+mod operate_mistakes;
+mod parallel;
+mod parallel_interop;
+mod postgres;
+mod postgres_restart;
+mod reliability;
+mod serve;
+mod standby;
+mod standby_clients;
+mod standby_e2e;
+mod standby_watch;
+mod supervise;
+mod supervise_examples;
+mod supervisor_guarantees;
+mod systemd;
+mod tidy;
+mod token_commands;
+mod token_interop;
+mod token_why;
+mod tui_tmux;
+mod values;
+mod watch;

@@ -1,0 +1,228 @@
+//! Black-box, Postgres only (skipped unless `STATEOUS_TEST_POSTGRES` names a
+//! server): the time limits of the seed and the hold on the database, as the
+//! reference's `docs/how-to/use-postgres.md` describes them and issue "Postgres"
+//! asks: a token held by another session answers 503 `database_busy` after the
+//! lock limit while other tokens move; a control plane whose lock connection ends
+//! answers `not_serving`, commits nothing more, and exits 1; an unreachable server
+//! at start ends `serve` within about the connect timeout.
+
+use crate::harness;
+
+use std::time::{Duration, Instant};
+
+use harness::{run, test_graph, Backend, Daemon, Setup};
+use serde_json::json;
+
+fn start(daemon: &Daemon, token: &str) {
+    daemon
+        .post(
+            "/tokens",
+            &json!({"token": token, "context": {"repo": "acme/api"}}),
+        )
+        .expect(201);
+}
+
+/// A session of its own on the daemon's database.
+fn session(daemon: &Daemon) -> postgres::Client {
+    let url = daemon.database.url();
+    postgres::Client::connect(&url, postgres::NoTls).expect("a session")
+}
+
+fn postgres(test: fn()) {
+    harness::on(Backend::Postgres, test);
+}
+
+#[test]
+fn a_token_held_by_another_session_answers_database_busy_while_other_tokens_move() {
+    postgres(|| {
+        let daemon = Setup::new(test_graph("tickets"))
+            .args(&["--lock-timeout", "1s"])
+            .start();
+        start(&daemon, "T-1");
+        start(&daemon, "T-2");
+        let mut other = session(&daemon);
+        let mut held = other.transaction().expect("a transaction");
+        held.query("SELECT 1 FROM tokens WHERE token = 'T-1' FOR UPDATE", &[])
+            .expect("the row locked");
+        let began = Instant::now();
+        let key = [("Idempotency-Key", "delivery-1")];
+        let refused = daemon.request("POST", "/tokens/T-1/events/stuck", &key, b"");
+        let waited = began.elapsed();
+        assert_eq!(refused.status, 503, "{refused}");
+        assert_eq!(refused.json()["code"], "database_busy");
+        assert!(
+            waited >= Duration::from_millis(900) && waited < Duration::from_secs(6),
+            "answered after {waited:?}"
+        );
+        // Other tokens move meanwhile.
+        daemon.post_empty("/tokens/T-2/pause").expect(200);
+        held.rollback().expect("the lock given back");
+        // The refused request changed nothing and burned no key: sent again, it applies.
+        let history = daemon.get("/tokens/T-1/history").expect(200);
+        assert!(!history.to_string().contains("delivery-1"), "{history}");
+        let applied = daemon.request("POST", "/tokens/T-1/events/stuck", &key, b"");
+        assert_eq!(applied.status, 200, "{applied}");
+        assert_eq!(applied.json()["status"], "completed");
+        assert!(applied.json().get("duplicate").is_none(), "{applied}");
+    });
+}
+
+/// The rows of `pg_locks` that are the serving lock of this test's database: the
+/// one session-level exclusive advisory lock granted there.
+const SERVING_LOCK: &str = "locktype = 'advisory' AND mode = 'ExclusiveLock' AND granted
+    AND database = (SELECT oid FROM pg_database WHERE datname = current_database())";
+
+#[test]
+fn a_control_plane_whose_lock_connection_ends_commits_nothing_more_and_exits_1() {
+    postgres(|| {
+        let mut daemon = Daemon::tickets();
+        start(&daemon, "T-1");
+        // The serving lock is the one session-level exclusive advisory lock.
+        let mut other = session(&daemon);
+        let ended = other
+            .query(
+                &format!("SELECT pg_terminate_backend(pid) FROM pg_locks WHERE {SERVING_LOCK}"),
+                &[],
+            )
+            .expect("the lock's session ended");
+        assert_eq!(ended.len(), 1, "one session held the lock");
+        // `pg_terminate_backend` only signals the session: the lock is lost once the
+        // session has ended (a commit before that still held it).
+        let lock_gone = Instant::now() + Duration::from_secs(10);
+        while !other
+            .query(&format!("SELECT 1 FROM pg_locks WHERE {SERVING_LOCK}"), &[])
+            .expect("pg_locks reads")
+            .is_empty()
+        {
+            assert!(Instant::now() < lock_gone, "the lock's session did not end");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        // Right after the loss: nothing commits.
+        let body = json!({"token": "T-2", "context": {"repo": "r"}});
+        let refused = daemon.post("/tokens", &body);
+        assert_eq!(refused.status, 503, "{refused}");
+        let status = daemon.wait(Duration::from_secs(20));
+        assert_eq!(status.code(), Some(1), "{}", daemon.report());
+        assert!(daemon
+            .rows("SELECT 1 FROM tokens WHERE token = 'T-2'")
+            .is_empty());
+        assert!(
+            daemon.stderr().contains("hold on it ended"),
+            "{}",
+            daemon.report()
+        );
+    });
+}
+
+#[test]
+fn a_second_control_plane_starts_at_once_after_the_first_is_killed() {
+    postgres(|| {
+        let mut daemon = Daemon::tickets();
+        start(&daemon, "T-1");
+        let url = daemon.database.url();
+        let socket = daemon.dir.path().join("second.sock").display().to_string();
+        let graph = test_graph("tickets").display().to_string();
+        let args = [
+            "serve",
+            &graph,
+            "--db",
+            &url,
+            "--listen",
+            "127.0.0.1:0",
+            "--socket",
+            &socket,
+        ];
+        let refused = run(daemon.dir.path(), &args);
+        assert_eq!(refused.code(), 1, "{refused}");
+        assert!(
+            refused
+                .stderr
+                .contains("another control plane serves this database ("),
+            "{refused}"
+        );
+        let began = Instant::now();
+        daemon.crash_and_restart();
+        assert!(began.elapsed() < Duration::from_secs(10));
+        assert_eq!(daemon.get("/tokens/T-1").expect(200)["state"], "coding");
+    });
+}
+
+#[test]
+fn an_unreachable_server_at_start_ends_serve_within_the_connect_timeout() {
+    postgres(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let graph = test_graph("tickets").display().to_string();
+        let socket = dir.path().join("s.sock").display().to_string();
+        // A documentation address (TEST-NET-1): nothing answers, the connect waits.
+        let db = "postgresql://u:secret@192.0.2.1:5432/none";
+        let began = Instant::now();
+        let refused = run(
+            dir.path(),
+            &[
+                "serve",
+                &graph,
+                "--db",
+                db,
+                "--listen",
+                "127.0.0.1:0",
+                "--socket",
+                &socket,
+                "--connect-timeout",
+                "2s",
+            ],
+        );
+        let took = began.elapsed();
+        assert_eq!(refused.code(), 1, "{refused}");
+        assert_eq!(refused.stderr.lines().count(), 1, "{refused}");
+        assert!(
+            refused
+                .stderr
+                .starts_with("error: cannot reach the database postgresql://u:***@"),
+            "{refused}"
+        );
+        assert!(took < Duration::from_secs(8), "took {took:?}");
+    });
+}
+
+/// A server that answers that the database does not exist was reported as "cannot
+/// reach the database", which sends the operator looking for an outage: the
+/// server's answer is the sentence, in one `error:` line with exit 1.
+#[test]
+fn a_database_the_server_says_does_not_exist_is_named_as_such() {
+    postgres(|| {
+        let server = std::env::var("STATEOUS_TEST_POSTGRES").expect("a Postgres server");
+        let base = server
+            .rsplit_once('/')
+            .map_or(server.as_str(), |(base, _)| base);
+        let db = format!("{base}/does_not_exist_db");
+        let dir = tempfile::tempdir().unwrap();
+        let graph = test_graph("tickets").display().to_string();
+        let socket = dir.path().join("s.sock").display().to_string();
+        let refused = run(
+            dir.path(),
+            &[
+                "serve",
+                &graph,
+                "--db",
+                &db,
+                "--listen",
+                "127.0.0.1:0",
+                "--socket",
+                &socket,
+            ],
+        );
+        assert_eq!(refused.code(), 1, "{refused}");
+        assert_eq!(refused.stderr.lines().count(), 1, "{refused}");
+        assert!(
+            refused
+                .stderr
+                .starts_with("error: the server of postgresql://")
+                && refused.stderr.contains(
+                    "/does_not_exist_db answered that the database does not exist \
+                     (database \"does_not_exist_db\" does not exist); create it first"
+                ),
+            "{refused}"
+        );
+        assert!(!refused.stderr.contains("cannot reach"), "{refused}");
+    });
+}

@@ -1,0 +1,260 @@
+//! End to end, as a person uses it: `stateous tui` in a tmux pane against a real
+//! daemon; keys go in with `send-keys`, the screen comes out with `capture-pane`.
+
+use crate::harness;
+
+use std::time::{Duration, Instant};
+
+use harness::tmux::{have_tmux, row, Tmux};
+use harness::{binary, Daemon};
+use serde_json::json;
+
+#[test]
+fn a_token_paused_and_resumed_with_keys_shows_the_change_on_screen() {
+    if !have_tmux() {
+        return;
+    }
+    let daemon = Daemon::orders();
+    daemon
+        .post(
+            "/tokens",
+            &json!({"token": "ORD-1", "context": {"title": "pen"}}),
+        )
+        .expect(201);
+    let tmux = Tmux::start("keys", &format!("{} tui --url {}", binary(), daemon.url));
+    tmux.wait_for("ORD-1 active in draft", |s| {
+        row(s, "ORD-1").is_some_and(|r| r.contains("draft") && r.contains("active"))
+    });
+    tmux.keys("p");
+    let paused = tmux.wait_for("ORD-1 paused", |s| {
+        row(s, "ORD-1").is_some_and(|r| r.contains("paused")) && s.contains("#5  paused")
+    });
+    assert!(paused.contains("ORD-1: draft, paused"), "{paused}");
+    assert_eq!(daemon.get("/tokens/ORD-1").expect(200)["status"], "paused");
+    tmux.keys("p");
+    tmux.wait_for("the refusal", |s| {
+        s.contains("refused (409 token_not_active)")
+    });
+    tmux.keys("r");
+    let resumed = tmux.wait_for("ORD-1 active again", |s| {
+        row(s, "ORD-1").is_some_and(|r| r.contains("active")) && s.contains("#6  resumed")
+    });
+    eprintln!("the screen after resume:\n{resumed}");
+    assert_eq!(daemon.get("/tokens/ORD-1").expect(200)["status"], "active");
+    tmux.keys("q");
+}
+
+#[test]
+fn the_tui_stays_live_through_a_daemon_restart() {
+    if !have_tmux() {
+        return;
+    }
+    let mut daemon = Daemon::orders();
+    daemon
+        .post(
+            "/tokens",
+            &json!({"token": "ORD-1", "context": {"title": "pen"}}),
+        )
+        .expect(201);
+    // The socket keeps its path across the restart; the TCP port does not.
+    let url = format!("unix://{}", daemon.socket.display());
+    let tmux = Tmux::start("restart", &format!("{} tui --url {url}", binary()));
+    tmux.wait_for("the live stream", |s| s.contains("connected, live"));
+    daemon.crash_and_restart();
+    daemon
+        .post_empty("/tokens/ORD-1/events/submitted")
+        .expect(200);
+    let after = tmux.wait_for("ORD-1 in review, live again", |s| {
+        s.contains("connected, live")
+            && row(s, "ORD-1").is_some_and(|r| r.contains("review"))
+            && s.contains("#7  entered review")
+    });
+    assert!(after.contains("ORD-1: review, active"), "{after}");
+    tmux.keys("q");
+}
+
+#[test]
+fn read_only_says_so_and_its_keys_change_nothing() {
+    if !have_tmux() {
+        return;
+    }
+    let daemon = Daemon::orders();
+    daemon
+        .post(
+            "/tokens",
+            &json!({"token": "ORD-1", "context": {"title": "pen"}}),
+        )
+        .expect(201);
+    // Once by the flag, once by the environment.
+    let commands = [
+        format!("{} tui --read-only --url {}", binary(), daemon.url),
+        format!(
+            "env STATEOUS_READ_ONLY=1 NO_COLOR=1 {} tui --url {}",
+            binary(),
+            daemon.url
+        ),
+    ];
+    for (n, command) in commands.iter().enumerate() {
+        let tmux = Tmux::start(&format!("read-only-{n}"), command);
+        tmux.wait_for("ORD-1 and the read-only mark", |s| {
+            s.lines().next().is_some_and(|l| l.contains("read-only"))
+                && row(s, "ORD-1").is_some_and(|r| r.contains("active"))
+        });
+        tmux.keys("p");
+        tmux.wait_for("the refusal of p", |s| {
+            s.contains("read-only: 'p' would change a token")
+        });
+        tmux.keys("c");
+        tmux.keys("y");
+        std::thread::sleep(Duration::from_millis(500));
+        assert_eq!(daemon.get("/tokens/ORD-1").expect(200)["status"], "active");
+        tmux.keys("q");
+    }
+}
+
+#[test]
+fn advancing_the_dev_clock_an_hour_fires_a_timeout_that_the_tui_shows_within_seconds() {
+    if !have_tmux() {
+        return;
+    }
+    let daemon = harness::Setup::new(harness::asset_graph("sdlc"))
+        .args(&["--dev-clock"])
+        .start();
+    daemon
+        .post(
+            "/tokens",
+            &json!({"token": "T-1", "context": {"repo": "r"}}),
+        )
+        .expect(201);
+    // In testing, whose timeout is 1h; sdlc has no transition for it: it fails.
+    daemon
+        .post("/tokens/T-1/events/done", &json!({}))
+        .expect(200);
+    let tmux = Tmux::start(
+        "dev-clock",
+        &format!("{} tui --url {}", binary(), daemon.url),
+    );
+    tmux.wait_for("T-1 active in testing, live", |s| {
+        s.contains("connected, live")
+            && row(s, "T-1").is_some_and(|r| r.contains("testing") && r.contains("active"))
+    });
+    tmux.keys("w");
+    tmux.wait_for("the graph with T-1 active in testing", |s| {
+        s.contains("Workflow: tokens by state") && s.contains("  testing")
+    });
+    tmux.keys("Escape");
+    let advanced = Instant::now();
+    let finished = harness::run(
+        daemon.dir.path(),
+        &["clock", "advance", "1h", "--url", &daemon.url],
+    );
+    assert_eq!(finished.code(), 0, "{finished}");
+    let after = tmux.wait_for(
+        "T-1 failed by its timeout, and the clock in the header",
+        |s| {
+            row(s, "T-1").is_some_and(|r| r.contains("failed"))
+                && s.lines()
+                    .next()
+                    .is_some_and(|l| l.contains("dev clock +1h"))
+        },
+    );
+    assert!(advanced.elapsed() < Duration::from_secs(5), "{after}");
+    eprintln!("the screen after the advance:\n{after}");
+    // Ages count from the daemon's time: T-1 entered testing an hour ago.
+    tmux.wait_for("T-1's age on the daemon's clock", |s| {
+        row(s, "T-1").is_some_and(|r| r.contains("1h00m"))
+    });
+    tmux.keys("w");
+    tmux.wait_for("testing counts its failed token", |s| {
+        s.lines()
+            .any(|l| l.contains("testing (timeout 1h)") && l.contains("0      0      1"))
+    });
+    tmux.keys("q");
+}
+
+#[test]
+fn marked_rows_are_cancelled_through_the_preview_and_the_filter_language_filters() {
+    if !have_tmux() {
+        return;
+    }
+    let daemon = Daemon::orders();
+    for id in ["ORD-1", "ORD-2", "ORD-3"] {
+        let body = json!({"token": id, "context": {"title": "pen"}});
+        daemon.post("/tokens", &body).expect(201);
+    }
+    let tmux = Tmux::start("bulk", &format!("{} tui --url {}", binary(), daemon.url));
+    tmux.wait_for("three tokens", |s| {
+        ["ORD-1", "ORD-2", "ORD-3"]
+            .iter()
+            .all(|id| row(s, id).is_some())
+    });
+    // The first two rows: the most recently moved first.
+    tmux.keys("Space");
+    tmux.keys("Space");
+    tmux.wait_for("two marks", |s| s.contains("2 marked"));
+    tmux.keys("c");
+    tmux.wait_for("the preview", |s| s.contains("cancel: 2 tokens (2 marked)"));
+    tmux.keys("tmux test");
+    tmux.keys("Tab");
+    tmux.keys("2");
+    tmux.keys("Enter");
+    let done = tmux.wait_for("the run's end", |s| {
+        s.contains("cancel done: 2 tokens, 2 applied, 0 refused")
+    });
+    eprintln!("the screen after the bulk cancel:\n{done}");
+    let cancelled: Vec<String> = ["ORD-1", "ORD-2", "ORD-3"]
+        .iter()
+        .filter(|id| daemon.get(&format!("/tokens/{id}")).expect(200)["status"] == "cancelled")
+        .map(|id| id.to_string())
+        .collect();
+    assert_eq!(cancelled, ["ORD-2", "ORD-3"]);
+    let history = daemon.get("/tokens/ORD-3/history").expect(200);
+    let operator = history
+        .as_array()
+        .and_then(|h| h.iter().find(|e| e["kind"] == "operator"))
+        .expect("the operator entry")
+        .clone();
+    assert_eq!(operator["data"]["reason"], "tmux test");
+    // The filter language, matched by the daemon, with its total in the title.
+    tmux.keys("/");
+    tmux.keys("status == 'active'");
+    tmux.keys("Enter");
+    tmux.wait_for("the filtered table", |s| {
+        s.contains("Tokens: 1 (status all, where status == 'active'") && row(s, "ORD-2").is_none()
+    });
+    tmux.keys("q");
+}
+
+#[test]
+fn a_bulk_cancel_at_a_terminal_goes_ahead_only_once_the_count_is_typed() {
+    if !have_tmux() {
+        return;
+    }
+    let daemon = Daemon::orders();
+    for id in ["ORD-1", "ORD-2", "ORD-3"] {
+        let body = json!({"token": id, "context": {"title": "pen"}});
+        daemon.post("/tokens", &body).expect(201);
+    }
+    let command = format!(
+        "{} token cancel --where \"state == 'draft'\" --reason 'at a terminal' --url {}; sleep 30",
+        binary(),
+        daemon.url
+    );
+    let tmux = Tmux::start("typed", &command);
+    tmux.wait_for("the question", |s| {
+        s.contains("3 tokens match state == 'draft'; cancel would do:")
+            && s.contains("Type 3 to cancel them, anything else to stop:")
+    });
+    assert_eq!(daemon.get("/tokens/ORD-1").expect(200)["status"], "active");
+    tmux.keys("3");
+    tmux.keys("Enter");
+    tmux.wait_for("the summary", |s| {
+        s.contains("cancelled 3 tokens; 0 refused, 0 duplicate, 0 skipped")
+    });
+    for id in ["ORD-1", "ORD-2", "ORD-3"] {
+        assert_eq!(
+            daemon.get(&format!("/tokens/{id}")).expect(200)["status"],
+            "cancelled"
+        );
+    }
+}
