@@ -7,6 +7,7 @@ pub mod api;
 pub mod clock;
 pub mod control;
 pub mod engine;
+pub mod input;
 pub mod metrics;
 pub mod serve;
 pub mod store;

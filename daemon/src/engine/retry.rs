@@ -18,7 +18,7 @@ use stateous_shared::wire::TokenView;
 use super::join::cannot_enter;
 use super::route::enter;
 use super::{append, lock, py, refuse, refuse_child, view, Rules, Step};
-use crate::store::{TokenStatus, Tx};
+use crate::store::{EntryKind, TokenStatus, Tx};
 
 /// The longest name `by` may give.
 pub const MAX_BY: usize = 256;
@@ -82,7 +82,7 @@ pub fn retry(rules: &Rules, tx: &dyn Tx, input: &RetryInput) -> Step<TokenView> 
     if let (Some(reason), Some(map)) = (&input.reason, data.as_object_mut()) {
         map.insert("reason".into(), Value::String(reason.clone()));
     }
-    append(tx, &row.token, "retried", None, data)?;
+    append(tx, &row.token, EntryKind::Retried, None, data)?;
     row.status = TokenStatus::Active;
     enter(rules, tx, &mut row, &state)?;
     Ok(view(&row))
