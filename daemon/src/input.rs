@@ -34,6 +34,8 @@ pub const MAX_SUPERVISOR: usize = 256;
 pub const MAX_NOTE: usize = 500;
 /// The longest claim request id.
 pub const MAX_REQUEST: usize = 64;
+/// The longest name a retry's `by` may give.
+pub const MAX_BY: usize = 256;
 
 fn refuse(code: Code, sentence: impl Into<String>) -> Refusal {
     Refusal::new(code, sentence)
@@ -542,4 +544,18 @@ impl ReportInput {
             "an outcome's 'attempt' must be a whole number of 1 or more",
         )
     }
+}
+
+/// `POST /tokens/{id}/retry`: its values are free text the history keeps, each
+/// within its limit when read from a body.
+#[derive(Debug, Clone)]
+pub struct RetryInput {
+    /// The token.
+    pub token: String,
+    /// The state to enter; `None`: the state where it failed.
+    pub state: Option<String>,
+    /// Why, for the history.
+    pub reason: Option<String>,
+    /// Who retries it.
+    pub by: String,
 }

@@ -11,7 +11,7 @@ use common::Db;
 use serde_json::{json, Value};
 use stateous_daemon::clock::Clock;
 use stateous_daemon::control::{Control, Options};
-use stateous_daemon::engine::retry::RetryInput;
+use stateous_daemon::input::RetryInput;
 use stateous_daemon::input::{ClaimInput, FireInput, ReportInput, StartInput};
 use stateous_shared::graph::Graph;
 use stateous_shared::refusal::Code;

@@ -1,5 +1,6 @@
 //! Every request body, query and header of the API is read here, and only here:
-//! each JSON field's type in the order the reference's HTTP layer reads them, each
+//! each JSON field's type in a fixed order (the first wrong field is the one
+//! refused, so a client always hears of the same one first), each
 //! value built with its check by the inputs layer (`crate::input`, where every
 //! limit and value sentence is defined), so the handlers pass validated inputs to
 //! the control plane. Checks that need the graph or the database (a payload's

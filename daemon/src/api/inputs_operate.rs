@@ -17,9 +17,9 @@ use stateous_shared::wire::Object;
 use super::{object_or_null, refuse, MAX_ITEMS, MAX_STATE, MAX_TOKEN};
 use crate::control::operate::{cursor_of, BulkInput};
 use crate::engine::bulk::BulkStep;
-use crate::engine::retry::{RetryInput, MAX_BY};
 use crate::engine::select::Selection;
 use crate::input::Key;
+use crate::input::{RetryInput, MAX_BY};
 
 /// Who asks when a body names no one.
 pub const OPERATOR: &str = "operator";

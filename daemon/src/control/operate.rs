@@ -18,8 +18,8 @@ use stateous_shared::wire::TokenView;
 
 use super::{keep, Control};
 use crate::engine::bulk::{apply, preview, refuse_whole, refused, BulkStep};
-use crate::engine::retry::RetryInput;
 use crate::engine::{self, select};
+use crate::input::RetryInput;
 use crate::store::{StoreError, TokenRow};
 
 /// A validated `POST /tokens/bulk`.

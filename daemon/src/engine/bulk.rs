@@ -17,11 +17,11 @@ use stateous_shared::refusal::{Code, Refusal};
 use stateous_shared::wire::Object;
 
 use super::fire::fire;
-use super::retry::{retry, RetryInput};
+use super::retry::retry;
 use super::route::{decide, Decision};
 use super::select::Selection;
 use super::{append, cancel, lock, pause, py, refuse_child, Fail, Rules, Step, OWN_EVENTS};
-use crate::input::{FireInput, Key};
+use crate::input::{FireInput, Key, RetryInput};
 use crate::store::{EntryKind, TokenRow, TokenStatus, Tx};
 
 /// A bulk action as each token meets it.

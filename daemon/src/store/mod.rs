@@ -325,8 +325,10 @@ pub trait Tasks {
     /// The oldest queued task of these states whose token is active and whose
     /// family this transaction now holds, never waiting for a family another
     /// transaction holds (one statement, `FOR UPDATE SKIP LOCKED`, on Postgres).
-    /// Where families are locked, only tasks of top tokens are found here: a
-    /// child's lock is its top's, found with `queued_tasks` and `lock_family`.
+    /// Where families are locked, only tasks of top tokens are found here (a
+    /// child's lock is its top's, found with `queued_tasks` and `lock_family`),
+    /// so finding none is [`Head::Unsure`]; where one writer holds every family,
+    /// every task is found, and none is [`Head::Empty`].
     fn lock_queued(&self, states: &[(Option<String>, String)]) -> StoreResult<Head>;
     /// Up to `limit` oldest queued tasks of active tokens in these states: each
     /// `(workflow, state)` with `None` for the main workflow.
