@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use stateous_daemon::control::{Control, Options};
+use stateous_daemon::input::{ClaimInput, FireInput, ReportInput, StartInput};
 use stateous_daemon::store::sqlite::open;
 use stateous_daemon::store::sqlite::schema::migrate;
 use stateous_shared::graph::Graph;
@@ -107,17 +108,28 @@ async fn probe(
     for round in 0..warm + rounds {
         let counted = round >= warm;
         let token = format!("{prefix}-probe-{round}");
-        control.start(token.clone(), context.clone()).await?;
+        control
+            .start(StartInput::new(token.clone(), context.clone())?)
+            .await?;
         let began = Instant::now();
         control
-            .fire(token.clone(), "submitted".into(), None, None)
+            .fire(FireInput::new(
+                token.clone(),
+                "submitted".into(),
+                None,
+                None,
+            )?)
             .await?;
         if counted {
             fires.push(began.elapsed());
         }
         let began = Instant::now();
         let grant = control
-            .claim("probe".into(), vec!["review".into()], None)
+            .claim(ClaimInput::new(
+                "probe".into(),
+                vec!["review".into()],
+                None,
+            )?)
             .await?
             .ok_or("the claim found no task")?;
         if counted {
@@ -134,7 +146,9 @@ async fn probe(
             supervisor: Some("probe".into()),
         };
         let began = Instant::now();
-        control.report(grant.task, outcome).await?;
+        control
+            .report(ReportInput::new(grant.task, outcome)?)
+            .await?;
         if counted {
             reports.push(began.elapsed());
         }

@@ -7,6 +7,7 @@
 //! `tick` about every `Options::tick` and stops (exit 1) once `lost()` is true.
 
 mod dev_clock;
+pub mod operate;
 
 pub use dev_clock::{no_dev_clock, MOST_ADVANCE};
 
@@ -15,26 +16,22 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::Value;
 use stateous_shared::graph::Graph;
 use stateous_shared::refusal::{Code, Refusal};
 use stateous_shared::time::{from_micros, iso};
-use stateous_shared::wire::{Grant, HistoryEntry, Object, Outcome, TokenView};
+use stateous_shared::wire::{Grant, HistoryEntry, Object, TokenView};
 
 use crate::clock::Clock;
-use crate::engine::claim::ClaimInput;
-use crate::engine::fire::FireInput;
-use crate::engine::report::ReportInput;
-use crate::engine::start::StartInput;
+use crate::engine::LOST;
 use crate::engine::{self, Rules, Step};
+use crate::input::{
+    ClaimInput, FireInput, HeartbeatInput, MemoryInput, NoteInput, ReportInput, StartInput,
+};
 use crate::metrics::Metrics;
 use crate::store::backend::{holder_name, Database, Inspected, Standby, StoreOptions};
 use crate::store::feed::FeedMark;
 use crate::store::postgres::PgOptions;
-use crate::store::{LedgerRow, Store, StoreError, TokenStatus, Tx, LOST};
-
-#[path = "control_operate.rs"]
-pub mod operate;
+use crate::store::{LedgerRow, Store, StoreError, TokenStatus, Tx};
 
 /// How the control plane runs; every timing is configurable (SPEC section 2).
 #[derive(Debug, Clone)]
@@ -277,25 +274,17 @@ impl Control {
     }
 
     /// `POST /tokens`.
-    pub async fn start(&self, token: String, context: Object) -> Result<Started, Refusal> {
-        let input = StartInput::new(token, context).map_err(engine::Fail::refusal)?;
+    pub async fn start(&self, input: StartInput) -> Result<Started, Refusal> {
         let (token, created) = self
-            .write(move |rules, tx| engine::start::start(rules, tx, input.clone()))
+            .write(move |rules, tx| engine::start::start(rules, tx, &input))
             .await?;
         Ok(Started { token, created })
     }
 
     /// `POST /tokens/{id}/events/{event}`.
-    pub async fn fire(
-        &self,
-        token: String,
-        event: String,
-        payload: Option<Object>,
-        key: Option<String>,
-    ) -> Result<Fired, Refusal> {
-        let input = FireInput::new(token, event, payload, key).map_err(engine::Fail::refusal)?;
+    pub async fn fire(&self, input: FireInput) -> Result<Fired, Refusal> {
         let (token, duplicate) = self
-            .write(move |rules, tx| engine::fire::fire(rules, tx, input.clone()))
+            .write(move |rules, tx| engine::fire::fire(rules, tx, &input))
             .await?;
         Ok(Fired { token, duplicate })
     }
@@ -319,71 +308,33 @@ impl Control {
     }
 
     /// `POST /tasks/claim`: `None` when no task is queued (204).
-    pub async fn claim(
-        &self,
-        supervisor: String,
-        states: Vec<String>,
-        request: Option<String>,
-    ) -> Result<Option<Grant>, Refusal> {
-        let input = ClaimInput::new(supervisor, states, request).map_err(engine::Fail::refusal)?;
-        self.write(move |rules, tx| engine::claim::claim(rules, tx, input.clone()))
+    pub async fn claim(&self, input: ClaimInput) -> Result<Option<Grant>, Refusal> {
+        self.write(move |rules, tx| engine::claim::claim(rules, tx, &input))
             .await
     }
 
     /// `POST /tasks/heartbeat`: the tasks the supervisor no longer holds.
-    /// `attempts` (task id to attempt) as `engine::heartbeat::heartbeat` reads it.
-    pub async fn heartbeat(
-        &self,
-        supervisor: String,
-        tasks: Vec<i64>,
-        attempts: std::collections::BTreeMap<i64, i64>,
-    ) -> Result<Vec<i64>, Refusal> {
-        self.write(move |rules, tx| {
-            engine::heartbeat::heartbeat(rules, tx, &supervisor, &tasks, &attempts)
-        })
-        .await
+    pub async fn heartbeat(&self, input: HeartbeatInput) -> Result<Vec<i64>, Refusal> {
+        self.write(move |rules, tx| engine::heartbeat::heartbeat(rules, tx, &input))
+            .await
     }
 
-    /// `POST /tasks/{id}/report`. `outcome.supervisor` names the supervisor that
-    /// claimed the task; `None` is a report from outside.
-    pub async fn report(&self, task: i64, outcome: Outcome) -> Result<TokenView, Refusal> {
-        let input = ReportInput::new(task, outcome).map_err(engine::Fail::refusal)?;
-        self.write(move |rules, tx| engine::report::report(rules, tx, input.clone()))
+    /// `POST /tasks/{id}/report`.
+    pub async fn report(&self, input: ReportInput) -> Result<TokenView, Refusal> {
+        self.write(move |rules, tx| engine::report::report(rules, tx, &input))
             .await
     }
 
     /// `POST /tasks/{id}/note`; a key already on the token's ledger writes nothing.
-    pub async fn note(
-        &self,
-        task: i64,
-        text: String,
-        attempt: Option<i64>,
-        key: Option<String>,
-    ) -> Result<(), Refusal> {
-        self.write(move |rules, tx| {
-            let note = engine::note::Note {
-                task,
-                text: &text,
-                attempt,
-                key: key.as_deref(),
-            };
-            engine::note::note(rules, tx, &note)
-        })
-        .await
+    pub async fn note(&self, input: NoteInput) -> Result<(), Refusal> {
+        self.write(move |rules, tx| engine::note::note(rules, tx, &input))
+            .await
     }
 
     /// `PUT /tasks/{id}/memory`; a null value deletes the key.
-    pub async fn set_memory(
-        &self,
-        task: i64,
-        key: String,
-        value: Value,
-        attempt: Option<i64>,
-    ) -> Result<(), Refusal> {
-        self.write(move |rules, tx| {
-            engine::memory::set_memory(rules, tx, task, &key, &value, attempt)
-        })
-        .await
+    pub async fn set_memory(&self, input: MemoryInput) -> Result<(), Refusal> {
+        self.write(move |rules, tx| engine::memory::set_memory(rules, tx, &input))
+            .await
     }
 
     /// `GET /tokens/{id}`.
@@ -516,7 +467,7 @@ impl Control {
     ) -> Result<Vec<Committed>, Refusal> {
         if token
             .as_deref()
-            .is_some_and(|t| !engine::start::token_id_ok(t))
+            .is_some_and(|t| !crate::input::token_id_ok(t))
         {
             return Ok(Vec::new()); // no token has such an id
         }

@@ -8,6 +8,7 @@ pub mod backup;
 pub mod clock;
 pub mod control;
 pub mod engine;
+pub mod input;
 pub mod metrics;
 pub mod serve;
 pub mod store;

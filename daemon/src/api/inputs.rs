@@ -1,11 +1,10 @@
-//! Every request body, query and header of the API becomes a validated input here,
-//! and only here; the handlers pass these to the control plane.
-//!
-//! The checks, their order, their codes and their limits are the reference's HTTP
-//! layer (`docs/reference/http.md`, `docs/reference/limits.md`): a value of the wrong
-//! JSON type or out of range is refused before the engine sees the request. Checks
-//! that need the graph or the database (a token id's pattern, a payload's model, an
-//! event's name) belong to the engine.
+//! Every request body, query and header of the API is read here, and only here:
+//! each JSON field's type in a fixed order (the first wrong field is the one
+//! refused, so a client always hears of the same one first), each
+//! value built with its check by the inputs layer (`crate::input`, where every
+//! limit and value sentence is defined), so the handlers pass validated inputs to
+//! the control plane. Checks that need the graph or the database (a payload's
+//! model, an event's name) belong to the engine.
 
 use std::collections::BTreeMap;
 
@@ -16,27 +15,12 @@ use stateous_shared::refusal::{Code, Refusal};
 use stateous_shared::wire::{Object, Outcome, Schedule};
 
 use super::fields::Fields;
-
-/// The most tokens one `GET /tokens` lists.
-pub const MAX_LIMIT: i64 = 1000;
-/// The tokens `GET /tokens` lists when the query names no `limit`.
-pub const DEFAULT_LIMIT: i64 = 100;
-/// The longest idempotency key: the size of the ledger's `key` column.
-pub const MAX_KEY: usize = 256;
-/// The longest memory key.
-pub const MAX_MEMORY_KEY: usize = 128;
-/// The longest state name in a claim: `<workflow>/<state>`, 64 + 1 + 64.
-pub const MAX_STATE: usize = 129;
-/// The longest token id a listing's `parent` names.
-pub const MAX_TOKEN: usize = 128;
-/// The most state names in a claim, and task ids in a heartbeat.
-pub const MAX_ITEMS: usize = 1000;
-/// The longest supervisor name in a claim, a heartbeat or a report.
-pub const MAX_SUPERVISOR: usize = 256;
-/// The longest note, after the white space at its two ends is removed.
-pub const MAX_NOTE: usize = 500;
-/// The longest claim request id.
-pub const MAX_REQUEST: usize = 64;
+pub use crate::input::{
+    ClaimInput, FireInput, HeartbeatInput, MemoryInput, NoteInput, ReportInput, StartInput,
+    DEFAULT_LIMIT, MAX_ITEMS, MAX_KEY, MAX_LIMIT, MAX_MEMORY_KEY, MAX_NOTE, MAX_REQUEST, MAX_STATE,
+    MAX_SUPERVISOR, MAX_TOKEN,
+};
+use crate::input::{Key, MemoryKey, RequestId, States, Supervisor};
 
 /// The statuses a listing may filter on.
 pub use stateous_shared::wire::TOKEN_STATUSES as STATUSES;
@@ -45,21 +29,13 @@ fn refuse(code: Code, sentence: impl Into<String>) -> Refusal {
     Refusal::new(code, sentence)
 }
 
-/// `POST /tokens`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct StartInput {
-    /// The new token's id; the engine checks its pattern.
-    pub token: String,
-    /// Its context; `{}` when the body names none.
-    pub context: Object,
-}
-
 impl StartInput {
     /// The fields `parse` reads.
     pub const FIELDS: &'static [&'static str] = &["token", "context"];
 
     /// From the body: `token` must be a string (`invalid_token_id`), `context` an
-    /// object or null (`invalid_context`).
+    /// object or null (`invalid_context`), then the id must match the pattern
+    /// (`invalid_token_id`).
     pub fn parse(body: &impl Fields) -> Result<StartInput, Refusal> {
         let Some(Value::String(token)) = body.field("token") else {
             return Err(refuse(
@@ -68,10 +44,7 @@ impl StartInput {
             ));
         };
         let context = object_or_null(body.field("context"), "context", Code::InvalidContext)?;
-        Ok(StartInput {
-            token: token.clone(),
-            context: context.unwrap_or_default(),
-        })
+        StartInput::new(token.clone(), context.unwrap_or_default())
     }
 }
 
@@ -186,59 +159,25 @@ fn parse_limit(text: &str) -> Result<i64, Refusal> {
     }
 }
 
-/// `POST /tokens/{id}/events/{event}`: the body and the `Idempotency-Key` header.
-#[derive(Debug, Clone, PartialEq)]
-pub struct FireInput {
-    /// The payload, if the body names one.
-    pub payload: Option<Object>,
-    /// The idempotency key, if the header is there.
-    pub key: Option<String>,
-}
-
 impl FireInput {
-    /// `payload` must be an object or null (`invalid_payload`); the key, the
-    /// header's bytes read as UTF-8 (the seed counts a key in characters, and keeps
-    /// it as sent), must be UTF-8 and have 1 to 256 characters and no control
-    /// characters (`invalid_payload`).
-    pub fn parse(body: &Object, key: Option<&[u8]>) -> Result<FireInput, Refusal> {
+    /// The body and the `Idempotency-Key` header of an event for `token`:
+    /// `payload` must be an object or null (`invalid_payload`), then the key is
+    /// checked (`Key::from_bytes`).
+    pub fn parse(
+        token: String,
+        event: String,
+        body: &Object,
+        key: Option<&[u8]>,
+    ) -> Result<FireInput, Refusal> {
         let payload = object_or_null(body.get("payload"), "payload", Code::InvalidPayload)?;
-        let key = key.map(check_key).transpose()?;
-        Ok(FireInput { payload, key })
+        let key = key.map(Key::from_bytes).transpose()?;
+        Ok(FireInput {
+            token,
+            event,
+            payload,
+            key,
+        })
     }
-}
-
-fn check_key(raw: &[u8]) -> Result<String, Refusal> {
-    let Ok(key) = std::str::from_utf8(raw) else {
-        return Err(refuse(
-            Code::InvalidPayload,
-            "an idempotency key must be UTF-8 text",
-        ));
-    };
-    let key = key.to_string();
-    if !(1..=MAX_KEY).contains(&key.chars().count()) {
-        return Err(refuse(
-            Code::InvalidPayload,
-            format!("an idempotency key must have 1 to {MAX_KEY} characters"),
-        ));
-    }
-    if key.chars().any(|c| (c as u32) < 32 || c as u32 == 127) {
-        return Err(refuse(
-            Code::InvalidPayload,
-            "an idempotency key must not hold control characters",
-        ));
-    }
-    Ok(key)
-}
-
-/// `POST /tasks/claim`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ClaimInput {
-    /// The supervisor's name, 1 to 256 characters.
-    pub supervisor: String,
-    /// The states it serves, at most 1000.
-    pub states: Vec<String>,
-    /// The request id, if any.
-    pub request: Option<String>,
 }
 
 impl ClaimInput {
@@ -258,25 +197,11 @@ impl ClaimInput {
     }
 }
 
-/// `POST /tasks/heartbeat`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct HeartbeatInput {
-    /// The supervisor's name.
-    pub supervisor: String,
-    /// The tasks it runs, at most 1000 ids of 1 or more.
-    pub tasks: Vec<i64>,
-    /// Our addition: the attempt it runs of each task it names here (task id to
-    /// attempt, at most 1000); empty when the body has no `attempts`, as the
-    /// reference's supervisor sends it.
-    pub attempts: BTreeMap<i64, i64>,
-}
-
 impl HeartbeatInput {
-    /// The supervisor, then the task ids (`invalid_body` for a wrong list,
-    /// `invalid_argument` for more than 1000), then `attempts` (absent or null:
-    /// none; else an object whose keys are task ids as decimal strings and whose
-    /// values are whole numbers of 1 or more, `invalid_body` otherwise, and
-    /// `invalid_argument` for more than 1000 entries).
+    /// The supervisor, then the task ids (`invalid_body` for a wrong list), then
+    /// `attempts` (absent or null: none; else an object whose keys are task ids as
+    /// decimal strings and whose values are whole numbers of 1 or more,
+    /// `invalid_body` otherwise); then how many each names (`HeartbeatInput::new`).
     pub fn parse(body: &Object) -> Result<HeartbeatInput, Refusal> {
         let supervisor = supervisor(body.get("supervisor"))?;
         let wrong = || refuse(Code::InvalidBody, "'tasks' must be a list of task ids");
@@ -288,18 +213,8 @@ impl HeartbeatInput {
             .map(|item| item.as_i64().filter(|id| *id > 0))
             .collect::<Option<Vec<i64>>>()
             .ok_or_else(wrong)?;
-        if tasks.len() > MAX_ITEMS {
-            return Err(refuse(
-                Code::InvalidArgument,
-                format!("'tasks' may hold at most {MAX_ITEMS} task ids"),
-            ));
-        }
         let attempts = attempts_of(body.get("attempts"))?;
-        Ok(HeartbeatInput {
-            supervisor,
-            tasks,
-            attempts,
-        })
+        HeartbeatInput::new(supervisor.as_str().to_string(), tasks, attempts)
     }
 }
 
@@ -309,12 +224,6 @@ fn attempts_of(value: Option<&Value>) -> Result<BTreeMap<i64, i64>, Refusal> {
         Some(Value::Object(entries)) => entries,
         Some(_) => return Err(wrong_attempts()),
     };
-    if entries.len() > MAX_ITEMS {
-        return Err(refuse(
-            Code::InvalidArgument,
-            format!("'attempts' may name at most {MAX_ITEMS} tasks"),
-        ));
-    }
     let mut attempts = BTreeMap::new();
     for (task, attempt) in entries {
         let task = decimal_id(task).ok_or_else(wrong_attempts)?;
@@ -342,9 +251,6 @@ fn decimal_id(text: &str) -> Option<i64> {
     plain.then(|| text.parse().ok()).flatten()
 }
 
-/// `POST /tasks/{id}/report`: the outcome, with its supervisor.
-pub struct ReportInput;
-
 impl ReportInput {
     /// The fields `parse` reads.
     pub const FIELDS: &'static [&'static str] = &[
@@ -358,37 +264,24 @@ impl ReportInput {
         "context",
     ];
 
-    /// The supervisor (`invalid_argument` when named wrongly), then the outcome's
-    /// shape (`invalid_body`), as the reference's wire format reads it.
-    pub fn parse(body: &impl Fields) -> Result<Outcome, Refusal> {
+    /// The outcome of `task`: the supervisor (`invalid_argument` when named
+    /// wrongly), then each field's type (`invalid_body`), then the outcome's shape
+    /// (`ReportInput::new`).
+    pub fn parse(task: i64, body: &impl Fields) -> Result<ReportInput, Refusal> {
         let named = match body.field("supervisor") {
             None | Some(Value::Null) => None,
-            value => Some(supervisor(value)?),
+            Some(Value::String(name)) => Some(name.clone()),
+            Some(_) => return Err(Supervisor::wrong()),
         };
         let shape = |sentence: String| refuse(Code::InvalidBody, sentence);
         let kind = match body.field("kind") {
-            Some(Value::String(kind))
-                if ["event", "waiting", "failed"].contains(&kind.as_str()) =>
-            {
-                kind.clone()
-            }
-            other => {
-                return Err(shape(format!(
-                    "an outcome's 'kind' must be 'event', 'waiting' or 'failed', not {}",
-                    shown(other)
-                )))
-            }
+            Some(Value::String(kind)) => kind.clone(),
+            other => return Err(ReportInput::wrong_kind(&shown(other))),
         };
-        let text = |key: &str, what: &str| match body.field(key) {
-            Some(Value::String(text)) => Ok(text.clone()),
-            _ => Err(shape(format!("{what} needs '{key}' as a string"))),
+        let text = |key: &str| match body.field(key) {
+            Some(Value::String(text)) => Some(text.clone()),
+            _ => None,
         };
-        let event = (kind == "event")
-            .then(|| text("event", "an 'event' outcome"))
-            .transpose()?;
-        let error = (kind == "failed")
-            .then(|| text("error", "a 'failed' outcome"))
-            .transpose()?;
         let schedules = match body.field("schedules") {
             None => Vec::new(),
             Some(Value::Array(items)) => items.iter().map(schedule).collect::<Result<_, _>>()?,
@@ -396,26 +289,20 @@ impl ReportInput {
         };
         let attempt = match body.field("attempt") {
             None | Some(Value::Null) => None,
-            Some(value) => match whole(value) {
-                Some(attempt) if attempt >= 1 => Some(attempt),
-                _ => {
-                    return Err(shape(
-                        "an outcome's 'attempt' must be a whole number of 1 or more".into(),
-                    ))
-                }
-            },
+            Some(value) => Some(whole(value).ok_or_else(ReportInput::wrong_attempt)?),
         };
-        Ok(Outcome {
+        let outcome = Outcome {
+            event: (kind == "event").then(|| text("event")).flatten(),
+            error: (kind == "failed").then(|| text("error")).flatten(),
             kind,
-            event,
             payload: object_or_null(body.field("payload"), "payload", Code::InvalidBody)?,
-            error,
             context: object_or_null(body.field("context"), "context", Code::InvalidBody)?
                 .unwrap_or_default(),
             schedules,
             attempt,
             supervisor: named,
-        })
+        };
+        ReportInput::new(task, outcome)
     }
 }
 
@@ -430,12 +317,6 @@ fn schedule(item: &Value) -> Result<Schedule, Refusal> {
     let Some(Value::String(after)) = body.get("after") else {
         return Err(shape("a schedule needs 'after' as a string"));
     };
-    if let Err(problem) = parse_duration(after) {
-        return Err(refuse(
-            Code::InvalidBody,
-            format!("a schedule's 'after': {problem}"),
-        ));
-    }
     Ok(Schedule {
         event: event.clone(),
         payload: object_or_null(
@@ -447,36 +328,23 @@ fn schedule(item: &Value) -> Result<Schedule, Refusal> {
     })
 }
 
-/// `POST /tasks/{id}/note`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct NoteInput {
-    /// The note, without the white space at its two ends: 1 to 500 characters.
-    pub text: String,
-    /// The attempt it is for, if named.
-    pub attempt: Option<i64>,
-    /// The `Idempotency-Key` header, if any (ours: the supervisor sends one per
-    /// note of its outbox, so that a note sent again after a lost answer is
-    /// written once).
-    pub key: Option<String>,
-}
-
 impl NoteInput {
-    /// The text (`invalid_payload`), then the attempt (`invalid_argument`), then
-    /// the key, as a fire's (`invalid_payload`).
-    pub fn parse(body: &Object, key: Option<&[u8]>) -> Result<NoteInput, Refusal> {
+    /// The note of `task`: the text (`invalid_payload`), then the attempt
+    /// (`invalid_argument`), then the key, as a fire's (`invalid_payload`).
+    pub fn parse(task: i64, body: &Object, key: Option<&[u8]>) -> Result<NoteInput, Refusal> {
         let text = match body.get("text") {
-            Some(Value::String(text)) => text.trim().to_string(),
-            _ => String::new(),
+            Some(Value::String(text)) => text.as_str(),
+            _ => "",
         };
-        if !(1..=MAX_NOTE).contains(&text.chars().count()) {
-            return Err(refuse(
-                Code::InvalidPayload,
-                format!("a note needs a 'text' of 1 to {MAX_NOTE} characters"),
-            ));
-        }
+        let text = crate::input::NoteText::new(text)?;
         let attempt = attempt(body.get("attempt"))?;
-        let key = key.map(check_key).transpose()?;
-        Ok(NoteInput { text, attempt, key })
+        let key = key.map(Key::from_bytes).transpose()?;
+        Ok(NoteInput {
+            task,
+            text,
+            attempt,
+            key,
+        })
     }
 }
 
@@ -502,31 +370,13 @@ impl AdvanceInput {
     }
 }
 
-/// `PUT /tasks/{id}/memory`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct MemoryInput {
-    /// The key: 1 to 128 characters.
-    pub key: String,
-    /// The value; `null` deletes the key.
-    pub value: Value,
-    /// The attempt it is for, if named.
-    pub attempt: Option<i64>,
-}
-
 impl MemoryInput {
-    /// The key (`invalid_payload`), the presence of `value` (`invalid_body`), then
-    /// the attempt (`invalid_argument`).
-    pub fn parse(body: &Object) -> Result<MemoryInput, Refusal> {
+    /// The memory write of `task`: the key (`invalid_payload`), the presence of
+    /// `value` (`invalid_body`), then the attempt (`invalid_argument`).
+    pub fn parse(task: i64, body: &Object) -> Result<MemoryInput, Refusal> {
         let key = match body.get("key") {
-            Some(Value::String(key)) if (1..=MAX_MEMORY_KEY).contains(&key.chars().count()) => {
-                key.clone()
-            }
-            _ => {
-                return Err(refuse(
-                    Code::InvalidPayload,
-                    format!("'key' must be a string of 1 to {MAX_MEMORY_KEY} characters"),
-                ))
-            }
+            Some(Value::String(key)) => MemoryKey::new(key.clone())?,
+            _ => return Err(MemoryKey::wrong()),
         };
         let Some(value) = body.get("value") else {
             return Err(refuse(
@@ -536,6 +386,7 @@ impl MemoryInput {
         };
         let attempt = attempt(body.get("attempt"))?;
         Ok(MemoryInput {
+            task,
             key,
             value: value.clone(),
             attempt,
@@ -567,57 +418,30 @@ fn whole(value: &Value) -> Option<i64> {
     }
 }
 
-fn supervisor(value: Option<&Value>) -> Result<String, Refusal> {
+fn supervisor(value: Option<&Value>) -> Result<Supervisor, Refusal> {
     match value {
-        Some(Value::String(name)) if (1..=MAX_SUPERVISOR).contains(&name.chars().count()) => {
-            Ok(name.clone())
-        }
-        _ => Err(refuse(
-            Code::InvalidArgument,
-            format!("'supervisor' must be a name of 1 to {MAX_SUPERVISOR} characters"),
-        )),
+        Some(Value::String(name)) => Supervisor::new(name.clone()),
+        _ => Err(Supervisor::wrong()),
     }
 }
 
-fn state_names(value: Option<&Value>) -> Result<Vec<String>, Refusal> {
-    let wrong = || refuse(Code::InvalidBody, "'states' must be a list of state names");
+fn state_names(value: Option<&Value>) -> Result<States, Refusal> {
     let Some(Value::Array(items)) = value else {
-        return Err(wrong());
+        return Err(States::wrong());
     };
     let names = items
         .iter()
-        .map(|item| match item {
-            Value::String(name) if (1..=MAX_STATE).contains(&name.chars().count()) => {
-                Some(name.clone())
-            }
-            _ => None,
-        })
+        .map(|item| item.as_str().map(str::to_string))
         .collect::<Option<Vec<String>>>()
-        .ok_or_else(wrong)?;
-    if names.len() > MAX_ITEMS {
-        return Err(refuse(
-            Code::InvalidArgument,
-            format!("'states' may hold at most {MAX_ITEMS} state names"),
-        ));
-    }
-    Ok(names)
+        .ok_or_else(States::wrong)?;
+    States::new(names)
 }
 
-fn request_id(value: Option<&Value>) -> Result<Option<String>, Refusal> {
+fn request_id(value: Option<&Value>) -> Result<Option<RequestId>, Refusal> {
     match value {
         None | Some(Value::Null) => Ok(None),
-        Some(Value::String(id))
-            if (1..=MAX_REQUEST).contains(&id.len())
-                && id
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b)) =>
-        {
-            Ok(Some(id.clone()))
-        }
-        _ => Err(refuse(
-            Code::InvalidArgument,
-            format!("'request' must be 1 to {MAX_REQUEST} letters, digits, '.', '_' or '-'"),
-        )),
+        Some(Value::String(id)) => RequestId::new(id.clone()).map(Some),
+        _ => Err(RequestId::wrong()),
     }
 }
 

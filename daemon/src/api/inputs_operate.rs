@@ -14,11 +14,12 @@ use stateous_shared::operate::{BulkAction, DEFAULT_PER_RUN, MAX_REASON, MOST_PER
 use stateous_shared::refusal::{Code, Refusal};
 use stateous_shared::wire::Object;
 
-use super::{object_or_null, refuse, MAX_ITEMS, MAX_KEY, MAX_STATE, MAX_TOKEN};
+use super::{object_or_null, refuse, MAX_ITEMS, MAX_STATE, MAX_TOKEN};
 use crate::control::operate::{cursor_of, BulkInput};
 use crate::engine::bulk::BulkStep;
-use crate::engine::retry::{RetryInput, MAX_BY};
 use crate::engine::select::Selection;
+use crate::input::Key;
+use crate::input::{RetryInput, MAX_BY};
 
 /// Who asks when a body names no one.
 pub const OPERATOR: &str = "operator";
@@ -131,16 +132,12 @@ pub fn bulk(body: &Object) -> Result<BulkInput, Refusal> {
     let payload = object_or_null(body.get("payload"), "payload", Code::InvalidPayload)?;
     let key = match body.get("key") {
         None | Some(Value::Null) => None,
-        Some(Value::String(key))
-            if (1..=MAX_KEY).contains(&key.chars().count())
-                && !key.chars().any(|c| (c as u32) < 32 || c as u32 == 127) =>
-        {
-            Some(key.clone())
-        }
+        // The operator's key follows the rule of every idempotency key.
+        Some(Value::String(key)) => Some(Key::new(key.clone())?.as_str().to_string()),
         Some(_) => {
             return Err(refuse(
                 Code::InvalidPayload,
-                format!("'key' must be 1 to {MAX_KEY} characters, none a control character"),
+                "'key' must be an idempotency key, as a string",
             ))
         }
     };

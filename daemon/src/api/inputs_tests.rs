@@ -1,6 +1,7 @@
 //! Tests of the one place where raw bodies, queries and headers become inputs.
 
 use super::*;
+use crate::input::ReportKind;
 use serde_json::json;
 
 fn body(value: Value) -> Object {
@@ -12,6 +13,15 @@ fn body(value: Value) -> Object {
 
 fn code<T: std::fmt::Debug>(result: Result<T, Refusal>) -> Code {
     result.unwrap_err().code
+}
+
+/// The token and the event of a fire whose body and key a test reads.
+fn t() -> String {
+    "T-1".to_string()
+}
+
+fn e() -> String {
+    "done".to_string()
 }
 
 fn query(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
@@ -73,18 +83,19 @@ fn a_listing_takes_known_statuses_and_limits_from_1_to_1000() {
 fn an_idempotency_key_has_1_to_256_characters_and_no_control_characters() {
     let empty = Object::new();
     assert_eq!(
-        FireInput::parse(&empty, Some(b"gh-1"))
+        FireInput::parse(t(), e(), &empty, Some(b"gh-1"))
             .unwrap()
             .key
-            .as_deref(),
+            .as_ref()
+            .map(Key::as_str),
         Some("gh-1")
     );
-    assert!(FireInput::parse(&empty, Some("k".repeat(256).as_bytes())).is_ok());
+    assert!(FireInput::parse(t(), e(), &empty, Some("k".repeat(256).as_bytes())).is_ok());
     let accents = "é".repeat(256);
-    let kept = FireInput::parse(&empty, Some(accents.as_bytes())).unwrap();
+    let kept = FireInput::parse(t(), e(), &empty, Some(accents.as_bytes())).unwrap();
     assert_eq!(
-        kept.key,
-        Some(accents),
+        kept.key.as_ref().map(Key::as_str),
+        Some(accents.as_str()),
         "counted in characters, kept as sent"
     );
     for bad in [
@@ -96,12 +107,17 @@ fn an_idempotency_key_has_1_to_256_characters_and_no_control_characters() {
         b"a\x7f".to_vec(),
     ] {
         assert_eq!(
-            code(FireInput::parse(&empty, Some(&bad))),
+            code(FireInput::parse(t(), e(), &empty, Some(&bad))),
             Code::InvalidPayload
         );
     }
     assert_eq!(
-        code(FireInput::parse(&body(json!({"payload": 1})), None)),
+        code(FireInput::parse(
+            t(),
+            e(),
+            &body(json!({"payload": 1})),
+            None
+        )),
         Code::InvalidPayload
     );
 }
@@ -112,7 +128,7 @@ fn a_claim_checks_its_supervisor_states_and_request_id() {
         json!({"supervisor": "box-1", "states": ["a", "w/b"], "request": "r-1.x_y"}),
     ))
     .unwrap();
-    assert_eq!(ok.request.as_deref(), Some("r-1.x_y"));
+    assert_eq!(ok.request.as_ref().map(RequestId::as_str), Some("r-1.x_y"));
     let null = ClaimInput::parse(&body(
         json!({"supervisor": "b", "states": [], "request": null}),
     ))
@@ -233,18 +249,27 @@ fn a_heartbeat_may_name_the_attempt_of_each_task() {
 
 #[test]
 fn a_report_reads_the_outcome_shape_of_the_reference() {
-    let event = ReportInput::parse(&body(json!({
-        "kind": "event", "event": "done", "payload": {"a": 1}, "supervisor": "box-1",
-        "attempt": 2, "schedules": [{"event": "nudge", "after": "10m"}], "error": "ignored"
-    })))
+    let event = ReportInput::parse(
+        1,
+        &body(json!({
+            "kind": "event", "event": "done", "payload": {"a": 1}, "supervisor": "box-1",
+            "attempt": 2, "schedules": [{"event": "nudge", "after": "10m"}], "error": "ignored"
+        })),
+    )
     .unwrap();
-    assert_eq!(event.event.as_deref(), Some("done"));
-    assert_eq!(event.error, None);
-    assert_eq!(event.supervisor.as_deref(), Some("box-1"));
+    // The event is kept, and the error of another kind is not.
+    assert_eq!(event.kind, ReportKind::Event("done".into()));
+    assert_eq!(
+        event.supervisor.as_ref().map(Supervisor::as_str),
+        Some("box-1")
+    );
     assert_eq!(event.attempt, Some(2));
     assert_eq!(event.schedules[0].after, "10m");
-    let waiting = ReportInput::parse(&body(json!({"kind": "waiting"}))).unwrap();
-    assert_eq!((waiting.event, waiting.supervisor), (None, None));
+    let waiting = ReportInput::parse(1, &body(json!({"kind": "waiting"}))).unwrap();
+    assert_eq!(
+        (waiting.kind, waiting.supervisor),
+        (ReportKind::Waiting, None)
+    );
     let cases = [
         (json!({"kind": "nope"}), Code::InvalidBody),
         (json!({"event": "done"}), Code::InvalidBody),
@@ -286,7 +311,7 @@ fn a_report_reads_the_outcome_shape_of_the_reference() {
     ];
     for (raw, expected) in cases {
         assert_eq!(
-            code(ReportInput::parse(&body(raw.clone()))),
+            code(ReportInput::parse(1, &body(raw.clone()))),
             expected,
             "{raw}"
         );
@@ -295,18 +320,19 @@ fn a_report_reads_the_outcome_shape_of_the_reference() {
 
 #[test]
 fn a_note_is_trimmed_and_holds_1_to_500_characters() {
-    let note = NoteInput::parse(&body(json!({"text": "  built  ", "attempt": 1})), None).unwrap();
+    let raw = body(json!({"text": "  built  ", "attempt": 1}));
+    let note = NoteInput::parse(1, &raw, None).unwrap();
     assert_eq!((note.text.as_str(), note.attempt), ("built", Some(1)));
     for text in [json!(" "), json!(""), json!(7), json!("x".repeat(501))] {
         assert_eq!(
-            code(NoteInput::parse(&body(json!({"text": text})), None)),
+            code(NoteInput::parse(1, &body(json!({"text": text})), None)),
             Code::InvalidPayload
         );
     }
     for attempt in [json!("1"), json!(0), json!(true), json!(1.5)] {
         let raw = body(json!({"text": "x", "attempt": attempt}));
         assert_eq!(
-            code(NoteInput::parse(&raw, None)),
+            code(NoteInput::parse(1, &raw, None)),
             Code::InvalidArgument,
             "{attempt}"
         );
@@ -315,7 +341,7 @@ fn a_note_is_trimmed_and_holds_1_to_500_characters() {
 
 #[test]
 fn a_memory_write_needs_a_key_and_a_value_that_may_be_null() {
-    let write = MemoryInput::parse(&body(json!({"key": "session", "value": null}))).unwrap();
+    let write = MemoryInput::parse(1, &body(json!({"key": "session", "value": null}))).unwrap();
     assert_eq!(write.value, Value::Null);
     let cases = [
         (
@@ -331,7 +357,7 @@ fn a_memory_write_needs_a_key_and_a_value_that_may_be_null() {
     ];
     for (raw, expected) in cases {
         assert_eq!(
-            code(MemoryInput::parse(&body(raw.clone()))),
+            code(MemoryInput::parse(1, &body(raw.clone()))),
             expected,
             "{raw}"
         );
@@ -358,8 +384,8 @@ fn the_hot_inputs_read_from_slots_as_from_the_whole_object() {
             "{raw}"
         );
         assert_eq!(
-            ReportInput::parse(&named_fields(bytes, ReportInput::FIELDS).unwrap()),
-            ReportInput::parse(&whole),
+            ReportInput::parse(1, &named_fields(bytes, ReportInput::FIELDS).unwrap()),
+            ReportInput::parse(1, &whole),
             "{raw}"
         );
     };

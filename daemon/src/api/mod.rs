@@ -94,7 +94,7 @@ impl Api {
         let unrouted = |request: &Parts| measure::route_label(&request.method, request.uri.path());
         let (parts, incoming) = request.into_parts();
         if self.is_lost() {
-            let lost = refusal(&Refusal::new(Code::NotServing, crate::store::LOST));
+            let lost = refusal(&Refusal::new(Code::NotServing, crate::engine::LOST));
             return labelled(lost, unrouted(&parts));
         }
         let head = parts.method == hyper::Method::HEAD;
@@ -168,7 +168,7 @@ impl Api {
         match route {
             Route::Start => {
                 let input = StartInput::parse(&named_fields(raw, StartInput::FIELDS)?)?;
-                let started = control.start(input.token, input.context).await?;
+                let started = control.start(input).await?;
                 let status = if started.created { 201 } else { 200 };
                 Ok(json(status, &started.token))
             }
@@ -197,8 +197,8 @@ impl Api {
                     .headers
                     .get("idempotency-key")
                     .map(|value| value.as_bytes());
-                let input = FireInput::parse(&body::json_object(raw)?, key)?;
-                let fired = control.fire(token, event, input.payload, input.key).await?;
+                let input = FireInput::parse(token, event, &body::json_object(raw)?, key)?;
+                let fired = control.fire(input).await?;
                 if fired.duplicate {
                     let duplicate = Duplicate {
                         duplicate: true,
@@ -245,12 +245,9 @@ impl Api {
                 let input = ClaimInput::parse(&object)?;
                 let now = self.control.options().clock.now();
                 let outbox = added::outbox_of(&object);
-                self.seen
-                    .heard(&input.supervisor, Some(&input.states), outbox, now);
-                match control
-                    .claim(input.supervisor, input.states, input.request)
-                    .await?
-                {
+                let (name, states) = (input.supervisor.as_str(), input.states.names());
+                self.seen.heard(name, Some(states), outbox, now);
+                match control.claim(input).await? {
                     Some(grant) => Ok(json(200, &self.with_lease(&grant))),
                     None => Ok(no_content()),
                 }
@@ -259,17 +256,15 @@ impl Api {
                 let object = body::json_object(raw)?;
                 let input = HeartbeatInput::parse(&object)?;
                 let now = self.control.options().clock.now();
-                self.seen
-                    .heard(&input.supervisor, None, added::outbox_of(&object), now);
-                let lost = control
-                    .heartbeat(input.supervisor, input.tasks, input.attempts)
-                    .await?;
+                let name = input.supervisor.as_str();
+                self.seen.heard(name, None, added::outbox_of(&object), now);
+                let lost = control.heartbeat(input).await?;
                 Ok(json(200, &Lost { lost }))
             }
             Route::Report(task) => {
                 let task = known_task(task)?;
-                let outcome = ReportInput::parse(&named_fields(raw, ReportInput::FIELDS)?)?;
-                Ok(json(200, &control.report(task, outcome).await?))
+                let input = ReportInput::parse(task, &named_fields(raw, ReportInput::FIELDS)?)?;
+                Ok(json(200, &control.report(input).await?))
             }
             Route::Note(task) => {
                 let task = known_task(task)?;
@@ -277,18 +272,14 @@ impl Api {
                     .headers
                     .get("idempotency-key")
                     .map(|value| value.as_bytes());
-                let input = NoteInput::parse(&body::json_object(raw)?, key)?;
-                control
-                    .note(task, input.text, input.attempt, input.key)
-                    .await?;
+                let input = NoteInput::parse(task, &body::json_object(raw)?, key)?;
+                control.note(input).await?;
                 Ok(no_content())
             }
             Route::Memory(task) => {
                 let task = known_task(task)?;
-                let input = MemoryInput::parse(&body::json_object(raw)?)?;
-                control
-                    .set_memory(task, input.key, input.value, input.attempt)
-                    .await?;
+                let input = MemoryInput::parse(task, &body::json_object(raw)?)?;
+                control.set_memory(input).await?;
                 Ok(no_content())
             }
             _ => Err(Refusal::new(

@@ -16,12 +16,13 @@ use stateous_shared::operate::{bulk_key, BulkAction, Outcome, TokenOutcome};
 use stateous_shared::refusal::{Code, Refusal};
 use stateous_shared::wire::Object;
 
-use super::fire::{fire, FireInput};
-use super::retry::{retry, RetryInput};
+use super::fire::fire;
+use super::retry::retry;
 use super::route::{decide, Decision};
 use super::select::Selection;
 use super::{append, cancel, lock, pause, py, refuse_child, Fail, Rules, Step, OWN_EVENTS};
-use crate::store::{TokenRow, TokenStatus, Tx};
+use crate::input::{FireInput, Key, RetryInput};
+use crate::store::{EntryKind, TokenRow, TokenStatus, Tx};
 
 /// A bulk action as each token meets it.
 #[derive(Debug, Clone)]
@@ -294,8 +295,15 @@ pub fn apply(rules: &Rules, tx: &dyn Tx, step: &BulkStep, token: &str) -> Step<T
                 return Err(Fail::Rollback(refusal));
             }
             operator_entry(tx, step, &row)?;
-            let input = FireInput::new(row.token.clone(), event, step.payload.clone(), Some(key))?;
-            fire(rules, tx, input)?.0
+            // The key is derived from the operator's, so it may break the key's
+            // limit even though theirs did not.
+            let input = FireInput {
+                token: row.token.clone(),
+                event,
+                payload: step.payload.clone(),
+                key: Some(Key::new(key)?),
+            };
+            fire(rules, tx, &input)?.0
         }
         BulkAction::Pause => {
             operator_entry(tx, step, &row)?;
@@ -340,5 +348,5 @@ fn operator_entry(tx: &dyn Tx, step: &BulkStep, row: &TokenRow) -> Step<()> {
             map.insert("reason".into(), Value::String(reason.clone()));
         }
     }
-    append(tx, &row.token, "operator", None, data)
+    append(tx, &row.token, EntryKind::Operator, None, data)
 }

@@ -7,7 +7,7 @@ use stateous_shared::wire::TokenView;
 use super::pause::held_events;
 use super::route::{end, leave};
 use super::{append, lock, py, refuse, refuse_child, view, Rules, Step};
-use crate::store::{TokenRow, TokenStatus, Tx};
+use crate::store::{EntryKind, TokenRow, TokenStatus, Tx};
 
 /// Stop a token for good: a paused token drops what it held; its tasks, timers and
 /// live children are cancelled; its memory is deleted. A child is refused.
@@ -33,7 +33,7 @@ pub fn cancel_row(rules: &Rules, tx: &dyn Tx, row: &mut TokenRow, data: Value) -
     if row.status == TokenStatus::Paused {
         for held in held_events(&tx.entries(&row.token)?) {
             let data = json!({"event": held.event, "reason": "the token was cancelled"});
-            append(tx, &row.token, "event_dropped", None, data)?;
+            append(tx, &row.token, EntryKind::EventDropped, None, data)?;
         }
     }
     leave(rules, tx, row, None, "the parent was cancelled")?;

@@ -1,70 +1,26 @@
 //! Fire an event from outside (reference `docs/inside/workflows.md`, "Fire an event").
 
 use stateous_shared::refusal::Code;
-use stateous_shared::wire::{Object, TokenView};
+use stateous_shared::wire::TokenView;
 
 use super::route::route;
 use super::{lock, py, refuse, reject, view, Rules, Step, OWN_EVENTS};
+use crate::input::{FireInput, Key};
 use crate::store::Tx;
-
-/// The longest idempotency key, in characters.
-pub const MAX_KEY: usize = 256;
-
-/// A validated fire request.
-#[derive(Debug, Clone)]
-pub struct FireInput {
-    token: String,
-    event: String,
-    payload: Option<Object>,
-    key: Option<String>,
-}
-
-impl FireInput {
-    /// Check the idempotency key: 1 to 256 characters, no control characters; 422
-    /// `invalid_payload` otherwise.
-    pub fn new(
-        token: String,
-        event: String,
-        payload: Option<Object>,
-        key: Option<String>,
-    ) -> Step<FireInput> {
-        if let Some(key) = &key {
-            let length = key.chars().count();
-            if length == 0 || length > MAX_KEY {
-                return refuse(
-                    Code::InvalidPayload,
-                    format!("an idempotency key has 1 to {MAX_KEY} characters"),
-                );
-            }
-            if key.chars().any(|c| (c as u32) < 32 || c as u32 == 127) {
-                return refuse(
-                    Code::InvalidPayload,
-                    "an idempotency key has no control characters",
-                );
-            }
-        }
-        Ok(FireInput {
-            token,
-            event,
-            payload,
-            key,
-        })
-    }
-}
 
 /// Fire the event: `(token, duplicate)`. A repeated key answers the token as it
 /// is now and changes nothing. An event that cannot move the token is recorded as
 /// `event_rejected`, then refused.
-pub fn fire(rules: &Rules, tx: &dyn Tx, input: FireInput) -> Step<(TokenView, bool)> {
+pub fn fire(rules: &Rules, tx: &dyn Tx, input: &FireInput) -> Step<(TokenView, bool)> {
     let FireInput {
         token,
         event,
         payload,
         key,
     } = input;
-    let mut row = lock(tx, &token)?;
+    let mut row = lock(tx, token)?;
     if let Some(key) = &key {
-        if tx.has_key(&row.token, key)? {
+        if tx.has_key(&row.token, key.as_str())? {
             return Ok((view(&row), true));
         }
     }
@@ -74,25 +30,25 @@ pub fn fire(rules: &Rules, tx: &dyn Tx, input: FireInput) -> Step<(TokenView, bo
             py(&row.token),
             row.status
         );
-        return Err(reject(tx, &row, &event, reason, Code::TokenNotActive));
+        return Err(reject(tx, &row, event, reason, Code::TokenNotActive));
     }
     let workflow = rules.workflow(&row)?;
     if OWN_EVENTS.contains(&event.as_str()) {
         let reason = format!(
             "{} is Stateous's own event; only Stateous fires it",
-            py(&event)
+            py(event)
         );
-        return Err(reject(tx, &row, &event, reason, Code::EventNotAllowed));
+        return Err(reject(tx, &row, event, reason, Code::EventNotAllowed));
     }
-    if !workflow.declares(&event) {
+    if !workflow.declares(event) {
         let reason = format!(
             "the workflow {} has no event {}",
             py(&workflow.name),
-            py(&event)
+            py(event)
         );
-        return Err(reject(tx, &row, &event, reason, Code::EventNotAllowed));
+        return Err(reject(tx, &row, event, reason, Code::EventNotAllowed));
     }
-    let errors = workflow.payload_errors(&event, payload.as_ref());
+    let errors = workflow.payload_errors(event, payload.as_ref());
     if !errors.is_empty() {
         return refuse(
             Code::InvalidPayload,
@@ -103,11 +59,11 @@ pub fn fire(rules: &Rules, tx: &dyn Tx, input: FireInput) -> Step<(TokenView, bo
         rules,
         tx,
         &mut row,
-        &event,
+        event,
         payload.as_ref(),
-        key.as_deref(),
+        key.as_ref().map(Key::as_str),
     )? {
-        return Err(reject(tx, &row, &event, reason, Code::EventNotAllowed));
+        return Err(reject(tx, &row, event, reason, Code::EventNotAllowed));
     }
     Ok((view(&row), false))
 }

@@ -1,12 +1,12 @@
-//! Heartbeat (reference `docs/inside/workflows.md`, "Heartbeat"), with the attempts
-//! our supervisor names (an addition: the reference's body stays valid and keeps
-//! its meaning).
+//! Heartbeat: a supervisor renews the leases of the tasks it still runs, naming
+//! the attempt of each when it knows it (an addition to the reference's body,
+//! which stays valid and keeps its meaning).
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::claim::check_supervisor;
 use super::lease::end_if_over;
 use super::{Rules, Step};
+use crate::input::HeartbeatInput;
 use crate::store::{TaskRow, Tx};
 
 /// Renew the leases of the tasks `supervisor` still holds; answer the others,
@@ -21,15 +21,9 @@ use crate::store::{TaskRow, Tx};
 /// reference judges them; `attempts` entries for tasks not in `tasks` are ignored.
 /// The attempts are read where no claim or lease end can change them before the
 /// renewal commits (see [`held_tasks`]).
-pub fn heartbeat(
-    rules: &Rules,
-    tx: &dyn Tx,
-    supervisor: &str,
-    tasks: &[i64],
-    attempts: &BTreeMap<i64, i64>,
-) -> Step<Vec<i64>> {
-    check_supervisor(supervisor)?;
-    let asked: BTreeSet<i64> = tasks.iter().copied().collect();
+pub fn heartbeat(rules: &Rules, tx: &dyn Tx, input: &HeartbeatInput) -> Step<Vec<i64>> {
+    let (supervisor, attempts) = (input.supervisor.as_str(), &input.attempts);
+    let asked: BTreeSet<i64> = input.tasks.iter().copied().collect();
     let ids: Vec<i64> = asked.iter().copied().collect();
     let mut current = held_tasks(tx, &ids)?;
     // A lease is judged now: one that is over ends here, with the rows the clock
@@ -55,39 +49,9 @@ pub fn heartbeat(
     Ok(asked.difference(&renewed).copied().collect())
 }
 
-/// The tasks `ids` that exist, read under their families' locks. Where transactions
-/// run side by side (Postgres), the families are locked first, so that no claim,
-/// report or lease end moves a task between this read and the renewal; they are
-/// locked in the order of their top tokens' ids, the same in every heartbeat, so
-/// two heartbeats never wait for each other in a circle. SQLite's one writer needs
-/// no lock.
+/// The tasks `ids` that exist, read under their families' locks, so that no
+/// claim, report or lease end moves a task between this read and the renewal.
 fn held_tasks(tx: &dyn Tx, ids: &[i64]) -> Step<BTreeMap<i64, TaskRow>> {
-    let mut rows = Vec::with_capacity(ids.len());
-    for &id in ids {
-        rows.extend(tx.task(id)?);
-    }
-    if !tx.serial() && !rows.is_empty() {
-        let mut tops = BTreeSet::new();
-        for task in &rows {
-            tops.insert(top_of(tx, &task.token)?);
-        }
-        for top in &tops {
-            tx.lock_family(top, true)?;
-        }
-        rows.clear();
-        for &id in ids {
-            rows.extend(tx.task(id)?);
-        }
-    }
+    let rows = tx.lock_tasks(ids)?;
     Ok(rows.into_iter().map(|task| (task.id, task)).collect())
-}
-
-/// The top token of `token`'s family. A token's parent never changes once it is
-/// made, so the walk reads without locks.
-fn top_of(tx: &dyn Tx, token: &str) -> Step<String> {
-    let mut current = token.to_string();
-    while let Some(parent) = tx.token(&current)?.and_then(|row| row.parent) {
-        current = parent;
-    }
-    Ok(current)
 }

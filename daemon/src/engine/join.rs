@@ -12,9 +12,10 @@ use stateous_shared::refusal::{Code, Refusal};
 use stateous_shared::wire::Object;
 
 use super::route::{fail, route};
-use super::start::{create, start_transition, MAX_TOKEN_ID};
+use super::start::{create, start_transition};
 use super::{append, existing, py, Fail, Rules, Step};
-use crate::store::{TokenRow, TokenStatus, Tx};
+use crate::input::MAX_TOKEN as MAX_TOKEN_ID;
+use crate::store::{EntryKind, TokenRow, TokenStatus, Tx};
 
 /// The id of the child that `parent` starts for `workflow` on visit `visit` of the
 /// parallel state `state`: `TICKET-1.reviews.1.design-review`.
@@ -130,7 +131,7 @@ pub fn start_children(
         }
         let child = child_id(&row.token, &spec.name, visit, name);
         let data = json!({"workflow": name, "token": child});
-        append(tx, &row.token, "branch_started", None, data)?;
+        append(tx, &row.token, EntryKind::BranchStarted, None, data)?;
         let graph = child_workflow(rules, name)?;
         create(rules, tx, &child, &inputs, graph, Some(&row.token))?;
         *row = existing(tx, &row.token)?;

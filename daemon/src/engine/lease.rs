@@ -2,7 +2,7 @@
 //! finds the claimed tasks whose leases ended; each ends in its own savepoint.
 
 use super::route::task_failed;
-use super::{existing, lock_task, Rules, Step};
+use super::{existing, Rules, Step};
 use crate::store::{TaskRow, TaskStatus, Tx};
 
 /// The claimed tasks whose leases ended, by id.
@@ -15,7 +15,7 @@ pub fn expired(tx: &dyn Tx) -> Step<Vec<i64>> {
 pub fn end_lease(rules: &Rules, tx: &dyn Tx, task_id: i64) -> Step<bool> {
     // The clock never waits for a token that another request holds: the lease
     // ends at a later tick.
-    let Some(mut task) = lock_task(tx, task_id, false)? else {
+    let Some(mut task) = tx.lock_task(task_id, false)? else {
         return Ok(false);
     };
     end_if_over(rules, tx, &mut task)

@@ -38,7 +38,7 @@ use stateous_shared::refusal::{Code, Refusal};
 use stateous_shared::time::{from_micros, iso};
 use stateous_shared::wire::{Object, TokenView};
 
-use crate::store::{StoreError, TaskRow, TokenRow, Tx};
+use crate::store::{EntryKind, StoreError, TokenRow, Tx};
 
 /// Stateous's own events: only the engine fires them (reference `control/graph.py`).
 pub const OWN_EVENTS: [&str; 4] = ["__started__", "timeout", "error", "joined"];
@@ -69,6 +69,33 @@ impl Fail {
 impl From<Refusal> for Fail {
     fn from(refusal: Refusal) -> Fail {
         Fail::Rollback(refusal)
+    }
+}
+
+/// The answer (503 `not_serving`) to each request after this control plane lost the
+/// database, and the log line of that moment.
+pub const LOST: &str = "another control plane took this database, or this control plane's \
+                        hold on it ended; this control plane does no more work; trying \
+                        again does not help: stop this server";
+
+/// What a request that failed in the store answers: busy and conflicting
+/// transactions may be tried again (503 `database_busy`), a lost database is
+/// 503 `not_serving`, a value the database cannot keep is the caller's (422),
+/// anything else is logged and answered 500 without the database's words.
+impl From<StoreError> for Refusal {
+    fn from(error: StoreError) -> Refusal {
+        match error {
+            StoreError::Busy | StoreError::Conflict => Refusal::new(
+                Code::DatabaseBusy,
+                "the database cannot take this request now; try again",
+            ),
+            StoreError::NotServing => Refusal::new(Code::NotServing, LOST),
+            StoreError::Unstorable(sentence) => Refusal::new(Code::InvalidPayload, sentence),
+            other => {
+                tracing::error!("{other}");
+                Refusal::new(Code::Unexpected, "the request failed unexpectedly")
+            }
+        }
     }
 }
 
@@ -159,7 +186,7 @@ pub fn view(row: &TokenRow) -> TokenView {
 /// the token id pattern, e.g. holds a NUL character) is not looked up at all, so
 /// that both backends answer it alike (Postgres text cannot even hold a NUL).
 pub fn existing(tx: &dyn Tx, token: &str) -> Step<TokenRow> {
-    let found = if start::token_id_ok(token) {
+    let found = if crate::input::token_id_ok(token) {
         tx.token(token)?
     } else {
         None
@@ -177,30 +204,20 @@ pub fn existing(tx: &dyn Tx, token: &str) -> Step<TokenRow> {
 /// every workflow that changes a token it names starts here, so locks are taken in
 /// one order everywhere (the family's lock, then its rows). 404 `token_not_found`.
 pub fn lock(tx: &dyn Tx, token: &str) -> Step<TokenRow> {
-    if start::token_id_ok(token) {
+    if crate::input::token_id_ok(token) {
         tx.lock_family(token, true)?;
     }
     existing(tx, token)
 }
 
-/// The task, read again under its token family's lock: `wait` waits for the lock
-/// (a report, a note, a memory write); without it (the clock, a claim) a task whose
-/// family another transaction holds is `None`, to be tried later.
-pub fn lock_task(tx: &dyn Tx, task_id: i64, wait: bool) -> Step<Option<TaskRow>> {
-    let Some(task) = tx.task(task_id)? else {
-        return Ok(None);
-    };
-    if !tx.lock_family(&task.token, wait)? {
-        return Ok(None);
-    }
-    if tx.serial() {
-        return Ok(Some(task));
-    }
-    Ok(tx.task(task_id)?)
-}
-
 /// Append one ledger entry; `data` is a JSON object literal.
-pub fn append(tx: &dyn Tx, token: &str, kind: &str, key: Option<&str>, data: Value) -> Step<()> {
+pub fn append(
+    tx: &dyn Tx,
+    token: &str,
+    kind: EntryKind,
+    key: Option<&str>,
+    data: Value,
+) -> Step<()> {
     let data = match data {
         Value::Object(map) => map,
         _ => Object::new(),
@@ -212,7 +229,7 @@ pub fn append(tx: &dyn Tx, token: &str, kind: &str, key: Option<&str>, data: Val
 /// Record a refused event as `event_rejected`, and refuse after the commit.
 pub fn reject(tx: &dyn Tx, row: &TokenRow, event: &str, reason: String, code: Code) -> Fail {
     let data = serde_json::json!({"event": event, "reason": reason});
-    match append(tx, &row.token, "event_rejected", None, data) {
+    match append(tx, &row.token, EntryKind::EventRejected, None, data) {
         Ok(()) => Fail::Recorded(Refusal::new(code, reason)),
         Err(fail) => fail,
     }
@@ -256,7 +273,7 @@ pub fn refuse_child(tx: &dyn Tx, row: &TokenRow, verb: &str) -> Step<()> {
 #[cfg(test)]
 mod tests {
     use super::py;
-    use crate::engine::start::token_id_ok;
+    use crate::input::token_id_ok;
 
     #[test]
     fn names_are_quoted_as_python_repr_quotes_them() {

@@ -11,7 +11,7 @@ use stateous_shared::wire::{Object, Schedule, TokenView};
 use super::join::{children, family};
 use super::route::{apply, decide, fail, take, Decision};
 use super::{append, existing, lock, py, refuse, refuse_child, view, Rules, Step, OWN_EVENTS};
-use crate::store::{LedgerRow, TokenRow, TokenStatus, Tx};
+use crate::store::{EntryKind, LedgerRow, TokenRow, TokenStatus, Tx};
 
 /// An event that a paused token holds, as its `event_deferred` entry records it.
 #[derive(Debug, Clone)]
@@ -99,7 +99,7 @@ pub fn pause(rules: &Rules, tx: &dyn Tx, token: &str) -> Step<TokenView> {
 fn pause_row(rules: &Rules, tx: &dyn Tx, row: &mut TokenRow) -> Step<()> {
     row.status = TokenStatus::Paused;
     tx.update_token(row)?;
-    append(tx, &row.token, "paused", None, json!({}))?;
+    append(tx, &row.token, EntryKind::Paused, None, json!({}))?;
     for mut child in children(rules, tx, row)? {
         if child.status == TokenStatus::Active {
             pause_row(rules, tx, &mut child)?;
@@ -157,13 +157,13 @@ fn resume_row(tx: &dyn Tx, row: &mut TokenRow) -> Step<Vec<Held>> {
     }
     row.status = TokenStatus::Active;
     tx.update_token(row)?;
-    append(tx, &row.token, "resumed", None, json!({}))?;
+    append(tx, &row.token, EntryKind::Resumed, None, json!({}))?;
     Ok(held_events(&entries))
 }
 
 fn dropped(tx: &dyn Tx, row: &TokenRow, event: &str, reason: &str) -> Step<()> {
     let data = json!({"event": event, "reason": reason});
-    append(tx, &row.token, "event_dropped", None, data)
+    append(tx, &row.token, EntryKind::EventDropped, None, data)
 }
 
 /// Apply one held event, or drop it and say why. An event from a task applies only
@@ -210,7 +210,7 @@ fn replay(rules: &Rules, tx: &dyn Tx, row: &mut TokenRow, held: &Held) -> Step<(
             append(
                 tx,
                 &row.token,
-                "event_replayed",
+                EntryKind::EventReplayed,
                 None,
                 json!({"event": event}),
             )?;

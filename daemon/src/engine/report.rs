@@ -5,81 +5,13 @@ use std::sync::Arc;
 use serde_json::json;
 use stateous_shared::durations::parse_duration;
 use stateous_shared::refusal::Code;
-use stateous_shared::wire::{Object, Outcome, Schedule, TokenView};
+use stateous_shared::wire::{Object, Schedule, TokenView};
 
-use super::claim::check_supervisor;
 use super::lease::end_if_over;
 use super::route::{apply, decide, hold, route, task_failed, Decision};
-use super::{append, existing, lock_task, py, refuse, reject, view, Fail, Rules, Step, OWN_EVENTS};
-use crate::store::{TaskRow, TaskStatus, TokenRow, TokenStatus, Tx};
-
-/// A validated report.
-#[derive(Debug, Clone)]
-pub struct ReportInput {
-    task: i64,
-    kind: Kind,
-    payload: Option<Object>,
-    context: Object,
-    schedules: Vec<Schedule>,
-    attempt: Option<i64>,
-    supervisor: Option<String>,
-}
-
-#[derive(Debug, Clone)]
-enum Kind {
-    Event(String),
-    Waiting,
-    Failed(String),
-}
-
-fn body<T>(sentence: impl Into<String>) -> Step<T> {
-    refuse(Code::InvalidBody, sentence)
-}
-
-impl ReportInput {
-    /// Check the outcome's shape as the reference's wire format does: `kind` is
-    /// `event` (with `event`), `waiting` or `failed` (with `error`); each
-    /// schedule's `after` is a duration; `attempt` is 1 or more.
-    pub fn new(task: i64, outcome: Outcome) -> Step<ReportInput> {
-        if let Some(name) = &outcome.supervisor {
-            check_supervisor(name)?;
-        }
-        let kind = match outcome.kind.as_str() {
-            "event" => match outcome.event {
-                Some(event) => Kind::Event(event),
-                None => return body("an 'event' outcome needs 'event' as a string"),
-            },
-            "waiting" => Kind::Waiting,
-            "failed" => match outcome.error {
-                Some(error) => Kind::Failed(error),
-                None => return body("a 'failed' outcome needs 'error' as a string"),
-            },
-            other => {
-                return body(format!(
-                    "an outcome's 'kind' must be 'event', 'waiting' or 'failed', not {}",
-                    py(other)
-                ))
-            }
-        };
-        for schedule in &outcome.schedules {
-            if let Err(problem) = parse_duration(&schedule.after) {
-                return body(format!("a schedule's 'after': {problem}"));
-            }
-        }
-        if outcome.attempt.is_some_and(|a| a < 1) {
-            return body("an outcome's 'attempt' is 1 or more");
-        }
-        Ok(ReportInput {
-            task,
-            kind,
-            payload: outcome.payload,
-            context: outcome.context,
-            schedules: outcome.schedules,
-            attempt: outcome.attempt,
-            supervisor: outcome.supervisor,
-        })
-    }
-}
+use super::{append, existing, py, refuse, reject, view, Fail, Rules, Step, OWN_EVENTS};
+use crate::input::{ReportInput, ReportKind, Supervisor};
+use crate::store::{EntryKind, TaskRow, TaskStatus, TokenRow, TokenStatus, Tx};
 
 /// The task, if someone still works on it (and, with `supervisor`, that one; and,
 /// with `attempt`, on that attempt).
@@ -97,7 +29,7 @@ pub fn worked_task(
     waiting: bool,
     attempt: Option<i64>,
 ) -> Step<TaskRow> {
-    let Some(mut task) = lock_task(tx, task_id, true)? else {
+    let Some(mut task) = tx.lock_task(task_id, true)? else {
         return refuse(Code::TaskNotFound, format!("there is no task {task_id}"));
     };
     if end_if_over(rules, tx, &mut task)? {
@@ -150,12 +82,12 @@ fn judge(
 }
 
 /// Apply the outcome of a task and answer the token.
-pub fn report(rules: &Rules, tx: &dyn Tx, input: ReportInput) -> Step<TokenView> {
-    let waiting = matches!(input.kind, Kind::Waiting);
-    let supervisor = input.supervisor.as_deref();
+pub fn report(rules: &Rules, tx: &dyn Tx, input: &ReportInput) -> Step<TokenView> {
+    let waiting = matches!(input.kind, ReportKind::Waiting);
+    let supervisor = input.supervisor.as_ref().map(Supervisor::as_str);
     let mut task = worked_task(rules, tx, input.task, supervisor, waiting, input.attempt)?;
     let mut row = existing(tx, &task.token)?;
-    if let Kind::Failed(error) = &input.kind {
+    if let ReportKind::Failed(error) = &input.kind {
         let error = if error.is_empty() {
             "the routine failed, and said no more"
         } else {
@@ -183,7 +115,7 @@ pub fn report(rules: &Rules, tx: &dyn Tx, input: ReportInput) -> Step<TokenView>
         }
     }
     let event = match &input.kind {
-        Kind::Event(event) => event.clone(),
+        ReportKind::Event(event) => event.clone(),
         _ => {
             apply(tx, &mut row, &input.context, &input.schedules, &context)?;
             task.status = TaskStatus::Waiting;
@@ -192,14 +124,14 @@ pub fn report(rules: &Rules, tx: &dyn Tx, input: ReportInput) -> Step<TokenView>
             append(
                 tx,
                 &row.token,
-                "task_waiting",
+                EntryKind::TaskWaiting,
                 None,
                 json!({"task": task.id}),
             )?;
             return Ok(view(&row));
         }
     };
-    report_event(rules, tx, &mut row, &mut task, &input, &event, &context)?;
+    report_event(rules, tx, &mut row, &mut task, input, &event, &context)?;
     Ok(view(&row))
 }
 
@@ -250,7 +182,13 @@ fn report_event(
         task.status = TaskStatus::Done;
         task.lease_until = None;
         tx.update_task(task)?;
-        return append(tx, &row.token, "task_done", None, json!({"task": task.id}));
+        return append(
+            tx,
+            &row.token,
+            EntryKind::TaskDone,
+            None,
+            json!({"task": task.id}),
+        );
     }
     apply(tx, row, &input.context, &input.schedules, context)?;
     if let Some(refusal) = route(rules, tx, row, event, payload, None)? {

@@ -18,23 +18,8 @@ use stateous_shared::wire::TokenView;
 use super::join::cannot_enter;
 use super::route::enter;
 use super::{append, lock, py, refuse, refuse_child, view, Rules, Step};
-use crate::store::{TokenStatus, Tx};
-
-/// The longest name `by` may give.
-pub const MAX_BY: usize = 256;
-
-/// A validated retry.
-#[derive(Debug, Clone)]
-pub struct RetryInput {
-    /// The token.
-    pub token: String,
-    /// The state to enter; `None`: the state where it failed.
-    pub state: Option<String>,
-    /// Why, for the history.
-    pub reason: Option<String>,
-    /// Who retries it.
-    pub by: String,
-}
+use crate::input::RetryInput;
+use crate::store::{EntryKind, TokenStatus, Tx};
 
 /// Retry the token: the answer is the token in its state again, active.
 ///
@@ -82,7 +67,7 @@ pub fn retry(rules: &Rules, tx: &dyn Tx, input: &RetryInput) -> Step<TokenView> 
     if let (Some(reason), Some(map)) = (&input.reason, data.as_object_mut()) {
         map.insert("reason".into(), Value::String(reason.clone()));
     }
-    append(tx, &row.token, "retried", None, data)?;
+    append(tx, &row.token, EntryKind::Retried, None, data)?;
     row.status = TokenStatus::Active;
     enter(rules, tx, &mut row, &state)?;
     Ok(view(&row))

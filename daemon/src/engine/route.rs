@@ -17,7 +17,9 @@ use super::cancel::cancel_row;
 use super::join::{branch_finished, cannot_enter, children, family, start_children, top};
 use super::{append, payload_value, py, refuse, Rules, Step};
 use crate::clock::micros;
-use crate::store::{TaskRow, TaskStatus, TimerKind, TimerStatus, TokenRow, TokenStatus, Tx};
+use crate::store::{
+    EntryKind, TaskRow, TaskStatus, TimerKind, TimerStatus, TokenRow, TokenStatus, Tx,
+};
 
 /// Where an event leads from the token's state.
 pub enum Decision<'g> {
@@ -162,7 +164,7 @@ pub fn take(
     key: Option<&str>,
 ) -> Step<()> {
     let data = json!({"event": event, "payload": payload_value(payload), "state": row.state});
-    append(tx, &row.token, "event_accepted", key, data)?;
+    append(tx, &row.token, EntryKind::EventAccepted, key, data)?;
     let why = format!("the parent left {} on {}", py(&row.state), py(event));
     leave(rules, tx, row, Some(event), &why)?;
     if chosen.target == END {
@@ -180,7 +182,7 @@ pub fn enter(rules: &Rules, tx: &dyn Tx, row: &mut TokenRow, state: &str) -> Ste
     append(
         tx,
         &row.token,
-        "entered",
+        EntryKind::Entered,
         None,
         json!({"state": state, "visit": visit}),
     )?;
@@ -193,7 +195,7 @@ pub fn enter(rules: &Rules, tx: &dyn Tx, row: &mut TokenRow, state: &str) -> Ste
         append(
             tx,
             &row.token,
-            "task_queued",
+            EntryKind::TaskQueued,
             None,
             json!({"task": task, "state": state}),
         )?;
@@ -220,7 +222,7 @@ pub fn set_timer(
     let due = tx.now().saturating_add(after);
     let timer = tx.add_timer(&row.token, &row.state, row.visit, event, payload, due, kind)?;
     let data = json!({"event": event, "due_at": iso(from_micros(timer.due_at))});
-    append(tx, &row.token, "timer_set", None, data)
+    append(tx, &row.token, EntryKind::TimerSet, None, data)
 }
 
 /// Stop all that the current state started. Leaving on one of the state's own
@@ -244,7 +246,11 @@ pub fn leave(rules: &Rules, tx: &dyn Tx, row: &TokenRow, via: Option<&str>, why:
         };
         task.lease_until = None;
         tx.update_task(&task)?;
-        let kind = if done { "task_done" } else { "task_cancelled" };
+        let kind = if done {
+            EntryKind::TaskDone
+        } else {
+            EntryKind::TaskCancelled
+        };
         append(tx, &row.token, kind, None, json!({"task": task.id}))?;
     }
     for mut timer in tx.pending_timers(&row.token)? {
@@ -272,7 +278,7 @@ pub fn end(
 ) -> Step<()> {
     row.status = status;
     tx.update_token(row)?;
-    append(tx, &row.token, status.as_str(), None, data)?;
+    append(tx, &row.token, EntryKind::ended(status), None, data)?;
     tx.delete_memory(&row.token)?;
     if status != TokenStatus::Cancelled {
         branch_finished(rules, tx, row)?;
@@ -319,7 +325,7 @@ pub fn hold(
     let payload = payload_value(payload);
     let Some((task, changes, schedules)) = from else {
         let data = json!({"event": event, "payload": payload, "arrival": arrival});
-        return append(tx, &row.token, "event_deferred", key, data);
+        return append(tx, &row.token, EntryKind::EventDeferred, key, data);
     };
     let mut data = json!({
         "event": event, "payload": payload, "state": task.state, "visit": task.visit,
@@ -334,7 +340,7 @@ pub fn hold(
             map.insert("schedules".into(), list);
         }
     }
-    append(tx, &row.token, "event_deferred", key, data)
+    append(tx, &row.token, EntryKind::EventDeferred, key, data)
 }
 
 /// Save a report's context changes (`context` has them applied) and set its
@@ -354,7 +360,7 @@ pub fn apply(
         append(
             tx,
             &row.token,
-            "context_changed",
+            EntryKind::ContextChanged,
             None,
             json!({"keys": keys}),
         )?;
@@ -388,7 +394,7 @@ pub fn task_failed(
     append(
         tx,
         &row.token,
-        "task_failed",
+        EntryKind::TaskFailed,
         None,
         json!({"task": task.id, "error": error}),
     )?;
@@ -399,7 +405,7 @@ pub fn task_failed(
         task.claimed_by = None;
         tx.update_task(task)?;
         let data = json!({"task": task.id, "attempt": task.attempt + 1});
-        append(tx, &row.token, "task_retrying", None, data)?;
+        append(tx, &row.token, EntryKind::TaskRetrying, None, data)?;
         // The next attempt runs the routine again and sets its own timers; the
         // state's timeout stays, as it covers every attempt.
         for mut timer in tx.pending_timers(&row.token)? {

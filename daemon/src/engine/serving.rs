@@ -1,63 +1,12 @@
-//! The serving record (reference `docs/inside/workflows.md`, "Serve"): the
-//! `control_plane` row says which control plane holds the database, since when, and
-//! under which epoch; the structure check puts the served graph on record. Who may
-//! hold the database is the backend's lock (`store/sqlite/hold.rs`,
-//! `store/postgres/hold.rs`); the record says it to people and fences commits.
+//! Whether a graph may serve a database: the structure check, and the kind of
+//! clock, against what the `control_plane` row has on record; a start that passes
+//! puts the graph and its clock on record. Who holds the database, and the record
+//! that says so, is the store's (`store/serving.rs`).
 
-use chrono::Timelike;
 use stateous_shared::graph::Graph;
-use stateous_shared::time::from_micros;
 
 use super::Step;
-use crate::store::{ClockKind, ControlPlaneRow, Tx};
-
-/// The sentence a second `serve` prints: who holds the database, and since when.
-pub fn held_sentence(row: &ControlPlaneRow) -> String {
-    match (&row.serving, row.since) {
-        (Some(who), Some(since)) => {
-            let seen = from_micros(since);
-            format!(
-                "another control plane serves this database ({who}, last seen at \
-                 {:02}:{:02}:{:02} UTC); stop it first",
-                seen.hour(),
-                seen.minute(),
-                seen.second()
-            )
-        }
-        _ => "another control plane serves this database; stop it first".to_string(),
-    }
-}
-
-/// Record that `holder` serves the database from now, and move the epoch on; the
-/// new epoch. The caller holds the backend's lock (a file lock, or a Postgres
-/// advisory lock), so no other control plane serves meanwhile.
-pub fn take_hold(tx: &dyn Tx, holder: &str) -> Step<i64> {
-    tx.set_serving(Some(holder), Some(tx.now()))?;
-    Ok(tx.next_epoch()?)
-}
-
-/// Check that the record still names this control plane and its epoch, and renew
-/// `since` when it is older than `renew_every` microseconds. False: another control
-/// plane took the database, and this one must stop.
-pub fn keep_hold(tx: &dyn Tx, holder: &str, epoch: i64, renew_every: i64) -> Step<bool> {
-    let row = tx.control_plane()?;
-    if row.serving.as_deref() != Some(holder) || row.epoch != epoch {
-        return Ok(false);
-    }
-    let now = tx.now();
-    if row.since.is_none_or(|since| now - since >= renew_every) {
-        tx.set_serving(Some(holder), Some(now))?;
-    }
-    Ok(true)
-}
-
-/// Give up the hold, if `holder` has it.
-pub fn release(tx: &dyn Tx, holder: &str) -> Step<()> {
-    if tx.control_plane()?.serving.as_deref() == Some(holder) {
-        tx.set_serving(None, None)?;
-    }
-    Ok(())
-}
+use crate::store::{ClockKind, Tx};
 
 /// Whether `graph` may serve this database, on a clock of `kind`: the refusal's
 /// sentence, else `Ok`. Reads only, so a standby checks it before it holds the
@@ -116,7 +65,8 @@ fn record_structure(tx: &dyn Tx, graph: &Graph) -> Step<()> {
 }
 
 /// The refusal of `serve --dev-clock` on a database that a control plane on the
-/// real clock served (issue 12, item 2).
+/// real clock served (the dev clock's own guarantee: it never fires a real
+/// clock's timers early).
 pub const DEV_CLOCK_REFUSED: &str = "refusing --dev-clock: a control plane on the real clock \
                                      served this database, and a moved clock would fire its \
                                      timers and end its leases early; serve it without \

@@ -11,48 +11,12 @@ use stateous_shared::wire::{Object, TokenView};
 use super::join::cannot_enter;
 use super::route::{end, enter};
 use super::{append, py, refuse, view, Rules, Step};
-use crate::store::{TokenRow, TokenStatus, Tx};
-
-/// The longest token id.
-pub const MAX_TOKEN_ID: usize = 128;
-
-/// A validated start request.
-#[derive(Debug, Clone)]
-pub struct StartInput {
-    token: String,
-    context: Object,
-}
-
-impl StartInput {
-    /// Check the id against `[A-Za-z0-9][A-Za-z0-9._-]{0,127}`; 422
-    /// `invalid_token_id` otherwise.
-    pub fn new(token: String, context: Object) -> Step<StartInput> {
-        if !token_id_ok(&token) {
-            return refuse(
-                Code::InvalidTokenId,
-                "a token id is a letter or digit, then up to 127 letters, digits, '.', '_' or '-'",
-            );
-        }
-        Ok(StartInput { token, context })
-    }
-}
-
-/// Whether `id` matches the token id pattern.
-pub fn token_id_ok(id: &str) -> bool {
-    let bytes = id.as_bytes();
-    let Some(first) = bytes.first() else {
-        return false;
-    };
-    bytes.len() <= MAX_TOKEN_ID
-        && first.is_ascii_alphanumeric()
-        && bytes
-            .iter()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
-}
+use crate::input::StartInput;
+use crate::store::{EntryKind, TokenRow, TokenStatus, Tx};
 
 /// Start the token, or find it: `(token, created)`. Nothing is written for a
 /// token that exists or for a refusal.
-pub fn start(rules: &Rules, tx: &dyn Tx, input: StartInput) -> Step<(TokenView, bool)> {
+pub fn start(rules: &Rules, tx: &dyn Tx, input: &StartInput) -> Step<(TokenView, bool)> {
     // A new token is its own family: held from here, two starts of one id take
     // turns, and the new token's rows are written under its lock.
     tx.lock_family(&input.token, true)?;
@@ -115,12 +79,12 @@ pub fn create(
         None => json!({"context": values}),
         Some(parent) => json!({"context": values, "parent": parent}),
     };
-    append(tx, token, "started", None, started)?;
+    append(tx, token, EntryKind::Started, None, started)?;
     tx.insert_token(&row)?;
     // Recorded as any other move, so the first routine is told `__started__`
     // brought the token there.
     let data = json!({"event": STARTED, "payload": Value::Null, "state": START});
-    append(tx, token, "event_accepted", None, data)?;
+    append(tx, token, EntryKind::EventAccepted, None, data)?;
     if chosen.target == END {
         end(rules, tx, &mut row, TokenStatus::Completed, json!({}))?;
     } else {

@@ -5,7 +5,7 @@ use serde_json::json;
 
 use super::route::{fail, route};
 use super::{append, existing, py, Rules, Step};
-use crate::store::{TimerKind, TimerStatus, TokenStatus, Tx};
+use crate::store::{EntryKind, TimerKind, TimerStatus, TokenStatus, Tx};
 
 /// The pending timers of active tokens that are due, in the order of their time.
 pub fn due(tx: &dyn Tx) -> Step<Vec<i64>> {
@@ -15,21 +15,10 @@ pub fn due(tx: &dyn Tx) -> Step<Vec<i64>> {
 /// Fire one timer as its event, if it still applies. A timeout that cannot move
 /// the token fails it; a routine's timer records the refusal. True when it fired.
 pub fn fire_timer(rules: &Rules, tx: &dyn Tx, timer_id: i64) -> Step<bool> {
-    let Some(found) = tx.timer(timer_id)? else {
-        return Ok(false);
-    };
     // The clock never waits for a token that another request holds: the timer
     // fires at a later tick.
-    if !tx.lock_family(&found.token, false)? {
+    let Some(mut timer) = tx.lock_timer(timer_id)? else {
         return Ok(false);
-    }
-    let mut timer = if tx.serial() {
-        found
-    } else {
-        match tx.timer(timer_id)? {
-            Some(timer) => timer,
-            None => return Ok(false),
-        }
     };
     if timer.status != TimerStatus::Pending || timer.due_at > tx.now() {
         return Ok(false); // cancelled, or moved later by a resume, meanwhile
@@ -43,7 +32,7 @@ pub fn fire_timer(rules: &Rules, tx: &dyn Tx, timer_id: i64) -> Step<bool> {
     append(
         tx,
         &row.token,
-        "timer_fired",
+        EntryKind::TimerFired,
         None,
         json!({"event": timer.event}),
     )?;
@@ -54,7 +43,7 @@ pub fn fire_timer(rules: &Rules, tx: &dyn Tx, timer_id: i64) -> Step<bool> {
             fail(rules, tx, &mut row, &reason)?;
         } else {
             let data = json!({"event": timer.event, "reason": refusal});
-            append(tx, &row.token, "event_rejected", None, data)?;
+            append(tx, &row.token, EntryKind::EventRejected, None, data)?;
         }
     }
     Ok(true)

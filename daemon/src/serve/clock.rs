@@ -18,7 +18,7 @@ use tokio::sync::{watch, Notify};
 use crate::control::Control;
 
 /// The log line of a lost hold on the database.
-pub use crate::store::LOST as LOST_LINE;
+pub use crate::engine::LOST as LOST_LINE;
 
 /// The clock: options, then [`Clock::run`].
 pub struct Clock {

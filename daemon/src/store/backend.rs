@@ -84,6 +84,9 @@ pub enum Store {
     Postgres(PgStore),
 }
 
+/// How many writes of a bulk run SQLite's writer takes at once: one group commit.
+const SQLITE_WINDOW: usize = 64;
+
 impl Store {
     /// Open the database: take it for this control plane (a second one is refused
     /// in one sentence), make or upgrade its tables, and record the hold.
@@ -172,6 +175,17 @@ impl Store {
         match self {
             Store::Sqlite(store) => store.mark(),
             Store::Postgres(store) => store.mark(),
+        }
+    }
+
+    /// How many writes of a bulk run may be on the write path at once: on
+    /// SQLite one group commit's worth; on Postgres half the pool, so that other
+    /// requests find a connection (with the whole pool busy, other writes waited
+    /// up to 0.4 s in a probe).
+    pub fn bulk_window(&self) -> usize {
+        match self {
+            Store::Sqlite(_) => SQLITE_WINDOW,
+            Store::Postgres(store) => store.bulk_window(),
         }
     }
 

@@ -21,10 +21,11 @@ use stateous_shared::wire::Object;
 
 use super::cache::{Facts, Layer};
 use super::family::FamilyLocks;
+use super::locked::{self, Head};
 use super::{
-    ClaimRow, Claims, ClockKind, ControlPlane, ControlPlaneRow, Counts, Cursor, Ledger, LedgerRow,
-    Memory, StoreError, StoreResult, TaskRow, TaskStatus, Tasks, TimerKind, TimerRow, TimerStatus,
-    Timers, TokenCount, TokenRow, TokenScan, TokenStatus, Tokens, Tx,
+    ClaimRow, Claims, ClockKind, ControlPlane, ControlPlaneRow, Counts, Cursor, EntryKind, Ledger,
+    LedgerRow, Memory, StoreError, StoreResult, TaskRow, TaskStatus, Tasks, TimerKind, TimerRow,
+    TimerStatus, Timers, TokenCount, TokenRow, TokenScan, TokenStatus, Tokens, Tx,
 };
 
 /// Facts this transaction read or changed.
@@ -273,9 +274,24 @@ fn top_among(token: &str, staged: &FastMap<String, Staged>, base: &dyn Layer) ->
     None
 }
 
+// Rows read before a family's lock are read again under it only where
+// transactions run side by side (Postgres, with `locks`); SQLite's one writer
+// held every family all along.
 impl Tx for CachedTx<'_> {
     fn now(&self) -> i64 {
         self.inner.now()
+    }
+
+    fn lock_task(&self, id: i64, wait: bool) -> StoreResult<Option<TaskRow>> {
+        locked::task(self, id, wait, self.locks.is_some())
+    }
+
+    fn lock_timer(&self, id: i64) -> StoreResult<Option<TimerRow>> {
+        locked::timer(self, id, self.locks.is_some())
+    }
+
+    fn lock_tasks(&self, ids: &[i64]) -> StoreResult<Vec<TaskRow>> {
+        locked::tasks(self, ids, self.locks.is_some())
     }
 }
 
@@ -292,10 +308,6 @@ impl Tokens for CachedTx<'_> {
             return Ok(None);
         }
         Ok(Some(self.token(top)?))
-    }
-
-    fn serial(&self) -> bool {
-        self.inner.serial()
     }
 
     fn token(&self, id: &str) -> StoreResult<Option<TokenRow>> {
@@ -372,7 +384,7 @@ impl Ledger for CachedTx<'_> {
     fn append(
         &self,
         token: &str,
-        kind: &str,
+        kind: EntryKind,
         key: Option<&str>,
         data: &Object,
     ) -> StoreResult<i64> {
@@ -382,7 +394,7 @@ impl Ledger for CachedTx<'_> {
         self.change(token, |facts| {
             facts.seq = Some(seq);
             match kind {
-                "event_accepted" => {
+                EntryKind::EventAccepted => {
                     if let Some(counts) = facts.counts.as_mut() {
                         *counts.entry(text("event").unwrap_or_default()).or_insert(0) += 1;
                     }
@@ -392,12 +404,12 @@ impl Ledger for CachedTx<'_> {
                         token: token.to_string(),
                         seq,
                         at: self.now(),
-                        kind: kind.to_string(),
+                        kind: kind.as_str().to_string(),
                         key: key.map(str::to_string),
                         data: data.clone(),
                     })));
                 }
-                "entered" => {
+                EntryKind::Entered => {
                     if let Some(state) = text("state") {
                         match facts.visits.get_mut(&state) {
                             Some(visits) => *visits += 1,
@@ -427,7 +439,7 @@ impl Ledger for CachedTx<'_> {
         &self,
         token: &str,
         seq: i64,
-        kind: &str,
+        kind: EntryKind,
         key: Option<&str>,
         data: &Object,
     ) -> StoreResult<i64> {
@@ -546,26 +558,24 @@ impl Tasks for CachedTx<'_> {
         self.inner.tasks_of(token)
     }
 
-    fn lock_queued(&self, states: &[(Option<String>, String)]) -> StoreResult<Option<i64>> {
-        let Some(id) = self.inner.lock_queued(states)? else {
-            return Ok(None);
-        };
-        let Some((locks, _)) = self.locks else {
-            return Ok(Some(id));
+    fn lock_queued(&self, states: &[(Option<String>, String)]) -> StoreResult<Head> {
+        let head = self.inner.lock_queued(states)?;
+        let (Head::Task(id), Some((locks, _))) = (head, self.locks) else {
+            return Ok(head);
         };
         // Locked in the database; in this process, only if no one holds it (a
         // transaction that holds it waits for the database's lock we now hold).
         let Some(task) = self.task(id)? else {
-            return Ok(None);
+            return Ok(Head::Unsure);
         };
         if self.tops.borrow().contains(&task.token) {
-            return Ok(Some(id));
+            return Ok(head);
         }
         if !locks.take(&task.token, None) {
-            return Ok(None);
+            return Ok(Head::Unsure);
         }
         self.held(task.token);
-        Ok(Some(id))
+        Ok(head)
     }
 
     fn queued_tasks(

@@ -13,22 +13,24 @@ pub mod cached;
 pub mod family;
 pub mod feed;
 pub mod json;
+pub mod locked;
 pub mod postgres;
 pub mod schema;
+pub mod serving;
 pub mod sqlite;
 pub mod status;
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use stateous_shared::refusal::{Code, Refusal};
 use stateous_shared::wire::Object;
 
 pub use backend::Store;
-pub use status::{ClockKind, Closed, TaskStatus, TimerKind, TimerStatus, TokenStatus};
+pub use locked::Head;
+pub use status::{ClockKind, Closed, EntryKind, TaskStatus, TimerKind, TimerStatus, TokenStatus};
 
-/// What can go wrong in the store. Busy and locked errors are their own variant:
-/// the API answers them 503 `database_busy` (reference `docs/reference/http.md`).
+/// What can go wrong in the store. Busy and locked errors are their own variant,
+/// so that the layers above can answer them as a request to try again later.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum StoreError {
     /// Another process holds a lock past its limit, a statement ran past its limit,
@@ -54,29 +56,6 @@ pub enum StoreError {
     /// A stored value that cannot be read back (e.g. JSON that is not an object).
     #[error("the database holds a value that cannot be read: {0}")]
     Corrupt(String),
-}
-
-/// The answer (503 `not_serving`) to each request after this control plane lost the
-/// database, and the log line of that moment.
-pub const LOST: &str = "another control plane took this database, or this control plane's \
-                        hold on it ended; this control plane does no more work; trying \
-                        again does not help: stop this server";
-
-impl From<StoreError> for Refusal {
-    fn from(error: StoreError) -> Refusal {
-        match error {
-            StoreError::Busy | StoreError::Conflict => Refusal::new(
-                Code::DatabaseBusy,
-                "the database cannot take this request now; try again",
-            ),
-            StoreError::NotServing => Refusal::new(Code::NotServing, LOST),
-            StoreError::Unstorable(sentence) => Refusal::new(Code::InvalidPayload, sentence),
-            other => {
-                tracing::error!("{other}");
-                Refusal::new(Code::Unexpected, "the request failed unexpectedly")
-            }
-        }
-    }
 }
 
 /// A store method's result.
@@ -240,12 +219,6 @@ pub trait Tokens {
     /// a token not made yet), `None` when `wait` is false and another transaction
     /// holds it. SQLite's one writer holds every family.
     fn lock_top(&self, top: &str, wait: bool) -> StoreResult<Option<Option<TokenRow>>>;
-    /// Whether rows read before `lock_family` are still current after it: true
-    /// where one writer runs one request at a time (SQLite), so the engine need
-    /// not read them again.
-    fn serial(&self) -> bool {
-        false
-    }
     /// The token with exactly this id.
     fn token(&self, id: &str) -> StoreResult<Option<TokenRow>>;
     /// The id of another token that differs from `id` only in case.
@@ -294,7 +267,7 @@ pub trait Ledger {
     fn append(
         &self,
         token: &str,
-        kind: &str,
+        kind: EntryKind,
         key: Option<&str>,
         data: &Object,
     ) -> StoreResult<i64> {
@@ -309,7 +282,7 @@ pub trait Ledger {
         &self,
         token: &str,
         seq: i64,
-        kind: &str,
+        kind: EntryKind,
         key: Option<&str>,
         data: &Object,
     ) -> StoreResult<i64>;
@@ -352,9 +325,11 @@ pub trait Tasks {
     /// The oldest queued task of these states whose token is active and whose
     /// family this transaction now holds, never waiting for a family another
     /// transaction holds (one statement, `FOR UPDATE SKIP LOCKED`, on Postgres).
-    /// Where families are locked, only tasks of top tokens are found here: a
-    /// child's lock is its top's, found with `queued_tasks` and `lock_family`.
-    fn lock_queued(&self, states: &[(Option<String>, String)]) -> StoreResult<Option<i64>>;
+    /// Where families are locked, only tasks of top tokens are found here (a
+    /// child's lock is its top's, found with `queued_tasks` and `lock_family`),
+    /// so finding none is [`Head::Unsure`]; where one writer holds every family,
+    /// every task is found, and none is [`Head::Empty`].
+    fn lock_queued(&self, states: &[(Option<String>, String)]) -> StoreResult<Head>;
     /// Up to `limit` oldest queued tasks of active tokens in these states: each
     /// `(workflow, state)` with `None` for the main workflow.
     fn queued_tasks(
@@ -471,4 +446,23 @@ pub trait Counts {
 pub trait Tx: Tokens + Ledger + Tasks + Timers + Memory + Claims + ControlPlane + Counts {
     /// The moment of the transaction, in microseconds since 1970.
     fn now(&self) -> i64;
+
+    /// The task, as it is under its token family's lock, which the transaction
+    /// now holds: `wait` waits for the lock up to its limit; without it, a task
+    /// whose family another transaction holds is `None`, to be tried later.
+    fn lock_task(&self, id: i64, wait: bool) -> StoreResult<Option<TaskRow>> {
+        locked::task(self, id, wait, true)
+    }
+
+    /// The timer, as it is under its token family's lock, never waiting for a
+    /// family another transaction holds (then `None`).
+    fn lock_timer(&self, id: i64) -> StoreResult<Option<TimerRow>> {
+        locked::timer(self, id, true)
+    }
+
+    /// The tasks of `ids` that exist, as they are under their families' locks,
+    /// waiting for each lock up to its limit.
+    fn lock_tasks(&self, ids: &[i64]) -> StoreResult<Vec<TaskRow>> {
+        locked::tasks(self, ids, true)
+    }
 }

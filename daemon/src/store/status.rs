@@ -1,5 +1,5 @@
-//! The closed sets of the schema: a token's, a task's and a timer's status, and a
-//! timer's kind (reference `docs/inside/data.md`, "The statuses"). Each is an enum
+//! The closed sets of the schema: a token's, a task's and a timer's status, a
+//! timer's kind, and the kind of a ledger entry. Each is an enum
 //! here, turned into the text the tables keep in one place ([`Closed::as_str`]), and
 //! into the schema's CHECK lists in one place ([`check_list`]), so that a status is
 //! never a string literal compared across the engine.
@@ -144,12 +144,87 @@ closed! {
 closed! {
     /// Which kind of clock a control plane ran on (schema 0005,
     /// `control_plane.clock`): a database served on the real clock never meets a
-    /// moved one (issue 12, item 2).
+    /// moved one.
     ClockKind {
         /// The system's clock (and the manual clock of tests).
         System => "system",
         /// `serve --dev-clock`: a clock that `stateous clock` moves.
         Dev => "dev",
+    }
+}
+
+closed! {
+    /// What a ledger entry records. The engine names the kind of each entry it
+    /// appends with one of these, so the store can keep its facts of a token (its
+    /// visits, its last accepted event) by kind without comparing text.
+    EntryKind {
+        /// The token was made.
+        Started => "started",
+        /// The token entered a state.
+        Entered => "entered",
+        /// An event moved the token.
+        EventAccepted => "event_accepted",
+        /// A paused token holds an event until it resumes.
+        EventDeferred => "event_deferred",
+        /// A held event was dropped (the token ended or moved on).
+        EventDropped => "event_dropped",
+        /// An event could not move the token.
+        EventRejected => "event_rejected",
+        /// A held event ran once the token resumed.
+        EventReplayed => "event_replayed",
+        /// A timer was set.
+        TimerSet => "timer_set",
+        /// A timer fired.
+        TimerFired => "timer_fired",
+        /// A task was queued for a routine.
+        TaskQueued => "task_queued",
+        /// A supervisor claimed a task.
+        TaskClaimed => "task_claimed",
+        /// A routine reported that it waits for an event from outside.
+        TaskWaiting => "task_waiting",
+        /// A task is done.
+        TaskDone => "task_done",
+        /// A task was cancelled.
+        TaskCancelled => "task_cancelled",
+        /// A task failed with no retries left.
+        TaskFailed => "task_failed",
+        /// A task failed and runs again.
+        TaskRetrying => "task_retrying",
+        /// A routine changed the token's context.
+        ContextChanged => "context_changed",
+        /// A routine saved a key of its memory.
+        MemorySet => "memory_set",
+        /// A routine deleted a key of its memory.
+        MemoryDeleted => "memory_deleted",
+        /// A routine's line of progress.
+        Note => "note",
+        /// An operator paused the token.
+        Paused => "paused",
+        /// An operator resumed the token.
+        Resumed => "resumed",
+        /// An operator retried a failed token.
+        Retried => "retried",
+        /// An operator's bulk action touched the token.
+        Operator => "operator",
+        /// A parallel state started a branch.
+        BranchStarted => "branch_started",
+        /// The token completed.
+        Completed => "completed",
+        /// The token failed.
+        Failed => "failed",
+        /// The token was cancelled.
+        Cancelled => "cancelled",
+    }
+}
+
+impl EntryKind {
+    /// The entry of a token that ends with `status` (named as the status is).
+    pub fn ended(status: TokenStatus) -> EntryKind {
+        match status {
+            TokenStatus::Failed => EntryKind::Failed,
+            TokenStatus::Cancelled => EntryKind::Cancelled,
+            _ => EntryKind::Completed,
+        }
     }
 }
 
@@ -165,6 +240,10 @@ mod tests {
         for status in TaskStatus::ALL {
             assert_eq!(TaskStatus::parse(status.as_str()), Some(*status));
         }
+        for kind in EntryKind::ALL {
+            assert_eq!(EntryKind::parse(kind.as_str()), Some(*kind));
+        }
+        assert_eq!(EntryKind::ended(TokenStatus::Failed).as_str(), "failed");
         assert_eq!(TimerStatus::parse("nope"), None);
     }
 

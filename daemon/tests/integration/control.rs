@@ -13,6 +13,7 @@ use common::{Backend, Db};
 use serde_json::{json, Value};
 use stateous_daemon::clock::Clock;
 use stateous_daemon::control::{Control, Options};
+use stateous_daemon::input::{ClaimInput, FireInput, ReportInput, StartInput};
 use stateous_shared::graph::Graph;
 use stateous_shared::refusal::Code;
 use stateous_shared::time::{parse_iso, to_micros};
@@ -72,14 +73,14 @@ async fn a_control_plane_whose_epoch_moved_on_commits_nothing_and_stops(db: Db) 
     let clock = clock();
     let first = open("orders", &db, &clock, "a:1:1").await.unwrap();
     first
-        .start("ORDER-1".into(), ctx(json!({"title": "t"})))
+        .start(StartInput::new("ORDER-1".into(), ctx(json!({"title": "t"}))).unwrap())
         .await
         .unwrap();
     // Another control plane took the database (as after a takeover): the epoch on
     // record is no longer this one's.
     db.execute("UPDATE control_plane SET epoch = epoch + 1, serving = 'b:2:2'");
     let refused = first
-        .start("ORDER-2".into(), ctx(json!({"title": "t"})))
+        .start(StartInput::new("ORDER-2".into(), ctx(json!({"title": "t"}))).unwrap())
         .await
         .unwrap_err();
     assert_eq!(refused.code, Code::NotServing);
@@ -102,7 +103,7 @@ async fn a_new_structure_is_refused_while_tokens_are_live(db: Db) {
     let clock = clock();
     let orders = open("orders", &db, &clock, "a:1:1").await.unwrap();
     orders
-        .start("ORDER-1".into(), ctx(json!({"title": "t"})))
+        .start(StartInput::new("ORDER-1".into(), ctx(json!({"title": "t"}))).unwrap())
         .await
         .unwrap();
     orders.shutdown().await.unwrap();
@@ -136,17 +137,20 @@ async fn a_database_of_someone_else_is_refused(db: Db) {
 async fn a_refused_request_writes_nothing_but_its_event_rejected_row(db: Db) {
     let control = open("orders", &db, &clock(), "a:1:1").await.unwrap();
     control
-        .start("ORDER-1".into(), ctx(json!({"title": "t"})))
+        .start(StartInput::new("ORDER-1".into(), ctx(json!({"title": "t"}))).unwrap())
         .await
         .unwrap();
     let before = ledger_kinds(&db, "ORDER-1");
     let bad = ctx(json!({"approved": "yes"}));
     let refused = control
         .fire(
-            "ORDER-1".into(),
-            "reviewed".into(),
-            Some(bad),
-            Some("k".into()),
+            FireInput::new(
+                "ORDER-1".into(),
+                "reviewed".into(),
+                Some(bad),
+                Some("k".into()),
+            )
+            .unwrap(),
         )
         .await
         .unwrap_err();
@@ -154,10 +158,13 @@ async fn a_refused_request_writes_nothing_but_its_event_rejected_row(db: Db) {
     assert_eq!(ledger_kinds(&db, "ORDER-1"), before);
     let refused = control
         .fire(
-            "ORDER-1".into(),
-            "reviewed".into(),
-            Some(ctx(json!({"approved": true}))),
-            None,
+            FireInput::new(
+                "ORDER-1".into(),
+                "reviewed".into(),
+                Some(ctx(json!({"approved": true}))),
+                None,
+            )
+            .unwrap(),
         )
         .await
         .unwrap_err();
@@ -166,7 +173,7 @@ async fn a_refused_request_writes_nothing_but_its_event_rejected_row(db: Db) {
     expected.push("event_rejected".into());
     assert_eq!(ledger_kinds(&db, "ORDER-1"), expected);
     let refused = control
-        .start("ORDER-2".into(), ctx(json!({"title": 1})))
+        .start(StartInput::new("ORDER-2".into(), ctx(json!({"title": 1}))).unwrap())
         .await
         .unwrap_err();
     assert_eq!(refused.code, Code::InvalidContext);
@@ -186,20 +193,25 @@ async fn concurrent_requests_each_get_their_own_answer_and_no_task_goes_twice(db
         handles.push(tokio::spawn(async move {
             let id = format!("ORDER-{n}");
             let started = control
-                .start(id.clone(), ctx(json!({"title": "t"})))
+                .start(StartInput::new(id.clone(), ctx(json!({"title": "t"}))).unwrap())
                 .await?;
             assert!(started.created);
             // Every other token also gets a refused request, which rolls back alone.
             if n % 2 == 0 {
-                let bad = control.start(format!("order-{n}"), Object::new()).await;
+                let bad = control
+                    .start(StartInput::new(format!("order-{n}"), Object::new()).unwrap())
+                    .await;
                 assert_eq!(bad.unwrap_err().code, Code::InvalidTokenId);
             }
             let fired = control
                 .fire(
-                    id.clone(),
-                    "submitted".into(),
-                    None,
-                    Some(format!("key-{n}")),
+                    FireInput::new(
+                        id.clone(),
+                        "submitted".into(),
+                        None,
+                        Some(format!("key-{n}")),
+                    )
+                    .unwrap(),
                 )
                 .await?;
             assert_eq!(fired.token.state, "review");
@@ -216,7 +228,9 @@ async fn concurrent_requests_each_get_their_own_answer_and_no_task_goes_twice(db
         let control = control.clone();
         claims.push(tokio::spawn(async move {
             control
-                .claim(format!("box-{}", n % 8), vec!["review".into()], None)
+                .claim(
+                    ClaimInput::new(format!("box-{}", n % 8), vec!["review".into()], None).unwrap(),
+                )
                 .await
         }));
     }
@@ -227,7 +241,7 @@ async fn concurrent_requests_each_get_their_own_answer_and_no_task_goes_twice(db
         }
     }
     while let Some(grant) = control
-        .claim("box".into(), vec!["review".into()], None)
+        .claim(ClaimInput::new("box".into(), vec!["review".into()], None).unwrap())
         .await
         .unwrap()
     {
@@ -249,11 +263,11 @@ async fn acknowledged_changes_survive_a_restart(db: Db) {
     {
         let control = open("orders", &db, &clock, "a:1:1").await.unwrap();
         control
-            .start("ORDER-1".into(), ctx(json!({"title": "t"})))
+            .start(StartInput::new("ORDER-1".into(), ctx(json!({"title": "t"}))).unwrap())
             .await
             .unwrap();
         let grant = control
-            .claim("box".into(), vec!["draft".into()], Some("r-1".into()))
+            .claim(ClaimInput::new("box".into(), vec!["draft".into()], Some("r-1".into())).unwrap())
             .await
             .unwrap()
             .unwrap();
@@ -267,7 +281,10 @@ async fn acknowledged_changes_survive_a_restart(db: Db) {
             attempt: Some(grant.attempt),
             supervisor: Some("box".into()),
         };
-        control.report(grant.task, outcome).await.unwrap();
+        control
+            .report(ReportInput::new(grant.task, outcome).unwrap())
+            .await
+            .unwrap();
         control.shutdown().await.unwrap();
     }
     let control = open("orders", &db, &clock, "b:2:2").await.unwrap();
@@ -282,11 +299,11 @@ async fn a_lease_in_seconds_says_so_in_the_history(db: Db) {
     options.lease = Duration::from_secs(5);
     let control = Control::open(graph("orders"), options).await.unwrap();
     control
-        .start("ORDER-1".into(), ctx(json!({"title": "t"})))
+        .start(StartInput::new("ORDER-1".into(), ctx(json!({"title": "t"}))).unwrap())
         .await
         .unwrap();
     control
-        .claim("box".into(), vec!["draft".into()], None)
+        .claim(ClaimInput::new("box".into(), vec!["draft".into()], None).unwrap())
         .await
         .unwrap()
         .unwrap();
@@ -304,9 +321,12 @@ async fn a_lease_in_seconds_says_so_in_the_history(db: Db) {
 async fn entering_a_parallel_state_starts_its_children_unless_an_id_is_too_long(db: Db) {
     let control = open("parallel", &db, &clock(), "a:1:1").await.unwrap();
     let context = ctx(json!({"repo": "acme/api", "branch": "b"}));
-    control.start("T-1".into(), context.clone()).await.unwrap();
     control
-        .fire("T-1".into(), "done".into(), None, None)
+        .start(StartInput::new("T-1".into(), context.clone()).unwrap())
+        .await
+        .unwrap();
+    control
+        .fire(FireInput::new("T-1".into(), "done".into(), None, None).unwrap())
         .await
         .unwrap();
     let token = control.token("T-1".into()).await.unwrap();
@@ -320,9 +340,12 @@ async fn entering_a_parallel_state_starts_its_children_unless_an_id_is_too_long(
     assert_eq!(child.context["branch"], "b");
 
     let long = "x".repeat(110);
-    control.start(long.clone(), context).await.unwrap();
+    control
+        .start(StartInput::new(long.clone(), context).unwrap())
+        .await
+        .unwrap();
     let refused = control
-        .fire(long.clone(), "done".into(), None, None)
+        .fire(FireInput::new(long.clone(), "done".into(), None, None).unwrap())
         .await
         .unwrap_err();
     assert_eq!(refused.code, Code::EventNotAllowed);
@@ -342,17 +365,17 @@ async fn entering_a_parallel_state_starts_its_children_unless_an_id_is_too_long(
 async fn committed_rows_are_read_in_id_order_and_can_be_resumed_by_id(db: Db) {
     let control = open("orders", &db, &clock(), "a:1:1").await.unwrap();
     control
-        .start("ORDER-1".into(), ctx(json!({"title": "t"})))
+        .start(StartInput::new("ORDER-1".into(), ctx(json!({"title": "t"}))).unwrap())
         .await
         .unwrap();
     // Rolled back: nothing to read. Recorded refusal: its event_rejected row.
     let bad = Some(ctx(json!({"approved": "yes"})));
     assert!(control
-        .fire("ORDER-1".into(), "reviewed".into(), bad, None)
+        .fire(FireInput::new("ORDER-1".into(), "reviewed".into(), bad, None).unwrap())
         .await
         .is_err());
     assert!(control
-        .fire("ORDER-1".into(), "nope".into(), None, None)
+        .fire(FireInput::new("ORDER-1".into(), "nope".into(), None, None).unwrap())
         .await
         .is_err());
     let upto = control.mark().safe();
@@ -386,17 +409,17 @@ async fn committed_rows_are_read_in_id_order_and_can_be_resumed_by_id(db: Db) {
 async fn the_detail_shows_tasks_timers_and_held_events(db: Db) {
     let control = open("sdlc", &db, &clock(), "a:1:1").await.unwrap();
     control
-        .start("T-1".into(), ctx(json!({"repo": "r"})))
+        .start(StartInput::new("T-1".into(), ctx(json!({"repo": "r"}))).unwrap())
         .await
         .unwrap();
     control
-        .claim("box".into(), vec!["coding".into()], None)
+        .claim(ClaimInput::new("box".into(), vec!["coding".into()], None).unwrap())
         .await
         .unwrap()
         .unwrap();
     control.pause("T-1".into()).await.unwrap();
     control
-        .fire("T-1".into(), "stuck".into(), None, Some("k".into()))
+        .fire(FireInput::new("T-1".into(), "stuck".into(), None, Some("k".into())).unwrap())
         .await
         .unwrap();
     let detail = control.detail("T-1".into()).await.unwrap();
@@ -444,13 +467,13 @@ async fn a_sqlite_database_locked_by_another_process_answers_database_busy() {
     let other = rusqlite::Connection::open(db.path()).unwrap();
     other.execute_batch("BEGIN IMMEDIATE").unwrap();
     let refused = control
-        .start("ORDER-1".into(), ctx(json!({"title": "t"})))
+        .start(StartInput::new("ORDER-1".into(), ctx(json!({"title": "t"}))).unwrap())
         .await
         .unwrap_err();
     assert_eq!(refused.code, Code::DatabaseBusy);
     other.execute_batch("ROLLBACK").unwrap();
     let started = control
-        .start("ORDER-1".into(), ctx(json!({"title": "t"})))
+        .start(StartInput::new("ORDER-1".into(), ctx(json!({"title": "t"}))).unwrap())
         .await
         .unwrap();
     assert!(started.created);

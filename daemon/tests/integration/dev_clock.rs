@@ -14,6 +14,7 @@ use serde_json::json;
 use stateous_daemon::clock::Clock;
 use stateous_daemon::control::{Control, Options};
 use stateous_daemon::engine::serving::DEV_CLOCK_REFUSED;
+use stateous_daemon::input::{ClaimInput, StartInput};
 use stateous_shared::graph::Graph;
 use stateous_shared::refusal::Code;
 
@@ -34,7 +35,10 @@ async fn open(db: &Db, clock: Clock) -> Result<Control, String> {
 
 async fn start(control: &Control, token: &str) {
     let context = json!({"repo": "r"}).as_object().unwrap().clone();
-    control.start(token.into(), context).await.unwrap();
+    control
+        .start(StartInput::new(token.into(), context).unwrap())
+        .await
+        .unwrap();
 }
 
 /// `(token, kind, at)` of the ledger rows of these kinds, in id order.
@@ -71,7 +75,7 @@ async fn an_advance_fires_what_falls_due_inside_it_in_due_order_and_once(db: Db)
     start(&control, "T-3").await;
     // The oldest queued task is T-1's.
     control
-        .claim("box".into(), vec!["coding".into()], None)
+        .claim(ClaimInput::new("box".into(), vec!["coding".into()], None).unwrap())
         .await
         .unwrap()
         .unwrap();

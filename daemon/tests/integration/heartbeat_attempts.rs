@@ -14,6 +14,7 @@ use common::Db;
 use serde_json::json;
 use stateous_daemon::clock::Clock;
 use stateous_daemon::control::Control;
+use stateous_daemon::input::{ClaimInput, HeartbeatInput, StartInput};
 use stateous_shared::graph::Graph;
 use stateous_shared::time::{parse_iso, to_micros};
 
@@ -27,13 +28,17 @@ async fn an_attempt_that_is_over_is_lost_even_to_the_name_that_holds_the_next(db
     options.lease = Duration::from_secs(5);
     let control = Control::open(graph, options).await.unwrap();
     let context = json!({"repo": "r"}).as_object().unwrap().clone();
-    control.start("T-1".into(), context).await.unwrap();
-    let claim = || control.claim("box".into(), vec!["coding".into()], None);
+    control
+        .start(StartInput::new("T-1".into(), context).unwrap())
+        .await
+        .unwrap();
+    let claim =
+        || control.claim(ClaimInput::new("box".into(), vec!["coding".into()], None).unwrap());
     let first = claim().await.unwrap().unwrap();
     let task = first.task;
     let beat = |attempts: &[(i64, i64)]| {
         let named: BTreeMap<i64, i64> = attempts.iter().copied().collect();
-        control.heartbeat("box".into(), vec![task], named)
+        control.heartbeat(HeartbeatInput::new("box".into(), vec![task], named).unwrap())
     };
     assert_eq!(beat(&[(task, 1)]).await.unwrap(), Vec::<i64>::new());
     clock.advance(Duration::from_secs(6));

@@ -17,6 +17,7 @@ use stateous_daemon::control::operate::BulkInput;
 use stateous_daemon::control::{Control, Options};
 use stateous_daemon::engine::bulk::BulkStep;
 use stateous_daemon::engine::select::Selection;
+use stateous_daemon::input::{FireInput, StartInput};
 use stateous_daemon::store::TokenStatus;
 use stateous_shared::graph::Graph;
 use stateous_shared::guards::filter::parse_filter;
@@ -79,14 +80,17 @@ async fn thirty(control: &Control, clock: &Clock) {
     for i in 0..30 {
         let customer = if i % 2 == 0 { "ACME" } else { "BETA" };
         let context = ctx(json!({"customer": customer, "score": i % 5}));
-        control.start(format!("C-{i:02}"), context).await.unwrap();
+        control
+            .start(StartInput::new(format!("C-{i:02}"), context).unwrap())
+            .await
+            .unwrap();
         clock.advance(Duration::from_secs(1));
     }
     clock.advance(Duration::from_secs(10));
     for i in 0..10 {
         let token = format!("C-{i:02}");
         control
-            .fire(token, "submitted".into(), None, None)
+            .fire(FireInput::new(token, "submitted".into(), None, None).unwrap())
             .await
             .unwrap();
     }
@@ -391,7 +395,7 @@ async fn a_walk_meets_each_match_once_even_one_that_moves_meanwhile(db: Db) {
     assert!(!met.contains(&"C-28".to_string()), "{met:?}");
     clock.advance(Duration::from_secs(5));
     control
-        .fire("C-28".into(), "submitted".into(), None, None)
+        .fire(FireInput::new("C-28".into(), "submitted".into(), None, None).unwrap())
         .await
         .unwrap();
     let mut after = first.next.clone();

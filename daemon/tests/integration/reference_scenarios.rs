@@ -15,8 +15,12 @@ use common::Db;
 use serde_json::{json, Value};
 use stateous_daemon::clock::Clock;
 use stateous_daemon::control::Control;
+use stateous_daemon::input::{
+    ClaimInput, FireInput, HeartbeatInput, MemoryInput, NoteInput, ReportInput, StartInput,
+};
 use stateous_daemon::store::{Closed, TokenStatus};
 use stateous_shared::graph::Graph;
+use stateous_shared::refusal::Refusal;
 use stateous_shared::time::{from_micros, iso, parse_iso, to_micros};
 use stateous_shared::wire::{Object, Outcome};
 
@@ -52,11 +56,21 @@ fn object(value: &Value) -> Option<Object> {
     value.as_object().cloned()
 }
 
-fn answer<T: serde::Serialize>(result: Result<T, stateous_shared::refusal::Refusal>) -> Value {
+fn answer<T: serde::Serialize>(result: Result<T, Refusal>) -> Value {
     match result {
         Ok(value) => json!({"ok": serde_json::to_value(value).unwrap()}),
         Err(refusal) => json!({"code": refusal.code.as_str()}),
     }
+}
+
+/// The answer of `call` on a validated input, or the refusal of its check: the
+/// scenarios send raw values, as a request's body would.
+async fn through<I, T, F, Fut>(input: Result<I, Refusal>, call: F) -> Result<T, Refusal>
+where
+    F: FnOnce(I) -> Fut,
+    Fut: std::future::Future<Output = Result<T, Refusal>>,
+{
+    call(input?).await
 }
 
 async fn run_step(control: &Control, clock: &Clock, step: &Value) -> Value {
@@ -65,54 +79,42 @@ async fn run_step(control: &Control, clock: &Clock, step: &Value) -> Value {
     match step["op"].as_str().unwrap() {
         "start" => {
             let context = object(&step["context"]).unwrap();
-            answer(
-                control
-                    .start(text(step, "token"), context)
-                    .await
-                    .map(|s| s.token),
-            )
+            let input = StartInput::new(text(step, "token"), context);
+            answer(through(input, |i| control.start(i)).await.map(|s| s.token))
         }
         "fire" => {
             let key = step["key"].as_str().map(str::to_string);
-            let fired = control
-                .fire(
-                    text(step, "token"),
-                    text(step, "event"),
-                    object(&step["payload"]),
-                    key,
-                )
-                .await;
+            let (token, event) = (text(step, "token"), text(step, "event"));
+            let input = FireInput::new(token, event, object(&step["payload"]), key);
+            let fired = through(input, |i| control.fire(i)).await;
             answer(fired.map(|f| json!({"duplicate": f.duplicate, "token": f.token})))
         }
         "claim" => {
             let states = serde_json::from_value(step["states"].clone()).unwrap();
             let request = step["request"].as_str().map(str::to_string);
-            answer(
-                control
-                    .claim(text(step, "supervisor"), states, request)
-                    .await,
-            )
+            let input = ClaimInput::new(text(step, "supervisor"), states, request);
+            answer(through(input, |i| control.claim(i)).await)
         }
         "report" => {
             let mut outcome: Outcome = serde_json::from_value(step["outcome"].clone()).unwrap();
             outcome.supervisor = step["supervisor"].as_str().map(str::to_string);
-            answer(control.report(task, outcome).await)
+            let input = ReportInput::new(task, outcome);
+            answer(through(input, |i| control.report(i)).await)
         }
         "heartbeat" => {
             let tasks = serde_json::from_value(step["tasks"].clone()).unwrap();
-            let lost = control
-                .heartbeat(text(step, "supervisor"), tasks, Default::default())
-                .await;
+            let input = HeartbeatInput::new(text(step, "supervisor"), tasks, Default::default());
+            let lost = through(input, |i| control.heartbeat(i)).await;
             answer(lost.map(|lost| json!({"lost": lost})))
         }
-        "note" => answer(control.note(task, text(step, "text"), attempt, None).await),
+        "note" => {
+            let input = NoteInput::new(task, text(step, "text"), attempt, None);
+            answer(through(input, |i| control.note(i)).await)
+        }
         "memory" => {
             let value = step["value"].clone();
-            answer(
-                control
-                    .set_memory(task, text(step, "key"), value, attempt)
-                    .await,
-            )
+            let input = MemoryInput::new(task, text(step, "key"), value, attempt);
+            answer(through(input, |i| control.set_memory(i)).await)
         }
         "pause" => answer(control.pause(text(step, "token")).await),
         "resume" => answer(control.resume(text(step, "token")).await),

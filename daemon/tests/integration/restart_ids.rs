@@ -11,6 +11,7 @@ use std::sync::Arc;
 use common::Db;
 use serde_json::json;
 use stateous_daemon::control::Control;
+use stateous_daemon::input::StartInput;
 use stateous_shared::graph::Graph;
 
 /// `coding` (where a token without `urgent` starts) queues a task and sets a timer.
@@ -23,7 +24,10 @@ async fn ids_go_on_without_a_gap_after_a_graceful_restart(db: Db) {
     for token in ["A", "B"] {
         let control = Control::open(triage(), db.options()).await.unwrap();
         let context = json!({"repo": "r"}).as_object().unwrap().clone();
-        control.start(token.into(), context).await.unwrap();
+        control
+            .start(StartInput::new(token.into(), context).unwrap())
+            .await
+            .unwrap();
         control.shutdown().await.unwrap();
     }
     let ids = |table: &str| -> Vec<String> {

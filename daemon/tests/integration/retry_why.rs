@@ -11,7 +11,8 @@ use common::Db;
 use serde_json::{json, Value};
 use stateous_daemon::clock::Clock;
 use stateous_daemon::control::{Control, Options};
-use stateous_daemon::engine::retry::RetryInput;
+use stateous_daemon::input::RetryInput;
+use stateous_daemon::input::{ClaimInput, FireInput, ReportInput, StartInput};
 use stateous_shared::graph::Graph;
 use stateous_shared::refusal::Code;
 use stateous_shared::time::{parse_iso, to_micros};
@@ -53,7 +54,7 @@ fn outcome(kind: &str, event: Option<&str>, error: Option<&str>, attempt: i64) -
 /// Claim the task of `state` and report it failed.
 async fn fail_once(control: &Control, state: &str) {
     let grant = control
-        .claim("box".into(), vec![state.into()], None)
+        .claim(ClaimInput::new("box".into(), vec![state.into()], None).unwrap())
         .await
         .unwrap()
         .unwrap();
@@ -63,7 +64,10 @@ async fn fail_once(control: &Control, state: &str) {
         Some("the CRM did not answer"),
         grant.attempt,
     );
-    control.report(grant.task, failed).await.unwrap();
+    control
+        .report(ReportInput::new(grant.task, failed).unwrap())
+        .await
+        .unwrap();
 }
 
 fn retry_input(token: &str, state: Option<&str>) -> RetryInput {
@@ -79,7 +83,7 @@ async fn a_failed_token_is_retried_in_its_state_with_fresh_retries(db: Db) {
     let clock = clock();
     let control = open(&db, &clock).await;
     control
-        .start("C-1".into(), ctx(json!({"customer": "ACME"})))
+        .start(StartInput::new("C-1".into(), ctx(json!({"customer": "ACME"}))).unwrap())
         .await
         .unwrap();
     fail_once(&control, "intake").await;
@@ -116,16 +120,19 @@ async fn a_failed_token_is_retried_in_its_state_with_fresh_retries(db: Db) {
     fail_once(&control, "intake").await;
     assert_eq!(control.token("C-1".into()).await.unwrap().status, "active");
     let grant = control
-        .claim("box".into(), vec!["intake".into()], None)
+        .claim(ClaimInput::new("box".into(), vec!["intake".into()], None).unwrap())
         .await
         .unwrap()
         .unwrap();
     let done = outcome("event", Some("submitted"), None, grant.attempt);
-    let token = control.report(grant.task, done).await.unwrap();
+    let token = control
+        .report(ReportInput::new(grant.task, done).unwrap())
+        .await
+        .unwrap();
     assert_eq!(token.state, "review");
     // Into another state of its workflow, when named.
     control
-        .start("C-2".into(), ctx(json!({"customer": "B"})))
+        .start(StartInput::new("C-2".into(), ctx(json!({"customer": "B"}))).unwrap())
         .await
         .unwrap();
     fail_once(&control, "intake").await;
@@ -141,7 +148,7 @@ async fn a_retry_is_refused_with_a_clear_code(db: Db) {
     let clock = clock();
     let control = open(&db, &clock).await;
     control
-        .start("C-1".into(), ctx(json!({"customer": "A"})))
+        .start(StartInput::new("C-1".into(), ctx(json!({"customer": "A"}))).unwrap())
         .await
         .unwrap();
     let refused = control.retry(retry_input("C-1", None)).await.unwrap_err();
@@ -167,13 +174,16 @@ async fn a_retry_is_refused_with_a_clear_code(db: Db) {
 /// C-1 in `sign` with its two children, which start in `check`.
 async fn signing(control: &Control) {
     let context = ctx(json!({"customer": "ACME", "score": 5}));
-    control.start("C-1".into(), context).await.unwrap();
     control
-        .fire("C-1".into(), "submitted".into(), None, None)
+        .start(StartInput::new("C-1".into(), context).unwrap())
         .await
         .unwrap();
     control
-        .fire("C-1".into(), "approve".into(), None, None)
+        .fire(FireInput::new("C-1".into(), "submitted".into(), None, None).unwrap())
+        .await
+        .unwrap();
+    control
+        .fire(FireInput::new("C-1".into(), "approve".into(), None, None).unwrap())
         .await
         .unwrap();
 }
@@ -186,7 +196,7 @@ async fn a_parent_retried_in_a_parallel_state_starts_new_children(db: Db) {
     // completed) is false and the parent fails.
     fail_once(&control, "legal/check").await;
     control
-        .fire("C-1.sign.1.finance".into(), "ok".into(), None, None)
+        .fire(FireInput::new("C-1.sign.1.finance".into(), "ok".into(), None, None).unwrap())
         .await
         .unwrap();
     let parent = control.token("C-1".into()).await.unwrap();
@@ -226,14 +236,17 @@ async fn why_gathers_the_facts_of_a_waiting_token(db: Db) {
     let clock = clock();
     let control = open(&db, &clock).await;
     let context = ctx(json!({"customer": "ACME", "score": 1}));
-    control.start("C-1".into(), context).await.unwrap();
     control
-        .fire("C-1".into(), "submitted".into(), None, None)
+        .start(StartInput::new("C-1".into(), context).unwrap())
+        .await
+        .unwrap();
+    control
+        .fire(FireInput::new("C-1".into(), "submitted".into(), None, None).unwrap())
         .await
         .unwrap();
     clock.advance(Duration::from_secs(90));
     let refused = control
-        .fire("C-1".into(), "approve".into(), None, None)
+        .fire(FireInput::new("C-1".into(), "approve".into(), None, None).unwrap())
         .await
         .unwrap_err();
     assert_eq!(refused.code, Code::EventNotAllowed);
@@ -263,7 +276,7 @@ async fn why_gathers_the_facts_of_a_waiting_token(db: Db) {
     control.pause("C-1".into()).await.unwrap();
     clock.advance(Duration::from_secs(100));
     control
-        .fire("C-1".into(), "approve".into(), None, None)
+        .fire(FireInput::new("C-1".into(), "approve".into(), None, None).unwrap())
         .await
         .unwrap();
     let why = control.why("C-1".into()).await.unwrap();
@@ -272,7 +285,7 @@ async fn why_gathers_the_facts_of_a_waiting_token(db: Db) {
     assert_eq!(why.held.len(), 1);
     // A failed token names the entry that failed it.
     control
-        .start("C-2".into(), ctx(json!({"customer": "B"})))
+        .start(StartInput::new("C-2".into(), ctx(json!({"customer": "B"}))).unwrap())
         .await
         .unwrap();
     fail_once(&control, "intake").await;

@@ -15,6 +15,7 @@ use common::Db;
 use serde_json::json;
 use stateous_daemon::clock::Clock;
 use stateous_daemon::control::Control;
+use stateous_daemon::input::StartInput;
 use stateous_shared::graph::Graph;
 
 /// `coding` has a 6 h timeout; `timeout` leads to `triage`, which queues a task.
@@ -37,7 +38,10 @@ async fn timeouts_due_together_queue_their_tasks_in_due_order(db: Db) {
     let tokens: Vec<String> = (0..TOKENS).map(|i| format!("T-{i:02}")).collect();
     for token in &tokens {
         let context = json!({"repo": "r"}).as_object().unwrap().clone();
-        control.start(token.clone(), context).await.unwrap();
+        control
+            .start(StartInput::new(token.clone(), context).unwrap())
+            .await
+            .unwrap();
     }
     clock.advance(Duration::from_secs(6 * 3600));
     control.tick().await.unwrap();

@@ -7,7 +7,7 @@ use stateous_shared::wire::Object;
 
 use super::{get, PgTx};
 use crate::store::json::object;
-use crate::store::{Ledger, LedgerRow, StoreResult};
+use crate::store::{EntryKind, Ledger, LedgerRow, StoreResult};
 
 const SELECT: &str = "SELECT id, token, seq, at, kind, key, data FROM ledger";
 
@@ -45,7 +45,7 @@ impl Ledger for PgTx<'_> {
         &self,
         token: &str,
         seq: i64,
-        kind: &str,
+        kind: EntryKind,
         key: Option<&str>,
         data: &Object,
     ) -> StoreResult<i64> {
@@ -66,7 +66,7 @@ impl Ledger for PgTx<'_> {
             token: token.to_string(),
             seq,
             at: self.now,
-            kind: kind.to_string(),
+            kind: kind.as_str().to_string(),
             key: key.map(str::to_string),
             data: data.clone(),
         });

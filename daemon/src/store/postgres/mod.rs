@@ -16,6 +16,7 @@ mod counts;
 pub mod hold;
 mod ledger;
 mod memory;
+mod params;
 mod pending;
 #[cfg(test)]
 mod plan_tests;

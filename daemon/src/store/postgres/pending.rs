@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use postgres::types::ToSql;
 
 use super::conn::PgConn;
+use super::params::placeholder;
 use crate::store::json::to_text;
 use crate::store::{ClaimRow, LedgerRow, StoreResult, TaskRow, TimerRow, TokenRow};
 
@@ -330,12 +331,12 @@ fn renumbered(part: &str, by: usize, text: &mut String) -> usize {
     let mut most = 0;
     let mut rest = part;
     while let Some(at) = rest.find('$') {
-        text.push_str(&rest[..=at]);
+        text.push_str(&rest[..at]);
         rest = &rest[at + 1..];
         let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
         let n = rest[..digits].parse().unwrap_or(0);
         most = most.max(n);
-        text.push_str(&(n + by).to_string());
+        text.push_str(&placeholder(n + by));
         rest = &rest[digits..];
     }
     text.push_str(rest);

@@ -14,13 +14,13 @@ use super::hold::{ServingLock, Tried};
 use super::schema::{migrate, up_to_date};
 use super::{PgTx, Sequences};
 use crate::clock::{micros, Clock};
-use crate::engine::serving;
 use crate::store::backend::{without_password, Inspected, StoreOptions};
 use crate::store::cache::Cache;
 use crate::store::cached::CachedTx;
 use crate::store::family::FamilyLocks;
 use crate::store::feed::FeedMark;
 use crate::store::schema::MigrateError;
+use crate::store::serving;
 use crate::store::{ControlPlane, StoreError, StoreResult, Tx};
 
 /// A Postgres database held by this control plane. Cheap to share: the pool and
@@ -81,8 +81,7 @@ impl PgStore {
         let (epoch, last) = serving
             .with(|conn| {
                 once(conn, now, |tx| {
-                    let epoch = serving::take_hold(tx, &options.holder)
-                        .map_err(|f| StoreError::Database(f.refusal().error))?;
+                    let epoch = serving::take_hold(tx, &options.holder)?;
                     Ok((epoch, tx.last_entry_id()?))
                 })
             })
@@ -179,6 +178,12 @@ impl PgStore {
     /// The feed's safe point.
     pub fn mark(&self) -> &FeedMark {
         &self.inner.mark
+    }
+
+    /// See `Store::bulk_window`: half the pool, at least one.
+    pub fn bulk_window(&self) -> usize {
+        let pool = self.inner.connections().pool.max_size();
+        usize::try_from(pool / 2).unwrap_or(1).max(1)
     }
 
     /// How many write transactions committed.

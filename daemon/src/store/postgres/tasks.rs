@@ -1,10 +1,10 @@
 //! The SQL of `tasks`: the queue, claims and leases.
 
-use postgres::types::ToSql;
 use postgres::Row;
 
+use super::params::Params;
 use super::{closed, get, PgTx};
-use crate::store::{StoreResult, TaskRow, TaskStatus, Tasks};
+use crate::store::{Head, StoreResult, TaskRow, TaskStatus, Tasks};
 
 const SELECT: &str = "SELECT id, token, state, visit, status, attempt, claimed_by, lease_until,
                              queued_at FROM tasks";
@@ -82,7 +82,7 @@ impl Tasks for PgTx<'_> {
         rows.iter().map(read).collect()
     }
 
-    fn lock_queued(&self, states: &[(Option<String>, String)]) -> StoreResult<Option<i64>> {
+    fn lock_queued(&self, states: &[(Option<String>, String)]) -> StoreResult<Head> {
         // One round trip for the common case: the first candidate whose top token
         // no other transaction holds is locked as it is found. The task's row is
         // read again under the lock by the caller (another claim may have taken
@@ -100,16 +100,20 @@ impl Tasks for PgTx<'_> {
             .filter(|(workflow, _)| workflow.is_none())
             .map(|(_, state)| state.as_str())
             .collect();
+        // Only top tokens' tasks are looked at here, so finding none is never
+        // certain: children's tasks may still be queued.
         if names.is_empty() {
-            return Ok(None);
+            return Ok(Head::Unsure);
         }
         // Each state a parameter of its own, and the head's length in the text:
         // Postgres then estimates a plan for any values as it does for these, so
         // it keeps one plan (a generic plan) instead of planning each claim anew
         // (an array parameter counts as 10 states; planning was about a third of
         // a claim's time on the server).
-        let states_in = (1..=names.len())
-            .map(|n| format!("${n}"))
+        let mut params = Params::new();
+        let states_in = names
+            .iter()
+            .map(|name| params.add_ref(name))
             .collect::<Vec<_>>()
             .join(", ");
         let sql = format!(
@@ -125,16 +129,12 @@ impl Tasks for PgTx<'_> {
                                  FOR UPDATE SKIP LOCKED) k
              LIMIT 1"
         );
-        let params: Vec<&(dyn ToSql + Sync)> = names
-            .iter()
-            .map(|name| name as &(dyn ToSql + Sync))
-            .collect();
-        let found = self.query_opt(&sql, &params)?;
+        let found = self.query_opt(&sql, &params.refs())?;
         let Some(row) = found else {
-            return Ok(None);
+            return Ok(Head::Unsure);
         };
         self.locked.borrow_mut().insert(get(&row, 1)?);
-        Ok(Some(get(&row, 0)?))
+        Ok(Head::Task(get(&row, 0)?))
     }
 
     fn queued_tasks(

@@ -6,7 +6,7 @@ use rusqlite::{params, OptionalExtension, Row};
 use stateous_shared::wire::Object;
 
 use super::{corrupt, object, to_text, SqliteTx};
-use crate::store::{Ledger, LedgerRow, StoreResult};
+use crate::store::{EntryKind, Ledger, LedgerRow, StoreResult};
 
 const COLUMNS: &str = "id, token, seq, at, kind, key, data";
 
@@ -34,7 +34,7 @@ impl Ledger for SqliteTx<'_> {
         &self,
         token: &str,
         seq: i64,
-        kind: &str,
+        kind: EntryKind,
         key: Option<&str>,
         data: &Object,
     ) -> StoreResult<i64> {
@@ -43,7 +43,14 @@ impl Ledger for SqliteTx<'_> {
             "INSERT INTO ledger (token, seq, at, kind, key, data)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
         )?
-        .execute(params![token, seq, self.now(), kind, key, to_text(data)])?;
+        .execute(params![
+            token,
+            seq,
+            self.now(),
+            kind.as_str(),
+            key,
+            to_text(data)
+        ])?;
         let id = self.conn.last_insert_rowid();
         self.last_id.set(id);
         Ok(id)

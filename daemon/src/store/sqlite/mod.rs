@@ -29,7 +29,7 @@ pub use store::SqliteStore;
 
 pub(crate) use crate::store::json::{object, optional_object, to_text};
 
-use super::{Closed, StoreError, StoreResult, Tx};
+use super::{locked, Closed, StoreError, StoreResult, TaskRow, TimerRow, Tx};
 
 /// A transaction (or a savepoint inside one) on a SQLite connection, at `now`.
 pub struct SqliteTx<'c> {
@@ -161,9 +161,23 @@ impl Drop for Held<'_, '_> {
     }
 }
 
+// The one writer thread runs one request at a time, so a row read before its
+// family's lock is as it is under the lock: no row is read twice.
 impl Tx for SqliteTx<'_> {
     fn now(&self) -> i64 {
         self.now.get()
+    }
+
+    fn lock_task(&self, id: i64, wait: bool) -> StoreResult<Option<TaskRow>> {
+        locked::task(self, id, wait, false)
+    }
+
+    fn lock_timer(&self, id: i64) -> StoreResult<Option<TimerRow>> {
+        locked::timer(self, id, false)
+    }
+
+    fn lock_tasks(&self, ids: &[i64]) -> StoreResult<Vec<TaskRow>> {
+        locked::tasks(self, ids, false)
     }
 }
 

@@ -12,10 +12,10 @@ use super::schema::migrate;
 use super::writer::Writer;
 use super::{open, SqliteTx};
 use crate::clock::micros;
-use crate::engine::serving;
 use crate::store::backend::StoreOptions;
 use crate::store::feed::FeedMark;
 use crate::store::schema::MigrateError;
+use crate::store::serving;
 use crate::store::{ControlPlane, StoreError, StoreResult, Tx};
 
 /// A SQLite database held by this control plane.
@@ -47,7 +47,7 @@ impl SqliteStore {
         })?;
         let now = options.clock.now();
         let (epoch, last) = once(&conn, now, |tx| {
-            let epoch = serving::take_hold(tx, &options.holder).map_err(|f| f.refusal().error)?;
+            let epoch = serving::take_hold(tx, &options.holder).map_err(|e| e.to_string())?;
             let last = tx.last_entry_id().map_err(|e| e.to_string())?;
             Ok((epoch, last))
         })?;

@@ -4,7 +4,7 @@ use rusqlite::{params, OptionalExtension, Row};
 use serde_json::Value;
 
 use super::{closed, SqliteTx};
-use crate::store::{StoreResult, TaskRow, Tasks};
+use crate::store::{Head, StoreResult, TaskRow, Tasks};
 
 const COLUMNS: &str =
     "id, token, state, visit, status, attempt, claimed_by, lease_until, queued_at";
@@ -76,9 +76,13 @@ impl Tasks for SqliteTx<'_> {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
-    fn lock_queued(&self, states: &[(Option<String>, String)]) -> StoreResult<Option<i64>> {
-        // The one writer holds every family: the oldest candidate is free.
-        Ok(self.queued_tasks(states, 1)?.first().copied())
+    fn lock_queued(&self, states: &[(Option<String>, String)]) -> StoreResult<Head> {
+        // The one writer holds every family: the oldest candidate is free, and
+        // the search covers child tokens' tasks too, so none found is none.
+        Ok(match self.queued_tasks(states, 1)?.first() {
+            Some(&id) => Head::Task(id),
+            None => Head::Empty,
+        })
     }
 
     fn queued_tasks(

@@ -30,10 +30,6 @@ impl Tokens for SqliteTx<'_> {
         Ok(true)
     }
 
-    fn serial(&self) -> bool {
-        true
-    }
-
     fn lock_top(&self, top: &str, _wait: bool) -> StoreResult<Option<Option<TokenRow>>> {
         Ok(Some(self.token(top)?))
     }

@@ -441,7 +441,8 @@ mod tests {
 
     fn row(tx: &dyn Tx, token: &str) -> i64 {
         let data = json!({"n": 1}).as_object().unwrap().clone();
-        tx.append(token, "note", None, &data).unwrap()
+        tx.append(token, crate::store::EntryKind::Note, None, &data)
+            .unwrap()
     }
 
     #[tokio::test]

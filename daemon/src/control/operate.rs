@@ -1,9 +1,9 @@
-//! The control plane's calls for operating many tokens (issue 11): retry, why,
-//! and bulk actions with their preview.
+//! The control plane's calls for operating many tokens: retry, why, and bulk
+//! actions with their preview.
 //!
 //! A real bulk run reads its page of matches once, then sends each token as its
-//! own write request, a window at a time ([`window`]): on SQLite a window shares
-//! one group commit, on Postgres it runs side by side on half the pool. Any other
+//! own write request, a window at a time (`Store::bulk_window`: on SQLite a window
+//! shares one group commit, on Postgres it runs side by side on half the pool). Any other
 //! request waits behind at most one window (on Postgres, it finds a connection
 //! free), so 10,000 tokens never hold the write path for long; the caller walks on
 //! with the answer's `next`.
@@ -18,23 +18,9 @@ use stateous_shared::wire::TokenView;
 
 use super::{keep, Control};
 use crate::engine::bulk::{apply, preview, refuse_whole, refused, BulkStep};
-use crate::engine::retry::RetryInput;
 use crate::engine::{self, select};
-use crate::store::backend::Database;
+use crate::input::RetryInput;
 use crate::store::{StoreError, TokenRow};
-
-/// How many tokens of a bulk run SQLite's writer takes at once: one group commit.
-pub const WINDOW: usize = 64;
-
-/// How many tokens of a bulk run are on the write path at once: [`WINDOW`] on
-/// SQLite; on Postgres half the pool, so that other requests find a connection
-/// (with the whole pool busy, other writes waited up to 0.4 s in a probe).
-pub fn window(database: &Database, pool: u32) -> usize {
-    match database {
-        Database::Sqlite(_) => WINDOW,
-        Database::Postgres(_) => usize::try_from(pool / 2).unwrap_or(1).max(1),
-    }
-}
 
 /// A validated `POST /tokens/bulk`.
 #[derive(Debug, Clone)]
@@ -54,7 +40,7 @@ pub struct BulkInput {
 /// The point of a walk from the answer's `next` (the last token id it went
 /// through), or `None` when it is not one.
 pub fn cursor_of(text: &str) -> Option<String> {
-    crate::engine::start::token_id_ok(text).then(|| text.to_string())
+    crate::input::token_id_ok(text).then(|| text.to_string())
 }
 
 impl Control {
@@ -171,8 +157,7 @@ impl Control {
         self.serving()?;
         let step = Arc::new(step.clone());
         let mut outcomes = Vec::with_capacity(targets.len());
-        let options = &self.inner.options;
-        let size = window(&options.database, options.postgres.pool);
+        let size = self.inner.store.bulk_window();
         for window in targets.chunks(size) {
             let answers: Vec<_> = window
                 .iter()
@@ -237,7 +222,7 @@ fn listed(tx: &dyn crate::store::Tx, ids: &[String]) -> engine::Step<Vec<Found>>
     ids.iter()
         .map(|id| {
             // An id that breaks the pattern names no token, and is not looked up.
-            let row = if crate::engine::start::token_id_ok(id) {
+            let row = if crate::input::token_id_ok(id) {
                 tx.token(id)?
             } else {
                 None
