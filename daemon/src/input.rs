@@ -21,7 +21,7 @@ pub const DEFAULT_LIMIT: i64 = 100;
 /// The longest idempotency key: the size of the ledger's `key` column.
 pub const MAX_KEY: usize = 256;
 /// The longest memory key.
-pub const MAX_MEMORY_KEY: usize = 128;
+pub use stateous_shared::limits::MAX_MEMORY_KEY;
 /// The longest state name in a claim: `<workflow>/<state>`, 64 + 1 + 64.
 pub const MAX_STATE: usize = 129;
 /// The longest token id.
@@ -31,7 +31,7 @@ pub const MAX_ITEMS: usize = 1000;
 /// The longest supervisor name in a claim, a heartbeat or a report.
 pub const MAX_SUPERVISOR: usize = 256;
 /// The longest note, after the white space at its two ends is removed.
-pub const MAX_NOTE: usize = 500;
+pub use stateous_shared::limits::MAX_NOTE;
 /// The longest claim request id.
 pub const MAX_REQUEST: usize = 64;
 /// The longest name a retry's `by` may give.
@@ -345,14 +345,10 @@ pub struct NoteText(String);
 impl NoteText {
     /// Trim `text`, then check it.
     pub fn new(text: &str) -> Result<NoteText, Refusal> {
-        let text = text.trim();
-        if !(1..=MAX_NOTE).contains(&text.chars().count()) {
-            return Err(refuse(
-                Code::InvalidPayload,
-                format!("a note needs a 'text' of 1 to {MAX_NOTE} characters"),
-            ));
+        if let Some(problem) = stateous_shared::limits::note_problem(text) {
+            return Err(refuse(Code::InvalidPayload, problem));
         }
-        Ok(NoteText(text.to_string()))
+        Ok(NoteText(text.trim().to_string()))
     }
 
     /// The text.
@@ -400,23 +396,17 @@ pub struct MemoryKey(String);
 impl MemoryKey {
     /// Check `key`.
     pub fn new(key: String) -> Result<MemoryKey, Refusal> {
-        if !(1..=MAX_MEMORY_KEY).contains(&key.chars().count()) {
-            return Err(MemoryKey::wrong());
+        match stateous_shared::limits::memory_key_problem(&key) {
+            Some(problem) => Err(refuse(Code::InvalidPayload, problem)),
+            None => Ok(MemoryKey(key)),
         }
-        if key.contains('\0') {
-            return Err(refuse(
-                Code::InvalidPayload,
-                "a memory key has no NUL character (\\u0000)",
-            ));
-        }
-        Ok(MemoryKey(key))
     }
 
     /// The refusal of a key that is not 1 to 128 characters (or not text).
     pub fn wrong() -> Refusal {
         refuse(
             Code::InvalidPayload,
-            format!("a memory key is 1 to {MAX_MEMORY_KEY} characters"),
+            stateous_shared::limits::memory_key_length(),
         )
     }
 

@@ -12,6 +12,7 @@ pub mod durations;
 pub mod graph;
 pub mod guards;
 pub mod history;
+pub mod limits;
 pub mod live;
 pub mod operate;
 pub mod pyrepr;

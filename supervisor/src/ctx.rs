@@ -17,10 +17,7 @@ use stateous_shared::wire::{Grant, Object, Outcome, Schedule};
 use crate::contract::Contract;
 use crate::outbox::Kind;
 
-/// The longest note the API takes, in characters (`docs/reference/limits.md`).
-pub const MAX_NOTE: usize = 500;
-/// The longest memory key, in characters (`docs/reference/limits.md`).
-pub const MAX_MEMORY_KEY: usize = 128;
+pub use stateous_shared::limits::{MAX_MEMORY_KEY, MAX_NOTE};
 
 /// One request of the helper's protocol: one JSON object per line, `op` naming it.
 /// A routine may speak it directly over the socket that `STATEOUS_CTX` names.
@@ -296,11 +293,8 @@ impl RunCtx {
     }
 
     fn memory(&self, key: String, value: Value) -> Result<Value, String> {
-        let length = key.chars().count();
-        if !(1..=MAX_MEMORY_KEY).contains(&length) {
-            return Err(format!(
-                "a memory key has 1 to {MAX_MEMORY_KEY} characters, not {length}"
-            ));
+        if let Some(problem) = stateous_shared::limits::memory_key_problem(&key) {
+            return Err(problem);
         }
         fits_one_request(&value)?;
         self.sink
@@ -564,6 +558,12 @@ mod tests {
         assert!(ask(&ctx, json!({"op": "get", "key": "nope"})).is_err());
         assert!(ask(&ctx, json!({"op": "note", "text": "x".repeat(501)})).is_err());
         assert!(ask(&ctx, json!({"op": "memory_set", "key": "", "value": 1})).is_err());
+        // What the control plane would refuse later is refused now, to the routine.
+        let nul = ask(&ctx, json!({"op": "memory_set", "key": "a\0b", "value": 1}));
+        assert_eq!(
+            nul.unwrap_err(),
+            "a memory key has no NUL character (\\u0000)"
+        );
         assert!(ask(&ctx, json!({"op": "memory_set", "key": "k", "value": null})).is_err());
         let big = "x".repeat(2 * 1024 * 1024);
         let refused = ask(&ctx, json!({"op": "memory_set", "key": "k", "value": big}));

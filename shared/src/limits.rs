@@ -1,0 +1,53 @@
+//! The limits that a routine's helper (`stateous ctx`) and the control plane both
+//! check, with their sentences, defined once: a routine is refused at once what
+//! the control plane would refuse later, when the routine could no longer be told
+//! (`docs/reference/limits.md`).
+
+/// The longest note, in characters, after the white space at its two ends is
+/// removed.
+pub const MAX_NOTE: usize = 500;
+
+/// The longest key of a routine's memory, in characters.
+pub const MAX_MEMORY_KEY: usize = 128;
+
+/// Why `key` cannot be a key of a routine's memory: it must have 1 to
+/// [`MAX_MEMORY_KEY`] characters and no NUL (which Postgres cannot keep in text).
+pub fn memory_key_problem(key: &str) -> Option<String> {
+    if !(1..=MAX_MEMORY_KEY).contains(&key.chars().count()) {
+        return Some(memory_key_length());
+    }
+    key.contains('\0')
+        .then(|| "a memory key has no NUL character (\\u0000)".to_string())
+}
+
+/// The sentence for a memory key that is not 1 to [`MAX_MEMORY_KEY`] characters
+/// (or not text at all).
+pub fn memory_key_length() -> String {
+    format!("a memory key is 1 to {MAX_MEMORY_KEY} characters")
+}
+
+/// Why `text`, trimmed, cannot be a note: 1 to [`MAX_NOTE`] characters.
+pub fn note_problem(text: &str) -> Option<String> {
+    (!(1..=MAX_NOTE).contains(&text.trim().chars().count()))
+        .then(|| format!("a note needs a 'text' of 1 to {MAX_NOTE} characters"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memory_keys_and_notes_have_one_rule() {
+        assert_eq!(memory_key_problem("session"), None);
+        assert_eq!(memory_key_problem(&"k".repeat(128)), None);
+        assert!(memory_key_problem("").is_some());
+        assert!(memory_key_problem(&"k".repeat(129)).is_some());
+        assert_eq!(
+            memory_key_problem("a\0b").as_deref(),
+            Some("a memory key has no NUL character (\\u0000)")
+        );
+        assert_eq!(note_problem(" done "), None);
+        assert!(note_problem("  ").is_some());
+        assert!(note_problem(&"n".repeat(501)).is_some());
+    }
+}
