@@ -377,103 +377,81 @@ mod tests {
         }
     }
 
+    /// Each case: a method and a path, and the route they find.
+    fn each_is_found(cases: &[(&str, &str, Route)]) {
+        for (method, path, expected) in cases {
+            assert_eq!(
+                found(method, path).as_ref(),
+                Ok(expected),
+                "{method} {path}"
+            );
+        }
+    }
+
     #[test]
     fn each_route_of_the_reference_is_found_with_its_parameters() {
-        assert_eq!(found("POST", "/tokens"), Ok(Route::Start));
-        assert_eq!(found("GET", "/tokens"), Ok(Route::List));
-        assert_eq!(found("GET", "/tokens/T-1"), Ok(Route::Token("T-1".into())));
-        assert_eq!(
-            found("HEAD", "/tokens/T-1/history"),
-            Ok(Route::History("T-1".into()))
-        );
-        assert_eq!(
-            found("POST", "/tokens/T-1/events/done"),
-            Ok(Route::Fire("T-1".into(), "done".into()))
-        );
-        assert_eq!(
-            found("POST", "/tokens/T-1/cancel"),
-            Ok(Route::Cancel("T-1".into()))
-        );
-        assert_eq!(found("GET", "/health"), Ok(Route::Health));
-        assert_eq!(
-            found("POST", "/clock/advance"),
-            Ok(Route::Clock(ClockMove::Advance))
-        );
+        let token = || "T-1".to_string();
+        each_is_found(&[
+            ("POST", "/tokens", Route::Start),
+            ("GET", "/tokens", Route::List),
+            ("GET", "/tokens/T-1", Route::Token(token())),
+            ("HEAD", "/tokens/T-1/history", Route::History(token())),
+            (
+                "POST",
+                "/tokens/T-1/events/done",
+                Route::Fire(token(), "done".into()),
+            ),
+            ("POST", "/tokens/T-1/cancel", Route::Cancel(token())),
+            ("GET", "/health", Route::Health),
+            ("POST", "/clock/advance", Route::Clock(ClockMove::Advance)),
+            ("POST", "/tasks/claim", Route::Claim),
+            ("POST", "/tasks/007/report", Route::Report(TaskId::Id(7))),
+            ("PUT", "/tasks/1/memory", Route::Memory(TaskId::Id(1))),
+            (
+                "POST",
+                "/tasks/99999999999999999999/note",
+                Route::Note(TaskId::TooLarge("99999999999999999999".into())),
+            ),
+        ]);
         assert_eq!(
             route("POST", "/tokens/T-1/events/done").map(|r| r.entry.label),
             Ok("POST /tokens/:id/events/:event")
-        );
-        assert_eq!(found("POST", "/tasks/claim"), Ok(Route::Claim));
-        assert_eq!(
-            found("POST", "/tasks/007/report"),
-            Ok(Route::Report(TaskId::Id(7)))
-        );
-        assert_eq!(
-            found("PUT", "/tasks/1/memory"),
-            Ok(Route::Memory(TaskId::Id(1)))
-        );
-        assert_eq!(
-            found("POST", "/tasks/99999999999999999999/note"),
-            Ok(Route::Note(TaskId::TooLarge("99999999999999999999".into())))
         );
     }
 
     #[test]
     fn our_routes_are_found_and_a_token_named_like_one_is_still_read() {
-        assert_eq!(found("POST", "/tokens/bulk"), Ok(Route::Bulk));
-        assert_eq!(
-            found("GET", "/tokens/bulk"),
-            Ok(Route::Token("bulk".into()))
-        );
-        assert_eq!(
-            found("POST", "/tokens/T-1/retry"),
-            Ok(Route::Retry("T-1".into()))
-        );
-        assert_eq!(
-            found("HEAD", "/tokens/T-1/why"),
-            Ok(Route::Why("T-1".into()))
-        );
-        assert_eq!(
-            found("GET", "/tokens/T-1/detail"),
-            Ok(Route::Detail("T-1".into()))
-        );
-        assert_eq!(found("GET", "/watch"), Ok(Route::Watch));
-        assert_eq!(found("HEAD", "/metrics"), Ok(Route::Metrics));
+        let token = || "T-1".to_string();
+        each_is_found(&[
+            ("POST", "/tokens/bulk", Route::Bulk),
+            ("GET", "/tokens/bulk", Route::Token("bulk".into())),
+            ("POST", "/tokens/T-1/retry", Route::Retry(token())),
+            ("HEAD", "/tokens/T-1/why", Route::Why(token())),
+            ("GET", "/tokens/T-1/detail", Route::Detail(token())),
+            ("GET", "/watch", Route::Watch),
+            ("HEAD", "/metrics", Route::Metrics),
+        ]);
         for (method, path) in [
             ("GET", "/tokens/T-1/retry"),
             ("POST", "/tokens/T-1/why"),
             ("POST", "/watch"),
             ("PUT", "/tokens/bulk"),
+            ("GET", "/tokens/T-1/pause"),
+            ("OPTIONS", "/health"),
+            ("POST", "/tasks/5/memory"),
         ] {
-            assert_eq!(
-                found(method, path),
-                Err(NoRoute::MethodNotAllowed),
-                "{method} {path}"
-            );
+            let refused = found(method, path);
+            assert_eq!(refused, Err(NoRoute::MethodNotAllowed), "{method} {path}");
         }
         assert_eq!(methods("/tokens/bulk"), ["POST", "GET"]);
         assert_eq!(found("POST", "/tokens//retry"), Err(NoRoute::NotFound));
-        assert_eq!(
-            found("POST", "/tokens/bulk/"),
-            Err(NoRoute::Redirect("/tokens/bulk".into()))
-        );
-        assert_eq!(
-            found("GET", "/watch/"),
-            Err(NoRoute::Redirect("/watch".into()))
-        );
+        for (path, bare) in [("/tokens/bulk/", "/tokens/bulk"), ("/watch/", "/watch")] {
+            assert_eq!(found("POST", path), Err(NoRoute::Redirect(bare.into())));
+        }
     }
 
     #[test]
-    fn a_wrong_method_is_405_and_an_unknown_path_404() {
-        assert_eq!(
-            found("GET", "/tokens/T-1/pause"),
-            Err(NoRoute::MethodNotAllowed)
-        );
-        assert_eq!(found("OPTIONS", "/health"), Err(NoRoute::MethodNotAllowed));
-        assert_eq!(
-            found("POST", "/tasks/5/memory"),
-            Err(NoRoute::MethodNotAllowed)
-        );
+    fn an_unknown_path_is_404_and_one_with_a_trailing_slash_307() {
         for path in [
             "/nothing",
             "/",

@@ -194,7 +194,14 @@ async fn pump(
             continue;
         }
         let changes = (seen.as_ref(), told);
-        let caught = caught_up(&control, (upto, after), changes, &events, &mut stop);
+        let caught = wait_for_news(
+            &control,
+            (upto, after),
+            changes,
+            &events,
+            &mut stop,
+            RECHECK,
+        );
         if !caught.await {
             return;
         }
@@ -203,26 +210,8 @@ async fn pump(
 
 /// Wait until the feed's safe point moves past `upto`, or the supervisors changed
 /// after `changes`; false when the stream ends instead (a stop, a client gone, the
-/// database lost). Sends a keep-alive comment every [`KEEP_ALIVE`] meanwhile.
-async fn caught_up(
-    control: &Control,
-    (upto, after): (i64, i64),
-    (seen, changes): (Option<&SupervisorsSeen>, u64),
-    events: &mpsc::Sender<Bytes>,
-    stop: &mut signal::Receiver<Stop>,
-) -> bool {
-    wait_for_news(
-        control,
-        (upto, after),
-        (seen, changes),
-        events,
-        stop,
-        RECHECK,
-    )
-    .await
-}
-
-/// [`caught_up`], checking the loss of the database every `recheck`.
+/// database lost, looked at every `recheck`). Sends a keep-alive comment every
+/// [`KEEP_ALIVE`] meanwhile.
 async fn wait_for_news(
     control: &Control,
     (upto, after): (i64, i64),
@@ -349,25 +338,50 @@ mod tests {
     /// Long enough that a wait that ends did not end by looking again.
     const NEVER: Duration = Duration::from_secs(3600);
 
+    /// A stream's wait for news, caught up at the feed's mark now, told of the
+    /// supervisors' changes when `seen` is given; with its stop and its reader.
+    struct Waiting {
+        ended: tokio::task::JoinHandle<bool>,
+        stop: signal::Sender<Stop>,
+        reader: mpsc::Receiver<Bytes>,
+    }
+
+    fn waiting(control: &Control, seen: Option<&SupervisorsSeen>) -> Waiting {
+        let (events, reader) = mpsc::channel(WAITING);
+        let (stop, mut stopped) = signal::channel(Stop::Serving);
+        let upto = control.mark().safe();
+        let (control, seen) = (control.clone(), seen.cloned());
+        let told = seen.as_ref().map_or(0, SupervisorsSeen::changes);
+        let ended = tokio::spawn(async move {
+            let changes = (seen.as_ref(), told);
+            let caught = (upto, upto);
+            wait_for_news(&control, caught, changes, &events, &mut stopped, NEVER).await
+        });
+        Waiting {
+            ended,
+            stop,
+            reader,
+        }
+    }
+
+    /// Whether the wait ended with news; it must end well before [`NEVER`].
+    async fn news(waiting: Waiting) -> bool {
+        let ended = tokio::time::timeout(Duration::from_secs(10), waiting.ended).await;
+        ended.unwrap().unwrap()
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_caught_up_stream_is_woken_by_a_commit_not_by_looking_again() {
         let dir = tempfile::tempdir().unwrap();
         let control = control(dir.path()).await;
-        let (events, _waiting) = mpsc::channel(WAITING);
-        let (_stop, mut stopped) = signal::channel(Stop::Serving);
         let upto = control.mark().safe();
-        let waiting = control.clone();
-        let woken = tokio::spawn(async move {
-            let caught = (upto, upto);
-            wait_for_news(&waiting, caught, (None, 0), &events, &mut stopped, NEVER).await
-        });
+        let wait = waiting(&control, None);
         let context = serde_json::json!({"repo": "acme/api"});
         let context = context.as_object().unwrap().clone();
         control.start("T-1".into(), context).await.unwrap();
         // The keep-alive would end no wait, and the recheck is an hour away: only
         // the commit's wake-up can end it.
-        let woken = tokio::time::timeout(Duration::from_secs(10), woken).await;
-        assert!(woken.unwrap().unwrap());
+        assert!(news(wait).await);
         assert!(control.mark().safe() > upto);
     }
 
@@ -375,26 +389,11 @@ mod tests {
     async fn a_caught_up_stream_is_woken_by_a_new_supervisor() {
         let dir = tempfile::tempdir().unwrap();
         let control = control(dir.path()).await;
-        let seen = SupervisorsSeen::default();
-        let (events, _waiting) = mpsc::channel(WAITING);
-        let (_stop, mut stopped) = signal::channel(Stop::Serving);
         let upto = control.mark().safe();
-        let (waiting, watched, told) = (control.clone(), seen.clone(), seen.changes());
-        let woken = tokio::spawn(async move {
-            let changes = (Some(&watched), told);
-            wait_for_news(
-                &waiting,
-                (upto, upto),
-                changes,
-                &events,
-                &mut stopped,
-                NEVER,
-            )
-            .await
-        });
+        let seen = SupervisorsSeen::default();
+        let wait = waiting(&control, Some(&seen));
         seen.heard("box", Some(&["coding".to_string()]), None, 0);
-        let woken = tokio::time::timeout(Duration::from_secs(10), woken).await;
-        assert!(woken.unwrap().unwrap());
+        assert!(news(wait).await);
         assert_eq!(control.mark().safe(), upto);
     }
 
@@ -402,40 +401,11 @@ mod tests {
     async fn a_caught_up_stream_ends_at_a_stop_and_when_its_reader_leaves() {
         let dir = tempfile::tempdir().unwrap();
         let control = control(dir.path()).await;
-        let upto = control.mark().safe();
-        let (events, waiting) = mpsc::channel(WAITING);
-        let (stop, mut stopped) = signal::channel(Stop::Serving);
-        let watching = control.clone();
-        let ended = tokio::spawn(async move {
-            wait_for_news(
-                &watching,
-                (upto, upto),
-                (None, 0),
-                &events,
-                &mut stopped,
-                NEVER,
-            )
-            .await
-        });
-        stop.send(Stop::Graceful).unwrap();
-        let ended = tokio::time::timeout(Duration::from_secs(10), ended).await;
-        assert!(!ended.unwrap().unwrap());
-        drop(waiting);
-        let (events, waiting) = mpsc::channel(WAITING);
-        let (_stop, mut stopped) = signal::channel(Stop::Serving);
-        let left = tokio::spawn(async move {
-            wait_for_news(
-                &control,
-                (upto, upto),
-                (None, 0),
-                &events,
-                &mut stopped,
-                NEVER,
-            )
-            .await
-        });
-        drop(waiting);
-        let left = tokio::time::timeout(Duration::from_secs(10), left).await;
-        assert!(!left.unwrap().unwrap());
+        let stopped = waiting(&control, None);
+        stopped.stop.send(Stop::Graceful).unwrap();
+        assert!(!news(stopped).await);
+        let mut left = waiting(&control, None);
+        drop(std::mem::replace(&mut left.reader, mpsc::channel(1).1));
+        assert!(!news(left).await);
     }
 }
