@@ -49,8 +49,6 @@ const BATCH: i64 = 500;
 /// How often a stream that caught up checks that its control plane still holds
 /// the database, the one condition that does not wake it.
 const RECHECK: Duration = Duration::from_secs(1);
-/// How often a reader whose queue is full is looked at again.
-const POLL: Duration = Duration::from_millis(50);
 /// A comment line this often keeps proxies and dead-peer detection awake (the
 /// client's reader counts on it to tell a quiet stream from a dead one).
 const KEEP_ALIVE: Duration = stateous_shared::wire::WATCH_KEEP_ALIVE;
@@ -261,26 +259,22 @@ async fn wait_for_news(
 
 /// Queue `bytes` for the client; false when it left, or fell behind: its queue
 /// stayed full for `stall`. The last place of the queue is kept for the event
-/// that tells a reader behind to resume after `after`, the last id queued.
+/// that tells a reader behind to resume after `after`, the last id queued: an
+/// event is queued only when two places are free.
 async fn send(events: &mpsc::Sender<Bytes>, bytes: Bytes, after: i64, stall: Duration) -> bool {
-    let mut waited = Duration::ZERO;
-    while events.capacity() <= 1 {
-        if events.is_closed() {
-            return false;
-        }
-        if waited >= stall {
+    match tokio::time::timeout(stall, events.reserve_many(2)).await {
+        Ok(Ok(mut places)) => places.next().map(|place| place.send(bytes)).is_some(),
+        Ok(Err(_closed)) => false,
+        Err(_stalled) => {
             let behind = sse(
                 Some("behind"),
                 None,
                 &format!("{{\"resume_after\": {after}}}"),
             );
             let _ = events.try_send(behind);
-            return false;
+            false
         }
-        tokio::time::sleep(POLL).await;
-        waited += POLL;
     }
-    events.try_send(bytes).is_ok()
 }
 
 /// The body of a stream: the events as the pump queues them.
