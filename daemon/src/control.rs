@@ -8,6 +8,7 @@
 
 mod dev_clock;
 pub mod operate;
+mod views;
 
 pub use dev_clock::{no_dev_clock, MOST_ADVANCE};
 
@@ -17,9 +18,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use stateous_shared::graph::Graph;
+use stateous_shared::live::{TokenDetail, WatchEntry};
 use stateous_shared::refusal::{Code, Refusal};
-use stateous_shared::time::{from_micros, iso};
-use stateous_shared::wire::{Grant, HistoryEntry, Object, TokenView};
+use stateous_shared::wire::{Grant, HistoryEntry, TokenView};
 
 use crate::clock::Clock;
 use crate::engine::LOST;
@@ -31,7 +32,7 @@ use crate::metrics::Metrics;
 use crate::store::backend::{holder_name, Database, Inspected, Standby, StoreOptions};
 use crate::store::feed::FeedMark;
 use crate::store::postgres::PgOptions;
-use crate::store::{LedgerRow, Store, StoreError, TokenStatus, Tx};
+use crate::store::{Store, StoreError, TokenStatus, Tx};
 
 /// How the control plane runs; every timing is configurable (SPEC section 2).
 #[derive(Debug, Clone)]
@@ -112,37 +113,6 @@ struct Inner {
     metrics: Metrics,
     /// One dev clock advance at a time, so that their steps do not interleave.
     advancing: tokio::sync::Mutex<()>,
-}
-
-/// A ledger row as the watch stream sends it (SPEC section 3.3, `GET /watch`):
-/// `id` is global and increasing, so `Last-Event-ID` resumes without loss.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Committed {
-    /// Global and increasing over all tokens.
-    pub id: i64,
-    /// The token.
-    pub token: String,
-    /// The entry's number in the token's ledger.
-    pub seq: i64,
-    /// When it was written: ISO 8601 in UTC with `Z`.
-    pub at: String,
-    /// What happened.
-    pub kind: String,
-    /// The facts of that kind.
-    pub data: Object,
-}
-
-impl From<&LedgerRow> for Committed {
-    fn from(row: &LedgerRow) -> Committed {
-        Committed {
-            id: row.id,
-            token: row.token.clone(),
-            seq: row.seq,
-            at: iso(from_micros(row.at)),
-            kind: row.kind.clone(),
-            data: row.data.clone(),
-        }
-    }
 }
 
 /// What [`Control::check`] found; each sentence is one line's worth.
@@ -369,8 +339,9 @@ impl Control {
             .await
     }
 
-    /// A token with its tasks, pending timers and held events (for the TUI).
-    pub async fn detail(&self, token: String) -> Result<engine::detail::TokenDetail, Refusal> {
+    /// `GET /tokens/{id}/detail`: a token with its open tasks, pending timers and
+    /// held events (for the TUI).
+    pub async fn detail(&self, token: String) -> Result<TokenDetail, Refusal> {
         self.read(move |tx| engine::detail::detail(tx, &token))
             .await
     }
@@ -464,7 +435,7 @@ impl Control {
         upto: i64,
         token: Option<String>,
         limit: i64,
-    ) -> Result<Vec<Committed>, Refusal> {
+    ) -> Result<Vec<WatchEntry>, Refusal> {
         if token
             .as_deref()
             .is_some_and(|t| !crate::input::token_id_ok(t))
@@ -473,7 +444,7 @@ impl Control {
         }
         self.read(move |tx| {
             let rows = tx.entries_since(after, upto, token.as_deref(), limit)?;
-            Ok(rows.iter().map(Committed::from).collect())
+            Ok(rows.iter().map(views::watch_entry).collect())
         })
         .await
     }
@@ -512,9 +483,9 @@ impl Control {
             .map_err(engine::Fail::refusal)
     }
 
-    /// Run `work` on a read connection, in one snapshot (the added routes of
-    /// `api::added` read through it).
-    pub async fn read<R, F>(&self, work: F) -> Result<R, Refusal>
+    /// Run `work` on a read connection, in one snapshot. Private: the API asks
+    /// `Control` for what it needs and never holds a transaction.
+    async fn read<R, F>(&self, work: F) -> Result<R, Refusal>
     where
         R: Send + 'static,
         F: FnOnce(&dyn Tx) -> Step<R> + Send + 'static,

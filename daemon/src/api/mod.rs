@@ -3,9 +3,9 @@
 //!
 //! The layers, outermost first, in the reference's order: a control plane that
 //! lost its database answers every request 503 `not_serving`; a body over 1 MiB is
-//! 413 `bad_request`; then the route (404, 405 with the path's methods in `Allow`,
-//! or a 307 for a trailing slash); then the body and query become inputs
-//! ([`inputs`]); then the control plane decides.
+//! 413 `bad_request`; then the route, from the one table [`routes::TABLE`] (404,
+//! 405 with the path's methods in `Allow`, or a 307 for a trailing slash); then
+//! the body and query become inputs ([`inputs`]); then the control plane decides.
 //! Every refusal is `{"error": sentence, "code": code}` with the code's status.
 
 pub mod added;
@@ -19,17 +19,20 @@ pub mod routes;
 pub mod server;
 mod watch;
 
+use std::convert::Infallible;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use http_body_util::Full;
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::http::request::Parts;
 use hyper::{Request, Response, StatusCode};
 use serde::Serialize;
 use stateous_shared::refusal::{Code, Refusal};
 use stateous_shared::wire::{Duplicate, Health, Lost};
+use tokio::sync::watch as signal;
 
 use crate::control::Control;
 use crate::store::{Closed, TokenStatus};
@@ -40,12 +43,17 @@ use inputs::{
     StartInput,
 };
 use measure::labelled;
-use routes::{NoRoute, Route, TaskId};
+use routes::{NoRoute, Route, Routed, TaskId};
+use server::Stop;
 
 pub use body::{MAX_BODY, MAX_DEPTH};
 
-/// An answer of the API: the status and the bytes of its JSON body (none for 204).
+/// A whole answer of the API: the status and the bytes of its JSON body (none
+/// for 204).
 pub type Answer = Response<Full<Bytes>>;
+
+/// The body of every answer of the server: whole JSON, or a stream of events.
+pub type Body = BoxBody<Bytes, Infallible>;
 
 /// The API over one control plane. Cheap to clone: each connection holds one.
 #[derive(Clone)]
@@ -87,80 +95,64 @@ impl Api {
     }
 
     /// The answer to one request. It never fails: every problem is a refusal.
-    /// The answer carries its route's name for the metrics
-    /// ([`measure::RouteLabel`]).
-    pub async fn answer(&self, request: Request<Incoming>) -> Answer {
-        // The refusals before routing are rare: their label is found apart.
-        let unrouted = |request: &Parts| measure::route_label(&request.method, request.uri.path());
+    /// The answer carries its route's label for the metrics
+    /// ([`measure::RouteLabel`]), found once, in the route table, even for a
+    /// request refused before its route is used (a lost database, a body too
+    /// large). A `GET /watch` stream ends when `stop` leaves serving.
+    pub async fn answer(
+        &self,
+        request: Request<Incoming>,
+        stop: signal::Receiver<Stop>,
+    ) -> Response<Body> {
         let (parts, incoming) = request.into_parts();
-        if self.is_lost() {
-            let lost = refusal(&Refusal::new(Code::NotServing, crate::engine::LOST));
-            return labelled(lost, unrouted(&parts));
+        let path = routes::decode_path(parts.uri.path());
+        let routed = routes::route(parts.method.as_str(), &path);
+        let label = routed
+            .as_ref()
+            .map_or(routes::UNROUTED, |routed| routed.entry.label);
+        let answer = self.layered(&parts, &path, routed, incoming, stop).await;
+        let answer = labelled(answer, label);
+        if parts.method == hyper::Method::HEAD {
+            let (parts, _) = answer.into_parts();
+            return Response::from_parts(parts, Full::new(Bytes::new()).boxed());
         }
-        let head = parts.method == hyper::Method::HEAD;
+        answer
+    }
+
+    /// The layers of the module's doc, in order: the lost database, the body's
+    /// size, the route, then the route's handler.
+    async fn layered(
+        &self,
+        parts: &Parts,
+        path: &str,
+        routed: Result<Routed, NoRoute>,
+        incoming: Incoming,
+        stop: signal::Receiver<Stop>,
+    ) -> Response<Body> {
+        if self.is_lost() {
+            return whole(refusal(&Refusal::new(Code::NotServing, crate::engine::LOST)));
+        }
         let raw = match body::read_limited(&parts.headers, incoming).await {
             Ok(raw) => raw,
             Err(BodyError::TooLarge) => {
                 let refused =
                     with_status(refusal(&body::too_large()), StatusCode::PAYLOAD_TOO_LARGE);
-                return labelled(refused, unrouted(&parts));
+                return whole(refused);
             }
             Err(BodyError::Broken) => {
                 let broken = Refusal::new(Code::BadRequest, "the request body broke off");
-                return labelled(refusal(&broken), unrouted(&parts));
+                return whole(refusal(&broken));
             }
         };
-        let (route, answered) = self.routed(&parts, &raw).await;
-        let answer = match answered {
-            Ok(answer) => answer,
-            Err(refused) => refusal(&refused),
+        let route = match routed {
+            Ok(routed) => routed.route,
+            Err(no_route) => return whole(unrouted(no_route, parts, path)),
         };
-        let answer = labelled(answer, route.unwrap_or_else(|| unrouted(&parts)));
-        if head {
-            let (parts, _) = answer.into_parts();
-            return Response::from_parts(parts, Full::new(Bytes::new()));
+        if route == Route::Watch {
+            return watch::stream(self, parts, stop).await;
         }
-        answer
-    }
-
-    /// The answer of the request's route, with the route's template; `None` for
-    /// a request no route takes (a 404, 405 or 307: its label is then found
-    /// apart, by `measure::route_label`).
-    async fn routed(
-        &self,
-        parts: &Parts,
-        raw: &[u8],
-    ) -> (Option<&'static str>, Result<Answer, Refusal>) {
-        let path = routes::decode(parts.uri.path(), false);
-        if let Some(found) = operate::route(parts.method.as_str(), &path) {
-            return (Some(found.template()), self.operate(found, raw).await);
-        }
-        let route = match routes::route(parts.method.as_str(), &path) {
-            Err(NoRoute::NotFound) => Err(ours_elsewhere(&path).unwrap_or(NoRoute::NotFound)),
-            other => other,
-        };
-        let route = match route {
-            Ok(route) => route,
-            Err(NoRoute::NotFound) => {
-                let sentence = format!("this API has no path {path}");
-                return (None, Err(Refusal::new(Code::NotFound, sentence)));
-            }
-            Err(NoRoute::MethodNotAllowed) => {
-                let sentence = format!("{path} does not take the method {}", parts.method);
-                let mut refused = refusal(&Refusal::new(Code::MethodNotAllowed, sentence));
-                if let Ok(allow) = hyper::header::HeaderValue::from_str(&allowed(&path)) {
-                    refused.headers_mut().insert(hyper::header::ALLOW, allow);
-                }
-                return (None, Ok(refused));
-            }
-            Err(NoRoute::Redirect(_)) => {
-                let raw_path = parts.uri.path();
-                let bare = raw_path.strip_suffix('/').unwrap_or(raw_path);
-                return (None, Ok(redirect(bare, parts.uri.query())));
-            }
-        };
-        let template = route.template();
-        (Some(template), self.dispatch(route, parts, raw).await)
+        let answer = self.dispatch(route, parts, &raw).await;
+        whole(answer.unwrap_or_else(|refused| refusal(&refused)))
     }
 
     async fn dispatch(&self, route: Route, parts: &Parts, raw: &[u8]) -> Result<Answer, Refusal> {
@@ -215,6 +207,13 @@ impl Api {
             Route::Workflow => Ok(json_bytes(200, self.workflow.clone())),
             Route::Health => Ok(self.health()),
             Route::Clock(how) => self.clock(how, raw).await,
+            Route::Bulk => self.bulk(raw).await,
+            Route::Retry(token) => self.retry(token, raw).await,
+            Route::Why(token) => self.why(token).await,
+            Route::Detail(token) => Ok(json(200, &control.detail(token).await?)),
+            Route::Supervisors => Ok(json(200, &self.seen.listed(control).await?)),
+            Route::States => Ok(json(200, &control.states().await?)),
+            Route::Metrics => self.metrics().await,
             route => self.dispatch_task(route, parts, raw).await,
         }
     }
@@ -222,9 +221,9 @@ impl Api {
     /// The grant as a claim answers it: the reference's fields, and our addition
     /// `lease_seconds`, the lease it was granted with, so that a supervisor can
     /// pace its heartbeat from it (the reference's supervisor ignores the field).
-    /// Written straight from the grant, not through a `serde_json::Value` (issue
-    /// "Speed": building the value cost a claim about a sixth of its request
-    /// thread's instructions).
+    /// Written straight from the grant, not through a `serde_json::Value`:
+    /// building the value cost a claim about a sixth of its request thread's
+    /// instructions.
     fn with_lease<'g>(&self, grant: &'g stateous_shared::wire::Grant) -> Granted<'g> {
         Granted {
             grant,
@@ -298,39 +297,36 @@ struct Granted<'g> {
     lease_seconds: f64,
 }
 
-/// Why a request that no route of the reference's takes has none, when its path
-/// is one of this product's routes (`added.rs`, `operate.rs`), which match only
-/// their own methods: another method is 405, and the path with a trailing slash
-/// a 307 to the path without it, as the reference's routes answer. `None` for
-/// any other path.
-fn ours_elsewhere(path: &str) -> Option<NoRoute> {
-    if !ours(path).is_empty() {
-        return Some(NoRoute::MethodNotAllowed);
+/// The answer to a request that no route takes: 404 `not_found`, 405
+/// `method_not_allowed` with the path's methods in `Allow`, or a 307 to the path
+/// without its trailing slash.
+fn unrouted(no_route: NoRoute, parts: &Parts, path: &str) -> Answer {
+    match no_route {
+        NoRoute::NotFound => {
+            let sentence = format!("this API has no path {path}");
+            refusal(&Refusal::new(Code::NotFound, sentence))
+        }
+        NoRoute::MethodNotAllowed => {
+            let sentence = format!("{path} does not take the method {}", parts.method);
+            let mut refused = refusal(&Refusal::new(Code::MethodNotAllowed, sentence));
+            if let Ok(allow) = hyper::header::HeaderValue::from_str(&allowed(path)) {
+                refused.headers_mut().insert(hyper::header::ALLOW, allow);
+            }
+            refused
+        }
+        NoRoute::Redirect(_) => {
+            let raw_path = parts.uri.path();
+            let bare = raw_path.strip_suffix('/').unwrap_or(raw_path);
+            redirect(bare, parts.uri.query())
+        }
     }
-    let bare = path.strip_suffix('/').filter(|bare| !bare.is_empty())?;
-    (!ours(bare).is_empty()).then(|| NoRoute::Redirect(bare.to_string()))
 }
 
-/// The methods that this product's routes (`added.rs`, `operate.rs`) take on
-/// `path`, without `HEAD`.
-fn ours(path: &str) -> Vec<&'static str> {
-    let mut methods: Vec<&'static str> = ["GET", "POST"]
-        .into_iter()
-        .filter(|method| operate::route(method, path).is_some())
-        .collect();
-    if added::template(path).is_some() {
-        methods.push("GET");
-    }
-    methods
-}
-
-/// A 405's `Allow` header: every method that some route takes on `path`, the
-/// reference's and ours, `HEAD` wherever `GET`, sorted (`GET, HEAD, POST`).
-/// RFC 9110 asks for it; the reference's 405 has none, and a header more
-/// changes nothing for its clients.
+/// A 405's `Allow` header: every method that some route takes on `path`, `HEAD`
+/// wherever `GET`, sorted (`GET, HEAD, POST`). RFC 9110 asks for it; the
+/// reference's 405 has none, and a header more changes nothing for its clients.
 fn allowed(path: &str) -> String {
     let mut methods = routes::methods(path);
-    methods.extend(ours(path));
     if methods.contains(&"GET") {
         methods.push("HEAD");
     }
@@ -384,6 +380,11 @@ pub fn refusal(refused: &Refusal) -> Answer {
     let mut answer = json(refused.status(), refused);
     answer.extensions_mut().insert(refused.code);
     answer
+}
+
+/// A whole answer as the server sends it.
+fn whole(answer: Answer) -> Response<Body> {
+    answer.map(BodyExt::boxed)
 }
 
 fn with_status(mut answer: Answer, status: StatusCode) -> Answer {

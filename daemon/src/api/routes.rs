@@ -1,15 +1,49 @@
-//! The route table of the API (`docs/reference/http.md`): a method and a path become
-//! a [`Route`] with its path parameters, or the reason there is none.
+//! The one route table of the API (`docs/reference/http.md`): each route's method,
+//! path template, the access it needs and how its path becomes a [`Route`].
+//! Dispatch (`Api::answer`), the metrics' route labels (`measure`) and the access
+//! checks all read [`TABLE`], so a route is added in one place.
 //!
 //! Paths are matched after percent-decoding, as the reference matches them, so
-//! `/tokens/T%2F1` is the path `/tokens/T/1`, which no route has. A task id in a
-//! path is digits; one larger than a database integer names no task. A path with
-//! a trailing slash that would match without it is redirected (307), as the
-//! reference's router does. `HEAD` is answered wherever `GET` is.
+//! `/tokens/T%2F1` is the path `/tokens/T/1`, which no route has. A path with an
+//! empty segment has no route. A task id in a path is digits; one larger than a
+//! database integer names no task. A path with a trailing slash that would match
+//! without it is redirected (307), as the reference's router does. `HEAD` is
+//! answered wherever `GET` is. Where a literal segment and a parameter could both
+//! take a path (`POST /tokens/bulk` and `GET /tokens/{id}`), the method decides,
+//! so a token named `bulk` is still read with `GET /tokens/bulk`.
 
 use std::borrow::Cow;
 
 use percent_encoding::percent_decode_str;
+
+/// What a caller must be allowed to do to use a route: the classes an access key
+/// can grant, from the least to the most.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Access {
+    /// Anyone, without a key: the health check.
+    Public,
+    /// Reading tokens, their histories, the stream and the metrics.
+    Read,
+    /// Changing tokens from outside: start, fire, pause, resume, cancel, retry.
+    Operate,
+    /// What a supervisor does: claim, heartbeat, report, note, memory.
+    Supervise,
+    /// Running the control plane itself: the dev clock.
+    Admin,
+}
+
+impl Access {
+    /// The class as configuration and logs name it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Access::Public => "public",
+            Access::Read => "read",
+            Access::Operate => "operate",
+            Access::Supervise => "supervise",
+            Access::Admin => "admin",
+        }
+    }
+}
 
 /// A request the API serves, with its path parameters.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,6 +81,22 @@ pub enum Route {
     /// Ours: `POST /clock/advance`, `/clock/freeze` or `/clock/thaw` (the dev
     /// clock of `serve --dev-clock`).
     Clock(ClockMove),
+    /// Ours: `POST /tokens/bulk`, one action on every token a filter matches.
+    Bulk,
+    /// Ours: `POST /tokens/{id}/retry`.
+    Retry(String),
+    /// Ours: `GET /tokens/{id}/why`.
+    Why(String),
+    /// Ours: `GET /tokens/{id}/detail`, with its tasks, timers and held events.
+    Detail(String),
+    /// Ours: `GET /watch`, the ledger as server-sent events.
+    Watch,
+    /// Ours: `GET /supervisors`.
+    Supervisors,
+    /// Ours: `GET /states`, tokens by workflow, state and status.
+    States,
+    /// Ours: `GET /metrics`.
+    Metrics,
 }
 
 /// How `POST /clock/...` moves the dev clock.
@@ -60,34 +110,6 @@ pub enum ClockMove {
     Thaw,
 }
 
-impl Route {
-    /// The route as the metrics name it: its method and its path with the
-    /// parameters as `:name` (braces would trip simple parsers of the text format),
-    /// so that one label stands for every token.
-    pub fn template(&self) -> &'static str {
-        match self {
-            Route::Start => "POST /tokens",
-            Route::List => "GET /tokens",
-            Route::Token(_) => "GET /tokens/:id",
-            Route::History(_) => "GET /tokens/:id/history",
-            Route::Fire(..) => "POST /tokens/:id/events/:event",
-            Route::Pause(_) => "POST /tokens/:id/pause",
-            Route::Resume(_) => "POST /tokens/:id/resume",
-            Route::Cancel(_) => "POST /tokens/:id/cancel",
-            Route::Workflow => "GET /workflow",
-            Route::Health => "GET /health",
-            Route::Claim => "POST /tasks/claim",
-            Route::Heartbeat => "POST /tasks/heartbeat",
-            Route::Report(_) => "POST /tasks/:id/report",
-            Route::Note(_) => "POST /tasks/:id/note",
-            Route::Memory(_) => "PUT /tasks/:id/memory",
-            Route::Clock(ClockMove::Advance) => "POST /clock/advance",
-            Route::Clock(ClockMove::Freeze) => "POST /clock/freeze",
-            Route::Clock(ClockMove::Thaw) => "POST /clock/thaw",
-        }
-    }
-}
-
 /// A task id from a path: digits that fit a database integer, or digits that do
 /// not (answered `task_not_found`, as no task can have that id).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -97,6 +119,114 @@ pub enum TaskId {
     /// The digits of an id larger than any task's, without leading zeros.
     TooLarge(String),
 }
+
+/// One route of the table.
+#[derive(Debug)]
+pub struct Entry {
+    /// The method (`GET` also takes `HEAD`).
+    pub method: &'static str,
+    /// The path, with each parameter as `:name`.
+    pub path: &'static str,
+    /// The method and the path, as the metrics name the route: one label stands
+    /// for every token (braces would trip simple parsers of the text format).
+    pub label: &'static str,
+    /// What a caller must be allowed to do.
+    pub access: Access,
+    /// The route of the path's parameters, in order; `None` when a parameter is
+    /// not one this route takes (a task id that is not digits).
+    make: fn(&[&str]) -> Option<Route>,
+}
+
+/// An entry of [`TABLE`]; the label is the method and the path.
+macro_rules! entry {
+    ($method:literal $path:literal, $access:ident, $make:expr) => {
+        Entry {
+            method: $method,
+            path: $path,
+            label: concat!($method, " ", $path),
+            access: Access::$access,
+            make: $make,
+        }
+    };
+}
+
+/// Every route of the API. Where two routes take one path, the first listed is
+/// the first in a 405's `Allow` order before sorting; nothing else depends on the
+/// order.
+pub static TABLE: &[Entry] = &[
+    entry!("GET" "/health", Public, |_| Some(Route::Health)),
+    entry!("GET" "/workflow", Read, |_| Some(Route::Workflow)),
+    entry!("POST" "/tokens", Operate, |_| Some(Route::Start)),
+    entry!("GET" "/tokens", Read, |_| Some(Route::List)),
+    entry!("POST" "/tokens/bulk", Operate, |_| Some(Route::Bulk)),
+    entry!("GET" "/tokens/:id", Read, |p| Some(Route::Token(p[0].into()))),
+    entry!("GET" "/tokens/:id/history", Read, |p| Some(Route::History(p[0].into()))),
+    entry!("POST" "/tokens/:id/events/:event", Operate, |p| {
+        Some(Route::Fire(p[0].into(), p[1].into()))
+    }),
+    entry!("POST" "/tokens/:id/pause", Operate, |p| Some(Route::Pause(p[0].into()))),
+    entry!("POST" "/tokens/:id/resume", Operate, |p| Some(Route::Resume(p[0].into()))),
+    entry!("POST" "/tokens/:id/cancel", Operate, |p| Some(Route::Cancel(p[0].into()))),
+    entry!("POST" "/tokens/:id/retry", Operate, |p| Some(Route::Retry(p[0].into()))),
+    entry!("GET" "/tokens/:id/why", Read, |p| Some(Route::Why(p[0].into()))),
+    entry!("GET" "/tokens/:id/detail", Read, |p| Some(Route::Detail(p[0].into()))),
+    entry!("POST" "/tasks/claim", Supervise, |_| Some(Route::Claim)),
+    entry!("POST" "/tasks/heartbeat", Supervise, |_| Some(Route::Heartbeat)),
+    entry!("POST" "/tasks/:id/report", Supervise, |p| Some(Route::Report(task_id(p[0])?))),
+    entry!("POST" "/tasks/:id/note", Supervise, |p| Some(Route::Note(task_id(p[0])?))),
+    entry!("PUT" "/tasks/:id/memory", Supervise, |p| Some(Route::Memory(task_id(p[0])?))),
+    entry!("GET" "/watch", Read, |_| Some(Route::Watch)),
+    entry!("GET" "/supervisors", Read, |_| Some(Route::Supervisors)),
+    entry!("GET" "/states", Read, |_| Some(Route::States)),
+    entry!("GET" "/metrics", Read, |_| Some(Route::Metrics)),
+    entry!("POST" "/clock/advance", Admin, |_| Some(Route::Clock(ClockMove::Advance))),
+    entry!("POST" "/clock/freeze", Admin, |_| Some(Route::Clock(ClockMove::Freeze))),
+    entry!("POST" "/clock/thaw", Admin, |_| Some(Route::Clock(ClockMove::Thaw))),
+];
+
+/// The most parameters a template has.
+const MOST_PARAMS: usize = 2;
+
+impl Entry {
+    /// The route of `segments` (a path split at its slashes) if this entry's
+    /// template takes them, whatever the method.
+    fn take(&self, segments: &[&str]) -> Option<Route> {
+        let mut params = [""; MOST_PARAMS];
+        let mut found = 0;
+        let mut template = self.path[1..].split('/');
+        for segment in segments {
+            match template.next()? {
+                param if param.starts_with(':') => {
+                    *params.get_mut(found)? = segment;
+                    found += 1;
+                }
+                literal if literal == *segment => {}
+                _ => return None,
+            }
+        }
+        if template.next().is_some() {
+            return None;
+        }
+        (self.make)(&params[..found])
+    }
+}
+
+/// A request's route and the table's entry for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Routed {
+    /// The route, with its parameters.
+    pub route: Route,
+    /// Its entry in [`TABLE`]: its label and its access.
+    pub entry: &'static Entry,
+}
+
+impl PartialEq for Entry {
+    fn eq(&self, other: &Entry) -> bool {
+        std::ptr::eq(self, other)
+    }
+}
+
+impl Eq for Entry {}
 
 /// Why a request has no route.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -110,63 +240,57 @@ pub enum NoRoute {
 }
 
 /// The route of `method` and the decoded `path`.
-pub fn route(method: &str, path: &str) -> Result<Route, NoRoute> {
+pub fn route(method: &str, path: &str) -> Result<Routed, NoRoute> {
     let method = if method == "HEAD" { "GET" } else { method };
-    match candidates(path) {
-        Some(routes) => routes
-            .into_iter()
-            .find(|(allowed, _)| *allowed == method)
-            .map(|(_, route)| route)
-            .ok_or(NoRoute::MethodNotAllowed),
-        None => match path.strip_suffix('/') {
-            Some(bare) if !bare.is_empty() && candidates(bare).is_some() => {
-                Err(NoRoute::Redirect(bare.to_string()))
+    let mut has_path = false;
+    if let Some(segments) = segments(path) {
+        for entry in TABLE {
+            if let Some(route) = entry.take(&segments) {
+                if entry.method == method {
+                    return Ok(Routed { route, entry });
+                }
+                has_path = true;
             }
-            _ => Err(NoRoute::NotFound),
-        },
+        }
+    }
+    if has_path {
+        return Err(NoRoute::MethodNotAllowed);
+    }
+    match path.strip_suffix('/') {
+        Some(bare) if !bare.is_empty() && !methods(bare).is_empty() => {
+            Err(NoRoute::Redirect(bare.to_string()))
+        }
+        _ => Err(NoRoute::NotFound),
     }
 }
 
-/// The methods that the routes of `path` take (`HEAD` is not listed: it goes
-/// wherever `GET` does); none when no route has the path.
+/// The methods that the routes of `path` take, in the table's order (`HEAD` is
+/// not listed: it goes wherever `GET` does); none when no route has the path.
 pub fn methods(path: &str) -> Vec<&'static str> {
-    candidates(path)
-        .unwrap_or_default()
-        .into_iter()
-        .map(|(method, _)| method)
+    let Some(segments) = segments(path) else {
+        return Vec::new();
+    };
+    TABLE
+        .iter()
+        .filter(|entry| entry.take(&segments).is_some())
+        .map(|entry| entry.method)
         .collect()
 }
 
-/// The routes that a path matches, each with its method; `None` when no route
-/// has the path.
-fn candidates(path: &str) -> Option<Vec<(&'static str, Route)>> {
-    let rest = path.strip_prefix('/')?;
-    let parts: Vec<&str> = rest.split('/').collect();
-    if parts.iter().any(|part| part.is_empty()) {
-        return None;
-    }
-    let owned = |part: &str| part.to_string();
-    let found = match parts.as_slice() {
-        ["tokens"] => vec![("POST", Route::Start), ("GET", Route::List)],
-        ["tokens", id] => vec![("GET", Route::Token(owned(id)))],
-        ["tokens", id, "history"] => vec![("GET", Route::History(owned(id)))],
-        ["tokens", id, "events", event] => vec![("POST", Route::Fire(owned(id), owned(event)))],
-        ["tokens", id, "pause"] => vec![("POST", Route::Pause(owned(id)))],
-        ["tokens", id, "resume"] => vec![("POST", Route::Resume(owned(id)))],
-        ["tokens", id, "cancel"] => vec![("POST", Route::Cancel(owned(id)))],
-        ["workflow"] => vec![("GET", Route::Workflow)],
-        ["health"] => vec![("GET", Route::Health)],
-        ["tasks", "claim"] => vec![("POST", Route::Claim)],
-        ["tasks", "heartbeat"] => vec![("POST", Route::Heartbeat)],
-        ["tasks", id, "report"] => vec![("POST", Route::Report(task_id(id)?))],
-        ["tasks", id, "note"] => vec![("POST", Route::Note(task_id(id)?))],
-        ["tasks", id, "memory"] => vec![("PUT", Route::Memory(task_id(id)?))],
-        ["clock", "advance"] => vec![("POST", Route::Clock(ClockMove::Advance))],
-        ["clock", "freeze"] => vec![("POST", Route::Clock(ClockMove::Freeze))],
-        ["clock", "thaw"] => vec![("POST", Route::Clock(ClockMove::Thaw))],
-        _ => return None,
-    };
-    Some(found)
+/// The label of the route that `method` and the raw (not yet decoded) `path`
+/// reach, or `unrouted`.
+pub fn label(method: &str, path: &str) -> &'static str {
+    route(method, &decode_path(path)).map_or(UNROUTED, |routed| routed.entry.label)
+}
+
+/// The label of a request that no route takes.
+pub const UNROUTED: &str = "unrouted";
+
+/// A path's segments; `None` when it does not start with `/` or has an empty
+/// segment (`//health`, `/tokens/`).
+fn segments(path: &str) -> Option<Vec<&str>> {
+    let segments: Vec<&str> = path.strip_prefix('/')?.split('/').collect();
+    (!segments.iter().any(|segment| segment.is_empty())).then_some(segments)
 }
 
 fn task_id(part: &str) -> Option<TaskId> {
@@ -181,31 +305,19 @@ fn task_id(part: &str) -> Option<TaskId> {
     })
 }
 
-/// Percent-decode a path or a query part (the `percent-encoding` crate); bytes
-/// that are not UTF-8 become U+FFFD, and a `%` not followed by two hex digits
-/// stays as it is. With `plus_is_space`, `+` is a space (query strings). Borrows
-/// `text` when there is nothing to decode.
-pub fn decode(text: &str, plus_is_space: bool) -> Cow<'_, str> {
-    if plus_is_space && text.contains('+') {
-        let spaced = text.replace('+', " ");
-        return Cow::Owned(percent_decode_str(&spaced).decode_utf8_lossy().into_owned());
-    }
-    percent_decode_str(text).decode_utf8_lossy()
+/// Percent-decode a path (the `percent-encoding` crate); bytes that are not UTF-8
+/// become U+FFFD, and a `%` not followed by two hex digits stays as it is.
+/// Borrows `path` when there is nothing to decode.
+pub fn decode_path(path: &str) -> Cow<'_, str> {
+    percent_decode_str(path).decode_utf8_lossy()
 }
 
-/// The query's name and value pairs, in order. A part without `=` has an empty
+/// The query's name and value pairs, in order, decoded as an HTML form's are
+/// (the `form_urlencoded` crate: `+` is a space). A part without `=` has an empty
 /// value; empty parts are skipped.
 pub fn query_pairs(query: &str) -> Vec<(String, String)> {
-    query
-        .split('&')
-        .filter(|part| !part.is_empty())
-        .map(|part| {
-            let (name, value) = part.split_once('=').unwrap_or((part, ""));
-            (
-                decode(name, true).into_owned(),
-                decode(value, true).into_owned(),
-            )
-        })
+    form_urlencoded::parse(query.as_bytes())
+        .map(|(name, value)| (name.into_owned(), value.into_owned()))
         .collect()
 }
 
@@ -213,58 +325,133 @@ pub fn query_pairs(query: &str) -> Vec<(String, String)> {
 mod tests {
     use super::*;
 
+    fn found(method: &str, path: &str) -> Result<Route, NoRoute> {
+        route(method, path).map(|routed| routed.route)
+    }
+
     #[test]
-    fn each_route_of_the_reference_is_found_with_its_parameters() {
-        assert_eq!(route("POST", "/tokens"), Ok(Route::Start));
-        assert_eq!(route("GET", "/tokens"), Ok(Route::List));
-        assert_eq!(route("GET", "/tokens/T-1"), Ok(Route::Token("T-1".into())));
+    fn the_table_lists_every_route_with_its_access() {
+        let listed: Vec<String> = TABLE
+            .iter()
+            .map(|entry| format!("{} {}", entry.label, entry.access.as_str()))
+            .collect();
         assert_eq!(
-            route("HEAD", "/tokens/T-1/history"),
-            Ok(Route::History("T-1".into()))
-        );
-        assert_eq!(
-            route("POST", "/tokens/T-1/events/done"),
-            Ok(Route::Fire("T-1".into(), "done".into()))
-        );
-        assert_eq!(
-            route("POST", "/tokens/T-1/cancel"),
-            Ok(Route::Cancel("T-1".into()))
-        );
-        assert_eq!(route("GET", "/health"), Ok(Route::Health));
-        assert_eq!(
-            route("POST", "/clock/advance"),
-            Ok(Route::Clock(ClockMove::Advance))
-        );
-        assert_eq!(
-            route("POST", "/tokens/T-1/events/done").map(|r| r.template()),
-            Ok("POST /tokens/:id/events/:event")
-        );
-        assert_eq!(route("POST", "/tasks/claim"), Ok(Route::Claim));
-        assert_eq!(
-            route("POST", "/tasks/007/report"),
-            Ok(Route::Report(TaskId::Id(7)))
-        );
-        assert_eq!(
-            route("PUT", "/tasks/1/memory"),
-            Ok(Route::Memory(TaskId::Id(1)))
-        );
-        assert_eq!(
-            route("POST", "/tasks/99999999999999999999/note"),
-            Ok(Route::Note(TaskId::TooLarge("99999999999999999999".into())))
+            listed,
+            [
+                "GET /health public",
+                "GET /workflow read",
+                "POST /tokens operate",
+                "GET /tokens read",
+                "POST /tokens/bulk operate",
+                "GET /tokens/:id read",
+                "GET /tokens/:id/history read",
+                "POST /tokens/:id/events/:event operate",
+                "POST /tokens/:id/pause operate",
+                "POST /tokens/:id/resume operate",
+                "POST /tokens/:id/cancel operate",
+                "POST /tokens/:id/retry operate",
+                "GET /tokens/:id/why read",
+                "GET /tokens/:id/detail read",
+                "POST /tasks/claim supervise",
+                "POST /tasks/heartbeat supervise",
+                "POST /tasks/:id/report supervise",
+                "POST /tasks/:id/note supervise",
+                "PUT /tasks/:id/memory supervise",
+                "GET /watch read",
+                "GET /supervisors read",
+                "GET /states read",
+                "GET /metrics read",
+                "POST /clock/advance admin",
+                "POST /clock/freeze admin",
+                "POST /clock/thaw admin",
+            ]
         );
     }
 
     #[test]
-    fn a_wrong_method_is_405_and_an_unknown_path_404() {
+    fn each_entry_routes_its_own_template_to_itself() {
+        for entry in TABLE {
+            let path = entry.path.replace(":id", "7").replace(":event", "done");
+            let routed = route(entry.method, &path).unwrap();
+            assert_eq!(routed.entry.label, entry.label, "{path}");
+        }
+    }
+
+    /// Each case: a method and a path, and the route they find.
+    fn each_is_found(cases: &[(&str, &str, Route)]) {
+        for (method, path, expected) in cases {
+            assert_eq!(
+                found(method, path).as_ref(),
+                Ok(expected),
+                "{method} {path}"
+            );
+        }
+    }
+
+    #[test]
+    fn each_route_of_the_reference_is_found_with_its_parameters() {
+        let token = || "T-1".to_string();
+        each_is_found(&[
+            ("POST", "/tokens", Route::Start),
+            ("GET", "/tokens", Route::List),
+            ("GET", "/tokens/T-1", Route::Token(token())),
+            ("HEAD", "/tokens/T-1/history", Route::History(token())),
+            (
+                "POST",
+                "/tokens/T-1/events/done",
+                Route::Fire(token(), "done".into()),
+            ),
+            ("POST", "/tokens/T-1/cancel", Route::Cancel(token())),
+            ("GET", "/health", Route::Health),
+            ("POST", "/clock/advance", Route::Clock(ClockMove::Advance)),
+            ("POST", "/tasks/claim", Route::Claim),
+            ("POST", "/tasks/007/report", Route::Report(TaskId::Id(7))),
+            ("PUT", "/tasks/1/memory", Route::Memory(TaskId::Id(1))),
+            (
+                "POST",
+                "/tasks/99999999999999999999/note",
+                Route::Note(TaskId::TooLarge("99999999999999999999".into())),
+            ),
+        ]);
         assert_eq!(
-            route("GET", "/tokens/T-1/pause"),
-            Err(NoRoute::MethodNotAllowed)
+            route("POST", "/tokens/T-1/events/done").map(|r| r.entry.label),
+            Ok("POST /tokens/:id/events/:event")
         );
-        assert_eq!(route("OPTIONS", "/health"), Err(NoRoute::MethodNotAllowed));
-        assert_eq!(
-            route("POST", "/tasks/5/memory"),
-            Err(NoRoute::MethodNotAllowed)
-        );
+    }
+
+    #[test]
+    fn our_routes_are_found_and_a_token_named_like_one_is_still_read() {
+        let token = || "T-1".to_string();
+        each_is_found(&[
+            ("POST", "/tokens/bulk", Route::Bulk),
+            ("GET", "/tokens/bulk", Route::Token("bulk".into())),
+            ("POST", "/tokens/T-1/retry", Route::Retry(token())),
+            ("HEAD", "/tokens/T-1/why", Route::Why(token())),
+            ("GET", "/tokens/T-1/detail", Route::Detail(token())),
+            ("GET", "/watch", Route::Watch),
+            ("HEAD", "/metrics", Route::Metrics),
+        ]);
+        for (method, path) in [
+            ("GET", "/tokens/T-1/retry"),
+            ("POST", "/tokens/T-1/why"),
+            ("POST", "/watch"),
+            ("PUT", "/tokens/bulk"),
+            ("GET", "/tokens/T-1/pause"),
+            ("OPTIONS", "/health"),
+            ("POST", "/tasks/5/memory"),
+        ] {
+            let refused = found(method, path);
+            assert_eq!(refused, Err(NoRoute::MethodNotAllowed), "{method} {path}");
+        }
+        assert_eq!(methods("/tokens/bulk"), ["POST", "GET"]);
+        assert_eq!(found("POST", "/tokens//retry"), Err(NoRoute::NotFound));
+        for (path, bare) in [("/tokens/bulk/", "/tokens/bulk"), ("/watch/", "/watch")] {
+            assert_eq!(found("POST", path), Err(NoRoute::Redirect(bare.into())));
+        }
+    }
+
+    #[test]
+    fn an_unknown_path_is_404_and_one_with_a_trailing_slash_307() {
         for path in [
             "/nothing",
             "/",
@@ -273,23 +460,23 @@ mod tests {
             "/tasks/-1/report",
             "/tokens/T/1",
         ] {
-            assert_eq!(route("GET", path), Err(NoRoute::NotFound), "{path}");
+            assert_eq!(found("GET", path), Err(NoRoute::NotFound), "{path}");
         }
         assert_eq!(
-            route("GET", "/tokens/"),
+            found("GET", "/tokens/"),
             Err(NoRoute::Redirect("/tokens".into()))
         );
-        assert_eq!(route("GET", "/nothing/"), Err(NoRoute::NotFound));
+        assert_eq!(found("GET", "/nothing/"), Err(NoRoute::NotFound));
         assert_eq!(methods("/tokens"), ["POST", "GET"]);
         assert_eq!(methods("/tasks/abc/report"), Vec::<&str>::new());
     }
 
     #[test]
     fn paths_and_queries_are_percent_decoded() {
-        assert_eq!(decode("/tokens/T%2F1", false), "/tokens/T/1");
-        assert_eq!(decode("a+b%20c", true), "a b c");
-        assert_eq!(decode("100%", false), "100%");
-        assert_eq!(decode("%ff", false), "\u{fffd}");
+        assert_eq!(decode_path("/tokens/T%2F1"), "/tokens/T/1");
+        assert_eq!(decode_path("100%"), "100%");
+        assert_eq!(decode_path("%ff"), "\u{fffd}");
+        assert_eq!(query_pairs("q=a+b%20c"), vec![("q".into(), "a b c".into())]);
         assert_eq!(
             query_pairs("status=active&limit&&x=1=2"),
             vec![
@@ -298,5 +485,17 @@ mod tests {
                 ("x".into(), "1=2".into())
             ]
         );
+    }
+
+    #[test]
+    fn each_route_is_labelled_by_its_template() {
+        assert_eq!(label("POST", "/tokens/A%2F1/pause"), UNROUTED);
+        assert_eq!(label("POST", "/tokens/A-1/pause"), "POST /tokens/:id/pause");
+        assert_eq!(label("GET", "/tokens/A-1/detail"), "GET /tokens/:id/detail");
+        assert_eq!(label("GET", "/states"), "GET /states");
+        assert_eq!(label("HEAD", "/states"), "GET /states");
+        assert_eq!(label("POST", "/tokens/A-1/retry"), "POST /tokens/:id/retry");
+        assert_eq!(label("POST", "/tokens/bulk"), "POST /tokens/bulk");
+        assert_eq!(label("GET", "/nothing"), UNROUTED);
     }
 }

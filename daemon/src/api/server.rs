@@ -6,8 +6,8 @@
 //! until a stop "now" comes. Each request runs in its own task, so a panic in a
 //! handler answers 500 `unexpected` and takes nothing else down.
 //!
-//! The server answers from a [`Front`]: a standby's (`serve --standby`, issue 14)
-//! until its control plane holds the database, then the [`Api`]; it flips once.
+//! The server answers from a [`Front`]: a standby's (`serve --standby`) until its
+//! control plane holds the database, then the [`Api`]; it flips once.
 
 use std::convert::Infallible;
 use std::sync::{Arc, OnceLock};
@@ -27,9 +27,9 @@ use tokio::task::JoinSet;
 use http_body_util::BodyExt;
 use hyper::Response;
 
-use super::added::Body;
-use super::measure::{labelled, route_label, RouteLabel};
-use super::{refusal, Answer, Api};
+use super::measure::{labelled, RouteLabel};
+use super::routes::{self, Route};
+use super::{refusal, Answer, Api, Body};
 
 /// How a server is asked to stop; sent on a `watch` channel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -94,10 +94,9 @@ impl From<Api> for Front {
 /// A standby's answer: `GET /health` (and `HEAD`) 503 `standby`, anything else
 /// 503 `not_serving`, each with its sentence.
 fn standby_answer(request: &Request<Incoming>) -> Answer {
-    let method = request.method();
-    let health = request.uri().path() == "/health"
-        && (method == hyper::Method::GET || method == hyper::Method::HEAD);
-    if health {
+    let path = routes::decode_path(request.uri().path());
+    let routed = routes::route(request.method().as_str(), &path);
+    if routed.is_ok_and(|routed| routed.route == Route::Health) {
         refusal(&Refusal::new(Code::Standby, STANDBY_HEALTH))
     } else {
         refusal(&Refusal::new(Code::NotServing, STANDBY_NOT_SERVING))
@@ -203,23 +202,17 @@ where
                 return Ok::<Response<Body>, Infallible>(answer.map(BodyExt::boxed));
             };
             let measured = api.measure();
-            // The routes this product adds (a stream among them) come first.
-            if let Some(answer) = api.added(&request, watching).await {
-                let route = route_label(request.method(), request.uri().path());
-                let answer = labelled(answer, route);
-                api.measured(measured, &answer);
-                return Ok::<Response<Body>, Infallible>(answer);
-            }
             // Cheap copies (shared bytes), for the label of an answer whose
             // request panicked before it was routed.
             let (method, uri) = (request.method().clone(), request.uri().clone());
             let answering = api.clone();
-            let mut answer = isolated(async move { answering.answer(request).await }).await;
+            let mut answer =
+                isolated(async move { answering.answer(request, watching).await }).await;
             if answer.extensions().get::<RouteLabel>().is_none() {
-                answer = labelled(answer, route_label(&method, uri.path()));
+                answer = labelled(answer, routes::label(method.as_str(), uri.path()));
             }
             api.measured(measured, &answer);
-            Ok(answer.map(BodyExt::boxed))
+            Ok::<Response<Body>, Infallible>(answer)
         }
     });
     let mut builder = http1::Builder::new();
@@ -247,10 +240,10 @@ where
 /// The answer to one request: a panic in a handler becomes a 500 `unexpected`,
 /// and the server carries on. Caught where it is polled, not in a task of its own:
 /// spawning a task per request copied its (large) future several times, about a
-/// sixth of the request threads' instructions (callgrind, issue "Speed").
-async fn isolated<F>(work: F) -> Answer
+/// sixth of the request threads' instructions (measured with callgrind).
+async fn isolated<F>(work: F) -> Response<Body>
 where
-    F: std::future::Future<Output = Answer> + Send + 'static,
+    F: std::future::Future<Output = Response<Body>> + Send + 'static,
 {
     use futures_util::FutureExt;
     match std::panic::AssertUnwindSafe(work).catch_unwind().await {
@@ -262,10 +255,8 @@ where
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_default();
             tracing::error!(target: "stateous.serve", "a request failed unexpectedly: {error}");
-            refusal(&Refusal::new(
-                Code::Unexpected,
-                "the request failed unexpectedly",
-            ))
+            let failed = Refusal::new(Code::Unexpected, "the request failed unexpectedly");
+            refusal(&failed).map(BodyExt::boxed)
         }
     }
 }
@@ -284,7 +275,7 @@ mod tests {
             .to_bytes();
         let refusal: Refusal = serde_json::from_slice(&body).unwrap();
         assert_eq!(refusal.code, Code::Unexpected);
-        let fine = isolated(async { refusal_of_nothing() }).await;
+        let fine = isolated(async { refusal_of_nothing().map(BodyExt::boxed) }).await;
         assert_eq!(fine.status(), 404);
     }
 

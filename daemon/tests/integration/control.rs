@@ -426,20 +426,18 @@ async fn the_detail_shows_tasks_timers_and_held_events(db: Db) {
     assert_eq!(detail.token.status, "paused");
     let task = &detail.tasks[0];
     assert_eq!(
-        (
-            task.status.as_str(),
-            task.attempt,
-            task.claimed_by.as_deref()
-        ),
+        (task.status.as_str(), task.attempt, task.holder.as_deref()),
         ("claimed", 1, Some("box"))
     );
     assert_eq!(task.lease_until.as_deref(), Some("2026-10-06T09:02:00Z"));
+    assert_eq!(task.lease_left, Some(120.0));
     assert_eq!(detail.timers.len(), 1);
     assert_eq!(detail.timers[0].due_at, "2026-10-06T15:00:00Z");
+    // The held events in the order of arrival: `stuck` arrived first (and alone).
     assert_eq!(detail.held.len(), 1);
     assert_eq!(
-        (detail.held[0].event.as_str(), detail.held[0].arrival),
-        ("stuck", 1)
+        (detail.held[0].event.as_str(), detail.held[0].at.as_deref()),
+        ("stuck", Some("2026-10-06T09:00:00Z"))
     );
 }
 
