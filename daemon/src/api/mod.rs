@@ -130,7 +130,10 @@ impl Api {
         stop: signal::Receiver<Stop>,
     ) -> Response<Body> {
         if self.is_lost() {
-            return whole(refusal(&Refusal::new(Code::NotServing, crate::engine::LOST)));
+            return whole(refusal(&Refusal::new(
+                Code::NotServing,
+                crate::engine::LOST,
+            )));
         }
         let raw = match body::read_limited(&parts.headers, incoming).await {
             Ok(raw) => raw,

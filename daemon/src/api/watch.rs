@@ -372,7 +372,8 @@ mod tests {
         let wait = waiting(&control, None);
         let context = serde_json::json!({"repo": "acme/api"});
         let context = context.as_object().unwrap().clone();
-        control.start("T-1".into(), context).await.unwrap();
+        let input = crate::input::StartInput::new("T-1".into(), context).unwrap();
+        control.start(input).await.unwrap();
         // The keep-alive would end no wait, and the recheck is an hour away: only
         // the commit's wake-up can end it.
         assert!(news(wait).await);
