@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use stateous_shared::client::{Answer, Client, ClientError, Passed, Watch};
+use stateous_client::{Answer, Client, ClientError, Passed, Watch};
 use stateous_shared::wire::{Grant, Health};
 
 use crate::log::seconds;
