@@ -84,17 +84,35 @@ pub async fn server(
 ) -> (String, Arc<Log>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
+    let log = serve_on(listener, Arc::new(handler), |stream| async move {
+        Some(TokioIo::new(stream))
+    });
+    (url, log)
+}
+
+/// Serve each connection of `listener` with `handler` once `open` made it ready
+/// (a TLS handshake, say; `None` drops it); the server's log.
+pub fn serve_on<T, F, Fut>(
+    listener: tokio::net::TcpListener,
+    handler: Arc<Handler>,
+    open: F,
+) -> Arc<Log>
+where
+    T: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+    F: Fn(tokio::net::TcpStream) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Option<T>> + Send + 'static,
+{
     let log = Arc::new(Log::default());
-    let handler: Arc<Handler> = Arc::new(handler);
     let served = log.clone();
     tokio::spawn(async move {
         while let Ok((stream, _)) = listener.accept().await {
-            tokio::spawn(serve_io(
-                TokioIo::new(stream),
-                served.clone(),
-                handler.clone(),
-            ));
+            let (opening, served, handler) = (open(stream), served.clone(), handler.clone());
+            tokio::spawn(async move {
+                if let Some(io) = opening.await {
+                    serve_io(io, served, handler).await;
+                }
+            });
         }
     });
-    (url, log)
+    log
 }

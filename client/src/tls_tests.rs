@@ -11,7 +11,7 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use rustls::server::WebPkiClientVerifier;
 use rustls::{RootCertStore, ServerConfig};
 
-use super::testserver::{serve_io, Handler, Log, Seen};
+use super::testserver::{serve_on, Handler, Log, Seen};
 use super::*;
 
 /// A self-signed certificate for `localhost`, and its PEM files in `dir`.
@@ -64,19 +64,11 @@ async fn tls_server(server: &Made, clients: Option<&Made>) -> (String, Arc<Log>)
         "https://localhost:{}",
         listener.local_addr().unwrap().port()
     );
-    let log = Arc::new(Log::default());
     let handler: Arc<Handler> =
         Arc::new(|_: &Seen| (200, r#"{"workflow":"w","checksum":"c"}"#.to_string()));
-    let served = log.clone();
-    tokio::spawn(async move {
-        while let Ok((stream, _)) = listener.accept().await {
-            let (acceptor, served, handler) = (acceptor.clone(), served.clone(), handler.clone());
-            tokio::spawn(async move {
-                if let Ok(stream) = acceptor.accept(stream).await {
-                    serve_io(TokioIo::new(stream), served, handler).await;
-                }
-            });
-        }
+    let log = serve_on(listener, handler, move |stream| {
+        let accepting = acceptor.accept(stream);
+        async move { accepting.await.ok().map(TokioIo::new) }
     });
     (url, log)
 }
