@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use stateous_shared::client::{Client, TokenQuery};
+use stateous_client::{Client, TokenQuery};
 
 use crate::children::{wait_for, Setup};
 

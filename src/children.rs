@@ -8,7 +8,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use stateous_shared::client::Client;
+use stateous_client::Client;
 
 /// A temporary folder and the processes started in it; dropping it stops them
 /// (the last started first) and removes the folder, unless it was kept.

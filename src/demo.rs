@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use serde_json::json;
-use stateous_shared::client::Client;
+use stateous_client::Client;
 use stateous_shared::history::{entry_line, token_line};
 
 use crate::children::{wait_for, Setup};

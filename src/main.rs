@@ -1,12 +1,14 @@
 //! The `stateous` command: parses the command line and calls the crates.
 //!
 //! Each command's arguments live beside this file (`token_args.rs`, `ctx_args.rs`);
-//! the work lives in the crates.
+//! the commands that only speak to a control plane live in `commands/`, the rest
+//! of the work in the crates.
 
 mod backup_args;
 mod bench_routines;
 mod children;
 mod cli_errors;
+mod commands;
 mod ctx_args;
 mod demo;
 mod manual;
@@ -17,7 +19,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand};
-use stateous_shared::commands::{self, bench, token};
+use commands::{bench, token};
 
 /// mimalloc instead of glibc's malloc: allocation and freeing were about a quarter
 /// of the control plane's instructions per token (issue "Speed", measured with
@@ -275,10 +277,10 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Command::Clock(args) => {
-            let command = stateous_shared::commands::clock::ClockCommand::from(args);
+            let command = commands::clock::ClockCommand::from(args);
             commands::execute(async move {
                 let mut out = std::io::stdout().lock();
-                stateous_shared::commands::clock::run(&command, &mut out).await
+                commands::clock::run(&command, &mut out).await
             })
         }
         Command::Token(args) => {

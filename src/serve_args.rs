@@ -102,7 +102,7 @@ pub fn run(flags: ServeFlags) -> i32 {
             let socket = flags
                 .socket
                 .clone()
-                .unwrap_or_else(stateous_shared::client::default_socket);
+                .unwrap_or_else(stateous_shared::socket::default_socket);
             let url = format!("unix://{}", socket.display());
             match stateous_supervisor::beside::supervise_beside(folder, url) {
                 Ok((beside, hooks)) => Some((

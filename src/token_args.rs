@@ -1,8 +1,8 @@
 //! The command line of `stateous token ...` and `stateous bench`.
 
+use crate::commands::token;
 use clap::{Args, Subcommand};
-use stateous_shared::client::Steer;
-use stateous_shared::commands::token;
+use stateous_client::Steer;
 use stateous_shared::operate::BulkAction;
 
 /// `stateous bench`: its options (SPEC section 5).
@@ -58,16 +58,16 @@ pub enum ClockAction {
     Show,
 }
 
-impl From<ClockArgs> for stateous_shared::commands::clock::ClockCommand {
+impl From<ClockArgs> for crate::commands::clock::ClockCommand {
     fn from(args: ClockArgs) -> Self {
-        use stateous_shared::commands::clock::ClockAction as Action;
+        use crate::commands::clock::ClockAction as Action;
         let action = match args.action {
             ClockAction::Advance { duration } => Action::Advance(duration),
             ClockAction::Freeze => Action::Freeze,
             ClockAction::Thaw => Action::Thaw,
             ClockAction::Show => Action::Show,
         };
-        stateous_shared::commands::clock::ClockCommand {
+        crate::commands::clock::ClockCommand {
             url: args.url,
             json: args.json,
             action,

@@ -1,12 +1,10 @@
 //! `stateous-shared`: what every part of Stateous agrees on: the graph file and its
 //! checksum, durations and names, the guard language, the compiler, the wire types
-//! and refusal codes, the client, and how history lines read.
+//! and refusal codes, where the daemon's socket is, and how history lines read.
 //!
-//! It depends on nothing else of ours, so that every other crate can build on it
-//! (`ARCHITECTURE.md`).
+//! It depends on nothing else of ours. The client of the API is the crate
+//! `stateous-client`; the commands of the binary live in the binary.
 
-pub mod client;
-pub mod commands;
 pub mod compiler;
 pub mod durations;
 pub mod graph;
@@ -17,6 +15,7 @@ pub mod live;
 pub mod operate;
 pub mod pyrepr;
 pub mod refusal;
+pub mod socket;
 pub mod testing;
 pub mod time;
 pub mod wire;

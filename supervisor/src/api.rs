@@ -8,7 +8,7 @@
 //! 504 counts as no answer: a proxy, a restarting control plane, one that is
 //! `not_serving` (another may take over at the same URL), or one whose database is
 //! busy; the log line says what it answered. With several addresses, a call
-//! first goes once around them by the client's rule (`shared::client::Endpoints`:
+//! first goes once around them by the client's rule (`stateous_client::Endpoints`:
 //! on no connection, or an answer 503 `not_serving` or `standby`), and the wait
 //! comes only when none served; a move to another address is logged once (`the
 //! control plane at A does not serve (...); trying B`, then `connected to the
@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use stateous_shared::client::{Answer, Client, ClientError, Passed, Watch};
+use stateous_client::{Answer, Client, ClientError, Passed, Watch};
 use stateous_shared::wire::{Grant, Health};
 
 use crate::log::seconds;

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
-use stateous_shared::client::WatchEntry;
+use stateous_client::WatchEntry;
 use tokio::time::Instant;
 
 use crate::api::{CallError, WatchError};

@@ -91,7 +91,7 @@ impl Config {
     pub fn control_plane(&self, flag: Option<&str>) -> String {
         match flag.or(self.url.as_deref()) {
             Some(url) => url.trim_end_matches('/').to_string(),
-            None => stateous_shared::client::resolve_url(None),
+            None => stateous_client::resolve_url(None),
         }
     }
 
@@ -255,7 +255,7 @@ fn check_address(url: &str, given: &str) -> Result<String, String> {
     } else {
         trimmed
     };
-    match stateous_shared::client::Endpoint::parse(endpoint) {
+    match stateous_client::Endpoint::parse(endpoint) {
         Ok(_) if url.starts_with("unix://") => Ok(url.to_string()),
         Ok(_) => Ok(trimmed.to_string()),
         Err(_) => Err(format!(

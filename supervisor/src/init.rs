@@ -9,7 +9,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use serde_json::Value;
-use stateous_shared::client::{Endpoints, DEFAULT_URL};
+use stateous_client::{Endpoints, DEFAULT_URL};
 
 use crate::config::{Config, CONFIG_FILE, DEFAULT_TASKS};
 use crate::contract::{Contract, CONTRACT_FILE};

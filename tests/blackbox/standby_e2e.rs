@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use harness::tmux::{have_tmux, row, Tmux};
 use harness::{asset_graph, eventually, Backend, Daemon, Setup, KEEPALIVES};
 use serde_json::{json, Map, Value};
-use stateous_shared::client::{Client, ClientError, TokenQuery};
+use stateous_client::{Client, ClientError, TokenQuery};
 use supervising::{folder_named, outbox, set_urls, Supervise};
 
 /// How many tokens the stream starts in all.
@@ -470,7 +470,7 @@ fn a_stopped_active_keeps_the_database_until_its_sessions_end_and_then_commits_n
             Err(ClientError::Unreachable { url, source }) => {
                 assert_eq!(url, active.url, "{source}");
                 assert!(
-                    matches!(source, stateous_shared::client::TransportError::Timeout(_)),
+                    matches!(source, stateous_client::TransportError::Timeout(_)),
                     "{source}"
                 );
             }

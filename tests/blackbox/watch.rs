@@ -6,7 +6,7 @@ use crate::harness;
 
 use harness::Daemon;
 use serde_json::{json, Value};
-use stateous_shared::client::{Client, Watch, WatchEntry};
+use stateous_client::{Client, Watch, WatchEntry};
 
 fn start(daemon: &Daemon, token: &str) {
     let body = json!({"token": token, "context": {"title": "pen"}});

@@ -2,7 +2,7 @@
 //! answer back as a message. All of the TUI's I/O with the daemon is here.
 
 use serde::de::DeserializeOwned;
-use stateous_shared::client::{segment, Call, Client, ClientError, Steer, TokenQuery};
+use stateous_client::{segment, Call, Client, ClientError, Steer, TokenQuery};
 use stateous_shared::live::{StateCount, SupervisorList, SupervisorView, TokenDetail};
 use stateous_shared::operate::{operator_name, BulkAnswer, BulkRequest, RetryRequest};
 use stateous_shared::refusal::Code;

@@ -7,7 +7,7 @@
 //! While read-only, the keys that would change a token only say that they are off.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use stateous_shared::client::Steer;
+use stateous_client::Steer;
 use stateous_shared::operate::BulkAction;
 
 use crate::forms;

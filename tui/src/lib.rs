@@ -2,7 +2,7 @@
 //! (`docs/design.md`, "The TUI"): `update` does no I/O, `view` is pure, and all HTTP
 //! runs in the client task, which sends its answers back as messages.
 //!
-//! It speaks to the daemon only over the API, through `stateous_shared::client`;
+//! It speaks to the daemon only over the API, through `stateous_client`;
 //! it never opens a database.
 
 mod client;
@@ -58,7 +58,7 @@ pub fn color_wanted() -> bool {
 
 /// Run the TUI with `options` until `q`.
 pub fn run(options: Options) -> Result<(), TuiError> {
-    let url = stateous_shared::client::resolve_url(options.url.as_deref());
+    let url = stateous_client::resolve_url(options.url.as_deref());
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

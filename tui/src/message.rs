@@ -4,7 +4,7 @@
 use chrono::{DateTime, Utc};
 use crossterm::event::KeyEvent;
 use serde_json::Value;
-use stateous_shared::client::{Steer, TokenQuery, WatchEntry};
+use stateous_client::{Steer, TokenQuery, WatchEntry};
 use stateous_shared::live::{StateCount, SupervisorView, TokenDetail};
 use stateous_shared::operate::why::Why;
 use stateous_shared::operate::{BulkAnswer, BulkRequest};

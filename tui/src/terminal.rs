@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use chrono::Utc;
 use crossterm::event::{Event, KeyEventKind};
-use stateous_shared::client::Client;
+use stateous_client::Client;
 use stateous_shared::refusal::Code;
 use tokio::sync::mpsc::{self, UnboundedSender};
 

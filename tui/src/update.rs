@@ -1,8 +1,8 @@
 //! `update`: the model after a message, and the requests to make. It does no I/O
 //! and reads no clock (`docs/design.md`, "The TUI"): the time comes in `Msg::Tick`.
 
-use stateous_shared::client::TokenQuery;
-use stateous_shared::client::WatchEntry;
+use stateous_client::TokenQuery;
+use stateous_client::WatchEntry;
 use stateous_shared::graph::{canonical, Graph};
 use stateous_shared::wire::TokenView;
 

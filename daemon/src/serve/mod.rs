@@ -157,7 +157,7 @@ fn start(args: &ServeArgs) -> Result<Ready, String> {
     let (socket_path, folder) = match &args.socket {
         Some(path) => (path.clone(), socket::Folder::MustExist),
         None => (
-            stateous_shared::client::default_socket(),
+            stateous_shared::socket::default_socket(),
             socket::Folder::Make,
         ),
     };

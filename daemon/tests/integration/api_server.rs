@@ -6,10 +6,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use stateous_client::{Endpoint, Transport};
 use stateous_daemon::api::server::{Server, Stop};
 use stateous_daemon::api::Api;
 use stateous_daemon::control::{Control, Options};
-use stateous_shared::client::{Endpoint, Transport};
 use stateous_shared::graph::Graph;
 use stateous_shared::refusal::{Code, Refusal};
 

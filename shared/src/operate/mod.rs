@@ -269,6 +269,25 @@ pub fn span(seconds: f64) -> String {
     }
 }
 
+/// `TOKEN: STATE, STATUS -> WHAT`, for previews and for tokens not applied.
+pub fn outcome_line(outcome: &TokenOutcome) -> String {
+    let place = if outcome.status.is_empty() {
+        String::new()
+    } else {
+        format!(
+            ": {}, {}",
+            crate::history::named(&outcome.state),
+            outcome.status
+        )
+    };
+    let what = match (outcome.outcome, &outcome.code) {
+        (Outcome::Refused, Some(code)) => format!("refused ({code}): {}", outcome.detail),
+        (Outcome::Applied, _) => outcome.detail.clone(),
+        (other, _) => format!("{}: {}", other.as_str(), outcome.detail),
+    };
+    format!("{}{place} -> {what}", outcome.token)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -93,7 +93,7 @@ fn serve(socket: &OwnedFd, supervisor: libc::pid_t, routines: &mut Routines) -> 
             reap(socket, routines)?;
         }
         if polled[0].revents != 0 {
-            match receive_with_fds(socket.as_raw_fd(), &mut buffer) {
+            match receive_with_fds(socket, &mut buffer) {
                 Ok(None) => return Ok(()),
                 Ok(Some((length, fds))) => {
                     let request = decode_request(&buffer[..length]);

@@ -1,12 +1,21 @@
 //! The spawner's messages: a request with the routine's stdin, stdout and stderr
-//! attached, and the answers; each one `SOCK_SEQPACKET` message.
+//! attached, and the answers; each one `SOCK_SEQPACKET` message. The descriptors
+//! travel as `SCM_RIGHTS` through rustix, which owns every descriptor it hands
+//! back, so this module needs no unsafe code.
 
 use std::ffi::OsString;
-use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::io::{self, IoSlice, IoSliceMut};
+use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::PathBuf;
 use std::time::Duration;
+
+use rustix::io::Errno;
+use rustix::net::{
+    recvmsg, sendmsg, RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, ReturnFlags,
+    SendAncillaryBuffer, SendAncillaryMessage, SendFlags,
+};
 
 use super::Launch;
 
@@ -169,39 +178,24 @@ pub(super) fn decode_request(bytes: &[u8]) -> Option<Request> {
 
 /// Send `bytes` with `fds` attached, as one message.
 pub(super) fn send_with_fds(socket: &OwnedFd, bytes: &[u8], fds: &[OwnedFd; 3]) -> io::Result<()> {
-    let raw: [RawFd; 3] = [fds[0].as_raw_fd(), fds[1].as_raw_fd(), fds[2].as_raw_fd()];
-    let size = std::mem::size_of_val(&raw);
-    // SAFETY: CMSG_SPACE only computes a size.
-    let space = unsafe { libc::CMSG_SPACE(size as u32) } as usize;
-    // u64s keep the control buffer aligned for cmsghdr.
-    let mut control = vec![0u64; space.div_ceil(8)];
-    let mut iov = libc::iovec {
-        iov_base: bytes.as_ptr() as *mut libc::c_void,
-        iov_len: bytes.len(),
-    };
-    // SAFETY: an all-zero msghdr is valid; the fields are set below.
-    let mut message: libc::msghdr = unsafe { std::mem::zeroed() };
-    message.msg_iov = &mut iov;
-    message.msg_iovlen = 1;
-    message.msg_control = control.as_mut_ptr().cast();
-    message.msg_controllen = space;
-    // SAFETY: the control buffer holds CMSG_SPACE(size) bytes, so the first header
-    // and its data (size bytes) fit; sendmsg reads only the buffers named above.
-    unsafe {
-        let header = libc::CMSG_FIRSTHDR(&message);
-        (*header).cmsg_level = libc::SOL_SOCKET;
-        (*header).cmsg_type = libc::SCM_RIGHTS;
-        (*header).cmsg_len = libc::CMSG_LEN(size as u32) as usize;
-        std::ptr::copy_nonoverlapping(raw.as_ptr().cast::<u8>(), libc::CMSG_DATA(header), size);
-        loop {
-            let sent = libc::sendmsg(socket.as_raw_fd(), &message, libc::MSG_NOSIGNAL);
-            if sent >= 0 {
-                return Ok(());
-            }
-            let error = io::Error::last_os_error();
-            if error.kind() != io::ErrorKind::Interrupted {
-                return Err(error);
-            }
+    let rights = [fds[0].as_fd(), fds[1].as_fd(), fds[2].as_fd()];
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(3))];
+    loop {
+        let mut control = SendAncillaryBuffer::new(&mut space);
+        if !control.push(SendAncillaryMessage::ScmRights(&rights)) {
+            return Err(io::Error::other(
+                "the descriptors do not fit the control buffer",
+            ));
+        }
+        match sendmsg(
+            socket,
+            &[IoSlice::new(bytes)],
+            &mut control,
+            SendFlags::NOSIGNAL,
+        ) {
+            Ok(_) => return Ok(()),
+            Err(Errno::INTR) => continue,
+            Err(error) => return Err(error.into()),
         }
     }
 }
@@ -209,54 +203,34 @@ pub(super) fn send_with_fds(socket: &OwnedFd, bytes: &[u8], fds: &[OwnedFd; 3]) 
 /// Receive one message and the descriptors attached to it (close-on-exec, so a
 /// routine gets no other routine's pipes); `None` at the end.
 pub(super) fn receive_with_fds(
-    socket: RawFd,
+    socket: &OwnedFd,
     buffer: &mut [u8],
 ) -> io::Result<Option<(usize, Vec<OwnedFd>)>> {
     // Room for more descriptors than a request carries: extra ones are closed.
-    let size = std::mem::size_of::<RawFd>() * 8;
-    // SAFETY: CMSG_SPACE only computes a size.
-    let space = unsafe { libc::CMSG_SPACE(size as u32) } as usize;
-    let mut control = vec![0u64; space.div_ceil(8)];
-    let mut iov = libc::iovec {
-        iov_base: buffer.as_mut_ptr().cast(),
-        iov_len: buffer.len(),
-    };
-    // SAFETY: an all-zero msghdr is valid; the fields are set below.
-    let mut message: libc::msghdr = unsafe { std::mem::zeroed() };
-    message.msg_iov = &mut iov;
-    message.msg_iovlen = 1;
-    message.msg_control = control.as_mut_ptr().cast();
-    message.msg_controllen = space;
-    // SAFETY: recvmsg writes only into the buffers the header names, within their
-    // lengths.
-    let read = unsafe { libc::recvmsg(socket, &mut message, libc::MSG_CMSG_CLOEXEC) };
-    if read < 0 {
-        return Err(io::Error::last_os_error());
-    }
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(8))];
+    let mut control = RecvAncillaryBuffer::new(&mut space);
+    let received = recvmsg(
+        socket,
+        &mut [IoSliceMut::new(buffer)],
+        &mut control,
+        RecvFlags::CMSG_CLOEXEC,
+    )?;
     let mut fds = Vec::new();
-    // SAFETY: the headers walked are those recvmsg wrote into the control buffer;
-    // each SCM_RIGHTS header's data holds the descriptors it counts, now ours.
-    unsafe {
-        let mut header = libc::CMSG_FIRSTHDR(&message);
-        while !header.is_null() {
-            if (*header).cmsg_level == libc::SOL_SOCKET && (*header).cmsg_type == libc::SCM_RIGHTS {
-                let data = libc::CMSG_DATA(header);
-                let bytes = (*header).cmsg_len as usize - libc::CMSG_LEN(0) as usize;
-                for n in 0..bytes / std::mem::size_of::<RawFd>() {
-                    let fd = data.cast::<RawFd>().add(n).read_unaligned();
-                    fds.push(OwnedFd::from_raw_fd(fd));
-                }
-            }
-            header = libc::CMSG_NXTHDR(&message, header);
+    for message in control.drain() {
+        if let RecvAncillaryMessage::ScmRights(rights) = message {
+            fds.extend(rights);
         }
     }
-    if read == 0 {
+    if received.bytes == 0 {
         return Ok(None);
     }
-    if message.msg_flags & (libc::MSG_TRUNC | libc::MSG_CTRUNC) != 0 {
+    if received
+        .flags
+        .intersects(ReturnFlags::TRUNC | ReturnFlags::CTRUNC)
+    {
         return Err(io::Error::other("a request was cut short"));
     }
-    Ok(Some((read as usize, fds)))
+    Ok(Some((received.bytes, fds)))
 }
 
 #[cfg(test)]

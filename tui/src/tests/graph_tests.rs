@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use crossterm::event::KeyCode;
-use stateous_shared::client::{TokenQuery, WatchEntry};
+use stateous_client::{TokenQuery, WatchEntry};
 use stateous_shared::live::{DevClock, StateCount};
 use stateous_shared::wire::{Health, HistoryEntry};
 

@@ -3,7 +3,7 @@
 
 use crossterm::event::KeyCode;
 use serde_json::json;
-use stateous_shared::client::{Steer, WatchEntry};
+use stateous_client::{Steer, WatchEntry};
 
 use super::*;
 use crate::message::Acted;

@@ -4,7 +4,7 @@
 
 use crossterm::event::KeyCode;
 use serde_json::json;
-use stateous_shared::client::TokenQuery;
+use stateous_client::TokenQuery;
 use stateous_shared::operate::why::Why;
 use stateous_shared::operate::{BulkAction, BulkAnswer, Outcome, TokenOutcome};
 

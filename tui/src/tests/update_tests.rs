@@ -2,7 +2,7 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use serde_json::json;
-use stateous_shared::client::{Steer, TokenQuery};
+use stateous_client::{Steer, TokenQuery};
 
 use super::*;
 use crate::message::Acted;
@@ -387,8 +387,8 @@ fn help_graph_and_quit() {
     assert!(other.quit);
 }
 
-fn entry(token: &str, seq: i64, kind: &str) -> stateous_shared::client::WatchEntry {
-    stateous_shared::client::WatchEntry {
+fn entry(token: &str, seq: i64, kind: &str) -> stateous_client::WatchEntry {
+    stateous_client::WatchEntry {
         token: token.into(),
         entry: stateous_shared::wire::HistoryEntry {
             seq,

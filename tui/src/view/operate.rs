@@ -5,8 +5,8 @@
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::Line;
 use ratatui::Frame;
-use stateous_shared::commands::token::outcome_line;
 use stateous_shared::history::named;
+use stateous_shared::operate::outcome_line;
 
 use super::fg;
 use super::popups::{check, field, popup};

@@ -13,30 +13,30 @@ use serde_json::Value;
 
 /// One request as the server saw it.
 #[derive(Debug, Clone)]
-pub(crate) struct Seen {
-    pub(crate) method: String,
-    pub(crate) path: String,
-    pub(crate) key: Option<String>,
-    pub(crate) last_event_id: Option<String>,
-    pub(crate) body: Value,
+pub struct Seen {
+    pub method: String,
+    pub path: String,
+    pub key: Option<String>,
+    pub last_event_id: Option<String>,
+    pub body: Value,
 }
 
-pub(crate) type Handler = dyn Fn(&Seen) -> (u16, String) + Send + Sync;
+pub type Handler = dyn Fn(&Seen) -> (u16, String) + Send + Sync;
 
 /// The server's records: requests and connections.
 #[derive(Default)]
-pub(crate) struct Log {
-    pub(crate) requests: Mutex<Vec<Seen>>,
-    pub(crate) connections: AtomicUsize,
+pub struct Log {
+    pub requests: Mutex<Vec<Seen>>,
+    pub connections: AtomicUsize,
 }
 
 impl Log {
-    pub(crate) fn last(&self) -> Seen {
+    pub fn last(&self) -> Seen {
         self.requests.lock().unwrap().last().cloned().unwrap()
     }
 }
 
-pub(crate) async fn serve_io<T>(io: T, log: Arc<Log>, handler: Arc<Handler>)
+pub async fn serve_io<T>(io: T, log: Arc<Log>, handler: Arc<Handler>)
 where
     T: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
 {
@@ -79,22 +79,40 @@ where
 }
 
 /// A server on a free TCP port; its URL and log.
-pub(crate) async fn server(
+pub async fn server(
     handler: impl Fn(&Seen) -> (u16, String) + Send + Sync + 'static,
 ) -> (String, Arc<Log>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
+    let log = serve_on(listener, Arc::new(handler), |stream| async move {
+        Some(TokioIo::new(stream))
+    });
+    (url, log)
+}
+
+/// Serve each connection of `listener` with `handler` once `open` made it ready
+/// (a TLS handshake, say; `None` drops it); the server's log.
+pub fn serve_on<T, F, Fut>(
+    listener: tokio::net::TcpListener,
+    handler: Arc<Handler>,
+    open: F,
+) -> Arc<Log>
+where
+    T: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+    F: Fn(tokio::net::TcpStream) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Option<T>> + Send + 'static,
+{
     let log = Arc::new(Log::default());
-    let handler: Arc<Handler> = Arc::new(handler);
     let served = log.clone();
     tokio::spawn(async move {
         while let Ok((stream, _)) = listener.accept().await {
-            tokio::spawn(serve_io(
-                TokioIo::new(stream),
-                served.clone(),
-                handler.clone(),
-            ));
+            let (opening, served, handler) = (open(stream), served.clone(), handler.clone());
+            tokio::spawn(async move {
+                if let Some(io) = opening.await {
+                    serve_io(io, served, handler).await;
+                }
+            });
         }
     });
-    (url, log)
+    log
 }

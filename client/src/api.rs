@@ -14,11 +14,12 @@ use serde_json::Value;
 use super::calls::{Call, ClaimRequest, Steer, TokenQuery};
 use super::error::ClientError;
 use super::failover::Endpoints;
+use super::tls::TlsOptions;
 use super::transport::Answer;
 use super::watch::Watch;
-use crate::operate::why::Why;
-use crate::operate::{BulkAnswer, BulkRequest, RetryRequest};
-use crate::wire::{Grant, Health, HistoryEntry, Lost, Object, Outcome, TokenView};
+use stateous_shared::operate::why::Why;
+use stateous_shared::operate::{BulkAnswer, BulkRequest, RetryRequest};
+use stateous_shared::wire::{Grant, Health, HistoryEntry, Lost, Object, Outcome, TokenView};
 
 /// How long a call waits for its answer unless told otherwise: 30 s, as the
 /// reference's client.
@@ -42,9 +43,10 @@ pub struct Client {
 }
 
 impl Client {
-    /// A client for `url` (`http://HOST:PORT` or `unix:///PATH`, or several of
-    /// them separated by commas, tried in that order) that opens a connection per
-    /// call and waits [`DEFAULT_TIMEOUT`] for each answer.
+    /// A client for `url` (`http://HOST:PORT`, `https://HOST:PORT` or
+    /// `unix:///PATH`, or several of them separated by commas, tried in that
+    /// order) that opens a connection per call and waits [`DEFAULT_TIMEOUT`] for
+    /// each answer.
     ///
     /// Errors: [`ClientError::BadUrl`] when an address is empty or cannot name a
     /// control plane.
@@ -64,6 +66,22 @@ impl Client {
     pub fn keep_alive(url: &str, timeout: Duration) -> Result<Client, ClientError> {
         Ok(Client::from_endpoints(Endpoints::parse(
             url, timeout, true,
+        )?))
+    }
+
+    /// As [`Client::with_timeout`] (or [`Client::keep_alive`] when `keep_alive`),
+    /// an https address trusting what `tls` says: a CA file instead of the
+    /// platform's roots, a client certificate for mutual TLS.
+    ///
+    /// Errors: also [`ClientError::BadTls`] when a file of `tls` cannot be used.
+    pub fn with_tls(
+        url: &str,
+        timeout: Duration,
+        keep_alive: bool,
+        tls: &TlsOptions,
+    ) -> Result<Client, ClientError> {
+        Ok(Client::from_endpoints(Endpoints::parse_with_tls(
+            url, timeout, keep_alive, tls,
         )?))
     }
 
@@ -94,18 +112,24 @@ impl Client {
     }
 
     /// `GET /states` (ours): how many tokens each state holds, by status.
-    pub async fn states(&self) -> Result<crate::live::StateList, ClientError> {
+    pub async fn states(&self) -> Result<stateous_shared::live::StateList, ClientError> {
         self.typed(&Call::states()).await
     }
 
     /// `POST /clock/advance` (ours): move a dev clock `by` (e.g. `10m`) forward.
     /// A daemon without `--dev-clock` refuses with 404 `not_found`.
-    pub async fn clock_advance(&self, by: &str) -> Result<crate::live::DevClock, ClientError> {
+    pub async fn clock_advance(
+        &self,
+        by: &str,
+    ) -> Result<stateous_shared::live::DevClock, ClientError> {
         self.typed(&Call::clock_advance(by)).await
     }
 
     /// `POST /clock/freeze` (true) or `/clock/thaw` (false) (ours).
-    pub async fn clock_freeze(&self, freeze: bool) -> Result<crate::live::DevClock, ClientError> {
+    pub async fn clock_freeze(
+        &self,
+        freeze: bool,
+    ) -> Result<stateous_shared::live::DevClock, ClientError> {
         self.typed(&Call::clock_freeze(freeze)).await
     }
 
@@ -360,7 +384,12 @@ mod tests {
         );
         let error = Client::new("http://[::1").unwrap_err().to_string();
         assert!(error.starts_with("http://[::1 is not a URL"), "{error}");
-        assert!(Client::new("https://x:1").is_err());
+        assert!(Client::new("ftp://x:1").is_err());
+        let error = Client::new("https://my host").unwrap_err().to_string();
+        assert!(
+            error.starts_with("https://my host has a host that is not valid"),
+            "{error}"
+        );
         assert!(Client::new("http://x:99999").is_err());
         assert_eq!(Client::new("http://x:1/").unwrap().url(), "http://x:1");
     }

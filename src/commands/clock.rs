@@ -9,10 +9,10 @@ use std::io::Write;
 use std::time::Duration;
 
 use super::CommandError;
-use crate::client::{resolve_url, Client};
-use crate::durations::parse_duration;
-use crate::live::DevClock;
-use crate::refusal::Code;
+use stateous_client::{resolve_url, Client};
+use stateous_shared::durations::parse_duration;
+use stateous_shared::live::DevClock;
+use stateous_shared::refusal::Code;
 
 /// How long an advance may take to answer: it ticks at every due moment inside
 /// it, which for a long advance over many tokens takes a while.

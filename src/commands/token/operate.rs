@@ -8,11 +8,11 @@ use std::io::Write;
 use serde_json::json;
 
 use super::bulk::Console;
-use crate::client::{Client, TokenQuery};
 use crate::commands::{line, CommandError};
-use crate::history::{named, token_line};
-use crate::operate::why::Why;
-use crate::operate::{operator_name, span, RetryRequest};
+use stateous_client::{Client, TokenQuery};
+use stateous_shared::history::{named, token_line};
+use stateous_shared::operate::why::Why;
+use stateous_shared::operate::{operator_name, span, RetryRequest};
 
 /// The options of `stateous token list`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -112,7 +112,7 @@ pub(super) async fn retry(
     };
     if json {
         let answer = client
-            .json(&crate::client::Call::retry(id, &request))
+            .json(&stateous_client::Call::retry(id, &request))
             .await?
             .1;
         return line(out, &pretty(&answer)?);
@@ -128,7 +128,7 @@ pub(super) async fn why(
     out: &mut dyn Write,
 ) -> Result<(), CommandError> {
     if json {
-        let answer = client.json(&crate::client::Call::why(id)).await?.1;
+        let answer = client.json(&stateous_client::Call::why(id)).await?.1;
         return line(out, &pretty(&answer)?);
     }
     for text in why_lines(&client.why(id).await?) {
@@ -204,10 +204,16 @@ pub fn why_lines(why: &Why) -> Vec<String> {
         lines.push(format!("held: {}", held.event));
     }
     if let Some(entry) = &why.rejected {
-        lines.push(format!("refused: {}", crate::history::entry_line(entry)));
+        lines.push(format!(
+            "refused: {}",
+            stateous_shared::history::entry_line(entry)
+        ));
     }
     if let Some(entry) = &why.failure {
-        lines.push(format!("failed: {}", crate::history::entry_line(entry)));
+        lines.push(format!(
+            "failed: {}",
+            stateous_shared::history::entry_line(entry)
+        ));
     }
     if let Some(join) = &why.join {
         lines.push(format!(

@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use super::{line, CommandError};
-use crate::client::{resolve_url, ClaimRequest, Client, ClientError};
-use crate::wire::{Grant, Object, Outcome};
+use stateous_client::{resolve_url, ClaimRequest, Client, ClientError};
+use stateous_shared::wire::{Grant, Object, Outcome};
 
 /// The workflow the bench drives: the `orders` starter of `stateous init workflow`.
 pub const WORKFLOW: &str = "orders";
@@ -94,7 +94,7 @@ pub async fn run(options: &BenchOptions, out: &mut dyn Write) -> Result<(), Comm
         ));
     }
     let url = resolve_url(options.url.as_deref());
-    let client = Client::keep_alive(&url, crate::client::DEFAULT_TIMEOUT)?;
+    let client = Client::keep_alive(&url, stateous_client::DEFAULT_TIMEOUT)?;
     let health = client.health().await?;
     if health.workflow != WORKFLOW {
         return Err(CommandError::Usage(format!(

@@ -1,10 +1,12 @@
-//! The client of the control plane's HTTP API, over TCP or a Unix socket.
+//! `stateous-client`: the client of the control plane's HTTP API, over TCP, a Unix
+//! socket, or https.
 //!
-//! Where to connect (SPEC section 3.3): `--url`, then `STATEOUS_URL`, then the
-//! default socket when a daemon listens there, then `http://127.0.0.1:8080`.
-//! `unix:///path/to.sock` names a socket. `--url` and `STATEOUS_URL` may name
-//! several addresses separated by commas (issue 14: a control plane and its
-//! standbys on the same database).
+//! Where to connect: `--url`, then `STATEOUS_URL`, then the default socket when a
+//! daemon listens there, then `http://127.0.0.1:8080`. `unix:///path/to.sock`
+//! names a socket; `https://HOST[:PORT]` a control plane behind TLS, trusted by
+//! the platform's roots or by a [`TlsOptions`]. `--url` and `STATEOUS_URL` may
+//! name several addresses separated by commas (a control plane and its standbys
+//! on the same database).
 //!
 //! The client never retries by itself, with one exception: a request that
 //! certainly changed nothing where it went (no connection could be made, or the
@@ -16,8 +18,10 @@
 
 mod api;
 mod calls;
+mod connector;
 mod error;
 mod failover;
+mod tls;
 mod transport;
 mod urls;
 mod watch;
@@ -26,28 +30,21 @@ pub use api::{Client, Fired, DEFAULT_TIMEOUT};
 pub use calls::{segment, Call, ClaimRequest, Steer, TokenQuery};
 pub use error::{synthetic_code, ClientError};
 pub use failover::{Endpoints, Passed, Sent};
+pub use stateous_shared::socket::default_socket;
+pub use tls::{Identity, TlsOptions};
 pub use transport::{Answer, Endpoint, Transport, TransportError};
 pub use watch::{Watch, WatchEntry, WatchEvent};
 
 #[cfg(test)]
 mod tests;
+#[cfg(any(test, feature = "testing"))]
+#[doc(hidden)]
+pub mod testserver;
 #[cfg(test)]
-pub(crate) mod testserver;
-
-use std::path::PathBuf;
+mod tls_tests;
 
 /// The address every client uses when nothing else is given.
 pub const DEFAULT_URL: &str = "http://127.0.0.1:8080";
-
-/// The default path of the daemon's Unix socket: `stateous.sock` in the user's
-/// runtime folder (from the `directories` crate), or in the temp folder when the
-/// platform has no runtime folder.
-pub fn default_socket() -> PathBuf {
-    directories::BaseDirs::new()
-        .and_then(|dirs| dirs.runtime_dir().map(|dir| dir.to_path_buf()))
-        .unwrap_or_else(std::env::temp_dir)
-        .join("stateous.sock")
-}
 
 /// The URL a client uses: `flag`, then `STATEOUS_URL`, then the default socket if
 /// something listens there, then [`DEFAULT_URL`]. The first two may be a list

@@ -11,9 +11,11 @@
 
 use std::io::{BufRead, IsTerminal, Write};
 
-use crate::client::{Client, ClientError, TransportError};
 use crate::commands::{json_object, line, CommandError};
-use crate::operate::{operator_name, BulkAction, BulkAnswer, BulkRequest, Outcome, TokenOutcome};
+use stateous_client::{Client, ClientError, TransportError};
+use stateous_shared::operate::{
+    operator_name, outcome_line, BulkAction, BulkAnswer, BulkRequest, Outcome, TokenOutcome,
+};
 
 /// The options of a bulk action.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,25 +77,6 @@ impl Console for Terminal {
     fn note(&mut self, text: &str) {
         eprintln!("{text}");
     }
-}
-
-/// `TOKEN: STATE, STATUS -> WHAT`, for previews and for tokens not applied.
-pub fn outcome_line(outcome: &TokenOutcome) -> String {
-    let place = if outcome.status.is_empty() {
-        String::new()
-    } else {
-        format!(
-            ": {}, {}",
-            crate::history::named(&outcome.state),
-            outcome.status
-        )
-    };
-    let what = match (outcome.outcome, &outcome.code) {
-        (Outcome::Refused, Some(code)) => format!("refused ({code}): {}", outcome.detail),
-        (Outcome::Applied, _) => outcome.detail.clone(),
-        (other, _) => format!("{}: {}", other.as_str(), outcome.detail),
-    };
-    format!("{}{place} -> {what}", outcome.token)
 }
 
 /// The most refused tokens a summary lists one by one.
@@ -253,7 +236,7 @@ fn cut(verb: &str, total: &BulkAnswer, expected: i64, error: ClientError) -> Com
     let unanswered = match &error {
         ClientError::Unreachable { source, .. } => !matches!(source, TransportError::Connect(_)),
         ClientError::BadAnswer { .. } => true,
-        ClientError::Refused { .. } | ClientError::BadUrl(_) => false,
+        ClientError::Refused { .. } | ClientError::BadUrl(_) | ClientError::BadTls(_) => false,
     };
     let error = CommandError::from(error).with_code();
     if total.count == 0 && !unanswered {

@@ -9,16 +9,16 @@ use std::io::Write;
 use serde_json::json;
 
 use super::{json_object, line, CommandError};
-use crate::client::{resolve_url, Call, Client, Steer, TokenQuery};
-use crate::history::{entry_line, token_line};
-use crate::wire::{HistoryEntry, Object, TokenView};
+use stateous_client::{resolve_url, Call, Client, Steer, TokenQuery};
+use stateous_shared::history::{entry_line, token_line};
+use stateous_shared::wire::{HistoryEntry, Object, TokenView};
 
 mod bulk;
 mod follow;
 mod operate;
 
-pub use bulk::{outcome_line, BulkOptions, Console, Terminal};
-pub use operate::{why_lines, ListOptions};
+pub use bulk::{BulkOptions, Console, Terminal};
+pub use operate::ListOptions;
 
 /// The most children `show ID` lists: the largest page of `GET /tokens`.
 pub const MOST_CHILDREN: u32 = 1000;
@@ -234,7 +234,7 @@ pub async fn run_with(
 /// The workflow as a Mermaid state diagram, for `show --graph`: the compiler's
 /// drawing of the graph file that `GET /workflow` answered, no state lit.
 fn draw_graph(document: &Object) -> String {
-    crate::compiler::mermaid(&serde_json::Value::Object(document.clone()), None, false)
+    stateous_shared::compiler::mermaid(&serde_json::Value::Object(document.clone()), None, false)
 }
 
 /// The tokens, most recently moved first, one line each; `no tokens` when none.

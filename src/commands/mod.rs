@@ -13,9 +13,9 @@ pub mod token;
 use std::io::Write;
 use std::process::ExitCode;
 
-use crate::client::ClientError;
-use crate::refusal::Code;
-use crate::wire::Object;
+use stateous_client::ClientError;
+use stateous_shared::refusal::Code;
+use stateous_shared::wire::Object;
 
 /// Why a command stopped. The text is one sentence, without the `error: ` prefix.
 #[derive(Debug, thiserror::Error)]

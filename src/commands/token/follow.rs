@@ -10,10 +10,10 @@ use std::io::Write;
 use std::time::Duration;
 
 use super::{children_of, print_show};
-use crate::client::{Client, Watch};
 use crate::commands::{line, CommandError};
-use crate::history::entry_line;
-use crate::wire::HistoryEntry;
+use stateous_client::{Client, Watch};
+use stateous_shared::history::entry_line;
+use stateous_shared::wire::HistoryEntry;
 
 /// The entry kinds after which a token never moves again.
 const FINAL_KINDS: [&str; 3] = ["completed", "failed", "cancelled"];

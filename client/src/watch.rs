@@ -1,5 +1,5 @@
 //! The live stream `GET /watch` (server-sent events), an addition of ours to the
-//! API (SPEC section 3.3): every ledger entry as it commits, and supervisor
+//! API: every ledger entry as it commits, and supervisor
 //! changes; `?token=ID` filters; `Last-Event-ID` resumes without loss.
 //!
 //! The reader here knows the event-stream format, not the event names: an event
@@ -12,18 +12,19 @@
 //! connection open and sends nothing, and without this limit its readers would
 //! wait on it for ever, even after a standby took the database over.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Buf, Bytes, BytesMut};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
+use hyper_util::client::legacy::connect::capture_connection;
 use serde::Deserialize;
 
 use super::error::ClientError;
 use super::transport::{Transport, TransportError};
-use crate::wire::{HistoryEntry, Object, WATCH_KEEP_ALIVE};
+use stateous_shared::wire::{HistoryEntry, Object, WATCH_KEEP_ALIVE};
 
 /// One server-sent event.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,26 +61,20 @@ impl WatchEvent {
 }
 
 /// An open stream; it reads events as they arrive. Dropping it closes the
-/// connection.
+/// connection: a body dropped before its end is never read on, so its
+/// connection is not kept.
 #[derive(Debug)]
 pub struct Watch {
     url: String,
     body: Incoming,
     buffer: BytesMut,
     parser: Parser,
-    driver: tokio::task::JoinHandle<()>,
     /// How long the stream may stay silent: a keep-alive is due every
     /// [`WATCH_KEEP_ALIVE`], and one later than a request timeout means no answer.
     silent_for: Duration,
     /// Of several addresses: where the next request starts once this stream died
     /// (the address after this one), as after any request that got no answer.
     moves: Option<(Arc<AtomicUsize>, usize)>,
-}
-
-impl Drop for Watch {
-    fn drop(&mut self) {
-        self.driver.abort();
-    }
 }
 
 impl Watch {
@@ -92,50 +87,32 @@ impl Watch {
         path: &str,
         headers: &[(&str, &str)],
     ) -> Result<Result<Watch, (u16, Bytes)>, TransportError> {
-        let connected = AtomicBool::new(false);
-        let opening = Watch::open_now(url, transport, path, headers, &connected);
-        match tokio::time::timeout(transport.timeout(), opening).await {
-            Ok(opened) => opened,
-            Err(_) => Err(transport.timed_out(&connected)),
-        }
-    }
-
-    async fn open_now(
-        url: &str,
-        transport: &Transport,
-        path: &str,
-        headers: &[(&str, &str)],
-        connected: &AtomicBool,
-    ) -> Result<Result<Watch, (u16, Bytes)>, TransportError> {
         let mut with_accept = vec![("accept", "text/event-stream")];
         with_accept.extend_from_slice(headers);
-        let request = transport.request("GET", path, None, &with_accept)?;
-        let (mut sender, driver) = transport.connect().await?;
-        connected.store(true, Ordering::SeqCst);
-        let response = sender
-            .send_request(request)
-            .await
-            .map_err(|error| TransportError::Http(error.to_string()))?;
-        let status = response.status().as_u16();
-        let body = response.into_body();
-        if status >= 400 {
-            let bytes = body
-                .collect()
-                .await
-                .map_err(|error| TransportError::Http(error.to_string()))?
-                .to_bytes();
-            driver.abort();
-            return Ok(Err((status, bytes)));
-        }
-        Ok(Ok(Watch {
-            url: url.to_string(),
-            body,
-            buffer: BytesMut::new(),
-            parser: Parser::default(),
-            driver,
-            silent_for: transport.timeout() + WATCH_KEEP_ALIVE,
-            moves: None,
-        }))
+        let mut request = transport.request("GET", path, None, &with_accept)?;
+        let connection = capture_connection(&mut request);
+        let opening = async {
+            let response = transport.head(request).await?;
+            let status = response.status().as_u16();
+            let body = response.into_body();
+            if status >= 400 {
+                let bytes = body
+                    .collect()
+                    .await
+                    .map_err(|error| TransportError::Http(error.to_string()))?
+                    .to_bytes();
+                return Ok(Err((status, bytes)));
+            }
+            Ok(Ok(Watch {
+                url: url.to_string(),
+                body,
+                buffer: BytesMut::new(),
+                parser: Parser::default(),
+                silent_for: transport.timeout() + WATCH_KEEP_ALIVE,
+                moves: None,
+            }))
+        };
+        transport.within(&connection, opening).await
     }
 
     /// Once this stream dies, store `to` in `next` (see [`Watch::moves`]).

@@ -6,10 +6,11 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
 
+use super::operate::why_lines;
 use super::*;
-use crate::client::testserver::{server, Seen};
-use crate::operate::why::{Why, WhyTask, WhyTimer, WhyTransition};
-use crate::operate::BulkAction;
+use stateous_client::testserver::{server, Seen};
+use stateous_shared::operate::why::{Why, WhyTask, WhyTimer, WhyTransition};
+use stateous_shared::operate::BulkAction;
 
 /// A console that answers from a script and keeps what it was told.
 struct Scripted {

@@ -7,7 +7,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::wire::{Object, Outcome};
+use stateous_shared::wire::{Object, Outcome};
 
 /// One request to the API, not yet sent.
 #[derive(Debug, Clone, PartialEq)]
@@ -165,13 +165,13 @@ impl Call {
     }
 
     /// `POST /tokens/bulk` (issue 11).
-    pub fn bulk(request: &crate::operate::BulkRequest) -> Call {
+    pub fn bulk(request: &stateous_shared::operate::BulkRequest) -> Call {
         let body = serde_json::to_value(request).unwrap_or_default();
         Call::new("POST", "/tokens/bulk".into(), Some(body))
     }
 
     /// `POST /tokens/{id}/retry` (issue 11).
-    pub fn retry(token: &str, request: &crate::operate::RetryRequest) -> Call {
+    pub fn retry(token: &str, request: &stateous_shared::operate::RetryRequest) -> Call {
         let body = serde_json::to_value(request).unwrap_or_default();
         Call::new(
             "POST",

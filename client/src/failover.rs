@@ -27,9 +27,10 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use super::error::ClientError;
-use super::transport::{Answer, Transport, TransportError};
+use super::tls::TlsOptions;
+use super::transport::{Answer, Endpoint, Transport, TransportError};
 use super::watch::Watch;
-use crate::refusal::{Code, Refusal};
+use stateous_shared::refusal::{Code, Refusal};
 
 /// One address: its URL (for messages) and the transport to it.
 #[derive(Debug)]
@@ -86,7 +87,8 @@ pub struct Sent<T> {
 impl Endpoints {
     /// The endpoints of `list` (one URL, or several separated by commas), each
     /// request waiting at most `timeout` for its answer; `keep_alive` keeps
-    /// connections open between requests (see [`Transport::keep_alive`]).
+    /// connections open between requests (see [`Transport::keep_alive`]). An
+    /// https address trusts the platform's root certificates.
     ///
     /// Errors: [`ClientError::BadUrl`] when an address is empty or not a URL of a
     /// control plane.
@@ -95,15 +97,32 @@ impl Endpoints {
         timeout: Duration,
         keep_alive: bool,
     ) -> Result<Endpoints, ClientError> {
-        let addresses: Vec<Address> = super::urls::addresses(list)?
+        Endpoints::parse_with_tls(list, timeout, keep_alive, &TlsOptions::default())
+    }
+
+    /// As [`Endpoints::parse`], an https address trusting what `tls` says. The
+    /// options are read only when an address is https.
+    ///
+    /// Errors: also [`ClientError::BadTls`] when a file of `tls` cannot be used.
+    pub fn parse_with_tls(
+        list: &str,
+        timeout: Duration,
+        keep_alive: bool,
+        tls: &TlsOptions,
+    ) -> Result<Endpoints, ClientError> {
+        let addresses = super::urls::addresses(list)?;
+        let https = addresses
+            .iter()
+            .any(|(_, endpoint)| matches!(endpoint, Endpoint::Https { .. }));
+        let tls = match https {
+            true => Some(tls.load().map_err(ClientError::BadTls)?),
+            false => None,
+        };
+        let addresses: Vec<Address> = addresses
             .into_iter()
             .map(|(url, endpoint)| Address {
                 url,
-                transport: if keep_alive {
-                    Transport::keep_alive(endpoint, timeout)
-                } else {
-                    Transport::new(endpoint, timeout)
-                },
+                transport: Transport::build(endpoint, timeout, keep_alive, tls.clone()),
             })
             .collect();
         Ok(Endpoints {

@@ -5,7 +5,7 @@
 //! the client"): a refusal carries the HTTP status and the refusal's code, and a
 //! caller retries only what did not reach the control plane.
 
-use crate::refusal::{Code, Refusal};
+use stateous_shared::refusal::{Code, Refusal};
 
 use super::transport::TransportError;
 
@@ -41,6 +41,10 @@ pub enum ClientError {
     /// The URL cannot name a control plane.
     #[error("{0}")]
     BadUrl(String),
+    /// The TLS options cannot be used: a file cannot be read, or holds no
+    /// certificate or key.
+    #[error("{0}")]
+    BadTls(String),
     /// The control plane answered with success but the body is not what the route
     /// answers: usually a URL that points at some other server.
     #[error(
@@ -66,7 +70,9 @@ impl ClientError {
         match self {
             ClientError::Unreachable { .. } => true,
             ClientError::Refused { status, .. } => matches!(status, 502..=504),
-            ClientError::BadUrl(_) | ClientError::BadAnswer { .. } => false,
+            ClientError::BadUrl(_) | ClientError::BadTls(_) | ClientError::BadAnswer { .. } => {
+                false
+            }
         }
     }
 

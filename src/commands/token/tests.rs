@@ -4,7 +4,7 @@
 use serde_json::{json, Value};
 
 use super::*;
-use crate::client::testserver::{server, Seen};
+use stateous_client::testserver::{server, Seen};
 
 fn token_json(id: &str, state: &str, status: &str, visit: i64) -> Value {
     json!({"token": id, "state": state, "status": status, "visit": visit,

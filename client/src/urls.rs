@@ -58,7 +58,7 @@ pub(super) fn checked(url: &str) -> Result<(String, Endpoint), ClientError> {
             "{shown} is not a URL of a control plane; write http://HOST:PORT or unix:///PATH"
         ))
     })?;
-    if let Endpoint::Tcp { authority } = &endpoint {
+    if let Endpoint::Tcp { authority } | Endpoint::Https { authority, .. } = &endpoint {
         if authority.starts_with('[') && !authority.contains(']') {
             return Err(ClientError::BadUrl(format!(
                 "{shown} is not a URL: its IPv6 address has no closing ']'"

@@ -1,0 +1,147 @@
+//! How the HTTP client reaches an [`Endpoint`]: a TCP connection, a Unix socket,
+//! or TLS over TCP. Each transport has its own connector, so the connector dials
+//! its endpoint whatever the request's URI names: the URI only keys the pool.
+
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use hyper::Uri;
+use hyper_util::client::legacy::connect::{Connected, Connection};
+use hyper_util::rt::TokioIo;
+use rustls::pki_types::ServerName;
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use super::tls::Tls;
+use super::transport::Endpoint;
+
+/// Dials one endpoint; `tls` is the configuration of an https endpoint (`None`
+/// only when it could not be set up, which its connections then say).
+#[derive(Debug, Clone)]
+pub(crate) struct Connector {
+    endpoint: Endpoint,
+    tls: Option<Tls>,
+}
+
+impl Connector {
+    pub(crate) fn new(endpoint: Endpoint, tls: Option<Tls>) -> Connector {
+        Connector { endpoint, tls }
+    }
+
+    /// A new connection to the endpoint. A TLS failure is an error of the
+    /// connection, so the request is known not to have left.
+    async fn connect(self) -> io::Result<Stream> {
+        match &self.endpoint {
+            Endpoint::Tcp { authority } => Ok(Stream::new(tcp(authority).await?)),
+            Endpoint::Unix { path } => {
+                Ok(Stream::new(tokio::net::UnixStream::connect(path).await?))
+            }
+            Endpoint::Https { authority, host } => {
+                let Some(tls) = &self.tls else {
+                    return Err(io::Error::other("TLS could not be set up"));
+                };
+                let name = ServerName::try_from(host.clone()).map_err(|error| {
+                    io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        format!("{host} cannot name a TLS server: {error}"),
+                    )
+                })?;
+                let stream = tcp(authority).await?;
+                let stream = tokio_rustls::TlsConnector::from(tls.0.clone())
+                    .connect(name, stream)
+                    .await
+                    .map_err(|error| {
+                        io::Error::new(
+                            error.kind(),
+                            format!("the TLS handshake with {host} failed: {error}"),
+                        )
+                    })?;
+                Ok(Stream::new(stream))
+            }
+        }
+    }
+}
+
+/// A TCP connection without Nagle's delay: requests are small and each waits
+/// for its answer.
+async fn tcp(authority: &str) -> io::Result<tokio::net::TcpStream> {
+    let stream = tokio::net::TcpStream::connect(authority).await?;
+    // A socket that keeps Nagle's delay is slower, not wrong.
+    let _ = stream.set_nodelay(true);
+    Ok(stream)
+}
+
+impl tower_service::Service<Uri> for Connector {
+    type Response = Stream;
+    type Error = io::Error;
+    type Future = Pin<Box<dyn Future<Output = io::Result<Stream>> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, _: Uri) -> Self::Future {
+        Box::pin(self.clone().connect())
+    }
+}
+
+/// Any of the byte streams a connector makes.
+trait Io: AsyncRead + AsyncWrite + Send + Unpin {}
+
+impl<T: AsyncRead + AsyncWrite + Send + Unpin> Io for T {}
+
+/// An open connection, whichever way it was made.
+pub(crate) struct Stream(TokioIo<Box<dyn Io>>);
+
+impl Stream {
+    fn new(io: impl Io + 'static) -> Stream {
+        Stream(TokioIo::new(Box::new(io)))
+    }
+}
+
+impl Connection for Stream {
+    fn connected(&self) -> Connected {
+        Connected::new()
+    }
+}
+
+impl hyper::rt::Read for Stream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: hyper::rt::ReadBufCursor<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().0).poll_read(cx, buf)
+    }
+}
+
+impl hyper::rt::Write for Stream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().0).poll_write(cx, buf)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().0).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().0).poll_shutdown(cx)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.0.is_write_vectored()
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().0).poll_write_vectored(cx, bufs)
+    }
+}
