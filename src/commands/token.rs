@@ -239,12 +239,21 @@ fn draw_graph(document: &Object) -> String {
 
 /// The tokens, most recently moved first, one line each; `no tokens` when none.
 async fn list(client: &Client, out: &mut dyn Write) -> Result<(), CommandError> {
-    let tokens = client.tokens(&TokenQuery::default()).await?;
+    let (tokens, total) = client.list(&TokenQuery::default()).await?;
     for token in &tokens {
         line(out, &token_line(token))?;
     }
     if tokens.is_empty() {
         line(out, "no tokens")?;
+    }
+    // The lines are the reference's; that the page stopped short of every token is
+    // said beside them, where a script reading stdout does not take it for a token.
+    let shown = tokens.len() as u64;
+    if let Some(total) = total.filter(|total| *total > shown) {
+        eprintln!(
+            "the {shown} most recently moved of {total} tokens; `stateous token list \
+             --offset {shown}` shows the next ones"
+        );
     }
     Ok(())
 }

@@ -93,6 +93,27 @@ fn a_repeated_key_is_a_duplicate_and_steering_prints_the_token() {
     assert_eq!(ok(&daemon, &["cancel", "O-1"]), "O-1: review, cancelled\n");
 }
 
+/// `token show` without an id prints a page, as the reference does; when more
+/// tokens exist it says so on stderr, with the command that shows the next ones.
+#[test]
+fn show_without_an_id_says_when_it_stopped_short_of_every_token() {
+    let daemon = Daemon::orders();
+    for n in 0..103 {
+        let body = serde_json::json!({"token": format!("S-{n}"), "context": {"title": "t"}});
+        daemon.post("/tokens", &body).expect(201);
+    }
+    let finished = token(&daemon, &daemon.url, &["show"]);
+    assert_eq!(finished.code(), 0, "{finished}");
+    assert_eq!(finished.stdout.lines().count(), 100, "{finished}");
+    assert_eq!(
+        finished.stderr,
+        "the 100 most recently moved of 103 tokens; `stateous token list --offset 100` \
+         shows the next ones\n"
+    );
+    let next = token(&daemon, &daemon.url, &["list", "--offset", "100"]);
+    assert_eq!(next.stdout.lines().count(), 3, "{next}");
+}
+
 #[test]
 fn show_without_an_id_lists_the_tokens_and_json_prints_answers() {
     let daemon = Daemon::orders();
