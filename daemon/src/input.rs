@@ -25,7 +25,7 @@ pub use stateous_shared::limits::MAX_MEMORY_KEY;
 /// The longest state name in a claim: `<workflow>/<state>`, 64 + 1 + 64.
 pub const MAX_STATE: usize = 129;
 /// The longest token id.
-pub const MAX_TOKEN: usize = 128;
+pub use stateous_shared::limits::MAX_TOKEN_ID as MAX_TOKEN;
 /// The most state names in a claim, and task ids in a heartbeat.
 pub const MAX_ITEMS: usize = 1000;
 /// The longest supervisor name in a claim, a heartbeat or a report.
@@ -41,18 +41,7 @@ fn refuse(code: Code, sentence: impl Into<String>) -> Refusal {
     Refusal::new(code, sentence)
 }
 
-/// Whether `id` matches the token id pattern `[A-Za-z0-9][A-Za-z0-9._-]{0,127}`.
-pub fn token_id_ok(id: &str) -> bool {
-    let bytes = id.as_bytes();
-    let Some(first) = bytes.first() else {
-        return false;
-    };
-    bytes.len() <= MAX_TOKEN
-        && first.is_ascii_alphanumeric()
-        && bytes
-            .iter()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
-}
+pub use stateous_shared::limits::is_token_id as token_id_ok;
 
 /// A supervisor's name: 1 to 256 characters, none of them NUL (Postgres text
 /// cannot keep it, so both backends refuse it); 422 `invalid_argument`.
@@ -232,7 +221,7 @@ impl StartInput {
         if !token_id_ok(&token) {
             return Err(refuse(
                 Code::InvalidTokenId,
-                "a token id is a letter or digit, then up to 127 letters, digits, '.', '_' or '-'",
+                stateous_shared::limits::TOKEN_ID_RULE,
             ));
         }
         Ok(StartInput { token, context })

@@ -3,6 +3,23 @@
 //! the control plane would refuse later, when the routine could no longer be told
 //! (`docs/reference/limits.md`).
 
+/// The most characters in a token id; a child's id is its parent's id and more.
+pub const MAX_TOKEN_ID: usize = 128;
+
+/// The rule for a token id, as every refusal of one says it.
+pub const TOKEN_ID_RULE: &str = "a token id is an ASCII letter or digit, then up to 127 \
+     ASCII letters, digits, '.', '_' or '-'";
+
+/// Whether `id` is a token id: `[A-Za-z0-9][A-Za-z0-9._-]{0,127}` ([`TOKEN_ID_RULE`]).
+pub fn is_token_id(id: &str) -> bool {
+    let bytes = id.as_bytes();
+    bytes.first().is_some_and(u8::is_ascii_alphanumeric)
+        && bytes.len() <= MAX_TOKEN_ID
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
 /// The longest note, in characters, after the white space at its two ends is
 /// removed.
 pub const MAX_NOTE: usize = 500;

@@ -94,19 +94,7 @@ pub enum TokenAction {
     Bulk(BulkOptions),
 }
 
-/// The daemon's sentence for an id that is not a token id (its `invalid_token_id`).
-pub const TOKEN_ID_RULE: &str =
-    "a token id is a letter or digit, then up to 127 letters, digits, '.', '_' or '-'";
-
-/// Whether `id` matches the daemon's token id pattern `[A-Za-z0-9][A-Za-z0-9._-]{0,127}`.
-pub fn is_token_id(id: &str) -> bool {
-    let bytes = id.as_bytes();
-    bytes.first().is_some_and(u8::is_ascii_alphanumeric)
-        && bytes.len() <= 128
-        && bytes
-            .iter()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
-}
+pub use stateous_shared::limits::{is_token_id, TOKEN_ID_RULE};
 
 /// An id with a `/` that goes in a path is refused here with the daemon's
 /// sentence: sent, the path would end in a `/` or name another route, and the

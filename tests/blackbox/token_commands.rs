@@ -258,8 +258,8 @@ fn bench_counts_only_its_own_tokens_toward_its_end() {
 #[test]
 fn an_id_with_a_slash_is_refused_before_sending_with_the_daemons_sentence() {
     let daemon = Daemon::orders();
-    let rule = "error: a token id is a letter or digit, then up to 127 letters, digits, \
-                '.', '_' or '-'";
+    let rule = "error: a token id is an ASCII letter or digit, then up to 127 ASCII letters, \
+                digits, '.', '_' or '-'";
     for args in [
         vec!["show", "x/"],
         vec!["show", "O-1/history"],

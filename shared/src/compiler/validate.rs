@@ -13,8 +13,7 @@ use crate::graph::{END, ERROR, JOINED, START, TIMEOUT};
 use crate::pyrepr::repr_str;
 use crate::wire::Object;
 
-/// The most characters in a token id; a child's id is its parent's id and more.
-pub const MAX_TOKEN_ID: usize = 128;
+pub use crate::limits::MAX_TOKEN_ID;
 
 /// A child's id holds its parent's visit of the parallel state; the id-length check
 /// counts visits of up to this many digits.
