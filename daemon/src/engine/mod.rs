@@ -89,6 +89,11 @@ impl From<StoreError> for Refusal {
                 Code::DatabaseBusy,
                 "the database cannot take this request now; try again",
             ),
+            StoreError::DiskFull => Refusal::new(
+                Code::DatabaseBusy,
+                "the disk of the database is full, so nothing can be written; free space \
+                 on it: nothing was lost, and writes go on by themselves once there is room",
+            ),
             StoreError::NotServing => Refusal::new(Code::NotServing, LOST),
             StoreError::Unstorable(sentence) => Refusal::new(Code::InvalidPayload, sentence),
             other => {

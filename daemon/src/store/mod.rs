@@ -38,6 +38,12 @@ pub enum StoreError {
     /// lost connection). Trying again later may help.
     #[error("the database is busy")]
     Busy,
+    /// The disk that holds the database is full: nothing can be written until
+    /// space is freed. Nothing is lost, and writes go on by themselves once there is
+    /// room again; told apart from `Busy` so that an operator looks at the disk, not
+    /// at locks.
+    #[error("the database's disk is full")]
+    DiskFull,
     /// Postgres stopped the transaction to break a deadlock, or another transaction
     /// made the same new row first: running the request again gives its answer. The
     /// backend runs it once more; a second conflict answers as `Busy`.

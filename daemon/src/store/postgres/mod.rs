@@ -240,6 +240,8 @@ impl From<postgres::Error> for StoreError {
             // too many connections, admin shutdown, crash shutdown, cannot connect now.
             "55P03" | "57014" | "53300" | "57P01" | "57P02" | "57P03" | "08000" | "08003"
             | "08006" | "08001" | "08004" => StoreError::Busy,
+            // disk_full: the server cannot write its files.
+            "53100" => StoreError::DiskFull,
             NOT_SERVING_STATE => StoreError::NotServing,
             // character_not_in_repertoire: text that holds a NUL character.
             "22021" => StoreError::Unstorable(

@@ -248,10 +248,10 @@ impl From<rusqlite::Error> for StoreError {
                 ErrorCode::DatabaseBusy
                 | ErrorCode::DatabaseLocked
                 | ErrorCode::SystemIoFailure
-                | ErrorCode::DiskFull
                 | ErrorCode::CannotOpen
                 | ErrorCode::OutOfMemory,
             ) => StoreError::Busy,
+            Some(ErrorCode::DiskFull) => StoreError::DiskFull,
             _ => match error {
                 // A stored value that a row mapper could not read back.
                 rusqlite::Error::ToSqlConversionFailure(inner) => {
@@ -263,5 +263,35 @@ impl From<rusqlite::Error> for StoreError {
                 other => StoreError::Database(other.to_string()),
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use stateous_shared::refusal::{Code, Refusal};
+
+    /// A full disk is said as such, not as a busy database: SQLite answers
+    /// SQLITE_FULL when a database reaches its `max_page_count` as when its disk is
+    /// full.
+    #[test]
+    fn a_full_disk_is_refused_as_a_full_disk() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch("CREATE TABLE t (x BLOB); PRAGMA max_page_count = 8;")
+            .unwrap();
+        let full = (0..100)
+            .map(|_| conn.execute("INSERT INTO t VALUES (zeroblob(4096))", []))
+            .find_map(Result::err)
+            .expect("the database fills up");
+        let error = StoreError::from(full);
+        assert!(matches!(error, StoreError::DiskFull), "{error:?}");
+        let refusal = Refusal::from(error);
+        assert_eq!(refusal.code, Code::DatabaseBusy);
+        assert!(
+            refusal
+                .error
+                .starts_with("the disk of the database is full"),
+            "{refusal:?}"
+        );
     }
 }
