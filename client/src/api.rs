@@ -271,7 +271,7 @@ impl Client {
         self.send(&call).await.map(drop)
     }
 
-    /// `GET /watch`, the live stream of ledger entries (SPEC section 3.3): only
+    /// `GET /watch`, the live stream of ledger entries (`docs/reference/http.md`): only
     /// `token`'s when given; after the event `last_event_id` when given (sent as
     /// `Last-Event-ID`), so a reconnect loses nothing.
     pub async fn watch(

@@ -1,5 +1,5 @@
 //! [`Endpoints`]: the addresses a client knows (a serving control plane and its
-//! standbys, issue 14), which of them serves, and the one rule for moving on.
+//! standbys), which of them serves, and the one rule for moving on.
 //!
 //! A request goes to the address that served last. It moves to the next address,
 //! and the same request goes there, only when it certainly changed nothing where

@@ -1,4 +1,5 @@
-//! The token families this process's Postgres transactions hold (issue "Speed").
+//! The token families this process's Postgres transactions hold, so that a family
+//! already locked is not locked again.
 //!
 //! The database's row lock on a family's top token orders transactions in the
 //! database; this lock, held from before the database's and until after the
