@@ -31,7 +31,7 @@ pub struct TokenQuery {
     pub parent: Option<String>,
     /// The most tokens in the answer: 1 to 1000 (the daemon refuses others).
     pub limit: Option<u32>,
-    /// `where`: only the tokens this filter matches.
+    /// `where`: only the tokens this filter matches (`docs/concepts/guards.md`, filters).
     pub filter: Option<String>,
     /// Only tokens in this state.
     pub state: Option<String>,
@@ -164,13 +164,13 @@ impl Call {
         Call::new("POST", path, None)
     }
 
-    /// `POST /tokens/bulk`.
+    /// `POST /tokens/bulk` (`docs/reference/http.md`).
     pub fn bulk(request: &stateous_shared::operate::BulkRequest) -> Call {
         let body = serde_json::to_value(request).unwrap_or_default();
         Call::new("POST", "/tokens/bulk".into(), Some(body))
     }
 
-    /// `POST /tokens/{id}/retry`.
+    /// `POST /tokens/{id}/retry` (`docs/reference/http.md`).
     pub fn retry(token: &str, request: &stateous_shared::operate::RetryRequest) -> Call {
         let body = serde_json::to_value(request).unwrap_or_default();
         Call::new(
@@ -180,7 +180,7 @@ impl Call {
         )
     }
 
-    /// `GET /tokens/{id}/why`.
+    /// `GET /tokens/{id}/why` (`docs/reference/http.md`).
     pub fn why(token: &str) -> Call {
         Call::new("GET", format!("/tokens/{}/why", segment(token)), None)
     }
@@ -191,7 +191,7 @@ impl Call {
         Call::new("POST", "/tasks/claim".into(), Some(body))
     }
 
-    /// `POST /tasks/heartbeat`; `outbox` (ours) only when given.
+    /// `POST /tasks/heartbeat`; `outbox` (ours, `docs/reference/http.md`) only when given.
     pub fn heartbeat(supervisor: &str, tasks: &[i64], outbox: Option<u64>) -> Call {
         let mut body = serde_json::json!({"supervisor": supervisor, "tasks": tasks});
         if let (Some(depth), Some(object)) = (outbox, body.as_object_mut()) {

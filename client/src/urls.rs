@@ -1,6 +1,6 @@
-//! The addresses a client is given: one URL, or several separated by commas (a serving
-//! control plane and its standby), each checked here, so a mistyped address reads as a
-//! mistake rather than as an outage.
+//! The addresses a client is given: one URL, or several separated by commas
+//! (a serving control plane and its standby: README.md, "Run a standby"), each checked here, so a
+//! mistyped address reads as a mistake rather than as an outage.
 
 use super::error::ClientError;
 use super::transport::Endpoint;

@@ -3,7 +3,7 @@
 //! (`docs/concepts/guards.md`). The result is the checked [`Expr`] tree
 //! and what the guard reads.
 
-use super::parse::{CmpTok, Node};
+use super::parse::Node;
 use super::{ChildField, CmpOp, Expr, Literal, Quantifier, Reads};
 
 /// Check a parsed guard; the error is the reason, without the guard's text.
@@ -37,19 +37,6 @@ fn searchable(node: &Node) -> bool {
         node,
         Node::List(_) | Node::Subscript(..) | Node::Attribute(..) | Node::Call(..)
     )
-}
-
-fn comparison(op: CmpTok) -> CmpOp {
-    match op {
-        CmpTok::Lt => CmpOp::Lt,
-        CmpTok::Le => CmpOp::Le,
-        CmpTok::Gt => CmpOp::Gt,
-        CmpTok::Ge => CmpOp::Ge,
-        CmpTok::Eq => CmpOp::Eq,
-        CmpTok::Ne => CmpOp::Ne,
-        CmpTok::In => CmpOp::In,
-        CmpTok::NotIn => CmpOp::NotIn,
-    }
 }
 
 impl Checker {
@@ -86,11 +73,11 @@ impl Checker {
     fn compare(
         &mut self,
         first: &Node,
-        rest: &[(CmpTok, Node)],
+        rest: &[(CmpOp, Node)],
         in_branch: bool,
     ) -> Result<Expr, String> {
         for (op, searched) in rest {
-            if matches!(op, CmpTok::In | CmpTok::NotIn) && !searchable(searched) {
+            if matches!(op, CmpOp::In | CmpOp::NotIn) && !searchable(searched) {
                 return Err(
                     "`in` must search a list literal or a value such as ctx['key'], \
                      not a string or a number"
@@ -101,7 +88,7 @@ impl Checker {
         let first = Box::new(self.node(first, in_branch)?);
         let rest = rest
             .iter()
-            .map(|(op, operand)| Ok((comparison(*op), self.node(operand, in_branch)?)))
+            .map(|(op, operand)| Ok((*op, self.node(operand, in_branch)?)))
             .collect::<Result<_, String>>()?;
         Ok(Expr::Compare { first, rest })
     }

@@ -5,23 +5,11 @@
 //! here; the rules of the guard language itself are checked in `check`.
 
 use super::lex::Tok;
+use super::CmpOp;
 
 /// How deeply brackets, `not` and minus signs may nest: deeper guards are refused
 /// rather than risking the stack (Python itself stops at 200 open brackets).
 const MAX_DEPTH: usize = 100;
-
-/// A comparison operator of Python that the guard language keeps.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum CmpTok {
-    Lt,
-    Le,
-    Gt,
-    Ge,
-    Eq,
-    Ne,
-    In,
-    NotIn,
-}
 
 /// A node of a guard's syntax tree, before the guard language's rules are checked.
 #[derive(Debug, Clone, PartialEq)]
@@ -31,7 +19,7 @@ pub(super) enum Node {
     Not(Box<Node>),
     /// A minus sign before an operand.
     Neg(Box<Node>),
-    Compare(Box<Node>, Vec<(CmpTok, Node)>),
+    Compare(Box<Node>, Vec<(CmpOp, Node)>),
     Int(i128),
     Float(f64),
     Str(String),
@@ -200,18 +188,18 @@ impl Parser {
     }
 
     /// The next comparison operator, consumed; None when none follows.
-    fn comparison_operator(&mut self) -> Result<Option<CmpTok>, String> {
+    fn comparison_operator(&mut self) -> Result<Option<CmpOp>, String> {
         let op = match self.peek() {
-            Some(Tok::Op("<")) => CmpTok::Lt,
-            Some(Tok::Op("<=")) => CmpTok::Le,
-            Some(Tok::Op(">")) => CmpTok::Gt,
-            Some(Tok::Op(">=")) => CmpTok::Ge,
-            Some(Tok::Op("==")) => CmpTok::Eq,
-            Some(Tok::Op("!=")) => CmpTok::Ne,
-            Some(Tok::Name(word)) if word == "in" => CmpTok::In,
+            Some(Tok::Op("<")) => CmpOp::Lt,
+            Some(Tok::Op("<=")) => CmpOp::Le,
+            Some(Tok::Op(">")) => CmpOp::Gt,
+            Some(Tok::Op(">=")) => CmpOp::Ge,
+            Some(Tok::Op("==")) => CmpOp::Eq,
+            Some(Tok::Op("!=")) => CmpOp::Ne,
+            Some(Tok::Name(word)) if word == "in" => CmpOp::In,
             Some(Tok::Name(word)) if word == "not" && self.is_word_at(1, "in") => {
                 self.at += 1;
-                CmpTok::NotIn
+                CmpOp::NotIn
             }
             Some(Tok::Name(word)) if word == "is" => {
                 return Err("compare with < <= > >= == != in or not in, not with `is`".to_owned())

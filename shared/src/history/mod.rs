@@ -7,13 +7,11 @@
 //! kind this version does not know is shown as its name and its data, so a newer
 //! daemon never breaks an older client.
 
-mod pyjson;
-
 use chrono::{DateTime, Local, LocalResult, NaiveDate, NaiveDateTime, TimeZone};
 use serde_json::Value;
 
+use crate::pyrepr::{dumps, str_json, Layout};
 use crate::wire::{HistoryEntry, Object, TokenView};
-use pyjson::{python_json, python_str};
 
 /// The longest rendering of a payload or unknown data before it is cut with `...`.
 const SHORT: usize = 80;
@@ -57,7 +55,7 @@ pub fn what<Z: TimeZone>(kind: &str, data: &Object, zone: &Z) -> String
 where
     Z::Offset: std::fmt::Display,
 {
-    let get = |key: &str| data.get(key).map_or_else(|| "?".to_string(), python_str);
+    let get = |key: &str| data.get(key).map_or_else(|| "?".to_string(), str_json);
     match kind {
         "started" if data.contains_key("parent") => format!("started by {}", get("parent")),
         "started" => "started".to_string(),
@@ -127,7 +125,7 @@ where
 /// `: REASON` for an entry of ours (`retried`, `operator`) that gives one.
 fn reason_note(data: &Object) -> String {
     match data.get("reason") {
-        Some(reason) => format!(": {}", python_str(reason)),
+        Some(reason) => format!(": {}", str_json(reason)),
         None => String::new(),
     }
 }
@@ -169,7 +167,7 @@ fn payload_note(payload: Option<&Value>) -> String {
 /// The changed keys, comma-separated; `?` when `keys` is not a list.
 fn keys_note(keys: Option<&Value>) -> String {
     match keys {
-        Some(Value::Array(names)) => names.iter().map(python_str).collect::<Vec<_>>().join(", "),
+        Some(Value::Array(names)) => names.iter().map(str_json).collect::<Vec<_>>().join(", "),
         _ => "?".to_string(),
     }
 }
@@ -177,7 +175,7 @@ fn keys_note(keys: Option<&Value>) -> String {
 /// `value` as JSON the way the reference prints it (`, ` and `: ` between items,
 /// non-ASCII escaped), cut to 80 characters with `...`.
 pub fn short(value: &Value) -> String {
-    let text = python_json(value);
+    let text = dumps(value, Layout::Spaced);
     if text.chars().count() <= SHORT {
         return text;
     }

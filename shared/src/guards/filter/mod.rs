@@ -20,7 +20,7 @@
 use serde_json::Value;
 
 use super::eval::{compare, truthy, Val};
-use super::parse::{CmpTok, Node};
+use super::parse::Node;
 use super::{lex, parse, CmpOp, Literal};
 use crate::pyrepr::repr_str;
 use crate::wire::Object;
@@ -301,7 +301,7 @@ fn check(node: &Node) -> Result<Term, String> {
             for (op, searched) in rest {
                 let searchable = matches!(searched, Node::List(_) | Node::Subscript(..))
                     || matches!(searched, Node::Name(name) if field(name).is_some());
-                if matches!(op, CmpTok::In | CmpTok::NotIn) && !searchable {
+                if matches!(op, CmpOp::In | CmpOp::NotIn) && !searchable {
                     return Err("`in` must search a list literal, a field such as token, \
                                 or ctx['key'], not a string or a number"
                         .to_owned());
@@ -310,7 +310,7 @@ fn check(node: &Node) -> Result<Term, String> {
             let first = Box::new(check(first)?);
             let rest: Vec<(CmpOp, Term)> = rest
                 .iter()
-                .map(|(op, operand)| Ok((comparison(*op), check(operand)?)))
+                .map(|(op, operand)| Ok((*op, check(operand)?)))
                 .collect::<Result<_, String>>()?;
             let mut left = &*first;
             for (op, right) in &rest {
@@ -478,18 +478,5 @@ fn negative(node: &Node) -> Option<Literal> {
             _ => None,
         },
         _ => None,
-    }
-}
-
-fn comparison(op: CmpTok) -> CmpOp {
-    match op {
-        CmpTok::Lt => CmpOp::Lt,
-        CmpTok::Le => CmpOp::Le,
-        CmpTok::Gt => CmpOp::Gt,
-        CmpTok::Ge => CmpOp::Ge,
-        CmpTok::Eq => CmpOp::Eq,
-        CmpTok::Ne => CmpOp::Ne,
-        CmpTok::In => CmpOp::In,
-        CmpTok::NotIn => CmpOp::NotIn,
     }
 }
