@@ -26,7 +26,8 @@ pub const MAX_TASKS: u32 = 1000;
 /// The longest supervisor name the API takes here (the reference's rule).
 pub const MAX_NAME: usize = 128;
 
-/// How long the supervisor waits between its steps. Defaults are the reference's.
+/// How long the supervisor waits between its steps. Defaults are in
+/// `docs/reference/limits.md`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Timings {
     /// Between heartbeats while routines run: 30 s.

@@ -1,10 +1,9 @@
-//! The writes of a Postgres transaction, held until they must reach the server, so that
-//! a request pays fewer round trips: before any statement that reads, and at the
-//! commit. Each row's last state is kept (a task claimed, then done, is one write), and
-//! all of them go in one statement ([`Pending::flush`]), so a request costs a few round
-//! trips instead of one per row. Ids of new ledger rows, tasks and timers are taken
-//! from their sequences in blocks ([`Ids`]), so a new row's id is known when it is
-//! written here.
+//! The writes of a Postgres transaction, held until they must reach the server: before
+//! any statement that reads, and at the commit. Each row's last state is kept (a task
+//! claimed, then done, is one write), and all of them go in one statement
+//! ([`Pending::flush`]), so a request costs a few round trips instead of one per row.
+//! Ids of new ledger rows, tasks and timers are taken from their sequences in blocks
+//! ([`Ids`]), so a new row's id is known when it is written here.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex, OnceLock};
