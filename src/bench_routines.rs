@@ -1,8 +1,8 @@
-//! `stateous bench-routines` (SPEC section 5): how many short program routines a
-//! supervisor runs per second. It starts a daemon and a supervisor of its own on a
-//! temporary folder, with a one-state workflow whose routine is a shell script
-//! that only calls `stateous ctx emit done`, starts N tokens, and times the
-//! supervisor from its start to the last token's end.
+//! `stateous bench-routines`: how many short program routines a supervisor runs per
+//! second. It starts a daemon and a supervisor of its own on a temporary folder, with a
+//! one-state workflow whose routine is a shell script that only calls `stateous ctx
+//! emit done`, starts N tokens, and times the supervisor from its start to the last
+//! token's end.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -114,10 +114,10 @@ fn write_supervisor(
     Ok(at)
 }
 
-/// Poll until no token is active, or the time is up; how many ended. Each poll
-/// asks for one active token only: listing up to 1000 of them every 20 ms made
-/// the daemon and this process spend on the poll what the supervisor needed
-/// (issue "Speed"). The count is taken once, at the end.
+/// Poll until no token is active, or the time is up; how many ended. Each poll asks for
+/// one active token only: listing up to 1000 of them every 20 ms made the daemon and
+/// this process spend on the poll what the supervisor needed. The count is taken once,
+/// at the end.
 async fn wait_until_completed(client: &Client, options: &Options, began: Instant) -> Result<usize> {
     let any_active = TokenQuery {
         status: Some("active".into()),

@@ -85,10 +85,10 @@ pub enum MemoryCommand {
     },
 }
 
-/// The command line of `stateous ctx ...` alone, parsed as `Cli` (main.rs) parses
-/// it. The helper starts once per call of a routine, and building the parser of
-/// every command first took about a fifth of its start: 0.3 of 1.7 ms and 57 of
-/// 390 page faults (issue "Speed", `perf stat stateous ctx emit done`).
+/// The command line of `stateous ctx ...` alone, parsed as `Cli` (main.rs) parses it.
+/// The helper starts once per call of a routine, and building the parser of every
+/// command first took about a fifth of its start: 0.3 of 1.7 ms and 57 of 390 page
+/// faults (`perf stat stateous ctx emit done`).
 #[derive(Parser)]
 #[command(name = "stateous", version = crate::VERSION, args_override_self = true)]
 struct CtxCli {

@@ -1,9 +1,8 @@
-//! `stateous demo` (SPEC section 3.5): a daemon on a temporary SQLite file with
-//! the bundled `demo` workflow, a supervisor with the bundled routines, a few
-//! tokens (one retries after a failure, one times out, one goes round the loop,
-//! and one is left paused, so that the TUI has a token to steer once the others
-//! have ended), then the TUI; without a terminal, the tokens' histories once the
-//! others end.
+//! `stateous demo`: a daemon on a temporary SQLite file with the bundled `demo`
+//! workflow, a supervisor with the bundled routines, a few tokens (one retries after a
+//! failure, one times out, one goes round the loop, and one is left paused, so that the
+//! TUI has a token to steer once the others have ended), then the TUI; without a
+//! terminal, the tokens' histories once the others end.
 //!
 //! The daemon and the supervisor run as child processes of this same binary, so
 //! that each stays what it is in production; the workflow and the routines come

@@ -21,11 +21,10 @@ use std::process::ExitCode;
 use clap::{CommandFactory, Parser, Subcommand};
 use commands::{bench, token};
 
-/// mimalloc instead of glibc's malloc: allocation and freeing were about a quarter
-/// of the control plane's instructions per token (issue "Speed", measured with
-/// callgrind over `stateous bench`). With the crate's `override` feature it is
-/// also the C code's `malloc` (SQLite's), about 3% of the writer thread's
-/// instructions less.
+/// mimalloc instead of glibc's malloc: allocation and freeing were about a quarter of
+/// the control plane's instructions per token (measured with callgrind over `stateous
+/// bench`). With the crate's `override` feature it is also the C code's `malloc`
+/// (SQLite's), about 3% of the writer thread's instructions less.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -5,7 +5,7 @@ use clap::{Args, Subcommand};
 use stateous_client::Steer;
 use stateous_shared::operate::BulkAction;
 
-/// `stateous bench`: its options (SPEC section 5).
+/// `stateous bench`: its options.
 #[derive(Args)]
 pub struct BenchArgs {
     /// The control plane's URL (it must serve the `orders` starter), or several
@@ -92,7 +92,7 @@ pub struct TokenArgs {
     pub action: TokenCommand,
 }
 
-/// The flags that turn a steering command into a bulk action (issue 11).
+/// The flags that turn a steering command into a bulk action.
 #[derive(Args, Default)]
 pub struct BulkFlags {
     /// Act on every token this filter matches (the filter language: see `stateous

@@ -1,11 +1,12 @@
-//! The clock: the only place in the control plane that reads the wall clock
-//! (STYLE point 6). Everything else receives `now` in microseconds since 1970.
+//! The clock: the only place in the control plane that reads the wall clock, so that
+//! every decision can be replayed and tested with a clock moved by hand. Everything
+//! else receives `now` in microseconds since 1970.
 //!
 //! Three kinds: the system's clock; a manual clock that tests move by hand, so that
-//! leases of minutes and timeouts of hours pass in no time; and the dev clock of
-//! `serve --dev-clock` (issue 12, item 2), the wall clock plus an offset that
-//! `stateous clock advance` grows, which `stateous clock freeze` stops and `thaw`
-//! starts again. The dev clock never goes back.
+//! leases of minutes and timeouts of hours pass in no time; and the dev clock of `serve
+//! --dev-clock`, the wall clock plus an offset that `stateous clock advance` grows,
+//! which `stateous clock freeze` stops and `thaw` starts again. The dev clock never
+//! goes back.
 
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};

@@ -2,9 +2,9 @@
 //! the store's write path and read path (`store::Store`: SQLite's one writer with
 //! group commit, or a Postgres pool with a transaction per request).
 //!
-//! Shape (STYLE point 9): `Options`, then `Control::open`, then a cheap cloneable
-//! handle. The HTTP layer and `stateous serve` call it; the serve loop calls
-//! `tick` about every `Options::tick` and stops (exit 1) once `lost()` is true.
+//! Shape: `Options`, then `Control::open`, then a cheap cloneable handle. The HTTP
+//! layer and `stateous serve` call it; the serve loop calls `tick` about every
+//! `Options::tick` and stops (exit 1) once `lost()` is true.
 
 mod dev_clock;
 pub mod operate;
@@ -34,7 +34,8 @@ use crate::store::feed::FeedMark;
 use crate::store::postgres::PgOptions;
 use crate::store::{Store, StoreError, TokenStatus, Tx};
 
-/// How the control plane runs; every timing is configurable (SPEC section 2).
+/// How the control plane runs; every timing is configurable
+/// (`docs/reference/limits.md`).
 #[derive(Debug, Clone)]
 pub struct Options {
     /// The database.
@@ -323,8 +324,8 @@ impl Control {
             .await
     }
 
-    /// `GET /tokens` with the filter language (issue 11): a page of the tokens the
-    /// selection matches, the most recently moved first, and how many match.
+    /// `GET /tokens` with the filter language: a page of the tokens the selection
+    /// matches, the most recently moved first, and how many match.
     pub async fn list(
         &self,
         selection: engine::select::Selection,

@@ -1,5 +1,5 @@
 //! `stateous-daemon`: the control plane. It owns the database, the ledger and the
-//! clock, and decides every move of every token (SPEC sections 2, 3.3 and 4).
+//! clock, and decides every move of every token (`docs/design.md`).
 //!
 //! It depends only on `stateous-shared`; supervisors reach it over HTTP.
 

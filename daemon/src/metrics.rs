@@ -1,5 +1,5 @@
-//! `GET /metrics` (issue 12, item 7): the control plane's families in the
-//! Prometheus text format, kept and written by the `prometheus` crate.
+//! `GET /metrics`: the control plane's families in the Prometheus text format, kept and
+//! written by the `prometheus` crate.
 //!
 //! The engine counts nothing (it has no I/O and no globals); the edges do:
 //! - the HTTP server times each request by its route and counts each refusal by

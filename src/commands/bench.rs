@@ -1,5 +1,5 @@
 //! `stateous bench`: drive a control plane over HTTP as many supervisors without
-//! routines, and measure tokens per second and request latency (SPEC section 5).
+//! routines, and measure tokens per second and request latency.
 //!
 //! It starts `tokens` tokens of the `orders` starter and, with `clients` concurrent
 //! workers, claims and reports their tasks until every token completed: `draft`
@@ -26,7 +26,7 @@ pub const WORKFLOW: &str = "orders";
 /// The options of `stateous bench`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BenchOptions {
-    /// `--url`; `None` resolves as every client does (SPEC section 3.3).
+    /// `--url`; `None` resolves as every client does (`docs/reference/cli.md`).
     pub url: Option<String>,
     /// `--tokens`: how many tokens to run through the workflow.
     pub tokens: usize,

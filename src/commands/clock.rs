@@ -1,6 +1,5 @@
-//! `stateous clock advance DURATION|freeze|thaw|show`: move or read the dev clock
-//! of a daemon started with `serve --dev-clock` (issue 12, item 2), over
-//! `POST /clock/...` and `GET /health`.
+//! `stateous clock advance DURATION|freeze|thaw|show`: move or read the dev clock of a
+//! daemon started with `serve --dev-clock`, over `POST /clock/...` and `GET /health`.
 //!
 //! A daemon without the dev clock answers the clock's routes 404 `not_found`;
 //! the command then says so in one sentence (exit 1).

@@ -3,8 +3,8 @@
 //! `src/main.rs` parses the command line and calls them.
 //!
 //! A command writes its data to the `out` it is given and fails with a
-//! [`CommandError`], whose text the binary prints as `error: <sentence>` on stderr
-//! with exit code 1 (the reference's `docs/reference/cli.md`, "For every command").
+//! [`CommandError`], whose text the binary prints as `error: <sentence>` on stderr with
+//! exit code 1 (`docs/reference/cli.md`, "How they behave alike").
 
 pub mod bench;
 pub mod clock;
@@ -26,10 +26,10 @@ pub enum CommandError {
     /// The control plane refused, did not answer, or the URL is wrong.
     #[error(transparent)]
     Client(#[from] ClientError),
-    /// The control plane refused a command the reference does not have (`token
-    /// retry`, `why`, `list`, a bulk `--where`, `clock`, `bench`): the line names
-    /// the refusal's code beside its status, as the TUI does. The reference's
-    /// token commands keep its line, which names the status alone (SPEC section 2).
+    /// The control plane refused a command the reference does not have (`token retry`,
+    /// `why`, `list`, a bulk `--where`, `clock`, `bench`): the line names the refusal's
+    /// code beside its status, as the TUI does. The reference's token commands keep its
+    /// line, which names the status alone.
     #[error("the control plane at {url} refused ({status} {code}): {sentence}")]
     Refused {
         /// The URL of the address that refused.

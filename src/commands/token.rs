@@ -1,8 +1,8 @@
-//! `stateous token start|fire|show|pause|resume|cancel`: steer and read tokens over
-//! the HTTP API, printing the reference's lines (`docs/reference/cli.md`,
-//! `docs/how-to/steer-tokens.md`) or, with `--json`, the daemon's answers. Ours
-//! (issue 11): `list`, `why`, `retry`, and each steering command over every token
-//! a filter matches (`--where`, [`bulk`]).
+//! `stateous token start|fire|show|pause|resume|cancel`: steer and read tokens over the
+//! HTTP API, printing the reference's lines (`docs/reference/cli.md`,
+//! `docs/how-to/steer-tokens.md`) or, with `--json`, the daemon's answers. Ours:
+//! `list`, `why`, `retry`, and each steering command over every token a filter matches
+//! (`--where`, [`bulk`]).
 
 use std::io::Write;
 
@@ -26,8 +26,8 @@ pub const MOST_CHILDREN: u32 = 1000;
 /// One `stateous token ...` command line, parsed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TokenCommand {
-    /// `--url`; `None` resolves as SPEC section 3.3 says (`STATEOUS_URL`, the
-    /// default socket, `http://127.0.0.1:8080`).
+    /// `--url`; `None` resolves as every client does (`STATEOUS_URL`, the default
+    /// socket, `http://127.0.0.1:8080`).
     pub url: Option<String>,
     /// `--json`: print the daemon's JSON answer instead of the lines.
     pub json: bool,
@@ -63,8 +63,8 @@ pub enum TokenAction {
         id: Option<String>,
         /// `--graph`: draw the served workflow instead.
         graph: bool,
-        /// `--follow`: after the history, print each new entry as it commits,
-        /// until the token ends (SPEC section 3.3).
+        /// `--follow`: after the history, print each new entry as it commits, until the
+        /// token ends.
         follow: bool,
     },
     /// `pause ID`, `resume ID` or `cancel ID`.

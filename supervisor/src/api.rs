@@ -1,5 +1,5 @@
-//! The control plane's HTTP API as the supervisor calls it (reference
-//! `docs/reference/http.md`), with the reference's retry rule.
+//! The control plane's HTTP API as the supervisor calls it (`docs/reference/http.md`),
+//! with the reference's retry rule.
 //!
 //! A call that gets no answer is tried again after the backoff waits (1, 2, 4, 8,
 //! 16, then every 30 s), each moved by up to 20% either way at random so that the

@@ -1,15 +1,14 @@
-//! `stateous.yaml`: a supervisor's settings (SPEC section 3.2; reference
-//! `docs/reference/files.md`).
+//! `stateous.yaml`: a supervisor's settings (`docs/reference/files.md`).
 //!
-//! Keys: `url` (the control plane: one address, or a list of them tried in turn
-//! (issue 14); without it, `supervise` takes `STATEOUS_URL`, then
-//! the default socket, then `http://127.0.0.1:8080`, as every client does), `tasks` (1 to 1000, default 4), `name` (1 to 128
-//! characters, default the host name), `routines` (state to command line), and the
-//! timing keys `heartbeat`, `idle`, `grace`, `cancel_wait`, `request_timeout` and
-//! `backoff`. Each timing key may also come from the environment
-//! (`STATEOUS_SUPERVISOR_HEARTBEAT`, ...), which wins over the file so that tests
-//! can shorten a folder's timings. Every key is checked; a wrong one stops the
-//! supervisor with one line naming it.
+//! Keys: `url` (the control plane: one address, or a list of them tried in turn;
+//! without it, `supervise` takes `STATEOUS_URL`, then the default socket, then
+//! `http://127.0.0.1:8080`, as every client does), `tasks` (1 to 1000, default 4),
+//! `name` (1 to 128 characters, default the host name), `routines` (state to command
+//! line), and the timing keys `heartbeat`, `idle`, `grace`, `cancel_wait`,
+//! `request_timeout` and `backoff`. Each timing key may also come from the environment
+//! (`STATEOUS_SUPERVISOR_HEARTBEAT`, ...), which wins over the file so that tests can
+//! shorten a folder's timings. Every key is checked; a wrong one stops the supervisor
+//! with one line naming it.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -27,7 +26,8 @@ pub const MAX_TASKS: u32 = 1000;
 /// The longest supervisor name the API takes here (the reference's rule).
 pub const MAX_NAME: usize = 128;
 
-/// How long the supervisor waits between its steps. Defaults are SPEC section 2.
+/// How long the supervisor waits between its steps. Defaults are in
+/// `docs/reference/limits.md`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Timings {
     /// Between heartbeats while routines run: 30 s.
@@ -85,9 +85,9 @@ pub struct ConfigError {
 }
 
 impl Config {
-    /// The control plane to use: `flag` (`supervise --url`), else `url`, else as
-    /// every client finds it (SPEC section 3.3): `STATEOUS_URL`, the default socket
-    /// when a daemon listens there, `http://127.0.0.1:8080`.
+    /// The control plane to use: `flag` (`supervise --url`), else `url`, else as every
+    /// client finds it: `STATEOUS_URL`, the default socket when a daemon listens there,
+    /// `http://127.0.0.1:8080`.
     pub fn control_plane(&self, flag: Option<&str>) -> String {
         match flag.or(self.url.as_deref()) {
             Some(url) => url.trim_end_matches('/').to_string(),
@@ -220,8 +220,8 @@ fn check_backoff(value: &Value) -> Result<Vec<Duration>, String> {
     items.iter().map(check_span).collect()
 }
 
-/// `url`: one address, or a list of them (issue 14: a control plane and its
-/// standbys), kept as the client takes them: separated by commas, in order.
+/// `url`: one address, or a list of them (a control plane and its standbys), kept as
+/// the client takes them: separated by commas, in order.
 fn check_url(value: &Value) -> Result<String, String> {
     let items: Vec<&Value> = match value {
         Value::Sequence(items) if items.is_empty() => {

@@ -1,5 +1,5 @@
-//! Sending the outbox's messages, and what each answer means (reference
-//! `docs/inside/workflows.md`, "Report an outcome" and "Supervisor start").
+//! Sending the outbox's messages, and what each answer means
+//! (`docs/inside/workflows.md`, "Report"; `docs/design.md`, "The supervisor").
 //!
 //! A message leaves the outbox when the control plane accepts or refuses it. A
 //! refusal of an event or of waiting for a task still held (the event is not

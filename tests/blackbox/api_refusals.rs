@@ -557,7 +557,7 @@ fn an_idempotency_key_is_utf8_counted_in_characters_and_kept_as_sent() {
             &json!({"token": "T-1", "context": {"repo": "r"}}),
         )
         .expect(201);
-    // 129 characters, 258 bytes: within the seed's 1 to 256 characters.
+    // 129 characters, 258 bytes: within the limit of 1 to 256 characters.
     let key = "é".repeat(129);
     let path = "/tokens/T-1/events/stuck";
     let first = fire_with_key(&daemon, path, key.as_bytes()).expect(200);

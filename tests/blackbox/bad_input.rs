@@ -1,6 +1,6 @@
-//! Black-box: bad input never takes the daemon down (SPEC section 6). Garbage
-//! bodies, paths, headers and bytes that are not HTTP at all each get a refusal or a
-//! closed connection, and the daemon answers as before afterwards.
+//! Black-box: bad input never takes the daemon down. Garbage bodies, paths, headers and
+//! bytes that are not HTTP at all each get a refusal or a closed connection, and the
+//! daemon answers as before afterwards.
 
 use crate::harness;
 

@@ -25,7 +25,7 @@ fn demo_without_a_terminal_prints_a_retry_a_timeout_and_a_loop_then_exits_0() {
     }
 }
 
-/// Issue 12, item 9: once the others end, one token is still there to steer.
+/// Once the others end, one token is still there to steer.
 #[test]
 fn demo_leaves_one_token_paused_for_the_tui_to_steer() {
     let dir = tempfile::tempdir().expect("a temp folder");

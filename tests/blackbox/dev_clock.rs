@@ -1,7 +1,7 @@
-//! Black-box: the dev clock (issue 12, item 2). `stateous clock advance` on a
-//! daemon started with `--dev-clock` fires the timeouts due inside the advance
-//! once each and in due order; `--dev-clock` is refused on a database that a
-//! control plane on the real clock served; without the flag the command says so.
+//! Black-box: the dev clock. `stateous clock advance` on a daemon started with
+//! `--dev-clock` fires the timeouts due inside the advance once each and in due order;
+//! `--dev-clock` is refused on a database that a control plane on the real clock
+//! served; without the flag the command says so.
 
 use crate::harness;
 

@@ -1,8 +1,7 @@
-//! Black-box: clients that know several addresses of the control plane (issue
-//! 14). The token commands and the supervisor pass over an address that refuses
-//! the connection or answers 503 `standby`, stay with the one that serves, and a
-//! supervisor that loses its control plane mid-task goes on at the next address
-//! with its outbox in order.
+//! Black-box: clients that know several addresses of the control plane. The token
+//! commands and the supervisor pass over an address that refuses the connection or
+//! answers 503 `standby`, stay with the one that serves, and a supervisor that loses
+//! its control plane mid-task goes on at the next address with its outbox in order.
 
 use crate::harness;
 use crate::supervising;

@@ -1,8 +1,8 @@
-//! Black-box: the control plane's side of issue "Hardening", on both backends where
-//! the guarantee is not SQLite's own: a control plane that lost its hold commits
-//! nothing (even requests that queued while it was stopped), a newcomer's settings
-//! never take a healthy holder's database, leases are judged at every request and
-//! not only at the clock's tick, and SQLite's busy wait is never doubled.
+//! Black-box: the control plane's side of hardening, on both backends where the
+//! guarantee is not SQLite's own: a control plane that lost its hold commits nothing
+//! (even requests that queued while it was stopped), a newcomer's settings never take a
+//! healthy holder's database, leases are judged at every request and not only at the
+//! clock's tick, and SQLite's busy wait is never doubled.
 
 use crate::harness;
 

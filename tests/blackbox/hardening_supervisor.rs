@@ -1,8 +1,7 @@
-//! Black-box: the supervisor under faults (issue 10), with the real `stateous serve`
-//! and `stateous supervise` processes: a supervisor stalled (SIGSTOP) while another
-//! of its name took the next attempt, a lease shorter than the heartbeat, routines
-//! whose tasks ended, a lost attempt's messages, retries spread by jitter, and a
-//! busy database said as such.
+//! Black-box: the supervisor under faults, with the real `stateous serve` and `stateous
+//! supervise` processes: a supervisor stalled (SIGSTOP) while another of its name took
+//! the next attempt, a lease shorter than the heartbeat, routines whose tasks ended, a
+//! lost attempt's messages, retries spread by jitter, and a busy database said as such.
 
 use crate::harness;
 use crate::supervising;

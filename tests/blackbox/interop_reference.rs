@@ -1,7 +1,7 @@
-//! Interop with the reference implementation (SPEC section 2): the reference's own
-//! Python supervisor, unchanged, completes `orders` tokens on our control plane, and
-//! each token's history has the same kinds, in the same order, with the same data
-//! fields, as on the reference's control plane.
+//! Interop with the reference implementation: the reference's own Python supervisor,
+//! unchanged, completes `orders` tokens on our control plane, and each token's history
+//! has the same kinds, in the same order, with the same data fields, as on the
+//! reference's control plane.
 
 use crate::harness;
 use crate::reference;

@@ -1,7 +1,7 @@
-//! Interop (SPEC section 2): our supervisor against the reference's control plane.
-//! The `orders` example supervisor of `assets/` completes tokens there, with its
-//! program routines, notes and memory, as it does on ours, without the additions of
-//! ours that the reference lacks (`/watch`, `lease_seconds`, a heartbeat's `attempts`).
+//! Interop: our supervisor against the reference's control plane. The `orders` example
+//! supervisor of `assets/` completes tokens there, with its program routines, notes and
+//! memory, as it does on ours, without the additions of ours that the reference lacks
+//! (`/watch`, `lease_seconds`, a heartbeat's `attempts`).
 
 use crate::harness;
 use crate::reference;

@@ -1,9 +1,9 @@
-//! Black-box: `GET /metrics` (issue 12, item 7) parses with a Prometheus text
-//! parser (the `prometheus-parse` crate), has `# HELP` and `# TYPE` for each
-//! family, and counts what happened: tokens by workflow, state and status, tasks
-//! by state and status, request latency by route, lease ends, retries, timer
-//! fires, refusals by code and outbox depth by supervisor. The dev clock makes
-//! the lease end and the timeout fire at once.
+//! Black-box: `GET /metrics` parses with a Prometheus text parser (the
+//! `prometheus-parse` crate), has `# HELP` and `# TYPE` for each family, and counts
+//! what happened: tokens by workflow, state and status, tasks by state and status,
+//! request latency by route, lease ends, retries, timer fires, refusals by code and
+//! outbox depth by supervisor. The dev clock makes the lease end and the timeout fire
+//! at once.
 
 use crate::harness;
 

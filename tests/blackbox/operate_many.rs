@@ -1,9 +1,9 @@
-//! Black-box: operating many tokens (issue 11) with the real binary. A filter over
-//! 100,000 tokens (filled by SQL beside the running daemon) answers with the right
-//! count; a bulk cancel of 5,000 tokens is previewed, refused without a terminal,
-//! then cancels exactly those with the reason in each history; a second run of
-//! the same bulk fire applies nothing twice; a walk whose connection breaks says
-//! how far it got, and the same command again finishes it.
+//! Black-box: operating many tokens with the real binary. A filter over 100,000 tokens
+//! (filled by SQL beside the running daemon) answers with the right count; a bulk
+//! cancel of 5,000 tokens is previewed, refused without a terminal, then cancels
+//! exactly those with the reason in each history; a second run of the same bulk fire
+//! applies nothing twice; a walk whose connection breaks says how far it got, and the
+//! same command again finishes it.
 
 use crate::harness;
 

@@ -1,11 +1,10 @@
-//! Black-box: parallel states on the real daemon (issue 5; reference
-//! `docs/concepts/parallel.md`). The graph served is `tests/data/release/build/
-//! release.json`, written by the reference's compiler from `flow.py`; our compiler
-//! writes the same bytes from `flow.yaml` beside it. `release`: `coding`, then
-//! `reviews` (security and design, join all, timeout 1h), `race` (the same two,
-//! join any, no fallback), `nested` (audit, which runs lint) or `quick` (the two,
-//! timeout 2 s). Each child: `triage` emits `lgtm` (to `approved`) or `deny` (to
-//! `rejected`, payload `{count}`), each of which ends on `recorded`.
+//! Black-box: parallel states on the real daemon (`docs/concepts/parallel.md`). The
+//! graph served is `tests/data/release/build/release.json`, written by the reference's
+//! compiler from `flow.py`; our compiler writes the same bytes from `flow.yaml` beside
+//! it. `release`: `coding`, then `reviews` (security and design, join all, timeout 1h),
+//! `race` (the same two, join any, no fallback), `nested` (audit, which runs lint) or
+//! `quick` (the two, timeout 2 s). Each child: `triage` emits `lgtm` (to `approved`) or
+//! `deny` (to `rejected`, payload `{count}`), each of which ends on `recorded`.
 
 use crate::harness;
 use crate::reference;

@@ -1,8 +1,7 @@
-//! Interop for parallel states (issue 5): the reference's own Python supervisor,
-//! unchanged, runs the routines of child states (`contract.py`'s
-//! `states.security.triage`, claimed as `security/triage`) on our control plane,
-//! and the family's ledgers have the kinds and data fields, in order, that the
-//! reference's control plane writes for the same run.
+//! Interop for parallel states: the reference's own Python supervisor, unchanged, runs
+//! the routines of child states (`contract.py`'s `states.security.triage`, claimed as
+//! `security/triage`) on our control plane, and the family's ledgers have the kinds and
+//! data fields, in order, that the reference's control plane writes for the same run.
 
 use crate::harness;
 use crate::reference;

@@ -1,10 +1,9 @@
-//! Black-box, Postgres only (skipped unless `STATEOUS_TEST_POSTGRES` names a
-//! server): the time limits of the seed and the hold on the database, as the
-//! reference's `docs/how-to/use-postgres.md` describes them and issue "Postgres"
-//! asks: a token held by another session answers 503 `database_busy` after the
+//! Black-box, Postgres only (skipped unless `STATEOUS_TEST_POSTGRES` names a server):
+//! the time limits and the hold on the database that `docs/how-to/use-postgres.md`
+//! describes: a token held by another session answers 503 `database_busy` after the
 //! lock limit while other tokens move; a control plane whose lock connection ends
-//! answers `not_serving`, commits nothing more, and exits 1; an unreachable server
-//! at start ends `serve` within about the connect timeout.
+//! answers `not_serving`, commits nothing more, and exits 1; an unreachable server at
+//! start ends `serve` within about the connect timeout.
 
 use crate::harness;
 

@@ -1,7 +1,7 @@
-//! Black-box: the seed's mechanisms that the daemon owns (`seed/reliability.txt`),
-//! proven against the real binary with short timings: leases, request-id replay,
-//! timers and timeouts, idempotency keys, the routine's memory, pause and resume,
-//! one control plane per database, and no acknowledged change lost to SIGKILL.
+//! Black-box: the reliability mechanisms that the daemon owns (`docs/guarantees.md`),
+//! proven against the real binary with short timings: leases, request-id replay, timers
+//! and timeouts, idempotency keys, the routine's memory, pause and resume, one control
+//! plane per database, and no acknowledged change lost to SIGKILL.
 
 use crate::harness;
 

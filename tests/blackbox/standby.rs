@@ -1,10 +1,10 @@
-//! Black-box, Postgres (skipped unless `STATEOUS_TEST_POSTGRES` names a server):
-//! a hot standby (`serve --standby`, issue 14). While another control plane holds
-//! the database, a standby answers `GET /health` 503 `standby` and every other
-//! route 503 `not_serving`; it takes over within seconds of the holder's death,
-//! with every acknowledged write, each idempotency key and the clock; a holder
-//! that is only stopped keeps the database, and once its sessions are ended it
-//! commits nothing more and exits 1. On SQLite, `--standby` is refused.
+//! Black-box, Postgres (skipped unless `STATEOUS_TEST_POSTGRES` names a server): a hot
+//! standby (`serve --standby`). While another control plane holds the database, a
+//! standby answers `GET /health` 503 `standby` and every other route 503 `not_serving`;
+//! it takes over within seconds of the holder's death, with every acknowledged write,
+//! each idempotency key and the clock; a holder that is only stopped keeps the
+//! database, and once its sessions are ended it commits nothing more and exits 1. On
+//! SQLite, `--standby` is refused.
 
 use crate::harness;
 

@@ -1,8 +1,8 @@
 //! Black-box, Postgres (skipped unless `STATEOUS_TEST_POSTGRES` names a server):
-//! clients given the addresses of an active control plane and its standby
-//! (`serve --standby`, issue 14). A supervisor and the token commands stay with
-//! the active one, and after it is killed they go on at the standby once it has
-//! taken over; the supervisor's notes arrive in order.
+//! clients given the addresses of an active control plane and its standby (`serve
+//! --standby`). A supervisor and the token commands stay with the active one, and after
+//! it is killed they go on at the standby once it has taken over; the supervisor's
+//! notes arrive in order.
 
 use crate::harness;
 use crate::supervising;

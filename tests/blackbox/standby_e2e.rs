@@ -1,11 +1,11 @@
-//! Black-box, Postgres (skipped unless `STATEOUS_TEST_POSTGRES` names a server):
-//! a hot standby end to end (issue 14, "Done when"). An active control plane and
-//! its standby serve one database; two supervisors, a stream of token starts and
-//! fires (sent through the client) and the TUI in tmux (when tmux is there) are
-//! all given both addresses. The active is then killed (SIGKILL) under load, or
-//! stopped (SIGSTOP) and its sessions ended by an operator; the standby serves,
-//! every token completes, nothing acknowledged is lost, no idempotency key
-//! applies twice, both supervisors' outboxes drain, and the TUI shows the switch.
+//! Black-box, Postgres (skipped unless `STATEOUS_TEST_POSTGRES` names a server): a hot
+//! standby end to end. An active control plane and its standby serve one database; two
+//! supervisors, a stream of token starts and fires (sent through the client) and the
+//! TUI in tmux (when tmux is there) are all given both addresses. The active is then
+//! killed (SIGKILL) under load, or stopped (SIGSTOP) and its sessions ended by an
+//! operator; the standby serves, every token completes, nothing acknowledged is lost,
+//! no idempotency key applies twice, both supervisors' outboxes drain, and the TUI
+//! shows the switch.
 //!
 //! While the active is stopped, its port still takes connections: a request sent
 //! to the list waits there for the client's timeout (2 s) and ends with "no

@@ -1,12 +1,12 @@
-//! Black-box, Postgres (skipped unless `STATEOUS_TEST_POSTGRES` names a server):
-//! the live stream `GET /watch` of clients given the addresses of an active
-//! control plane and its standby (issue 14), when the active is stopped (SIGSTOP)
-//! and an operator ends its sessions. The stopped one's port still holds the
-//! stream's connection open and sends nothing; a reader takes a stream silent
-//! for longer than the daemon's keep-alive and its request timeout as dead, and
-//! opens it again at the next address. So `stateous token show --follow` prints
-//! what happens at the standby, and a supervisor learns from its stream, not
-//! only at its next heartbeat, that a task it runs was cancelled there.
+//! Black-box, Postgres (skipped unless `STATEOUS_TEST_POSTGRES` names a server): the
+//! live stream `GET /watch` of clients given the addresses of an active control plane
+//! and its standby, when the active is stopped (SIGSTOP) and an operator ends its
+//! sessions. The stopped one's port still holds the stream's connection open and sends
+//! nothing; a reader takes a stream silent for longer than the daemon's keep-alive and
+//! its request timeout as dead, and opens it again at the next address. So `stateous
+//! token show --follow` prints what happens at the standby, and a supervisor learns
+//! from its stream, not only at its next heartbeat, that a task it runs was cancelled
+//! there.
 
 use crate::harness;
 use crate::supervising;

@@ -1,8 +1,8 @@
-//! Black-box: the "Done when" guarantees of the supervisor issue, each proved with
-//! the real `stateous serve` and `stateous supervise` processes, real SQLite files
-//! and program routines: the seed's crash story, the outbox across a lost daemon
-//! and a killed supervisor, a report after its lease, the graceful stop, and a lost
-//! task's routine.
+//! Black-box: the guarantees of the supervisor, each proved with the real `stateous
+//! serve` and `stateous supervise` processes, real SQLite files and program routines:
+//! the crash story of `docs/guarantees.md`, the outbox across a lost daemon and a
+//! killed supervisor, a report after its lease, the graceful stop, and a lost task's
+//! routine.
 
 use crate::harness;
 use crate::supervising;

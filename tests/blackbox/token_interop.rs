@@ -1,6 +1,6 @@
 //! Interop: our `stateous token ...` against the reference's control plane prints
-//! exactly what the reference's own `stateous token ...` prints (SPEC section 2,
-//! "Token commands and their output"), line for line, refusals included.
+//! exactly what the reference's own `stateous token ...` prints
+//! (`docs/reference/cli.md`), line for line, refusals included.
 
 use crate::harness;
 use crate::reference;

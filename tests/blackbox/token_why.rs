@@ -1,7 +1,6 @@
-//! Black-box: `stateous token retry` completes a failed token with a history that
-//! reads naturally, and `stateous token why` says each reason a token waits: a
-//! guard that is false, a timer, a lease, a pause, no supervisor, a child join
-//! (issue 11).
+//! Black-box: `stateous token retry` completes a failed token with a history that reads
+//! naturally, and `stateous token why` says each reason a token waits: a guard that is
+//! false, a timer, a lease, a pause, no supervisor, a child join.
 
 use crate::harness;
 

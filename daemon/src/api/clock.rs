@@ -1,7 +1,6 @@
-//! `GET /health` with the dev clock, and `POST /clock/advance`, `/clock/freeze`
-//! and `/clock/thaw` (ours: `serve --dev-clock`, issue 12, item 2). Without a dev
-//! clock, `/health` is the reference's answer, serialized once, and the clock's
-//! routes answer 404 `not_found`.
+//! `GET /health` with the dev clock, and `POST /clock/advance`, `/clock/freeze` and
+//! `/clock/thaw` (ours: `serve --dev-clock`). Without a dev clock, `/health` is the
+//! reference's answer, serialized once, and the clock's routes answer 404 `not_found`.
 
 use bytes::Bytes;
 use stateous_shared::refusal::Refusal;

@@ -2,12 +2,12 @@
 //! read by name.
 //!
 //! The hot routes (start, claim, report) read their few named fields straight into
-//! slots ([`Named`]), without building the whole body as a `serde_json` object:
-//! that took about a sixth of a request thread's instructions (issue "Speed",
-//! callgrind over `stateous bench`). Any body the slots cannot take exactly as the
-//! object would (not an object, not strict JSON, a name given twice) is read again
-//! as the whole object by `body::json_object`, so that its refusal, or the value
-//! that wins, is the same one as before.
+//! slots ([`Named`]), without building the whole body as a `serde_json` object: that
+//! took about a sixth of a request thread's instructions (measured with callgrind over
+//! `stateous bench`). Any body the slots cannot take exactly as the object would (not
+//! an object, not strict JSON, a name given twice) is read again as the whole object by
+//! `body::json_object`, so that its refusal, or the value that wins, is the same one as
+//! before.
 
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, Visitor};
 use serde_json::Value;

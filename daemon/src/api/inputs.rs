@@ -57,7 +57,7 @@ pub struct ListInput {
     pub parent: Option<String>,
     /// At most this many tokens, 1 to 1000.
     pub limit: i64,
-    /// `where`: only the tokens this filter matches (issue 11).
+    /// `where`: only the tokens this filter matches.
     pub filter: Option<Filter>,
     /// Only tokens in this state.
     pub state: Option<String>,
@@ -100,8 +100,8 @@ impl ListInput {
                 ));
             }
         }
-        // Ours (issue 11), after the reference's checks.
-        // A filter that does not parse is refused with the parser's sentence.
+        // Ours, after the reference's checks. A filter that does not parse is refused
+        // with the parser's sentence.
         let filter = last("where")
             .map(|text| parse_filter(&text))
             .transpose()

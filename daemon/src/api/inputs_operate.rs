@@ -1,4 +1,4 @@
-//! The inputs of operating many tokens (issue 11): `POST /tokens/bulk` and `POST
+//! The inputs of operating many tokens: `POST /tokens/bulk` and `POST
 //! /tokens/{id}/retry`, checked here as every other body is in `inputs.rs`.
 //!
 //! A wrong shape is 422 `invalid_body`: a value of the wrong JSON type, or a key

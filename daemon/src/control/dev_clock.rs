@@ -1,5 +1,5 @@
-//! The dev clock's requests (`serve --dev-clock`; issue 12, item 2): advance,
-//! freeze and thaw the control plane's time.
+//! The dev clock's requests (`serve --dev-clock`): advance, freeze and thaw the control
+//! plane's time.
 //!
 //! An advance steps from one due moment to the next (the earliest pending timer of
 //! an active token, or the earliest end of a claimed task's lease) and ticks at

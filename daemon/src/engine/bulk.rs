@@ -1,7 +1,7 @@
-//! One token of a bulk action (issue 11): what the action would do to it (a
-//! preview, on a read), and the action itself (its own write transaction, so that
-//! a refusal for one token never touches another, and so that a bulk action over
-//! 10,000 tokens is 10,000 short requests between which others are served).
+//! One token of a bulk action: what the action would do to it (a preview, on a read),
+//! and the action itself (its own write transaction, so that a refusal for one token
+//! never touches another, and so that a bulk action over 10,000 tokens is 10,000 short
+//! requests between which others are served).
 //!
 //! Each action is the single-token workflow (`pause`, `resume`, `cancel`, `fire`,
 //! `retry`), which takes the token family's lock first. Before it, the token is

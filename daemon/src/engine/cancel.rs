@@ -1,4 +1,4 @@
-//! Cancel (reference `docs/inside/workflows.md`, "Cancel").
+//! Cancel (`docs/inside/workflows.md`, "Cancel").
 
 use serde_json::{json, Value};
 use stateous_shared::refusal::Code;

@@ -1,4 +1,4 @@
-//! Fire an event from outside (reference `docs/inside/workflows.md`, "Fire an event").
+//! Fire an event from outside (`docs/inside/workflows.md`, "Fire").
 
 use stateous_shared::refusal::Code;
 use stateous_shared::wire::TokenView;

@@ -1,6 +1,6 @@
-//! Parallel states: child tokens and their join (reference `docs/concepts/parallel.md`
-//! and `docs/inside/workflows.md`, "Join of a parallel state"; `control/engine.py`
-//! `_cannot_enter`, `_enter`, `_children`, `_family`, `_branch_finished`, `_branch`).
+//! Parallel states: child tokens and their join (`docs/concepts/parallel.md` and
+//! `docs/inside/workflows.md`, "Parallel states"; `control/engine.py` `_cannot_enter`,
+//! `_enter`, `_children`, `_family`, `_branch_finished`, `_branch`).
 //!
 //! A child is a normal token with a `parent` and a `workflow`. Its id is
 //! `<parent>.<state>.<visit>.<workflow>`. Rows are re-read from the transaction

@@ -1,5 +1,5 @@
-//! Lease expiry (reference `docs/inside/workflows.md`, "Lease expiry"): the clock
-//! finds the claimed tasks whose leases ended; each ends in its own savepoint.
+//! Lease expiry (`docs/inside/workflows.md`, "Lease end"): the clock finds the claimed
+//! tasks whose leases ended; each ends in its own savepoint.
 
 use super::route::task_failed;
 use super::{existing, Rules, Step};

@@ -1,7 +1,8 @@
-//! The engine: a functional core. Each internal workflow (reference
-//! `docs/inside/workflows.md`) is one file here, a function of the transaction, its
-//! `now` (`Tx::now`) and a validated input, returning the answer or a refusal.
-//! No tokio, no hyper, no wall clock (STYLE point 3).
+//! The engine: a functional core. Each internal workflow (`docs/inside/workflows.md`)
+//! is one file here, a function of the transaction, its `now` (`Tx::now`) and a
+//! validated input, returning the answer or a refusal. No tokio, no hyper, no wall
+//! clock: the engine is plain functions over the store and `now`, so that tests drive
+//! it without a runtime.
 //!
 //! How a request ends (reference `control/engine.py`):
 //! - `Ok`: its changes commit, and the answer goes back.

@@ -1,6 +1,6 @@
-//! Pause and resume (reference `docs/inside/workflows.md`, "Pause and resume").
-//! A paused token holds the events that arrive; resume gives its timers the paused
-//! time back, then applies what it held in the order of arrival.
+//! Pause and resume (`docs/inside/workflows.md`, "Pause"). A paused token holds the
+//! events that arrive; resume gives its timers the paused time back, then applies what
+//! it held in the order of arrival.
 
 use std::sync::Arc;
 

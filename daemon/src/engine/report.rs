@@ -1,4 +1,4 @@
-//! Report an outcome (reference `docs/inside/workflows.md`, "Report an outcome").
+//! Report an outcome (`docs/inside/workflows.md`, "Report").
 
 use std::sync::Arc;
 
@@ -16,11 +16,11 @@ use crate::store::{EntryKind, TaskRow, TaskStatus, TokenRow, TokenStatus, Tx};
 /// The task, if someone still works on it (and, with `supervisor`, that one; and,
 /// with `attempt`, on that attempt).
 ///
-/// A lease is judged now, not only at the clock's next tick (seed: "A report
-/// counts only if it gets to the control plane before its task's lease ends"): a
-/// task whose lease is over has it ended here, with the rows the clock would
-/// write, which stay (`Fail::Recorded`) while the request is refused as the clock's
-/// ending would make it refused.
+/// A lease is judged now, not only at the clock's next tick (a report counts only if it
+/// gets to the control plane before its task's lease ends, `docs/guarantees.md`,
+/// "Leases"): a task whose lease is over has it ended here, with the rows the clock
+/// would write, which stay (`Fail::Recorded`) while the request is refused as the
+/// clock's ending would make it refused.
 pub fn worked_task(
     rules: &Rules,
     tx: &dyn Tx,

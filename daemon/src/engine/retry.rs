@@ -1,8 +1,8 @@
-//! Retry a failed token (issue 11): it enters again the state where it failed, or
-//! a state of its workflow that the operator names, as a new visit with a new task
-//! and so fresh retries. Its context is kept; its memory went when it failed. The
-//! history says who retried it and why (`retried`), then reads as any entry into
-//! a state does (`entered`, `task_queued`, `timer_set`, `branch_started`).
+//! Retry a failed token: it enters again the state where it failed, or a state of its
+//! workflow that the operator names, as a new visit with a new task and so fresh
+//! retries. Its context is kept; its memory went when it failed. The history says who
+//! retried it and why (`retried`), then reads as any entry into a state does
+//! (`entered`, `task_queued`, `timer_set`, `branch_started`).
 //!
 //! A family: only a top token is retried; a child is refused (`child_token`),
 //! since its parent's join has already counted it as ended. A parent that failed

@@ -1,6 +1,6 @@
-//! Choosing tokens by the filter language (issue 11): the listing of `GET
-//! /tokens?where=...` with its total count, and the pages of matches that a bulk
-//! action walks through. A read; it changes nothing.
+//! Choosing tokens by the filter language: the listing of `GET /tokens?where=...` with
+//! its total count, and the pages of matches that a bulk action walks through. A read;
+//! it changes nothing.
 //!
 //! What the database can check by itself (state, status, moved, parent) goes into
 //! SQL ([`TokenScan`]); the rest of the filter is evaluated on each row the SQL

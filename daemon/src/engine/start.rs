@@ -1,4 +1,4 @@
-//! Start a token (reference `docs/inside/workflows.md`, "Start a token").
+//! Start a token (`docs/inside/workflows.md`, "Start").
 
 use std::sync::Arc;
 

@@ -1,5 +1,5 @@
-//! Timer fires (reference `docs/inside/workflows.md`, "Timer fires"): the clock
-//! finds the due timers of active tokens; each fires in its own savepoint.
+//! Timer fires (`docs/inside/workflows.md`, "Timer fire"): the clock finds the due
+//! timers of active tokens; each fires in its own savepoint.
 
 use serde_json::json;
 

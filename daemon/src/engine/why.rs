@@ -1,9 +1,9 @@
-//! "Why is this token here?" (issue 11): every fact of the database that says why
-//! a token is where it is: how long it has been in its state, each transition out
-//! of it with its guard's value on the current context, its timers with the time
-//! left, its task (attempt, retries left, holder, lease left), the events it holds
-//! while paused, the refused event of this visit, the entry that failed it, and a
-//! parallel state's children and join. A read; it changes nothing.
+//! "Why is this token here?": every fact of the database that says why a token is where
+//! it is: how long it has been in its state, each transition out of it with its guard's
+//! value on the current context, its timers with the time left, its task (attempt,
+//! retries left, holder, lease left), the events it holds while paused, the refused
+//! event of this visit, the entry that failed it, and a parallel state's children and
+//! join. A read; it changes nothing.
 //!
 //! What only the HTTP layer knows (the supervisors heard from) and the sentences
 //! (`stateous_shared::operate::why::explain`) are added by `api/operate.rs`.

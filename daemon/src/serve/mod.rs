@@ -12,12 +12,12 @@
 //! signal came at the same time (the loss is found at the latest when the hold is
 //! given up).
 //!
-//! A standby (`serve --standby`, Postgres, issue 14) checks the graph against the
-//! database without taking it, binds, and answers as a standby (`GET /health` 503
-//! `standby`, everything else 503 `not_serving`) while [`Control::open`] waits for
-//! the database's serving lock; once it holds it, the API flips to serve (the same
-//! open as a normal start's, so the same schema check, epoch and lease grace). A
-//! signal while it waits stops it at once (exit 0).
+//! A standby (`serve --standby`, Postgres) checks the graph against the database
+//! without taking it, binds, and answers as a standby (`GET /health` 503 `standby`,
+//! everything else 503 `not_serving`) while [`Control::open`] waits for the database's
+//! serving lock; once it holds it, the API flips to serve (the same open as a normal
+//! start's, so the same schema check, epoch and lease grace). A signal while it waits
+//! stops it at once (exit 0).
 //!
 //! With a [`Companion`] (`serve --supervise`), the stop signals go to the
 //! companion while it runs, and the server serves on, so that its routines can

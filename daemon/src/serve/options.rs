@@ -2,7 +2,7 @@
 //! them options: the address to listen on, the database URL, the timings.
 //!
 //! The wording of the `--listen` refusal and the defaults are the reference's
-//! (`docs/reference/cli.md`, "stateous serve"; SPEC section 2 for the timings).
+//! (`docs/reference/cli.md`; the timings in `docs/reference/limits.md`).
 
 use std::net::{IpAddr, Ipv6Addr};
 use std::path::PathBuf;
@@ -55,8 +55,8 @@ pub struct ServeArgs {
     /// trying a workflow with long timeouts in seconds; refused on a database that
     /// a control plane on the real clock served.
     pub dev_clock: bool,
-    /// `--standby`: Postgres only; wait for the database's serving lock while
-    /// answering as a standby, then take over (issue 14).
+    /// `--standby`: Postgres only; wait for the database's serving lock while answering
+    /// as a standby, then take over.
     pub standby: bool,
 }
 
@@ -64,15 +64,16 @@ pub struct ServeArgs {
 pub const DEFAULT_DB: &str = "sqlite:///stateous.db";
 /// The address when `--listen` names none.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
-/// The default lease of a claimed task (SPEC section 2).
+/// The default lease of a claimed task, as the reference's (`docs/reference/limits.md`).
 pub const DEFAULT_LEASE: &str = "2m";
-/// The default time between two ticks of the clock (SPEC section 2).
+/// The default time between two ticks of the clock, as the reference's.
 pub const DEFAULT_TICK: &str = "1s";
-/// The default time SQLite waits for the write lock (SPEC section 2).
+/// The default time SQLite waits for the write lock, as the reference's.
 pub const DEFAULT_BUSY_TIMEOUT: &str = "30s";
 /// The default of the old `--stale-after` (unused).
 pub const DEFAULT_STALE_AFTER: &str = "30s";
-/// Postgres: how long making a connection may take (seed, "Time limits on Postgres").
+/// Postgres: how long making a connection may take (`docs/guarantees.md`, "Time limits
+/// on each database").
 pub const DEFAULT_CONNECT_TIMEOUT: &str = "10s";
 /// Postgres: how long one statement may run.
 pub const DEFAULT_STATEMENT_TIMEOUT: &str = "30s";
@@ -164,12 +165,12 @@ fn flag_count(flag: &str, text: &str, range: std::ops::RangeInclusive<u32>) -> R
         })
 }
 
-/// How many threads answer requests: one fewer than the cores (at least one),
-/// so that the SQLite writer's thread, or the Postgres server beside the daemon,
-/// has a core to itself; `TOKIO_WORKER_THREADS` still sets it. Issue "Speed": on
-/// 2 cores, with two request threads the writer and they waited for each other's
-/// core; one request thread gave about 15% more tokens/s through `orders` and a
-/// lower p99 (`farm-bench`, 13 pairs of `stateous bench`), Postgres no less.
+/// How many threads answer requests: one fewer than the cores (at least one), so that
+/// the SQLite writer's thread, or the Postgres server beside the daemon, has a core to
+/// itself; `TOKIO_WORKER_THREADS` still sets it. Measured: on 2 cores, with two request
+/// threads the writer and they waited for each other's core; one request thread gave
+/// about 15% more tokens/s through `orders` and a lower p99 (`farm-bench`, 13 pairs of
+/// `stateous bench`), Postgres no less.
 pub fn request_threads() -> Option<usize> {
     if std::env::var_os("TOKIO_WORKER_THREADS").is_some() {
         return None;

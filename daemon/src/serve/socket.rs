@@ -1,6 +1,6 @@
-//! The daemon's Unix socket (SPEC section 3.3): mode 0600, a stale file from a
-//! daemon that died is replaced, a live daemon on the path is never displaced, and
-//! the file is removed when the daemon stops.
+//! The daemon's Unix socket (`docs/reference/http.md`): mode 0600, a stale file from a
+//! daemon that died is replaced, a live daemon on the path is never displaced, and the
+//! file is removed when the daemon stops.
 
 use std::io::ErrorKind;
 use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, PermissionsExt};

@@ -1,7 +1,6 @@
-//! The backend interface behind `Control` (issue "Postgres", item 2): one write
-//! path, one read path, the feed's safe point and the hold on the database, over
-//! SQLite or Postgres. Everything above it (the engine, `Control`, the API, the
-//! watch stream) names no backend.
+//! The backend interface behind `Control`: one write path, one read path, the feed's
+//! safe point and the hold on the database, over SQLite or Postgres. Everything above
+//! it (the engine, `Control`, the API, the watch stream) names no backend.
 //!
 //! A write is a function of one transaction ([`Tx`]) that returns whether to keep
 //! its changes and its answer. It must be re-runnable (`Fn`): Postgres runs a
@@ -30,7 +29,7 @@ pub enum Database {
     Postgres(String),
 }
 
-/// How the store runs; every timing is configurable (SPEC section 2).
+/// How the store runs; every timing is configurable (`docs/reference/limits.md`).
 #[derive(Debug, Clone)]
 pub struct StoreOptions {
     /// The database.
@@ -48,9 +47,9 @@ pub struct StoreOptions {
     pub standby: Option<Standby>,
 }
 
-/// How a standby waits for the database (`serve --standby`, issue 14): it asks for
-/// the serving lock every `every` (a free lock is taken within that, once the
-/// server has ended the old holder's session) until `stop` is set.
+/// How a standby waits for the database (`serve --standby`): it asks for the serving
+/// lock every `every` (a free lock is taken within that, once the server has ended the
+/// old holder's session) until `stop` is set.
 #[derive(Debug, Clone)]
 pub struct Standby {
     /// The time between two tries of the lock.

@@ -1,9 +1,9 @@
-//! What the write path knows about each token between requests (issue "Speed"):
-//! its row, its last ledger seq, its event counts and visits, its last accepted
-//! event, its open tasks and pending timers. One control plane owns the database
-//! and every change goes through it, so the facts of a token it changed are the
-//! database's facts, as long as they are published only once their transaction
-//! committed, and read only by a transaction that holds the token family's lock:
+//! What the write path knows about each token between requests: its row, its last
+//! ledger seq, its event counts and visits, its last accepted event, its open tasks and
+//! pending timers. One control plane owns the database and every change goes through
+//! it, so the facts of a token it changed are the database's facts, as long as they are
+//! published only once their transaction committed, and read only by a transaction that
+//! holds the token family's lock:
 //!
 //! - SQLite: the one writer holds every family. A request's facts go to its batch's
 //!   overlay when its savepoint is kept; the overlay goes to the cache once the

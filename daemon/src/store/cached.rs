@@ -713,9 +713,9 @@ impl Memory for CachedTx<'_> {
     }
 
     fn delete_memory(&self, token: &str) -> StoreResult<()> {
-        // Known to have no memory (every state's known, and empty: a token
-        // started here and never given any) leaves no row to delete: one statement
-        // less at each token's end (issue "Speed").
+        // Known to have no memory (every state's known, and empty: a token started here
+        // and never given any) leaves no row to delete: one statement less at each
+        // token's end.
         let none = self.with(token, |entry| {
             entry.facts.all_memory && entry.facts.memory.values().all(Object::is_empty)
         });

@@ -1,4 +1,4 @@
-//! The token families this process's Postgres transactions hold (issue "Speed").
+//! The token families this process's Postgres transactions hold.
 //!
 //! The database's row lock on a family's top token orders transactions in the
 //! database; this lock, held from before the database's and until after the

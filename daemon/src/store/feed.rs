@@ -1,6 +1,5 @@
-//! The watch stream's safe point: the ledger id up to which every row that will
-//! ever commit has committed (SPEC section 3.3, `GET /watch`; issue "Postgres",
-//! item 6).
+//! The watch stream's safe point: the ledger id up to which every row that will ever
+//! commit has committed (`GET /watch`, `docs/reference/http.md`).
 //!
 //! Ledger ids are handed out when a row is inserted, but on Postgres transactions
 //! commit in another order: a row with id 10 can commit after a row with id 11. A

@@ -1,7 +1,7 @@
 //! The store: the tables of the control plane and the small traits, one per table,
-//! through which the engine reads and writes them (SPEC section 4, STYLE points 4-6),
-//! and the backend interface behind `Control` ([`Store`]): SQLite ([`sqlite`]) or
-//! Postgres ([`postgres`]).
+//! through which the engine reads and writes them (`docs/inside/data.md`), and the
+//! backend interface behind `Control` ([`Store`]): SQLite ([`sqlite`]) or Postgres
+//! ([`postgres`]).
 //!
 //! Nothing here decides; the engine does. Every method works inside a transaction
 //! that the write path (or a read connection) opened, at the moment `Tx::now` gives.
@@ -79,9 +79,9 @@ pub struct TokenRow {
     pub status: TokenStatus,
     /// How many times the token entered `state`.
     pub visit: i64,
-    /// The context, shared: a token's row is copied on most reads of the write
-    /// path, and copying the map each time cost more than the rest of the row
-    /// (issue "Speed", callgrind). Change it with `Arc::make_mut`.
+    /// The context, shared: a token's row is copied on most reads of the write path,
+    /// and copying the map each time cost more than the rest of the row (measured with
+    /// callgrind). Change it with `Arc::make_mut`.
     pub context: Arc<Object>,
     /// When it entered `state`, in microseconds.
     pub entered_at: i64,
@@ -187,9 +187,10 @@ pub struct ControlPlaneRow {
     pub epoch: i64,
 }
 
-/// What a listing selects of `tokens` in SQL (issue 11): the conditions of a
-/// filter that a database can check by itself ([`Pushdown`](stateous_shared::guards::filter::Pushdown)),
-/// the query's status and state, and the parent. Every condition given must hold.
+/// What a listing selects of `tokens` in SQL: the conditions of a filter that a
+/// database can check by itself
+/// ([`Pushdown`](stateous_shared::guards::filter::Pushdown)), the query's status and
+/// state, and the parent. Every condition given must hold.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct TokenScan {
     /// The state is one of these; `None`: any. Empty: no token.
@@ -214,11 +215,12 @@ pub type Cursor = (i64, String);
 /// The table `tokens`.
 pub trait Tokens {
     /// Take the lock of the token's family (the token and its parents and children
-    /// share the row lock of their top token) until the transaction ends, before
-    /// any of the family's rows change (seed: "Each change locks the token").
-    /// `wait`: wait up to the lock limit (then `Busy`); without it, answer false at
-    /// once when another transaction holds the lock. A token not yet made is its
-    /// own top. SQLite's one writer holds every token: always true there.
+    /// share the row lock of their top token) until the transaction ends, before any of
+    /// the family's rows change, so that one token moves one step at a time
+    /// (`docs/guarantees.md`, "The ledger: a change is whole or absent"). `wait`: wait
+    /// up to the lock limit (then `Busy`); without it, answer false at once when
+    /// another transaction holds the lock. A token not yet made is its own top.
+    /// SQLite's one writer holds every token: always true there.
     fn lock_family(&self, token: &str, wait: bool) -> StoreResult<bool>;
     /// Take the lock of the family whose top token is `top` (the caller found it),
     /// and read the top's row under it: `Some(row)` when held (`row` is `None` for
@@ -352,9 +354,9 @@ pub trait Tasks {
     fn expired_leases(&self) -> StoreResult<Vec<i64>>;
     /// Move every claimed task's lease to at least `until`; how many moved.
     fn extend_all_leases(&self, until: i64) -> StoreResult<usize>;
-    /// The earliest moment after `after` at which a claimed task's lease is over
-    /// (its `lease_until` plus one microsecond: a lease ends once `now` is past
-    /// it), for the dev clock's steps (issue 12, item 2).
+    /// The earliest moment after `after` at which a claimed task's lease is over (its
+    /// `lease_until` plus one microsecond: a lease ends once `now` is past it), for the
+    /// dev clock's steps.
     fn next_lease_end_after(&self, after: i64) -> StoreResult<Option<i64>>;
 }
 
@@ -380,8 +382,8 @@ pub trait Timers {
     fn update_timer(&self, row: &TimerRow) -> StoreResult<()>;
     /// The pending timers of active tokens that are due now, by due time then id.
     fn due_timers(&self) -> StoreResult<Vec<i64>>;
-    /// The earliest due time after `after` of a pending timer of an active token
-    /// (the dev clock steps to it: issue 12, item 2).
+    /// The earliest due time after `after` of a pending timer of an active token (the
+    /// dev clock steps to it).
     fn next_due_after(&self, after: i64) -> StoreResult<Option<i64>>;
 }
 

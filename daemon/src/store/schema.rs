@@ -1,5 +1,5 @@
-//! The schema's versions, the same on both backends (reference
-//! `docs/how-to/use-postgres.md`, "Give the database URL to serve"; STYLE point 5).
+//! The schema's versions, the same on both backends (`docs/inside/data.md`, "Versions";
+//! `docs/how-to/use-postgres.md`, "Start").
 //!
 //! Each version is one migration, numbered, and the database records the version it
 //! is at in `stateous_version`. Each backend writes the SQL of each migration in its

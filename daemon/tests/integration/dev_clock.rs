@@ -1,7 +1,7 @@
-//! The dev clock of `serve --dev-clock` (issue 12, item 2) on real databases
-//! (SQLite, and Postgres when `STATEOUS_TEST_POSTGRES` names a server): an advance
-//! fires what falls due inside it in due order and once, and a database served on
-//! the real clock refuses a dev clock (schema 0005, `control_plane.clock`).
+//! The dev clock of `serve --dev-clock` on real databases (SQLite, and Postgres when
+//! `STATEOUS_TEST_POSTGRES` names a server): an advance fires what falls due inside it
+//! in due order and once, and a database served on the real clock refuses a dev clock
+//! (schema 0005, `control_plane.clock`).
 
 use crate::common;
 

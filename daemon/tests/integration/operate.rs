@@ -1,8 +1,8 @@
-//! Operating many tokens (issue 11) through the control plane's handle, on both
-//! backends, with a clock moved by hand: the filter language over the store (what
-//! SQL selects and what is evaluated row by row agree), the total and the pages
-//! of a listing, and bulk actions (preview, walk, per-token outcomes, the reason in
-//! each history, a bulk fire that applies once).
+//! Operating many tokens through the control plane's handle, on both backends, with a
+//! clock moved by hand: the filter language over the store (what SQL selects and what
+//! is evaluated row by row agree), the total and the pages of a listing, and bulk
+//! actions (preview, walk, per-token outcomes, the reason in each history, a bulk fire
+//! that applies once).
 
 use crate::common;
 

@@ -1,5 +1,5 @@
-//! Retry of a failed token and "why is this token here?" (issue 11) through the
-//! control plane's handle, on both backends, with a clock moved by hand.
+//! Retry of a failed token and "why is this token here?" through the control plane's
+//! handle, on both backends, with a clock moved by hand.
 
 use crate::common;
 

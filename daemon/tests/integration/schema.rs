@@ -1,7 +1,7 @@
-//! The schema on both backends (reference `docs/how-to/use-postgres.md`, "Give the
-//! database URL to serve"): the first start makes the tables; an older version is
-//! upgraded in place and keeps its data; a newer version, a missing table, or a
-//! table that an upgrade must make are each refused in one sentence.
+//! The schema on both backends (`docs/how-to/use-postgres.md`, "Start"): the first
+//! start makes the tables; an older version is upgraded in place and keeps its data; a
+//! newer version, a missing table, or a table that an upgrade must make are each
+//! refused in one sentence.
 
 use crate::common;
 

@@ -1,6 +1,5 @@
-//! A steering command over every token a filter matches (issue 11):
-//! `stateous token cancel --where EXPR --reason TEXT` and its siblings `pause`,
-//! `resume`, `fire` and `retry`.
+//! A steering command over every token a filter matches: `stateous token cancel --where
+//! EXPR --reason TEXT` and its siblings `pause`, `resume`, `fire` and `retry`.
 //!
 //! It previews first (`POST /tokens/bulk` with `dry_run`: the count and a sample,
 //! with what the action does to each), then asks the operator to type the count.

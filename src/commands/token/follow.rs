@@ -1,5 +1,5 @@
-//! `stateous token show ID --follow`: the history, then each new entry of the
-//! token as it commits, until the token ends (SPEC section 3.3).
+//! `stateous token show ID --follow`: the history, then each new entry of the token as
+//! it commits, until the token ends (`GET /watch`, `docs/reference/http.md`).
 //!
 //! The stream is opened before the history is read, so no entry falls between
 //! the two; entries are printed once each, in `seq` order. When the stream breaks

@@ -1,7 +1,7 @@
-//! `stateous token list`, `why` and `retry` (issue 11): the filter language on the
-//! command line, the facts that say why a token is where it is, and the retry of a
-//! failed token. Data goes to `out`; the count of a listing that shows only a page
-//! goes to the console (stderr).
+//! `stateous token list`, `why` and `retry`: the filter language on the command line,
+//! the facts that say why a token is where it is, and the retry of a failed token. Data
+//! goes to `out`; the count of a listing that shows only a page goes to the console
+//! (stderr).
 
 use std::io::Write;
 

@@ -1,6 +1,6 @@
-//! The commands of issue 11 against the in-test server: a bulk action previews,
-//! asks for the count (or refuses without a terminal), walks the pages and
-//! summarizes; `list` prints the page and says the total; `why` reads as lines.
+//! `token list`, `why`, `retry` and the bulk actions against the in-test server: a bulk
+//! action previews, asks for the count (or refuses without a terminal), walks the pages
+//! and summarizes; `list` prints the page and says the total; `why` reads as lines.
 
 use std::sync::{Arc, Mutex};
 

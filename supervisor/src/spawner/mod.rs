@@ -2,12 +2,12 @@
 //! supervisor, a large multi-threaded process, does not fork for each one.
 //!
 //! A routine must get SIGTERM when its supervisor dies, even by SIGKILL
-//! (`PR_SET_PDEATHSIG`), and only the child itself can ask for that, between fork
-//! and exec. Rust's `Command` then forks instead of using posix_spawn (vfork), and
-//! a fork of the supervisor copied its page tables and made its next writes to its
-//! own memory copy-on-write faults: about half of the supervisor's CPU time per
-//! short routine (issue "Speed", `bench-routines`). The spawner is forked once,
-//! before the process starts any thread, while it is small; its forks are cheap.
+//! (`PR_SET_PDEATHSIG`), and only the child itself can ask for that, between fork and
+//! exec. Rust's `Command` then forks instead of using posix_spawn (vfork), and a fork
+//! of the supervisor copied its page tables and made its next writes to its own memory
+//! copy-on-write faults: about half of the supervisor's CPU time per short routine
+//! (measured with `bench-routines`). The spawner is forked once, before the process
+//! starts any thread, while it is small; its forks are cheap.
 //!
 //! The guarantee holds for the routine's whole process group, its own children
 //! too: the spawner gets SIGTERM when the thread that started it (the main thread)

@@ -1,5 +1,5 @@
-//! The reference implementation (Python package `stateous` 0.2.2, SPEC section 1),
-//! installed once per target folder in a virtualenv, for the interop tests.
+//! The reference implementation (Python package `stateous` 0.2.2), installed once per
+//! target folder in a virtualenv, for the interop tests.
 //!
 //! The first test that needs it makes `target/reference-venv` with `python3 -m venv`
 //! and installs the package from the Python package index; later tests reuse it.
@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The version of the reference that SPEC section 1 names.
+/// The version of the reference whose behaviour this project keeps.
 pub const REFERENCE_VERSION: &str = "0.2.2";
 
 /// The reference's `stateous` command, installing it first when needed.

@@ -1,5 +1,5 @@
-//! One Postgres connection with its prepared statements, how connections are made
-//! with the seed's time limits, and the pool's manager (r2d2).
+//! One Postgres connection with its prepared statements, how connections are made with
+//! their time limits (`docs/how-to/use-postgres.md`), and the pool's manager (r2d2).
 //!
 //! A statement is prepared once per connection and kept: sent as text each time,
 //! every query would cost the server a parse and the network a round trip more.

@@ -1,5 +1,5 @@
-//! The hold on a Postgres database (issue "Postgres", item 5; reference
-//! `docs/how-to/use-postgres.md`, "Run one control plane for each database").
+//! The hold on a Postgres database (`docs/how-to/use-postgres.md`, "What differs from
+//! SQLite").
 //!
 //! A control plane holds a session advisory lock on a connection of its own for as
 //! long as it serves; the lock ends with that connection, so after a SIGKILL a new
@@ -12,12 +12,12 @@
 //! epoch under an exclusive lock that each fence holds shared until its commit ends,
 //! so no commit of the old holder lands after the new holder's first.
 //!
-//! A standby (`serve --standby`, issue 14) asks for the same lock every
-//! [`Standby::every`] on a connection of its own, and holds it from the first yes:
-//! [`ServingLock::wait`] ends where [`ServingLock::take`] does, and everything after
-//! (the migration, the epoch, the pool) is the same code for both. It asks rather
-//! than waits in `pg_advisory_lock`, so that a stop is seen at once, a lost
-//! connection is found and made again, and no statement limit applies.
+//! A standby (`serve --standby`) asks for the same lock every [`Standby::every`] on a
+//! connection of its own, and holds it from the first yes: [`ServingLock::wait`] ends
+//! where [`ServingLock::take`] does, and everything after (the migration, the epoch,
+//! the pool) is the same code for both. It asks rather than waits in
+//! `pg_advisory_lock`, so that a stop is seen at once, a lost connection is found and
+//! made again, and no statement limit applies.
 
 use std::sync::atomic::Ordering;
 use std::sync::Mutex;

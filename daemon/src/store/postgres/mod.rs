@@ -1,7 +1,7 @@
-//! The Postgres backend (issue "Postgres"; reference `docs/how-to/use-postgres.md`):
-//! a pool of connections, each request its own transaction, each token family's
-//! row locked before it changes, a session advisory lock that holds the database,
-//! and an epoch that fences every commit.
+//! The Postgres backend (`docs/how-to/use-postgres.md`): a pool of connections, each
+//! request its own transaction, each token family's row locked before it changes, a
+//! session advisory lock that holds the database, and an epoch that fences every
+//! commit.
 //!
 //! `PgTx` implements every table trait over one connection whose transaction the
 //! store opened; all SQL for a table sits in that table's module, with a comment
@@ -71,8 +71,9 @@ pub use store::PgStore;
 use super::feed::{FeedMark, Opened};
 use super::{Closed, StoreError, StoreResult, Tx};
 
-/// The time limits of each Postgres connection (seed, "Time limits on Postgres")
-/// and the size of the pool. Each is a flag of `serve` and an environment variable.
+/// The time limits of each Postgres connection (`docs/guarantees.md`, "Time limits on
+/// each database") and the size of the pool. Each is a flag of `serve` and an
+/// environment variable.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PgOptions {
     /// How long making a connection may take. Default 10 s.

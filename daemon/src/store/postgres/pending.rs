@@ -1,9 +1,9 @@
-//! The writes of a Postgres transaction, held until they must reach the server
-//! (issue "Speed"): before any statement that reads, and at the commit. Each row's
-//! last state is kept (a task claimed, then done, is one write), and all of them go
-//! in one statement ([`Pending::flush`]), so a request costs a few round trips instead of one
-//! per row. Ids of new ledger rows, tasks and timers are taken from their sequences
-//! in blocks ([`Ids`]), so a new row's id is known when it is written here.
+//! The writes of a Postgres transaction, held until they must reach the server: before
+//! any statement that reads, and at the commit. Each row's last state is kept (a task
+//! claimed, then done, is one write), and all of them go in one statement
+//! ([`Pending::flush`]), so a request costs a few round trips instead of one per row.
+//! Ids of new ledger rows, tasks and timers are taken from their sequences in blocks
+//! ([`Ids`]), so a new row's id is known when it is written here.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -281,10 +281,9 @@ const PARTS: [&str; 9] = [
 /// The flush's statements made so far, by their parts and number of forgets.
 type Texts = HashMap<(u16, usize), Arc<str>>;
 
-/// The flush's statement for a set of [`PARTS`] (bit `i` for part `i`) and the
-/// number of tokens whose memory goes, made once and kept. A statement of only
-/// the parts with rows costs Postgres less to plan and to start than all nine,
-/// most of them empty (issue "Speed").
+/// The flush's statement for a set of [`PARTS`] (bit `i` for part `i`) and the number
+/// of tokens whose memory goes, made once and kept. A statement of only the parts with
+/// rows costs Postgres less to plan and to start than all nine, most of them empty.
 fn flush_text(parts: u16, forget: usize) -> Arc<str> {
     static TEXTS: OnceLock<Mutex<Texts>> = OnceLock::new();
     let texts = TEXTS.get_or_init(Mutex::default);

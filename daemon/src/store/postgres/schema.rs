@@ -1,6 +1,6 @@
 //! The Postgres SQL of each schema version ([`crate::store::schema::VERSIONS`]), and
-//! the migration that brings a database to the newest one (reference
-//! `docs/how-to/use-postgres.md`).
+//! the migration that brings a database to the newest one
+//! (`docs/how-to/use-postgres.md`).
 //!
 //! At every version the tables and columns are SQLite's (`store/sqlite/schema.rs`).
 //! Where the SQL differs, it says why here:

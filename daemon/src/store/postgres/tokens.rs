@@ -1,5 +1,5 @@
-//! The SQL of `tokens`, and the family lock: the row of a family's top token,
-//! locked `FOR UPDATE` (issue "Postgres", item 3).
+//! The SQL of `tokens`, and the family lock: the row of a family's top token, locked
+//! `FOR UPDATE`.
 //!
 //! Every change to a token takes its family's lock first, and a transaction that
 //! takes several takes them in one order, so two transactions never wait for each

@@ -13,11 +13,11 @@ use crate::store::{ClaimRow, Claims, StoreResult};
 /// How many supervisors' rows [`KnownClaims`] keeps before it starts afresh.
 const MOST_KNOWN: usize = 10_000;
 
-/// Each supervisor's row of `claims` as committed (`None`: it has none), for the
-/// rows the writer read or wrote. Every claim with a request id read its
-/// supervisor's row first, a statement of its own (issue "Speed": 2% of the
-/// writer's instructions over `stateous bench`); the one writer is the only one to
-/// change the table, so what it committed is what the table holds.
+/// Each supervisor's row of `claims` as committed (`None`: it has none), for the rows
+/// the writer read or wrote. Every claim with a request id read its supervisor's row
+/// first, a statement of its own (2% of the writer's instructions over `stateous
+/// bench`); the one writer is the only one to change the table, so what it committed is
+/// what the table holds.
 #[derive(Debug, Default)]
 pub struct KnownClaims {
     committed: Mutex<FastMap<String, Option<ClaimRow>>>,

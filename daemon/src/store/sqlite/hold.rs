@@ -1,6 +1,6 @@
 //! The hold on a SQLite database: a file lock beside the database file, which the
-//! operating system ends with the process that holds it (issue "Hardening", item 2;
-//! seed: "One control plane serves one database").
+//! operating system ends with the process that holds it (one control plane serves one
+//! database: `docs/guarantees.md`).
 //!
 //! So a control plane killed with SIGKILL frees its database at once, a stopped
 //! (SIGSTOP) one never loses it, and no setting of a newcomer can decide that a

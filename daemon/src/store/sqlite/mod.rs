@@ -97,13 +97,13 @@ impl<'c> SqliteTx<'c> {
         self.last_id.get()
     }
 
-    /// The prepared statement of `sql`: one this transaction ran before (the
-    /// writer keeps one `SqliteTx` for a whole batch), else from the connection's
-    /// cache. Taking a statement from rusqlite's cache and giving it back hashed
-    /// the SQL text twice and moved it in an LRU list each time, about 1,000
-    /// instructions per statement, some 35 statements per token (issue "Speed",
-    /// callgrind). A statement in use is out of the list, so the same SQL used
-    /// inside its own use gets a second one.
+    /// The prepared statement of `sql`: one this transaction ran before (the writer
+    /// keeps one `SqliteTx` for a whole batch), else from the connection's cache.
+    /// Taking a statement from rusqlite's cache and giving it back hashed the SQL text
+    /// twice and moved it in an LRU list each time, about 1,000 instructions per
+    /// statement, some 35 statements per token (measured with callgrind). A statement
+    /// in use is out of the list, so the same SQL used inside its own use gets a second
+    /// one.
     fn prepare(&self, sql: &str) -> rusqlite::Result<Held<'_, 'c>> {
         let found = {
             let mut held = self.held.borrow_mut();

@@ -1,6 +1,5 @@
-//! The SQLite SQL of each schema version ([`crate::store::schema::VERSIONS`]),
-//! and the migration that brings a database file to the newest one (reference
-//! `docs/inside/data.md`, STYLE point 5).
+//! The SQLite SQL of each schema version ([`crate::store::schema::VERSIONS`]), and the
+//! migration that brings a database file to the newest one (`docs/inside/data.md`).
 //!
 //! The tables and columns are the reference's; times are integers (microseconds
 //! since 1970, UTC) instead of text, so comparisons in SQL are plain integer ones.
@@ -57,7 +56,7 @@ pub fn migrations() -> [Migration; 8] {
     ]
 }
 
-/// Version 0008, for the write path (issue "Speed"):
+/// Version 0008, for the write path's speed:
 /// - `ledger`, `tasks` and `timers` without AUTOINCREMENT. With it, each INSERT
 ///   reads the table's row of `sqlite_sequence` and writes it back, about 4,000
 ///   instructions per row (callgrind, the ledger's INSERT), some 16 rows per
@@ -173,11 +172,11 @@ fn any_of(column: &str, list: &str) -> String {
         .join(" OR ")
 }
 
-/// Version 0006: indexes for the write path's hot reads (issue "Speed"): the queue
-/// in id order (a claim takes the oldest queued task), the claimed tasks by the end
-/// of their leases and the pending timers by their due time (the clock's tick), all
-/// partial, so that they hold only the rows those reads look for; and idempotency
-/// keys indexed only where a key was given.
+/// Version 0006: indexes for the write path's hot reads: the queue in id order (a claim
+/// takes the oldest queued task), the claimed tasks by the end of their leases and the
+/// pending timers by their due time (the clock's tick), all partial, so that they hold
+/// only the rows those reads look for; and idempotency keys indexed only where a key
+/// was given.
 const HOT_INDEXES: &str = "
 CREATE INDEX tasks_queued ON tasks (id) WHERE status = 'queued';
 CREATE INDEX tasks_leases ON tasks (lease_until) WHERE status = 'claimed';
@@ -187,11 +186,11 @@ DROP INDEX ledger_key;
 CREATE UNIQUE INDEX ledger_key ON ledger (token, key) WHERE key IS NOT NULL;
 ";
 
-/// Version 0005: `control_plane.clock`, the kind of clock that served the
-/// database (`store::status::ClockKind`), so that `serve --dev-clock` is refused
-/// on a database a control plane on the real clock served (issue 12, item 2). A
-/// database that has a graph on record was served before this version, and so on
-/// the real clock; a new one has no kind until its first control plane.
+/// Version 0005: `control_plane.clock`, the kind of clock that served the database
+/// (`store::status::ClockKind`), so that `serve --dev-clock` is refused on a database a
+/// control plane on the real clock served. A database that has a graph on record was
+/// served before this version, and so on the real clock; a new one has no kind until
+/// its first control plane.
 fn clock_kind() -> String {
     let kinds = check_list::<ClockKind>();
     format!(
@@ -212,14 +211,14 @@ ALTER TABLE control_plane ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0;
 ";
 
 /// Version 0003: `Ledger::append` wrote the `ledger_feed` row itself, in the same
-/// savepoint, instead of the trigger of 0002. An INSERT that fires a trigger runs
-/// in a statement journal of its own, which copied every page it touched once
-/// more: about a third of the write path's time (SPEC section 5).
+/// savepoint, instead of the trigger of 0002. An INSERT that fires a trigger runs in a
+/// statement journal of its own, which copied every page it touched once more: about a
+/// third of the write path's time.
 const FEED_WITHOUT_TRIGGER: &str = "DROP TRIGGER IF EXISTS ledger_feed_append;";
 
-/// Version 0002: the order of the ledger across tokens, for `GET /watch` (SPEC
-/// section 3.3). A trigger numbered each ledger row as it was written, inside the
-/// writing transaction. Rows written before 0002 were numbered by time.
+/// Version 0002: the order of the ledger across tokens, for `GET /watch`. A trigger
+/// numbered each ledger row as it was written, inside the writing transaction. Rows
+/// written before 0002 were numbered by time.
 const FEED: &str = "
 CREATE TABLE ledger_feed (
     id INTEGER PRIMARY KEY AUTOINCREMENT,

@@ -1,25 +1,24 @@
 //! The SQLite write path: one thread owns the write connection. Requests queue on a
 //! channel; the thread takes all that are waiting, runs them in one transaction,
-//! commits once, then answers them all (group commit, SPEC section 4). A request
-//! that fails rolls back only its own changes.
+//! commits once, then answers them all (group commit). A request that fails rolls back
+//! only its own changes.
 //!
 //! How a failed request's changes go without the others': the batch runs under one
-//! SAVEPOINT, each request straight on the transaction. Nearly every refusal is
-//! decided before the request writes, so it has nothing to undo (the connection's
-//! count of changed rows did not move). Only when a request that wrote is refused
-//! or panics does the batch roll back to its savepoint and run again, each request
-//! in a savepoint of its own (requests are re-runnable, `Store::write`). A savepoint
-//! per request copied every page a request touched into the sub-journal once per
-//! request (issue "Speed": about a tenth of the writer's instructions); one per
-//! batch copies each page once.
+//! SAVEPOINT, each request straight on the transaction. Nearly every refusal is decided
+//! before the request writes, so it has nothing to undo (the connection's count of
+//! changed rows did not move). Only when a request that wrote is refused or panics does
+//! the batch roll back to its savepoint and run again, each request in a savepoint of
+//! its own (requests are re-runnable, `Store::write`). A savepoint per request copied
+//! every page a request touched into the sub-journal once per request (about a tenth of
+//! the writer's instructions); one per batch copies each page once.
 //!
 //! Two checks guard each commit:
 //! - the fence: inside the transaction, just before COMMIT, the recorded epoch must
 //!   still be this control plane's, or nothing commits and every request of the
-//!   batch answers `NotServing` (issue "Hardening", item 1);
+//!   batch answers `NotServing`;
 //! - the busy limit: a request waits for another process's write lock only until
 //!   its own deadline (its arrival plus the busy timeout), never a second timeout
-//!   behind a batch that already waited (item 5).
+//!   behind a batch that already waited.
 
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -43,10 +42,10 @@ use crate::store::{StoreError, StoreResult, Tx};
 /// never holds answers back for long.
 const MOST_IN_ONE_COMMIT: usize = 512;
 
-/// How many requests may wait for the writer at most (issue "Speed": overload
-/// answers 503 `database_busy` at once instead of growing the queue, and its
-/// memory, without end). At the writer's pace (a few thousand requests a second)
-/// the last of them waits a few seconds.
+/// How many requests may wait for the writer at most (overload answers 503
+/// `database_busy` at once instead of growing the queue, and its memory, without end).
+/// At the writer's pace (a few thousand requests a second) the last of them waits a few
+/// seconds.
 pub const MOST_WAITING: usize = 16_384;
 
 /// A request's deadline may pass by this much before it is refused: SQLite's busy
@@ -270,11 +269,10 @@ fn refuse_all(batch: Vec<Job>, error: &StoreError) {
 /// mark, then answer every request.
 ///
 /// The batch runs straight on the transaction, with no savepoint: under one, SQLite
-/// copies each page before its first change into a sub-journal, some 40 pages of
-/// 4 KiB a batch of `orders` (issue "Speed", callgrind: `memjrnlWrite`). Should a
-/// request that wrote be refused, the whole transaction, which holds this batch
-/// only, is rolled back and begun again, and the batch runs once more with a
-/// savepoint per request.
+/// copies each page before its first change into a sub-journal, some 40 pages of 4 KiB
+/// a batch of `orders` (callgrind: `memjrnlWrite`). Should a request that wrote be
+/// refused, the whole transaction, which holds this batch only, is rolled back and
+/// begun again, and the batch runs once more with a savepoint per request.
 fn commit_batch(conn: &Connection, clock: &Clock, batch: Vec<Job>, shared: &Shared) {
     let mut requests: Vec<Box<dyn Request>> = batch.into_iter().map(|job| job.request).collect();
     let ran = match run_plain(conn, clock, &mut requests, shared) {
