@@ -74,6 +74,19 @@ impl SupervisorsSeen {
         }
     }
 
+    /// `name` said it stopped: it leaves the list at once, and a watcher is told.
+    /// A later claim or heartbeat of that name lists it again.
+    pub fn gone(&self, name: &str) {
+        let removed = self
+            .seen
+            .lock()
+            .map(|mut seen| seen.remove(name).is_some())
+            .unwrap_or(false);
+        if removed {
+            self.changes.send_modify(|count| *count += 1);
+        }
+    }
+
     /// How many changes there were so far.
     pub fn changes(&self) -> u64 {
         *self.changes.borrow()
@@ -119,6 +132,16 @@ pub fn outbox_of(body: &impl super::fields::Fields) -> Option<u64> {
 }
 
 impl Api {
+    /// `POST /supervisors/{name}/stop`: the supervisor stopped, so it is no longer
+    /// listed, counted or named as serving a state. 204 whether or not it was
+    /// listed, so that a supervisor may say it twice; a name no supervisor can
+    /// have is refused as a claim's would be.
+    pub(super) fn supervisor_stopped(&self, name: String) -> Result<super::Answer, Refusal> {
+        let name = crate::input::Supervisor::new(name)?;
+        self.seen.gone(name.as_str());
+        Ok(super::no_content())
+    }
+
     /// `GET /metrics`: the families in Prometheus's text format.
     pub(super) async fn metrics(&self) -> Result<super::Answer, Refusal> {
         let heard = {
