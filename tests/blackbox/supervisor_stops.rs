@@ -10,9 +10,9 @@ use crate::supervising;
 
 use std::time::{Duration, Instant};
 
-use harness::{asset_graph, eventually, run, Daemon, Setup};
+use harness::{asset_graph, eventually, Daemon, Setup};
 use serde_json::{json, Value};
-use supervising::{folder_named, outbox, start_token, wait_for_status, Supervise};
+use supervising::{folder_named, outbox, show_lines, start_token, wait_for_status, Supervise};
 
 /// A coding routine that ends its token once the file `go` is in its folder, and
 /// otherwise runs until it is stopped.
@@ -48,27 +48,6 @@ fn counted(daemon: &Daemon) -> String {
         .find_map(|line| line.strip_prefix("stateous_supervisors "))
         .unwrap_or_default()
         .to_string()
-}
-
-/// The lines of `stateous token show ID`, without their time and number columns.
-fn show_lines(daemon: &Daemon, id: &str) -> Vec<String> {
-    let shown = run(
-        daemon.dir.path(),
-        &["token", "show", id, "--url", &daemon.url],
-    );
-    assert_eq!(shown.code(), 0, "{shown}");
-    shown
-        .stdout
-        .lines()
-        .skip(1)
-        .map(|line| {
-            line.splitn(3, "  ")
-                .nth(2)
-                .unwrap_or(line)
-                .trim()
-                .to_string()
-        })
-        .collect()
 }
 
 /// Start `vm` on a folder of its own with a routine that runs until stopped, and
