@@ -506,6 +506,9 @@ fn serve_with_supervise_stops_at_once_with_exit_1_on_a_second_signal() {
         log.contains("stopping now: cancelling 1 routine(s)"),
         "{log}"
     );
+    // The stopped attempt was reported failed before the server stopped, so its
+    // task does not wait for its lease to end.
+    assert!(log.contains("task 1 of B-1: reported failed"), "{log}");
     assert!(!log.lines().any(|l| l == "stopped"), "{log}");
 }
 

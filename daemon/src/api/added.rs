@@ -164,3 +164,31 @@ impl Api {
         Ok(answer)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_supervisor_that_says_it_stopped_leaves_the_list_and_wakes_a_watcher() {
+        let seen = SupervisorsSeen::default();
+        seen.heard("box", Some(&["coding".to_string()]), Some(2), 0);
+        seen.heard("vm", Some(&["coding".to_string()]), None, 0);
+        let before = seen.changes();
+        seen.gone("vm");
+        assert_eq!(seen.changes(), before + 1);
+        let names: Vec<String> = seen
+            .list(&BTreeMap::new())
+            .into_iter()
+            .map(|s| s.name)
+            .collect();
+        assert_eq!(names, ["box"]);
+        // Said again, or by a name never heard from: nothing changes.
+        seen.gone("vm");
+        seen.gone("nobody");
+        assert_eq!(seen.changes(), before + 1);
+        // A later heartbeat lists it again.
+        seen.heard("vm", None, None, 5);
+        assert_eq!(seen.list(&BTreeMap::new()).len(), 2);
+    }
+}
