@@ -177,7 +177,7 @@ impl Metrics {
                     r,
                     IntGauge::new(
                         "stateous_supervisors",
-                        "Supervisors heard from since the control plane started.",
+                        "Supervisors heard from since the control plane started, less those that said they stopped.",
                     )
                     .expect("a valid metric name"),
                 ),

@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use stateous_client::{Answer, Client, ClientError, Passed, Watch};
+use stateous_client::{segment, Answer, Client, ClientError, Passed, Watch};
 use stateous_shared::wire::{Grant, Health};
 
 use crate::log::seconds;
@@ -236,6 +236,24 @@ impl Api {
         self.call("PUT", &path, Some(body), Some(stop))
             .await
             .map(|_| ())
+    }
+
+    /// `POST /supervisors/{name}/stop` (ours): tell the control plane this
+    /// supervisor stopped, once, waiting at most `within`. Best effort: no answer,
+    /// a refusal, or the reference's 404 (it has no such route) are all let go,
+    /// as a stop must not wait for the control plane; one that is not told marks
+    /// the supervisor stale once its heartbeat is overdue.
+    pub async fn say_stopped(&self, name: &str, within: Duration) {
+        let path = format!("/supervisors/{}/stop", segment(name));
+        let sent = self.client.endpoints().send("POST", &path, None, &[]);
+        if let Ok(sent) = tokio::time::timeout(within, sent).await {
+            if let Ok(answer) = sent.result {
+                if answer.status >= 400 && answer.status != 404 {
+                    let (message, _) = error_of(&answer);
+                    log_line!("the control plane was not told of the stop: {message}");
+                }
+            }
+        }
     }
 
     /// `GET /watch`, the stream of every ledger entry (our addition), resumed

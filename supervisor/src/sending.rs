@@ -142,7 +142,7 @@ impl Core {
         delivery
     }
 
-    fn stays(&self, message: &Message) {
+    pub(crate) fn stays(&self, message: &Message) {
         log_line!(
             "task {} of {}: the control plane cannot be reached; the {} stays in the \
              outbox for the next start",

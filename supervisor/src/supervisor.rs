@@ -10,8 +10,13 @@
 //! tells that a held task ended. A lost attempt's routine is stopped and every
 //! message of that attempt leaves the outbox unsent. Each routine's notes and
 //! memory writes go through the outbox in order, before its report. The first
-//! stop signal ends the claims and waits for the routines; the second kills them
-//! (dropping their attempts' messages, as for a lost task) and the run returns 1.
+//! stop signal ends the claims and waits for the routines; the second kills them,
+//! and each killed routine's attempt is reported failed ("the supervisor was
+//! stopped") through the outbox, so that its task is tried again at once rather
+//! than when its lease ends; the run then returns 1. A report that gets no answer
+//! within a short wait stays in the outbox for the next start. Either way the
+//! supervisor then tells the control plane it stopped, best effort
+//! (`Api::say_stopped`).
 //!
 //! A Rust program can run a supervisor of in-process routines:
 //!
@@ -80,7 +85,20 @@ pub(crate) struct Running {
     pub(crate) reporting: AtomicBool,
     /// Set to stop the routine.
     pub(crate) kill: Stop,
+    /// A forced stop killed the routine: its attempt is reported failed.
+    stopped: AtomicBool,
 }
+
+/// The error of the failed report of an attempt that a forced stop ended.
+pub const STOPPED: &str = "the supervisor was stopped";
+
+/// How long a forced stop waits for the control plane to answer the report of
+/// each routine it killed; a report without an answer stays in the outbox.
+const STOPPED_REPORT_WAIT: Duration = Duration::from_secs(3);
+
+/// How long the supervisor waits, at its end, for the control plane to answer
+/// that it stopped.
+const SAY_STOPPED_WAIT: Duration = Duration::from_secs(2);
 
 /// What every loop shares.
 pub struct Core {
@@ -194,6 +212,7 @@ impl Supervisor {
         core.wait_for_routines().await;
         beating.abort();
         watching.abort();
+        core.api.say_stopped(&core.name, SAY_STOPPED_WAIT).await;
         let _ = std::fs::remove_dir_all(&core.ctx_dir);
         if core.forced.is_set() {
             1
@@ -232,11 +251,12 @@ impl Handle {
         core.forced.set();
         core.stopping.set();
         core.freed.notify_one();
-        // A routine stopped now is a lost task (`docs/guarantees.md`): its attempt's
-        // messages are dropped. One whose report is on its way keeps it.
+        // A routine stopped now fails its attempt, so that the task is tried again
+        // without waiting for its lease to end. One whose report is on its way
+        // keeps it.
         for running in core.running_list() {
             if !running.reporting.load(Ordering::SeqCst) {
-                running.lost.store(true, Ordering::SeqCst);
+                running.stopped.store(true, Ordering::SeqCst);
             }
             running.kill.set();
         }
@@ -371,6 +391,7 @@ impl Core {
             lost: AtomicBool::new(false),
             reporting: AtomicBool::new(false),
             kill: Stop::new(),
+            stopped: AtomicBool::new(false),
         });
         self.running
             .lock()
@@ -412,10 +433,15 @@ impl Core {
             )),
             Some(routine) => self.call(routine, &ctx, running).await,
         };
-        let outcome = ctx.outcome(failure);
+        let stopped = running.stopped.load(Ordering::SeqCst);
+        let outcome = ctx.outcome(if stopped {
+            Some(STOPPED.into())
+        } else {
+            failure
+        });
         sends.close();
         let held = delivering.await.unwrap_or(true);
-        if running.lost.load(Ordering::SeqCst) || self.forced.is_set() {
+        if running.lost.load(Ordering::SeqCst) {
             return;
         }
         running.reporting.store(true, Ordering::SeqCst);
@@ -425,6 +451,14 @@ impl Core {
             .outbox_do(move |o| o.append(task, attempt, &token, Kind::Report, &body))
             .await;
         match written {
+            Ok(message) if !held && self.forced.is_set() => {
+                let sent = tokio::time::timeout(STOPPED_REPORT_WAIT, self.send(&message)).await;
+                match sent {
+                    Ok(Delivery::Over) => self.drop_messages(task, attempt).await,
+                    Ok(_) => {}
+                    Err(_) => self.stays(&message),
+                }
+            }
             Ok(message) if !held => {
                 if self.send(&message).await == Delivery::Over {
                     self.drop_messages(task, attempt).await;

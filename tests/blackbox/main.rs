@@ -41,6 +41,7 @@ mod standby_watch;
 mod supervise;
 mod supervise_examples;
 mod supervisor_guarantees;
+mod supervisor_stops;
 mod systemd;
 mod tidy;
 mod token_commands;

@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 use harness::{asset_graph, run, Daemon, Setup};
 use serde_json::{json, Value};
 use supervising::{
-    alive, ends_soon, history, outbox, pid_in, running, start_token, wait_for_status, write_script,
-    Supervise,
+    alive, ends_soon, history, outbox, pid_in, running, show_lines, start_token, wait_for_status,
+    write_script, Supervise,
 };
 
 /// A routine that waits until the test creates `go` in the folder.
@@ -65,24 +65,6 @@ fn kinds(daemon: &Daemon, token: &str) -> Vec<String> {
     history(daemon, token)
         .iter()
         .map(|e| e["kind"].as_str().unwrap_or_default().to_string())
-        .collect()
-}
-
-/// The lines of `stateous token show ID`, without their time and number columns.
-fn show_lines(daemon: &Daemon, id: &str) -> Vec<String> {
-    let shown = run(
-        daemon.dir.path(),
-        &["token", "show", id, "--url", &daemon.url],
-    );
-    assert_eq!(shown.code(), 0, "{shown}");
-    shown
-        .stdout
-        .lines()
-        .skip(1)
-        .map(|line| {
-            let text = line.splitn(3, "  ").nth(2).unwrap_or(line);
-            text.trim().to_string()
-        })
         .collect()
 }
 
@@ -524,6 +506,9 @@ fn serve_with_supervise_stops_at_once_with_exit_1_on_a_second_signal() {
         log.contains("stopping now: cancelling 1 routine(s)"),
         "{log}"
     );
+    // The stopped attempt was reported failed before the server stopped, so its
+    // task does not wait for its lease to end.
+    assert!(log.contains("task 1 of B-1: reported failed"), "{log}");
     assert!(!log.lines().any(|l| l == "stopped"), "{log}");
 }
 

@@ -74,6 +74,19 @@ impl SupervisorsSeen {
         }
     }
 
+    /// `name` said it stopped: it leaves the list at once, and a watcher is told.
+    /// A later claim or heartbeat of that name lists it again.
+    pub fn gone(&self, name: &str) {
+        let removed = self
+            .seen
+            .lock()
+            .map(|mut seen| seen.remove(name).is_some())
+            .unwrap_or(false);
+        if removed {
+            self.changes.send_modify(|count| *count += 1);
+        }
+    }
+
     /// How many changes there were so far.
     pub fn changes(&self) -> u64 {
         *self.changes.borrow()
@@ -119,6 +132,16 @@ pub fn outbox_of(body: &impl super::fields::Fields) -> Option<u64> {
 }
 
 impl Api {
+    /// `POST /supervisors/{name}/stop`: the supervisor stopped, so it is no longer
+    /// listed, counted or named as serving a state. 204 whether or not it was
+    /// listed, so that a supervisor may say it twice; a name no supervisor can
+    /// have is refused as a claim's would be.
+    pub(super) fn supervisor_stopped(&self, name: String) -> Result<super::Answer, Refusal> {
+        let name = crate::input::Supervisor::new(name)?;
+        self.seen.gone(name.as_str());
+        Ok(super::no_content())
+    }
+
     /// `GET /metrics`: the families in Prometheus's text format.
     pub(super) async fn metrics(&self) -> Result<super::Answer, Refusal> {
         let heard = {
@@ -139,5 +162,33 @@ impl Api {
             hyper::header::HeaderValue::from_static(crate::metrics::CONTENT_TYPE),
         );
         Ok(answer)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_supervisor_that_says_it_stopped_leaves_the_list_and_wakes_a_watcher() {
+        let seen = SupervisorsSeen::default();
+        seen.heard("box", Some(&["coding".to_string()]), Some(2), 0);
+        seen.heard("vm", Some(&["coding".to_string()]), None, 0);
+        let before = seen.changes();
+        seen.gone("vm");
+        assert_eq!(seen.changes(), before + 1);
+        let names: Vec<String> = seen
+            .list(&BTreeMap::new())
+            .into_iter()
+            .map(|s| s.name)
+            .collect();
+        assert_eq!(names, ["box"]);
+        // Said again, or by a name never heard from: nothing changes.
+        seen.gone("vm");
+        seen.gone("nobody");
+        assert_eq!(seen.changes(), before + 1);
+        // A later heartbeat lists it again.
+        seen.heard("vm", None, None, 5);
+        assert_eq!(seen.list(&BTreeMap::new()).len(), 2);
     }
 }

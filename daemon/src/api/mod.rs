@@ -215,6 +215,7 @@ impl Api {
             Route::Why(token) => self.why(token).await,
             Route::Detail(token) => Ok(json(200, &control.detail(token).await?)),
             Route::Supervisors => Ok(json(200, &self.seen.listed(control).await?)),
+            Route::SupervisorStop(name) => self.supervisor_stopped(name),
             Route::States => Ok(json(200, &control.states().await?)),
             Route::Metrics => self.metrics().await,
             route => self.dispatch_task(route, parts, raw).await,
@@ -247,9 +248,13 @@ impl Api {
                 let input = ClaimInput::parse(&object)?;
                 let now = self.control.options().clock.now();
                 let outbox = added::outbox_of(&object);
-                let (name, states) = (input.supervisor.as_str(), input.states.names());
-                self.seen.heard(name, Some(states), outbox, now);
-                match control.claim(input).await? {
+                let (name, states) = (input.supervisor.clone(), input.states.clone());
+                // Heard only once the claim was accepted: a refused request
+                // changes nothing, not even the list of supervisors.
+                let claimed = control.claim(input).await?;
+                self.seen
+                    .heard(name.as_str(), Some(states.names()), outbox, now);
+                match claimed {
                     Some(grant) => Ok(json(200, &self.with_lease(&grant))),
                     None => Ok(no_content()),
                 }
@@ -258,9 +263,10 @@ impl Api {
                 let object = body::json_object(raw)?;
                 let input = HeartbeatInput::parse(&object)?;
                 let now = self.control.options().clock.now();
-                let name = input.supervisor.as_str();
-                self.seen.heard(name, None, added::outbox_of(&object), now);
+                let name = input.supervisor.clone();
                 let lost = control.heartbeat(input).await?;
+                let outbox = added::outbox_of(&object);
+                self.seen.heard(name.as_str(), None, outbox, now);
                 Ok(json(200, &Lost { lost }))
             }
             Route::Report(task) => {

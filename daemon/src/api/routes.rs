@@ -93,6 +93,8 @@ pub enum Route {
     Watch,
     /// Ours: `GET /supervisors`.
     Supervisors,
+    /// Ours: `POST /supervisors/{name}/stop`, a supervisor saying it stopped.
+    SupervisorStop(String),
     /// Ours: `GET /states`, tokens by workflow, state and status.
     States,
     /// Ours: `GET /metrics`.
@@ -177,6 +179,9 @@ pub static TABLE: &[Entry] = &[
     entry!("PUT" "/tasks/:id/memory", Supervise, |p| Some(Route::Memory(task_id(p[0])?))),
     entry!("GET" "/watch", Read, |_| Some(Route::Watch)),
     entry!("GET" "/supervisors", Read, |_| Some(Route::Supervisors)),
+    entry!("POST" "/supervisors/:name/stop", Supervise, |p| {
+        Some(Route::SupervisorStop(p[0].into()))
+    }),
     entry!("GET" "/states", Read, |_| Some(Route::States)),
     entry!("GET" "/metrics", Read, |_| Some(Route::Metrics)),
     entry!("POST" "/clock/advance", Admin, |_| Some(Route::Clock(ClockMove::Advance))),
@@ -359,6 +364,7 @@ mod tests {
                 "PUT /tasks/:id/memory supervise",
                 "GET /watch read",
                 "GET /supervisors read",
+                "POST /supervisors/:name/stop supervise",
                 "GET /states read",
                 "GET /metrics read",
                 "POST /clock/advance admin",
@@ -371,7 +377,11 @@ mod tests {
     #[test]
     fn each_entry_routes_its_own_template_to_itself() {
         for entry in TABLE {
-            let path = entry.path.replace(":id", "7").replace(":event", "done");
+            let path = entry
+                .path
+                .replace(":id", "7")
+                .replace(":event", "done")
+                .replace(":name", "box");
             let routed = route(entry.method, &path).unwrap();
             assert_eq!(routed.entry.label, entry.label, "{path}");
         }
@@ -430,6 +440,11 @@ mod tests {
             ("GET", "/tokens/T-1/detail", Route::Detail(token())),
             ("GET", "/watch", Route::Watch),
             ("HEAD", "/metrics", Route::Metrics),
+            (
+                "POST",
+                "/supervisors/box-1/stop",
+                Route::SupervisorStop("box-1".into()),
+            ),
         ]);
         for (method, path) in [
             ("GET", "/tokens/T-1/retry"),
@@ -439,6 +454,7 @@ mod tests {
             ("GET", "/tokens/T-1/pause"),
             ("OPTIONS", "/health"),
             ("POST", "/tasks/5/memory"),
+            ("GET", "/supervisors/box/stop"),
         ] {
             let refused = found(method, path);
             assert_eq!(refused, Err(NoRoute::MethodNotAllowed), "{method} {path}");

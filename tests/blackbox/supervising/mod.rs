@@ -276,3 +276,21 @@ pub fn ends_soon(pid: i32) -> bool {
     }
     !running(pid)
 }
+
+/// The lines of `stateous token show ID`, without their time and number columns.
+pub fn show_lines(daemon: &Daemon, id: &str) -> Vec<String> {
+    let shown = run(
+        daemon.dir.path(),
+        &["token", "show", id, "--url", &daemon.url],
+    );
+    assert_eq!(shown.code(), 0, "{shown}");
+    shown
+        .stdout
+        .lines()
+        .skip(1)
+        .map(|line| {
+            let text = line.splitn(3, "  ").nth(2).unwrap_or(line);
+            text.trim().to_string()
+        })
+        .collect()
+}
