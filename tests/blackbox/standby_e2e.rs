@@ -356,14 +356,15 @@ fn tui(name: &str, active: &Daemon, list: &str) -> Option<Tmux> {
     Some(tmux)
 }
 
-/// Wait until the TUI's header names the standby, `(2 of 2)`, and its status
-/// line says it connected there.
+/// Wait until the TUI's header names the standby, `(2 of 2)`, and says it is
+/// connected there. The header, not the status line, is read: the status line's
+/// "connected to URL" is replaced by the next message (a stream that reconnects
+/// says "connected again"), so under load it can be gone before the screen is read.
 fn switched(tmux: &Tmux, standby: &Daemon) {
-    let screen = tmux.wait_for("the header at the standby, (2 of 2)", |s| {
-        s.lines()
-            .next()
-            .is_some_and(|l| l.contains(&format!("{} (2 of 2)", standby.url)))
-            && s.contains(&format!("connected to {}", standby.url))
+    let screen = tmux.wait_for("the header at the standby, (2 of 2), connected", |s| {
+        s.lines().next().is_some_and(|l| {
+            l.contains(&format!("{} (2 of 2)", standby.url)) && l.contains(" connected")
+        })
     });
     eprintln!("the TUI after the switch:\n{screen}");
 }
