@@ -4,6 +4,7 @@
 //! the commands that only speak to a control plane live in `commands/`, the rest
 //! of the work in the crates.
 
+mod access_args;
 mod backup_args;
 mod bench_routines;
 mod children;
@@ -109,6 +110,8 @@ enum Command {
         /// socket, then http://127.0.0.1:8080.
         #[arg(long)]
         url: Option<String>,
+        #[command(flatten)]
+        access: access_args::AccessArgs,
     },
     #[command(subcommand, about = ctx_args::ABOUT, long_about = ctx_args::LONG_ABOUT)]
     Ctx(ctx_args::CtxCommand),
@@ -124,6 +127,13 @@ enum Command {
     /// due order; `freeze` stops the clock, `thaw` lets it run, `show` says where
     /// it stands.
     Clock(token_args::ClockArgs),
+    /// Make, list and revoke the control plane's access keys
+    ///
+    /// Over the daemon's Unix socket by default, where its own user acts as
+    /// admin (the first key is made there); `add` prints the secret once, alone
+    /// on stdout.
+    #[command(subcommand_required = true, arg_required_else_help = true)]
+    Access(access_args::AccessCommandArgs),
     /// See it work: a bundled example in the terminal UI
     ///
     /// A daemon, a supervisor and a few tokens of a bundled example, in the
@@ -145,6 +155,8 @@ enum Command {
             value_parser = clap::builder::BoolishValueParser::new()
         )]
         read_only: bool,
+        #[command(flatten)]
+        access: access_args::AccessArgs,
     },
     /// Measure a control plane: tokens/s and request latency
     ///
@@ -196,6 +208,30 @@ fn code(code: i32) -> ExitCode {
     ExitCode::from(u8::try_from(code).unwrap_or(1))
 }
 
+/// `stateous access ...` as the command runs it.
+fn access_command(args: access_args::AccessCommandArgs) -> commands::access::AccessCommand {
+    use access_args::AccessAction as Given;
+    use commands::access::AccessAction as Action;
+    let action = match args.action {
+        Given::Add {
+            name,
+            role,
+            supervisor,
+        } => Action::Add(stateous_shared::access::NewKey {
+            name,
+            role,
+            supervisor,
+        }),
+        Given::List { json } => Action::List { json },
+        Given::Revoke { name } => Action::Revoke(name),
+    };
+    commands::access::AccessCommand {
+        url: args.url,
+        key: args.access.key().unwrap_or_else(|e| exit_with(e)),
+        action,
+    }
+}
+
 fn main() -> ExitCode {
     // The helper starts once per call of a routine: it parses its own commands alone.
     if std::env::args_os()
@@ -233,9 +269,18 @@ fn main() -> ExitCode {
         }
         Command::Serve(flags) => code(serve_args::run(*flags)),
         Command::Backup(flags) => code(backup_args::run(flags)),
-        Command::Supervise { folder, url } => code(
-            stateous_supervisor::command::supervise_command(&folder, url.as_deref()),
-        ),
+        Command::Supervise {
+            folder,
+            url,
+            access,
+        } => {
+            let key = access.key().unwrap_or_else(|e| exit_with(e));
+            code(stateous_supervisor::command::supervise_command(
+                &folder,
+                url.as_deref(),
+                key,
+            ))
+        }
         Command::Ctx(command) => code(ctx_args::run(command)),
         Command::BenchRoutines {
             routines,
@@ -256,6 +301,7 @@ fn main() -> ExitCode {
                 tokens: args.tokens,
                 clients: args.clients,
                 max_time: std::time::Duration::from_secs(args.max_seconds),
+                key: args.access.key().unwrap_or_else(|e| exit_with(e)),
             };
             commands::execute(async move {
                 let mut out = std::io::stdout().lock();
@@ -266,20 +312,33 @@ fn main() -> ExitCode {
             demo::run().unwrap_or_else(|e| exit_with(format!("{e:#}")));
             ExitCode::SUCCESS
         }
-        Command::Tui { url, read_only } => {
+        Command::Tui {
+            url,
+            read_only,
+            access,
+        } => {
             let options = stateous_tui::Options {
                 url,
                 read_only,
                 color: stateous_tui::color_wanted(),
+                key: access.key().unwrap_or_else(|e| exit_with(e)),
             };
             stateous_tui::run(options).unwrap_or_else(|e| exit_with(e));
             ExitCode::SUCCESS
         }
         Command::Clock(args) => {
-            let command = commands::clock::ClockCommand::from(args);
+            let command =
+                commands::clock::ClockCommand::try_from(args).unwrap_or_else(|e| exit_with(e));
             commands::execute(async move {
                 let mut out = std::io::stdout().lock();
                 commands::clock::run(&command, &mut out).await
+            })
+        }
+        Command::Access(args) => {
+            let command = access_command(args);
+            commands::execute(async move {
+                let mut out = std::io::stdout().lock();
+                commands::access::run(&command, &mut out).await
             })
         }
         Command::Token(args) => {

@@ -86,6 +86,11 @@ pub struct ServeFlags {
     /// --supervise.
     #[arg(long)]
     pub standby: bool,
+    /// Listen on an address other computers reach without access keys and TLS.
+    /// Without it, --listen on such an address is refused: make an access key
+    /// over the socket (stateous access add) and serve TLS instead.
+    #[arg(long)]
+    pub insecure: bool,
 }
 
 /// Run `stateous serve`; its exit code.
@@ -142,6 +147,7 @@ pub fn run(flags: ServeFlags) -> i32 {
         pool_size: flags.pool_size,
         dev_clock: flags.dev_clock,
         standby: flags.standby,
+        insecure: flags.insecure,
     };
     let code = stateous_daemon::serve::run_with(args, companion);
     match beside {

@@ -1,5 +1,6 @@
 //! The command line of `stateous token ...` and `stateous bench`.
 
+use crate::access_args::AccessArgs;
 use crate::commands::token;
 use clap::{Args, Subcommand};
 use stateous_client::Steer;
@@ -22,6 +23,8 @@ pub struct BenchArgs {
     /// Give up, with exit code 1, after this many seconds.
     #[arg(long, default_value_t = 600)]
     pub max_seconds: u64,
+    #[command(flatten)]
+    pub access: AccessArgs,
 }
 
 /// `stateous clock ...`: the daemon's URL, then what to do with its dev clock.
@@ -37,6 +40,8 @@ pub struct ClockArgs {
     /// Print the control plane's JSON answer instead of the line.
     #[arg(long, global = true)]
     pub json: bool,
+    #[command(flatten)]
+    pub access: AccessArgs,
     #[command(subcommand)]
     pub action: ClockAction,
 }
@@ -58,8 +63,10 @@ pub enum ClockAction {
     Show,
 }
 
-impl From<ClockArgs> for crate::commands::clock::ClockCommand {
-    fn from(args: ClockArgs) -> Self {
+impl TryFrom<ClockArgs> for crate::commands::clock::ClockCommand {
+    type Error = String;
+
+    fn try_from(args: ClockArgs) -> Result<Self, String> {
         use crate::commands::clock::ClockAction as Action;
         let action = match args.action {
             ClockAction::Advance { duration } => Action::Advance(duration),
@@ -67,11 +74,12 @@ impl From<ClockArgs> for crate::commands::clock::ClockCommand {
             ClockAction::Thaw => Action::Thaw,
             ClockAction::Show => Action::Show,
         };
-        crate::commands::clock::ClockCommand {
+        Ok(crate::commands::clock::ClockCommand {
             url: args.url,
             json: args.json,
             action,
-        }
+            key: args.access.key()?,
+        })
     }
 }
 
@@ -88,6 +96,8 @@ pub struct TokenArgs {
     /// Print the control plane's JSON answer instead of the lines.
     #[arg(long, global = true)]
     pub json: bool,
+    #[command(flatten)]
+    pub access: AccessArgs,
     #[command(subcommand)]
     pub action: TokenCommand,
 }
@@ -364,6 +374,7 @@ impl TryFrom<TokenArgs> for token::TokenCommand {
             url: args.url,
             json: args.json,
             action,
+            key: args.access.key()?,
         })
     }
 }

@@ -11,12 +11,14 @@ use std::time::Duration;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use super::access::AccessKey;
 use super::calls::{Call, ClaimRequest, Steer, TokenQuery};
 use super::error::ClientError;
 use super::failover::Endpoints;
 use super::tls::TlsOptions;
 use super::transport::Answer;
 use super::watch::Watch;
+use stateous_shared::access::{KeyView, NewKey};
 use stateous_shared::operate::why::Why;
 use stateous_shared::operate::{BulkAnswer, BulkRequest, RetryRequest};
 use stateous_shared::wire::{Grant, Health, HistoryEntry, Lost, Object, Outcome, TokenView};
@@ -90,6 +92,12 @@ impl Client {
         Client { endpoints }
     }
 
+    /// This client sending `key` as `Authorization: Bearer SECRET` with every
+    /// call, at every address and on the watch stream (none when `None`).
+    pub fn with_access_key(self, key: Option<&AccessKey>) -> Client {
+        Client::from_endpoints(self.endpoints.with_access_key(key))
+    }
+
     /// The endpoints, for a caller that reads raw answers (the supervisor).
     pub fn endpoints(&self) -> &Endpoints {
         &self.endpoints
@@ -131,6 +139,22 @@ impl Client {
         freeze: bool,
     ) -> Result<stateous_shared::live::DevClock, ClientError> {
         self.typed(&Call::clock_freeze(freeze)).await
+    }
+
+    /// `GET /access` (ours, admin): every access key, revoked ones included.
+    pub async fn access_keys(&self) -> Result<Vec<KeyView>, ClientError> {
+        self.typed(&Call::access_list()).await
+    }
+
+    /// `POST /access` (ours, admin): make a key; the answer holds its secret,
+    /// shown this once.
+    pub async fn add_access_key(&self, key: &NewKey) -> Result<KeyView, ClientError> {
+        self.typed(&Call::access_add(key)).await
+    }
+
+    /// `DELETE /access/{name}` (ours, admin): revoke a key.
+    pub async fn revoke_access_key(&self, name: &str) -> Result<(), ClientError> {
+        self.send(&Call::access_revoke(name)).await.map(|_| ())
     }
 
     /// `GET /workflow`: the graph file the control plane serves, as JSON.

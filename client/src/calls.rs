@@ -12,7 +12,7 @@ use stateous_shared::wire::{Object, Outcome};
 /// One request to the API, not yet sent.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Call {
-    /// `GET`, `POST` or `PUT`.
+    /// `GET`, `POST`, `PUT` or `DELETE`.
     pub method: &'static str,
     /// The path with its query, segments percent-encoded: `/tokens/T-1/history`.
     pub path: String,
@@ -92,6 +92,22 @@ impl Call {
             "/clock/thaw"
         };
         Call::new("POST", path.into(), None)
+    }
+
+    /// `GET /access` (ours, admin): every access key, never a secret.
+    pub fn access_list() -> Call {
+        Call::new("GET", "/access".into(), None)
+    }
+
+    /// `POST /access` (ours, admin): a new key; the answer holds its secret.
+    pub fn access_add(key: &stateous_shared::access::NewKey) -> Call {
+        let body = serde_json::to_value(key).unwrap_or(Value::Null);
+        Call::new("POST", "/access".into(), Some(body))
+    }
+
+    /// `DELETE /access/{name}` (ours, admin): revoke a key.
+    pub fn access_revoke(name: &str) -> Call {
+        Call::new("DELETE", format!("/access/{}", segment(name)), None)
     }
 
     /// `GET /workflow`: the graph file.

@@ -26,6 +26,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
+use super::access::AccessKey;
 use super::error::ClientError;
 use super::tls::TlsOptions;
 use super::transport::{Answer, Endpoint, Transport, TransportError};
@@ -130,6 +131,23 @@ impl Endpoints {
             serving: Arc::default(),
             next: Arc::default(),
         })
+    }
+
+    /// These endpoints sending `key` as `Authorization: Bearer SECRET` with every
+    /// request, at every address (the watch stream's too).
+    pub fn with_access_key(self, key: Option<&AccessKey>) -> Endpoints {
+        let addresses: Vec<Address> = self
+            .addresses
+            .iter()
+            .map(|address| Address {
+                url: address.url.clone(),
+                transport: address.transport.clone().with_access_key(key.cloned()),
+            })
+            .collect();
+        Endpoints {
+            addresses: addresses.into(),
+            ..self
+        }
     }
 
     /// The URL of the address that answered last (the first one before any

@@ -16,6 +16,7 @@
 //! it is: the request may have been applied, and only the caller knows whether
 //! sending it again is safe ([`ClientError::is_retryable`]).
 
+mod access;
 mod api;
 mod calls;
 mod connector;
@@ -26,6 +27,7 @@ mod transport;
 mod urls;
 mod watch;
 
+pub use access::AccessKey;
 pub use api::{Client, Fired, DEFAULT_TIMEOUT};
 pub use calls::{segment, Call, ClaimRequest, Steer, TokenQuery};
 pub use error::{synthetic_code, ClientError};

@@ -21,6 +21,7 @@ use hyper_util::client::legacy::connect::{capture_connection, CaptureConnection}
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 
+use super::access::AccessKey;
 use super::connector::Connector;
 use super::tls::{Tls, TlsOptions};
 
@@ -129,6 +130,8 @@ pub struct Transport {
     /// The scheme and authority of every request's URI (the pool's key).
     base: String,
     client: Client<Connector, Full<Bytes>>,
+    /// Sent as `Authorization: Bearer SECRET` on every request, when given.
+    access: Option<AccessKey>,
 }
 
 impl std::fmt::Debug for Transport {
@@ -182,7 +185,14 @@ impl Transport {
             endpoint,
             timeout,
             base,
+            access: None,
         }
+    }
+
+    /// The transport sending `key` with every request (none when `None`).
+    pub fn with_access_key(mut self, key: Option<AccessKey>) -> Transport {
+        self.access = key;
+        self
     }
 
     /// How long a request waits for its answer.
@@ -279,6 +289,9 @@ impl Transport {
         }
         for (name, value) in headers {
             builder = builder.header(*name, *value);
+        }
+        if let Some(key) = &self.access {
+            builder = builder.header("authorization", key.header());
         }
         builder
             .body(Full::new(Bytes::from(body.unwrap_or_default())))

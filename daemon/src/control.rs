@@ -6,6 +6,7 @@
 //! layer and `stateous serve` call it; the serve loop calls `tick` about every
 //! `Options::tick` and stops (exit 1) once `lost()` is true.
 
+mod access;
 mod dev_clock;
 pub mod operate;
 mod views;

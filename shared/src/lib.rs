@@ -5,6 +5,7 @@
 //! It depends on nothing else of ours. The client of the API is the crate
 //! `stateous-client`; the commands of the binary live in the binary.
 
+pub mod access;
 pub mod compiler;
 pub mod durations;
 pub mod graph;

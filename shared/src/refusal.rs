@@ -50,11 +50,22 @@ pub enum Code {
     Standby,
     /// 500: a failure that no other code names.
     Unexpected,
+    /// 401: the request needs an access key and carries none, or one that is
+    /// unknown or revoked (`docs/reference/http.md`, "Access"). Ours.
+    Unauthenticated,
+    /// 403: the request's access key has a role that does not allow it, or a
+    /// supervise key acts for another supervisor; the sentence names the role
+    /// needed. Ours.
+    Forbidden,
+    /// 404: no access key has this name. Ours.
+    KeyNotFound,
+    /// 409: an access key with this name exists already. Ours.
+    KeyExists,
 }
 
 impl Code {
     /// Every code, in the order of the reference's table.
-    pub const ALL: [Code; 19] = [
+    pub const ALL: [Code; 23] = [
         Code::TokenNotFound,
         Code::TaskNotFound,
         Code::NotFound,
@@ -74,6 +85,10 @@ impl Code {
         Code::NotServing,
         Code::Standby,
         Code::Unexpected,
+        Code::Unauthenticated,
+        Code::Forbidden,
+        Code::KeyNotFound,
+        Code::KeyExists,
     ];
 
     /// The HTTP status that carries this code (`bad_request` may also travel as 413).
@@ -94,6 +109,10 @@ impl Code {
             | Code::AttemptOver => 409,
             Code::DatabaseBusy | Code::NotServing | Code::Standby => 503,
             Code::Unexpected => 500,
+            Code::Unauthenticated => 401,
+            Code::Forbidden => 403,
+            Code::KeyNotFound => 404,
+            Code::KeyExists => 409,
         }
     }
 
@@ -119,6 +138,10 @@ impl Code {
             Code::NotServing => "not_serving",
             Code::Standby => "standby",
             Code::Unexpected => "unexpected",
+            Code::Unauthenticated => "unauthenticated",
+            Code::Forbidden => "forbidden",
+            Code::KeyNotFound => "key_not_found",
+            Code::KeyExists => "key_exists",
         }
     }
 
@@ -186,7 +209,12 @@ mod tests {
             ("not_serving", 503),
             ("standby", 503),
             ("unexpected", 500),
+            ("unauthenticated", 401),
+            ("forbidden", 403),
+            ("key_not_found", 404),
+            ("key_exists", 409),
         ];
+        assert_eq!(Code::ALL.len(), documented.len());
         for (code, (text, status)) in Code::ALL.iter().zip(documented) {
             assert_eq!(code.as_str(), text);
             assert_eq!(code.status(), status);

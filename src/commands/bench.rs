@@ -34,6 +34,9 @@ pub struct BenchOptions {
     pub clients: usize,
     /// `--max-time`: the run fails when it has not finished by then.
     pub max_time: Duration,
+    /// The access key sent with every request: one with the roles operate
+    /// and supervise cannot be one key, so an admin key.
+    pub key: Option<stateous_client::AccessKey>,
 }
 
 impl Default for BenchOptions {
@@ -43,6 +46,7 @@ impl Default for BenchOptions {
             tokens: 10_000,
             clients: 64,
             max_time: Duration::from_secs(600),
+            key: None,
         }
     }
 }
@@ -94,7 +98,8 @@ pub async fn run(options: &BenchOptions, out: &mut dyn Write) -> Result<(), Comm
         ));
     }
     let url = resolve_url(options.url.as_deref());
-    let client = Client::keep_alive(&url, stateous_client::DEFAULT_TIMEOUT)?;
+    let client = Client::keep_alive(&url, stateous_client::DEFAULT_TIMEOUT)?
+        .with_access_key(options.key.as_ref());
     let health = client.health().await?;
     if health.workflow != WORKFLOW {
         return Err(CommandError::Usage(format!(

@@ -26,6 +26,8 @@ pub struct ClockCommand {
     pub json: bool,
     /// What to do.
     pub action: ClockAction,
+    /// The access key sent with every request (an admin key over TCP).
+    pub key: Option<stateous_client::AccessKey>,
 }
 
 /// The sub-command.
@@ -44,7 +46,7 @@ pub enum ClockAction {
 /// Run `command`, writing the clock's line (or its JSON) to `out`.
 pub async fn run(command: &ClockCommand, out: &mut dyn Write) -> Result<(), CommandError> {
     let url = resolve_url(command.url.as_deref());
-    let client = Client::with_timeout(&url, ADVANCE_WITHIN)?;
+    let client = Client::with_timeout(&url, ADVANCE_WITHIN)?.with_access_key(command.key.as_ref());
     let answered = match &command.action {
         ClockAction::Advance(by) => {
             parse_duration(by).map_err(CommandError::Usage)?;

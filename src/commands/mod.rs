@@ -6,6 +6,7 @@
 //! [`CommandError`], whose text the binary prints as `error: <sentence>` on stderr with
 //! exit code 1 (`docs/reference/cli.md`, "How they behave alike").
 
+pub mod access;
 pub mod bench;
 pub mod clock;
 pub mod token;

@@ -33,6 +33,9 @@ pub struct TokenCommand {
     pub json: bool,
     /// What to do.
     pub action: TokenAction,
+    /// The access key sent with every request (`--access-key-file`,
+    /// `STATEOUS_ACCESS_KEY`).
+    pub key: Option<stateous_client::AccessKey>,
 }
 
 /// The sub-command and its arguments, as given on the command line.
@@ -146,7 +149,8 @@ pub async fn run_with(
             ));
         }
     }
-    let client = Client::new(&resolve_url(command.url.as_deref()))?;
+    let client =
+        Client::new(&resolve_url(command.url.as_deref()))?.with_access_key(command.key.as_ref());
     // The commands of ours name a refusal's code; the reference's print its line.
     let ours = match &command.action {
         TokenAction::List(options) => {

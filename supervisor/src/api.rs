@@ -109,6 +109,13 @@ impl Api {
         })
     }
 
+    /// This API sending `key` as `Authorization: Bearer SECRET` with every
+    /// request (the watch stream's and every address's too).
+    pub fn with_access_key(mut self, key: Option<&stateous_client::AccessKey>) -> Api {
+        self.client = self.client.with_access_key(key);
+        self
+    }
+
     /// Every address, in the order given.
     pub fn urls(&self) -> Vec<&str> {
         self.client.urls()

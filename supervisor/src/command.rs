@@ -13,6 +13,7 @@ use crate::outbox::{outbox_path, Outbox, OutboxError};
 use crate::routines;
 use crate::stop::Stop;
 use crate::supervisor::{Handle, Parts, Supervisor};
+use stateous_client::AccessKey;
 
 /// Why a supervisor does not start: one sentence for `error: ...`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -134,7 +135,7 @@ pub async fn check_health(
 
 /// The body of `stateous supervise FOLDER`: the exit code (0 after a graceful
 /// stop, 1 after a forced one or when it does not start, with `error: ...`).
-pub fn supervise_command(folder: &Path, url: Option<&str>) -> i32 {
+pub fn supervise_command(folder: &Path, url: Option<&str>, key: Option<AccessKey>) -> i32 {
     start_spawner();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -147,7 +148,7 @@ pub fn supervise_command(folder: &Path, url: Option<&str>) -> i32 {
         }
     };
     let code = runtime.block_on(async {
-        match supervise(folder, url).await {
+        match supervise(folder, url, key).await {
             Ok(code) => code,
             Err(e) => {
                 eprintln!("error: {e}");
@@ -171,24 +172,38 @@ pub(crate) fn start_spawner() {
 
 /// Load, check and run the supervisor of `folder` until a stop signal. `url`
 /// (`--url`, or `serve --supervise`'s own address) wins over `stateous.yaml`'s.
-pub async fn supervise(folder: &Path, url: Option<&str>) -> Result<i32, StartError> {
+pub async fn supervise(
+    folder: &Path,
+    url: Option<&str>,
+    key: Option<AccessKey>,
+) -> Result<i32, StartError> {
     let signals = Signals::new();
     signals.listen()?;
-    supervise_with(folder, url, &signals).await
+    supervise_with(folder, url, key, &signals).await
 }
 
 /// [`supervise`], stopped by `signals` (which something else may feed).
 pub(crate) async fn supervise_with(
     folder: &Path,
     url: Option<&str>,
+    key: Option<AccessKey>,
     signals: &Signals,
 ) -> Result<i32, StartError> {
     let loaded = load_folder(folder)?;
     let outbox = open_outbox(&loaded.path)?;
     let url = loaded.config.control_plane(url);
     let timings = loaded.config.timings.clone();
-    let api =
-        Api::new(&url, timings.request_timeout, timings.backoff.clone()).map_err(StartError)?;
+    // The command line's key (or STATEOUS_ACCESS_KEY) wins over the folder's file.
+    let key = match (key, &loaded.config.access_key_file) {
+        (Some(key), _) => Some(key),
+        (None, Some(file)) => {
+            Some(AccessKey::from_file(&loaded.path.join(file)).map_err(StartError)?)
+        }
+        (None, None) => None,
+    };
+    let api = Api::new(&url, timings.request_timeout, timings.backoff.clone())
+        .map_err(StartError)?
+        .with_access_key(key.as_ref());
     if !check_health(&api, &loaded, &signals.early).await? {
         return Ok(1);
     }

@@ -3,8 +3,10 @@
 //! Keys: `url` (the control plane: one address, or a list of them tried in turn;
 //! without it, `supervise` takes `STATEOUS_URL`, then the default socket, then
 //! `http://127.0.0.1:8080`, as every client does), `tasks` (1 to 1000, default 4),
-//! `name` (1 to 128 characters, default the host name), `routines` (state to command
-//! line), and the timing keys `heartbeat`, `idle`, `grace`, `cancel_wait`,
+//! `name` (1 to 128 characters, default the host name), `access_key_file` (a file,
+//! relative to the folder, that holds the supervisor's access key; `--access-key-file`
+//! and `STATEOUS_ACCESS_KEY` win), `routines` (state to command line), and the timing
+//! keys `heartbeat`, `idle`, `grace`, `cancel_wait`,
 //! `request_timeout` and `backoff`. Each timing key may also come from the environment
 //! (`STATEOUS_SUPERVISOR_HEARTBEAT`, ...), which wins over the file so that tests can
 //! shorten a folder's timings. Every key is checked; a wrong one stops the supervisor
@@ -68,6 +70,9 @@ pub struct Config {
     pub tasks: u32,
     /// The supervisor's name in the token's history; `None`: the host name.
     pub name: Option<String>,
+    /// `access_key_file`: the file of its access key, as written (relative to
+    /// the folder unless absolute).
+    pub access_key_file: Option<std::path::PathBuf>,
     /// Command lines that stand for routines, by state (`W/S` for a child's state).
     pub routines: BTreeMap<String, String>,
     /// The timings.
@@ -126,6 +131,7 @@ impl Config {
             url: None,
             tasks: DEFAULT_TASKS,
             name: None,
+            access_key_file: None,
             routines: BTreeMap::new(),
             timings: Timings::default(),
         };
@@ -138,6 +144,13 @@ impl Config {
                 "url" => check_url(value).map(|url| config.url = Some(url)),
                 "tasks" => check_tasks(value).map(|tasks| config.tasks = tasks),
                 "name" => check_name(value).map(|name| config.name = Some(name)),
+                "access_key_file" => match value {
+                    Value::String(file) if !file.trim().is_empty() => {
+                        config.access_key_file = Some(file.into());
+                        Ok(())
+                    }
+                    _ => Err("the access key's file, as text".to_string()),
+                },
                 "routines" => check_routines(value).map(|r| config.routines = r),
                 "backoff" => check_backoff(value).map(|b| config.timings.backoff = b),
                 "heartbeat" | "idle" | "grace" | "cancel_wait" | "request_timeout" => {

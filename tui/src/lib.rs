@@ -49,6 +49,8 @@ pub struct Options {
     /// Draw in colour; false when `NO_COLOR` is set and not empty
     /// (<https://no-color.org>). See [`color_wanted`].
     pub color: bool,
+    /// The access key sent with every request, the watch stream's included.
+    pub key: Option<stateous_client::AccessKey>,
 }
 
 /// Whether the environment allows colour: `NO_COLOR` unset or empty.

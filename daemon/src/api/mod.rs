@@ -5,9 +5,12 @@
 //! lost its database answers every request 503 `not_serving`; a body over 1 MiB is
 //! 413 `bad_request`; then the route, from the one table [`routes::TABLE`] (404,
 //! 405 with the path's methods in `Allow`, or a 307 for a trailing slash); then
+//! who sent it and whether its access key may use the route ([`access`]: 401
+//! `unauthenticated`, 403 `forbidden`), before its body is read; then
 //! the body and query become inputs ([`inputs`]); then the control plane decides.
 //! Every refusal is `{"error": sentence, "code": code}` with the code's status.
 
+pub mod access;
 pub mod added;
 mod body;
 mod clock;
@@ -36,6 +39,7 @@ use tokio::sync::watch as signal;
 
 use crate::control::Control;
 use crate::store::{Closed, TokenStatus};
+use access::{Caller, Door, Keys};
 use body::BodyError;
 use fields::named_fields;
 use inputs::{
@@ -68,6 +72,8 @@ pub struct Api {
     lost: Arc<AtomicBool>,
     /// The supervisors heard from, for `GET /supervisors`.
     seen: added::SupervisorsSeen,
+    /// The access keys, in memory ([`Api::load_keys`]).
+    keys: Keys,
 }
 
 impl Api {
@@ -86,7 +92,16 @@ impl Api {
             control,
             lost,
             seen: added::SupervisorsSeen::default(),
+            keys: Keys::default(),
         }
+    }
+
+    /// Read the access keys from the database: a control plane does this once it
+    /// holds the database, before it serves (a standby when it takes over).
+    pub async fn load_keys(&self) -> Result<(), Refusal> {
+        let rows = self.control.access_keys().await?;
+        self.keys.replace(&rows);
+        Ok(())
     }
 
     /// Whether this control plane lost its database.
@@ -98,10 +113,12 @@ impl Api {
     /// The answer carries its route's label for the metrics
     /// ([`measure::RouteLabel`]), found once, in the route table, even for a
     /// request refused before its route is used (a lost database, a body too
-    /// large). A `GET /watch` stream ends when `stop` leaves serving.
+    /// large). A `GET /watch` stream ends when `stop` leaves serving. `door`:
+    /// how the request came in, which decides whether it needs an access key.
     pub async fn answer(
         &self,
         request: Request<Incoming>,
+        door: Door,
         stop: signal::Receiver<Stop>,
     ) -> Response<Body> {
         let (parts, incoming) = request.into_parts();
@@ -110,7 +127,9 @@ impl Api {
         let label = routed
             .as_ref()
             .map_or(routes::UNROUTED, |routed| routed.entry.label);
-        let answer = self.layered(&parts, &path, routed, incoming, stop).await;
+        let answer = self
+            .layered(&parts, &path, routed, incoming, door, stop)
+            .await;
         let answer = labelled(answer, label);
         if parts.method == hyper::Method::HEAD {
             let (parts, _) = answer.into_parts();
@@ -119,14 +138,15 @@ impl Api {
         answer
     }
 
-    /// The layers of the module's doc, in order: the lost database, the body's
-    /// size, the route, then the route's handler.
+    /// The layers of the module's doc, in order: the lost database, the caller
+    /// and its access, the body's size, the route, then the route's handler.
     async fn layered(
         &self,
         parts: &Parts,
         path: &str,
         routed: Result<Routed, NoRoute>,
         incoming: Incoming,
+        door: Door,
         stop: signal::Receiver<Stop>,
     ) -> Response<Body> {
         if self.is_lost() {
@@ -135,6 +155,15 @@ impl Api {
                 crate::engine::LOST,
             )));
         }
+        // A request without a route is taken as a read: without a key it learns
+        // nothing about the routes.
+        let class = routed
+            .as_ref()
+            .map_or(routes::Access::Read, |routed| routed.entry.access);
+        let caller = match self.checked_caller(door, &parts.headers, class) {
+            Ok(caller) => caller,
+            Err(refused) => return whole(refusal(&refused)),
+        };
         let raw = match body::read_limited(&parts.headers, incoming).await {
             Ok(raw) => raw,
             Err(BodyError::TooLarge) => {
@@ -154,11 +183,37 @@ impl Api {
         if route == Route::Watch {
             return watch::stream(self, parts, stop).await;
         }
-        let answer = self.dispatch(route, parts, &raw).await;
+        let answer = self.dispatch(route, parts, &raw, &caller).await;
         whole(answer.unwrap_or_else(|refused| refusal(&refused)))
     }
 
-    async fn dispatch(&self, route: Route, parts: &Parts, raw: &[u8]) -> Result<Answer, Refusal> {
+    /// The caller of a request by `door` with `headers` to a route of `class`,
+    /// allowed to use it ([`access::permit`], the one check); its use noted.
+    fn checked_caller(
+        &self,
+        door: Door,
+        headers: &hyper::HeaderMap,
+        class: routes::Access,
+    ) -> Result<Caller, Refusal> {
+        let caller = self.keys.caller(door, headers, class)?;
+        access::permit(&caller, class)?;
+        let now = self.control.options().clock.now();
+        if let Some(name) = access::due_to_write(&caller, now) {
+            // Written beside the request, never in its way; a failure only
+            // leaves the moment older.
+            let control = self.control.clone();
+            tokio::spawn(async move { control.touch_access_keys(vec![(name, now)]).await });
+        }
+        Ok(caller)
+    }
+
+    async fn dispatch(
+        &self,
+        route: Route,
+        parts: &Parts,
+        raw: &[u8],
+        caller: &Caller,
+    ) -> Result<Answer, Refusal> {
         let control = &self.control;
         match route {
             Route::Start => {
@@ -215,10 +270,16 @@ impl Api {
             Route::Why(token) => self.why(token).await,
             Route::Detail(token) => Ok(json(200, &control.detail(token).await?)),
             Route::Supervisors => Ok(json(200, &self.seen.listed(control).await?)),
-            Route::SupervisorStop(name) => self.supervisor_stopped(name),
+            Route::SupervisorStop(name) => {
+                caller.may_act_for(&name)?;
+                self.supervisor_stopped(name)
+            }
             Route::States => Ok(json(200, &control.states().await?)),
             Route::Metrics => self.metrics().await,
-            route => self.dispatch_task(route, parts, raw).await,
+            Route::AccessList => self.access_list().await,
+            Route::AccessAdd => self.access_add(raw).await,
+            Route::AccessRevoke(name) => self.access_revoke(name).await,
+            route => self.dispatch_task(route, parts, raw, caller).await,
         }
     }
 
@@ -240,12 +301,14 @@ impl Api {
         route: Route,
         parts: &Parts,
         raw: &[u8],
+        caller: &Caller,
     ) -> Result<Answer, Refusal> {
         let control = &self.control;
         match route {
             Route::Claim => {
                 let object = named_fields(raw, ClaimInput::FIELDS)?;
                 let input = ClaimInput::parse(&object)?;
+                caller.may_act_for(input.supervisor.as_str())?;
                 let now = self.control.options().clock.now();
                 let outbox = added::outbox_of(&object);
                 let (name, states) = (input.supervisor.clone(), input.states.clone());
@@ -262,6 +325,7 @@ impl Api {
             Route::Heartbeat => {
                 let object = body::json_object(raw)?;
                 let input = HeartbeatInput::parse(&object)?;
+                caller.may_act_for(input.supervisor.as_str())?;
                 let now = self.control.options().clock.now();
                 let name = input.supervisor.clone();
                 let lost = control.heartbeat(input).await?;
@@ -270,12 +334,12 @@ impl Api {
                 Ok(json(200, &Lost { lost }))
             }
             Route::Report(task) => {
-                let task = known_task(task)?;
+                let task = self.held_task(task, caller).await?;
                 let input = ReportInput::parse(task, &named_fields(raw, ReportInput::FIELDS)?)?;
                 Ok(json(200, &control.report(input).await?))
             }
             Route::Note(task) => {
-                let task = known_task(task)?;
+                let task = self.held_task(task, caller).await?;
                 let key = parts
                     .headers
                     .get("idempotency-key")
@@ -285,7 +349,7 @@ impl Api {
                 Ok(no_content())
             }
             Route::Memory(task) => {
-                let task = known_task(task)?;
+                let task = self.held_task(task, caller).await?;
                 let input = MemoryInput::parse(task, &body::json_object(raw)?)?;
                 control.set_memory(input).await?;
                 Ok(no_content())
@@ -295,6 +359,55 @@ impl Api {
                 "the request reached no handler",
             )),
         }
+    }
+}
+
+impl Api {
+    /// The task of a report, note or memory write; for a supervise key, 403
+    /// `forbidden` when another supervisor claimed it last (a task no one
+    /// claimed is left to the engine's own refusal).
+    async fn held_task(&self, task: TaskId, caller: &Caller) -> Result<i64, Refusal> {
+        let task = known_task(task)?;
+        if caller.bound().is_some() {
+            if let Some(holder) = self.control.task_holder(task).await? {
+                caller.may_act_for(&holder)?;
+            }
+        }
+        Ok(task)
+    }
+
+    /// `GET /access`: every key, revoked ones included, never a secret.
+    async fn access_list(&self) -> Result<Answer, Refusal> {
+        let rows = self.control.access_keys().await?;
+        let views: Vec<_> = rows.iter().map(access::view).collect();
+        Ok(json(200, &views))
+    }
+
+    /// `POST /access`: 201 with the key and its secret, shown this once.
+    async fn access_add(&self, raw: &[u8]) -> Result<Answer, Refusal> {
+        let input = crate::input::NewKeyInput::parse(&body::json_object(raw)?)?;
+        let secret = access::new_secret();
+        let row = crate::store::AccessKeyRow {
+            name: input.name,
+            role: input.role,
+            supervisor: input.supervisor.map(|s| s.as_str().to_string()),
+            hash: access::stored_hash(&secret),
+            created_at: 0,
+            last_used_at: None,
+            revoked_at: None,
+        };
+        let row = self.control.add_access_key(row).await?;
+        self.keys.add(&row);
+        let mut view = access::view(&row);
+        view.secret = Some(secret);
+        Ok(json(201, &view))
+    }
+
+    /// `DELETE /access/{name}`: 204; the key is refused from the next request.
+    async fn access_revoke(&self, name: String) -> Result<Answer, Refusal> {
+        self.control.revoke_access_key(name.clone()).await?;
+        self.keys.revoke(&name);
+        Ok(no_content())
     }
 }
 

@@ -16,19 +16,23 @@ use std::borrow::Cow;
 
 use percent_encoding::percent_decode_str;
 
-/// What a caller must be allowed to do to use a route: the classes an access key
-/// can grant, from the least to the most.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+/// What a caller must be allowed to do to use a route. Which roles of an access
+/// key may use each class is `api/access.rs` `permit`; the classes are not a
+/// ladder (a supervise key reads the graph and the stream, not the tokens).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Access {
     /// Anyone, without a key: the health check.
     Public,
+    /// What every key may read, a supervisor's included: the graph and the
+    /// watch stream.
+    Follow,
     /// Reading tokens, their histories, the stream and the metrics.
     Read,
     /// Changing tokens from outside: start, fire, pause, resume, cancel, retry.
     Operate,
     /// What a supervisor does: claim, heartbeat, report, note, memory.
     Supervise,
-    /// Running the control plane itself: the dev clock.
+    /// Running the control plane itself: the access keys and the dev clock.
     Admin,
 }
 
@@ -37,6 +41,7 @@ impl Access {
     pub fn as_str(self) -> &'static str {
         match self {
             Access::Public => "public",
+            Access::Follow => "follow",
             Access::Read => "read",
             Access::Operate => "operate",
             Access::Supervise => "supervise",
@@ -99,6 +104,12 @@ pub enum Route {
     States,
     /// Ours: `GET /metrics`.
     Metrics,
+    /// Ours: `GET /access`, the access keys.
+    AccessList,
+    /// Ours: `POST /access`, a new access key.
+    AccessAdd,
+    /// Ours: `DELETE /access/{name}`, revoke a key.
+    AccessRevoke(String),
 }
 
 /// How `POST /clock/...` moves the dev clock.
@@ -157,7 +168,7 @@ macro_rules! entry {
 /// order.
 pub static TABLE: &[Entry] = &[
     entry!("GET" "/health", Public, |_| Some(Route::Health)),
-    entry!("GET" "/workflow", Read, |_| Some(Route::Workflow)),
+    entry!("GET" "/workflow", Follow, |_| Some(Route::Workflow)),
     entry!("POST" "/tokens", Operate, |_| Some(Route::Start)),
     entry!("GET" "/tokens", Read, |_| Some(Route::List)),
     entry!("POST" "/tokens/bulk", Operate, |_| Some(Route::Bulk)),
@@ -177,7 +188,7 @@ pub static TABLE: &[Entry] = &[
     entry!("POST" "/tasks/:id/report", Supervise, |p| Some(Route::Report(task_id(p[0])?))),
     entry!("POST" "/tasks/:id/note", Supervise, |p| Some(Route::Note(task_id(p[0])?))),
     entry!("PUT" "/tasks/:id/memory", Supervise, |p| Some(Route::Memory(task_id(p[0])?))),
-    entry!("GET" "/watch", Read, |_| Some(Route::Watch)),
+    entry!("GET" "/watch", Follow, |_| Some(Route::Watch)),
     entry!("GET" "/supervisors", Read, |_| Some(Route::Supervisors)),
     entry!("POST" "/supervisors/:name/stop", Supervise, |p| {
         Some(Route::SupervisorStop(p[0].into()))
@@ -187,6 +198,9 @@ pub static TABLE: &[Entry] = &[
     entry!("POST" "/clock/advance", Admin, |_| Some(Route::Clock(ClockMove::Advance))),
     entry!("POST" "/clock/freeze", Admin, |_| Some(Route::Clock(ClockMove::Freeze))),
     entry!("POST" "/clock/thaw", Admin, |_| Some(Route::Clock(ClockMove::Thaw))),
+    entry!("GET" "/access", Admin, |_| Some(Route::AccessList)),
+    entry!("POST" "/access", Admin, |_| Some(Route::AccessAdd)),
+    entry!("DELETE" "/access/:name", Admin, |p| Some(Route::AccessRevoke(p[0].into()))),
 ];
 
 /// The most parameters a template has.
@@ -344,7 +358,7 @@ mod tests {
             listed,
             [
                 "GET /health public",
-                "GET /workflow read",
+                "GET /workflow follow",
                 "POST /tokens operate",
                 "GET /tokens read",
                 "POST /tokens/bulk operate",
@@ -362,7 +376,7 @@ mod tests {
                 "POST /tasks/:id/report supervise",
                 "POST /tasks/:id/note supervise",
                 "PUT /tasks/:id/memory supervise",
-                "GET /watch read",
+                "GET /watch follow",
                 "GET /supervisors read",
                 "POST /supervisors/:name/stop supervise",
                 "GET /states read",
@@ -370,6 +384,9 @@ mod tests {
                 "POST /clock/advance admin",
                 "POST /clock/freeze admin",
                 "POST /clock/thaw admin",
+                "GET /access admin",
+                "POST /access admin",
+                "DELETE /access/:name admin",
             ]
         );
     }

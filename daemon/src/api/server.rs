@@ -27,6 +27,7 @@ use tokio::task::JoinSet;
 use http_body_util::BodyExt;
 use hyper::Response;
 
+use super::access::Door;
 use super::measure::{labelled, RouteLabel};
 use super::routes::{self, Route};
 use super::{refusal, Answer, Api, Body};
@@ -142,13 +143,16 @@ impl Server {
                 accepted = self.tcp.accept() => match accepted {
                     Ok((stream, _)) => {
                         let _ = stream.set_nodelay(true);
-                        connections.spawn(connection(self.front.clone(), stream, stop.clone()));
+                        let front = self.front.clone();
+                        connections.spawn(connection(front, stream, Door::Tcp, stop.clone()));
                     }
                     Err(error) => pause_after(error).await,
                 },
                 accepted = accept_unix(self.unix.as_ref()) => match accepted {
                     Ok(stream) => {
-                        connections.spawn(connection(self.front.clone(), stream, stop.clone()));
+                        let door = local_door(&stream);
+                        let front = self.front.clone();
+                        connections.spawn(connection(front, stream, door, stop.clone()));
                     }
                     Err(error) => pause_after(error).await,
                 },
@@ -182,6 +186,17 @@ async fn accept_unix(unix: Option<&UnixListener>) -> std::io::Result<tokio::net:
     }
 }
 
+/// The door of a Unix socket's peer: its own user (the daemon's uid) or root is
+/// [`Door::Local`], admin; another uid, or one that cannot be read, a stranger.
+fn local_door(stream: &tokio::net::UnixStream) -> Door {
+    let own = rustix::process::getuid().as_raw();
+    match stream.peer_cred() {
+        Ok(peer) if peer.uid() == own || peer.uid() == 0 => Door::Local,
+        Ok(peer) => Door::Stranger(peer.uid()),
+        Err(_) => Door::Stranger(u32::MAX),
+    }
+}
+
 async fn pause_after(error: std::io::Error) {
     tracing::warn!(target: "stateous.serve", "cannot take a connection ({error}); trying again");
     tokio::time::sleep(ACCEPT_PAUSE).await;
@@ -189,7 +204,7 @@ async fn pause_after(error: std::io::Error) {
 
 /// Serve one connection until it ends, or until a stop: then finish the request
 /// in progress and close.
-async fn connection<S>(front: Front, stream: S, mut stop: watch::Receiver<Stop>)
+async fn connection<S>(front: Front, stream: S, door: Door, mut stop: watch::Receiver<Stop>)
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
@@ -207,7 +222,7 @@ where
             let (method, uri) = (request.method().clone(), request.uri().clone());
             let answering = api.clone();
             let mut answer =
-                isolated(async move { answering.answer(request, watching).await }).await;
+                isolated(async move { answering.answer(request, door, watching).await }).await;
             if answer.extensions().get::<RouteLabel>().is_none() {
                 answer = labelled(answer, routes::label(method.as_str(), uri.path()));
             }

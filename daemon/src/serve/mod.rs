@@ -210,7 +210,24 @@ fn start(args: &ServeArgs) -> Result<Ready, String> {
     } else {
         Holding::Held(runtime.block_on(Control::open(graph, options))?)
     };
-    if let Some(warning) = listen.warning() {
+    // Whether keys exist is known only with the database; a standby takes the
+    // keys it will find to be none, so it is refused as a control plane
+    // without keys is.
+    let keys = match &holding {
+        Holding::Held(control) => runtime
+            .block_on(control.access_keys())
+            .map_err(|refused| refused.error)?
+            .iter()
+            .any(|key| key.revoked_at.is_none()),
+        Holding::Waiting { .. } => false,
+    };
+    // TLS is served by a later version of this check's caller; until then no
+    // control plane serves it.
+    let tls = false;
+    if let Some(refusal) = listen.refusal(keys, tls, args.insecure) {
+        return Err(refusal);
+    }
+    if let Some(warning) = listen.warning(keys) {
         eprintln!("{warning}");
     }
     if args.dev_clock {
@@ -232,6 +249,15 @@ fn start(args: &ServeArgs) -> Result<Ready, String> {
         socket,
         timings,
     })
+}
+
+/// The API of `control` with its access keys read from the database.
+async fn keyed_api(control: &Control, lost: &Arc<AtomicBool>) -> Result<Api, String> {
+    let api = Api::new(control.clone(), Arc::clone(lost));
+    api.load_keys()
+        .await
+        .map_err(|refused| format!("cannot read the access keys: {}", refused.error))?;
+    Ok(api)
 }
 
 /// The largest graph file `serve` reads, in bytes.
@@ -369,7 +395,7 @@ impl Ready {
             let lost = Arc::new(AtomicBool::new(false));
             let front = Front::standby();
             if let Holding::Held(control) = &holding {
-                front.serve(Api::new(control.clone(), lost.clone()));
+                front.serve(keyed_api(control, &lost).await?);
             }
             let (stop_server, server_stops) = watch::channel(Stop::Serving);
             let server =
@@ -383,7 +409,7 @@ impl Ready {
                 } => match stand_by(graph, *options, &stop, &mut signals, &url, &socket_path).await
                 {
                     Waited::Took(control) => {
-                        front.serve(Api::new(control.clone(), lost.clone()));
+                        front.serve(keyed_api(&control, &lost).await?);
                         eprintln!("{STANDBY_TOOK_LINE}");
                         control
                     }

@@ -58,6 +58,9 @@ pub struct ServeArgs {
     /// `--standby`: Postgres only; wait for the database's serving lock while answering
     /// as a standby, then take over.
     pub standby: bool,
+    /// `--insecure`: listen on an address other computers reach without access
+    /// keys and TLS (`Listen::refusal`).
+    pub insecure: bool,
 }
 
 /// The database when `--db` names none: `stateous.db` in the current folder.
@@ -109,6 +112,7 @@ impl ServeArgs {
             pool_size: DEFAULT_POOL_SIZE.into(),
             dev_clock: false,
             standby: false,
+            insecure: false,
         }
     }
 }
@@ -232,14 +236,42 @@ impl Listen {
         })
     }
 
-    /// The warning line when other computers can reach the API, else `None`.
-    pub fn warning(&self) -> Option<String> {
-        if LOCAL_HOSTS.contains(&self.host.as_str()) {
+    /// Whether only this computer reaches the address.
+    pub fn is_local(&self) -> bool {
+        LOCAL_HOSTS.contains(&self.host.as_str())
+    }
+
+    /// The refusal of an address other computers reach, unless the control plane
+    /// has at least one access key (`keys`) and serves TLS (`tls`), or is told
+    /// `insecure` (`docs/guarantees.md`, "Access"). One sentence that says how to
+    /// fix it; `None` when it may listen.
+    pub fn refusal(&self, keys: bool, tls: bool, insecure: bool) -> Option<String> {
+        if self.is_local() || insecure || (keys && tls) {
+            return None;
+        }
+        let missing = match (keys, tls) {
+            (false, false) => "no access key and no TLS",
+            (false, true) => "no access key",
+            _ => "no TLS",
+        };
+        Some(format!(
+            "other computers can reach {}, and this control plane has {missing}: make an \
+             access key over the socket (stateous access add NAME --role admin) and serve \
+             TLS with --tls-cert and --tls-key, listen on 127.0.0.1, or pass --insecure to \
+             serve it open anyway",
+            self.host
+        ))
+    }
+
+    /// The warning line when other computers can reach the API without a key
+    /// (`--insecure`), else `None`.
+    pub fn warning(&self, keys: bool) -> Option<String> {
+        if self.is_local() || keys {
             return None;
         }
         Some(format!(
-            "warning: other computers can reach {}, and the API has no authentication; \
-             put a proxy or a VPN in front of it",
+            "warning: other computers can reach {}, and the API has no access key \
+             (--insecure); make one over the socket with stateous access add",
             self.host
         ))
     }
@@ -353,13 +385,27 @@ mod tests {
 
     #[test]
     fn only_a_wide_address_warns_and_urls_name_this_computer() {
-        assert_eq!(Listen::parse("127.0.0.1:1").unwrap().warning(), None);
-        assert_eq!(Listen::parse("[::1]:1").unwrap().warning(), None);
+        assert_eq!(Listen::parse("127.0.0.1:1").unwrap().warning(false), None);
+        assert_eq!(Listen::parse("[::1]:1").unwrap().warning(false), None);
         let wide = Listen::parse("0.0.0.0:8080").unwrap();
         assert!(wide
-            .warning()
+            .warning(false)
             .unwrap()
             .starts_with("warning: other computers can reach 0.0.0.0"));
+        assert_eq!(wide.warning(true), None);
+        assert!(wide
+            .refusal(false, false, false)
+            .unwrap()
+            .contains("--insecure"));
+        assert!(wide.refusal(true, false, false).unwrap().contains("no TLS"));
+        assert_eq!(wide.refusal(true, true, false), None);
+        assert_eq!(wide.refusal(false, false, true), None);
+        assert_eq!(
+            Listen::parse("127.0.0.1:1")
+                .unwrap()
+                .refusal(false, false, false),
+            None
+        );
         assert_eq!(wide.url(8080), "http://127.0.0.1:8080");
         assert_eq!(Listen::parse("[::]:1").unwrap().url(5), "http://[::1]:5");
     }

@@ -23,9 +23,10 @@ use super::cache::{Facts, Layer};
 use super::family::FamilyLocks;
 use super::locked::{self, Head};
 use super::{
-    ClaimRow, Claims, ClockKind, ControlPlane, ControlPlaneRow, Counts, Cursor, EntryKind, Ledger,
-    LedgerRow, Memory, StoreError, StoreResult, TaskRow, TaskStatus, Tasks, TimerKind, TimerRow,
-    TimerStatus, Timers, TokenCount, TokenRow, TokenScan, TokenStatus, Tokens, Tx,
+    AccessKeyRow, AccessKeys, ClaimRow, Claims, ClockKind, ControlPlane, ControlPlaneRow, Counts,
+    Cursor, EntryKind, Ledger, LedgerRow, Memory, StoreError, StoreResult, TaskRow, TaskStatus,
+    Tasks, TimerKind, TimerRow, TimerStatus, Timers, TokenCount, TokenRow, TokenScan, TokenStatus,
+    Tokens, Tx,
 };
 
 /// Facts this transaction read or changed.
@@ -763,6 +764,24 @@ impl ControlPlane for CachedTx<'_> {
 
     fn record_clock(&self, clock: ClockKind) -> StoreResult<()> {
         self.inner.record_clock(clock)
+    }
+}
+
+impl AccessKeys for CachedTx<'_> {
+    fn access_keys(&self) -> StoreResult<Vec<AccessKeyRow>> {
+        self.inner.access_keys()
+    }
+
+    fn insert_access_key(&self, row: &AccessKeyRow) -> StoreResult<bool> {
+        self.inner.insert_access_key(row)
+    }
+
+    fn revoke_access_key(&self, name: &str) -> StoreResult<bool> {
+        self.inner.revoke_access_key(name)
+    }
+
+    fn touch_access_keys(&self, used: &[(String, i64)]) -> StoreResult<()> {
+        self.inner.touch_access_keys(used)
     }
 }
 

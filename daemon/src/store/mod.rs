@@ -7,6 +7,7 @@
 //! that the write path (or a read connection) opened, at the moment `Tx::now` gives.
 //! Times are microseconds since 1970 in UTC. The engine never names a backend.
 
+pub mod access;
 pub mod backend;
 pub mod cache;
 pub mod cached;
@@ -25,6 +26,7 @@ use std::sync::Arc;
 
 use stateous_shared::wire::Object;
 
+pub use access::{AccessKeyRow, AccessKeys};
 pub use backend::Store;
 pub use locked::Head;
 pub use status::{ClockKind, Closed, EntryKind, TaskStatus, TimerKind, TimerStatus, TokenStatus};
@@ -451,7 +453,9 @@ pub trait Counts {
 }
 
 /// One transaction: every table, at one moment.
-pub trait Tx: Tokens + Ledger + Tasks + Timers + Memory + Claims + ControlPlane + Counts {
+pub trait Tx:
+    Tokens + Ledger + Tasks + Timers + Memory + Claims + ControlPlane + Counts + AccessKeys
+{
     /// The moment of the transaction, in microseconds since 1970.
     fn now(&self) -> i64;
 

@@ -16,8 +16,8 @@ use std::collections::BTreeSet;
 use super::StoreError;
 
 /// The versions, oldest first; the migration of each makes the database that.
-pub const VERSIONS: [&str; 8] = [
-    "0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008",
+pub const VERSIONS: [&str; 9] = [
+    "0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008", "0009",
 ];
 
 /// The table where the version is recorded: its own name, so that an application
@@ -34,6 +34,9 @@ const BASELINE: [&str; 7] = [
     "memory",
     "claims",
 ];
+
+/// Version 0009 adds the access keys (`docs/inside/data.md`, `access_keys`).
+pub const ACCESS_KEYS: &str = "access_keys";
 
 /// `ledger_feed` numbered the ledger for `GET /watch` in versions 0002 and 0003;
 /// version 0004 reads `ledger.id` up to the feed's safe point instead.
@@ -56,18 +59,22 @@ pub fn newest() -> &'static str {
 }
 
 /// The tables of ours that a database at `version` has. Version 0005 adds a
-/// column (`control_plane.clock`), no table.
+/// column (`control_plane.clock`), no table; 0009 adds `access_keys`.
 pub fn tables_at(version: &str) -> BTreeSet<&'static str> {
     let mut tables: BTreeSet<&'static str> = BASELINE.into_iter().collect();
     if version == "0002" || version == "0003" {
         tables.insert(FEED);
+    }
+    // Versions are four digits, so they compare as text.
+    if version >= "0009" {
+        tables.insert(ACCESS_KEYS);
     }
     tables
 }
 
 /// Every table name this product ever made.
 fn ours_ever() -> BTreeSet<&'static str> {
-    let mut tables = tables_at("0001");
+    let mut tables = tables_at(newest());
     tables.insert(FEED);
     tables
 }

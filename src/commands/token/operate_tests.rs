@@ -86,6 +86,7 @@ async fn run_scripted(
     console: &mut Scripted,
 ) -> Result<String, CommandError> {
     let command = TokenCommand {
+        key: None,
         url: Some(url.to_string()),
         json: false,
         action,

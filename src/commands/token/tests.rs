@@ -52,6 +52,7 @@ fn answers(children: usize) -> impl Fn(&Seen) -> (u16, String) + Send + Sync + '
 
 async fn run_at(url: &str, json: bool, action: TokenAction) -> Result<String, CommandError> {
     let command = TokenCommand {
+        key: None,
         url: Some(url.to_string()),
         json,
         action,

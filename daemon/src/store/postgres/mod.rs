@@ -9,6 +9,7 @@
 //! so that a value reads back byte for byte (JSON keeps its text; `jsonb` would
 //! reorder keys) and `\u0000` inside JSON stays storable.
 
+mod access_keys;
 mod claims;
 mod conn;
 mod control_plane;

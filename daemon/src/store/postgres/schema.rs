@@ -30,7 +30,7 @@ pub const SERVING_LOCK: &str = "hashtextextended('@stateous/serve', 0)";
 pub const EPOCH_LOCK: &str = "hashtextextended('@stateous/epoch', 0)";
 
 /// The SQL of each version, in the order of [`VERSIONS`].
-pub fn migrations() -> [String; 8] {
+pub fn migrations() -> [String; 9] {
     [
         baseline(),
         FEED.to_string(),
@@ -40,7 +40,28 @@ pub fn migrations() -> [String; 8] {
         HOT_INDEXES.to_string(),
         QUEUE_INDEX.to_string(),
         INDEXES_0008.to_string(),
+        access_keys(),
     ]
+}
+
+/// Version 0009: `access_keys`, as SQLite's (`store/sqlite/schema.rs`,
+/// `access_keys`): only the SHA-256 of each secret is kept.
+fn access_keys() -> String {
+    let roles = crate::store::access::role_list();
+    format!(
+        r#"
+CREATE TABLE access_keys (
+    name TEXT COLLATE "C" PRIMARY KEY,
+    role TEXT COLLATE "C" NOT NULL CHECK (role IN ({roles})),
+    supervisor TEXT COLLATE "C",
+    hash TEXT COLLATE "C" NOT NULL UNIQUE,
+    created_at BIGINT NOT NULL,
+    last_used_at BIGINT,
+    revoked_at BIGINT,
+    CHECK ((role = 'supervise') = (supervisor IS NOT NULL))
+);
+"#
+    )
 }
 
 /// Version 0008: the indexes of SQLite's 0008 (`store/sqlite/schema.rs`,

@@ -4,6 +4,7 @@
 //! backend as `Control` sees it (`store.rs`). All SQL for a table sits in that
 //! table's module.
 
+mod access_keys;
 pub mod claims;
 mod control_plane;
 mod counts;

@@ -37,7 +37,7 @@ impl Migration {
 }
 
 /// The migration of each version, in the order of [`VERSIONS`].
-pub fn migrations() -> [Migration; 8] {
+pub fn migrations() -> [Migration; 9] {
     [
         Migration::sql(baseline()),
         Migration::sql(FEED),
@@ -53,7 +53,32 @@ pub fn migrations() -> [Migration; 8] {
             sql: WRITE_LESS.to_string(),
             then: Some(without_autoincrement),
         },
+        Migration::sql(access_keys()),
     ]
+}
+
+/// Version 0009: `access_keys` (`docs/inside/data.md`). Only the SHA-256 of a
+/// secret is kept, never the secret. A `supervise` key, and only it, names its
+/// supervisor. Times are microseconds, as everywhere; `last_used_at` moves at most
+/// once a minute per key. A revoked key keeps its row (`revoked_at`), so that the
+/// names in the ledger stay explained and a name is never given twice.
+/// `store/postgres/schema.rs` makes the same table.
+pub fn access_keys() -> String {
+    format!(
+        "
+CREATE TABLE access_keys (
+    name TEXT PRIMARY KEY,
+    role TEXT NOT NULL CHECK ({roles}),
+    supervisor TEXT,
+    hash TEXT NOT NULL UNIQUE,
+    created_at INTEGER NOT NULL,
+    last_used_at INTEGER,
+    revoked_at INTEGER,
+    CHECK ((role = 'supervise') = (supervisor IS NOT NULL))
+);
+",
+        roles = any_of("role", &crate::store::access::role_list())
+    )
 }
 
 /// Version 0008, for the write path's speed:

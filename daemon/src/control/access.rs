@@ -1,0 +1,67 @@
+//! The access keys through `Control`: list, add, revoke, and the "last used"
+//! moments the API gathers. The checks of a request's key are `api/access.rs`;
+//! these are the table's reads and writes, each one request of the write path.
+
+use stateous_shared::refusal::{Code, Refusal};
+
+use super::Control;
+use crate::engine::{refuse, Fail};
+use crate::store::AccessKeyRow;
+
+impl Control {
+    /// Every access key, revoked ones included, by name.
+    pub async fn access_keys(&self) -> Result<Vec<AccessKeyRow>, Refusal> {
+        self.read(|tx| Ok(tx.access_keys()?)).await
+    }
+
+    /// Add `row` (its `created_at` is the transaction's moment). 409 `key_exists`
+    /// when a key has its name, revoked or not. Answers the row as stored.
+    pub async fn add_access_key(&self, row: AccessKeyRow) -> Result<AccessKeyRow, Refusal> {
+        self.write(move |_, tx| {
+            let row = AccessKeyRow {
+                created_at: tx.now(),
+                ..row.clone()
+            };
+            if !tx.insert_access_key(&row)? {
+                let sentence = format!(
+                    "an access key named {} exists already (a revoked key keeps its name); \
+                     choose another name",
+                    row.name
+                );
+                return refuse(Code::KeyExists, sentence);
+            }
+            Ok(row)
+        })
+        .await
+    }
+
+    /// Revoke the key named `name`. 404 `key_not_found` when no key that is not
+    /// revoked has that name.
+    pub async fn revoke_access_key(&self, name: String) -> Result<(), Refusal> {
+        self.write(move |_, tx| {
+            if tx.revoke_access_key(&name)? {
+                Ok(())
+            } else {
+                Err(Fail::Rollback(Refusal::new(
+                    Code::KeyNotFound,
+                    format!("no access key named {name} is in use"),
+                )))
+            }
+        })
+        .await
+    }
+
+    /// Record when each named key was last used (moments in microseconds).
+    pub async fn touch_access_keys(&self, used: Vec<(String, i64)>) -> Result<(), Refusal> {
+        self.write(move |_, tx| Ok(tx.touch_access_keys(&used)?))
+            .await
+    }
+
+    /// The supervisor that claimed the task last, `None` when no one did or
+    /// there is no such task: a supervise key's report, note or memory write is
+    /// refused for a task another supervisor holds.
+    pub async fn task_holder(&self, task: i64) -> Result<Option<String>, Refusal> {
+        self.read(move |tx| Ok(tx.task(task)?.and_then(|row| row.claimed_by)))
+            .await
+    }
+}

@@ -1,0 +1,62 @@
+//! The SQL of `access_keys`, as SQLite's (`store/sqlite/access_keys.rs`).
+
+use super::{get, PgTx};
+use crate::store::access::stored_role;
+use crate::store::{AccessKeyRow, AccessKeys, StoreResult, Tx};
+
+impl AccessKeys for PgTx<'_> {
+    fn access_keys(&self) -> StoreResult<Vec<AccessKeyRow>> {
+        let rows = self.query(
+            "SELECT name, role, supervisor, hash, created_at, last_used_at, revoked_at
+             FROM access_keys ORDER BY name",
+            &[],
+        )?;
+        rows.iter()
+            .map(|row| {
+                Ok(AccessKeyRow {
+                    name: get(row, 0)?,
+                    role: stored_role(&get::<String>(row, 1)?)?,
+                    supervisor: get(row, 2)?,
+                    hash: get(row, 3)?,
+                    created_at: get(row, 4)?,
+                    last_used_at: get(row, 5)?,
+                    revoked_at: get(row, 6)?,
+                })
+            })
+            .collect()
+    }
+
+    fn insert_access_key(&self, row: &AccessKeyRow) -> StoreResult<bool> {
+        let added = self.execute(
+            "INSERT INTO access_keys (name, role, supervisor, hash, created_at)
+             VALUES ($1, $2, $3, $4, $5) ON CONFLICT (name) DO NOTHING",
+            &[
+                &row.name,
+                &row.role.as_str(),
+                &row.supervisor,
+                &row.hash,
+                &row.created_at,
+            ],
+        )?;
+        Ok(added == 1)
+    }
+
+    fn revoke_access_key(&self, name: &str) -> StoreResult<bool> {
+        let revoked = self.execute(
+            "UPDATE access_keys SET revoked_at = $2 WHERE name = $1 AND revoked_at IS NULL",
+            &[&name, &self.now()],
+        )?;
+        Ok(revoked == 1)
+    }
+
+    fn touch_access_keys(&self, used: &[(String, i64)]) -> StoreResult<()> {
+        for (name, at) in used {
+            self.execute(
+                "UPDATE access_keys SET last_used_at = $2
+                 WHERE name = $1 AND (last_used_at IS NULL OR last_used_at < $2)",
+                &[name, at],
+            )?;
+        }
+        Ok(())
+    }
+}

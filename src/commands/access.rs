@@ -1,0 +1,90 @@
+//! `stateous access add|list|revoke`: the control plane's access keys, over
+//! `POST /access`, `GET /access` and `DELETE /access/{name}`
+//! (`docs/reference/cli.md`). By default over the daemon's Unix socket, where its
+//! own user acts as admin: that is how the first key is made.
+
+use std::io::Write;
+
+use super::CommandError;
+use stateous_client::{AccessKey, Client};
+use stateous_shared::access::{KeyView, NewKey};
+
+/// One `stateous access ...` command line.
+#[derive(Debug, Clone)]
+pub struct AccessCommand {
+    /// `--url`; `None`: the default socket.
+    pub url: Option<String>,
+    /// The key to send (an admin key, over TCP).
+    pub key: Option<AccessKey>,
+    /// What to do.
+    pub action: AccessAction,
+}
+
+/// The sub-command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AccessAction {
+    /// `add NAME --role R [--supervisor SNAME]`.
+    Add(NewKey),
+    /// `list [--json]`.
+    List {
+        /// Print the JSON answer.
+        json: bool,
+    },
+    /// `revoke NAME`.
+    Revoke(String),
+}
+
+/// Run `command`: `add` writes the secret alone on a line of `out`, `list` a
+/// line per key (or the JSON), `revoke` nothing (a line on stderr).
+pub async fn run(command: &AccessCommand, out: &mut dyn Write) -> Result<(), CommandError> {
+    let url = match &command.url {
+        Some(url) => url.clone(),
+        None => format!("unix://{}", stateous_client::default_socket().display()),
+    };
+    let client = Client::new(&url)?.with_access_key(command.key.as_ref());
+    let refused = |error| CommandError::Client(error).with_code();
+    match &command.action {
+        AccessAction::Add(key) => {
+            let made = client.add_access_key(key).await.map_err(refused)?;
+            let secret = made.secret.unwrap_or_default();
+            writeln!(out, "{secret}")?;
+            eprintln!(
+                "made the {} key {}: its secret is printed above, once; keep it in a file \
+                 only its user reads",
+                made.role, made.name
+            );
+        }
+        AccessAction::List { json } => {
+            let keys = client.access_keys().await.map_err(refused)?;
+            if *json {
+                writeln!(out, "{}", serde_json::to_string(&keys).unwrap_or_default())?;
+            } else {
+                for key in &keys {
+                    writeln!(out, "{}", line(key))?;
+                }
+            }
+        }
+        AccessAction::Revoke(name) => {
+            client.revoke_access_key(name).await.map_err(refused)?;
+            eprintln!("revoked the key {name}: it is refused from the next request on");
+        }
+    }
+    Ok(())
+}
+
+/// `NAME  ROLE  SUPERVISOR  created ...  last used ...`, and `revoked ...` when
+/// it was.
+pub fn line(key: &KeyView) -> String {
+    let mut line = format!(
+        "{}  {}  {}  created {}  last used {}",
+        key.name,
+        key.role,
+        key.supervisor.as_deref().unwrap_or("-"),
+        key.created,
+        key.last_used.as_deref().unwrap_or("never")
+    );
+    if let Some(revoked) = &key.revoked {
+        line.push_str(&format!("  revoked {revoked}"));
+    }
+    line
+}
