@@ -11,6 +11,7 @@ mod harness;
 mod reference;
 mod supervising;
 
+mod access;
 mod api_refusals;
 mod api_routes;
 mod backup;

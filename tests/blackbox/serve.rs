@@ -395,15 +395,35 @@ fn help_documents_the_timing_flags_and_their_environment_variables() {
 }
 
 #[test]
-fn a_wide_address_warns_that_the_api_has_no_authentication() {
+fn a_wide_address_is_refused_without_keys_and_tls_and_served_with_insecure() {
+    let dir = tempfile::tempdir().unwrap();
+    let graph = test_graph("tickets").display().to_string();
+    let socket = dir.path().join("s.sock").display().to_string();
+    let line = refused_at_start(
+        dir.path(),
+        &[
+            "serve",
+            &graph,
+            "--listen",
+            "0.0.0.0:0",
+            "--socket",
+            &socket,
+        ],
+    );
+    assert!(
+        line.starts_with("error: other computers can reach 0.0.0.0, and this control plane has no access key and no TLS"),
+        "{line}"
+    );
+    for advice in ["stateous access add", "--tls-cert", "--insecure"] {
+        assert!(line.contains(advice), "{advice}: {line}");
+    }
     let daemon = Setup::new(test_graph("tickets"))
-        .args(&["--listen", "0.0.0.0:0"])
+        .args(&["--listen", "0.0.0.0:0", "--insecure"])
         .start();
     let stderr = daemon.stderr();
     assert!(
-        stderr.contains(
-            "warning: other computers can reach 0.0.0.0, and the API has no authentication"
-        ),
+        stderr
+            .contains("warning: other computers can reach 0.0.0.0, and the API has no access key"),
         "{stderr}"
     );
     daemon.get("/health").expect(200);
