@@ -135,6 +135,9 @@ pub enum Checked {
 #[derive(Clone)]
 pub struct Control {
     inner: Arc<Inner>,
+    /// The access key whose request this handle serves: the ledger entries its
+    /// writes append carry its name (`ledger.key_name`). `None`: no key.
+    by: Option<Arc<str>>,
 }
 
 impl Control {
@@ -162,6 +165,7 @@ impl Control {
                 metrics,
                 advancing: tokio::sync::Mutex::new(()),
             }),
+            by: None,
         };
         let graph = Arc::clone(&control.inner.rules.graph);
         let kind = control.inner.options.clock.kind();
@@ -463,6 +467,15 @@ impl Control {
         Ok(())
     }
 
+    /// This control plane, its writes' ledger entries naming the access key `by`
+    /// (the API's handle for a request made with a key).
+    pub fn acting_as(&self, by: Option<&str>) -> Control {
+        Control {
+            inner: Arc::clone(&self.inner),
+            by: by.map(Arc::from),
+        }
+    }
+
     /// Run `work` as one write request; it may run twice (see `store::backend`).
     async fn write<R, F>(&self, work: F) -> Result<R, Refusal>
     where
@@ -471,10 +484,16 @@ impl Control {
     {
         self.serving()?;
         let rules = Arc::clone(&self.inner.rules);
+        let by = self.by.clone();
         let answer = self
             .inner
             .store
-            .write(move |tx| keep(work(&rules, tx)))
+            .write(move |tx| {
+                tx.act_for(by.as_deref());
+                let done = keep(work(&rules, tx));
+                tx.act_for(None);
+                done
+            })
             .await;
         if matches!(answer, Err(StoreError::NotServing)) {
             self.inner.lost.store(true, Ordering::SeqCst);

@@ -106,6 +106,9 @@ pub struct WatchEntry {
     pub kind: String,
     /// The kind's facts.
     pub data: Object,
+    /// Ours: the access key whose request wrote it; left out without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
 }
 
 /// The dev clock of `serve --dev-clock`: in `GET /health`, and

@@ -62,6 +62,10 @@ pub struct HistoryEntry {
     pub kind: String,
     /// The facts of that kind (`docs/inside/workflows.md`).
     pub data: Object,
+    /// Ours: the name of the access key whose request wrote the entry; left
+    /// out for an entry written without a key (the reference's clients ignore it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
 }
 
 /// The event that moved a token into a state, with its payload if it had one.

@@ -389,6 +389,27 @@ fn a_supervisor_on_its_supervise_key_runs_a_token_end_to_end() {
     assert!(!listed.contains("last used never"), "{listed}");
 }
 
+fn the_ledger_names_the_key_of_each_change_and_token_show_prints_it() {
+    let daemon = sdlc();
+    let ops = add_key(&daemon, "ops", "operate", None);
+    let token = json!({"token": "T-1", "context": {"repo": "acme"}});
+    with_key(&daemon, &ops, "POST", "/tokens", &token).expect(201);
+    local(&daemon, "POST", "/tokens/T-1/pause", &Value::Null).expect(200);
+    let history = with_key(&daemon, &ops, "GET", "/tokens/T-1/history", &Value::Null).expect(200);
+    let entries = history.as_array().unwrap();
+    let started = entries.iter().find(|e| e["kind"] == "started").unwrap();
+    assert_eq!(started["by"], "ops", "{history}");
+    let paused = entries.iter().find(|e| e["kind"] == "paused").unwrap();
+    assert!(
+        paused.get("by").is_none(),
+        "over the socket, no key: {history}"
+    );
+    let url = format!("unix://{}", daemon.socket.display());
+    let shown = run(daemon.dir.path(), &["token", "show", "T-1", "--url", &url]);
+    assert_eq!(shown.code(), 0, "{shown}");
+    assert!(shown.stdout.contains("(by key ops)"), "{shown}");
+}
+
 /// Put `secret` in the folder's `box.key` and name it in `stateous.yaml`.
 fn write_key(folder: &Path, secret: &str) {
     std::fs::write(folder.join("box.key"), secret).unwrap();
@@ -406,4 +427,5 @@ both!(
     secrets_are_absent_from_the_database,
     the_client_commands_send_the_key_from_a_file_or_the_environment,
     a_supervisor_on_its_supervise_key_runs_a_token_end_to_end,
+    the_ledger_names_the_key_of_each_change_and_token_show_prints_it,
 );

@@ -62,6 +62,14 @@ impl Caller {
         }
     }
 
+    /// The name of the caller's key, `None` without one.
+    pub fn key_name(&self) -> Option<&str> {
+        match self {
+            Caller::Key(key) => Some(&key.name),
+            _ => None,
+        }
+    }
+
     /// The 403 of a supervise key acting for `other`, or `Ok` when the caller
     /// may act for it.
     pub fn may_act_for(&self, other: &str) -> Result<(), Refusal> {

@@ -183,8 +183,22 @@ impl Api {
         if route == Route::Watch {
             return watch::stream(self, parts, stop).await;
         }
-        let answer = self.dispatch(route, parts, &raw, &caller).await;
+        let answer = match caller.key_name() {
+            Some(name) => {
+                let acting = self.acting_as(name);
+                acting.dispatch(route, parts, &raw, &caller).await
+            }
+            None => self.dispatch(route, parts, &raw, &caller).await,
+        };
         whole(answer.unwrap_or_else(|refused| refusal(&refused)))
+    }
+
+    /// This API, its writes' ledger entries naming the access key `name`.
+    fn acting_as(&self, name: &str) -> Api {
+        Api {
+            control: self.control.acting_as(Some(name)),
+            ..self.clone()
+        }
     }
 
     /// The caller of a request by `door` with `headers` to a route of `class`,

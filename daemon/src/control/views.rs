@@ -66,5 +66,6 @@ pub(super) fn watch_entry(row: &LedgerRow) -> WatchEntry {
         at: iso(from_micros(row.at)),
         kind: row.kind.clone(),
         data: row.data.clone(),
+        by: row.by.clone(),
     }
 }

@@ -46,6 +46,7 @@ pub fn history(tx: &dyn Tx, token: &str) -> Step<Vec<HistoryEntry>> {
             at: iso(from_micros(e.at)),
             kind: e.kind,
             data: e.data,
+            by: e.by,
         })
         .collect())
 }

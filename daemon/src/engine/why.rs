@@ -27,6 +27,7 @@ fn entry(row: &LedgerRow) -> HistoryEntry {
         at: iso(from_micros(row.at)),
         kind: row.kind.clone(),
         data: row.data.clone(),
+        by: row.by.clone(),
     }
 }
 

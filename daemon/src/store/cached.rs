@@ -59,6 +59,8 @@ pub struct CachedTx<'a> {
     staged: RefCell<FastMap<String, Staged>>,
     tops: RefCell<FastSet<String>>,
     clear: Cell<bool>,
+    /// The access key whose request writes the next ledger entries.
+    by: RefCell<Option<String>>,
 }
 
 impl<'a> CachedTx<'a> {
@@ -76,6 +78,7 @@ impl<'a> CachedTx<'a> {
             staged: RefCell::new(FastMap::default()),
             tops: RefCell::new(FastSet::default()),
             clear: Cell::new(false),
+            by: RefCell::new(None),
         }
     }
 
@@ -391,6 +394,7 @@ impl Ledger for CachedTx<'_> {
     ) -> StoreResult<i64> {
         let seq = self.last_seq(token)? + 1;
         let id = self.inner.insert_entry(token, seq, kind, key, data)?;
+        let by = self.by.borrow().clone();
         let text = |name: &str| data.get(name).and_then(Value::as_str).map(str::to_string);
         self.change(token, |facts| {
             facts.seq = Some(seq);
@@ -408,6 +412,7 @@ impl Ledger for CachedTx<'_> {
                         kind: kind.as_str().to_string(),
                         key: key.map(str::to_string),
                         data: data.clone(),
+                        by,
                     })));
                 }
                 EntryKind::Entered => {
@@ -425,6 +430,11 @@ impl Ledger for CachedTx<'_> {
             }
         });
         Ok(seq)
+    }
+
+    fn act_for(&self, key: Option<&str>) {
+        *self.by.borrow_mut() = key.map(str::to_string);
+        self.inner.act_for(key);
     }
 
     fn last_seq(&self, token: &str) -> StoreResult<i64> {

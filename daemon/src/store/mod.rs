@@ -110,6 +110,9 @@ pub struct LedgerRow {
     pub key: Option<String>,
     /// The facts of the kind (`docs/inside/workflows.md`).
     pub data: Object,
+    /// The name of the access key whose request wrote it (`key_name`); `None`
+    /// without a key.
+    pub by: Option<String>,
 }
 
 /// A row of `tasks`: one per entry into a state with a routine.
@@ -287,6 +290,9 @@ pub trait Ledger {
     }
     /// The token's last seq; 0 before its first entry.
     fn last_seq(&self, token: &str) -> StoreResult<i64>;
+    /// The access key whose request writes the entries appended from now on
+    /// (`None`: no key); the write path sets it around each request.
+    fn act_for(&self, key: Option<&str>);
     /// Insert one entry with this seq at `Tx::now`; returns its id.
     fn insert_entry(
         &self,

@@ -32,7 +32,8 @@ pub fn token_line(token: &TokenView) -> String {
     )
 }
 
-/// `HH:MM:SS  #SEQ  WHAT`, with the time in the local time zone.
+/// `HH:MM:SS  #SEQ  WHAT`, with the time in the local time zone, and `  (by key
+/// NAME)` for an entry written by a request with an access key.
 pub fn entry_line(entry: &HistoryEntry) -> String {
     entry_line_in(entry, &Local)
 }
@@ -42,12 +43,17 @@ pub fn entry_line_in<Z: TimeZone>(entry: &HistoryEntry, zone: &Z) -> String
 where
     Z::Offset: std::fmt::Display,
 {
-    format!(
+    let line = format!(
         "{}  #{}  {}",
         local(&entry.at, "%H:%M:%S", zone),
         entry.seq,
         what(&entry.kind, &entry.data, zone)
-    )
+    );
+    // Ours: the key that made the change; the reference's lines have none.
+    match &entry.by {
+        Some(by) => format!("{line}  (by key {by})"),
+        None => line,
+    }
 }
 
 /// What one ledger entry says, after the time and the number.

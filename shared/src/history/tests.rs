@@ -13,6 +13,7 @@ fn entry(kind: &str, data: Value) -> HistoryEntry {
         at: "2026-10-06T10:00:00Z".into(),
         kind: kind.into(),
         data: data.as_object().cloned().expect("an object"),
+        by: None,
     }
 }
 

@@ -127,6 +127,7 @@ fn a_paused_failed_or_ended_token_says_so_first() {
             .as_object()
             .unwrap()
             .clone(),
+        by: None,
     });
     assert_eq!(
         explain(&failed),

@@ -56,6 +56,7 @@ fn entry(token: &str, kind: &str) -> Msg {
             at: at(0),
             kind: kind.into(),
             data: serde_json::Map::new(),
+            by: None,
         },
     })
 }

@@ -90,6 +90,7 @@ fn long_history(count: i64) -> Model {
                 .as_object()
                 .cloned()
                 .unwrap_or_default(),
+            by: None,
         })
         .collect();
     model
@@ -118,6 +119,7 @@ fn the_history_scrolls_by_pages_and_follows_new_entries_at_its_end() {
             at: at(0),
             kind: "note".into(),
             data: serde_json::Map::new(),
+            by: None,
         },
     };
     update(&mut model, Msg::Entry(entry(41)));

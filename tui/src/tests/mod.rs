@@ -111,6 +111,7 @@ pub fn full_model() -> Model {
         at: at(-ago),
         kind: kind.into(),
         data: data.as_object().cloned().unwrap_or_default(),
+        by: None,
     };
     model.history = vec![
         entry(1, 70, "started", json!({})),

@@ -395,6 +395,7 @@ fn entry(token: &str, seq: i64, kind: &str) -> stateous_client::WatchEntry {
             at: at(0),
             kind: kind.into(),
             data: Default::default(),
+            by: None,
         },
     }
 }

@@ -389,6 +389,7 @@ fn a_paused_tokens_timers_are_frozen_not_counting_down() {
         at: at(-600),
         kind: "paused".into(),
         data: serde_json::Map::new(),
+        by: Some("ops".into()),
     });
     let text = screen(&model);
     // Paused ten minutes ago, with the timer an hour off: 1h10m were left then.
@@ -406,6 +407,8 @@ fn a_paused_tokens_timers_are_frozen_not_counting_down() {
     };
     assert!(later.contains("timeout frozen with 1h10m left"), "{later}");
     assert!(!text.contains("(in 1h00m)"), "{text}");
+    // The pause was made with the access key `ops`: the history says so.
+    assert!(text.contains("paused  (by key ops)"), "{text}");
 }
 
 #[test]

@@ -44,19 +44,24 @@ pub fn clock(model: &Model, at: &str) -> String {
 }
 
 /// One history line, `HH:MM:SS  #SEQ  WHAT` (the date first when it is not
-/// today), in the model's zone.
+/// today), in the model's zone, and `  (by key NAME)` for an entry a request
+/// with an access key wrote.
 pub fn history_line(model: &Model, entry: &HistoryEntry) -> String {
     let Some(moment) = shown(model, &entry.at) else {
         // A time in another form (a reference daemon's, without its offset) is
         // read as the shared history lines read it.
         return entry_line_in(entry, &offset(model, model.now));
     };
-    format!(
+    let line = format!(
         "{}  #{}  {}",
         clock(model, &entry.at),
         entry.seq,
         what(&entry.kind, &entry.data, moment.offset())
-    )
+    );
+    match &entry.by {
+        Some(by) => format!("{line}  (by key {by})"),
+        None => line,
+    }
 }
 
 /// Seconds from `now` to the ISO 8601 time `at` (negative when it is past).

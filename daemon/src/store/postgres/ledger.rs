@@ -9,7 +9,7 @@ use super::{get, PgTx};
 use crate::store::json::object;
 use crate::store::{EntryKind, Ledger, LedgerRow, StoreResult};
 
-const SELECT: &str = "SELECT id, token, seq, at, kind, key, data FROM ledger";
+const SELECT: &str = "SELECT id, token, seq, at, kind, key, data, key_name FROM ledger";
 
 /// A string field of an entry's data, if it has one.
 fn field(data: &str, name: &str) -> StoreResult<Option<String>> {
@@ -29,6 +29,7 @@ fn read(row: &Row) -> StoreResult<LedgerRow> {
         kind: get(row, 4)?,
         key: get(row, 5)?,
         data: object(&data)?,
+        by: get(row, 7)?,
     })
 }
 
@@ -39,6 +40,10 @@ impl Ledger for PgTx<'_> {
             &[&token],
         )?;
         get(&row, 0)
+    }
+
+    fn act_for(&self, key: Option<&str>) {
+        *self.by.borrow_mut() = key.map(str::to_string);
     }
 
     fn insert_entry(
@@ -68,6 +73,7 @@ impl Ledger for PgTx<'_> {
             at: self.now,
             kind: kind.as_str().to_string(),
             key: key.map(str::to_string),
+            by: self.by.borrow().clone(),
             data: data.clone(),
         });
         Ok(id)

@@ -125,6 +125,8 @@ pub struct PgTx<'c> {
     /// ledger row on.
     opened: Cell<Option<Opened>>,
     failed: RefCell<Option<StoreError>>,
+    /// The access key whose request writes the next ledger entries.
+    by: RefCell<Option<String>>,
 }
 
 impl<'c> PgTx<'c> {
@@ -140,6 +142,7 @@ impl<'c> PgTx<'c> {
             mark,
             opened: Cell::new(None),
             failed: RefCell::new(None),
+            by: RefCell::new(None),
         }
     }
 

@@ -239,9 +239,9 @@ impl Pending {
 /// prevent it: Postgres counts an array parameter as 10 keys, and 10 probes of an
 /// index cost more than reading a table of a few pages.
 const PARTS: [&str; 9] = [
-    "l AS (INSERT INTO ledger (id, token, seq, at, kind, key, data)
+    "l AS (INSERT INTO ledger (id, token, seq, at, kind, key, data, key_name)
       SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::bigint[], $5::text[],
-                           $6::text[], $7::text[]))",
+                           $6::text[], $7::text[], $8::text[]))",
     "tn AS (INSERT INTO tokens (token, state, status, visit, context, entered_at, parent, workflow)
        SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[],
                             $6::bigint[], $7::text[], $8::text[]))",
@@ -352,7 +352,7 @@ struct Columns {
 }
 
 impl Columns {
-    /// id, token, seq, at, kind, key, data.
+    /// id, token, seq, at, kind, key, data, key_name.
     fn ledger(rows: &[LedgerRow]) -> Columns {
         let mut c = Columns::default();
         for row in rows {
@@ -363,12 +363,13 @@ impl Columns {
             c.text[1].push(row.kind.clone());
             c.maybe[0].push(row.key.clone());
             c.text[2].push(to_text(&row.data));
+            c.maybe[1].push(row.by.clone());
         }
         c
     }
 
     /// The ledger part's parameters, in the order of [`Columns::ledger`].
-    fn ledger_params(&self) -> [&(dyn ToSql + Sync); 7] {
+    fn ledger_params(&self) -> [&(dyn ToSql + Sync); 8] {
         [
             &self.int[0],
             &self.text[0],
@@ -377,6 +378,7 @@ impl Columns {
             &self.text[1],
             &self.maybe[0],
             &self.text[2],
+            &self.maybe[1],
         ]
     }
 
@@ -544,15 +546,15 @@ mod tests {
 
     #[test]
     fn a_flush_numbers_the_parameters_of_its_parts_in_turn() {
-        // The ledger's 7 parameters, a new token's 8, a claim's 4.
+        // The ledger's 8 parameters, a new token's 8, a claim's 4.
         let text = flush_text(0b1_0000_0011, 0);
         assert!(text.starts_with("WITH l AS (INSERT INTO ledger"), "{text}");
-        assert!(text.contains("$7::text[]))"), "{text}");
-        assert!(text.contains("$8::text[], $9::text[]"), "{text}");
-        assert!(text.contains("$14::text[], $15::text[]))"), "{text}");
+        assert!(text.contains("$8::text[]))"), "{text}");
+        assert!(text.contains("$9::text[], $10::text[]"), "{text}");
+        assert!(text.contains("$15::text[], $16::text[]))"), "{text}");
         assert!(!text.contains("tu AS"), "{text}");
         assert!(
-            text.contains("$16::text[], $17::text[], $18::bigint[], $19::bigint[]"),
+            text.contains("$17::text[], $18::text[], $19::bigint[], $20::bigint[]"),
             "{text}"
         );
         assert!(text.ends_with("\nSELECT 1"), "{text}");

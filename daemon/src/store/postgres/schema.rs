@@ -45,7 +45,8 @@ pub fn migrations() -> [String; 9] {
 }
 
 /// Version 0009: `access_keys`, as SQLite's (`store/sqlite/schema.rs`,
-/// `access_keys`): only the SHA-256 of each secret is kept.
+/// `access_keys`): only the SHA-256 of each secret is kept; and
+/// `ledger.key_name`.
 fn access_keys() -> String {
     let roles = crate::store::access::role_list();
     format!(
@@ -60,6 +61,7 @@ CREATE TABLE access_keys (
     revoked_at BIGINT,
     CHECK ((role = 'supervise') = (supervisor IS NOT NULL))
 );
+ALTER TABLE ledger ADD COLUMN key_name TEXT COLLATE "C";
 "#
     )
 }

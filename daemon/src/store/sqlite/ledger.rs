@@ -8,7 +8,7 @@ use stateous_shared::wire::Object;
 use super::{corrupt, object, to_text, SqliteTx};
 use crate::store::{EntryKind, Ledger, LedgerRow, StoreResult};
 
-const COLUMNS: &str = "id, token, seq, at, kind, key, data";
+const COLUMNS: &str = "id, token, seq, at, kind, key, data, key_name";
 
 fn read(row: &Row<'_>) -> rusqlite::Result<LedgerRow> {
     let data: String = row.get(6)?;
@@ -20,6 +20,7 @@ fn read(row: &Row<'_>) -> rusqlite::Result<LedgerRow> {
         kind: row.get(4)?,
         key: row.get(5)?,
         data: object(&data).map_err(corrupt)?,
+        by: row.get(7)?,
     })
 }
 
@@ -28,6 +29,10 @@ impl Ledger for SqliteTx<'_> {
         Ok(self
             .prepare("SELECT coalesce(max(seq), 0) FROM ledger WHERE token = ?1")?
             .query_row([token], |row| row.get(0))?)
+    }
+
+    fn act_for(&self, key: Option<&str>) {
+        *self.by.borrow_mut() = key.map(str::to_string);
     }
 
     fn insert_entry(
@@ -40,8 +45,8 @@ impl Ledger for SqliteTx<'_> {
     ) -> StoreResult<i64> {
         // No RETURNING: SQLite buffers its rows in a temporary table.
         self.prepare(
-            "INSERT INTO ledger (token, seq, at, kind, key, data)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            "INSERT INTO ledger (token, seq, at, kind, key, data, key_name)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         )?
         .execute(params![
             token,
@@ -49,7 +54,8 @@ impl Ledger for SqliteTx<'_> {
             self.now(),
             kind.as_str(),
             key,
-            to_text(data)
+            to_text(data),
+            self.by.borrow().as_deref()
         ])?;
         let id = self.conn.last_insert_rowid();
         self.last_id.set(id);

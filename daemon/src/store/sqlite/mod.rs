@@ -42,6 +42,8 @@ pub struct SqliteTx<'c> {
     held: RefCell<Vec<(Box<str>, CachedStatement<'c>)>>,
     /// The writer's: the rows of `claims` it knows (`claims.rs`).
     claims: Option<claims::ClaimsView<'c>>,
+    /// The access key whose request writes the next ledger entries.
+    by: RefCell<Option<String>>,
 }
 
 impl<'c> SqliteTx<'c> {
@@ -53,6 +55,7 @@ impl<'c> SqliteTx<'c> {
             last_id: Cell::new(0),
             held: RefCell::new(Vec::new()),
             claims: None,
+            by: RefCell::new(None),
         }
     }
 

@@ -62,6 +62,8 @@ pub fn migrations() -> [Migration; 9] {
 /// supervisor. Times are microseconds, as everywhere; `last_used_at` moves at most
 /// once a minute per key. A revoked key keeps its row (`revoked_at`), so that the
 /// names in the ledger stay explained and a name is never given twice.
+/// `ledger.key_name` names the key whose request wrote an entry (`None` without
+/// one: the Unix socket, an open TCP port, the clock).
 /// `store/postgres/schema.rs` makes the same table.
 pub fn access_keys() -> String {
     format!(
@@ -76,6 +78,7 @@ CREATE TABLE access_keys (
     revoked_at INTEGER,
     CHECK ((role = 'supervise') = (supervisor IS NOT NULL))
 );
+ALTER TABLE ledger ADD COLUMN key_name TEXT;
 ",
         roles = any_of("role", &crate::store::access::role_list())
     )
