@@ -288,39 +288,29 @@ fn secrets_are_absent_from_the_database() {
     }
 }
 
+/// `stateous token ARGS --url URL`, with `--access-key-file FILE` when given.
+fn token(daemon: &Daemon, args: &[&str], file: Option<&str>) -> crate::harness::Finished {
+    let mut all: Vec<&str> = vec!["token"];
+    all.extend(args);
+    all.extend(["--url", &daemon.url]);
+    if let Some(file) = file {
+        all.extend(["--access-key-file", file]);
+    }
+    run(daemon.dir.path(), &all)
+}
+
 fn the_client_commands_send_the_key_from_a_file_or_the_environment() {
     let daemon = sdlc();
     let read = add_key(&daemon, "reader", "read", None);
     let file = daemon.dir.path().join("reader.key");
     std::fs::write(&file, format!("{read}\n")).unwrap();
     let file = file.display().to_string();
-    let listed = run(
-        daemon.dir.path(),
-        &[
-            "token",
-            "list",
-            "--url",
-            &daemon.url,
-            "--access-key-file",
-            &file,
-        ],
-    );
+    let listed = token(&daemon, &["list"], Some(&file));
     assert_eq!(listed.code(), 0, "{listed}");
-    let refused = run(
-        daemon.dir.path(),
-        &[
-            "token",
-            "start",
-            "T-9",
-            "--url",
-            &daemon.url,
-            "--access-key-file",
-            &file,
-        ],
-    );
+    let refused = token(&daemon, &["start", "T-9"], Some(&file));
     assert_eq!(refused.code(), 1, "{refused}");
     assert!(refused.stderr.contains("403"), "{refused}");
-    let without = run(daemon.dir.path(), &["token", "list", "--url", &daemon.url]);
+    let without = token(&daemon, &["list"], None);
     assert_eq!(without.code(), 1, "{without}");
     assert!(without.stderr.contains("401"), "{without}");
     let output = std::process::Command::new(crate::harness::binary())
@@ -329,24 +319,10 @@ fn the_client_commands_send_the_key_from_a_file_or_the_environment() {
         .output()
         .unwrap();
     assert!(output.status.success(), "{output:?}");
-    let wrong = run(
-        daemon.dir.path(),
-        &[
-            "token",
-            "list",
-            "--url",
-            &daemon.url,
-            "--access-key-file",
-            "/nonexistent",
-        ],
-    );
+    let wrong = token(&daemon, &["list"], Some("/nonexistent"));
     assert_eq!(wrong.code(), 1, "{wrong}");
-    assert!(
-        wrong
-            .stderr
-            .starts_with("error: cannot read the access key file"),
-        "{wrong}"
-    );
+    let line = "error: cannot read the access key file";
+    assert!(wrong.stderr.starts_with(line), "{wrong}");
 }
 
 /// The token's status, read over the socket.
