@@ -8,6 +8,7 @@ mod backup_args;
 mod bench_routines;
 mod children;
 mod cli_errors;
+mod client_args;
 mod commands;
 mod ctx_args;
 mod demo;
@@ -109,6 +110,8 @@ enum Command {
         /// socket, then http://127.0.0.1:8080.
         #[arg(long)]
         url: Option<String>,
+        #[command(flatten)]
+        tls: client_args::ClientTlsArgs,
     },
     #[command(subcommand, about = ctx_args::ABOUT, long_about = ctx_args::LONG_ABOUT)]
     Ctx(ctx_args::CtxCommand),
@@ -145,6 +148,8 @@ enum Command {
             value_parser = clap::builder::BoolishValueParser::new()
         )]
         read_only: bool,
+        #[command(flatten)]
+        tls: client_args::ClientTlsArgs,
     },
     /// Measure a control plane: tokens/s and request latency
     ///
@@ -233,9 +238,13 @@ fn main() -> ExitCode {
         }
         Command::Serve(flags) => code(serve_args::run(*flags)),
         Command::Backup(flags) => code(backup_args::run(flags)),
-        Command::Supervise { folder, url } => code(
-            stateous_supervisor::command::supervise_command(&folder, url.as_deref()),
-        ),
+        Command::Supervise { folder, url, tls } => {
+            code(stateous_supervisor::command::supervise_command(
+                &folder,
+                url.as_deref(),
+                &tls.options(),
+            ))
+        }
         Command::Ctx(command) => code(ctx_args::run(command)),
         Command::BenchRoutines {
             routines,
@@ -256,6 +265,7 @@ fn main() -> ExitCode {
                 tokens: args.tokens,
                 clients: args.clients,
                 max_time: std::time::Duration::from_secs(args.max_seconds),
+                tls: args.tls.options(),
             };
             commands::execute(async move {
                 let mut out = std::io::stdout().lock();
@@ -266,10 +276,15 @@ fn main() -> ExitCode {
             demo::run().unwrap_or_else(|e| exit_with(format!("{e:#}")));
             ExitCode::SUCCESS
         }
-        Command::Tui { url, read_only } => {
+        Command::Tui {
+            url,
+            read_only,
+            tls,
+        } => {
             let options = stateous_tui::Options {
                 url,
                 read_only,
+                tls: tls.options(),
                 color: stateous_tui::color_wanted(),
             };
             stateous_tui::run(options).unwrap_or_else(|e| exit_with(e));

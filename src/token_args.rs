@@ -1,5 +1,6 @@
 //! The command line of `stateous token ...` and `stateous bench`.
 
+use crate::client_args::ClientTlsArgs;
 use crate::commands::token;
 use clap::{Args, Subcommand};
 use stateous_client::Steer;
@@ -22,6 +23,8 @@ pub struct BenchArgs {
     /// Give up, with exit code 1, after this many seconds.
     #[arg(long, default_value_t = 600)]
     pub max_seconds: u64,
+    #[command(flatten)]
+    pub tls: ClientTlsArgs,
 }
 
 /// `stateous clock ...`: the daemon's URL, then what to do with its dev clock.
@@ -37,6 +40,8 @@ pub struct ClockArgs {
     /// Print the control plane's JSON answer instead of the line.
     #[arg(long, global = true)]
     pub json: bool,
+    #[command(flatten)]
+    pub tls: ClientTlsArgs,
     #[command(subcommand)]
     pub action: ClockAction,
 }
@@ -70,6 +75,7 @@ impl From<ClockArgs> for crate::commands::clock::ClockCommand {
         crate::commands::clock::ClockCommand {
             url: args.url,
             json: args.json,
+            tls: args.tls.options(),
             action,
         }
     }
@@ -88,6 +94,8 @@ pub struct TokenArgs {
     /// Print the control plane's JSON answer instead of the lines.
     #[arg(long, global = true)]
     pub json: bool,
+    #[command(flatten)]
+    pub tls: ClientTlsArgs,
     #[command(subcommand)]
     pub action: TokenCommand,
 }
@@ -363,6 +371,7 @@ impl TryFrom<TokenArgs> for token::TokenCommand {
         Ok(token::TokenCommand {
             url: args.url,
             json: args.json,
+            tls: args.tls.options(),
             action,
         })
     }

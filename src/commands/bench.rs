@@ -34,6 +34,8 @@ pub struct BenchOptions {
     pub clients: usize,
     /// `--max-time`: the run fails when it has not finished by then.
     pub max_time: Duration,
+    /// `--cacert`, `--client-cert`, `--client-key`: how an https address is trusted.
+    pub tls: stateous_client::TlsOptions,
 }
 
 impl Default for BenchOptions {
@@ -43,6 +45,7 @@ impl Default for BenchOptions {
             tokens: 10_000,
             clients: 64,
             max_time: Duration::from_secs(600),
+            tls: stateous_client::TlsOptions::default(),
         }
     }
 }
@@ -94,7 +97,7 @@ pub async fn run(options: &BenchOptions, out: &mut dyn Write) -> Result<(), Comm
         ));
     }
     let url = resolve_url(options.url.as_deref());
-    let client = Client::keep_alive(&url, stateous_client::DEFAULT_TIMEOUT)?;
+    let client = Client::with_tls(&url, stateous_client::DEFAULT_TIMEOUT, true, &options.tls)?;
     let health = client.health().await?;
     if health.workflow != WORKFLOW {
         return Err(CommandError::Usage(format!(

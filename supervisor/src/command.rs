@@ -13,6 +13,7 @@ use crate::outbox::{outbox_path, Outbox, OutboxError};
 use crate::routines;
 use crate::stop::Stop;
 use crate::supervisor::{Handle, Parts, Supervisor};
+use stateous_client::TlsOptions;
 
 /// Why a supervisor does not start: one sentence for `error: ...`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -134,7 +135,9 @@ pub async fn check_health(
 
 /// The body of `stateous supervise FOLDER`: the exit code (0 after a graceful
 /// stop, 1 after a forced one or when it does not start, with `error: ...`).
-pub fn supervise_command(folder: &Path, url: Option<&str>) -> i32 {
+/// `tls` (`--cacert`, `--client-cert`, `--client-key`) wins, file by file, over
+/// `stateous.yaml`'s `cacert`, `client_cert` and `client_key`.
+pub fn supervise_command(folder: &Path, url: Option<&str>, tls: &TlsOptions) -> i32 {
     start_spawner();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -147,7 +150,7 @@ pub fn supervise_command(folder: &Path, url: Option<&str>) -> i32 {
         }
     };
     let code = runtime.block_on(async {
-        match supervise(folder, url).await {
+        match supervise(folder, url, tls).await {
             Ok(code) => code,
             Err(e) => {
                 eprintln!("error: {e}");
@@ -171,24 +174,33 @@ pub(crate) fn start_spawner() {
 
 /// Load, check and run the supervisor of `folder` until a stop signal. `url`
 /// (`--url`, or `serve --supervise`'s own address) wins over `stateous.yaml`'s.
-pub async fn supervise(folder: &Path, url: Option<&str>) -> Result<i32, StartError> {
+pub async fn supervise(
+    folder: &Path,
+    url: Option<&str>,
+    tls: &TlsOptions,
+) -> Result<i32, StartError> {
     let signals = Signals::new();
     signals.listen()?;
-    supervise_with(folder, url, &signals).await
+    supervise_with(folder, url, tls, &signals).await
 }
 
 /// [`supervise`], stopped by `signals` (which something else may feed).
 pub(crate) async fn supervise_with(
     folder: &Path,
     url: Option<&str>,
+    tls: &TlsOptions,
     signals: &Signals,
 ) -> Result<i32, StartError> {
     let loaded = load_folder(folder)?;
     let outbox = open_outbox(&loaded.path)?;
     let url = loaded.config.control_plane(url);
     let timings = loaded.config.timings.clone();
-    let api =
-        Api::new(&url, timings.request_timeout, timings.backoff.clone()).map_err(StartError)?;
+    let tls = TlsOptions {
+        ca_file: tls.ca_file.clone().or(loaded.config.tls.ca_file.clone()),
+        identity: tls.identity.clone().or(loaded.config.tls.identity.clone()),
+    };
+    let (timeout, backoff) = (timings.request_timeout, timings.backoff.clone());
+    let api = Api::with_tls(&url, timeout, backoff, &tls).map_err(StartError)?;
     if !check_health(&api, &loaded, &signals.early).await? {
         return Ok(1);
     }

@@ -49,6 +49,9 @@ pub struct Options {
     /// Draw in colour; false when `NO_COLOR` is set and not empty
     /// (<https://no-color.org>). See [`color_wanted`].
     pub color: bool,
+    /// How an `https://` control plane is trusted (`--cacert`, `--client-cert`,
+    /// `--client-key`).
+    pub tls: stateous_client::TlsOptions,
 }
 
 /// Whether the environment allows colour: `NO_COLOR` unset or empty.

@@ -88,6 +88,7 @@ async fn run_scripted(
     let command = TokenCommand {
         url: Some(url.to_string()),
         json: false,
+        tls: Default::default(),
         action,
     };
     let mut out = Vec::new();

@@ -54,6 +54,7 @@ async fn run_at(url: &str, json: bool, action: TokenAction) -> Result<String, Co
     let command = TokenCommand {
         url: Some(url.to_string()),
         json,
+        tls: Default::default(),
         action,
     };
     let mut out = Vec::new();

@@ -24,6 +24,7 @@ pub mod schema;
 pub mod store;
 mod tasks;
 mod timers;
+pub mod tls;
 mod tokens;
 
 use std::cell::{Cell, RefCell};
@@ -33,7 +34,7 @@ use std::time::Duration;
 use postgres::types::ToSql;
 use postgres::Row;
 
-pub use conn::PgConn;
+pub use conn::{config, PgConfig, PgConn};
 pub use pending::Ids;
 use pending::Pending;
 
