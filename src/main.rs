@@ -187,6 +187,8 @@ enum Init {
         source: String,
         /// The supervisor's folder; made if missing.
         folder: PathBuf,
+        #[command(flatten)]
+        tls: client_args::ClientTlsArgs,
     },
 }
 
@@ -233,9 +235,15 @@ fn main() -> ExitCode {
             stateous_shared::compiler::init_workflow(&name).unwrap_or_else(|e| exit_with(e));
             ExitCode::SUCCESS
         }
-        Command::Init(Init::Supervisor { source, folder }) => {
-            code(stateous_supervisor::init::init_command(&source, &folder))
-        }
+        Command::Init(Init::Supervisor {
+            source,
+            folder,
+            tls,
+        }) => code(stateous_supervisor::init::init_command(
+            &source,
+            &folder,
+            &tls.options(),
+        )),
         Command::Serve(flags) => code(serve_args::run(*flags)),
         Command::Backup(flags) => code(backup_args::run(flags)),
         Command::Supervise { folder, url, tls } => {

@@ -290,10 +290,12 @@ fn a_supervisor_over_https_with_its_ca_completes_tokens_and_its_outbox_survives_
     let mut daemon = Setup::new(asset_graph("sdlc"))
         .args(&["--tls-cert", &cert, "--tls-key", &key, "--lease", "60s"])
         .start();
-    // The folder is made over the socket; its stateous.yaml then names the
-    // https address and, relative to the folder, the CA.
-    let socket = format!("unix://{}", daemon.socket.display());
-    let made = run(daemon.dir.path(), &["init", "supervisor", &socket, "sup"]);
+    // The folder is made over https; its stateous.yaml then names, relative to
+    // the folder, the CA.
+    let made = run(
+        daemon.dir.path(),
+        &["init", "supervisor", &daemon.url, "sup", "--cacert", &cert],
+    );
     assert_eq!(made.code(), 0, "{made}");
     let folder = daemon.dir.path().join("sup");
     std::fs::copy(&server.cert, folder.join("ca.pem")).unwrap();
@@ -396,4 +398,32 @@ fn a_half_sent_request_is_closed_after_the_header_timeout() {
     );
     // A whole request on a new connection is answered as before.
     assert_eq!(daemon.get("/health").status, 200);
+}
+
+#[test]
+fn a_standby_takes_the_tls_flags_and_serves_https_once_it_takes_over() {
+    harness::on(harness::Backend::Postgres, || {
+        let certs = pki();
+        let server = made(certs.path(), "server");
+        let mut active = https_daemon(&server, &[]);
+        let (cert, key) = (
+            server.cert.display().to_string(),
+            server.key.display().to_string(),
+        );
+        let standby = Setup::new(asset_graph("orders"))
+            .database_of(&active)
+            .args(&["--tls-cert", &cert, "--tls-key", &key])
+            .start_standby();
+        assert!(standby.url.starts_with("https://"), "{}", standby.url);
+        let waiting = over_https(&standby, &server.cert, &["token", "list"]);
+        assert_eq!(waiting.code(), 1, "{waiting}");
+        assert!(waiting.stderr.contains("standby"), "{waiting}");
+        let started = over_https(&active, &server.cert, &["token", "start", "H-1", TITLE]);
+        assert_eq!(started.code(), 0, "{started}");
+        active.stop_with(libc::SIGTERM);
+        standby.wait_for_line("serving on https://", Duration::from_secs(30));
+        let shown = over_https(&standby, &server.cert, &["token", "show", "H-1"]);
+        assert_eq!(shown.code(), 0, "{shown}");
+        assert!(shown.stdout.starts_with("H-1: draft"), "{shown}");
+    });
 }
