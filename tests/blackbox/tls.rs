@@ -109,6 +109,7 @@ fn a_daemon_signed_by_another_ca_is_refused_by_the_client_with_a_clear_error() {
     let line = refused.stderr.trim();
     assert!(line.starts_with("error: "), "{refused}");
     assert!(line.contains("certificate"), "{refused}");
+    assert!(line.contains("give that CA with --cacert"), "{refused}");
     assert_eq!(refused.stderr.lines().count(), 1, "{refused}");
     // A CA file that does not exist is named before anything is sent.
     let missing = over_https(
