@@ -104,7 +104,7 @@ enum Command {
     Supervise {
         /// The supervisor's folder.
         folder: PathBuf,
-        /// The control plane, over `url` in stateous.yaml: http://HOST:PORT or
+        /// The control plane, over `url` in stateous.yaml: http(s)://HOST:PORT or
         /// unix:///PATH, or several separated by commas (a control plane and its
         /// standby), tried in turn. Without either: STATEOUS_URL, the default
         /// socket, then http://127.0.0.1:8080.
@@ -134,7 +134,7 @@ enum Command {
     Demo,
     /// Watch and steer tokens in a terminal UI.
     Tui {
-        /// The control plane's URL: http://HOST:PORT or unix:///PATH, or several
+        /// The control plane's URL: http(s)://HOST:PORT or unix:///PATH, or several
         /// separated by commas (a control plane and its standby), tried in turn;
         /// the header names the one that serves. Default: STATEOUS_URL, else the
         /// default socket when a daemon listens there, else http://127.0.0.1:8080.

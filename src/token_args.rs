@@ -30,7 +30,7 @@ pub struct BenchArgs {
 /// `stateous clock ...`: the daemon's URL, then what to do with its dev clock.
 #[derive(Args)]
 pub struct ClockArgs {
-    /// The control plane's URL: http://HOST:PORT or unix:///PATH, or several
+    /// The control plane's URL: http(s)://HOST:PORT or unix:///PATH, or several
     /// separated by commas (a control plane and its standby): each is tried in
     /// turn when it refuses the connection or answers 503 not_serving or
     /// standby. Default: STATEOUS_URL (a list too), else the default socket when
@@ -84,7 +84,7 @@ impl From<ClockArgs> for crate::commands::clock::ClockCommand {
 /// `stateous token ...`: the options every token command takes, then the command.
 #[derive(Args)]
 pub struct TokenArgs {
-    /// The control plane's URL: http://HOST:PORT or unix:///PATH, or several
+    /// The control plane's URL: http(s)://HOST:PORT or unix:///PATH, or several
     /// separated by commas (a control plane and its standby): each is tried in
     /// turn when it refuses the connection or answers 503 not_serving or
     /// standby. Default: STATEOUS_URL (a list too), else the default socket when
