@@ -67,6 +67,7 @@ pub fn run() -> Result<()> {
     if std::io::stdout().is_terminal() && std::io::stdin().is_terminal() {
         drop(runtime);
         let options = stateous_tui::Options {
+            tls: Default::default(),
             url: Some(url),
             read_only: false,
             color: stateous_tui::color_wanted(),

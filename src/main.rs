@@ -9,6 +9,7 @@ mod backup_args;
 mod bench_routines;
 mod children;
 mod cli_errors;
+mod client_args;
 mod commands;
 mod ctx_args;
 mod demo;
@@ -104,7 +105,7 @@ enum Command {
     Supervise {
         /// The supervisor's folder.
         folder: PathBuf,
-        /// The control plane, over `url` in stateous.yaml: http://HOST:PORT or
+        /// The control plane, over `url` in stateous.yaml: http(s)://HOST:PORT or
         /// unix:///PATH, or several separated by commas (a control plane and its
         /// standby), tried in turn. Without either: STATEOUS_URL, the default
         /// socket, then http://127.0.0.1:8080.
@@ -112,6 +113,8 @@ enum Command {
         url: Option<String>,
         #[command(flatten)]
         access: access_args::AccessArgs,
+        #[command(flatten)]
+        tls: client_args::ClientTlsArgs,
     },
     #[command(subcommand, about = ctx_args::ABOUT, long_about = ctx_args::LONG_ABOUT)]
     Ctx(ctx_args::CtxCommand),
@@ -141,7 +144,7 @@ enum Command {
     Demo,
     /// Watch and steer tokens in a terminal UI.
     Tui {
-        /// The control plane's URL: http://HOST:PORT or unix:///PATH, or several
+        /// The control plane's URL: http(s)://HOST:PORT or unix:///PATH, or several
         /// separated by commas (a control plane and its standby), tried in turn;
         /// the header names the one that serves. Default: STATEOUS_URL, else the
         /// default socket when a daemon listens there, else http://127.0.0.1:8080.
@@ -157,6 +160,8 @@ enum Command {
         read_only: bool,
         #[command(flatten)]
         access: access_args::AccessArgs,
+        #[command(flatten)]
+        tls: client_args::ClientTlsArgs,
     },
     /// Measure a control plane: tokens/s and request latency
     ///
@@ -194,6 +199,8 @@ enum Init {
         source: String,
         /// The supervisor's folder; made if missing.
         folder: PathBuf,
+        #[command(flatten)]
+        tls: client_args::ClientTlsArgs,
     },
 }
 
@@ -264,21 +271,29 @@ fn main() -> ExitCode {
             stateous_shared::compiler::init_workflow(&name).unwrap_or_else(|e| exit_with(e));
             ExitCode::SUCCESS
         }
-        Command::Init(Init::Supervisor { source, folder }) => {
-            code(stateous_supervisor::init::init_command(&source, &folder))
-        }
+        Command::Init(Init::Supervisor {
+            source,
+            folder,
+            tls,
+        }) => code(stateous_supervisor::init::init_command(
+            &source,
+            &folder,
+            &tls.options(),
+        )),
         Command::Serve(flags) => code(serve_args::run(*flags)),
         Command::Backup(flags) => code(backup_args::run(flags)),
         Command::Supervise {
             folder,
             url,
             access,
+            tls,
         } => {
             let key = access.key().unwrap_or_else(|e| exit_with(e));
             code(stateous_supervisor::command::supervise_command(
                 &folder,
                 url.as_deref(),
                 key,
+                &tls.options(),
             ))
         }
         Command::Ctx(command) => code(ctx_args::run(command)),
@@ -302,6 +317,7 @@ fn main() -> ExitCode {
                 clients: args.clients,
                 max_time: std::time::Duration::from_secs(args.max_seconds),
                 key: args.access.key().unwrap_or_else(|e| exit_with(e)),
+                tls: args.tls.options(),
             };
             commands::execute(async move {
                 let mut out = std::io::stdout().lock();
@@ -316,10 +332,12 @@ fn main() -> ExitCode {
             url,
             read_only,
             access,
+            tls,
         } => {
             let options = stateous_tui::Options {
                 url,
                 read_only,
+                tls: tls.options(),
                 color: stateous_tui::color_wanted(),
                 key: access.key().unwrap_or_else(|e| exit_with(e)),
             };

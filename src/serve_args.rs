@@ -91,6 +91,29 @@ pub struct ServeFlags {
     /// over the socket (stateous access add) and serve TLS instead.
     #[arg(long)]
     pub insecure: bool,
+    /// Serve HTTPS on --listen with this certificate chain (PEM, the server's own
+    /// certificate first); needs --tls-key. The files are read again when they
+    /// change (looked at most once a second, at a new connection), so a renewed
+    /// certificate needs no restart; a new pair that cannot be used is logged and
+    /// the one in use kept. Plain HTTP to the port gets no answer.
+    #[arg(long, value_name = "PEM", env = "STATEOUS_TLS_CERT")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key (PEM) of --tls-cert.
+    #[arg(long, value_name = "PEM", env = "STATEOUS_TLS_KEY")]
+    pub tls_key: Option<PathBuf>,
+    /// Also require a client certificate that chains to these CA certificates
+    /// (PEM): a client without one is refused at the handshake (mutual TLS).
+    #[arg(long, value_name = "PEM", env = "STATEOUS_TLS_CLIENT_CA")]
+    pub tls_client_ca: Option<PathBuf>,
+    /// At most this many TCP connections open at once; more wait, unaccepted,
+    /// until one closes. The Unix socket is not capped.
+    #[arg(long, value_name = "N", allow_hyphen_values = true, env = "STATEOUS_MAX_CONNECTIONS", default_value = serve_options::DEFAULT_MAX_CONNECTIONS)]
+    pub max_connections: String,
+    /// A connection must send a whole request head (and finish its TLS
+    /// handshake) within this long, also between two requests on one
+    /// connection; else it is closed.
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, env = "STATEOUS_HEADER_TIMEOUT", default_value = serve_options::DEFAULT_HEADER_TIMEOUT)]
+    pub header_timeout: String,
 }
 
 /// Run `stateous serve`; its exit code.
@@ -148,6 +171,11 @@ pub fn run(flags: ServeFlags) -> i32 {
         dev_clock: flags.dev_clock,
         standby: flags.standby,
         insecure: flags.insecure,
+        tls_cert: flags.tls_cert,
+        tls_key: flags.tls_key,
+        tls_client_ca: flags.tls_client_ca,
+        max_connections: flags.max_connections,
+        header_timeout: flags.header_timeout,
     };
     let code = stateous_daemon::serve::run_with(args, companion);
     match beside {

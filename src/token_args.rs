@@ -1,6 +1,7 @@
 //! The command line of `stateous token ...` and `stateous bench`.
 
 use crate::access_args::AccessArgs;
+use crate::client_args::ClientTlsArgs;
 use crate::commands::token;
 use clap::{Args, Subcommand};
 use stateous_client::Steer;
@@ -25,12 +26,14 @@ pub struct BenchArgs {
     pub max_seconds: u64,
     #[command(flatten)]
     pub access: AccessArgs,
+    #[command(flatten)]
+    pub tls: ClientTlsArgs,
 }
 
 /// `stateous clock ...`: the daemon's URL, then what to do with its dev clock.
 #[derive(Args)]
 pub struct ClockArgs {
-    /// The control plane's URL: http://HOST:PORT or unix:///PATH, or several
+    /// The control plane's URL: http(s)://HOST:PORT or unix:///PATH, or several
     /// separated by commas (a control plane and its standby): each is tried in
     /// turn when it refuses the connection or answers 503 not_serving or
     /// standby. Default: STATEOUS_URL (a list too), else the default socket when
@@ -42,6 +45,8 @@ pub struct ClockArgs {
     pub json: bool,
     #[command(flatten)]
     pub access: AccessArgs,
+    #[command(flatten)]
+    pub tls: ClientTlsArgs,
     #[command(subcommand)]
     pub action: ClockAction,
 }
@@ -77,6 +82,7 @@ impl TryFrom<ClockArgs> for crate::commands::clock::ClockCommand {
         Ok(crate::commands::clock::ClockCommand {
             url: args.url,
             json: args.json,
+            tls: args.tls.options(),
             action,
             key: args.access.key()?,
         })
@@ -86,7 +92,7 @@ impl TryFrom<ClockArgs> for crate::commands::clock::ClockCommand {
 /// `stateous token ...`: the options every token command takes, then the command.
 #[derive(Args)]
 pub struct TokenArgs {
-    /// The control plane's URL: http://HOST:PORT or unix:///PATH, or several
+    /// The control plane's URL: http(s)://HOST:PORT or unix:///PATH, or several
     /// separated by commas (a control plane and its standby): each is tried in
     /// turn when it refuses the connection or answers 503 not_serving or
     /// standby. Default: STATEOUS_URL (a list too), else the default socket when
@@ -98,6 +104,8 @@ pub struct TokenArgs {
     pub json: bool,
     #[command(flatten)]
     pub access: AccessArgs,
+    #[command(flatten)]
+    pub tls: ClientTlsArgs,
     #[command(subcommand)]
     pub action: TokenCommand,
 }
@@ -373,6 +381,7 @@ impl TryFrom<TokenArgs> for token::TokenCommand {
         Ok(token::TokenCommand {
             url: args.url,
             json: args.json,
+            tls: args.tls.options(),
             action,
             key: args.access.key()?,
         })

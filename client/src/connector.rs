@@ -54,12 +54,29 @@ impl Connector {
                     .map_err(|error| {
                         io::Error::new(
                             error.kind(),
-                            format!("the TLS handshake with {host} failed: {error}"),
+                            format!(
+                                "the TLS handshake with {host} failed: {error}{}",
+                                hint(&error)
+                            ),
                         )
                     })?;
                 Ok(Stream::new(stream))
             }
         }
+    }
+}
+
+/// What to do about a handshake that failed for a reason an operator can fix
+/// here: a certificate no trusted CA signed, or one for another name.
+fn hint(error: &io::Error) -> &'static str {
+    let text = error.to_string();
+    if text.contains("UnknownIssuer") || text.contains("BadSignature") {
+        " (the control plane's certificate is not signed by a CA this client trusts: \
+         give that CA with --cacert or STATEOUS_CACERT)"
+    } else if text.contains("NotValidForName") {
+        " (the control plane's certificate does not name the host of the URL)"
+    } else {
+        ""
     }
 }
 

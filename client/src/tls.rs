@@ -8,6 +8,8 @@
 //! names it, rather than at the first request, where it would read like an outage.
 
 use std::path::{Path, PathBuf};
+
+use stateous_shared::pem::certificates;
 use std::sync::{Arc, OnceLock};
 
 use rustls::pki_types::pem::PemObject;
@@ -73,24 +75,6 @@ impl Identity {
         })?;
         Ok((chain, key))
     }
-}
-
-/// The certificates of the PEM file at `path`; `what` names them in a sentence.
-fn certificates(path: &Path, what: &str) -> Result<Vec<CertificateDer<'static>>, String> {
-    let cannot = |error: &dyn std::fmt::Display| {
-        format!("cannot read the {what} file {}: {error}", path.display())
-    };
-    let certificates = CertificateDer::pem_file_iter(path)
-        .map_err(|error| cannot(&error))?
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|error| cannot(&error))?;
-    if certificates.is_empty() {
-        return Err(format!(
-            "the {what} file {} holds no PEM certificate",
-            path.display()
-        ));
-    }
-    Ok(certificates)
 }
 
 /// The CA certificates of the PEM file at `path`, as the only roots trusted.

@@ -4,6 +4,8 @@
 //! The engine counts nothing (it has no I/O and no globals); the edges do:
 //! - the HTTP server times each request by its route and counts each refusal by
 //!   its code (`api::measure`);
+//! - the TCP listener counts its open connections and those it closed without an
+//!   answer, by reason ([`Connections`], adopted by [`Metrics::adopt`]);
 //! - `Control::tick` counts the leases it ended and the timers it fired;
 //! - each scrape counts the ledger entries committed since the last one by kind
 //!   (retries are the `task_retrying` entries), and sets the gauges from the
@@ -33,6 +35,71 @@ const LATENCY_BUCKETS: [f64; 14] = [
 
 /// The ledger kind of a failed attempt that runs again (`engine::route`).
 const RETRY_KIND: &str = "task_retrying";
+
+/// The connections of the TCP listener: how many are open, and how many it
+/// closed without an answer, by reason. Made before the control plane holds the
+/// database (a standby's listener counts too), then adopted by its [`Metrics`].
+/// Cheap to clone: clones share the same families.
+#[derive(Clone)]
+pub struct Connections {
+    open: IntGauge,
+    closed: IntCounterVec,
+}
+
+impl Default for Connections {
+    /// Each reason listed at zero.
+    fn default() -> Connections {
+        let connections = Connections {
+            open: IntGauge::new(
+                "stateous_connections_open",
+                "TCP connections open now (serve --max-connections caps them).",
+            )
+            .expect("a valid metric name"),
+            closed: IntCounterVec::new(
+                Opts::new(
+                    "stateous_connections_closed_total",
+                    "TCP connections closed without an answer, by reason: tls_handshake \
+                     (not TLS, or a certificate refused), header_timeout (no whole request \
+                     head, or no handshake, within serve --header-timeout).",
+                ),
+                &["reason"],
+            )
+            .expect("a valid metric name"),
+        };
+        for reason in [Connections::TLS_HANDSHAKE, Connections::HEADER_TIMEOUT] {
+            connections.closed.with_label_values(&[reason]);
+        }
+        connections
+    }
+}
+
+/// Counts one open connection until dropped.
+pub struct Open(IntGauge);
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
+}
+
+impl Connections {
+    /// The reason of a connection whose TLS handshake failed.
+    pub const TLS_HANDSHAKE: &'static str = "tls_handshake";
+    /// The reason of a connection that sent no whole request head (or did not
+    /// finish its handshake) in time.
+    pub const HEADER_TIMEOUT: &'static str = "header_timeout";
+
+    /// A connection opened; it counts as open until the guard is dropped.
+    pub fn opened(&self) -> Open {
+        self.open.inc();
+        Open(self.open.clone())
+    }
+
+    /// A connection was closed without an answer, for `reason`.
+    pub fn closed(&self, reason: &str) {
+        self.closed.with_label_values(&[reason]).inc();
+    }
+}
 
 /// The families, and the ledger id up to which entries were counted. Cheap to
 /// clone: clones share the same families.
@@ -185,6 +252,19 @@ impl Metrics {
                 scrape: tokio::sync::Mutex::new(last),
             }),
         }
+    }
+
+    /// Write the listener's `connections` too from now on (once: a second
+    /// adoption changes nothing).
+    pub fn adopt(&self, connections: &Connections) {
+        let _ = self
+            .inner
+            .registry
+            .register(Box::new(connections.open.clone()));
+        let _ = self
+            .inner
+            .registry
+            .register(Box::new(connections.closed.clone()));
     }
 
     /// A request to `route` took `took`; `refused` is its refusal code, if any.

@@ -14,6 +14,7 @@ pub mod history;
 pub mod limits;
 pub mod live;
 pub mod operate;
+pub mod pem;
 pub mod pyrepr;
 pub mod refusal;
 pub mod socket;

@@ -37,6 +37,8 @@ pub struct BenchOptions {
     /// The access key sent with every request: one with the roles operate
     /// and supervise cannot be one key, so an admin key.
     pub key: Option<stateous_client::AccessKey>,
+    /// `--cacert`, `--client-cert`, `--client-key`: how an https address is trusted.
+    pub tls: stateous_client::TlsOptions,
 }
 
 impl Default for BenchOptions {
@@ -47,6 +49,7 @@ impl Default for BenchOptions {
             clients: 64,
             max_time: Duration::from_secs(600),
             key: None,
+            tls: stateous_client::TlsOptions::default(),
         }
     }
 }
@@ -98,7 +101,7 @@ pub async fn run(options: &BenchOptions, out: &mut dyn Write) -> Result<(), Comm
         ));
     }
     let url = resolve_url(options.url.as_deref());
-    let client = Client::keep_alive(&url, stateous_client::DEFAULT_TIMEOUT)?
+    let client = Client::with_tls(&url, stateous_client::DEFAULT_TIMEOUT, true, &options.tls)?
         .with_access_key(options.key.as_ref());
     let health = client.health().await?;
     if health.workflow != WORKFLOW {

@@ -24,6 +24,8 @@ pub struct ClockCommand {
     pub url: Option<String>,
     /// `--json`: print the daemon's answer.
     pub json: bool,
+    /// `--cacert`, `--client-cert`, `--client-key`: how an https address is trusted.
+    pub tls: stateous_client::TlsOptions,
     /// What to do.
     pub action: ClockAction,
     /// The access key sent with every request (an admin key over TCP).
@@ -46,7 +48,8 @@ pub enum ClockAction {
 /// Run `command`, writing the clock's line (or its JSON) to `out`.
 pub async fn run(command: &ClockCommand, out: &mut dyn Write) -> Result<(), CommandError> {
     let url = resolve_url(command.url.as_deref());
-    let client = Client::with_timeout(&url, ADVANCE_WITHIN)?.with_access_key(command.key.as_ref());
+    let client = Client::with_tls(&url, ADVANCE_WITHIN, false, &command.tls)?
+        .with_access_key(command.key.as_ref());
     let answered = match &command.action {
         ClockAction::Advance(by) => {
             parse_duration(by).map_err(CommandError::Usage)?;

@@ -31,6 +31,8 @@ pub struct TokenCommand {
     pub url: Option<String>,
     /// `--json`: print the daemon's JSON answer instead of the lines.
     pub json: bool,
+    /// `--cacert`, `--client-cert`, `--client-key`: how an https address is trusted.
+    pub tls: stateous_client::TlsOptions,
     /// What to do.
     pub action: TokenAction,
     /// The access key sent with every request (`--access-key-file`,
@@ -149,8 +151,9 @@ pub async fn run_with(
             ));
         }
     }
-    let client =
-        Client::new(&resolve_url(command.url.as_deref()))?.with_access_key(command.key.as_ref());
+    let url = resolve_url(command.url.as_deref());
+    let client = Client::with_tls(&url, stateous_client::DEFAULT_TIMEOUT, false, &command.tls)?
+        .with_access_key(command.key.as_ref());
     // The commands of ours name a refusal's code; the reference's print its line.
     let ours = match &command.action {
         TokenAction::List(options) => {

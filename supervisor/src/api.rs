@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use stateous_client::{segment, Answer, Client, ClientError, Passed, Watch};
+use stateous_client::{segment, Answer, Client, ClientError, Passed, TlsOptions, Watch};
 use stateous_shared::wire::{Grant, Health};
 
 use crate::log::seconds;
@@ -95,12 +95,25 @@ impl Api {
     /// separated by commas, tried in turn); each request waits at most `timeout`;
     /// `backoff` are the waits between tries (the last repeats).
     pub fn new(url: &str, timeout: Duration, backoff: Vec<Duration>) -> Result<Api, String> {
+        Api::with_tls(url, timeout, backoff, &TlsOptions::default())
+    }
+
+    /// As [`Api::new`], an `https://` address trusted as `tls` says (a CA file,
+    /// a client certificate).
+    ///
+    /// Errors: also a file of `tls` that cannot be used, in one sentence.
+    pub fn with_tls(
+        url: &str,
+        timeout: Duration,
+        backoff: Vec<Duration>,
+        tls: &TlsOptions,
+    ) -> Result<Api, String> {
         let backoff = if backoff.is_empty() {
             vec![Duration::from_secs(1)]
         } else {
             backoff
         };
-        let client = Client::with_timeout(url, timeout).map_err(|e| e.to_string())?;
+        let client = Client::with_tls(url, timeout, false, tls).map_err(|e| e.to_string())?;
         let announced = Arc::new(Mutex::new(client.url().to_string()));
         Ok(Api {
             client,

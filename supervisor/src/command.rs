@@ -13,7 +13,7 @@ use crate::outbox::{outbox_path, Outbox, OutboxError};
 use crate::routines;
 use crate::stop::Stop;
 use crate::supervisor::{Handle, Parts, Supervisor};
-use stateous_client::AccessKey;
+use stateous_client::{AccessKey, TlsOptions};
 
 /// Why a supervisor does not start: one sentence for `error: ...`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -135,7 +135,14 @@ pub async fn check_health(
 
 /// The body of `stateous supervise FOLDER`: the exit code (0 after a graceful
 /// stop, 1 after a forced one or when it does not start, with `error: ...`).
-pub fn supervise_command(folder: &Path, url: Option<&str>, key: Option<AccessKey>) -> i32 {
+/// `tls` (`--cacert`, `--client-cert`, `--client-key`) wins, file by file, over
+/// `stateous.yaml`'s `cacert`, `client_cert` and `client_key`.
+pub fn supervise_command(
+    folder: &Path,
+    url: Option<&str>,
+    key: Option<AccessKey>,
+    tls: &TlsOptions,
+) -> i32 {
     start_spawner();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -148,7 +155,7 @@ pub fn supervise_command(folder: &Path, url: Option<&str>, key: Option<AccessKey
         }
     };
     let code = runtime.block_on(async {
-        match supervise(folder, url, key).await {
+        match supervise(folder, url, key, tls).await {
             Ok(code) => code,
             Err(e) => {
                 eprintln!("error: {e}");
@@ -176,10 +183,11 @@ pub async fn supervise(
     folder: &Path,
     url: Option<&str>,
     key: Option<AccessKey>,
+    tls: &TlsOptions,
 ) -> Result<i32, StartError> {
     let signals = Signals::new();
     signals.listen()?;
-    supervise_with(folder, url, key, &signals).await
+    supervise_with(folder, url, key, tls, &signals).await
 }
 
 /// [`supervise`], stopped by `signals` (which something else may feed).
@@ -187,6 +195,7 @@ pub(crate) async fn supervise_with(
     folder: &Path,
     url: Option<&str>,
     key: Option<AccessKey>,
+    tls: &TlsOptions,
     signals: &Signals,
 ) -> Result<i32, StartError> {
     let loaded = load_folder(folder)?;
@@ -201,7 +210,12 @@ pub(crate) async fn supervise_with(
         }
         (None, None) => None,
     };
-    let api = Api::new(&url, timings.request_timeout, timings.backoff.clone())
+    let tls = TlsOptions {
+        ca_file: tls.ca_file.clone().or(loaded.config.tls.ca_file.clone()),
+        identity: tls.identity.clone().or(loaded.config.tls.identity.clone()),
+    };
+    let (timeout, backoff) = (timings.request_timeout, timings.backoff.clone());
+    let api = Api::with_tls(&url, timeout, backoff, &tls)
         .map_err(StartError)?
         .with_access_key(key.as_ref());
     if !check_health(&api, &loaded, &signals.early).await? {

@@ -5,15 +5,16 @@
 //! `http://127.0.0.1:8080`, as every client does), `tasks` (1 to 1000, default 4),
 //! `name` (1 to 128 characters, default the host name), `access_key_file` (a file,
 //! relative to the folder, that holds the supervisor's access key; `--access-key-file`
-//! and `STATEOUS_ACCESS_KEY` win), `routines` (state to command line), and the timing
-//! keys `heartbeat`, `idle`, `grace`, `cancel_wait`,
+//! and `STATEOUS_ACCESS_KEY` win), `routines` (state to command line), `cacert`,
+//! `client_cert` and `client_key` (PEM files for an `https://` control plane, relative
+//! to the folder), and the timing keys `heartbeat`, `idle`, `grace`, `cancel_wait`,
 //! `request_timeout` and `backoff`. Each timing key may also come from the environment
 //! (`STATEOUS_SUPERVISOR_HEARTBEAT`, ...), which wins over the file so that tests can
 //! shorten a folder's timings. Every key is checked; a wrong one stops the supervisor
 //! with one line naming it.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_norway::Value;
@@ -77,6 +78,10 @@ pub struct Config {
     pub routines: BTreeMap<String, String>,
     /// The timings.
     pub timings: Timings,
+    /// How an `https://` control plane is trusted: `cacert`, and `client_cert` with
+    /// `client_key`, as given (relative paths are the folder's once
+    /// [`Config::load`] read them).
+    pub tls: stateous_client::TlsOptions,
 }
 
 /// Why `stateous.yaml` cannot be used: one line, naming each wrong key.
@@ -114,6 +119,9 @@ impl Config {
         };
         let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;
         let mut config = Config::parse(&text).map_err(fail)?;
+        if let Some(folder) = path.parent() {
+            config.tls = in_folder(folder, config.tls);
+        }
         config.timings = apply_env(config.timings).map_err(fail)?;
         Ok(config)
     }
@@ -134,7 +142,9 @@ impl Config {
             access_key_file: None,
             routines: BTreeMap::new(),
             timings: Timings::default(),
+            tls: stateous_client::TlsOptions::default(),
         };
+        let (mut client_cert, mut client_key) = (None, None);
         for (key, value) in &map {
             let Some(key) = key.as_str() else {
                 problems.push(format!("{}: a setting's name is text", plain(key)));
@@ -153,6 +163,9 @@ impl Config {
                 },
                 "routines" => check_routines(value).map(|r| config.routines = r),
                 "backoff" => check_backoff(value).map(|b| config.timings.backoff = b),
+                "cacert" => check_file(value).map(|f| config.tls.ca_file = Some(f)),
+                "client_cert" => check_file(value).map(|f| client_cert = Some(f)),
+                "client_key" => check_file(value).map(|f| client_key = Some(f)),
                 "heartbeat" | "idle" | "grace" | "cancel_wait" | "request_timeout" => {
                     check_span(value).map(|span| set_timing(&mut config.timings, key, span))
                 }
@@ -162,11 +175,42 @@ impl Config {
                 problems.push(format!("{key}: {problem}"));
             }
         }
+        match (client_cert, client_key) {
+            (Some(cert_file), Some(key_file)) => {
+                config.tls.identity = Some(stateous_client::Identity {
+                    cert_file,
+                    key_file,
+                });
+            }
+            (None, None) => {}
+            (Some(_), None) => problems.push("client_cert: needs client_key, its key".into()),
+            (None, Some(_)) => problems.push("client_key: needs client_cert".into()),
+        }
         if problems.is_empty() {
             Ok(config)
         } else {
             Err(problems.join("; "))
         }
+    }
+}
+
+/// A file's path (a PEM file of `cacert`, `client_cert`, `client_key`).
+fn check_file(value: &Value) -> Result<PathBuf, String> {
+    match value.as_str() {
+        Some(text) if !text.trim().is_empty() => Ok(PathBuf::from(text)),
+        _ => Err(format!("{} is not a file's path", plain(value))),
+    }
+}
+
+/// `tls` with its relative paths made the folder's.
+fn in_folder(folder: &Path, tls: stateous_client::TlsOptions) -> stateous_client::TlsOptions {
+    let anchored = |path: PathBuf| folder.join(path);
+    stateous_client::TlsOptions {
+        ca_file: tls.ca_file.map(anchored),
+        identity: tls.identity.map(|identity| stateous_client::Identity {
+            cert_file: anchored(identity.cert_file),
+            key_file: anchored(identity.key_file),
+        }),
     }
 }
 
@@ -272,7 +316,7 @@ fn check_address(url: &str, given: &str) -> Result<String, String> {
         Ok(_) if url.starts_with("unix://") => Ok(url.to_string()),
         Ok(_) => Ok(trimmed.to_string()),
         Err(_) => Err(format!(
-            "'{url}' is not an http:// or unix:// address of a control plane"
+            "'{url}' is not an http://, https:// or unix:// address of a control plane"
         )),
     }
 }
@@ -350,6 +394,28 @@ mod tests {
     use super::*;
 
     #[test]
+    fn tls_files_are_the_folders_and_a_client_cert_needs_its_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(CONFIG_FILE);
+        std::fs::write(
+            &path,
+            "url: https://cp.example:8443\ncacert: ca.pem\nclient_cert: /etc/me.pem\n\
+             client_key: me.key\n",
+        )
+        .unwrap();
+        let config = Config::load(&path).unwrap();
+        assert_eq!(config.url.as_deref(), Some("https://cp.example:8443"));
+        assert_eq!(config.tls.ca_file, Some(dir.path().join("ca.pem")));
+        let identity = config.tls.identity.unwrap();
+        assert_eq!(identity.cert_file, PathBuf::from("/etc/me.pem"));
+        assert_eq!(identity.key_file, dir.path().join("me.key"));
+        assert_eq!(
+            Config::parse("client_cert: me.pem\ncacert: 3\n").unwrap_err(),
+            "cacert: 3 is not a file's path; client_cert: needs client_key, its key"
+        );
+    }
+
+    #[test]
     fn url_is_one_address_or_a_list_of_them() {
         let one = Config::parse("url: http://127.0.0.1:8080/\n").unwrap();
         assert_eq!(one.control_plane(None), "http://127.0.0.1:8080");
@@ -371,7 +437,7 @@ mod tests {
             ("url: [http://a:1, 7]", "url: 7 is not an address"),
             (
                 "url: [http://a:1, ftp://b]",
-                "url: 'ftp://b' is not an http:// or unix:// address of a control plane",
+                "url: 'ftp://b' is not an http://, https:// or unix:// address of a control plane",
             ),
             (
                 "url: 'http://a:1,,http://b:2'",

@@ -9,30 +9,28 @@ use std::path::Path;
 use std::time::Duration;
 
 use serde_json::Value;
-use stateous_client::{Endpoints, DEFAULT_URL};
+use stateous_client::{Endpoints, TlsOptions, DEFAULT_URL};
 
 use crate::config::{Config, CONFIG_FILE, DEFAULT_TASKS};
 use crate::contract::{Contract, CONTRACT_FILE};
 use crate::routines::{self, file_stem_of};
 
 /// The workflow a SOURCE names: the URL for `stateous.yaml` and the contract.
-pub async fn contract_of(source: &str) -> Result<(String, Contract), String> {
-    if source.starts_with("http://") || source.starts_with("unix://") {
-        let contract = fetch(source)
+/// An `https://` control plane is trusted as `tls` says (`--cacert`, ...).
+pub async fn contract_of(source: &str, tls: &TlsOptions) -> Result<(String, Contract), String> {
+    if ["http://", "https://", "unix://"]
+        .iter()
+        .any(|scheme| source.starts_with(scheme))
+    {
+        let contract = fetch(source, tls)
             .await
             .map_err(|e| format!("cannot fetch the workflow from {source}: {e}"))?;
         return Ok((source.trim_end_matches('/').to_string(), contract));
     }
-    if source.starts_with("https://") {
-        return Err(format!(
-            "cannot fetch the workflow from {source}: a control plane serves plain HTTP; \
-             write http:// or unix://"
-        ));
-    }
     let path = Path::new(source);
     if !path.exists() {
         return Err(format!(
-            "{source} does not exist: give a control plane's URL (http:// or unix://), \
+            "{source} does not exist: give a control plane's URL (http://, https:// or unix://), \
              a graph file or a flow.yaml"
         ));
     }
@@ -60,11 +58,11 @@ pub async fn contract_of(source: &str) -> Result<(String, Contract), String> {
     Ok((DEFAULT_URL.to_string(), contract))
 }
 
-async fn fetch(url: &str) -> Result<Contract, String> {
+async fn fetch(url: &str, tls: &TlsOptions) -> Result<Contract, String> {
     // One address or several (a control plane and its standbys): the first that
     // serves answers.
-    let endpoints =
-        Endpoints::parse(url, Duration::from_secs(30), false).map_err(|e| e.to_string())?;
+    let endpoints = Endpoints::parse_with_tls(url, Duration::from_secs(30), false, tls)
+        .map_err(|e| e.to_string())?;
     let get = |path: &'static str| {
         let endpoints = endpoints.clone();
         async move {
@@ -197,8 +195,8 @@ pub fn stub_text(contract: &Contract, state: &str) -> String {
 }
 
 /// The body of `stateous init supervisor SOURCE FOLDER`: prints the lines and
-/// returns the exit code (1 after `error: ...`).
-pub fn init_command(source: &str, folder: &Path) -> i32 {
+/// returns the exit code (1 after `error: ...`). `tls` trusts an `https://` SOURCE.
+pub fn init_command(source: &str, folder: &Path, tls: &TlsOptions) -> i32 {
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -209,7 +207,7 @@ pub fn init_command(source: &str, folder: &Path) -> i32 {
             return 1;
         }
     };
-    let (url, contract) = match runtime.block_on(contract_of(source)) {
+    let (url, contract) = match runtime.block_on(contract_of(source, tls)) {
         Ok(found) => found,
         Err(e) => {
             eprintln!("error: {e}");

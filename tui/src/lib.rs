@@ -51,6 +51,9 @@ pub struct Options {
     pub color: bool,
     /// The access key sent with every request, the watch stream's included.
     pub key: Option<stateous_client::AccessKey>,
+    /// How an `https://` control plane is trusted (`--cacert`, `--client-cert`,
+    /// `--client-key`).
+    pub tls: stateous_client::TlsOptions,
 }
 
 /// Whether the environment allows colour: `NO_COLOR` unset or empty.

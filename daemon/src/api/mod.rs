@@ -20,6 +20,7 @@ pub mod measure;
 mod operate;
 pub mod routes;
 pub mod server;
+pub mod tls;
 mod watch;
 
 use std::convert::Infallible;

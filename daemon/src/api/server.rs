@@ -8,6 +8,15 @@
 //!
 //! The server answers from a [`Front`]: a standby's (`serve --standby`) until its
 //! control plane holds the database, then the [`Api`]; it flips once.
+//!
+//! The TCP listener is guarded ([`Guard`], `docs/reference/limits.md`): at most
+//! `max_connections` open at once (more wait, unaccepted, in the listening
+//! socket's queue), a request head must come within `header_within` (an idle
+//! connection, a half-sent head or an unfinished TLS handshake is closed then),
+//! and with TLS ([`ServerTls`]) a connection that does not complete a handshake,
+//! plain HTTP among them, is closed without an answer. The Unix socket, the
+//! trusted local door, is not capped, so that an operator gets in while the TCP
+//! port is full.
 
 use std::convert::Infallible;
 use std::sync::{Arc, OnceLock};
@@ -21,7 +30,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use stateous_shared::refusal::{Code, Refusal};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, UnixListener};
-use tokio::sync::watch;
+use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 
 use http_body_util::BodyExt;
@@ -30,7 +39,9 @@ use hyper::Response;
 use super::access::Door;
 use super::measure::{labelled, RouteLabel};
 use super::routes::{self, Route};
+use super::tls::ServerTls;
 use super::{refusal, Answer, Api, Body};
+use crate::metrics::Connections;
 
 /// How a server is asked to stop; sent on a `watch` channel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -43,9 +54,15 @@ pub enum Stop {
     Now,
 }
 
-/// How long a client may take to send a request's head before its connection is
-/// closed, so that a silent connection cannot hold a graceful stop.
-const HEAD_WITHIN: Duration = Duration::from_secs(30);
+/// How many TCP connections are open at most when `serve --max-connections`
+/// names no other number.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+
+/// How long a client may take to send a request's head (and, with TLS, to
+/// finish its handshake) before its connection is closed, when `serve
+/// --header-timeout` names no other: a silent or half-sent request cannot hold a
+/// connection, or a graceful stop.
+pub const DEFAULT_HEADER_WITHIN: Duration = Duration::from_secs(10);
 
 /// How long after a failed `accept` (e.g. too many open files) the listener tries
 /// again.
@@ -104,12 +121,39 @@ fn standby_answer(request: &Request<Incoming>) -> Answer {
     }
 }
 
+/// How the TCP listener guards itself: its cap on connections, its header
+/// timeout, its TLS. Cheap to clone.
+#[derive(Clone)]
+pub struct Guard {
+    /// At most this many TCP connections open at once; more wait to be accepted.
+    pub max_connections: usize,
+    /// A request head (and a TLS handshake) must come within this long.
+    pub header_within: Duration,
+    /// HTTPS on the TCP listener, or plain HTTP when `None`.
+    pub tls: Option<Arc<ServerTls>>,
+    /// The counts of connections for `GET /metrics`.
+    pub counts: Connections,
+}
+
+impl Default for Guard {
+    /// Plain HTTP, [`DEFAULT_MAX_CONNECTIONS`], [`DEFAULT_HEADER_WITHIN`].
+    fn default() -> Guard {
+        Guard {
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            header_within: DEFAULT_HEADER_WITHIN,
+            tls: None,
+            counts: Connections::default(),
+        }
+    }
+}
+
 /// The server: the API and its listeners. Run it with [`Server::run`].
 pub struct Server {
     front: Front,
     tcp: TcpListener,
     unix: Option<UnixListener>,
     grace: Duration,
+    guard: Guard,
 }
 
 impl Server {
@@ -127,7 +171,13 @@ impl Server {
             tcp,
             unix,
             grace,
+            guard: Guard::default(),
         }
+    }
+
+    /// The same server with `guard` on its TCP listener.
+    pub fn guarded(self, guard: Guard) -> Server {
+        Server { guard, ..self }
     }
 
     /// Serve until `stop` leaves [`Stop::Serving`]; return when the connections
@@ -135,24 +185,29 @@ impl Server {
     /// listeners are closed when it returns.
     pub async fn run(self, mut stop: watch::Receiver<Stop>) {
         let mut connections = JoinSet::new();
+        let permits = Arc::new(Semaphore::new(self.guard.max_connections.max(1)));
+        let within = self.guard.header_within;
         loop {
             if *stop.borrow_and_update() != Stop::Serving {
                 break;
             }
             tokio::select! {
-                accepted = self.tcp.accept() => match accepted {
-                    Ok((stream, _)) => {
+                accepted = accept_tcp(&self.tcp, &permits) => match accepted {
+                    Ok((stream, permit)) => {
                         let _ = stream.set_nodelay(true);
-                        let front = self.front.clone();
-                        connections.spawn(connection(front, stream, Door::Tcp, stop.clone()));
+                        let guard = self.guard.clone();
+                        connections.spawn(tcp_connection(
+                            self.front.clone(), stream, stop.clone(), guard, permit,
+                        ));
                     }
                     Err(error) => pause_after(error).await,
                 },
                 accepted = accept_unix(self.unix.as_ref()) => match accepted {
                     Ok(stream) => {
                         let door = local_door(&stream);
-                        let front = self.front.clone();
-                        connections.spawn(connection(front, stream, door, stop.clone()));
+                        let (front, stop) = (self.front.clone(), stop.clone());
+                        let counts = self.guard.counts.clone();
+                        connections.spawn(connection(front, stream, door, stop, within, counts));
                     }
                     Err(error) => pause_after(error).await,
                 },
@@ -177,6 +232,50 @@ impl Server {
         }
         connections.shutdown().await;
     }
+}
+
+/// The next TCP connection, once fewer than the cap are open: the permit is
+/// held as long as the connection.
+async fn accept_tcp(
+    tcp: &TcpListener,
+    permits: &Arc<Semaphore>,
+) -> std::io::Result<(tokio::net::TcpStream, OwnedSemaphorePermit)> {
+    let permit = Arc::clone(permits)
+        .acquire_owned()
+        .await
+        .map_err(std::io::Error::other)?;
+    let (stream, _) = tcp.accept().await?;
+    Ok((stream, permit))
+}
+
+/// Serve one TCP connection: the TLS handshake first when the listener has TLS
+/// (within the header timeout; a failed one is closed without an answer).
+async fn tcp_connection(
+    front: Front,
+    stream: tokio::net::TcpStream,
+    stop: watch::Receiver<Stop>,
+    guard: Guard,
+    permit: OwnedSemaphorePermit,
+) {
+    let _open = guard.counts.opened();
+    let within = guard.header_within;
+    match &guard.tls {
+        None => connection(front, stream, Door::Tcp, stop, within, guard.counts.clone()).await,
+        Some(tls) => {
+            let acceptor = tls.acceptor();
+            match tokio::time::timeout(within, acceptor.accept(stream)).await {
+                Ok(Ok(stream)) => {
+                    connection(front, stream, Door::Tcp, stop, within, guard.counts.clone()).await;
+                }
+                Ok(Err(error)) => {
+                    tracing::debug!(target: "stateous.serve", "a TLS handshake failed: {error}");
+                    guard.counts.closed(Connections::TLS_HANDSHAKE);
+                }
+                Err(_) => guard.counts.closed(Connections::HEADER_TIMEOUT),
+            }
+        }
+    }
+    drop(permit);
 }
 
 async fn accept_unix(unix: Option<&UnixListener>) -> std::io::Result<tokio::net::UnixStream> {
@@ -204,8 +303,14 @@ async fn pause_after(error: std::io::Error) {
 
 /// Serve one connection until it ends, or until a stop: then finish the request
 /// in progress and close.
-async fn connection<S>(front: Front, stream: S, door: Door, mut stop: watch::Receiver<Stop>)
-where
+async fn connection<S>(
+    front: Front,
+    stream: S,
+    door: Door,
+    mut stop: watch::Receiver<Stop>,
+    header_within: Duration,
+    counts: Connections,
+) where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let watching = stop.clone();
@@ -233,22 +338,23 @@ where
     let mut builder = http1::Builder::new();
     builder
         .timer(TokioTimer::new())
-        .header_read_timeout(HEAD_WITHIN);
+        .header_read_timeout(header_within);
     let served = builder.serve_connection(TokioIo::new(stream), service);
     tokio::pin!(served);
-    loop {
+    let ended = loop {
         if *stop.borrow_and_update() != Stop::Serving {
             served.as_mut().graceful_shutdown();
-            let _ = served.await;
-            return;
+            break served.await;
         }
         tokio::select! {
-            _ = served.as_mut() => return,
+            ended = served.as_mut() => break ended,
             changed = stop.changed() => if changed.is_err() {
-                let _ = served.await;
-                return;
+                break served.await;
             },
         }
+    };
+    if ended.is_err_and(|error| error.is_timeout()) {
+        counts.closed(Connections::HEADER_TIMEOUT);
     }
 }
 

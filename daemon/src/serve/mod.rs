@@ -41,7 +41,8 @@ use stateous_shared::refusal::Code;
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::{watch, Notify};
 
-use crate::api::server::{Front, Server, Stop};
+use crate::api::server::{Front, Guard, Server, Stop};
+use crate::api::tls::ServerTls;
 use crate::api::Api;
 use crate::control::{Checked, Control, Options};
 use crate::store::backend::{Database, Standby, STANDBY_NEEDS_POSTGRES};
@@ -132,6 +133,7 @@ struct Ready {
     socket: socket::SocketFile,
     url: String,
     timings: Timings,
+    guard: Guard,
 }
 
 /// The database of a bound control plane.
@@ -152,6 +154,12 @@ enum Holding {
 fn start(args: &ServeArgs) -> Result<Ready, String> {
     let listen = Listen::parse(&args.listen)?;
     let timings = Timings::parse(args)?;
+    // The certificate files are read before anything is bound: a wrong one is the
+    // first thing to say.
+    let tls = match options::tls_files(args)? {
+        Some(files) => Some(Arc::new(ServerTls::load(files)?)),
+        None => None,
+    };
     let graph = Arc::new(read_graph(&args.graph)?);
     let tcp = bind_tcp(&listen)?;
     let (socket_path, folder) = match &args.socket {
@@ -221,10 +229,7 @@ fn start(args: &ServeArgs) -> Result<Ready, String> {
             .any(|key| key.revoked_at.is_none()),
         Holding::Waiting { .. } => false,
     };
-    // TLS is served by a later version of this check's caller; until then no
-    // control plane serves it.
-    let tls = false;
-    if let Some(refusal) = listen.refusal(keys, tls, args.insecure) {
+    if let Some(refusal) = listen.refusal(keys, tls.is_some(), args.insecure) {
         return Err(refusal);
     }
     if let Some(warning) = listen.warning(keys) {
@@ -240,13 +245,20 @@ fn start(args: &ServeArgs) -> Result<Ready, String> {
         .local_addr()
         .map_err(|e| format!("cannot read the bound address: {e}"))?
         .port();
+    let scheme = if tls.is_some() { "https" } else { "http" };
     Ok(Ready {
-        url: listen.url(port),
+        url: listen.url_of(scheme, port),
         runtime,
         holding,
         tcp,
         unix,
         socket,
+        guard: Guard {
+            max_connections: timings.max_connections,
+            header_within: timings.header_timeout,
+            tls,
+            counts: Default::default(),
+        },
         timings,
     })
 }
@@ -376,6 +388,7 @@ impl Ready {
             socket,
             url,
             timings,
+            guard,
         } = self;
         let socket_path = socket.path().display().to_string();
         let standby = matches!(holding, Holding::Waiting { .. });
@@ -394,12 +407,14 @@ impl Ready {
             let mut signals = Signals::new();
             let lost = Arc::new(AtomicBool::new(false));
             let front = Front::standby();
+            let counts = guard.counts.clone();
             if let Holding::Held(control) = &holding {
+                control.metrics().adopt(&counts);
                 front.serve(keyed_api(control, &lost).await?);
             }
             let (stop_server, server_stops) = watch::channel(Stop::Serving);
-            let server =
-                tokio::spawn(Server::new(front.clone(), tcp, Some(unix), GRACE).run(server_stops));
+            let server = Server::new(front.clone(), tcp, Some(unix), GRACE).guarded(guard);
+            let server = tokio::spawn(server.run(server_stops));
             let control = match holding {
                 Holding::Held(control) => control,
                 Holding::Waiting {
@@ -409,6 +424,7 @@ impl Ready {
                 } => match stand_by(graph, *options, &stop, &mut signals, &url, &socket_path).await
                 {
                     Waited::Took(control) => {
+                        control.metrics().adopt(&counts);
                         front.serve(keyed_api(&control, &lost).await?);
                         eprintln!("{STANDBY_TOOK_LINE}");
                         control

@@ -61,6 +61,20 @@ pub struct ServeArgs {
     /// `--insecure`: listen on an address other computers reach without access
     /// keys and TLS (`Listen::refusal`).
     pub insecure: bool,
+    /// `--tls-cert`: serve HTTPS on `--listen` with this certificate chain (PEM);
+    /// needs `--tls-key`.
+    pub tls_cert: Option<PathBuf>,
+    /// `--tls-key`: the private key (PEM) of `--tls-cert`.
+    pub tls_key: Option<PathBuf>,
+    /// `--tls-client-ca`: also require client certificates that chain to these CA
+    /// certificates (PEM); needs `--tls-cert`.
+    pub tls_client_ca: Option<PathBuf>,
+    /// `--max-connections`: at most this many TCP connections open at once; more
+    /// wait to be accepted. Default [`DEFAULT_MAX_CONNECTIONS`].
+    pub max_connections: String,
+    /// `--header-timeout`: a request head (and a TLS handshake) must come within
+    /// this long, or the connection is closed. Default [`DEFAULT_HEADER_TIMEOUT`].
+    pub header_timeout: String,
 }
 
 /// The database when `--db` names none: `stateous.db` in the current folder.
@@ -90,6 +104,10 @@ pub const DEFAULT_KEEPALIVE_INTERVAL: &str = "10s";
 pub const DEFAULT_KEEPALIVE_COUNT: &str = "3";
 /// Postgres: how many connections the pool keeps.
 pub const DEFAULT_POOL_SIZE: &str = "16";
+/// How many TCP connections are open at most (`api::server::DEFAULT_MAX_CONNECTIONS`).
+pub const DEFAULT_MAX_CONNECTIONS: &str = "1024";
+/// How long a request head may take (`api::server::DEFAULT_HEADER_WITHIN`).
+pub const DEFAULT_HEADER_TIMEOUT: &str = "10s";
 
 impl ServeArgs {
     /// The flags with their defaults, for `graph`.
@@ -113,7 +131,43 @@ impl ServeArgs {
             dev_clock: false,
             standby: false,
             insecure: false,
+            tls_cert: None,
+            tls_key: None,
+            tls_client_ca: None,
+            max_connections: DEFAULT_MAX_CONNECTIONS.into(),
+            header_timeout: DEFAULT_HEADER_TIMEOUT.into(),
         }
+    }
+
+    /// Whether `serve` is to serve HTTPS (`--tls-cert` given). A plain fact of the
+    /// flags, for checks that depend on it (e.g. what a wide `--listen` needs);
+    /// whether the files can be used is [`tls_files`]'s to say.
+    pub fn tls_configured(&self) -> bool {
+        self.tls_cert.is_some()
+    }
+}
+
+/// The TLS files of `args`, `None` without `--tls-cert`.
+///
+/// Errors: `--tls-cert` without `--tls-key` or the other way round, and
+/// `--tls-client-ca` without `--tls-cert`, each in one sentence.
+pub fn tls_files(args: &ServeArgs) -> Result<Option<crate::api::tls::TlsFiles>, String> {
+    match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Ok(Some(crate::api::tls::TlsFiles {
+            cert: cert.clone(),
+            key: key.clone(),
+            client_ca: args.tls_client_ca.clone(),
+        })),
+        (Some(_), None) => Err("--tls-cert needs --tls-key, the certificate's private key".into()),
+        (None, Some(_)) => {
+            Err("--tls-key needs --tls-cert, the certificate it is the key of".into())
+        }
+        (None, None) if args.tls_client_ca.is_some() => Err(
+            "--tls-client-ca needs --tls-cert and --tls-key: client certificates are asked \
+             for over HTTPS only"
+                .into(),
+        ),
+        (None, None) => Ok(None),
     }
 }
 
@@ -128,6 +182,10 @@ pub struct Timings {
     pub busy_timeout: Duration,
     /// Postgres: the time limits of each connection and the pool's size.
     pub postgres: PgOptions,
+    /// At most this many TCP connections open at once.
+    pub max_connections: usize,
+    /// A request head (and a TLS handshake) must come within this long.
+    pub header_timeout: Duration,
 }
 
 impl Timings {
@@ -151,6 +209,9 @@ impl Timings {
                 keepalive_count: flag_count("--keepalive-count", &args.keepalive_count, 1..=100)?,
                 pool: flag_count("--pool-size", &args.pool_size, 1..=1000)?,
             },
+            max_connections: flag_count("--max-connections", &args.max_connections, 1..=1_000_000)?
+                as usize,
+            header_timeout: flag_duration("--header-timeout", &args.header_timeout)?,
         })
     }
 }
@@ -279,14 +340,19 @@ impl Listen {
     /// Where a client on this computer reaches a listener on this host and on
     /// `port` (the port it got): "every address" becomes this computer's.
     pub fn url(&self, port: u16) -> String {
+        self.url_of("http", port)
+    }
+
+    /// [`Listen::url`] with the scheme `scheme` (`http` or `https`).
+    pub fn url_of(&self, scheme: &str, port: u16) -> String {
         let near = match self.host.as_str() {
             "0.0.0.0" => "127.0.0.1",
             "::" => "::1",
             host => host,
         };
         match near.parse::<IpAddr>() {
-            Ok(IpAddr::V6(_)) => format!("http://[{near}]:{port}"),
-            _ => format!("http://{near}:{port}"),
+            Ok(IpAddr::V6(_)) => format!("{scheme}://[{near}]:{port}"),
+            _ => format!("{scheme}://{near}:{port}"),
         }
     }
 }

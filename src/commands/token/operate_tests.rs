@@ -89,6 +89,7 @@ async fn run_scripted(
         key: None,
         url: Some(url.to_string()),
         json: false,
+        tls: Default::default(),
         action,
     };
     let mut out = Vec::new();

@@ -55,6 +55,7 @@ async fn run_at(url: &str, json: bool, action: TokenAction) -> Result<String, Co
         key: None,
         url: Some(url.to_string()),
         json,
+        tls: Default::default(),
         action,
     };
     let mut out = Vec::new();

@@ -165,7 +165,7 @@ pub struct Daemon {
     pub database: TestDatabase,
     /// The socket.
     pub socket: PathBuf,
-    /// `http://127.0.0.1:PORT`.
+    /// `http://127.0.0.1:PORT` (`https://` with `--tls-cert`).
     pub url: String,
     /// `127.0.0.1:PORT`.
     pub authority: String,
@@ -327,7 +327,10 @@ impl Daemon {
                 .and_then(|rest| rest.split_whitespace().next())
             {
                 self.url = url.to_string();
-                self.authority = url.trim_start_matches("http://").to_string();
+                self.authority = url
+                    .trim_start_matches("http://")
+                    .trim_start_matches("https://")
+                    .to_string();
                 return;
             }
             if let Some(status) = self
@@ -484,7 +487,8 @@ impl Daemon {
         self.spawn();
     }
 
-    /// A request over TCP. `body` is sent as is, with its length.
+    /// A request over TCP (over the Unix socket when the daemon serves https:
+    /// the harness speaks plain HTTP only). `body` is sent as is, with its length.
     pub fn request(
         &self,
         method: &str,
@@ -492,6 +496,9 @@ impl Daemon {
         headers: &[(&str, &str)],
         body: &[u8],
     ) -> Reply {
+        if self.url.starts_with("https://") {
+            return self.request_unix(method, path, headers, body);
+        }
         let stream = TcpStream::connect(&self.authority)
             .unwrap_or_else(|e| panic!("cannot connect to {}: {e}\n{}", self.url, self.report()));
         exchange(stream.timed(), method, path, headers, body)

@@ -1,5 +1,6 @@
 //! One Postgres connection with its prepared statements, how connections are made with
-//! their time limits (`docs/how-to/use-postgres.md`), and the pool's manager (r2d2).
+//! their time limits and TLS (`docs/how-to/use-postgres.md`), and the pool's manager
+//! (r2d2).
 //!
 //! A statement is prepared once per connection and kept: sent as text each time,
 //! every query would cost the server a parse and the network a round trip more.
@@ -8,8 +9,9 @@ use std::collections::HashMap;
 
 use postgres::types::ToSql;
 use postgres::{Client, Config, NoTls, Row, Statement};
+use tokio_postgres_rustls::MakeRustlsConnect;
 
-use super::PgOptions;
+use super::{tls, PgOptions};
 use crate::store::{StoreError, StoreResult};
 
 /// A connection and its prepared statements, keyed by their SQL.
@@ -20,9 +22,13 @@ pub struct PgConn {
 
 impl PgConn {
     /// Connect with `config` (see [`config`]).
-    pub fn connect(config: &Config) -> Result<PgConn, postgres::Error> {
+    pub fn connect(config: &PgConfig) -> Result<PgConn, postgres::Error> {
+        let client = match &config.tls {
+            Some(tls) => config.config.connect(tls.clone())?,
+            None => config.config.connect(NoTls)?,
+        };
         Ok(PgConn {
-            client: config.connect(NoTls)?,
+            client,
             statements: HashMap::new(),
         })
     }
@@ -64,14 +70,39 @@ impl PgConn {
     }
 }
 
+/// How to connect: the settings, and the TLS connector when the URL asks for TLS.
+/// Cheap to clone.
+#[derive(Clone)]
+pub struct PgConfig {
+    /// The connection settings.
+    pub config: Config,
+    /// TLS of the URL's `sslmode` (`tls.rs`), `None` for plain TCP.
+    pub tls: Option<MakeRustlsConnect>,
+}
+
+impl std::fmt::Debug for PgConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgConfig")
+            .field("config", &self.config)
+            .field("tls", &self.tls.is_some())
+            .finish()
+    }
+}
+
 /// The connection settings of `url` with the time limits of `options`: the
 /// connect timeout, TCP keepalives (on this side and, as session settings, on the
 /// server's), and `statement_timeout` and `lock_timeout` as settings of each
-/// session (so that every statement, a migration's too, has them).
-pub fn config(url: &str, options: &PgOptions) -> Result<Config, String> {
+/// session (so that every statement, a migration's too, has them); TLS as its
+/// `sslmode` and `sslrootcert` say (`tls.rs`).
+///
+/// Errors: a URL that cannot be used, a `sslmode` not known, a `sslrootcert` that
+/// cannot be read; each one sentence.
+pub fn config(url: &str, options: &PgOptions) -> Result<PgConfig, String> {
+    let (url, tls) = tls::split(url)?;
     let mut config: Config = url
         .parse()
         .map_err(|e| format!("--db is not a Postgres URL that can be used: {e}"))?;
+    config.ssl_mode(tls.mode());
     // The server's side of the keepalives too (settings each session may make):
     // a control plane whose machine died holds its serving lock only until the
     // server finds its connection dead, about a minute, not the system's 2 hours.
@@ -92,7 +123,10 @@ pub fn config(url: &str, options: &PgOptions) -> Result<Config, String> {
         .keepalives_retries(options.keepalive_count)
         .application_name(&application_name())
         .options(&settings);
-    Ok(config)
+    Ok(PgConfig {
+        config,
+        tls: tls.connector()?,
+    })
 }
 
 /// How this process's sessions name themselves in `pg_stat_activity`:
@@ -105,12 +139,12 @@ pub fn application_name() -> String {
 /// The pool's manager: it makes connections with the limits, and drops closed ones.
 #[derive(Debug, Clone)]
 pub struct Manager {
-    config: Config,
+    config: PgConfig,
 }
 
 impl Manager {
     /// A manager that connects with `config`.
-    pub fn new(config: Config) -> Manager {
+    pub fn new(config: PgConfig) -> Manager {
         Manager { config }
     }
 }

@@ -22,9 +22,7 @@
 use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 
-use postgres::Config;
-
-use super::conn::PgConn;
+use super::conn::{PgConfig, PgConn};
 use super::schema::SERVING_LOCK;
 use crate::store::backend::Standby;
 use crate::store::{StoreError, StoreResult};
@@ -45,7 +43,7 @@ pub enum Tried {
 impl ServingLock {
     /// Connect and try the lock without waiting. An error: Postgres cannot be
     /// reached (after at most the connect timeout).
-    pub fn take(config: &Config) -> Result<Tried, postgres::Error> {
+    pub fn take(config: &PgConfig) -> Result<Tried, postgres::Error> {
         let mut conn = PgConn::connect(config)?;
         if !try_lock(&mut conn)? {
             return Ok(Tried::Busy(conn));
@@ -58,7 +56,7 @@ impl ServingLock {
     /// Wait until this control plane holds the lock, asking every `standby.every`
     /// on a connection of its own; a connection that fails is made again (each try
     /// within the connect timeout). `None`: `standby.stop` was set first.
-    pub fn wait(config: &Config, standby: &Standby) -> Option<ServingLock> {
+    pub fn wait(config: &PgConfig, standby: &Standby) -> Option<ServingLock> {
         let mut conn: Option<PgConn> = None;
         let mut unreachable = false;
         loop {

@@ -25,6 +25,7 @@ pub mod schema;
 pub mod store;
 mod tasks;
 mod timers;
+pub mod tls;
 mod tokens;
 
 use std::cell::{Cell, RefCell};
@@ -34,7 +35,7 @@ use std::time::Duration;
 use postgres::types::ToSql;
 use postgres::Row;
 
-pub use conn::PgConn;
+pub use conn::{config, PgConfig, PgConn};
 pub use pending::Ids;
 use pending::Pending;
 

@@ -107,7 +107,8 @@ impl Db {
             }
             Database::Postgres(url) => {
                 std::thread::spawn(move || {
-                    let config = url.parse().unwrap();
+                    let options = stateous_daemon::store::postgres::PgOptions::default();
+                    let config = stateous_daemon::store::postgres::config(&url, &options).unwrap();
                     let mut conn =
                         stateous_daemon::store::postgres::PgConn::connect(&config).unwrap();
                     stateous_daemon::store::postgres::schema::migrate_to(&mut conn, upto).unwrap();

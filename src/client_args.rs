@@ -1,0 +1,73 @@
+//! The TLS flags every client command takes (`token`, `tui`, `bench`, `clock`,
+//! `supervise`): what an `https://` control plane is trusted by, and the
+//! certificate shown to one that asks for it (`docs/reference/cli.md`, "Clients
+//! over https").
+
+use std::path::PathBuf;
+
+use clap::Args;
+use stateous_client::{Identity, TlsOptions};
+
+/// `--cacert`, `--client-cert`, `--client-key`. Read only when an address is
+/// `https://`; a file that cannot be used is refused in one sentence before any
+/// request.
+#[derive(Args, Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClientTlsArgs {
+    /// A PEM file of CA certificates to trust for https:// addresses instead of
+    /// the platform's roots (e.g. the CA that signed the daemon's --tls-cert).
+    #[arg(long, value_name = "PEM", env = "STATEOUS_CACERT", global = true)]
+    pub cacert: Option<PathBuf>,
+    /// A client certificate (PEM) to show a daemon that asks for one
+    /// (serve --tls-client-ca); needs --client-key.
+    #[arg(long, value_name = "PEM", requires = "client_key", global = true)]
+    pub client_cert: Option<PathBuf>,
+    /// The private key (PEM) of --client-cert.
+    #[arg(long, value_name = "PEM", requires = "client_cert", global = true)]
+    pub client_key: Option<PathBuf>,
+}
+
+impl ClientTlsArgs {
+    /// The client's TLS options of these flags.
+    pub fn options(&self) -> TlsOptions {
+        TlsOptions {
+            ca_file: self.cacert.clone(),
+            identity: match (&self.client_cert, &self.client_key) {
+                (Some(cert), Some(key)) => Some(Identity {
+                    cert_file: cert.clone(),
+                    key_file: key.clone(),
+                }),
+                _ => None,
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Command {
+        #[command(flatten)]
+        tls: ClientTlsArgs,
+    }
+
+    #[test]
+    fn the_flags_make_the_options_and_a_lone_client_cert_is_refused() {
+        let parsed = Command::try_parse_from([
+            "x",
+            "--cacert",
+            "ca.pem",
+            "--client-cert",
+            "c.pem",
+            "--client-key",
+            "k.pem",
+        ])
+        .unwrap();
+        let options = parsed.tls.options();
+        assert_eq!(options.ca_file, Some(PathBuf::from("ca.pem")));
+        assert_eq!(options.identity.unwrap().key_file, PathBuf::from("k.pem"));
+        assert!(Command::try_parse_from(["x", "--client-cert", "c.pem"]).is_err());
+    }
+}
