@@ -386,6 +386,26 @@ fn the_ledger_names_the_key_of_each_change_and_token_show_prints_it() {
     assert!(shown.stdout.contains("(by key ops)"), "{shown}");
 }
 
+/// Postgres: a standby that takes over reads the keys then, with those made and
+/// revoked while it waited.
+#[test]
+fn a_standby_that_takes_over_serves_the_keys_on_record() {
+    harness::on(Backend::Postgres, || {
+        let mut active = sdlc();
+        let standby = Setup::new(asset_graph("sdlc"))
+            .database_of(&active)
+            .start_standby();
+        let kept = add_key(&active, "kept", "read", None);
+        let gone = add_key(&active, "gone", "read", None);
+        access(&active, &["revoke", "gone"]);
+        active.stop_with(libc::SIGKILL);
+        standby.wait_for_line("serving on ", Duration::from_secs(30));
+        standby.get("/tokens").refused(401, "unauthenticated");
+        with_key(&standby, &kept, "GET", "/tokens", &Value::Null).expect(200);
+        with_key(&standby, &gone, "GET", "/tokens", &Value::Null).refused(401, "unauthenticated");
+    });
+}
+
 /// Put `secret` in the folder's `box.key` and name it in `stateous.yaml`.
 fn write_key(folder: &Path, secret: &str) {
     std::fs::write(folder.join("box.key"), secret).unwrap();
