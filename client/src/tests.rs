@@ -462,6 +462,36 @@ async fn the_watch_stream_reopens_at_the_next_address_after_its_last_event() {
     assert_eq!(client.url(), live);
 }
 
+#[tokio::test]
+async fn an_access_key_goes_with_every_call_at_every_address_and_on_the_watch_stream() {
+    let (standby, waited) = server(|_| refusal("standby")).await;
+    let (live, log) = server(|seen| match seen.path.as_str() {
+        "/health" => (200, r#"{"workflow":"w","checksum":"c"}"#.into()),
+        _ => (200, "id: 1\nevent: entry\ndata: {}\n\n".into()),
+    })
+    .await;
+    let secret = format!("stateous_key_{}", "0f".repeat(32));
+    let key = AccessKey::parse(&format!(" {secret}\n"), "the test").unwrap();
+    assert_eq!(format!("{key:?}"), "AccessKey(..)");
+    let client = Client::new(&format!("{standby},{live}"))
+        .unwrap()
+        .with_access_key(Some(&key));
+    client.health().await.unwrap();
+    let bearer = format!("Bearer {secret}");
+    assert_eq!(
+        waited.last().authorization.as_deref(),
+        Some(bearer.as_str())
+    );
+    assert_eq!(log.last().authorization.as_deref(), Some(bearer.as_str()));
+    let _watch = client.watch(None, None).await.unwrap();
+    assert_eq!(log.last().path, "/watch");
+    assert_eq!(log.last().authorization.as_deref(), Some(bearer.as_str()));
+    let without = Client::new(&live).unwrap();
+    without.health().await.unwrap();
+    assert_eq!(log.last().authorization, None);
+    assert!(AccessKey::parse("stateous_key_short", "the test").is_err());
+}
+
 #[test]
 fn a_list_with_an_empty_or_bad_address_is_refused() {
     let error = Client::new("http://a:1,,http://b:2").unwrap_err();

@@ -18,6 +18,8 @@ pub struct Seen {
     pub path: String,
     pub key: Option<String>,
     pub last_event_id: Option<String>,
+    /// The `Authorization` header.
+    pub authorization: Option<String>,
     pub body: Value,
 }
 
@@ -55,6 +57,7 @@ where
             };
             let key = header("idempotency-key");
             let last_event_id = header("last-event-id");
+            let authorization = header("authorization");
             let bytes = request.into_body().collect().await.unwrap().to_bytes();
             let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
             let seen = Seen {
@@ -62,6 +65,7 @@ where
                 path,
                 key,
                 last_event_id,
+                authorization,
                 body,
             };
             let (status, text) = handler(&seen);

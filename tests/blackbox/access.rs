@@ -274,10 +274,18 @@ fn secrets_are_absent_from_the_database() {
             }
         }
         Backend::Postgres => {
-            let rows = daemon
-                .rows("SELECT name, role, supervisor, hash, created_at::text FROM access_keys");
-            assert_eq!(rows.len(), 2);
-            stored.extend(format!("{rows:?}").into_bytes());
+            // Every row of every table of ours, as text.
+            let tables = daemon.rows(
+                "SELECT table_name::text FROM information_schema.tables \
+                 WHERE table_schema = current_schema()",
+            );
+            assert!(tables.len() >= 8, "{tables:?}");
+            for table in tables.iter().filter_map(|row| row[0].clone()) {
+                let rows = daemon.rows(&format!("SELECT t::text FROM {table} t"));
+                stored.extend(format!("{rows:?}").into_bytes());
+            }
+            let keys = daemon.rows("SELECT hash FROM access_keys");
+            assert_eq!(keys.len(), 2, "{keys:?}");
         }
     }
     assert!(!stored.is_empty());
@@ -384,6 +392,26 @@ fn the_ledger_names_the_key_of_each_change_and_token_show_prints_it() {
     let shown = run(daemon.dir.path(), &["token", "show", "T-1", "--url", &url]);
     assert_eq!(shown.code(), 0, "{shown}");
     assert!(shown.stdout.contains("(by key ops)"), "{shown}");
+}
+
+/// Postgres: a standby that takes over reads the keys then, with those made and
+/// revoked while it waited.
+#[test]
+fn a_standby_that_takes_over_serves_the_keys_on_record() {
+    harness::on(Backend::Postgres, || {
+        let mut active = sdlc();
+        let standby = Setup::new(asset_graph("sdlc"))
+            .database_of(&active)
+            .start_standby();
+        let kept = add_key(&active, "kept", "read", None);
+        let gone = add_key(&active, "gone", "read", None);
+        access(&active, &["revoke", "gone"]);
+        active.stop_with(libc::SIGKILL);
+        standby.wait_for_line("serving on ", Duration::from_secs(30));
+        standby.get("/tokens").refused(401, "unauthenticated");
+        with_key(&standby, &kept, "GET", "/tokens", &Value::Null).expect(200);
+        with_key(&standby, &gone, "GET", "/tokens", &Value::Null).refused(401, "unauthenticated");
+    });
 }
 
 /// Put `secret` in the folder's `box.key` and name it in `stateous.yaml`.

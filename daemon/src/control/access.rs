@@ -4,11 +4,32 @@
 
 use stateous_shared::refusal::{Code, Refusal};
 
-use super::Control;
+use super::{store_options, Control, Options};
 use crate::engine::{refuse, Fail};
+use crate::store::backend::Inspected;
 use crate::store::AccessKeyRow;
+use crate::store::Store;
 
 impl Control {
+    /// Whether the database holds an access key that is not revoked, read
+    /// without taking the database (a standby, before it listens wide: `serve`'s
+    /// check of `--listen`). False for a database without tables yet.
+    pub async fn keys_on_record(options: &Options) -> Result<bool, String> {
+        let store_options = store_options(options, String::new());
+        let inspected = tokio::task::spawn_blocking(move || {
+            Store::inspect(&store_options, |tx| {
+                let keys = tx.access_keys()?;
+                Ok(keys.iter().any(|key| key.revoked_at.is_none()))
+            })
+        })
+        .await
+        .map_err(|_| "the database could not be read".to_string())??;
+        Ok(match inspected {
+            Inspected::Read(any) => any,
+            Inspected::NotYet => false,
+        })
+    }
+
     /// Every access key, revoked ones included, by name.
     pub async fn access_keys(&self) -> Result<Vec<AccessKeyRow>, Refusal> {
         self.read(|tx| Ok(tx.access_keys()?)).await

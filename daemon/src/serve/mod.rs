@@ -218,16 +218,15 @@ fn start(args: &ServeArgs) -> Result<Ready, String> {
     } else {
         Holding::Held(runtime.block_on(Control::open(graph, options))?)
     };
-    // Whether keys exist is known only with the database; a standby takes the
-    // keys it will find to be none, so it is refused as a control plane
-    // without keys is.
+    // Whether keys exist is known only with the database; a standby reads
+    // them without taking it.
     let keys = match &holding {
         Holding::Held(control) => runtime
             .block_on(control.access_keys())
             .map_err(|refused| refused.error)?
             .iter()
             .any(|key| key.revoked_at.is_none()),
-        Holding::Waiting { .. } => false,
+        Holding::Waiting { options, .. } => runtime.block_on(Control::keys_on_record(options))?,
     };
     if let Some(refusal) = listen.refusal(keys, tls.is_some(), args.insecure) {
         return Err(refusal);
