@@ -11,6 +11,7 @@ mod cli_errors;
 mod commands;
 mod ctx_args;
 mod demo;
+mod hooks_args;
 mod manual;
 mod serve_args;
 mod token_args;
@@ -124,6 +125,11 @@ enum Command {
     /// due order; `freeze` stops the clock, `thaw` lets it run, `show` says where
     /// it stands.
     Clock(token_args::ClockArgs),
+    /// Webhooks in: check a hooks file, sign a body, measure a hook
+    ///
+    /// The hooks file is what `serve --hooks FILE` serves at POST /hooks/NAME.
+    #[command(subcommand)]
+    Hooks(hooks_args::HooksCommand),
     /// See it work: a bundled example in the terminal UI
     ///
     /// A daemon, a supervisor and a few tokens of a bundled example, in the
@@ -262,6 +268,7 @@ fn main() -> ExitCode {
                 bench::run(&options, &mut out).await
             })
         }
+        Command::Hooks(command) => code(hooks_args::run(command)),
         Command::Demo => {
             demo::run().unwrap_or_else(|e| exit_with(format!("{e:#}")));
             ExitCode::SUCCESS

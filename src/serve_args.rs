@@ -86,6 +86,15 @@ pub struct ServeFlags {
     /// --supervise.
     #[arg(long)]
     pub standby: bool,
+    /// The hooks file: each hook is served at POST /hooks/NAME, its deliveries
+    /// checked against a secret read from the environment (docs/reference/files.md).
+    /// A variable that is unset stops serve, naming it.
+    #[arg(long, value_name = "FILE")]
+    pub hooks: Option<PathBuf>,
+    /// Allow what is not secure: hooks with `verify: none`, which check no
+    /// signature.
+    #[arg(long)]
+    pub insecure: bool,
 }
 
 /// Run `stateous serve`; its exit code.
@@ -142,6 +151,8 @@ pub fn run(flags: ServeFlags) -> i32 {
         pool_size: flags.pool_size,
         dev_clock: flags.dev_clock,
         standby: flags.standby,
+        hooks: flags.hooks,
+        insecure: flags.insecure,
     };
     let code = stateous_daemon::serve::run_with(args, companion);
     match beside {

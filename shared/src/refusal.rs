@@ -48,13 +48,16 @@ pub enum Code {
     /// for the database's serving lock and answers only `GET /health` with this code.
     /// Ours, not the reference's: a client that knows several addresses tries the next.
     Standby,
+    /// 401: a webhook delivery's signature is missing, stale or wrong
+    /// (`POST /hooks/{name}`). Ours, not the reference's.
+    BadSignature,
     /// 500: a failure that no other code names.
     Unexpected,
 }
 
 impl Code {
     /// Every code, in the order of the reference's table.
-    pub const ALL: [Code; 19] = [
+    pub const ALL: [Code; 20] = [
         Code::TokenNotFound,
         Code::TaskNotFound,
         Code::NotFound,
@@ -73,6 +76,7 @@ impl Code {
         Code::DatabaseBusy,
         Code::NotServing,
         Code::Standby,
+        Code::BadSignature,
         Code::Unexpected,
     ];
 
@@ -93,6 +97,7 @@ impl Code {
             | Code::TaskNotHeld
             | Code::AttemptOver => 409,
             Code::DatabaseBusy | Code::NotServing | Code::Standby => 503,
+            Code::BadSignature => 401,
             Code::Unexpected => 500,
         }
     }
@@ -118,6 +123,7 @@ impl Code {
             Code::DatabaseBusy => "database_busy",
             Code::NotServing => "not_serving",
             Code::Standby => "standby",
+            Code::BadSignature => "bad_signature",
             Code::Unexpected => "unexpected",
         }
     }
@@ -185,6 +191,7 @@ mod tests {
             ("database_busy", 503),
             ("not_serving", 503),
             ("standby", 503),
+            ("bad_signature", 401),
             ("unexpected", 500),
         ];
         for (code, (text, status)) in Code::ALL.iter().zip(documented) {

@@ -7,6 +7,7 @@
 //! exit code 1 (`docs/reference/cli.md`, "How they behave alike").
 
 pub mod bench;
+pub mod bench_hooks;
 pub mod clock;
 pub mod token;
 

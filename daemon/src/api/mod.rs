@@ -12,6 +12,7 @@ pub mod added;
 mod body;
 mod clock;
 pub mod fields;
+pub mod hooks;
 pub mod inputs;
 pub mod measure;
 mod operate;
@@ -68,6 +69,8 @@ pub struct Api {
     lost: Arc<AtomicBool>,
     /// The supervisors heard from, for `GET /supervisors`.
     seen: added::SupervisorsSeen,
+    /// The hooks of `serve --hooks FILE` (none without it).
+    hooks: hooks::Hooks,
 }
 
 impl Api {
@@ -86,7 +89,14 @@ impl Api {
             control,
             lost,
             seen: added::SupervisorsSeen::default(),
+            hooks: hooks::Hooks::default(),
         }
+    }
+
+    /// The same API, serving `hooks` at `POST /hooks/{name}`.
+    pub fn with_hooks(mut self, hooks: hooks::Hooks) -> Api {
+        self.hooks = hooks;
+        self
     }
 
     /// Whether this control plane lost its database.
@@ -218,6 +228,8 @@ impl Api {
             Route::SupervisorStop(name) => self.supervisor_stopped(name),
             Route::States => Ok(json(200, &control.states().await?)),
             Route::Metrics => self.metrics().await,
+            Route::Hooks => Ok(self.list_hooks()),
+            Route::Hook(name) => self.hook(&name, parts, raw).await,
             route => self.dispatch_task(route, parts, raw).await,
         }
     }

@@ -20,7 +20,8 @@ use percent_encoding::percent_decode_str;
 /// can grant, from the least to the most.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Access {
-    /// Anyone, without a key: the health check.
+    /// Anyone, without a key: the health check, and webhook deliveries (whose
+    /// signature is their authentication).
     Public,
     /// Reading tokens, their histories, the stream and the metrics.
     Read,
@@ -99,6 +100,10 @@ pub enum Route {
     States,
     /// Ours: `GET /metrics`.
     Metrics,
+    /// Ours: `POST /hooks/{name}`, a webhook delivery.
+    Hook(String),
+    /// Ours: `GET /hooks`, the hooks served.
+    Hooks,
 }
 
 /// How `POST /clock/...` moves the dev clock.
@@ -184,6 +189,10 @@ pub static TABLE: &[Entry] = &[
     }),
     entry!("GET" "/states", Read, |_| Some(Route::States)),
     entry!("GET" "/metrics", Read, |_| Some(Route::Metrics)),
+    // A delivery needs no access key: its signature, checked against the hook's
+    // secret, is its authentication (`api/hooks.rs`).
+    entry!("POST" "/hooks/:name", Public, |p| Some(Route::Hook(p[0].into()))),
+    entry!("GET" "/hooks", Read, |_| Some(Route::Hooks)),
     entry!("POST" "/clock/advance", Admin, |_| Some(Route::Clock(ClockMove::Advance))),
     entry!("POST" "/clock/freeze", Admin, |_| Some(Route::Clock(ClockMove::Freeze))),
     entry!("POST" "/clock/thaw", Admin, |_| Some(Route::Clock(ClockMove::Thaw))),
@@ -367,6 +376,8 @@ mod tests {
                 "POST /supervisors/:name/stop supervise",
                 "GET /states read",
                 "GET /metrics read",
+                "POST /hooks/:name public",
+                "GET /hooks read",
                 "POST /clock/advance admin",
                 "POST /clock/freeze admin",
                 "POST /clock/thaw admin",

@@ -25,6 +25,7 @@
 //! `cli/running.py`, `SupervisedServer`).
 
 mod clock;
+mod hooks;
 pub mod options;
 mod socket;
 mod standby;
@@ -132,6 +133,8 @@ struct Ready {
     socket: socket::SocketFile,
     url: String,
     timings: Timings,
+    /// The hooks of `--hooks FILE`.
+    hooks: crate::api::hooks::Hooks,
 }
 
 /// The database of a bound control plane.
@@ -153,6 +156,7 @@ fn start(args: &ServeArgs) -> Result<Ready, String> {
     let listen = Listen::parse(&args.listen)?;
     let timings = Timings::parse(args)?;
     let graph = Arc::new(read_graph(&args.graph)?);
+    let hooks = hooks::read_hooks(args.hooks.as_deref(), &graph, args.insecure)?;
     let tcp = bind_tcp(&listen)?;
     let (socket_path, folder) = match &args.socket {
         Some(path) => (path.clone(), socket::Folder::MustExist),
@@ -231,6 +235,7 @@ fn start(args: &ServeArgs) -> Result<Ready, String> {
         unix,
         socket,
         timings,
+        hooks,
     })
 }
 
@@ -350,6 +355,7 @@ impl Ready {
             socket,
             url,
             timings,
+            hooks,
         } = self;
         let socket_path = socket.path().display().to_string();
         let standby = matches!(holding, Holding::Waiting { .. });
@@ -369,7 +375,7 @@ impl Ready {
             let lost = Arc::new(AtomicBool::new(false));
             let front = Front::standby();
             if let Holding::Held(control) = &holding {
-                front.serve(Api::new(control.clone(), lost.clone()));
+                front.serve(Api::new(control.clone(), lost.clone()).with_hooks(hooks.clone()));
             }
             let (stop_server, server_stops) = watch::channel(Stop::Serving);
             let server =
@@ -383,7 +389,9 @@ impl Ready {
                 } => match stand_by(graph, *options, &stop, &mut signals, &url, &socket_path).await
                 {
                     Waited::Took(control) => {
-                        front.serve(Api::new(control.clone(), lost.clone()));
+                        front.serve(
+                            Api::new(control.clone(), lost.clone()).with_hooks(hooks.clone()),
+                        );
                         eprintln!("{STANDBY_TOOK_LINE}");
                         control
                     }

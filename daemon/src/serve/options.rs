@@ -58,6 +58,10 @@ pub struct ServeArgs {
     /// `--standby`: Postgres only; wait for the database's serving lock while answering
     /// as a standby, then take over.
     pub standby: bool,
+    /// `--hooks FILE`: the hooks file (`docs/reference/files.md`); none serves no hook.
+    pub hooks: Option<PathBuf>,
+    /// `--insecure`: allow what is not secure; here, hooks with `verify: none`.
+    pub insecure: bool,
 }
 
 /// The database when `--db` names none: `stateous.db` in the current folder.
@@ -109,6 +113,8 @@ impl ServeArgs {
             pool_size: DEFAULT_POOL_SIZE.into(),
             dev_clock: false,
             standby: false,
+            hooks: None,
+            insecure: false,
         }
     }
 }
