@@ -359,11 +359,18 @@ fn templates_ignored_events_and_refusals_answer_as_documented() {
         &json!({"action": "reopened", "pull_request": {"number": 1}, "repository": {"full_name": "acme/api"}}),
     );
     refused.refused(409, "event_not_allowed");
+    // A token the hook started keeps its start when the event is refused (409):
+    // the start and the `event_rejected` entry commit together.
+    let started = json!({"action": "reopened", "pull_request": {"number": 2},
+                         "repository": {"full_name": "acme/api"}});
+    github(&daemon, "gh-5", &started).refused(409, "event_not_allowed");
+    assert_eq!(daemon.get("/tokens/T-2").expect(200)["state"], "coding");
+    assert_eq!(entries(&daemon, "T-2", "event_rejected").len(), 1);
     let listed = daemon.get("/hooks").expect(200);
     let counts = &listed[0]["counts"];
     assert_eq!(
         (&counts["accepted"], &counts["ignored"], &counts["refused"]),
-        (&json!(1), &json!(1), &json!(2)),
+        (&json!(1), &json!(1), &json!(3)),
         "{listed}"
     );
 }

@@ -69,8 +69,9 @@ pub fn fire(rules: &Rules, tx: &dyn Tx, input: &FireInput) -> Step<(TokenView, b
 
 /// An event from a hook (`docs/inside/workflows.md`, "Fire"): with `start`, a
 /// missing token is started first, in the same transaction as the event, so that
-/// redeliveries start it once and apply the event once. A refused event keeps the
-/// start, as a refused fire keeps its `event_rejected` entry.
+/// redeliveries start it once and apply the event once. An event refused with its
+/// `event_rejected` entry kept (409) keeps the start too; any other refusal undoes
+/// both.
 pub fn fire_or_start(
     rules: &Rules,
     tx: &dyn Tx,
