@@ -13,6 +13,7 @@ mod client_args;
 mod commands;
 mod ctx_args;
 mod demo;
+mod hooks_args;
 mod manual;
 mod serve_args;
 mod token_args;
@@ -137,6 +138,11 @@ enum Command {
     /// on stdout.
     #[command(subcommand_required = true, arg_required_else_help = true)]
     Access(access_args::AccessCommandArgs),
+    /// Webhooks in: check a hooks file, sign a body, measure a hook
+    ///
+    /// The hooks file is what `serve --hooks FILE` serves at POST /hooks/NAME.
+    #[command(subcommand)]
+    Hooks(hooks_args::HooksCommand),
     /// See it work: a bundled example in the terminal UI
     ///
     /// A daemon, a supervisor and a few tokens of a bundled example, in the
@@ -324,6 +330,7 @@ fn main() -> ExitCode {
                 bench::run(&options, &mut out).await
             })
         }
+        Command::Hooks(command) => code(hooks_args::run(command)),
         Command::Demo => {
             demo::run().unwrap_or_else(|e| exit_with(format!("{e:#}")));
             ExitCode::SUCCESS

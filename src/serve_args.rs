@@ -86,9 +86,10 @@ pub struct ServeFlags {
     /// --supervise.
     #[arg(long)]
     pub standby: bool,
-    /// Listen on an address other computers reach without access keys and TLS.
-    /// Without it, --listen on such an address is refused: make an access key
-    /// over the socket (stateous access add) and serve TLS instead.
+    /// Allow what is not secure: --listen on an address other computers reach
+    /// without access keys and TLS (without it, such an address is refused: make an
+    /// access key over the socket with stateous access add, and serve TLS), and
+    /// hooks with `verify: none`, which check no signature.
     #[arg(long)]
     pub insecure: bool,
     /// Serve HTTPS on --listen with this certificate chain (PEM, the server's own
@@ -114,6 +115,11 @@ pub struct ServeFlags {
     /// connection; else it is closed.
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true, env = "STATEOUS_HEADER_TIMEOUT", default_value = serve_options::DEFAULT_HEADER_TIMEOUT)]
     pub header_timeout: String,
+    /// The hooks file: each hook is served at POST /hooks/NAME, its deliveries
+    /// checked against a secret read from the environment (docs/reference/files.md).
+    /// A variable that is unset stops serve, naming it.
+    #[arg(long, value_name = "FILE")]
+    pub hooks: Option<PathBuf>,
 }
 
 /// Run `stateous serve`; its exit code.
@@ -176,6 +182,7 @@ pub fn run(flags: ServeFlags) -> i32 {
         tls_client_ca: flags.tls_client_ca,
         max_connections: flags.max_connections,
         header_timeout: flags.header_timeout,
+        hooks: flags.hooks,
     };
     let code = stateous_daemon::serve::run_with(args, companion);
     match beside {

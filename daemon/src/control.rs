@@ -265,6 +265,19 @@ impl Control {
         Ok(Fired { token, duplicate })
     }
 
+    /// `POST /hooks/{name}`: the hook's event, after starting a missing token
+    /// when the hook starts tokens (`engine::fire::fire_or_start`).
+    pub async fn hook(
+        &self,
+        start: Option<StartInput>,
+        input: FireInput,
+    ) -> Result<Fired, Refusal> {
+        let (token, duplicate) = self
+            .write(move |rules, tx| engine::fire::fire_or_start(rules, tx, start.as_ref(), &input))
+            .await?;
+        Ok(Fired { token, duplicate })
+    }
+
     /// `POST /tokens/{id}/pause`.
     pub async fn pause(&self, token: String) -> Result<TokenView, Refusal> {
         self.write(move |rules, tx| engine::pause::pause(rules, tx, &token))

@@ -240,6 +240,25 @@ pub struct FireInput {
     pub payload: Option<Object>,
     /// The idempotency key, if any.
     pub key: Option<Key>,
+    /// The hook the event came through, if any (`POST /hooks/{name}`).
+    pub hook: Option<HookMark>,
+}
+
+/// The hook an event came through and its delivery id, recorded on the event's
+/// ledger entry as `"hook": {"name": NAME, "delivery": ID}` (`docs/inside/data.md`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HookMark {
+    /// The hook's name.
+    pub name: String,
+    /// The delivery id: the event's idempotency key.
+    pub delivery: String,
+}
+
+impl HookMark {
+    /// The entry's `hook` value.
+    pub fn value(&self) -> serde_json::Value {
+        serde_json::json!({"name": self.name, "delivery": self.delivery})
+    }
 }
 
 impl FireInput {
@@ -255,6 +274,7 @@ impl FireInput {
             event,
             payload,
             key: key.map(Key::new).transpose()?,
+            hook: None,
         })
     }
 }

@@ -11,7 +11,9 @@
 //!   (retries are the `task_retrying` entries), and sets the gauges from the
 //!   tables (tokens by workflow, state and status; tasks by state and status;
 //!   timers by status, each status listed even at zero) and from the
-//!   supervisors heard from (outbox depth).
+//!   supervisors heard from (outbox depth);
+//! - the hooks' handler (`api::hooks`) counts each delivery by hook and outcome,
+//!   and each refused signature by hook and reason.
 //!
 //! Counters start at zero when the control plane starts, as Prometheus expects of
 //! a process; the ledger is counted from the id it had then.
@@ -122,6 +124,8 @@ struct Families {
     timers: IntGaugeVec,
     outbox: IntGaugeVec,
     supervisors: IntGauge,
+    hook_deliveries: IntCounterVec,
+    bad_signatures: IntCounterVec,
     /// One scrape at a time, so that the gauges are cleared and set whole, and a
     /// ledger entry is counted once; holds the id counted up to.
     scrape: tokio::sync::Mutex<i64>,
@@ -248,6 +252,18 @@ impl Metrics {
                     )
                     .expect("a valid metric name"),
                 ),
+                hook_deliveries: counters(
+                    r,
+                    "stateous_hook_deliveries_total",
+                    "Webhook deliveries by hook and outcome (accepted, duplicate, ignored, refused, bad_signature).",
+                    &["hook", "outcome"],
+                ),
+                bad_signatures: counters(
+                    r,
+                    "stateous_hook_bad_signatures_total",
+                    "Webhook deliveries refused for their signature, by hook and reason.",
+                    &["hook", "reason"],
+                ),
                 registry,
                 scrape: tokio::sync::Mutex::new(last),
             }),
@@ -277,6 +293,31 @@ impl Metrics {
         if let Some(code) = refused {
             inner.refusals.with_label_values(&[code.as_str()]).inc();
         }
+    }
+
+    /// A delivery to `hook` ended with `outcome` (`api::hooks::Outcome`).
+    pub fn hook_delivered(&self, hook: &str, outcome: &str) {
+        self.inner
+            .hook_deliveries
+            .with_label_values(&[hook, outcome])
+            .inc();
+    }
+
+    /// A delivery to `hook` was refused for its signature, for `reason`.
+    pub fn hook_bad_signature(&self, hook: &str, reason: &str) {
+        self.hook_delivered(hook, "bad_signature");
+        self.inner
+            .bad_signatures
+            .with_label_values(&[hook, reason])
+            .inc();
+    }
+
+    /// How many deliveries to `hook` ended with `outcome` since the start.
+    pub fn hook_count(&self, hook: &str, outcome: &str) -> u64 {
+        self.inner
+            .hook_deliveries
+            .with_label_values(&[hook, outcome])
+            .get()
     }
 
     /// The clock ended `leases` leases and fired `timers` timers.

@@ -11,6 +11,7 @@ pub mod durations;
 pub mod graph;
 pub mod guards;
 pub mod history;
+pub mod hooks;
 pub mod limits;
 pub mod live;
 pub mod operate;

@@ -48,6 +48,9 @@ pub enum Code {
     /// for the database's serving lock and answers only `GET /health` with this code.
     /// Ours, not the reference's: a client that knows several addresses tries the next.
     Standby,
+    /// 401: a webhook delivery's signature is missing, stale or wrong
+    /// (`POST /hooks/{name}`). Ours, not the reference's.
+    BadSignature,
     /// 500: a failure that no other code names.
     Unexpected,
     /// 401: the request needs an access key and carries none, or one that is
@@ -65,7 +68,7 @@ pub enum Code {
 
 impl Code {
     /// Every code, in the order of the reference's table.
-    pub const ALL: [Code; 23] = [
+    pub const ALL: [Code; 24] = [
         Code::TokenNotFound,
         Code::TaskNotFound,
         Code::NotFound,
@@ -84,6 +87,7 @@ impl Code {
         Code::DatabaseBusy,
         Code::NotServing,
         Code::Standby,
+        Code::BadSignature,
         Code::Unexpected,
         Code::Unauthenticated,
         Code::Forbidden,
@@ -108,6 +112,7 @@ impl Code {
             | Code::TaskNotHeld
             | Code::AttemptOver => 409,
             Code::DatabaseBusy | Code::NotServing | Code::Standby => 503,
+            Code::BadSignature => 401,
             Code::Unexpected => 500,
             Code::Unauthenticated => 401,
             Code::Forbidden => 403,
@@ -137,6 +142,7 @@ impl Code {
             Code::DatabaseBusy => "database_busy",
             Code::NotServing => "not_serving",
             Code::Standby => "standby",
+            Code::BadSignature => "bad_signature",
             Code::Unexpected => "unexpected",
             Code::Unauthenticated => "unauthenticated",
             Code::Forbidden => "forbidden",
@@ -208,6 +214,7 @@ mod tests {
             ("database_busy", 503),
             ("not_serving", 503),
             ("standby", 503),
+            ("bad_signature", 401),
             ("unexpected", 500),
             ("unauthenticated", 401),
             ("forbidden", 403),

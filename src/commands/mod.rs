@@ -8,6 +8,7 @@
 
 pub mod access;
 pub mod bench;
+pub mod bench_hooks;
 pub mod clock;
 pub mod token;
 

@@ -23,6 +23,7 @@ mod dev_clock;
 mod failover;
 mod hardening_control;
 mod hardening_supervisor;
+mod hooks;
 mod interop_reference;
 mod interop_supervisor;
 mod manual;

@@ -176,6 +176,7 @@ impl FireInput {
             event,
             payload,
             key,
+            hook: None,
         })
     }
 }

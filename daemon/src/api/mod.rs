@@ -15,6 +15,7 @@ pub mod added;
 mod body;
 mod clock;
 pub mod fields;
+pub mod hooks;
 pub mod inputs;
 pub mod measure;
 mod operate;
@@ -75,6 +76,8 @@ pub struct Api {
     seen: added::SupervisorsSeen,
     /// The access keys, in memory ([`Api::load_keys`]).
     keys: Keys,
+    /// The hooks of `serve --hooks FILE` (none without it).
+    hooks: hooks::Hooks,
 }
 
 impl Api {
@@ -94,7 +97,14 @@ impl Api {
             lost,
             seen: added::SupervisorsSeen::default(),
             keys: Keys::default(),
+            hooks: hooks::Hooks::default(),
         }
+    }
+
+    /// The same API, serving `hooks` at `POST /hooks/{name}`.
+    pub fn with_hooks(mut self, hooks: hooks::Hooks) -> Api {
+        self.hooks = hooks;
+        self
     }
 
     /// Read the access keys from the database: a control plane does this once it
@@ -294,6 +304,8 @@ impl Api {
             Route::AccessList => self.access_list().await,
             Route::AccessAdd => self.access_add(raw).await,
             Route::AccessRevoke(name) => self.access_revoke(name).await,
+            Route::Hooks => Ok(self.list_hooks()),
+            Route::Hook(name) => self.hook(&name, parts, raw).await,
             route => self.dispatch_task(route, parts, raw, caller).await,
         }
     }

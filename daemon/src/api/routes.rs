@@ -21,7 +21,8 @@ use percent_encoding::percent_decode_str;
 /// ladder (a supervise key reads the graph and the stream, not the tokens).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Access {
-    /// Anyone, without a key: the health check.
+    /// Anyone, without a key: the health check, and webhook deliveries (whose
+    /// signature is their authentication).
     Public,
     /// What every key may read, a supervisor's included: the graph and the
     /// watch stream.
@@ -110,6 +111,10 @@ pub enum Route {
     AccessAdd,
     /// Ours: `DELETE /access/{name}`, revoke a key.
     AccessRevoke(String),
+    /// Ours: `POST /hooks/{name}`, a webhook delivery.
+    Hook(String),
+    /// Ours: `GET /hooks`, the hooks served.
+    Hooks,
 }
 
 /// How `POST /clock/...` moves the dev clock.
@@ -195,6 +200,10 @@ pub static TABLE: &[Entry] = &[
     }),
     entry!("GET" "/states", Read, |_| Some(Route::States)),
     entry!("GET" "/metrics", Read, |_| Some(Route::Metrics)),
+    // A delivery needs no access key: its signature, checked against the hook's
+    // secret, is its authentication (`api/hooks.rs`).
+    entry!("POST" "/hooks/:name", Public, |p| Some(Route::Hook(p[0].into()))),
+    entry!("GET" "/hooks", Read, |_| Some(Route::Hooks)),
     entry!("POST" "/clock/advance", Admin, |_| Some(Route::Clock(ClockMove::Advance))),
     entry!("POST" "/clock/freeze", Admin, |_| Some(Route::Clock(ClockMove::Freeze))),
     entry!("POST" "/clock/thaw", Admin, |_| Some(Route::Clock(ClockMove::Thaw))),
@@ -381,6 +390,8 @@ mod tests {
                 "POST /supervisors/:name/stop supervise",
                 "GET /states read",
                 "GET /metrics read",
+                "POST /hooks/:name public",
+                "GET /hooks read",
                 "POST /clock/advance admin",
                 "POST /clock/freeze admin",
                 "POST /clock/thaw admin",

@@ -302,6 +302,7 @@ pub fn apply(rules: &Rules, tx: &dyn Tx, step: &BulkStep, token: &str) -> Step<T
                 event,
                 payload: step.payload.clone(),
                 key: Some(Key::new(key)?),
+                hook: None,
             };
             fire(rules, tx, &input)?.0
         }

@@ -4,8 +4,8 @@ use stateous_shared::refusal::Code;
 use stateous_shared::wire::TokenView;
 
 use super::route::route;
-use super::{lock, py, refuse, reject, view, Rules, Step, OWN_EVENTS};
-use crate::input::{FireInput, Key};
+use super::{lock, py, refuse, reject, view, Rules, Step, Via, OWN_EVENTS};
+use crate::input::{FireInput, StartInput};
 use crate::store::Tx;
 
 /// Fire the event: `(token, duplicate)`. A repeated key answers the token as it
@@ -17,6 +17,7 @@ pub fn fire(rules: &Rules, tx: &dyn Tx, input: &FireInput) -> Step<(TokenView, b
         event,
         payload,
         key,
+        hook,
     } = input;
     let mut row = lock(tx, token)?;
     if let Some(key) = &key {
@@ -55,15 +56,30 @@ pub fn fire(rules: &Rules, tx: &dyn Tx, input: &FireInput) -> Step<(TokenView, b
             format!("{event}: {}", errors.join("; ")),
         );
     }
-    if let Some(reason) = route(
-        rules,
-        tx,
-        &mut row,
-        event,
-        payload.as_ref(),
-        key.as_ref().map(Key::as_str),
-    )? {
+    let hook = hook.as_ref().map(|hook| hook.value());
+    let via = Via {
+        key: key.as_ref().map(|key| key.as_str()),
+        hook: hook.as_ref(),
+    };
+    if let Some(reason) = route(rules, tx, &mut row, event, payload.as_ref(), via)? {
         return Err(reject(tx, &row, event, reason, Code::EventNotAllowed));
     }
     Ok((view(&row), false))
+}
+
+/// An event from a hook (`docs/inside/workflows.md`, "Fire"): with `start`, a
+/// missing token is started first, in the same transaction as the event, so that
+/// redeliveries start it once and apply the event once. An event refused with its
+/// `event_rejected` entry kept (409) keeps the start too; any other refusal undoes
+/// both.
+pub fn fire_or_start(
+    rules: &Rules,
+    tx: &dyn Tx,
+    start: Option<&StartInput>,
+    input: &FireInput,
+) -> Step<(TokenView, bool)> {
+    if let Some(start) = start {
+        super::start::start(rules, tx, start)?;
+    }
+    fire(rules, tx, input)
 }

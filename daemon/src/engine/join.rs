@@ -207,7 +207,14 @@ pub fn branch_finished(rules: &Rules, tx: &dyn Tx, child: &TokenRow) -> Step<()>
     }
     let mut payload = Object::new();
     payload.insert("branches".into(), Value::Array(branches));
-    if let Some(refusal) = route(rules, tx, &mut parent, JOINED, Some(&payload), None)? {
+    if let Some(refusal) = route(
+        rules,
+        tx,
+        &mut parent,
+        JOINED,
+        Some(&payload),
+        super::Via::NONE,
+    )? {
         let reason = format!(
             "the join of {} cannot move the token: {refusal}",
             py(&parent.state)

@@ -216,6 +216,33 @@ pub fn lock(tx: &dyn Tx, token: &str) -> Step<TokenRow> {
     existing(tx, token)
 }
 
+/// What an event from outside carries besides its payload, recorded on the entry
+/// that accepts or holds it: its idempotency key (the entry's `key`), and the hook
+/// it came through (`"hook": {"name", "delivery"}` in the entry's data, ours:
+/// `docs/inside/data.md`). Events of the engine's own carry neither.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Via<'a> {
+    /// The idempotency key.
+    pub key: Option<&'a str>,
+    /// The hook and the delivery.
+    pub hook: Option<&'a Value>,
+}
+
+impl Via<'_> {
+    /// Neither a key nor a hook.
+    pub const NONE: Via<'static> = Via {
+        key: None,
+        hook: None,
+    };
+
+    /// Add the hook, if any, to an entry's `data`.
+    pub fn mark(&self, data: &mut Value) {
+        if let (Some(hook), Value::Object(map)) = (self.hook, data) {
+            map.insert("hook".into(), hook.clone());
+        }
+    }
+}
+
 /// Append one ledger entry; `data` is a JSON object literal.
 pub fn append(
     tx: &dyn Tx,

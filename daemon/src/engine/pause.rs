@@ -34,6 +34,8 @@ pub struct Held {
     pub token: String,
     /// Its entry's seq.
     pub seq: i64,
+    /// The hook it came through (`{"name", "delivery"}`), if any.
+    pub hook: Option<Value>,
 }
 
 /// The events held since the token was last paused.
@@ -76,6 +78,7 @@ fn held(entry: &LedgerRow) -> Held {
         at: entry.at,
         token: entry.token.clone(),
         seq: entry.seq,
+        hook: data.get("hook").cloned(),
     }
 }
 
@@ -215,7 +218,11 @@ fn replay(rules: &Rules, tx: &dyn Tx, row: &mut TokenRow, held: &Held) -> Step<(
                 json!({"event": event}),
             )?;
             apply(tx, row, &held.context, &held.schedules, &context)?;
-            take(rules, tx, row, chosen, event, payload, None)
+            let via = super::Via {
+                key: None,
+                hook: held.hook.as_ref(),
+            };
+            take(rules, tx, row, chosen, event, payload, via)
         }
     }
 }

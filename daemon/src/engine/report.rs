@@ -178,7 +178,7 @@ fn report_event(
     if row.status == TokenStatus::Paused {
         // Hold the whole outcome: resume saves its changes with its event, or none.
         let from = Some((&*task, &input.context, input.schedules.as_slice()));
-        hold(rules, tx, row, event, payload, None, from)?;
+        hold(rules, tx, row, event, payload, super::Via::NONE, from)?;
         task.status = TaskStatus::Done;
         task.lease_until = None;
         tx.update_task(task)?;
@@ -191,7 +191,7 @@ fn report_event(
         );
     }
     apply(tx, row, &input.context, &input.schedules, context)?;
-    if let Some(refusal) = route(rules, tx, row, event, payload, None)? {
+    if let Some(refusal) = route(rules, tx, row, event, payload, super::Via::NONE)? {
         let sentence = format!("the decision found a transition, but routing refused: {refusal}");
         return refuse(Code::Unexpected, sentence);
     }

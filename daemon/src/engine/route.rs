@@ -15,7 +15,7 @@ use stateous_shared::wire::{Object, Schedule};
 
 use super::cancel::cancel_row;
 use super::join::{branch_finished, cannot_enter, children, family, start_children, top};
-use super::{append, payload_value, py, refuse, Rules, Step};
+use super::{append, payload_value, py, refuse, Rules, Step, Via};
 use crate::clock::micros;
 use crate::store::{
     EntryKind, TaskRow, TaskStatus, TimerKind, TimerStatus, TokenRow, TokenStatus, Tx,
@@ -126,7 +126,7 @@ pub fn route(
     row: &mut TokenRow,
     event: &str,
     payload: Option<&Object>,
-    key: Option<&str>,
+    via: Via,
 ) -> Step<Option<String>> {
     if row.status.ended() {
         return Ok(Some(format!(
@@ -136,7 +136,7 @@ pub fn route(
         )));
     }
     if row.status == TokenStatus::Paused {
-        hold(rules, tx, row, event, payload, key, None)?;
+        hold(rules, tx, row, event, payload, via, None)?;
         return Ok(None);
     }
     let context = row.context.clone();
@@ -147,13 +147,14 @@ pub fn route(
         }
         Decision::Refuse { reason, .. } => Ok(Some(reason)),
         Decision::Take(chosen) => {
-            take(rules, tx, row, chosen, event, payload, key)?;
+            take(rules, tx, row, chosen, event, payload, via)?;
             Ok(None)
         }
     }
 }
 
-/// Move the token along the chosen transition, and record it.
+/// Move the token along the chosen transition, and record it (with the hook the
+/// event came through, if any: `Via`).
 pub fn take(
     rules: &Rules,
     tx: &dyn Tx,
@@ -161,10 +162,11 @@ pub fn take(
     chosen: &TransitionSpec,
     event: &str,
     payload: Option<&Object>,
-    key: Option<&str>,
+    via: Via,
 ) -> Step<()> {
-    let data = json!({"event": event, "payload": payload_value(payload), "state": row.state});
-    append(tx, &row.token, EntryKind::EventAccepted, key, data)?;
+    let mut data = json!({"event": event, "payload": payload_value(payload), "state": row.state});
+    via.mark(&mut data);
+    append(tx, &row.token, EntryKind::EventAccepted, via.key, data)?;
     let why = format!("the parent left {} on {}", py(&row.state), py(event));
     leave(rules, tx, row, Some(event), &why)?;
     if chosen.target == END {
@@ -312,7 +314,7 @@ pub fn hold(
     row: &TokenRow,
     event: &str,
     payload: Option<&Object>,
-    key: Option<&str>,
+    via: Via,
     from: Option<(&TaskRow, &Object, &[Schedule])>,
 ) -> Step<()> {
     // `arrival` counts the events the whole family holds, so that resume applies
@@ -324,8 +326,9 @@ pub fn hold(
     }
     let payload = payload_value(payload);
     let Some((task, changes, schedules)) = from else {
-        let data = json!({"event": event, "payload": payload, "arrival": arrival});
-        return append(tx, &row.token, EntryKind::EventDeferred, key, data);
+        let mut data = json!({"event": event, "payload": payload, "arrival": arrival});
+        via.mark(&mut data);
+        return append(tx, &row.token, EntryKind::EventDeferred, via.key, data);
     };
     let mut data = json!({
         "event": event, "payload": payload, "state": task.state, "visit": task.visit,
@@ -340,7 +343,7 @@ pub fn hold(
             map.insert("schedules".into(), list);
         }
     }
-    append(tx, &row.token, EntryKind::EventDeferred, key, data)
+    append(tx, &row.token, EntryKind::EventDeferred, via.key, data)
 }
 
 /// Save a report's context changes (`context` has them applied) and set its
@@ -420,7 +423,15 @@ pub fn task_failed(
     tx.update_task(task)?;
     if row.status == TokenStatus::Paused {
         let empty = Object::new();
-        return hold(rules, tx, row, ERROR, None, None, Some((task, &empty, &[])));
+        return hold(
+            rules,
+            tx,
+            row,
+            ERROR,
+            None,
+            Via::NONE,
+            Some((task, &empty, &[])),
+        );
     }
     let workflow = rules.workflow(row)?;
     let on_error = |t: &TransitionSpec| t.source == row.state && t.event == ERROR;
@@ -431,7 +442,7 @@ pub fn task_failed(
         );
         return fail(rules, tx, row, &reason);
     }
-    if let Some(refusal) = route(rules, tx, row, ERROR, None, None)? {
+    if let Some(refusal) = route(rules, tx, row, ERROR, None, Via::NONE)? {
         let reason = format!(
             "{} failed, and 'error' cannot move it: {refusal}",
             py(&task.state)

@@ -37,7 +37,7 @@ pub fn fire_timer(rules: &Rules, tx: &dyn Tx, timer_id: i64) -> Step<bool> {
         json!({"event": timer.event}),
     )?;
     let payload = timer.payload.as_ref();
-    if let Some(refusal) = route(rules, tx, &mut row, &timer.event, payload, None)? {
+    if let Some(refusal) = route(rules, tx, &mut row, &timer.event, payload, super::Via::NONE)? {
         if timer.kind == TimerKind::Timeout {
             let reason = format!("{} timed out: {refusal}", py(&row.state));
             fail(rules, tx, &mut row, &reason)?;

@@ -25,6 +25,7 @@
 //! `cli/running.py`, `SupervisedServer`).
 
 mod clock;
+mod hooks;
 pub mod options;
 mod socket;
 mod standby;
@@ -134,6 +135,8 @@ struct Ready {
     url: String,
     timings: Timings,
     guard: Guard,
+    /// The hooks of `--hooks FILE`.
+    hooks: crate::api::hooks::Hooks,
 }
 
 /// The database of a bound control plane.
@@ -161,6 +164,7 @@ fn start(args: &ServeArgs) -> Result<Ready, String> {
         None => None,
     };
     let graph = Arc::new(read_graph(&args.graph)?);
+    let hooks = hooks::read_hooks(args.hooks.as_deref(), &graph, args.insecure)?;
     let tcp = bind_tcp(&listen)?;
     let (socket_path, folder) = match &args.socket {
         Some(path) => (path.clone(), socket::Folder::MustExist),
@@ -259,6 +263,7 @@ fn start(args: &ServeArgs) -> Result<Ready, String> {
             counts: Default::default(),
         },
         timings,
+        hooks,
     })
 }
 
@@ -388,6 +393,7 @@ impl Ready {
             url,
             timings,
             guard,
+            hooks,
         } = self;
         let socket_path = socket.path().display().to_string();
         let standby = matches!(holding, Holding::Waiting { .. });
@@ -409,7 +415,7 @@ impl Ready {
             let counts = guard.counts.clone();
             if let Holding::Held(control) = &holding {
                 control.metrics().adopt(&counts);
-                front.serve(keyed_api(control, &lost).await?);
+                front.serve(keyed_api(control, &lost).await?.with_hooks(hooks.clone()));
             }
             let (stop_server, server_stops) = watch::channel(Stop::Serving);
             let server = Server::new(front.clone(), tcp, Some(unix), GRACE).guarded(guard);
@@ -424,7 +430,7 @@ impl Ready {
                 {
                     Waited::Took(control) => {
                         control.metrics().adopt(&counts);
-                        front.serve(keyed_api(&control, &lost).await?);
+                        front.serve(keyed_api(&control, &lost).await?.with_hooks(hooks.clone()));
                         eprintln!("{STANDBY_TOOK_LINE}");
                         control
                     }

@@ -58,8 +58,9 @@ pub struct ServeArgs {
     /// `--standby`: Postgres only; wait for the database's serving lock while answering
     /// as a standby, then take over.
     pub standby: bool,
-    /// `--insecure`: listen on an address other computers reach without access
-    /// keys and TLS (`Listen::refusal`).
+    /// `--insecure`: allow what is not secure: listening on an address other
+    /// computers reach without access keys and TLS (`Listen::refusal`), and hooks
+    /// with `verify: none`.
     pub insecure: bool,
     /// `--tls-cert`: serve HTTPS on `--listen` with this certificate chain (PEM);
     /// needs `--tls-key`.
@@ -75,6 +76,8 @@ pub struct ServeArgs {
     /// `--header-timeout`: a request head (and a TLS handshake) must come within
     /// this long, or the connection is closed. Default [`DEFAULT_HEADER_TIMEOUT`].
     pub header_timeout: String,
+    /// `--hooks FILE`: the hooks file (`docs/reference/files.md`); none serves no hook.
+    pub hooks: Option<PathBuf>,
 }
 
 /// The database when `--db` names none: `stateous.db` in the current folder.
@@ -136,6 +139,7 @@ impl ServeArgs {
             tls_client_ca: None,
             max_connections: DEFAULT_MAX_CONNECTIONS.into(),
             header_timeout: DEFAULT_HEADER_TIMEOUT.into(),
+            hooks: None,
         }
     }
 

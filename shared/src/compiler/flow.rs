@@ -159,13 +159,17 @@ pub(crate) struct RawTransition {
 /// The file's text as a `RawFlow`, or a sentence that names the line of the mistake:
 /// `flow.yaml, line 4: states.coding: unknown field ...`.
 pub(crate) fn parse(text: &str, source: &str) -> Result<RawFlow, String> {
-    serde_norway::from_str(text).map_err(|error| {
-        let full = error.to_string();
-        // serde_norway appends " at line L column C"; the line leads the sentence instead.
-        let message = full.split(" at line ").next().unwrap_or(&full).to_owned();
-        match error.location() {
-            Some(at) => format!("{source}, line {}: {message}", at.line()),
-            None => format!("{source}: {message}"),
-        }
-    })
+    serde_norway::from_str(text).map_err(|error| yaml_problem(&error, source))
+}
+
+/// A YAML file's mistake as one sentence that names the line:
+/// `SOURCE, line 4: MESSAGE` (flow.yaml, the hooks file).
+pub(crate) fn yaml_problem(error: &serde_norway::Error, source: &str) -> String {
+    let full = error.to_string();
+    // serde_norway appends " at line L column C"; the line leads the sentence instead.
+    let message = full.split(" at line ").next().unwrap_or(&full).to_owned();
+    match error.location() {
+        Some(at) => format!("{source}, line {}: {message}", at.line()),
+        None => format!("{source}: {message}"),
+    }
 }

@@ -8,7 +8,7 @@
 
 mod codegen;
 mod declare;
-mod flow;
+pub(crate) mod flow;
 mod loose;
 mod mermaid;
 pub mod overlap;

@@ -84,10 +84,11 @@ where
         "task_cancelled" => format!("task {} cancelled", get("task")),
         "task_waiting" => format!("task {} waits: the work goes on outside", get("task")),
         "event_accepted" => format!(
-            "{} in {}{}",
+            "{} in {}{}{}",
             get("event"),
             named(&get("state")),
-            payload_note(data.get("payload"))
+            payload_note(data.get("payload")),
+            hook_note(data)
         ),
         "event_rejected" => format!("{} refused: {}", get("event"), get("reason")),
         "timer_set" => format!(
@@ -106,7 +107,7 @@ where
         "context_changed" => format!("context changed: {}", keys_note(data.get("keys"))),
         "cancelled" if data.contains_key("reason") => format!("cancelled: {}", get("reason")),
         "paused" | "resumed" | "completed" | "cancelled" => kind.to_string(),
-        "event_deferred" => format!("{} held while paused", get("event")),
+        "event_deferred" => format!("{} held while paused{}", get("event"), hook_note(data)),
         "event_replayed" => format!("{} applied on resume", get("event")),
         "event_dropped" => format!("{} dropped on resume: {}", get("event"), get("reason")),
         "failed" => format!("failed: {}", get("reason")),
@@ -132,6 +133,22 @@ where
 fn reason_note(data: &Object) -> String {
     match data.get("reason") {
         Some(reason) => format!(": {}", str_json(reason)),
+        None => String::new(),
+    }
+}
+
+/// ` (via hook NAME, delivery ID)` for an event that came through a hook (ours:
+/// the entry's `hook`, `docs/inside/data.md`), else nothing.
+fn hook_note(data: &Object) -> String {
+    match data.get("hook") {
+        Some(hook) => {
+            let part = |key: &str| hook.get(key).map_or_else(|| "?".to_string(), str_json);
+            format!(
+                " (via hook {}, delivery {})",
+                part("name"),
+                part("delivery")
+            )
+        }
         None => String::new(),
     }
 }

@@ -131,6 +131,18 @@ fn every_kind_says_what_happened() {
             "done in coding",
         ),
         (
+            "event_accepted",
+            json!({"event": "done", "payload": null, "state": "coding",
+                   "hook": {"name": "github", "delivery": "d-1"}}),
+            "done in coding (via hook github, delivery d-1)",
+        ),
+        (
+            "event_deferred",
+            json!({"event": "done", "payload": null, "arrival": 1,
+                   "hook": {"name": "github", "delivery": "d-2"}}),
+            "done held while paused (via hook github, delivery d-2)",
+        ),
+        (
             "event_rejected",
             json!({"event": "passed", "reason": "not allowed"}),
             "passed refused: not allowed",
