@@ -49,4 +49,5 @@ mod token_interop;
 mod token_why;
 mod tui_tmux;
 mod values;
+mod versions;
 mod watch;

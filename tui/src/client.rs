@@ -164,6 +164,8 @@ async fn read_token(
         tasks: Vec::new(),
         timers: Vec::new(),
         held: Vec::new(),
+        graph: None,
+        graph_served: true,
     };
     Ok((plain, false))
 }

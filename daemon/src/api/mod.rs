@@ -217,6 +217,8 @@ impl Api {
             Route::Supervisors => Ok(json(200, &self.seen.listed(control).await?)),
             Route::SupervisorStop(name) => self.supervisor_stopped(name),
             Route::States => Ok(json(200, &control.states().await?)),
+            Route::Graphs => Ok(json(200, &control.graphs().await?)),
+            Route::Graph(checksum) => Ok(json(200, &control.graph_document(checksum).await?)),
             Route::Metrics => self.metrics().await,
             route => self.dispatch_task(route, parts, raw).await,
         }

@@ -211,8 +211,10 @@ fn not_its_event(rules: &Rules, row: &TokenRow, event: &str) -> Step<Option<Refu
 /// whole request is refused then, before any token is read, rather than each
 /// match being walked and refused.
 pub fn refuse_whole(rules: &Rules, step: &BulkStep) -> Option<Refusal> {
-    let graph = &rules.graph;
-    let mut workflows = std::iter::once(&graph.main).chain(graph.children.values());
+    let graphs = rules.graphs();
+    let mut workflows = graphs
+        .into_iter()
+        .flat_map(|graph| std::iter::once(&graph.main).chain(graph.children.values()));
     let sentence = match step.action {
         BulkAction::Fire => {
             let event = step.event.as_str();

@@ -16,8 +16,8 @@ use std::collections::BTreeSet;
 use super::StoreError;
 
 /// The versions, oldest first; the migration of each makes the database that.
-pub const VERSIONS: [&str; 8] = [
-    "0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008",
+pub const VERSIONS: [&str; 9] = [
+    "0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008", "0009",
 ];
 
 /// The table where the version is recorded: its own name, so that an application
@@ -39,6 +39,9 @@ const BASELINE: [&str; 7] = [
 /// version 0004 reads `ledger.id` up to the feed's safe point instead.
 const FEED: &str = "ledger_feed";
 
+/// Version 0009 keeps every graph served, by checksum (`docs/inside/data.md`).
+const GRAPHS: &str = "graphs";
+
 /// Why the schema cannot be brought to this version.
 #[derive(Debug, thiserror::Error)]
 pub enum MigrateError {
@@ -56,11 +59,15 @@ pub fn newest() -> &'static str {
 }
 
 /// The tables of ours that a database at `version` has. Version 0005 adds a
-/// column (`control_plane.clock`), no table.
+/// column (`control_plane.clock`), no table; 0009 adds `graphs` (and the column
+/// `tokens.graph`).
 pub fn tables_at(version: &str) -> BTreeSet<&'static str> {
     let mut tables: BTreeSet<&'static str> = BASELINE.into_iter().collect();
     if version == "0002" || version == "0003" {
         tables.insert(FEED);
+    }
+    if version >= "0009" {
+        tables.insert(GRAPHS);
     }
     tables
 }
@@ -69,6 +76,7 @@ pub fn tables_at(version: &str) -> BTreeSet<&'static str> {
 fn ours_ever() -> BTreeSet<&'static str> {
     let mut tables = tables_at("0001");
     tables.insert(FEED);
+    tables.insert(GRAPHS);
     tables
 }
 

@@ -30,7 +30,7 @@ pub const SERVING_LOCK: &str = "hashtextextended('@stateous/serve', 0)";
 pub const EPOCH_LOCK: &str = "hashtextextended('@stateous/epoch', 0)";
 
 /// The SQL of each version, in the order of [`VERSIONS`].
-pub fn migrations() -> [String; 8] {
+pub fn migrations() -> [String; 9] {
     [
         baseline(),
         FEED.to_string(),
@@ -40,8 +40,24 @@ pub fn migrations() -> [String; 8] {
         HOT_INDEXES.to_string(),
         QUEUE_INDEX.to_string(),
         INDEXES_0008.to_string(),
+        GRAPHS.to_string(),
     ]
 }
+
+/// Version 0009: `graphs` and `tokens.graph`, as SQLite's 0009
+/// (`store/sqlite/schema.rs`, `GRAPHS`).
+const GRAPHS: &str = r#"
+CREATE TABLE graphs (
+    checksum TEXT COLLATE "C" PRIMARY KEY,
+    workflow TEXT COLLATE "C" NOT NULL,
+    structure TEXT COLLATE "C" NOT NULL,
+    document TEXT COLLATE "C" NOT NULL,
+    first_served BIGINT NOT NULL,
+    last_served BIGINT NOT NULL
+);
+ALTER TABLE tokens ADD COLUMN graph TEXT COLLATE "C";
+UPDATE tokens SET graph = (SELECT checksum FROM control_plane WHERE id = 1);
+"#;
 
 /// Version 0008: the indexes of SQLite's 0008 (`store/sqlite/schema.rs`,
 /// `WRITE_LESS`): a task's or timer's change of status moves fewer index

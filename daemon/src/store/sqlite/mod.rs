@@ -7,6 +7,7 @@
 pub mod claims;
 mod control_plane;
 mod counts;
+mod graphs;
 pub mod hold;
 mod ledger;
 mod memory;
