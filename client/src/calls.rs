@@ -94,6 +94,12 @@ impl Call {
         Call::new("POST", path.into(), None)
     }
 
+    /// `GET /tokens/{id}/detail` (ours): the token with its tasks, timers, held
+    /// events and graph.
+    pub fn detail(token: &str) -> Call {
+        Call::new("GET", format!("/tokens/{}/detail", segment(token)), None)
+    }
+
     /// `GET /workflow`: the graph file.
     pub fn workflow() -> Call {
         Call::new("GET", "/workflow".into(), None)

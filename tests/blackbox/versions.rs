@@ -141,6 +141,19 @@ fn old_tokens_finish_under_their_own_graph_while_new_ones_start_on_the_served_on
     assert_eq!(detail["graph_served"], false, "{detail}");
     let detail = daemon.get("/tokens/NEW/detail").expect(200);
     assert_eq!(detail["graph_served"], true, "{detail}");
+    let show = |id: &str| {
+        run(
+            daemon.dir.path(),
+            &["token", "show", id, "--url", &daemon.url],
+        )
+    };
+    let shown = show("LARGE");
+    let named = format!(
+        "  runs on graph {}, not the served one (token migrate moves it)",
+        &v1_checksum[..19]
+    );
+    assert_eq!(shown.stdout.lines().nth(1), Some(named.as_str()), "{shown}");
+    assert!(!show("NEW").stdout.contains("runs on graph"));
 
     // A filter by graph, and one naming a state only v1 has.
     let filter = harness::encoded(&format!(
