@@ -50,4 +50,5 @@ mod token_why;
 mod tui_tmux;
 mod values;
 mod versions;
+mod versions_migrate;
 mod watch;

@@ -19,6 +19,7 @@ pub mod heartbeat;
 pub mod join;
 pub mod lease;
 pub mod memory;
+pub mod migrate;
 pub mod note;
 pub mod pause;
 pub mod read;
