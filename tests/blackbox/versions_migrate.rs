@@ -42,6 +42,8 @@ fn a_migration_previews_then_moves_each_token_or_says_why_not_and_an_undo_moves_
     start(&v1, "NOCUSTOMER", json!({"amount": 5}));
     start(&v1, "HELD", json!({"amount": 5, "customer": "ACME"}));
     start(&v1, "LEASED", json!({"amount": 5, "customer": "ACME"}));
+    start(&v1, "FAMILY", json!({"amount": 500, "customer": "ACME"}));
+    fire(&v1, "FAMILY", "submit");
     eventually(
         Duration::from_secs(15),
         "v1's timeout moves EXPIRED to expired",
@@ -80,6 +82,16 @@ fn a_migration_previews_then_moves_each_token_or_says_why_not_and_an_undo_moves_
         line_of(&preview, "HELD").contains("in 'draft'"),
         "{preview}"
     );
+    // A family moves whole or not at all: v2's checks start one child, not two;
+    // a child is moved only with its parent.
+    assert!(
+        line_of(&preview, "FAMILY").contains("'checks' starts other child workflows"),
+        "{preview}"
+    );
+    assert!(
+        line_of(&preview, "FAMILY.checks.1.stock").contains("child_token"),
+        "{preview}"
+    );
     assert_eq!(entries(&daemon), before, "the dry run wrote nothing");
 
     // The run moves what it can; the refused tokens stay as they were.
@@ -89,8 +101,12 @@ fn a_migration_previews_then_moves_each_token_or_says_why_not_and_an_undo_moves_
     );
     assert_eq!(moved.code(), 0, "{moved}");
     assert!(
-        moved.stdout.contains("migrated 2 tokens; 2 refused"),
+        moved.stdout.contains("migrated 2 tokens; 5 refused"),
         "{moved}"
+    );
+    assert_eq!(
+        detail(&daemon, "FAMILY.checks.1.fraud")["graph_served"],
+        false
     );
     assert_eq!(detail(&daemon, "NOCUSTOMER")["graph_served"], false);
     assert_eq!(detail(&daemon, "EXPIRED")["graph_served"], false);
@@ -136,7 +152,7 @@ fn a_migration_previews_then_moves_each_token_or_says_why_not_and_an_undo_moves_
     assert!(
         mapped
             .stdout
-            .contains("migrated 1 token; 1 refused, 2 duplicate"),
+            .contains("migrated 1 token; 4 refused, 2 duplicate"),
         "{mapped}"
     );
     assert_eq!(where_is(&daemon, "EXPIRED").0, "done");
