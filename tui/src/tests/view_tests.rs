@@ -445,3 +445,18 @@ fn a_move_to_another_address_shows_in_the_header_and_the_status_line() {
         "{text}"
     );
 }
+
+#[test]
+fn a_token_on_an_older_graph_names_it_in_its_detail() {
+    let mut model = full_model();
+    assert!(!screen(&model).contains("(not served)"));
+    if let Some(detail) = &mut model.detail {
+        detail.graph = Some("sha256:959262a16404".into());
+        detail.graph_served = false;
+    }
+    let text = screen(&model);
+    assert!(
+        text.contains("graph     sha256:959262a16404 (not served)"),
+        "{text}"
+    );
+}
