@@ -81,7 +81,7 @@ fn reason(body: &Object) -> Result<Option<String>, Refusal> {
     }
 }
 
-/// A migration's `map` (state names, 1 to 256 characters each) and `undo`; an
+/// A migration's `map` (state names of 1 to `MAX_STATE` characters) and `undo`; an
 /// undo takes no map (the ledger says which states to go back to).
 fn migrate_step(body: &Object) -> Result<MigrateStep, Refusal> {
     const MAP: &str = "'map' must be an object of state names: {\"OLD\": \"NEW\"}";
