@@ -109,6 +109,9 @@ pub fn graph(model: &Model, frame: &mut Frame) {
     let mut choice = 0;
     let mut cursor_line = 0;
     let mut lines: Vec<Line> = Vec::new();
+    if let Some(older) = crate::states::older_graphs(model) {
+        lines.push(Line::styled(fit(&older, inner), fg(model, Color::Yellow)));
+    }
     for row in graph_rows(graph, state.as_deref()) {
         let (counts, picked, changed) = match &row.kind {
             RowKind::Title => (" active paused failed ".to_string(), false, false),
