@@ -10,7 +10,8 @@
 //!   attempt ends with it (its attempt moves on, so the holder's late report is
 //!   refused `attempt_over`);
 //! - a timeout keeps its time left when the state keeps its name and the target
-//!   state has one, and is set anew otherwise; held events stay held, in order;
+//!   state has one, and is set anew otherwise; a routine's own timers stay when
+//!   the state keeps its name, and go otherwise; held events stay held, in order;
 //! - each member gets a ledger entry `migrated`: from, to (checksums), its states,
 //!   the map, the reason, who, and `undo` for a move back.
 //!
