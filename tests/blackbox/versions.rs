@@ -180,3 +180,35 @@ both!(old_tokens_finish_under_their_own_graph_while_new_ones_start_on_the_served
 fn harness_checksum(document: &Value) -> String {
     stateous_shared::graph::checksum(document)
 }
+
+/// A graph that changes only timeouts or retries is of the same structure: its
+/// tokens take the new timings at once, and both graphs read as served.
+fn a_change_of_timings_alone_serves_every_token_by_the_new_graph() {
+    let graphs = tempfile::tempdir().unwrap();
+    let v1 = compiled(graphs.path(), "v1");
+    let flow = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/versions/v1.yaml"),
+    )
+    .unwrap();
+    let slower = graphs.path().join("v1b.yaml");
+    std::fs::write(&slower, flow.replace("timeout: 3s", "timeout: 1h")).unwrap();
+    let out = graphs.path().join("v1b.json");
+    let (flow, target) = (slower.display().to_string(), out.display().to_string());
+    let finished = run(graphs.path(), &["compile", &flow, "--out", &target]);
+    assert_eq!(finished.code(), 0, "{finished}");
+    let mut daemon = Setup::new(v1).start();
+    start(&daemon, "SMALL", json!({"amount": 5}));
+    let daemon = serve_next(&mut daemon, out);
+    let graphs = daemon.get("/graphs").expect(200)["graphs"].clone();
+    assert_eq!(graphs.as_array().map(Vec::len), Some(2), "{graphs}");
+    assert_eq!(graphs[0]["served"], true, "{graphs}");
+    assert_eq!(graphs[1]["served"], true, "{graphs}");
+    // The old token takes the new timeout: an hour, not 3 s.
+    fire(&daemon, "SMALL", "submit");
+    let detail = daemon.get("/tokens/SMALL/detail").expect(200);
+    assert_eq!(detail["graph_served"], true, "{detail}");
+    std::thread::sleep(Duration::from_secs(4));
+    assert_eq!(where_is(&daemon, "SMALL"), at("review", "active"));
+}
+
+both!(a_change_of_timings_alone_serves_every_token_by_the_new_graph);

@@ -156,12 +156,13 @@ impl Rules {
         let map = graphs
             .into_iter()
             .map(|graph| {
+                let checksum = graph.checksum.clone();
                 let runs = if graph.structure == self.graph.structure {
                     Arc::clone(&self.graph)
                 } else {
                     Arc::new(graph)
                 };
-                (runs.checksum.clone(), runs)
+                (checksum, runs)
             })
             .collect();
         let _ = self.structures.set(map);
