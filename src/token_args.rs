@@ -179,7 +179,8 @@ pub enum TokenCommand {
     },
     /// List the tokens a filter matches, the most recently moved first. A filter
     /// is a guard over the token: token, state, status, visit, workflow, parent,
-    /// moved (seconds since its last move) and ctx['key'] (deeper: ctx['a']['b']),
+    /// moved (seconds since its last move), graph (the checksum of the graph it
+    /// runs on; a prefix matches) and ctx['key'] (deeper: ctx['a']['b']),
     /// with == != < <= > >= in, not in, and, or, not; e.g.
     /// "state == 'review' and moved > 600 and ctx['customer'] == 'ACME'".
     List {
@@ -241,6 +242,21 @@ pub enum TokenCommand {
         #[command(flatten)]
         bulk: BulkFlags,
     },
+    /// Move the tokens a filter matches, each with its children, to the served
+    /// graph (or with --undo back to the graph each was migrated from), after a
+    /// preview of each token's resulting state, task and timer. A token whose
+    /// state the served graph lacks (map it with --map OLD=NEW) or whose context
+    /// its schema refuses is refused and left as it is; the others move.
+    Migrate {
+        /// A state's new name in the served graph, as OLD=NEW; give it once per state.
+        #[arg(long, value_name = "OLD=NEW")]
+        map: Vec<String>,
+        /// Move each token back to the graph its last migration moved it from.
+        #[arg(long)]
+        undo: bool,
+        #[command(flatten)]
+        bulk: BulkFlags,
+    },
     /// Cancel a token for good.
     Cancel {
         /// The token's id (leave it out with --where).
@@ -284,12 +300,29 @@ fn one_or_many(
             payload: None,
             key: None,
             state: None,
+            map: Default::default(),
+            undo: false,
             reason: flags.reason,
             yes: flags.yes,
             dry_run: flags.dry_run,
             jsonl: flags.jsonl,
         })),
     }
+}
+
+/// `token migrate --map OLD=NEW ...`: each pair once.
+fn state_map(pairs: &[String]) -> Result<std::collections::BTreeMap<String, String>, String> {
+    let mut map = std::collections::BTreeMap::new();
+    for pair in pairs {
+        let (old, new) = pair
+            .split_once('=')
+            .filter(|(old, new)| !old.is_empty() && !new.is_empty())
+            .ok_or_else(|| format!("--map takes OLD=NEW, two state names, not '{pair}'"))?;
+        if map.insert(old.to_string(), new.to_string()).is_some() {
+            return Err(format!("--map names the state '{old}' twice"));
+        }
+    }
+    Ok(map)
 }
 
 /// `token list --limit`: 1 to 1000, as `GET /tokens` takes it. Read here rather
@@ -369,6 +402,17 @@ impl TryFrom<TokenArgs> for token::TokenCommand {
                     Ok(id) => A::Retry { id, state, reason },
                     Err(options) => A::Bulk(token::BulkOptions { state, ..options }),
                 }
+            }
+            TokenCommand::Migrate { map, undo, bulk } => {
+                let options = match one_or_many(BulkAction::Migrate, None, bulk)? {
+                    Err(options) => options,
+                    Ok(_) => return Err("give --where EXPR: the tokens to migrate".into()),
+                };
+                A::Bulk(token::BulkOptions {
+                    map: state_map(&map)?,
+                    undo,
+                    ..options
+                })
             }
             TokenCommand::Pause { id, bulk } => steer(id, bulk, Steer::Pause, BulkAction::Pause)?,
             TokenCommand::Resume { id, bulk } => {

@@ -110,6 +110,12 @@ impl Call {
         Call::new("DELETE", format!("/access/{}", segment(name)), None)
     }
 
+    /// `GET /tokens/{id}/detail` (ours): the token with its tasks, timers, held
+    /// events and graph.
+    pub fn detail(token: &str) -> Call {
+        Call::new("GET", format!("/tokens/{}/detail", segment(token)), None)
+    }
+
     /// `GET /workflow`: the graph file.
     pub fn workflow() -> Call {
         Call::new("GET", "/workflow".into(), None)

@@ -9,6 +9,7 @@
 mod access;
 mod dev_clock;
 pub mod operate;
+mod versions;
 mod views;
 
 pub use dev_clock::{no_dev_clock, MOST_ADVANCE};
@@ -178,6 +179,10 @@ impl Control {
             let _ = control.inner.store.release().await;
             return Err(sentence);
         }
+        control
+            .keep_graphs()
+            .await
+            .map_err(|refusal| format!("cannot use the database: {}", refusal.error))?;
         control
             .write(|rules, tx| engine::lease::grace_after_restart(rules, tx))
             .await
@@ -361,7 +366,8 @@ impl Control {
     /// `GET /tokens/{id}/detail`: a token with its open tasks, pending timers and
     /// held events (for the TUI).
     pub async fn detail(&self, token: String) -> Result<TokenDetail, Refusal> {
-        self.read(move |tx| engine::detail::detail(tx, &token))
+        let rules = Arc::clone(&self.inner.rules);
+        self.read(move |tx| engine::detail::detail(&rules, tx, &token))
             .await
     }
 

@@ -20,6 +20,49 @@ pub struct TokenDetail {
     /// The events held while it is paused, in the order they arrived.
     #[serde(default)]
     pub held: Vec<HeldEvent>,
+    /// The graph the token runs on, as a short checksum ([`short_checksum`]);
+    /// `None` when its row names none (it runs on the served graph).
+    #[serde(default)]
+    pub graph: Option<String>,
+    /// Whether that graph is the served one (or of its structure).
+    #[serde(default = "yes")]
+    pub graph_served: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// A checksum cut to what people read and type: `sha256:` and 12 hex digits. A
+/// filter's `graph == '...'` takes any prefix of the whole checksum.
+pub fn short_checksum(checksum: &str) -> String {
+    checksum.chars().take("sha256:".len() + 12).collect()
+}
+
+/// One graph a control plane served, as `GET /graphs` answers it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GraphView {
+    /// `sha256:` + hex of the graph's canonical document.
+    pub checksum: String,
+    /// Its main workflow's name.
+    pub workflow: String,
+    /// Whether it is the graph served now (or of its structure: a change of
+    /// timeouts or retries alone serves its tokens by the served graph's).
+    pub served: bool,
+    /// When a control plane first served it (ISO, `Z`).
+    pub first_served: String,
+    /// When a control plane last started serving it (ISO, `Z`).
+    pub last_served: String,
+    /// How many tokens (children included) run on it, by status; a status with
+    /// none is left out.
+    pub tokens: std::collections::BTreeMap<String, i64>,
+}
+
+/// The answer of `GET /graphs`: every graph kept, the first served first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GraphList {
+    /// The graphs.
+    pub graphs: Vec<GraphView>,
 }
 
 /// One task of a token.

@@ -258,17 +258,37 @@ async fn show(client: &Client, id: &str, out: &mut dyn Write) -> Result<(), Comm
     let token = client.token(id).await?;
     let children = client.tokens(&children_of(id)).await?;
     let history = client.history(id).await?;
-    print_show(&token, &children, &history, out)
+    let graph = old_graph(client, id).await;
+    print_show(&token, graph.as_deref(), &children, &history, out)
+}
+
+/// The short checksum of the graph the token runs on when it is not the served
+/// one (`GET /tokens/{id}/detail`, ours); `None` too from a control plane without
+/// that route (the reference's), which knows one graph only.
+async fn old_graph(client: &Client, id: &str) -> Option<String> {
+    let (status, detail) = client.json(&Call::detail(id)).await.ok()?;
+    let served = detail["graph_served"].as_bool().unwrap_or(true);
+    if status != 200 || served {
+        return None;
+    }
+    detail["graph"].as_str().map(str::to_string)
 }
 
 /// The lines of `show ID`.
 fn print_show(
     token: &TokenView,
+    old_graph: Option<&str>,
     children: &[TokenView],
     history: &[HistoryEntry],
     out: &mut dyn Write,
 ) -> Result<(), CommandError> {
     line(out, &token_line(token))?;
+    if let Some(graph) = old_graph {
+        line(
+            out,
+            &format!("  runs on graph {graph}, not the served one (token migrate moves it)"),
+        )?;
+    }
     for child in children {
         line(out, &format!("  child {}", token_line(child)))?;
     }

@@ -53,4 +53,6 @@ mod token_interop;
 mod token_why;
 mod tui_tmux;
 mod values;
+mod versions;
+mod versions_migrate;
 mod watch;

@@ -110,7 +110,9 @@ fn a_standby_checks_the_graph_before_it_waits() {
     postgres(|| {
         let active = active(&[]);
         start(&active, "T-1");
-        // Another structure, while a token is active on this one: refused at once.
+        // Another structure, while a token is active on one the database does not
+        // keep (as a database served before workflow versions): refused at once.
+        active.database.execute("DELETE FROM graphs");
         let graph = harness::asset_graph("orders").display().to_string();
         let url = active.database.url();
         let socket = active.dir.path().join("other.sock").display().to_string();
@@ -148,8 +150,11 @@ fn a_standby_checks_its_graph_again_while_it_waits_and_says_when_a_takeover_woul
             .database_of(&active)
             .args(&KEEPALIVES)
             .start_standby();
-        // A token of the active's workflow makes that graph one a start refuses.
+        // A token of the active's workflow, on a graph the database does not keep
+        // (as one served before workflow versions), makes that graph one a start
+        // refuses.
         start(&active, "T-1");
+        active.database.execute("DELETE FROM graphs");
         eventually(
             Duration::from_secs(15),
             "the standby warns that a takeover would be refused",

@@ -3,7 +3,7 @@
 
 use serde::de::DeserializeOwned;
 use stateous_client::{segment, Call, Client, ClientError, Steer, TokenQuery};
-use stateous_shared::live::{StateCount, SupervisorList, SupervisorView, TokenDetail};
+use stateous_shared::live::{GraphList, StateCount, SupervisorList, SupervisorView, TokenDetail};
 use stateous_shared::operate::{operator_name, BulkAnswer, BulkRequest, RetryRequest};
 use stateous_shared::refusal::Code;
 use tokio::sync::mpsc::UnboundedSender;
@@ -138,6 +138,13 @@ pub async fn perform(client: &Client, command: Command) -> Msg {
         ),
         Command::Supervisors => Msg::Supervisors(supervisors(client).await),
         Command::States => Msg::States(states(client).await),
+        // Only the graph view reads it, as a line beside its title: a daemon
+        // without the route, or a failed read, shows none.
+        Command::Graphs => Msg::Graphs(
+            get::<GraphList>(client, "/graphs".into())
+                .await
+                .map_or_else(|_| Vec::new(), |list| list.graphs),
+        ),
         Command::Health => Msg::Health(client.health().await.map_err(problem)),
         other => Msg::Done(act(client, other).await),
     }
@@ -164,6 +171,8 @@ async fn read_token(
         tasks: Vec::new(),
         timers: Vec::new(),
         held: Vec::new(),
+        graph: None,
+        graph_served: true,
     };
     Ok((plain, false))
 }

@@ -37,7 +37,7 @@ pub fn key(model: &mut Model, key: KeyEvent) -> Vec<Command> {
 }
 
 /// The keys that change a token: pause, resume, cancel, fire, start, retry.
-const CHANGING: [char; 6] = ['p', 'r', 'c', 'f', 's', 'R'];
+const CHANGING: [char; 7] = ['p', 'r', 'c', 'f', 's', 'R', 'M'];
 
 fn normal(model: &mut Model, key: KeyEvent) -> Vec<Command> {
     if let KeyCode::Char(c) = key.code {
@@ -84,6 +84,7 @@ fn normal(model: &mut Model, key: KeyEvent) -> Vec<Command> {
         KeyCode::Char('r') if has_marks(model) => return operate::open(model, BulkAction::Resume),
         KeyCode::Char('c') if has_marks(model) => return operate::open(model, BulkAction::Cancel),
         KeyCode::Char('R') if has_marks(model) => return operate::open(model, BulkAction::Retry),
+        KeyCode::Char('M') if has_marks(model) => return operate::open(model, BulkAction::Migrate),
         KeyCode::Char('R') => return operate::retry(model),
         KeyCode::Char('p') => return steer(model, Steer::Pause),
         KeyCode::Char('r') => return steer(model, Steer::Resume),

@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use crossterm::event::KeyEvent;
 use serde_json::Value;
 use stateous_client::{Steer, TokenQuery, WatchEntry};
-use stateous_shared::live::{StateCount, SupervisorView, TokenDetail};
+use stateous_shared::live::{GraphView, StateCount, SupervisorView, TokenDetail};
 use stateous_shared::operate::why::Why;
 use stateous_shared::operate::{BulkAnswer, BulkRequest};
 use stateous_shared::wire::{Health, HistoryEntry, Object, TokenView};
@@ -61,6 +61,9 @@ pub enum Msg {
     Supervisors(Result<Option<Vec<SupervisorView>>, Problem>),
     /// `GET /states` answered; `Ok(None)` when the daemon has no such route.
     States(Result<Option<Vec<StateCount>>, Problem>),
+    /// `GET /graphs` answered: the kept graphs (none from a daemon without the
+    /// route, or when it could not be read).
+    Graphs(Vec<GraphView>),
     /// `GET /health` answered.
     Health(Result<Health, Problem>),
     /// A pause, resume, cancel, fire or start answered.
@@ -106,6 +109,8 @@ pub enum Command {
     Supervisors,
     /// `GET /states`.
     States,
+    /// `GET /graphs`.
+    Graphs,
     /// `GET /health`.
     Health,
     /// Pause, resume or cancel a token.

@@ -271,6 +271,9 @@ pub struct Model {
     pub stale: Stale,
     /// Ticks since the screen's data was last read.
     pub quiet_ticks: u32,
+    /// The kept graphs (`GET /graphs`), for the graph view's line of the older
+    /// graphs that have live tokens.
+    pub graphs: Vec<stateous_shared::live::GraphView>,
     /// The tokens of each state by status (`GET /states`), for the graph view;
     /// `None` until read, and from a daemon without the route.
     pub states: Option<Vec<StateCount>>,
@@ -339,6 +342,7 @@ impl Model {
             stream: StreamState::Off,
             stale: Stale::default(),
             quiet_ticks: 0,
+            graphs: Vec::new(),
             states: None,
             states_changed: BTreeMap::new(),
             graph_at: 0,

@@ -90,10 +90,30 @@ pub fn open(model: &mut Model) -> Vec<Command> {
                 .position(|choice| *choice == model.state_filter)
         })
         .unwrap_or(0);
+    let mut commands = vec![Command::Graphs];
     if model.in_flight.insert(Fetch::States) {
-        return vec![Command::States];
+        commands.push(Command::States);
     }
-    Vec::new()
+    commands
+}
+
+/// The graph view's line of the kept graphs other than the served one that have
+/// live tokens (`token migrate` moves them); `None` when there are none.
+pub fn older_graphs(model: &Model) -> Option<String> {
+    let older: Vec<String> = model
+        .graphs
+        .iter()
+        .filter(|graph| !graph.served)
+        .filter_map(|graph| {
+            let live: i64 = ["active", "paused"]
+                .iter()
+                .filter_map(|status| graph.tokens.get(*status))
+                .sum();
+            let short = stateous_shared::live::short_checksum(&graph.checksum);
+            (live > 0).then(|| format!("{short} ({live} live)"))
+        })
+        .collect();
+    (!older.is_empty()).then(|| format!("older graphs with live tokens: {}", older.join(", ")))
 }
 
 /// A key in the graph view: arrows (or `j` `k`) move, Enter picks the state

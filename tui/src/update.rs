@@ -130,6 +130,7 @@ fn step(model: &mut Model, msg: Msg) -> Vec<Command> {
             }
         }
         Msg::States(answer) => crate::states::answered(model, answer),
+        Msg::Graphs(graphs) => model.graphs = graphs,
         Msg::Health(answer) => crate::states::health(model, answer),
         Msg::Done(answer) => return done(model, answer),
     }

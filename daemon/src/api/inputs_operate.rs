@@ -8,6 +8,8 @@
 //! point out of range is `invalid_argument` (as for `GET /tokens`); a payload or
 //! key that a fire would refuse is `invalid_payload`.
 
+use std::collections::BTreeMap;
+
 use serde_json::Value;
 use stateous_shared::guards::filter::parse_filter;
 use stateous_shared::operate::{BulkAction, DEFAULT_PER_RUN, MAX_REASON, MOST_PER_RUN};
@@ -17,6 +19,7 @@ use stateous_shared::wire::Object;
 use super::{object_or_null, refuse, MAX_ITEMS, MAX_STATE, MAX_TOKEN};
 use crate::control::operate::{cursor_of, BulkInput};
 use crate::engine::bulk::BulkStep;
+use crate::engine::migrate::MigrateStep;
 use crate::engine::select::Selection;
 use crate::input::Key;
 use crate::input::{RetryInput, MAX_BY};
@@ -30,8 +33,8 @@ fn shape(sentence: impl Into<String>) -> Refusal {
 
 /// The keys of a `POST /tokens/bulk` body.
 pub const BULK_FIELDS: &[&str] = &[
-    "action", "where", "tokens", "event", "payload", "key", "state", "reason", "by", "dry_run",
-    "after", "limit",
+    "action", "where", "tokens", "event", "payload", "key", "state", "map", "undo", "reason", "by",
+    "dry_run", "after", "limit",
 ];
 
 /// The keys of a `POST /tokens/{id}/retry` body.
@@ -76,6 +79,39 @@ fn reason(body: &Object) -> Result<Option<String>, Refusal> {
         }
         Some(_) => Err(shape("'reason' must be a string")),
     }
+}
+
+/// A migration's `map` (state names of 1 to `MAX_STATE` characters) and `undo`; an
+/// undo takes no map (the ledger says which states to go back to).
+fn migrate_step(body: &Object) -> Result<MigrateStep, Refusal> {
+    const MAP: &str = "'map' must be an object of state names: {\"OLD\": \"NEW\"}";
+    let mut map = BTreeMap::new();
+    match body.get("map") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(pairs)) if pairs.len() <= MAX_ITEMS => {
+            for (old, new) in pairs {
+                let fits = |name: &str| (1..=MAX_STATE).contains(&name.chars().count());
+                match new {
+                    Value::String(new) if fits(old) && fits(new) => {
+                        map.insert(old.clone(), new.clone());
+                    }
+                    _ => return Err(shape(MAP)),
+                }
+            }
+        }
+        Some(_) => return Err(shape(MAP)),
+    }
+    let undo = match body.get("undo") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(flag)) => *flag,
+        Some(_) => return Err(shape("'undo' must be true or false")),
+    };
+    if undo && !map.is_empty() {
+        return Err(shape(
+            "an undo takes no 'map': each token goes back to the states its ledger names",
+        ));
+    }
+    Ok(MigrateStep { map, undo })
 }
 
 /// `POST /tokens/bulk`.
@@ -148,6 +184,10 @@ pub fn bulk(body: &Object) -> Result<BulkInput, Refusal> {
     if action != BulkAction::Retry && state.is_some() {
         return Err(shape("only a bulk retry takes 'state'"));
     }
+    let migrate = migrate_step(body)?;
+    if action != BulkAction::Migrate && migrate != MigrateStep::default() {
+        return Err(shape("only a bulk migrate takes 'map' and 'undo'"));
+    }
     let dry_run = match body.get("dry_run") {
         None | Some(Value::Null) => false,
         Some(Value::Bool(flag)) => *flag,
@@ -195,6 +235,7 @@ pub fn bulk(body: &Object) -> Result<BulkInput, Refusal> {
         payload,
         key,
         state,
+        migrate,
         reason,
         by: text(body, "by", MAX_BY)?.unwrap_or_else(|| OPERATOR.to_string()),
     };
@@ -279,7 +320,7 @@ mod tests {
             .collect();
         assert_eq!(
             bulk(&every).unwrap_err().error,
-            "'action' must be one of: pause, resume, cancel, fire, retry",
+            "'action' must be one of: pause, resume, cancel, fire, retry, migrate",
             "every field it lists is taken"
         );
     }

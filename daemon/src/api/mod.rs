@@ -300,6 +300,8 @@ impl Api {
                 self.supervisor_stopped(name)
             }
             Route::States => Ok(json(200, &control.states().await?)),
+            Route::Graphs => Ok(json(200, &control.graphs().await?)),
+            Route::Graph(checksum) => Ok(json(200, &control.graph_document(checksum).await?)),
             Route::Metrics => self.metrics().await,
             Route::AccessList => self.access_list().await,
             Route::AccessAdd => self.access_add(raw).await,

@@ -103,6 +103,10 @@ pub enum Route {
     SupervisorStop(String),
     /// Ours: `GET /states`, tokens by workflow, state and status.
     States,
+    /// Ours: `GET /graphs`, every graph served, with its tokens by status.
+    Graphs,
+    /// Ours: `GET /graphs/{checksum}`, a kept graph's document.
+    Graph(String),
     /// Ours: `GET /metrics`.
     Metrics,
     /// Ours: `GET /access`, the access keys.
@@ -199,6 +203,8 @@ pub static TABLE: &[Entry] = &[
         Some(Route::SupervisorStop(p[0].into()))
     }),
     entry!("GET" "/states", Read, |_| Some(Route::States)),
+    entry!("GET" "/graphs", Read, |_| Some(Route::Graphs)),
+    entry!("GET" "/graphs/:checksum", Read, |p| Some(Route::Graph(p[0].into()))),
     entry!("GET" "/metrics", Read, |_| Some(Route::Metrics)),
     // A delivery needs no access key: its signature, checked against the hook's
     // secret, is its authentication (`api/hooks.rs`).
@@ -389,6 +395,8 @@ mod tests {
                 "GET /supervisors read",
                 "POST /supervisors/:name/stop supervise",
                 "GET /states read",
+                "GET /graphs read",
+                "GET /graphs/:checksum read",
                 "GET /metrics read",
                 "POST /hooks/:name public",
                 "GET /hooks read",
@@ -409,7 +417,8 @@ mod tests {
                 .path
                 .replace(":id", "7")
                 .replace(":event", "done")
-                .replace(":name", "box");
+                .replace(":name", "box")
+                .replace(":checksum", "sha256:ab");
             let routed = route(entry.method, &path).unwrap();
             assert_eq!(routed.entry.label, entry.label, "{path}");
         }

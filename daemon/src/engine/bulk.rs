@@ -17,6 +17,7 @@ use stateous_shared::refusal::{Code, Refusal};
 use stateous_shared::wire::Object;
 
 use super::fire::fire;
+use super::migrate::{self, MigrateStep};
 use super::retry::retry;
 use super::route::{decide, Decision};
 use super::select::Selection;
@@ -39,6 +40,8 @@ pub struct BulkStep {
     pub key: Option<String>,
     /// `retry`: the state to enter.
     pub state: Option<String>,
+    /// `migrate`: the state map, and whether to move back.
+    pub migrate: MigrateStep,
     /// Why (a preview may have none).
     pub reason: Option<String>,
     /// Who asks.
@@ -67,6 +70,9 @@ pub fn refused(row: &TokenRow, refusal: &Refusal) -> TokenOutcome {
 
 /// What the action would do to `row` now. Changes nothing.
 pub fn preview(rules: &Rules, tx: &dyn Tx, step: &BulkStep, row: &TokenRow) -> Step<TokenOutcome> {
+    if step.action == BulkAction::Migrate {
+        return preview_migrate(rules, tx, step, row);
+    }
     match why_not(rules, tx, step, row)? {
         Some(refusal) => Ok(refused(row, &refusal)),
         None if step.action == BulkAction::Fire => preview_fire(rules, tx, step, row),
@@ -114,6 +120,7 @@ fn why_not(rules: &Rules, tx: &dyn Tx, step: &BulkStep, row: &TokenRow) -> Step<
             "only a failed token can be retried",
         ),
         BulkAction::Fire => (row.status.live(), "it takes no events"),
+        BulkAction::Migrate => (row.status.live(), "only a live token can be migrated"),
     };
     if !allowed {
         let sentence = format!("token {} is {}; {only}", py(&row.token), row.status);
@@ -132,6 +139,29 @@ fn why_not(rules: &Rules, tx: &dyn Tx, step: &BulkStep, row: &TokenRow) -> Step<
         }
     }
     Ok(None)
+}
+
+fn preview_migrate(
+    rules: &Rules,
+    tx: &dyn Tx,
+    step: &BulkStep,
+    row: &TokenRow,
+) -> Step<TokenOutcome> {
+    Ok(match migrate::plan(rules, tx, &step.migrate, row)? {
+        Err(refusal) => refused(row, &refusal),
+        Ok(None) => outcome(row, Outcome::Duplicate, already(step)),
+        Ok(Some(plan)) => outcome(row, Outcome::Applied, migrate::describe(tx, &plan)?),
+    })
+}
+
+/// A migration's duplicate, in words.
+fn already(step: &BulkStep) -> String {
+    let graph = if step.migrate.undo {
+        "the graph it was migrated from"
+    } else {
+        "the served graph"
+    };
+    format!("it already runs on {graph}")
 }
 
 fn preview_fire(rules: &Rules, tx: &dyn Tx, step: &BulkStep, row: &TokenRow) -> Step<TokenOutcome> {
@@ -211,8 +241,10 @@ fn not_its_event(rules: &Rules, row: &TokenRow, event: &str) -> Step<Option<Refu
 /// whole request is refused then, before any token is read, rather than each
 /// match being walked and refused.
 pub fn refuse_whole(rules: &Rules, step: &BulkStep) -> Option<Refusal> {
-    let graph = &rules.graph;
-    let mut workflows = std::iter::once(&graph.main).chain(graph.children.values());
+    let graphs = rules.graphs();
+    let mut workflows = graphs
+        .into_iter()
+        .flat_map(|graph| std::iter::once(&graph.main).chain(graph.children.values()));
     let sentence = match step.action {
         BulkAction::Fire => {
             let event = step.event.as_str();
@@ -247,6 +279,20 @@ pub fn refuse_whole(rules: &Rules, step: &BulkStep) -> Option<Refusal> {
             format!(
                 "no workflow of the served graph has a state {} to enter",
                 py(state)
+            )
+        }
+        BulkAction::Migrate if !step.migrate.undo => {
+            let served = &rules.graph;
+            let mut all = std::iter::once(&served.main).chain(served.children.values());
+            let states: Vec<&String> = all.by_ref().flat_map(|w| w.states.keys()).collect();
+            let unknown = step
+                .migrate
+                .map
+                .values()
+                .find(|new| !states.contains(new))?;
+            format!(
+                "no workflow of the served graph has a state {} to migrate to",
+                py(unknown)
             )
         }
         _ => return None,
@@ -317,6 +363,18 @@ pub fn apply(rules: &Rules, tx: &dyn Tx, step: &BulkStep, token: &str) -> Step<T
         BulkAction::Cancel => {
             operator_entry(tx, step, &row)?;
             cancel::cancel(rules, tx, token)?
+        }
+        BulkAction::Migrate => {
+            let plan = match migrate::plan(rules, tx, &step.migrate, &row)? {
+                Err(refusal) => return Err(Fail::Rollback(refusal)),
+                Ok(None) => return Ok(outcome(&row, Outcome::Duplicate, already(step))),
+                Ok(Some(plan)) => plan,
+            };
+            let detail = migrate::describe(tx, &plan)?;
+            let reason = step.reason.as_deref().unwrap_or_default();
+            migrate::apply(tx, &step.migrate, plan, reason, &step.by)?;
+            let row = lock(tx, token)?;
+            return Ok(outcome(&row, Outcome::Applied, detail));
         }
     };
     let detail = match step.action {

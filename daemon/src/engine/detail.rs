@@ -3,11 +3,11 @@
 //! and the events it holds while paused. A read; it changes nothing. Built here
 //! once, for the API and the tests alike.
 
-use stateous_shared::live::{HeldEvent, TaskView, TimerView, TokenDetail};
+use stateous_shared::live::{short_checksum, HeldEvent, TaskView, TimerView, TokenDetail};
 use stateous_shared::time::{from_micros, iso};
 
 use super::pause::held_events;
-use super::{existing, view, Step};
+use super::{existing, view, Rules, Step};
 use crate::store::{TokenStatus, Tx};
 
 fn at(micros: i64) -> String {
@@ -16,7 +16,7 @@ fn at(micros: i64) -> String {
 
 /// The detail of one token, or 404 `token_not_found`. A claimed task's lease
 /// left is counted from the transaction's `now`.
-pub fn detail(tx: &dyn Tx, token: &str) -> Step<TokenDetail> {
+pub fn detail(rules: &Rules, tx: &dyn Tx, token: &str) -> Step<TokenDetail> {
     let row = existing(tx, token)?;
     let now = tx.now();
     let tasks = tx
@@ -60,5 +60,7 @@ pub fn detail(tx: &dyn Tx, token: &str) -> Step<TokenDetail> {
         tasks,
         timers,
         held,
+        graph: row.graph.as_deref().map(short_checksum),
+        graph_served: rules.graph_of(&row).checksum == rules.graph.checksum,
     })
 }

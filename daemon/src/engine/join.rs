@@ -7,7 +7,7 @@
 //! whenever a call below may have moved them: a child that ends can move its parent.
 
 use serde_json::{json, Value};
-use stateous_shared::graph::{StateSpec, Workflow, END, JOINED, START};
+use stateous_shared::graph::{Graph, StateSpec, Workflow, END, JOINED, START};
 use stateous_shared::refusal::{Code, Refusal};
 use stateous_shared::wire::Object;
 
@@ -31,21 +31,22 @@ fn inputs_of(spec: &StateSpec, context: &Object) -> Object {
         .collect()
 }
 
-/// A child workflow of the served graph by name.
-fn child_workflow<'g>(rules: &'g Rules, name: &str) -> Step<&'g Workflow> {
-    rules.graph.children.get(name).ok_or_else(|| {
+/// A child workflow of `graph` (the parent's) by name.
+fn child_workflow<'g>(graph: &'g Graph, name: &str) -> Step<&'g Workflow> {
+    graph.children.get(name).ok_or_else(|| {
         Fail::Rollback(Refusal::new(
             Code::Unexpected,
-            format!("the served graph has no workflow {}", py(name)),
+            format!("the token's graph has no workflow {}", py(name)),
         ))
     })
 }
 
-/// Why `token` (of `workflow`) cannot enter `state` with this context now: a child
-/// that the state would start cannot start. `None`: it can. The same checks as a
-/// child's start, made before anything is written, down through nested states.
+/// Why `token` (of `workflow`, in `graph`) cannot enter `state` with this context
+/// now: a child that the state would start cannot start. `None`: it can. The same
+/// checks as a child's start, made before anything is written, down through
+/// nested states.
 pub fn cannot_enter(
-    rules: &Rules,
+    graph: &Graph,
     tx: &dyn Tx,
     token: &str,
     workflow: &Workflow,
@@ -76,8 +77,8 @@ pub fn cannot_enter(
                 py(&child)
             )));
         }
-        let graph = child_workflow(rules, name)?;
-        if let Some(problem) = cannot_start(rules, tx, &child, graph, &inputs)? {
+        let workflow = child_workflow(graph, name)?;
+        if let Some(problem) = cannot_start(graph, tx, &child, workflow, &inputs)? {
             return Ok(Some(format!(
                 "the child {} of {} cannot start: {problem}",
                 py(name),
@@ -90,7 +91,7 @@ pub fn cannot_enter(
 
 /// Why a new token `token` of `workflow` cannot start with this context, or `None`.
 fn cannot_start(
-    rules: &Rules,
+    graph: &Graph,
     tx: &dyn Tx,
     token: &str,
     workflow: &Workflow,
@@ -111,7 +112,7 @@ fn cannot_start(
     if chosen.target == END {
         return Ok(None);
     }
-    cannot_enter(rules, tx, token, workflow, &chosen.target, &values)
+    cannot_enter(graph, tx, token, workflow, &chosen.target, &values)
 }
 
 /// Start one child for each workflow of the parallel state `state` that `row` has
@@ -132,8 +133,16 @@ pub fn start_children(
         let child = child_id(&row.token, &spec.name, visit, name);
         let data = json!({"workflow": name, "token": child});
         append(tx, &row.token, EntryKind::BranchStarted, None, data)?;
-        let graph = child_workflow(rules, name)?;
-        create(rules, tx, &child, &inputs, graph, Some(&row.token))?;
+        let graph = rules.graph_of(row);
+        let workflow = child_workflow(graph, name)?;
+        create(
+            rules,
+            tx,
+            &child,
+            &inputs,
+            (graph, workflow),
+            Some(&row.token),
+        )?;
         *row = existing(tx, &row.token)?;
     }
     Ok(())

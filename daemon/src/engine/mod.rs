@@ -19,6 +19,7 @@ pub mod heartbeat;
 pub mod join;
 pub mod lease;
 pub mod memory;
+pub mod migrate;
 pub mod note;
 pub mod pause;
 pub mod read;
@@ -31,7 +32,8 @@ pub mod start;
 pub mod timers;
 pub mod why;
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
 
 use serde_json::Value;
 use stateous_shared::graph::{Graph, StateSpec, Workflow};
@@ -119,11 +121,17 @@ pub fn refuse<T>(code: Code, sentence: impl Into<String>) -> Step<T> {
     Err(Fail::Rollback(Refusal::new(code, sentence)))
 }
 
-/// What the engine needs besides the transaction: the served graph and the lease.
+/// What the engine needs besides the transaction: the served graph, the graphs
+/// older tokens run on, and the lease.
 #[derive(Debug, Clone)]
 pub struct Rules {
-    /// The served graph.
+    /// The served graph: new tokens start on it.
     pub graph: Arc<Graph>,
+    /// Every graph kept in `graphs`, by checksum, set once as the control plane
+    /// starts (`Rules::keep`). A kept graph of the served one's structure maps to
+    /// the served graph: a change of timeouts or retries alone applies to every
+    /// token (`docs/guarantees.md`, "Workflow versions").
+    structures: Arc<OnceLock<HashMap<String, Arc<Graph>>>>,
     /// How long a claim's lease lasts, in microseconds.
     pub lease: i64,
     /// The lease in words for the lease-expiry reason (`2 minutes`).
@@ -135,16 +143,70 @@ impl Rules {
     pub fn new(graph: Arc<Graph>, lease: std::time::Duration) -> Rules {
         Rules {
             graph,
+            structures: Arc::new(OnceLock::new()),
             lease: crate::clock::micros(lease),
             lease_words: stateous_shared::durations::span_words(lease.as_secs()),
         }
     }
 
-    /// The workflow a token routes by: its child workflow, or the main one.
+    /// Keep `graphs` (kept graphs, by checksum) as the graphs older tokens run on;
+    /// a graph of the served one's structure is taken as the served one. Only the
+    /// first call counts.
+    pub fn keep(&self, graphs: impl IntoIterator<Item = Graph>) {
+        let map = graphs
+            .into_iter()
+            .map(|graph| {
+                let checksum = graph.checksum.clone();
+                let runs = if graph.structure == self.graph.structure {
+                    Arc::clone(&self.graph)
+                } else {
+                    Arc::new(graph)
+                };
+                (checksum, runs)
+            })
+            .collect();
+        let _ = self.structures.set(map);
+    }
+
+    /// The graph kept under `checksum` (the served one's structure gives the
+    /// served graph); `None` when none is kept.
+    pub fn structure(&self, checksum: &str) -> Option<&Arc<Graph>> {
+        if checksum == self.graph.checksum {
+            return Some(&self.graph);
+        }
+        self.structures.get()?.get(checksum)
+    }
+
+    /// The graph the token runs on: its own, or the served one when it names none
+    /// (or one not kept, which a database upgraded in place cannot have).
+    pub fn graph_of(&self, row: &TokenRow) -> &Graph {
+        match row.graph.as_deref() {
+            Some(checksum) => self.structure(checksum).unwrap_or(&self.graph),
+            None => &self.graph,
+        }
+    }
+
+    /// The served graph, then every other kept graph of another structure: where
+    /// a name (a state, a workflow, an event) may belong to a live token.
+    pub fn graphs(&self) -> Vec<&Graph> {
+        let mut all: Vec<&Graph> = vec![&self.graph];
+        if let Some(map) = self.structures.get() {
+            for graph in map.values() {
+                if !all.iter().any(|seen| seen.checksum == graph.checksum) {
+                    all.push(graph);
+                }
+            }
+        }
+        all
+    }
+
+    /// The workflow a token routes by: its child workflow, or the main one, of
+    /// the graph it runs on.
     pub fn workflow(&self, row: &TokenRow) -> Step<&Workflow> {
+        let graph = self.graph_of(row);
         match &row.workflow {
-            None => Ok(&self.graph.main),
-            Some(name) => self.graph.children.get(name).ok_or_else(|| {
+            None => Ok(&graph.main),
+            Some(name) => graph.children.get(name).ok_or_else(|| {
                 Fail::Rollback(Refusal::new(
                     Code::Unexpected,
                     format!("the served graph has no workflow {}", py(name)),

@@ -55,7 +55,14 @@ pub fn retry(rules: &Rules, tx: &dyn Tx, input: &RetryInput) -> Step<TokenView> 
         };
         return refuse(Code::InvalidArgument, sentence);
     }
-    if let Some(problem) = cannot_enter(rules, tx, &row.token, workflow, &state, &row.context)? {
+    if let Some(problem) = cannot_enter(
+        rules.graph_of(&row),
+        tx,
+        &row.token,
+        workflow,
+        &state,
+        &row.context,
+    )? {
         let sentence = format!(
             "token {} cannot enter {}: {problem}",
             py(&row.token),

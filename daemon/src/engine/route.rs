@@ -110,7 +110,14 @@ pub fn decide<'g>(
         ));
     };
     if chosen.target != END {
-        let problem = cannot_enter(rules, tx, &row.token, workflow, &chosen.target, context)?;
+        let problem = cannot_enter(
+            rules.graph_of(row),
+            tx,
+            &row.token,
+            workflow,
+            &chosen.target,
+            context,
+        )?;
         if let Some(problem) = problem {
             return refused(problem);
         }

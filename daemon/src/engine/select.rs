@@ -128,13 +128,14 @@ pub fn unknown_name(rules: &Rules, selection: &Selection) -> Option<Refusal> {
 
 /// Why the selection cannot mean what it says: it names a state (`--state`, or
 /// `state == 'x'`, `!=`, `in`, `not in` in the filter) that no workflow of the
-/// served graph has, most likely a typo, which would match nothing (or, with
+/// graphs tokens run on has, most likely a typo, which would match nothing (or, with
 /// `!=`, everything) without a word. 422 `invalid_argument` with the name and the
 /// graph's states; `None` when every name is a state, START or END.
 fn unknown_state(rules: &Rules, selection: &Selection) -> Option<Refusal> {
-    let graph = &rules.graph;
-    let states: BTreeSet<&str> = std::iter::once(&graph.main)
-        .chain(graph.children.values())
+    let states: BTreeSet<&str> = rules
+        .graphs()
+        .into_iter()
+        .flat_map(|graph| std::iter::once(&graph.main).chain(graph.children.values()))
         .flat_map(|workflow| workflow.states.keys())
         .map(String::as_str)
         .filter(|state| *state != START && *state != END)
@@ -164,9 +165,10 @@ fn unknown_state(rules: &Rules, selection: &Selection) -> Option<Refusal> {
 /// `invalid_argument` with the name and the graph's workflows; `None` when every
 /// name is a workflow of the graph.
 fn unknown_workflow(rules: &Rules, selection: &Selection) -> Option<Refusal> {
-    let graph = &rules.graph;
-    let workflows: BTreeSet<&str> = std::iter::once(&graph.main)
-        .chain(graph.children.values())
+    let workflows: BTreeSet<&str> = rules
+        .graphs()
+        .into_iter()
+        .flat_map(|graph| std::iter::once(&graph.main).chain(graph.children.values()))
         .map(|workflow| workflow.name.as_str())
         .collect();
     let unknown = selection
@@ -200,9 +202,13 @@ pub fn facts<'a>(rules: &'a Rules, row: &'a TokenRow, now: i64) -> TokenFacts<'a
         state: &row.state,
         status: row.status.as_str(),
         visit: row.visit,
-        workflow: row.workflow.as_deref().unwrap_or(&rules.graph.main.name),
+        workflow: row
+            .workflow
+            .as_deref()
+            .unwrap_or(&rules.graph_of(row).main.name),
         parent: row.parent.as_deref(),
         moved: moved_seconds(row.entered_at, now),
+        graph: row.graph.as_deref().unwrap_or(""),
         context: &row.context,
     }
 }

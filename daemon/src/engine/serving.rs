@@ -6,7 +6,7 @@
 use stateous_shared::graph::Graph;
 
 use super::Step;
-use crate::store::{ClockKind, Tx};
+use crate::store::{ClockKind, GraphRow, Tx};
 
 /// Whether `graph` may serve this database, on a clock of `kind`: the refusal's
 /// sentence, else `Ok`. Reads only, so a standby checks it before it holds the
@@ -30,32 +30,62 @@ pub fn check_and_record(tx: &dyn Tx, graph: &Graph, kind: ClockKind) -> Step<Res
     Ok(checked)
 }
 
-/// Refuse a new structure while tokens are active or paused. Writes nothing.
-///
-/// The reference's sentence named the workflow of the graph being served, as if
-/// the live tokens ran it; they run the graph on record, whose workflow's name the
-/// database does not keep (only the structure's checksum). So the sentence names
-/// no workflow: the graph on record is "another structure than this graph file's".
+/// Refuse a new structure only where the live tokens' graph is not kept: a
+/// database upgraded from before `graphs` (schema 0010) knows the checksum of
+/// the graph on record but not its document. Any kept graph serves its tokens
+/// (`docs/guarantees.md`, "Workflow versions"). Writes nothing.
 fn check_structure(tx: &dyn Tx, graph: &Graph) -> Step<Result<(), String>> {
     let row = tx.control_plane()?;
-    if let (Some(structure), Some(_)) = (&row.structure, &row.checksum) {
-        if *structure != graph.structure {
-            let live = tx.count_live()?;
-            if live > 0 {
-                return Ok(Err(format!(
-                    "refusing to serve: {live} token(s) are active or paused on a graph \
-                     of another structure than this graph file's; serve the graph file \
-                     they started on until they end, or cancel them"
-                )));
-            }
-        }
+    let (Some(structure), Some(checksum)) = (&row.structure, &row.checksum) else {
+        return Ok(Ok(()));
+    };
+    if *structure == graph.structure || kept(tx, checksum)? {
+        return Ok(Ok(()));
+    }
+    let live = live_on(tx, checksum)?;
+    if live > 0 {
+        return Ok(Err(format!(
+            "refusing to serve: {live} token(s) are active or paused on a graph of another              structure than this graph file's, which this database does not keep (it was              served before workflow versions); serve the graph file they started on once,              so that it is kept, then this one"
+        )));
     }
     Ok(Ok(()))
 }
 
-/// Put the graph on record when it is not there yet.
+/// Whether `graphs` keeps the graph of `checksum`.
+fn kept(tx: &dyn Tx, checksum: &str) -> Step<bool> {
+    Ok(tx.graphs()?.iter().any(|row| row.checksum == checksum))
+}
+
+/// How many tokens run on the graph of `checksum` and are active or paused.
+fn live_on(tx: &dyn Tx, checksum: &str) -> Step<i64> {
+    let counts = tx.graph_counts()?;
+    Ok(counts
+        .iter()
+        .filter(|(graph, status, _)| graph.as_deref() == Some(checksum) && status.live())
+        .map(|(_, _, count)| count)
+        .sum())
+}
+
+/// Keep the graph in `graphs` (or mark it served again), and put it on record.
+/// Tokens of a graph on record that is not kept (a database upgraded from before
+/// schema 0010) and of the same structure are named as running on this one.
 fn record_structure(tx: &dyn Tx, graph: &Graph) -> Step<()> {
     let row = tx.control_plane()?;
+    if let Some(old) = &row.checksum {
+        let same = row.structure.as_deref() == Some(graph.structure.as_str());
+        if same && *old != graph.checksum && !kept(tx, old)? {
+            tx.adopt_graph(old, &graph.checksum)?;
+        }
+    }
+    let now = tx.now();
+    tx.graph_served(&GraphRow {
+        checksum: graph.checksum.clone(),
+        workflow: graph.main.name.clone(),
+        structure: graph.structure.clone(),
+        document: graph.document.to_string(),
+        first_served: now,
+        last_served: now,
+    })?;
     if row.structure.as_deref() != Some(graph.structure.as_str())
         || row.checksum.as_deref() != Some(graph.checksum.as_str())
     {

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use serde_json::{json, Value};
-use stateous_shared::graph::{TransitionSpec, Workflow, END, START, STARTED};
+use stateous_shared::graph::{Graph, TransitionSpec, Workflow, END, START, STARTED};
 use stateous_shared::guards::{evaluate, GuardInput};
 use stateous_shared::refusal::Code;
 use stateous_shared::wire::{Object, TokenView};
@@ -32,25 +32,20 @@ pub fn start(rules: &Rules, tx: &dyn Tx, input: &StartInput) -> Step<(TokenView,
             ),
         );
     }
-    let row = create(
-        rules,
-        tx,
-        &input.token,
-        &input.context,
-        &rules.graph.main,
-        None,
-    )?;
+    let graph = (&*rules.graph, &rules.graph.main);
+    let row = create(rules, tx, &input.token, &input.context, graph, None)?;
     Ok((view(&row), true))
 }
 
-/// A new token of `workflow`, moved out of START to where its context leads. With
-/// `parent`, it is a child of that token's parallel state (reference `_create`).
+/// A new token of `workflow` (of `graph`, which the token then runs on), moved out
+/// of START to where its context leads. With `parent`, it is a child of that
+/// token's parallel state (reference `_create`).
 pub fn create(
     rules: &Rules,
     tx: &dyn Tx,
     token: &str,
     context: &Object,
-    workflow: &Workflow,
+    (graph, workflow): (&Graph, &Workflow),
     parent: Option<&str>,
 ) -> Step<TokenRow> {
     let values = workflow.with_defaults(context);
@@ -69,9 +64,10 @@ pub fn create(
         entered_at: tx.now(),
         parent: parent.map(str::to_string),
         workflow: parent.map(|_| workflow.name.clone()),
+        graph: Some(Arc::from(graph.checksum.as_str())),
     };
     if chosen.target != END {
-        if let Some(problem) = cannot_enter(rules, tx, token, workflow, &chosen.target, &values)? {
+        if let Some(problem) = cannot_enter(graph, tx, token, workflow, &chosen.target, &values)? {
             return refuse(Code::InvalidContext, problem);
         }
     }

@@ -24,9 +24,9 @@ use super::family::FamilyLocks;
 use super::locked::{self, Head};
 use super::{
     AccessKeyRow, AccessKeys, ClaimRow, Claims, ClockKind, ControlPlane, ControlPlaneRow, Counts,
-    Cursor, EntryKind, Ledger, LedgerRow, Memory, StoreError, StoreResult, TaskRow, TaskStatus,
-    Tasks, TimerKind, TimerRow, TimerStatus, Timers, TokenCount, TokenRow, TokenScan, TokenStatus,
-    Tokens, Tx,
+    Cursor, EntryKind, GraphCount, GraphRow, Graphs, Ledger, LedgerRow, Memory, StoreError,
+    StoreResult, TaskRow, TaskStatus, Tasks, TimerKind, TimerRow, TimerStatus, Timers, TokenCount,
+    TokenRow, TokenScan, TokenStatus, Tokens, Tx,
 };
 
 /// Facts this transaction read or changed.
@@ -814,5 +814,25 @@ impl Counts for CachedTx<'_> {
 
     fn entry_kinds(&self, after: i64, upto: i64) -> StoreResult<Vec<(String, i64)>> {
         self.inner.entry_kinds(after, upto)
+    }
+}
+
+// `adopt_graph` changes rows behind the facts: it runs once, as a control plane
+// starts (`engine/serving.rs`), before any request has read a token.
+impl Graphs for CachedTx<'_> {
+    fn graph_served(&self, row: &GraphRow) -> StoreResult<()> {
+        self.inner.graph_served(row)
+    }
+
+    fn graphs(&self) -> StoreResult<Vec<GraphRow>> {
+        self.inner.graphs()
+    }
+
+    fn graph_counts(&self) -> StoreResult<Vec<GraphCount>> {
+        self.inner.graph_counts()
+    }
+
+    fn adopt_graph(&self, from: &str, to: &str) -> StoreResult<u64> {
+        self.inner.adopt_graph(from, to)
     }
 }

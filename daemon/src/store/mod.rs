@@ -91,6 +91,10 @@ pub struct TokenRow {
     pub parent: Option<String>,
     /// A child token's workflow; `None` for the main workflow.
     pub workflow: Option<String>,
+    /// The checksum of the graph the token runs on (`graphs`): the one served when
+    /// it started, a child's its parent's, or the one a migration moved it to.
+    /// `None` only for a row that names none, which runs on the served graph.
+    pub graph: Option<Arc<str>>,
 }
 
 /// A row of `ledger`: one thing that happened to a token.
@@ -192,6 +196,27 @@ pub struct ControlPlaneRow {
     pub epoch: i64,
 }
 
+/// A row of `graphs`: a graph a control plane served (`docs/inside/data.md`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct GraphRow {
+    /// `sha256:` + hex of the canonical document: the key.
+    pub checksum: String,
+    /// The main workflow's name.
+    pub workflow: String,
+    /// The checksum without the states' `timeout` and `retries`.
+    pub structure: String,
+    /// The document, as JSON text.
+    pub document: String,
+    /// When a control plane first served it, in microseconds.
+    pub first_served: i64,
+    /// When a control plane last started serving it, in microseconds.
+    pub last_served: i64,
+}
+
+/// How many tokens run on one graph (its checksum; `None` for rows that name
+/// none) with one status.
+pub type GraphCount = (Option<String>, TokenStatus, i64);
+
 /// What a listing selects of `tokens` in SQL: the conditions of a filter that a
 /// database can check by itself
 /// ([`Pushdown`](stateous_shared::guards::filter::Pushdown)), the query's status and
@@ -238,7 +263,7 @@ pub trait Tokens {
     fn token_folded(&self, id: &str) -> StoreResult<Option<String>>;
     /// Add a new token.
     fn insert_token(&self, row: &TokenRow) -> StoreResult<()>;
-    /// Write a token's state, status, visit, context and `entered_at`.
+    /// Write a token's state, status, visit, context, `entered_at` and graph.
     fn update_token(&self, row: &TokenRow) -> StoreResult<()>;
     /// Tokens, the most recently moved first, filtered by status and parent.
     fn find_tokens(
@@ -458,9 +483,22 @@ pub trait Counts {
     fn entry_kinds(&self, after: i64, upto: i64) -> StoreResult<Vec<(String, i64)>>;
 }
 
+/// The table `graphs`: every graph served, and which tokens run on each.
+pub trait Graphs {
+    /// Keep `row` as served at `row.last_served`: a new row, or the kept one's
+    /// `last_served` moved on (its `first_served` stays).
+    fn graph_served(&self, row: &GraphRow) -> StoreResult<()>;
+    /// Every graph kept, the first served first.
+    fn graphs(&self) -> StoreResult<Vec<GraphRow>>;
+    /// How many tokens run on each graph, by status.
+    fn graph_counts(&self) -> StoreResult<Vec<GraphCount>>;
+    /// Name `to` as the graph of every token that names `from`; how many.
+    fn adopt_graph(&self, from: &str, to: &str) -> StoreResult<u64>;
+}
+
 /// One transaction: every table, at one moment.
 pub trait Tx:
-    Tokens + Ledger + Tasks + Timers + Memory + Claims + ControlPlane + Counts + AccessKeys
+    Tokens + Ledger + Tasks + Timers + Memory + Claims + ControlPlane + Counts + AccessKeys + Graphs
 {
     /// The moment of the transaction, in microseconds since 1970.
     fn now(&self) -> i64;

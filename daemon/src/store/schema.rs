@@ -16,8 +16,8 @@ use std::collections::BTreeSet;
 use super::StoreError;
 
 /// The versions, oldest first; the migration of each makes the database that.
-pub const VERSIONS: [&str; 9] = [
-    "0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008", "0009",
+pub const VERSIONS: [&str; 10] = [
+    "0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008", "0009", "0010",
 ];
 
 /// The table where the version is recorded: its own name, so that an application
@@ -42,6 +42,9 @@ pub const ACCESS_KEYS: &str = "access_keys";
 /// version 0004 reads `ledger.id` up to the feed's safe point instead.
 const FEED: &str = "ledger_feed";
 
+/// Version 0010 keeps every graph served, by checksum (`docs/inside/data.md`).
+const GRAPHS: &str = "graphs";
+
 /// Why the schema cannot be brought to this version.
 #[derive(Debug, thiserror::Error)]
 pub enum MigrateError {
@@ -59,7 +62,8 @@ pub fn newest() -> &'static str {
 }
 
 /// The tables of ours that a database at `version` has. Version 0005 adds a
-/// column (`control_plane.clock`), no table; 0009 adds `access_keys`.
+/// column (`control_plane.clock`), no table; 0009 adds `access_keys`; 0010 adds
+/// `graphs` (and the column `tokens.graph`).
 pub fn tables_at(version: &str) -> BTreeSet<&'static str> {
     let mut tables: BTreeSet<&'static str> = BASELINE.into_iter().collect();
     if version == "0002" || version == "0003" {
@@ -68,6 +72,9 @@ pub fn tables_at(version: &str) -> BTreeSet<&'static str> {
     // Versions are four digits, so they compare as text.
     if version >= "0009" {
         tables.insert(ACCESS_KEYS);
+    }
+    if version >= "0010" {
+        tables.insert(GRAPHS);
     }
     tables
 }

@@ -206,6 +206,8 @@ closed! {
         Retried => "retried",
         /// An operator's bulk action touched the token.
         Operator => "operator",
+        /// An operator moved the token to another kept graph.
+        Migrated => "migrated",
         /// A parallel state started a branch.
         BranchStarted => "branch_started",
         /// The token completed.

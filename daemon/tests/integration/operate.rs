@@ -166,6 +166,7 @@ fn step(action: BulkAction, filter: &str) -> BulkStep {
         payload: None,
         key: None,
         state: None,
+        migrate: Default::default(),
         reason: Some("incident 42".into()),
         by: "ann".into(),
     }

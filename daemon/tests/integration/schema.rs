@@ -53,6 +53,44 @@ async fn an_older_database_is_upgraded_in_place_and_keeps_its_data(db: Db) {
     assert_eq!(tables, ["1"], "this control plane took epoch 1");
 }
 
+fn graph_named(name: &str) -> Arc<Graph> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/graphs/{name}.json"));
+    Arc::new(Graph::load(&std::fs::read_to_string(path).unwrap()).unwrap())
+}
+
+/// A database of 0008 knows the checksum of the graph on record, not its document:
+/// its tokens are named as running on it; a graph of the same structure serves
+/// them and is kept, one of another structure is refused while they live.
+async fn tokens_of_a_database_from_before_versions_run_on_the_graph_on_record(db: Db) {
+    make_at(&db, 8);
+    let orders = graph();
+    db.execute(&format!(
+        "UPDATE control_plane SET structure = '{}', checksum = 'sha256:old', clock = 'system';
+         INSERT INTO tokens (token, state, status, visit, context, entered_at)
+         VALUES ('OLD-1', 'draft', 'active', 1, '{{\"title\": \"kept\"}}', 1)",
+        orders.structure
+    ));
+    let other = Control::open(graph_named("sdlc"), db.options()).await;
+    let refused = other.err().unwrap();
+    assert!(
+        refused.contains("which this database does not keep"),
+        "{refused}"
+    );
+    assert_eq!(
+        db.rows("SELECT graph FROM tokens")[0][0].as_deref(),
+        Some("sha256:old"),
+        "the upgrade named the graph on record"
+    );
+    let control = open(&db).await.unwrap();
+    let rows = db.rows("SELECT graph FROM tokens");
+    assert_eq!(rows[0][0].as_deref(), Some(orders.checksum.as_str()));
+    let kept = db.rows("SELECT checksum FROM graphs");
+    assert_eq!(kept, [[Some(orders.checksum.clone())]]);
+    control.shutdown().await.unwrap();
+    let sdlc = Control::open(graph_named("sdlc"), db.options()).await;
+    assert!(sdlc.is_ok(), "{:?}", sdlc.err());
+}
+
 async fn a_newer_database_is_refused_in_one_sentence(db: Db) {
     make_at(&db, 4);
     db.execute("UPDATE stateous_version SET version_num = '9999'");
@@ -89,6 +127,7 @@ async fn a_table_that_an_upgrade_must_make_is_refused(db: Db) {
 
 both!(
     an_older_database_is_upgraded_in_place_and_keeps_its_data,
+    tokens_of_a_database_from_before_versions_run_on_the_graph_on_record,
     a_newer_database_is_refused_in_one_sentence,
     a_database_missing_one_of_its_tables_is_refused,
     a_table_that_an_upgrade_must_make_is_refused,

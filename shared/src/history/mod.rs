@@ -117,6 +117,23 @@ where
             named(&get("state")),
             reason_note(data)
         ),
+        "migrated" => {
+            let graph = |key: &str| crate::live::short_checksum(&get(key));
+            let undo = if data.contains_key("undo") {
+                " back"
+            } else {
+                ""
+            };
+            format!(
+                "migrated{undo} by {} from graph {} ({}) to graph {} ({}){}",
+                get("by"),
+                graph("from"),
+                named(&get("state_from")),
+                graph("to"),
+                named(&get("state_to")),
+                reason_note(data)
+            )
+        }
         "operator" => {
             let asked = match data.get("action").and_then(Value::as_str) {
                 Some("fire") => format!("fire {}", get("event")),

@@ -41,16 +41,20 @@ pub enum BulkAction {
     Fire,
     /// Retry a failed token (`POST /tokens/{id}/retry`).
     Retry,
+    /// Move a live token, with its children, to the served graph (or back, with
+    /// `undo`).
+    Migrate,
 }
 
 impl BulkAction {
     /// Every action.
-    pub const ALL: [BulkAction; 5] = [
+    pub const ALL: [BulkAction; 6] = [
         BulkAction::Pause,
         BulkAction::Resume,
         BulkAction::Cancel,
         BulkAction::Fire,
         BulkAction::Retry,
+        BulkAction::Migrate,
     ];
 
     /// The action as the body names it: `pause`, `resume`, `cancel`, `fire`, `retry`.
@@ -61,6 +65,7 @@ impl BulkAction {
             BulkAction::Cancel => "cancel",
             BulkAction::Fire => "fire",
             BulkAction::Retry => "retry",
+            BulkAction::Migrate => "migrate",
         }
     }
 
@@ -78,6 +83,7 @@ impl BulkAction {
             BulkAction::Cancel => "cancelled",
             BulkAction::Fire => "fired",
             BulkAction::Retry => "retried",
+            BulkAction::Migrate => "migrated",
         }
     }
 }
@@ -107,6 +113,13 @@ pub struct BulkRequest {
     /// `retry`: the state to enter; none is the state where each token failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state: Option<String>,
+    /// `migrate`: `OLD: NEW`, the state a token in OLD takes in the served graph.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub map: Option<std::collections::BTreeMap<String, String>>,
+    /// `migrate`: move each token back to the graph its last migration moved it
+    /// from, instead.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub undo: bool,
     /// Why: written into each token's history. Required for a real run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,

@@ -31,6 +31,10 @@ pub struct BulkOptions {
     pub key: Option<String>,
     /// `retry`: `--state`.
     pub state: Option<String>,
+    /// `migrate`: `--map OLD=NEW`, each state a token in OLD takes.
+    pub map: std::collections::BTreeMap<String, String>,
+    /// `migrate`: `--undo`, back to the graph of each token's last migration.
+    pub undo: bool,
     /// `--reason`: written into each token's history; needed unless `--dry-run`.
     pub reason: Option<String>,
     /// `--yes`: no question.
@@ -120,6 +124,8 @@ pub(super) async fn run(
         payload,
         key: options.key.clone(),
         state: options.state.clone(),
+        map: (!options.map.is_empty()).then(|| options.map.clone()),
+        undo: options.undo,
         reason: options.reason.clone(),
         by: Some(operator_name()),
         dry_run: true,

@@ -73,6 +73,8 @@ fn cancel(reason: Option<&str>, yes: bool) -> TokenAction {
         payload: None,
         key: None,
         state: None,
+        map: Default::default(),
+        undo: false,
         reason: reason.map(str::to_string),
         yes,
         dry_run: false,

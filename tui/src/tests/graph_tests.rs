@@ -40,7 +40,7 @@ fn graph_model(columns: u16, rows: u16) -> Model {
     let mut model = full_model();
     model.size = (columns, rows);
     let asked = press(&mut model, KeyCode::Char('w'));
-    assert_eq!(asked, vec![Command::States]);
+    assert_eq!(asked, vec![Command::Graphs, Command::States]);
     update(&mut model, Msg::States(Ok(Some(vec![]))));
     update(&mut model, Msg::States(Ok(Some(counts()))));
     press(&mut model, KeyCode::Down);

@@ -105,6 +105,8 @@ pub fn full_model() -> Model {
             payload: None,
             at: Some(at(-10)),
         }],
+        graph: None,
+        graph_served: true,
     });
     let entry = |seq, ago: i64, kind: &str, data: serde_json::Value| HistoryEntry {
         seq,

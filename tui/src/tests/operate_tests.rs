@@ -288,3 +288,20 @@ fn the_token_pane_shows_why_the_token_waits() {
         "{text}"
     );
 }
+
+#[test]
+fn m_migrates_the_marked_tokens_through_the_preview() {
+    let mut model = full_model();
+    press(&mut model, KeyCode::Char(' '));
+    let commands = press(&mut model, KeyCode::Char('M'));
+    let [Command::Preview(request)] = commands.as_slice() else {
+        panic!("{commands:?}");
+    };
+    assert_eq!(request.action, Some(BulkAction::Migrate));
+    assert!(request.dry_run);
+    assert_eq!(request.tokens, Some(vec!["ORD-1".into()]));
+    let mut read_only = full_model();
+    read_only.read_only = true;
+    press(&mut read_only, KeyCode::Char(' '));
+    assert!(press(&mut read_only, KeyCode::Char('M')).is_empty());
+}

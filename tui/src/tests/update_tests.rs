@@ -347,6 +347,8 @@ fn a_daemon_without_the_added_routes_is_asked_once() {
                     tasks: Vec::new(),
                     timers: Vec::new(),
                     held: Vec::new(),
+                    graph: None,
+                    graph_served: true,
                 },
                 false,
             )),

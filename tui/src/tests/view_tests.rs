@@ -448,3 +448,57 @@ fn a_move_to_another_address_shows_in_the_header_and_the_status_line() {
         "{text}"
     );
 }
+
+#[test]
+fn a_token_on_an_older_graph_names_it_in_its_detail() {
+    let mut model = full_model();
+    assert!(!screen(&model).contains("(not served)"));
+    if let Some(detail) = &mut model.detail {
+        detail.graph = Some("sha256:959262a16404".into());
+        detail.graph_served = false;
+    }
+    let text = screen(&model);
+    assert!(
+        text.contains("graph     sha256:959262a16404 (not served)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_workflow_graph_names_the_older_graphs_with_live_tokens() {
+    let mut model = full_model();
+    let graph = |checksum: &str, served: bool, tokens: serde_json::Value| {
+        stateous_shared::live::GraphView {
+            checksum: checksum.into(),
+            workflow: "orders".into(),
+            served,
+            first_served: at(-7200),
+            last_served: at(-7200),
+            tokens: serde_json::from_value(tokens).unwrap(),
+        }
+    };
+    model.graphs = vec![
+        graph(
+            "sha256:0000aaaa1111bbbb",
+            false,
+            serde_json::json!({"completed": 4}),
+        ),
+        graph(
+            "sha256:959262a16404ffff",
+            false,
+            serde_json::json!({"active": 2, "paused": 1}),
+        ),
+        graph(
+            "sha256:90e2bdc2736affff",
+            true,
+            serde_json::json!({"active": 5}),
+        ),
+    ];
+    press(&mut model, KeyCode::Char('w'));
+    let text = screen(&model);
+    assert!(
+        text.contains("older graphs with live tokens: sha256:959262a16404 (3 live)"),
+        "{text}"
+    );
+    assert!(!text.contains("sha256:0000aaaa1111"), "{text}");
+}

@@ -214,6 +214,9 @@ fn detail_lines(model: &Model, detail: &TokenDetail) -> Vec<Line<'static>> {
     if let Some(parent) = &token.parent {
         lines.push(Line::from(format!("parent    {parent}")));
     }
+    if let (Some(graph), false) = (&detail.graph, detail.graph_served) {
+        lines.push(Line::from(format!("graph     {graph} (not served)")));
+    }
     let context = short(&serde_json::Value::Object(token.context.clone()));
     lines.push(Line::from(format!("context   {context}")));
     if model.detail_route == Some(false) {

@@ -14,7 +14,7 @@ use crate::input::LineEdit;
 use crate::model::{FireForm, Model, StartForm};
 
 /// The keys, as `?` shows them.
-pub const HELP: [&str; 25] = [
+pub const HELP: [&str; 26] = [
     "↑ ↓  j k      move; J K: a page; g G: top, bottom",
     "Enter         the selected token on the whole screen (Esc back)",
     "PgUp PgDn     scroll its history; Home: the first entry,",
@@ -31,7 +31,8 @@ pub const HELP: [&str; 25] = [
     "R             retry the selected failed token",
     "space  *      mark the row; mark every token the filter matches",
     "              (* again clears); then p r c f R act on the marked",
-    "              tokens: a preview, a reason, the count typed",
+    "              tokens: a preview, a reason, the count typed;",
+    "              M moves them to the served graph the same way",
     "s             start a token: its id, Tab, its context",
     "z             times in UTC or in local time",
     "w             the live state graph; Enter there picks a state",
@@ -109,6 +110,9 @@ pub fn graph(model: &Model, frame: &mut Frame) {
     let mut choice = 0;
     let mut cursor_line = 0;
     let mut lines: Vec<Line> = Vec::new();
+    if let Some(older) = crate::states::older_graphs(model) {
+        lines.push(Line::styled(fit(&older, inner), fg(model, Color::Yellow)));
+    }
     for row in graph_rows(graph, state.as_deref()) {
         let (counts, picked, changed) = match &row.kind {
             RowKind::Title => (" active paused failed ".to_string(), false, false),

@@ -242,14 +242,17 @@ const PARTS: [&str; 9] = [
     "l AS (INSERT INTO ledger (id, token, seq, at, kind, key, data, key_name)
       SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::bigint[], $5::text[],
                            $6::text[], $7::text[], $8::text[]))",
-    "tn AS (INSERT INTO tokens (token, state, status, visit, context, entered_at, parent, workflow)
+    "tn AS (INSERT INTO tokens (token, state, status, visit, context, entered_at, parent, workflow,
+                           graph)
        SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[],
-                            $6::bigint[], $7::text[], $8::text[]))",
-    "tu AS (INSERT INTO tokens (token, state, status, visit, context, entered_at, parent, workflow)
+                            $6::bigint[], $7::text[], $8::text[], $9::text[]))",
+    "tu AS (INSERT INTO tokens (token, state, status, visit, context, entered_at, parent, workflow,
+                           graph)
        SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[],
-                            $6::bigint[], $7::text[], $8::text[])
+                            $6::bigint[], $7::text[], $8::text[], $9::text[])
        ON CONFLICT (token) DO UPDATE SET state = excluded.state, status = excluded.status,
-           visit = excluded.visit, context = excluded.context, entered_at = excluded.entered_at)",
+           visit = excluded.visit, context = excluded.context, entered_at = excluded.entered_at,
+           graph = excluded.graph)",
     "kn AS (INSERT INTO tasks (id, token, state, visit, status, attempt, claimed_by, lease_until,
                           queued_at)
        SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[],
@@ -347,7 +350,7 @@ fn renumbered(part: &str, by: usize, text: &mut String) -> usize {
 struct Columns {
     int: [Vec<i64>; 4],
     text: [Vec<String>; 5],
-    maybe: [Vec<Option<String>>; 2],
+    maybe: [Vec<Option<String>>; 3],
     maybe_int: [Vec<Option<i64>>; 2],
 }
 
@@ -382,7 +385,7 @@ impl Columns {
         ]
     }
 
-    /// token, state, status, visit, context, entered_at, parent, workflow.
+    /// token, state, status, visit, context, entered_at, parent, workflow, graph.
     fn tokens<'r>(rows: impl Iterator<Item = &'r TokenRow>) -> Columns {
         let mut c = Columns::default();
         for row in rows {
@@ -394,13 +397,14 @@ impl Columns {
             c.int[1].push(row.entered_at);
             c.maybe[0].push(row.parent.clone());
             c.maybe[1].push(row.workflow.clone());
+            c.maybe[2].push(row.graph.as_deref().map(str::to_string));
         }
         c
     }
 
     /// A tokens part's parameters (new rows or changed ones), in the order of
     /// [`Columns::tokens`].
-    fn token_params(&self) -> [&(dyn ToSql + Sync); 8] {
+    fn token_params(&self) -> [&(dyn ToSql + Sync); 9] {
         [
             &self.text[0],
             &self.text[1],
@@ -410,6 +414,7 @@ impl Columns {
             &self.int[1],
             &self.maybe[0],
             &self.maybe[1],
+            &self.maybe[2],
         ]
     }
 
@@ -546,15 +551,15 @@ mod tests {
 
     #[test]
     fn a_flush_numbers_the_parameters_of_its_parts_in_turn() {
-        // The ledger's 8 parameters, a new token's 8, a claim's 4.
+        // The ledger's 8 parameters, a new token's 9, a claim's 4.
         let text = flush_text(0b1_0000_0011, 0);
         assert!(text.starts_with("WITH l AS (INSERT INTO ledger"), "{text}");
         assert!(text.contains("$8::text[]))"), "{text}");
         assert!(text.contains("$9::text[], $10::text[]"), "{text}");
-        assert!(text.contains("$15::text[], $16::text[]))"), "{text}");
+        assert!(text.contains("$16::text[], $17::text[]))"), "{text}");
         assert!(!text.contains("tu AS"), "{text}");
         assert!(
-            text.contains("$17::text[], $18::text[], $19::bigint[], $20::bigint[]"),
+            text.contains("$18::text[], $19::text[], $20::bigint[], $21::bigint[]"),
             "{text}"
         );
         assert!(text.ends_with("\nSELECT 1"), "{text}");

@@ -30,7 +30,7 @@ pub const SERVING_LOCK: &str = "hashtextextended('@stateous/serve', 0)";
 pub const EPOCH_LOCK: &str = "hashtextextended('@stateous/epoch', 0)";
 
 /// The SQL of each version, in the order of [`VERSIONS`].
-pub fn migrations() -> [String; 9] {
+pub fn migrations() -> [String; 10] {
     [
         baseline(),
         FEED.to_string(),
@@ -41,6 +41,7 @@ pub fn migrations() -> [String; 9] {
         QUEUE_INDEX.to_string(),
         INDEXES_0008.to_string(),
         access_keys(),
+        GRAPHS.to_string(),
     ]
 }
 
@@ -65,6 +66,21 @@ ALTER TABLE ledger ADD COLUMN key_name TEXT COLLATE "C";
 "#
     )
 }
+
+/// Version 0010: `graphs` and `tokens.graph`, as SQLite's 0010
+/// (`store/sqlite/schema.rs`, `GRAPHS`).
+const GRAPHS: &str = r#"
+CREATE TABLE graphs (
+    checksum TEXT COLLATE "C" PRIMARY KEY,
+    workflow TEXT COLLATE "C" NOT NULL,
+    structure TEXT COLLATE "C" NOT NULL,
+    document TEXT COLLATE "C" NOT NULL,
+    first_served BIGINT NOT NULL,
+    last_served BIGINT NOT NULL
+);
+ALTER TABLE tokens ADD COLUMN graph TEXT COLLATE "C";
+UPDATE tokens SET graph = (SELECT checksum FROM control_plane WHERE id = 1);
+"#;
 
 /// Version 0008: the indexes of SQLite's 0008 (`store/sqlite/schema.rs`,
 /// `WRITE_LESS`): a task's or timer's change of status moves fewer index

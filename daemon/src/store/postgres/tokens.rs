@@ -16,7 +16,7 @@ use crate::store::json::object;
 use crate::store::{Closed, Cursor, StoreResult, TokenRow, TokenScan, TokenStatus, Tokens};
 
 const SELECT: &str =
-    "SELECT token, state, status, visit, context, entered_at, parent, workflow FROM tokens";
+    "SELECT token, state, status, visit, context, entered_at, parent, workflow, graph FROM tokens";
 
 fn read(row: &Row) -> StoreResult<TokenRow> {
     let context: String = get(row, 4)?;
@@ -29,6 +29,7 @@ fn read(row: &Row) -> StoreResult<TokenRow> {
         entered_at: get(row, 5)?,
         parent: get(row, 6)?,
         workflow: get(row, 7)?,
+        graph: get::<Option<String>>(row, 8)?.map(Arc::from),
     })
 }
 

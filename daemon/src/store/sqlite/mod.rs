@@ -8,6 +8,7 @@ mod access_keys;
 pub mod claims;
 mod control_plane;
 mod counts;
+mod graphs;
 pub mod hold;
 mod ledger;
 mod memory;

@@ -37,7 +37,7 @@ impl Migration {
 }
 
 /// The migration of each version, in the order of [`VERSIONS`].
-pub fn migrations() -> [Migration; 9] {
+pub fn migrations() -> [Migration; 10] {
     [
         Migration::sql(baseline()),
         Migration::sql(FEED),
@@ -54,6 +54,7 @@ pub fn migrations() -> [Migration; 9] {
             then: Some(without_autoincrement),
         },
         Migration::sql(access_keys()),
+        Migration::sql(GRAPHS),
     ]
 }
 
@@ -83,6 +84,24 @@ ALTER TABLE ledger ADD COLUMN key_name TEXT;
         roles = any_of("role", &crate::store::access::role_list())
     )
 }
+
+/// Version 0010, workflow versions (`docs/inside/data.md`): `graphs` keeps each
+/// graph a control plane served, by checksum, with its document; `tokens.graph`
+/// names the one a token started on (a child's is its parent's). Tokens of an
+/// older database started on the graph on record. `store/postgres/schema.rs`
+/// makes the same.
+const GRAPHS: &str = "
+CREATE TABLE graphs (
+    checksum TEXT PRIMARY KEY,
+    workflow TEXT NOT NULL,
+    structure TEXT NOT NULL,
+    document TEXT NOT NULL,
+    first_served INTEGER NOT NULL,
+    last_served INTEGER NOT NULL
+);
+ALTER TABLE tokens ADD COLUMN graph TEXT;
+UPDATE tokens SET graph = (SELECT checksum FROM control_plane WHERE id = 1);
+";
 
 /// Version 0008, for the write path's speed:
 /// - `ledger`, `tasks` and `timers` without AUTOINCREMENT. With it, each INSERT

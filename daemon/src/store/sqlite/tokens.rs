@@ -8,7 +8,7 @@ use rusqlite::{params, params_from_iter, OptionalExtension, Row};
 use super::{closed, corrupt, object, to_text, SqliteTx};
 use crate::store::{Closed, Cursor, StoreResult, TokenRow, TokenScan, TokenStatus, Tokens};
 
-const COLUMNS: &str = "token, state, status, visit, context, entered_at, parent, workflow";
+const COLUMNS: &str = "token, state, status, visit, context, entered_at, parent, workflow, graph";
 
 fn read(row: &Row<'_>) -> rusqlite::Result<TokenRow> {
     let context: String = row.get(4)?;
@@ -21,6 +21,7 @@ fn read(row: &Row<'_>) -> rusqlite::Result<TokenRow> {
         entered_at: row.get(5)?,
         parent: row.get(6)?,
         workflow: row.get(7)?,
+        graph: row.get::<_, Option<String>>(8)?.map(Arc::from),
     })
 }
 
@@ -48,7 +49,8 @@ impl Tokens for SqliteTx<'_> {
     }
 
     fn insert_token(&self, row: &TokenRow) -> StoreResult<()> {
-        let sql = format!("INSERT INTO tokens ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
+        let sql =
+            format!("INSERT INTO tokens ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)");
         self.prepare(&sql)?.execute(params![
             row.token,
             row.state,
@@ -57,15 +59,16 @@ impl Tokens for SqliteTx<'_> {
             to_text(&row.context),
             row.entered_at,
             row.parent,
-            row.workflow
+            row.workflow,
+            row.graph.as_deref()
         ])?;
         Ok(())
     }
 
     fn update_token(&self, row: &TokenRow) -> StoreResult<()> {
         let mut statement = self.prepare(
-            "UPDATE tokens SET state = ?2, status = ?3, visit = ?4, context = ?5, entered_at = ?6
-             WHERE token = ?1",
+            "UPDATE tokens SET state = ?2, status = ?3, visit = ?4, context = ?5, entered_at = ?6,
+             graph = ?7 WHERE token = ?1",
         )?;
         statement.execute(params![
             row.token,
@@ -73,7 +76,8 @@ impl Tokens for SqliteTx<'_> {
             row.status.as_str(),
             row.visit,
             to_text(&row.context),
-            row.entered_at
+            row.entered_at,
+            row.graph.as_deref()
         ])?;
         Ok(())
     }

@@ -4,7 +4,9 @@
 //! and the TUI's `/` all read it through [`parse_filter`].
 //!
 //! A filter reads `token`, `state`, `status`, `visit`, `workflow`, `parent`,
-//! `moved` (whole seconds since the token's last move) and `ctx['key']`, with
+//! `moved` (whole seconds since the token's last move), `graph` (the checksum of
+//! the graph it runs on; `==`, `!=`, `in` and `not in` with text take a prefix:
+//! `graph == 'sha256:3f2a'`, or the hex digits alone) and `ctx['key']`, with
 //! deeper paths such as `ctx['customer']['name']` or `ctx['items'][0]`, e.g.
 //! `state == 'review' and status == 'active' and moved > 600`. The text is lexed and
 //! parsed by the guard language's own lexer and parser, so the grammar, the
@@ -62,11 +64,13 @@ pub enum Field {
     Parent,
     /// `moved`: whole seconds since it entered its state.
     Moved,
+    /// `graph`: the checksum of the graph it runs on (compared by prefix).
+    Graph,
 }
 
 impl Field {
     /// Every field, by its name in the language.
-    pub const ALL: [(&'static str, Field); 7] = [
+    pub const ALL: [(&'static str, Field); 8] = [
         ("token", Field::Token),
         ("state", Field::State),
         ("status", Field::Status),
@@ -74,6 +78,7 @@ impl Field {
         ("workflow", Field::Workflow),
         ("parent", Field::Parent),
         ("moved", Field::Moved),
+        ("graph", Field::Graph),
     ];
 }
 
@@ -115,8 +120,47 @@ pub struct TokenFacts<'a> {
     pub parent: Option<&'a str>,
     /// Whole seconds since the token entered its state (see [`moved_seconds`]).
     pub moved: i64,
+    /// The checksum of the graph it runs on (empty when it names none).
+    pub graph: &'a str,
     /// The context.
     pub context: &'a Object,
+}
+
+/// Whether the checksum `graph` is named by `prefix`: it starts with it, or its
+/// hex digits do (`sha256:` left out). An empty prefix names nothing.
+pub fn graph_named(graph: &str, prefix: &str) -> bool {
+    !prefix.is_empty()
+        && (graph.starts_with(prefix)
+            || graph
+                .strip_prefix("sha256:")
+                .is_some_and(|hex| hex.starts_with(prefix)))
+}
+
+/// `graph` compared by prefix with text, or a list of texts: `Some(result)`;
+/// `None` for any other comparison, which goes as the guards' do.
+fn by_prefix(op: CmpOp, left: &Term, right: &Term, facts: &TokenFacts<'_>) -> Option<bool> {
+    let other = match (left, right) {
+        (Term::Field(Field::Graph), other) => other,
+        (other, Term::Field(Field::Graph)) if matches!(op, CmpOp::Eq | CmpOp::Ne) => other,
+        _ => return None,
+    };
+    let named = |term: &Term| match term {
+        Term::Literal(Literal::Str(text)) => Some(graph_named(facts.graph, text)),
+        _ => None,
+    };
+    let any = match (op, other) {
+        (CmpOp::Eq | CmpOp::Ne, term) => named(term)?,
+        (CmpOp::In | CmpOp::NotIn, Term::List(items)) => {
+            let found: Option<Vec<bool>> = items.iter().map(named).collect();
+            found?.into_iter().any(|hit| hit)
+        }
+        _ => return None,
+    };
+    Some(if matches!(op, CmpOp::Ne | CmpOp::NotIn) {
+        !any
+    } else {
+        any
+    })
 }
 
 /// Whole seconds from `entered_at` to `now` (both microseconds), rounded down, as
@@ -242,12 +286,16 @@ fn value<'a>(term: &'a Term, facts: &TokenFacts<'a>) -> Val<'a> {
         Term::Not(inner) => Val::Bool(!truthy(&value(inner, facts))),
         Term::Compare(first, rest) => {
             let mut left = value(first, facts);
+            let mut left_term: &Term = first;
             for (op, operand) in rest {
                 let right = value(operand, facts);
-                if !compare(*op, &left, &right) {
+                let holds = by_prefix(*op, left_term, operand, facts)
+                    .unwrap_or_else(|| compare(*op, &left, &right));
+                if !holds {
                     return Val::Bool(false);
                 }
                 left = right;
+                left_term = operand;
             }
             Val::Bool(true)
         }
@@ -261,6 +309,7 @@ fn value<'a>(term: &'a Term, facts: &TokenFacts<'a>) -> Val<'a> {
             Field::Workflow => Val::Str(facts.workflow),
             Field::Parent => facts.parent.map_or(Val::Null, Val::Str),
             Field::Moved => Val::Int(i128::from(facts.moved)),
+            Field::Graph => Val::Str(facts.graph),
         },
         Term::Context(steps) => Val::of_json(follow(facts.context, steps)),
     }
@@ -424,7 +473,7 @@ fn name_term(name: &str) -> Result<Term, String> {
     field(name).map(Term::Field).ok_or_else(|| {
         format!(
             "unknown name {}; a filter reads token, state, status, visit, workflow, \
-             parent, moved and ctx['key']",
+             parent, moved, graph and ctx['key']",
             repr_str(name)
         )
     })

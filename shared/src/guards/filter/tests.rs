@@ -53,6 +53,7 @@ impl Token {
             workflow: self.workflow,
             parent: self.parent,
             moved: self.moved,
+            graph: "sha256:3f2a9c",
             context: &self.context,
         }
     }
@@ -309,7 +310,7 @@ proptest! {
         let context = object(json!({"n": 1}));
         let facts = TokenFacts {
             token: "T", state, status, visit, workflow: "w", parent: None, moved,
-            context: &context,
+            graph: "", context: &context,
         };
         let pushed = filter.pushdown();
         let admitted = pushed.admits(state, status, moved);
@@ -320,4 +321,18 @@ proptest! {
             prop_assert_eq!(admitted, filter.matches(&facts), "{} {:?}", text, pushed);
         }
     }
+}
+
+#[test]
+fn graph_is_compared_by_a_prefix_of_its_checksum() {
+    let usual = Token::usual();
+    assert!(usual.matches("graph == 'sha256:3f2a'"));
+    assert!(usual.matches("graph == '3f2a9c'"));
+    assert!(usual.matches("'3f' == graph"));
+    assert!(usual.matches("graph in ['sha256:00', '3f2']"));
+    assert!(usual.matches("graph != 'sha256:00'"));
+    assert!(usual.matches("graph not in ['00', '11']"));
+    assert!(!usual.matches("graph == 'sha256:3f2b'"));
+    assert!(!usual.matches("graph == ''"));
+    assert!(!usual.matches("graph != '3f'"));
 }

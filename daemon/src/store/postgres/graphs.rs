@@ -1,0 +1,63 @@
+//! The SQL of `graphs`: every graph served, and which tokens run on each.
+
+use super::{closed, get, PgTx};
+use crate::store::{GraphCount, GraphRow, Graphs, StoreResult};
+
+impl Graphs for PgTx<'_> {
+    fn graph_served(&self, row: &GraphRow) -> StoreResult<()> {
+        self.execute(
+            "INSERT INTO graphs (checksum, workflow, structure, document, first_served,
+                                 last_served)
+             VALUES ($1, $2, $3, $4, $5, $6)
+             ON CONFLICT (checksum) DO UPDATE SET last_served = $6",
+            &[
+                &row.checksum,
+                &row.workflow,
+                &row.structure,
+                &row.document,
+                &row.first_served,
+                &row.last_served,
+            ],
+        )?;
+        Ok(())
+    }
+
+    fn graphs(&self) -> StoreResult<Vec<GraphRow>> {
+        let rows = self.query(
+            "SELECT checksum, workflow, structure, document, first_served, last_served
+             FROM graphs ORDER BY first_served, checksum",
+            &[],
+        )?;
+        rows.iter()
+            .map(|row| {
+                Ok(GraphRow {
+                    checksum: get(row, 0)?,
+                    workflow: get(row, 1)?,
+                    structure: get(row, 2)?,
+                    document: get(row, 3)?,
+                    first_served: get(row, 4)?,
+                    last_served: get(row, 5)?,
+                })
+            })
+            .collect()
+    }
+
+    fn graph_counts(&self) -> StoreResult<Vec<GraphCount>> {
+        // NULLS FIRST: SQLite's order, where NULL sorts before any text.
+        let rows = self.query(
+            "SELECT graph, status, count(*) FROM tokens GROUP BY graph, status
+             ORDER BY graph NULLS FIRST, status",
+            &[],
+        )?;
+        rows.iter()
+            .map(|row| Ok((get(row, 0)?, closed(row, 1)?, get(row, 2)?)))
+            .collect()
+    }
+
+    fn adopt_graph(&self, from: &str, to: &str) -> StoreResult<u64> {
+        self.execute(
+            "UPDATE tokens SET graph = $2 WHERE graph = $1",
+            &[&from, &to],
+        )
+    }
+}

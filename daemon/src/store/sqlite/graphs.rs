@@ -1,0 +1,60 @@
+//! The SQL of `graphs`: every graph served, and which tokens run on each.
+
+use rusqlite::params;
+
+use super::{closed, SqliteTx};
+use crate::store::{GraphCount, GraphRow, Graphs, StoreResult};
+
+impl Graphs for SqliteTx<'_> {
+    fn graph_served(&self, row: &GraphRow) -> StoreResult<()> {
+        let mut statement = self.prepare(
+            "INSERT INTO graphs (checksum, workflow, structure, document, first_served,
+                                 last_served)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+             ON CONFLICT (checksum) DO UPDATE SET last_served = ?6",
+        )?;
+        statement.execute(params![
+            row.checksum,
+            row.workflow,
+            row.structure,
+            row.document,
+            row.first_served,
+            row.last_served
+        ])?;
+        Ok(())
+    }
+
+    fn graphs(&self) -> StoreResult<Vec<GraphRow>> {
+        let mut statement = self.prepare(
+            "SELECT checksum, workflow, structure, document, first_served, last_served
+             FROM graphs ORDER BY first_served, checksum",
+        )?;
+        let rows = statement.query_map([], |row| {
+            Ok(GraphRow {
+                checksum: row.get(0)?,
+                workflow: row.get(1)?,
+                structure: row.get(2)?,
+                document: row.get(3)?,
+                first_served: row.get(4)?,
+                last_served: row.get(5)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    fn graph_counts(&self) -> StoreResult<Vec<GraphCount>> {
+        let mut statement = self.prepare(
+            "SELECT graph, status, count(*) FROM tokens GROUP BY graph, status
+             ORDER BY graph, status",
+        )?;
+        let rows = statement.query_map([], |row| {
+            Ok((row.get(0)?, closed(row.get(1)?)?, row.get(2)?))
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    fn adopt_graph(&self, from: &str, to: &str) -> StoreResult<u64> {
+        let mut statement = self.prepare("UPDATE tokens SET graph = ?2 WHERE graph = ?1")?;
+        Ok(statement.execute(params![from, to])? as u64)
+    }
+}
