@@ -38,8 +38,8 @@ const LATENCY_BUCKETS: [f64; 14] = [
 /// The ledger kind of a failed attempt that runs again (`engine::route`).
 const RETRY_KIND: &str = "task_retrying";
 
-/// The connections of the TCP listener: how many are open, and how many it
-/// closed without an answer, by reason. Made before the control plane holds the
+/// The server's connections: how many TCP connections are open, and how many
+/// connections (TCP or the Unix socket) it closed without an answer, by reason. Made before the control plane holds the
 /// database (a standby's listener counts too), then adopted by its [`Metrics`].
 /// Cheap to clone: clones share the same families.
 #[derive(Clone)]
@@ -60,7 +60,7 @@ impl Default for Connections {
             closed: IntCounterVec::new(
                 Opts::new(
                     "stateous_connections_closed_total",
-                    "TCP connections closed without an answer, by reason: tls_handshake \
+                    "Connections closed without an answer, by reason: tls_handshake \
                      (not TLS, or a certificate refused), header_timeout (no whole request \
                      head, or no handshake, within serve --header-timeout).",
                 ),
