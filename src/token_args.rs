@@ -231,6 +231,34 @@ pub enum TokenCommand {
         #[command(flatten)]
         bulk: BulkFlags,
     },
+    /// Delete the ended tokens a filter matches, each with its children, history,
+    /// tasks, timers, memory and idempotency keys, after a preview and a question
+    /// (as the other steering commands with --where). A live token is refused. A
+    /// pruned token's id can be started again, as a new token.
+    Prune {
+        /// Which tokens (the filter language of `stateous token list`).
+        #[arg(long = "where", value_name = "EXPR")]
+        filter: String,
+        /// Why: written to the control plane's log (a pruned token keeps no
+        /// history to write it into).
+        #[arg(long, value_name = "TEXT")]
+        reason: Option<String>,
+        /// Go ahead without asking to type the count. Without a terminal and
+        /// without --yes, the prune is refused.
+        #[arg(long)]
+        yes: bool,
+        /// Only show how many tokens match and what it would do to a few.
+        #[arg(long)]
+        dry_run: bool,
+        /// Print each token's outcome as a line of JSON, as it comes.
+        #[arg(long)]
+        jsonl: bool,
+        /// First write each token's history into a new gzipped JSON-lines file in
+        /// this folder of the control plane's machine (the same machine over a
+        /// Unix socket), synced before its rows are deleted.
+        #[arg(long, value_name = "DIR")]
+        archive: Option<std::path::PathBuf>,
+    },
 }
 
 /// The one token of a steering command, or its bulk options; one sentence when
@@ -270,8 +298,18 @@ fn one_or_many(
             yes: flags.yes,
             dry_run: flags.dry_run,
             jsonl: flags.jsonl,
+            archive: None,
         })),
     }
+}
+
+/// `token prune --archive`: the folder as an absolute path, which the control
+/// plane is sent (a relative one is read from the current folder).
+fn archive_path(dir: std::path::PathBuf) -> Result<String, String> {
+    let dir = std::path::absolute(&dir).map_err(|e| format!("--archive {}: {e}", dir.display()))?;
+    dir.to_str()
+        .map(str::to_string)
+        .ok_or_else(|| format!("--archive {} is not UTF-8 text", dir.display()))
 }
 
 /// `token list --limit`: 1 to 1000, as `GET /tokens` takes it. Read here rather
@@ -359,6 +397,26 @@ impl TryFrom<TokenArgs> for token::TokenCommand {
             TokenCommand::Cancel { id, bulk } => {
                 steer(id, bulk, Steer::Cancel, BulkAction::Cancel)?
             }
+            TokenCommand::Prune {
+                filter,
+                reason,
+                yes,
+                dry_run,
+                jsonl,
+                archive,
+            } => A::Bulk(token::BulkOptions {
+                action: BulkAction::Prune,
+                filter,
+                event: None,
+                payload: None,
+                key: None,
+                state: None,
+                reason,
+                yes,
+                dry_run,
+                jsonl,
+                archive: archive.map(archive_path).transpose()?,
+            }),
         };
         Ok(token::TokenCommand {
             url: args.url,

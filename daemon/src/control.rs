@@ -8,6 +8,7 @@
 
 mod dev_clock;
 pub mod operate;
+pub mod prune;
 mod views;
 
 pub use dev_clock::{no_dev_clock, MOST_ADVANCE};

@@ -33,6 +33,7 @@ mod parallel_interop;
 mod postgres;
 mod postgres_restart;
 mod reliability;
+mod retention;
 mod serve;
 mod standby;
 mod standby_clients;

@@ -31,7 +31,7 @@ fn shape(sentence: impl Into<String>) -> Refusal {
 /// The keys of a `POST /tokens/bulk` body.
 pub const BULK_FIELDS: &[&str] = &[
     "action", "where", "tokens", "event", "payload", "key", "state", "reason", "by", "dry_run",
-    "after", "limit",
+    "after", "limit", "archive",
 ];
 
 /// The keys of a `POST /tokens/{id}/retry` body.
@@ -154,7 +154,8 @@ pub fn bulk(body: &Object) -> Result<BulkInput, Refusal> {
         Some(_) => return Err(shape("'dry_run' must be true or false")),
     };
     let reason = reason(body)?;
-    if !dry_run && reason.is_none() {
+    // A pruned token keeps no history to write a reason into: the log has it.
+    if !dry_run && reason.is_none() && action != BulkAction::Prune {
         return Err(shape(
             "a bulk action needs a 'reason': it is written into each token's history",
         ));
@@ -204,8 +205,30 @@ pub fn bulk(body: &Object) -> Result<BulkInput, Refusal> {
         dry_run,
         after,
         limit,
+        archive: archive(body, action)?,
     })
 }
+
+/// `archive`: only a prune takes it, as an absolute path.
+fn archive(body: &Object, action: BulkAction) -> Result<Option<std::path::PathBuf>, Refusal> {
+    let Some(text) = text(body, "archive", MAX_PATH)? else {
+        return Ok(None);
+    };
+    if action != BulkAction::Prune {
+        return Err(shape("only a bulk prune takes 'archive'"));
+    }
+    let path = std::path::PathBuf::from(text);
+    if !path.is_absolute() {
+        return Err(refuse(
+            Code::InvalidArgument,
+            "'archive' must be an absolute path of a folder on the control plane's machine",
+        ));
+    }
+    Ok(Some(path))
+}
+
+/// The longest archive path taken, in characters (Linux's `PATH_MAX`).
+const MAX_PATH: usize = 4096;
 
 /// Each id once, where it first occurs. A bulk action acts on a token once: an id
 /// listed twice was acted on twice (the second outcome read a status the first had
@@ -279,7 +302,7 @@ mod tests {
             .collect();
         assert_eq!(
             bulk(&every).unwrap_err().error,
-            "'action' must be one of: pause, resume, cancel, fire, retry",
+            "'action' must be one of: pause, resume, cancel, fire, retry, prune",
             "every field it lists is taken"
         );
     }

@@ -12,15 +12,17 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use stateous_shared::operate::why::Why;
-use stateous_shared::operate::{BulkAnswer, Outcome, TokenOutcome, SAMPLE};
+use stateous_shared::operate::{BulkAction, BulkAnswer, Outcome, TokenOutcome, SAMPLE};
 use stateous_shared::refusal::{Code, Refusal};
 use stateous_shared::wire::TokenView;
 
 use super::{keep, Control};
 use crate::engine::bulk::{apply, preview, refuse_whole, refused, BulkStep};
+use crate::engine::prune::PruneStep;
+use crate::engine::Rules;
 use crate::engine::{self, select};
 use crate::input::RetryInput;
-use crate::store::{StoreError, TokenRow};
+use crate::store::{StoreError, TokenRow, Tx};
 
 /// A validated `POST /tokens/bulk`.
 #[derive(Debug, Clone)]
@@ -35,6 +37,8 @@ pub struct BulkInput {
     pub after: Option<String>,
     /// How many tokens this run goes through.
     pub limit: i64,
+    /// `prune`: the folder (on this machine) where the histories go first.
+    pub archive: Option<std::path::PathBuf>,
 }
 
 /// The point of a walk from the answer's `next` (the last token id it went
@@ -68,6 +72,10 @@ impl Control {
         let selection = &input.step.selection;
         if let Some(refusal) = select::unknown_name(&rules, selection) {
             return Err(refusal);
+        }
+        if let Some(dir) = &input.archive {
+            crate::archive::check_folder(dir)
+                .map_err(|sentence| Refusal::new(Code::InvalidArgument, sentence))?;
         }
         if input.dry_run {
             let (count, sample) = self
@@ -131,7 +139,29 @@ impl Control {
                 }
             })
             .await?;
-        let outcomes = self.each_token(&input.step, targets).await?;
+        let outcomes = if action == BulkAction::Prune {
+            let step = PruneStep {
+                selection: Some(input.step.selection.clone()),
+                ..PruneStep::default()
+            };
+            let outcomes = self
+                .prune_found(targets, step, input.archive.clone())
+                .await?;
+            let pruned = outcomes
+                .iter()
+                .filter(|o| o.outcome == Outcome::Applied)
+                .count();
+            tracing::info!(
+                target: "stateous.prune",
+                "{} pruned {pruned} of {} tokens ({})",
+                input.step.by,
+                outcomes.len(),
+                input.step.reason.as_deref().unwrap_or("no reason given")
+            );
+            outcomes
+        } else {
+            self.each_token(&input.step, targets).await?
+        };
         let tally =
             |wanted: Outcome| outcomes.iter().filter(|o| o.outcome == wanted).count() as i64;
         Ok(BulkAnswer {
@@ -154,23 +184,36 @@ impl Control {
         step: &BulkStep,
         targets: Vec<Found>,
     ) -> Result<Vec<TokenOutcome>, Refusal> {
-        self.serving()?;
         let step = Arc::new(step.clone());
+        self.each_write(targets, |rules, found| {
+            let (step, token) = (Arc::clone(&step), found.id().to_string());
+            move |tx: &dyn Tx| keep(apply(&rules, tx, &step, &token))
+        })
+        .await
+    }
+
+    /// Run the write that `work` makes of each target as its own request, a window
+    /// at a time (`Store::bulk_window`), and gather the outcomes in order: a
+    /// refusal is the target's refused outcome; a lost database stops the run.
+    pub(super) async fn each_write<W>(
+        &self,
+        targets: Vec<Found>,
+        work: impl Fn(Arc<Rules>, &Found) -> W,
+    ) -> Result<Vec<TokenOutcome>, Refusal>
+    where
+        W: Fn(&dyn Tx) -> (bool, engine::Step<TokenOutcome>) + Send + Sync + 'static,
+    {
+        self.serving()?;
         let mut outcomes = Vec::with_capacity(targets.len());
         let size = self.inner.store.bulk_window();
         for window in targets.chunks(size) {
             let answers: Vec<_> = window
                 .iter()
                 .map(|found| {
-                    let (rules, step) = (Arc::clone(&self.inner.rules), Arc::clone(&step));
-                    let token = found.id().to_string();
+                    let write = work(Arc::clone(&self.inner.rules), found);
                     // A task of its own, so that each write starts now: a Postgres
                     // write starts only once its future is polled.
-                    tokio::spawn(
-                        self.inner
-                            .store
-                            .write(move |tx| keep(apply(&rules, tx, &step, &token))),
-                    )
+                    tokio::spawn(self.inner.store.write(write))
                 })
                 .collect();
             for (found, answer) in window.iter().zip(answers) {
@@ -203,13 +246,13 @@ impl Control {
 /// A token of a walk: its row as the walk read it, or an id listed that names no
 /// token.
 #[derive(Debug, Clone)]
-enum Found {
+pub(super) enum Found {
     Row(TokenRow),
     Missing(String),
 }
 
 impl Found {
-    fn id(&self) -> &str {
+    pub(super) fn id(&self) -> &str {
         match self {
             Found::Row(row) => &row.token,
             Found::Missing(id) => id,

@@ -21,6 +21,7 @@ pub mod lease;
 pub mod memory;
 pub mod note;
 pub mod pause;
+pub mod prune;
 pub mod read;
 pub mod report;
 pub mod retry;
@@ -262,6 +263,7 @@ pub fn refuse_child(tx: &dyn Tx, row: &TokenRow, verb: &str) -> Step<()> {
         "pause" => "paused",
         "resume" => "resumed",
         "retry" => "retried",
+        "prune" => "pruned",
         _ => "cancelled",
     };
     refuse(

@@ -41,19 +41,24 @@ pub enum BulkAction {
     Fire,
     /// Retry a failed token (`POST /tokens/{id}/retry`).
     Retry,
+    /// Delete an ended token with its history, tasks, timers, memory and keys, its
+    /// children with it (`stateous token prune`).
+    Prune,
 }
 
 impl BulkAction {
     /// Every action.
-    pub const ALL: [BulkAction; 5] = [
+    pub const ALL: [BulkAction; 6] = [
         BulkAction::Pause,
         BulkAction::Resume,
         BulkAction::Cancel,
         BulkAction::Fire,
         BulkAction::Retry,
+        BulkAction::Prune,
     ];
 
-    /// The action as the body names it: `pause`, `resume`, `cancel`, `fire`, `retry`.
+    /// The action as the body names it: `pause`, `resume`, `cancel`, `fire`, `retry`,
+    /// `prune`.
     pub fn as_str(self) -> &'static str {
         match self {
             BulkAction::Pause => "pause",
@@ -61,6 +66,7 @@ impl BulkAction {
             BulkAction::Cancel => "cancel",
             BulkAction::Fire => "fire",
             BulkAction::Retry => "retry",
+            BulkAction::Prune => "prune",
         }
     }
 
@@ -70,7 +76,7 @@ impl BulkAction {
     }
 
     /// The past tense, for summaries: `paused`, `resumed`, `cancelled`, `fired`,
-    /// `retried`.
+    /// `retried`, `pruned`.
     pub fn done(self) -> &'static str {
         match self {
             BulkAction::Pause => "paused",
@@ -78,6 +84,7 @@ impl BulkAction {
             BulkAction::Cancel => "cancelled",
             BulkAction::Fire => "fired",
             BulkAction::Retry => "retried",
+            BulkAction::Prune => "pruned",
         }
     }
 }
@@ -124,6 +131,11 @@ pub struct BulkRequest {
     /// A real run: go through at most this many tokens (1 to 1000, default 500).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<i64>,
+    /// `prune`: an absolute path of a folder on the control plane's machine where
+    /// each token's history is written (gzipped JSON lines, synced) before its
+    /// rows are deleted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub archive: Option<String>,
 }
 
 /// What happened (or, in a preview, would happen) to one token.

@@ -1,5 +1,6 @@
 //! A steering command over every token a filter matches: `stateous token cancel --where
-//! EXPR --reason TEXT` and its siblings `pause`, `resume`, `fire` and `retry`.
+//! EXPR --reason TEXT` and its siblings `pause`, `resume`, `fire`, `retry` and
+//! `prune`.
 //!
 //! It previews first (`POST /tokens/bulk` with `dry_run`: the count and a sample,
 //! with what the action does to each), then asks the operator to type the count.
@@ -39,6 +40,8 @@ pub struct BulkOptions {
     pub dry_run: bool,
     /// `--jsonl`: each token's outcome as a line of JSON, as it comes.
     pub jsonl: bool,
+    /// `prune --archive`: the absolute path of the folder the histories go to.
+    pub archive: Option<String>,
 }
 
 /// Where a command asks its question and tells its progress: the terminal, or a
@@ -103,7 +106,8 @@ pub(super) async fn run(
             "give --json or --jsonl, not both".into(),
         ));
     }
-    if options.reason.is_none() && !options.dry_run {
+    // A pruned token keeps no history to write a reason into.
+    if options.reason.is_none() && !options.dry_run && options.action != BulkAction::Prune {
         return Err(CommandError::Usage(format!(
             "a {verb} with --where needs --reason: it is written into each token's history"
         )));
@@ -123,6 +127,7 @@ pub(super) async fn run(
         reason: options.reason.clone(),
         by: Some(operator_name()),
         dry_run: true,
+        archive: options.archive.clone(),
         ..BulkRequest::default()
     };
     let preview = client.bulk(&request).await?;

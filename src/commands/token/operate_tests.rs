@@ -77,6 +77,7 @@ fn cancel(reason: Option<&str>, yes: bool) -> TokenAction {
         yes,
         dry_run: false,
         jsonl: false,
+        archive: None,
     })
 }
 
