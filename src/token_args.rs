@@ -112,6 +112,11 @@ pub struct BulkFlags {
     /// With --where: print each token's outcome as a line of JSON, as it comes.
     #[arg(long)]
     pub jsonl: bool,
+    /// With --where: take in the ended tokens the filter matches too (each is
+    /// refused and counted). Without it pause, resume, cancel and fire leave them
+    /// out, unless the filter names a status (`status == 'completed'`).
+    #[arg(long)]
+    pub include_ended: bool,
 }
 
 #[derive(Subcommand)]
@@ -280,9 +285,11 @@ fn one_or_many(
                 || flags.yes
                 || flags.dry_run
                 || flags.jsonl
+                || flags.include_ended
             {
                 return Err(format!(
-                    "--reason, --yes, --dry-run and --jsonl go with --where, to {verb} many tokens"
+                    "--reason, --yes, --dry-run, --jsonl and --include-ended go with --where, to {verb} \
+                     many tokens"
                 ));
             }
             Ok(Ok(id))
@@ -299,6 +306,7 @@ fn one_or_many(
             dry_run: flags.dry_run,
             jsonl: flags.jsonl,
             archive: None,
+            include_ended: flags.include_ended,
         })),
     }
 }
@@ -416,6 +424,7 @@ impl TryFrom<TokenArgs> for token::TokenCommand {
                 dry_run,
                 jsonl,
                 archive: archive.map(archive_path).transpose()?,
+                include_ended: false,
             }),
         };
         Ok(token::TokenCommand {

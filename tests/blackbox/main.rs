@@ -16,6 +16,7 @@ mod api_routes;
 mod backup;
 mod bad_input;
 mod bench_routines;
+mod bulk_preview;
 mod compile;
 mod demo;
 mod dev_clock;

@@ -30,8 +30,20 @@ fn shape(sentence: impl Into<String>) -> Refusal {
 
 /// The keys of a `POST /tokens/bulk` body.
 pub const BULK_FIELDS: &[&str] = &[
-    "action", "where", "tokens", "event", "payload", "key", "state", "reason", "by", "dry_run",
-    "after", "limit", "archive",
+    "action",
+    "where",
+    "tokens",
+    "event",
+    "payload",
+    "key",
+    "state",
+    "reason",
+    "by",
+    "dry_run",
+    "after",
+    "limit",
+    "archive",
+    "include_ended",
 ];
 
 /// The keys of a `POST /tokens/{id}/retry` body.
@@ -186,10 +198,26 @@ pub fn bulk(body: &Object) -> Result<BulkInput, Refusal> {
             ));
         }
     };
+    let include_ended = match body.get("include_ended") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(flag)) => *flag,
+        Some(_) => return Err(shape("'include_ended' must be true or false")),
+    };
+    // An ended token would be refused by these: left out unless asked, or unless
+    // the filter chooses statuses itself, or the tokens are listed one by one.
+    let live_only = matches!(
+        action,
+        BulkAction::Pause | BulkAction::Resume | BulkAction::Cancel | BulkAction::Fire
+    ) && !include_ended
+        && tokens.is_none()
+        && filter
+            .as_ref()
+            .is_none_or(|f| f.statuses_named().is_empty());
     let step = BulkStep {
         action,
         selection: Selection {
             filter,
+            live_only,
             ..Selection::default()
         },
         event,

@@ -175,6 +175,7 @@ impl Api {
                     status: input.status.as_deref().and_then(TokenStatus::parse),
                     state: input.state,
                     parent: input.parent,
+                    live_only: false,
                 };
                 let listing = control.list(selection, input.limit, input.offset).await?;
                 // The body stays the reference's list; the total travels in a header.

@@ -12,7 +12,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use stateous_shared::operate::why::Why;
-use stateous_shared::operate::{BulkAction, BulkAnswer, Outcome, TokenOutcome, SAMPLE};
+use stateous_shared::operate::{tally, BulkAction, BulkAnswer, Outcome, TokenOutcome, SAMPLE};
 use stateous_shared::refusal::{Code, Refusal};
 use stateous_shared::wire::TokenView;
 
@@ -78,50 +78,7 @@ impl Control {
                 .map_err(|sentence| Refusal::new(Code::InvalidArgument, sentence))?;
         }
         if input.dry_run {
-            let (count, sample) = self
-                .read(move |tx| {
-                    let step = &input.step;
-                    let (count, rows) = match &input.tokens {
-                        Some(ids) => {
-                            let rows = listed(tx, ids)?;
-                            let now = tx.now();
-                            let matching: Vec<Found> = rows
-                                .into_iter()
-                                .filter(|r| match r {
-                                    Found::Row(row) => step.selection.matches(&rules, row, now),
-                                    Found::Missing(_) => true,
-                                })
-                                .collect();
-                            (matching.len() as i64, matching)
-                        }
-                        None => {
-                            let count = select::count(&rules, tx, &step.selection)?;
-                            let rows = select::first(&rules, tx, &step.selection, SAMPLE as i64)?;
-                            (count, rows.into_iter().map(Found::Row).collect())
-                        }
-                    };
-                    let mut sample = Vec::new();
-                    for found in rows.iter().take(SAMPLE) {
-                        sample.push(match found {
-                            Found::Row(row) => preview(&rules, tx, step, row)?,
-                            Found::Missing(id) => missing(id),
-                        });
-                    }
-                    Ok((count, sample))
-                })
-                .await?;
-            return Ok(BulkAnswer {
-                action,
-                dry_run: true,
-                count,
-                sample,
-                outcomes: Vec::new(),
-                applied: 0,
-                refused: 0,
-                duplicate: 0,
-                skipped: 0,
-                next: None,
-            });
+            return self.read(move |tx| dry_run(&rules, tx, &input)).await;
         }
         let walk = input.clone();
         let (targets, next) = self
@@ -175,6 +132,8 @@ impl Control {
             sample: Vec::new(),
             next,
             outcomes,
+            refusals: Vec::new(),
+            left_out: 0,
         })
     }
 
@@ -241,6 +200,64 @@ impl Control {
         }
         Ok(outcomes)
     }
+}
+
+/// How many matches a preview previews a page at a time, to count them all.
+const PREVIEW_PAGE: i64 = 1000;
+
+/// A preview: how many tokens match, what the action would do to the first 20
+/// (the most recently moved), and to every match, counted by outcome and by the
+/// reason of each refusal; with ended tokens left out, how many. One read.
+fn dry_run(rules: &Rules, tx: &dyn Tx, input: &BulkInput) -> engine::Step<BulkAnswer> {
+    let step = &input.step;
+    let mut answer = BulkAnswer::new(step.action, true);
+    let one = |found: &Found| match found {
+        Found::Row(row) => preview(rules, tx, step, row),
+        Found::Missing(id) => Ok(missing(id)),
+    };
+    if let Some(ids) = &input.tokens {
+        let now = tx.now();
+        let mut outcomes = Vec::new();
+        for found in listed(tx, ids)? {
+            let matches = match &found {
+                Found::Row(row) => step.selection.matches(rules, row, now),
+                Found::Missing(_) => true,
+            };
+            if matches {
+                outcomes.push(one(&found)?);
+            }
+        }
+        answer.count = outcomes.len() as i64;
+        answer.sample = outcomes.iter().take(SAMPLE).cloned().collect();
+        tally(&mut answer, &outcomes);
+        return Ok(answer);
+    }
+    for row in select::first(rules, tx, &step.selection, SAMPLE as i64)? {
+        answer.sample.push(preview(rules, tx, step, &row)?);
+    }
+    let mut after: Option<String> = None;
+    loop {
+        let (rows, next) =
+            select::page(rules, tx, &step.selection, after.as_deref(), PREVIEW_PAGE)?;
+        let mut outcomes = Vec::with_capacity(rows.len());
+        for row in &rows {
+            outcomes.push(preview(rules, tx, step, row)?);
+        }
+        answer.count += outcomes.len() as i64;
+        tally(&mut answer, &outcomes);
+        match next {
+            Some(next) => after = Some(next),
+            None => break,
+        }
+    }
+    if step.selection.live_only {
+        let every = select::Selection {
+            live_only: false,
+            ..step.selection.clone()
+        };
+        answer.left_out = select::count(rules, tx, &every)? - answer.count;
+    }
+    Ok(answer)
 }
 
 /// A token of a walk: its row as the walk read it, or an id listed that names no

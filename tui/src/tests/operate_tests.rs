@@ -14,8 +14,6 @@ use crate::model::Mode;
 
 fn preview(count: i64) -> BulkAnswer {
     BulkAnswer {
-        action: BulkAction::Cancel,
-        dry_run: true,
         count,
         sample: vec![TokenOutcome {
             token: "ORD-1".into(),
@@ -25,12 +23,8 @@ fn preview(count: i64) -> BulkAnswer {
             detail: "cancels it in 'review'".into(),
             code: None,
         }],
-        outcomes: Vec::new(),
-        applied: 0,
-        refused: 0,
-        duplicate: 0,
-        skipped: 0,
-        next: None,
+        applied: count,
+        ..BulkAnswer::new(BulkAction::Cancel, true)
     }
 }
 
@@ -135,8 +129,37 @@ fn star_marks_every_match_and_acts_by_the_filter() {
         Some("(state == 'review') and status == 'active'")
     );
     assert_eq!(request.tokens, None);
+    // The preview says what it would refuse, and the ended tokens it left out.
+    let [Command::Preview(request)] = commands.as_slice() else {
+        panic!("{commands:?}");
+    };
+    let mut counted = preview(5000);
+    counted.applied = 4985;
+    counted.refused = 15;
+    counted.left_out = 50_000;
+    counted.refusals = vec![stateous_shared::operate::RefusalCount {
+        code: "child_token".into(),
+        status: "active".into(),
+        count: 15,
+        example: "token 'C-1' is a child of 'C'".into(),
+    }];
+    update(
+        &mut model,
+        Msg::Previewed(Box::new(request.clone()), Ok(counted)),
+    );
+    let text = screen(&model);
+    assert!(
+        text.contains(
+            "cancel would apply to 4985 tokens and refuse 15: 15 child_token (active); 50000 \
+             ended tokens left"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("out (a filter that names a status takes them in)"),
+        "{text}"
+    );
     // Esc changes nothing; * again clears the marks.
-    previewed(&mut model, commands, 5000);
     press(&mut model, KeyCode::Esc);
     assert_eq!(model.mode, Mode::Normal);
     press(&mut model, KeyCode::Char('*'));
