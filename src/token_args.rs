@@ -126,7 +126,8 @@ pub enum TokenCommand {
         /// The token's id, e.g. TICKET-1.
         #[arg(value_name = "ID")]
         id: String,
-        /// The token's context: a JSON object.
+        /// The token's context: a JSON object, or @FILE to read it from a file, or -
+        /// to read it from standard input.
         #[arg(value_name = "CONTEXT_JSON")]
         context: Option<String>,
     },
@@ -141,7 +142,8 @@ pub enum TokenCommand {
         /// The event's name (with --where: the payload).
         #[arg(value_name = "EVENT")]
         event: Option<String>,
-        /// The event's payload: a JSON object.
+        /// The event's payload: a JSON object, or @FILE to read it from a file, or -
+        /// to read it from standard input.
         #[arg(value_name = "PAYLOAD_JSON")]
         payload: Option<String>,
         /// An idempotency key: the same key fires once.

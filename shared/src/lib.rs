@@ -10,6 +10,7 @@ pub mod durations;
 pub mod graph;
 pub mod guards;
 pub mod history;
+pub mod json_arg;
 pub mod limits;
 pub mod live;
 pub mod operate;

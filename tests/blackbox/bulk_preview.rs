@@ -6,15 +6,12 @@
 
 use crate::harness;
 
-use harness::{run, test_graph, Daemon, Finished, Setup};
+use harness::{test_graph, Daemon, Finished, Setup};
 use serde_json::json;
 
-/// `stateous token ARGS --url URL` in the daemon's folder, without a terminal.
+/// `stateous token ARGS`, checked to exit 0.
 fn token(daemon: &Daemon, args: &[&str]) -> Finished {
-    let mut all = vec!["token"];
-    all.extend_from_slice(args);
-    all.extend_from_slice(&["--url", &daemon.url]);
-    let finished = run(daemon.dir.path(), &all);
+    let finished = daemon.token(args);
     assert_eq!(finished.code(), 0, "{finished}");
     finished
 }

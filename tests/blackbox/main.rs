@@ -25,6 +25,7 @@ mod hardening_control;
 mod hardening_supervisor;
 mod interop_reference;
 mod interop_supervisor;
+mod json_args;
 mod manual;
 mod metrics;
 mod operate_many;

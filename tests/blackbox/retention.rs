@@ -11,7 +11,7 @@ use std::io::Read;
 use std::path::Path;
 use std::time::Duration;
 
-use harness::{eventually, run, test_graph, Daemon, Finished, Setup};
+use harness::{eventually, run, test_graph, Daemon, Setup};
 use serde_json::{json, Value};
 
 fn start(daemon: &Daemon, token: &str) {
@@ -128,14 +128,6 @@ fn serve_retain_ended_prunes_an_old_ended_token_after_archiving_it() {
     assert_eq!(history[0]["seq"], 1, "{history}");
 }
 
-/// `stateous token ARGS --url URL` in the daemon's folder, without a terminal.
-fn token(daemon: &Daemon, args: &[&str]) -> Finished {
-    let mut all = vec!["token"];
-    all.extend_from_slice(args);
-    all.extend_from_slice(&["--url", &daemon.url]);
-    run(daemon.dir.path(), &all)
-}
-
 fn token_prune_previews_asks_refuses_live_tokens_and_archives_first() {
     let daemon = Setup::new(test_graph("desk/build/desk")).start();
     for id in ["P-1", "P-2", "P-3"] {
@@ -145,7 +137,7 @@ fn token_prune_previews_asks_refuses_live_tokens_and_archives_first() {
     daemon.post_empty("/tokens/P-2/cancel").expect(200);
     start(&daemon, "Z");
 
-    let preview = token(&daemon, &["prune", "--where", "token != 'Z'", "--dry-run"]);
+    let preview = daemon.token(&["prune", "--where", "token != 'Z'", "--dry-run"]);
     assert_eq!(preview.code(), 0, "{preview}");
     assert!(
         preview
@@ -161,7 +153,7 @@ fn token_prune_previews_asks_refuses_live_tokens_and_archives_first() {
         "{preview}"
     );
 
-    let unasked = token(&daemon, &["prune", "--where", "token != 'Z'"]);
+    let unasked = daemon.token(&["prune", "--where", "token != 'Z'"]);
     assert_eq!(unasked.code(), 1, "{unasked}");
     assert!(
         unasked
@@ -171,34 +163,28 @@ fn token_prune_previews_asks_refuses_live_tokens_and_archives_first() {
     );
     assert_eq!(rows_of(&daemon, "P-1")[0], 1, "nothing was pruned");
 
-    let done = token(
-        &daemon,
-        &[
-            "prune",
-            "--where",
-            "token != 'Z'",
-            "--yes",
-            "--archive",
-            "kept",
-        ],
-    );
+    let done = daemon.token(&[
+        "prune",
+        "--where",
+        "token != 'Z'",
+        "--yes",
+        "--archive",
+        "kept",
+    ]);
     // The folder must exist: refused, nothing pruned.
     assert_eq!(done.code(), 1, "{done}");
     assert!(done.stderr.contains("does not exist"), "{done}");
     assert_eq!(rows_of(&daemon, "P-1")[0], 1);
 
     std::fs::create_dir(daemon.dir.path().join("kept")).unwrap();
-    let done = token(
-        &daemon,
-        &[
-            "prune",
-            "--where",
-            "token != 'Z'",
-            "--yes",
-            "--archive",
-            "kept",
-        ],
-    );
+    let done = daemon.token(&[
+        "prune",
+        "--where",
+        "token != 'Z'",
+        "--yes",
+        "--archive",
+        "kept",
+    ]);
     assert_eq!(done.code(), 0, "{done}");
     assert!(
         done.stdout
