@@ -17,6 +17,7 @@ pub mod measure;
 mod operate;
 pub mod routes;
 pub mod server;
+mod sniff;
 mod watch;
 
 use std::convert::Infallible;

@@ -29,6 +29,7 @@ use hyper::Response;
 
 use super::measure::{labelled, RouteLabel};
 use super::routes::{self, Route};
+use super::sniff;
 use super::{refusal, Answer, Api, Body};
 
 /// How a server is asked to stop; sent on a `watch` channel.
@@ -189,10 +190,25 @@ async fn pause_after(error: std::io::Error) {
 
 /// Serve one connection until it ends, or until a stop: then finish the request
 /// in progress and close.
-async fn connection<S>(front: Front, stream: S, mut stop: watch::Receiver<Stop>)
+async fn connection<S>(front: Front, mut stream: S, mut stop: watch::Receiver<Stop>)
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
+    // The first head is checked before hyper reads it (`sniff.rs`); a stop while
+    // it has not come closes the connection, as hyper closes an idle one.
+    let head = tokio::select! {
+        head = tokio::time::timeout(HEAD_WITHIN, sniff::first_head(&mut stream)) => head,
+        () = stopping(&mut stop) => return,
+    };
+    let first = match head {
+        Ok(Ok(sniff::Head::Serve(first))) => first,
+        Ok(Ok(sniff::Head::Refuse(refused))) => {
+            let _ = sniff::answer(&mut stream, &refused).await;
+            return;
+        }
+        _ => return,
+    };
+    let stream = sniff::Rewind::new(first, stream);
     let watching = stop.clone();
     let service = service_fn(move |request: Request<Incoming>| {
         let (front, watching) = (front.clone(), watching.clone());
@@ -233,6 +249,15 @@ where
                 let _ = served.await;
                 return;
             },
+        }
+    }
+}
+
+/// Ready once the server is asked to stop.
+async fn stopping(stop: &mut watch::Receiver<Stop>) {
+    while *stop.borrow_and_update() == Stop::Serving {
+        if stop.changed().await.is_err() {
+            std::future::pending::<()>().await;
         }
     }
 }
