@@ -144,19 +144,21 @@ impl Control {
         targets: Vec<Found>,
     ) -> Result<Vec<TokenOutcome>, Refusal> {
         let step = Arc::new(step.clone());
-        self.each_write(targets, |rules, found| {
+        let window = self.inner.store.bulk_window();
+        self.each_write(targets, window, |rules, found| {
             let (step, token) = (Arc::clone(&step), found.id().to_string());
             move |tx: &dyn Tx| keep(apply(&rules, tx, &step, &token))
         })
         .await
     }
 
-    /// Run the write that `work` makes of each target as its own request, a window
-    /// at a time (`Store::bulk_window`), and gather the outcomes in order: a
+    /// Run the write that `work` makes of each target as its own request, `size`
+    /// at a time (at most `Store::bulk_window`), and gather the outcomes in order: a
     /// refusal is the target's refused outcome; a lost database stops the run.
     pub(super) async fn each_write<W>(
         &self,
         targets: Vec<Found>,
+        size: usize,
         work: impl Fn(Arc<Rules>, &Found) -> W,
     ) -> Result<Vec<TokenOutcome>, Refusal>
     where
@@ -164,8 +166,7 @@ impl Control {
     {
         self.serving()?;
         let mut outcomes = Vec::with_capacity(targets.len());
-        let size = self.inner.store.bulk_window();
-        for window in targets.chunks(size) {
+        for window in targets.chunks(size.max(1)) {
             let answers: Vec<_> = window
                 .iter()
                 .map(|found| {
