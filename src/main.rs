@@ -9,6 +9,7 @@ mod bench_routines;
 mod children;
 mod cli_errors;
 mod commands;
+mod completing;
 mod ctx_args;
 mod demo;
 mod manual;
@@ -197,6 +198,11 @@ fn code(code: i32) -> ExitCode {
 }
 
 fn main() -> ExitCode {
+    // A shell's TAB (`stateous completions SHELL`): answer it and exit.
+    clap_complete::CompleteEnv::with_factory(Cli::command)
+        .var(manual::COMPLETE_VAR)
+        .bin("stateous")
+        .complete();
     // The helper starts once per call of a routine: it parses its own commands alone.
     if std::env::args_os()
         .nth(1)
@@ -211,7 +217,7 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Command::Completions { shell } => {
-            manual::completions(Cli::command(), shell).unwrap_or_else(|e| exit_with(e));
+            manual::completions(shell).unwrap_or_else(|e| exit_with(e));
             ExitCode::SUCCESS
         }
         Command::Man { dir } => {

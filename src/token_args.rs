@@ -137,7 +137,7 @@ pub enum TokenCommand {
     /// bulk fire applies once).
     Fire {
         /// The token's id (with --where: the event).
-        #[arg(value_name = "ID")]
+        #[arg(value_name = "ID", add = ids())]
         id: String,
         /// The event's name (with --where: the payload).
         #[arg(value_name = "EVENT")]
@@ -156,7 +156,7 @@ pub enum TokenCommand {
     /// with --graph, draw the workflow.
     Show {
         /// A token; leave it out to list the tokens.
-        #[arg(value_name = "ID")]
+        #[arg(value_name = "ID", add = ids())]
         id: Option<String>,
         /// Draw the workflow as a Mermaid diagram.
         #[arg(long)]
@@ -179,7 +179,7 @@ pub enum TokenCommand {
         #[arg(long)]
         status: Option<String>,
         /// Only tokens in this state.
-        #[arg(long)]
+        #[arg(long, add = states())]
         state: Option<String>,
         /// At most this many tokens: 1 to 1000 (default 100).
         #[arg(long, allow_negative_numbers = true)]
@@ -197,7 +197,7 @@ pub enum TokenCommand {
     /// and a parallel state's children.
     Why {
         /// The token's id.
-        #[arg(value_name = "ID")]
+        #[arg(value_name = "ID", add = ids())]
         id: String,
     },
     /// Retry a failed token: it enters again the state where it failed (or
@@ -206,10 +206,10 @@ pub enum TokenCommand {
     /// children.
     Retry {
         /// The token's id (leave it out with --where).
-        #[arg(value_name = "ID")]
+        #[arg(value_name = "ID", add = ids())]
         id: Option<String>,
         /// The state to enter instead.
-        #[arg(long)]
+        #[arg(long, add = states())]
         state: Option<String>,
         #[command(flatten)]
         bulk: BulkFlags,
@@ -217,7 +217,7 @@ pub enum TokenCommand {
     /// Pause a token: its events are held, its tasks wait, its timers stand still.
     Pause {
         /// The token's id (leave it out with --where).
-        #[arg(value_name = "ID")]
+        #[arg(value_name = "ID", add = ids())]
         id: Option<String>,
         #[command(flatten)]
         bulk: BulkFlags,
@@ -225,7 +225,7 @@ pub enum TokenCommand {
     /// Resume a paused token: the held events apply in order.
     Resume {
         /// The token's id (leave it out with --where).
-        #[arg(value_name = "ID")]
+        #[arg(value_name = "ID", add = ids())]
         id: Option<String>,
         #[command(flatten)]
         bulk: BulkFlags,
@@ -233,7 +233,7 @@ pub enum TokenCommand {
     /// Cancel a token for good.
     Cancel {
         /// The token's id (leave it out with --where).
-        #[arg(value_name = "ID")]
+        #[arg(value_name = "ID", add = ids())]
         id: Option<String>,
         #[command(flatten)]
         bulk: BulkFlags,
@@ -266,6 +266,16 @@ pub enum TokenCommand {
         #[arg(long, value_name = "DIR")]
         archive: Option<std::path::PathBuf>,
     },
+}
+
+/// Token ids, completed from the daemon (`completing.rs`).
+fn ids() -> clap_complete::engine::ArgValueCandidates {
+    clap_complete::engine::ArgValueCandidates::new(crate::completing::token_ids)
+}
+
+/// State names, completed from the daemon's graph.
+fn states() -> clap_complete::engine::ArgValueCandidates {
+    clap_complete::engine::ArgValueCandidates::new(crate::completing::state_names)
 }
 
 /// The one token of a steering command, or its bulk options; one sentence when
