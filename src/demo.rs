@@ -70,6 +70,7 @@ pub fn run() -> Result<()> {
             url: Some(url),
             read_only: false,
             color: stateous_tui::color_wanted(),
+            filter: None,
         };
         stateous_tui::run(options)?;
         return Ok(());

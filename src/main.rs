@@ -146,6 +146,10 @@ enum Command {
             value_parser = clap::builder::BoolishValueParser::new()
         )]
         read_only: bool,
+        /// Start on this filter of the filter language (as typed after `/`), e.g.
+        /// "state == 'review' and moved > 600".
+        #[arg(long = "where", value_name = "EXPR")]
+        filter: Option<String>,
     },
     /// Measure a control plane: tokens/s and request latency
     ///
@@ -272,11 +276,16 @@ fn main() -> ExitCode {
             demo::run().unwrap_or_else(|e| exit_with(format!("{e:#}")));
             ExitCode::SUCCESS
         }
-        Command::Tui { url, read_only } => {
+        Command::Tui {
+            url,
+            read_only,
+            filter,
+        } => {
             let options = stateous_tui::Options {
                 url,
                 read_only,
                 color: stateous_tui::color_wanted(),
+                filter,
             };
             stateous_tui::run(options).unwrap_or_else(|e| exit_with(e));
             ExitCode::SUCCESS

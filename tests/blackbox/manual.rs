@@ -112,6 +112,14 @@ fn a_command_line_that_cannot_be_parsed_is_refused_in_one_line_with_exit_1() {
         assert_eq!(finished.code(), 0, "{finished}");
         assert!(finished.stdout.contains("stateous"), "{finished}");
     }
+    // `tui --where` that is not a filter: refused before the screen is taken.
+    let finished = run(dir.path(), &["tui", "--where", "state =="]);
+    assert_eq!(finished.code(), 1, "{finished}");
+    assert!(
+        finished.stderr.starts_with("error: --where: "),
+        "{finished}"
+    );
+    assert_eq!(finished.stderr.lines().count(), 1, "{finished}");
     // A missing command: the help, on stderr, and exit code 1 (nothing ran).
     let finished = run(dir.path(), &["token"]);
     assert_eq!(finished.code(), 1, "{finished}");

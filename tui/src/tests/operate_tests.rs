@@ -311,3 +311,31 @@ fn the_token_pane_shows_why_the_token_waits() {
         "{text}"
     );
 }
+
+#[test]
+fn tui_where_starts_on_a_filter_and_a_wrong_one_is_refused_before_the_screen() {
+    let options = crate::Options {
+        filter: Some("state == 'review' and moved > 600".into()),
+        ..crate::Options::default()
+    };
+    assert_eq!(options.check(), Ok(()));
+    let mut model = Model::new("unix:///run/stateous.sock", now());
+    options.apply(&mut model);
+    let commands = crate::update::refresh(&mut model);
+    let query = commands
+        .iter()
+        .find_map(|command| match command {
+            Command::Tokens(query) => Some(query.clone()),
+            _ => None,
+        })
+        .expect("a read of the tokens");
+    assert_eq!(
+        query.filter.as_deref(),
+        Some("state == 'review' and moved > 600")
+    );
+    let wrong = crate::Options {
+        filter: Some("state ==".into()),
+        ..crate::Options::default()
+    };
+    assert!(wrong.check().unwrap_err().starts_with("--where: "));
+}
