@@ -27,7 +27,7 @@ pub enum CtxCommand {
     Set {
         /// The key.
         key: String,
-        /// The value, as JSON.
+        /// The value, as JSON (`@FILE`: a file's; `-`: standard input's).
         value: String,
     },
     /// Write a line of progress to the token's history.
@@ -42,7 +42,7 @@ pub enum CtxCommand {
     Schedule {
         /// The event.
         event: String,
-        /// Its payload, as JSON.
+        /// Its payload, as JSON (`@FILE`: a file's; `-`: standard input's).
         payload: Option<String>,
         /// When: `30s`, `10m`, `6h`, `1d`.
         #[arg(long)]
@@ -52,7 +52,7 @@ pub enum CtxCommand {
     Emit {
         /// The event.
         event: String,
-        /// Its payload, as JSON.
+        /// Its payload, as JSON (`@FILE`: a file's; `-`: standard input's).
         payload: Option<String>,
     },
     /// The outcome: wait for a report from outside (then exit 0).
@@ -75,7 +75,7 @@ pub enum MemoryCommand {
     Set {
         /// The key.
         key: String,
-        /// The value, as JSON.
+        /// The value, as JSON (`@FILE`: a file's; `-`: standard input's).
         value: String,
     },
     /// Delete one key.

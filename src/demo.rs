@@ -72,6 +72,7 @@ pub fn run() -> Result<()> {
             read_only: false,
             color: stateous_tui::color_wanted(),
             key: None,
+            filter: None,
         };
         stateous_tui::run(options)?;
         return Ok(());

@@ -11,6 +11,7 @@ mod children;
 mod cli_errors;
 mod client_args;
 mod commands;
+mod completing;
 mod ctx_args;
 mod demo;
 mod hooks_args;
@@ -168,6 +169,10 @@ enum Command {
         access: access_args::AccessArgs,
         #[command(flatten)]
         tls: client_args::ClientTlsArgs,
+        /// Start on this filter of the filter language (as typed after `/`), e.g.
+        /// "state == 'review' and moved > 600".
+        #[arg(long = "where", value_name = "EXPR")]
+        filter: Option<String>,
     },
     /// Measure a control plane: tokens/s and request latency
     ///
@@ -246,6 +251,11 @@ fn access_command(args: access_args::AccessCommandArgs) -> commands::access::Acc
 }
 
 fn main() -> ExitCode {
+    // A shell's TAB (`stateous completions SHELL`): answer it and exit.
+    clap_complete::CompleteEnv::with_factory(Cli::command)
+        .var(manual::COMPLETE_VAR)
+        .bin("stateous")
+        .complete();
     // The helper starts once per call of a routine: it parses its own commands alone.
     if std::env::args_os()
         .nth(1)
@@ -260,7 +270,7 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Command::Completions { shell } => {
-            manual::completions(Cli::command(), shell).unwrap_or_else(|e| exit_with(e));
+            manual::completions(shell).unwrap_or_else(|e| exit_with(e));
             ExitCode::SUCCESS
         }
         Command::Man { dir } => {
@@ -340,6 +350,7 @@ fn main() -> ExitCode {
             read_only,
             access,
             tls,
+            filter,
         } => {
             let options = stateous_tui::Options {
                 url,
@@ -347,6 +358,7 @@ fn main() -> ExitCode {
                 tls: tls.options(),
                 color: stateous_tui::color_wanted(),
                 key: access.key().unwrap_or_else(|e| exit_with(e)),
+                filter,
             };
             stateous_tui::run(options).unwrap_or_else(|e| exit_with(e));
             ExitCode::SUCCESS

@@ -8,12 +8,23 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use clap_complete::Shell;
 
-/// Print the completion script for `shell` on stdout.
-pub fn completions(mut command: clap::Command, shell: Shell) -> Result<()> {
+/// Print the completion script for `shell` on stdout: a dynamic one, which asks
+/// `stateous` itself at each TAB (`STATEOUS_COMPLETE=SHELL stateous -- WORDS`), so that it
+/// completes token ids and state names from the daemon (`completing.rs`) as well
+/// as the commands and flags.
+pub fn completions(shell: Shell) -> Result<()> {
+    let name = shell.to_string();
+    let shells = clap_complete::env::Shells::builtins();
+    let Some(completer) = shells.completer(&name) else {
+        anyhow::bail!("no dynamic completion for {name}");
+    };
     let mut out = Vec::new();
-    clap_complete::generate(shell, &mut command, "stateous", &mut out);
+    completer.write_registration(COMPLETE_VAR, "stateous", "stateous", "stateous", &mut out)?;
     write_out(&out)
 }
+
+/// The variable that asks `stateous` for completions instead of running.
+pub const COMPLETE_VAR: &str = "STATEOUS_COMPLETE";
 
 /// Without `dir`: print the page `stateous(1)` on stdout. With it: write
 /// `stateous.1` and a page per command (`stateous-serve.1`, `stateous-token-start.1`,

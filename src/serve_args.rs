@@ -120,6 +120,23 @@ pub struct ServeFlags {
     /// A variable that is unset stops serve, naming it.
     #[arg(long, value_name = "FILE")]
     pub hooks: Option<PathBuf>,
+    /// Prune the tokens that ended longer ago than this (e.g. 30d), with their
+    /// history, tasks, timers, memory and idempotency keys, in small batches; a
+    /// pruned token's id can be started again. Without it every token is kept.
+    #[arg(
+        long,
+        value_name = "DURATION",
+        allow_hyphen_values = true,
+        env = "STATEOUS_RETAIN_ENDED"
+    )]
+    pub retain_ended: Option<String>,
+    /// The time between two passes of --retain-ended.
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, env = "STATEOUS_RETAIN_EVERY", default_value = serve_options::DEFAULT_RETAIN_EVERY)]
+    pub retain_every: String,
+    /// With --retain-ended: first write each pruned token's history into a new
+    /// gzipped JSON-lines file in this folder, synced before its rows are deleted.
+    #[arg(long, value_name = "DIR")]
+    pub archive: Option<PathBuf>,
 }
 
 /// Run `stateous serve`; its exit code.
@@ -183,6 +200,9 @@ pub fn run(flags: ServeFlags) -> i32 {
         max_connections: flags.max_connections,
         header_timeout: flags.header_timeout,
         hooks: flags.hooks,
+        retain_ended: flags.retain_ended,
+        retain_every: flags.retain_every,
+        archive: flags.archive,
     };
     let code = stateous_daemon::serve::run_with(args, companion);
     match beside {

@@ -130,6 +130,11 @@ pub struct BulkFlags {
     /// With --where: print each token's outcome as a line of JSON, as it comes.
     #[arg(long)]
     pub jsonl: bool,
+    /// With --where: take in the ended tokens the filter matches too (each is
+    /// refused and counted). Without it pause, resume, cancel and fire leave them
+    /// out, unless the filter names a status (`status == 'completed'`).
+    #[arg(long)]
+    pub include_ended: bool,
 }
 
 #[derive(Subcommand)]
@@ -139,7 +144,8 @@ pub enum TokenCommand {
         /// The token's id, e.g. TICKET-1.
         #[arg(value_name = "ID")]
         id: String,
-        /// The token's context: a JSON object.
+        /// The token's context: a JSON object, or @FILE to read it from a file, or -
+        /// to read it from standard input.
         #[arg(value_name = "CONTEXT_JSON")]
         context: Option<String>,
     },
@@ -149,12 +155,13 @@ pub enum TokenCommand {
     /// bulk fire applies once).
     Fire {
         /// The token's id (with --where: the event).
-        #[arg(value_name = "ID")]
+        #[arg(value_name = "ID", add = ids())]
         id: String,
         /// The event's name (with --where: the payload).
         #[arg(value_name = "EVENT")]
         event: Option<String>,
-        /// The event's payload: a JSON object.
+        /// The event's payload: a JSON object, or @FILE to read it from a file, or -
+        /// to read it from standard input.
         #[arg(value_name = "PAYLOAD_JSON")]
         payload: Option<String>,
         /// An idempotency key: the same key fires once.
@@ -167,7 +174,7 @@ pub enum TokenCommand {
     /// with --graph, draw the workflow.
     Show {
         /// A token; leave it out to list the tokens.
-        #[arg(value_name = "ID")]
+        #[arg(value_name = "ID", add = ids())]
         id: Option<String>,
         /// Draw the workflow as a Mermaid diagram.
         #[arg(long)]
@@ -191,7 +198,7 @@ pub enum TokenCommand {
         #[arg(long)]
         status: Option<String>,
         /// Only tokens in this state.
-        #[arg(long)]
+        #[arg(long, add = states())]
         state: Option<String>,
         /// At most this many tokens: 1 to 1000 (default 100).
         #[arg(long, allow_negative_numbers = true)]
@@ -209,7 +216,7 @@ pub enum TokenCommand {
     /// and a parallel state's children.
     Why {
         /// The token's id.
-        #[arg(value_name = "ID")]
+        #[arg(value_name = "ID", add = ids())]
         id: String,
     },
     /// Retry a failed token: it enters again the state where it failed (or
@@ -218,10 +225,10 @@ pub enum TokenCommand {
     /// children.
     Retry {
         /// The token's id (leave it out with --where).
-        #[arg(value_name = "ID")]
+        #[arg(value_name = "ID", add = ids())]
         id: Option<String>,
         /// The state to enter instead.
-        #[arg(long)]
+        #[arg(long, add = states())]
         state: Option<String>,
         #[command(flatten)]
         bulk: BulkFlags,
@@ -229,7 +236,7 @@ pub enum TokenCommand {
     /// Pause a token: its events are held, its tasks wait, its timers stand still.
     Pause {
         /// The token's id (leave it out with --where).
-        #[arg(value_name = "ID")]
+        #[arg(value_name = "ID", add = ids())]
         id: Option<String>,
         #[command(flatten)]
         bulk: BulkFlags,
@@ -237,7 +244,7 @@ pub enum TokenCommand {
     /// Resume a paused token: the held events apply in order.
     Resume {
         /// The token's id (leave it out with --where).
-        #[arg(value_name = "ID")]
+        #[arg(value_name = "ID", add = ids())]
         id: Option<String>,
         #[command(flatten)]
         bulk: BulkFlags,
@@ -260,11 +267,49 @@ pub enum TokenCommand {
     /// Cancel a token for good.
     Cancel {
         /// The token's id (leave it out with --where).
-        #[arg(value_name = "ID")]
+        #[arg(value_name = "ID", add = ids())]
         id: Option<String>,
         #[command(flatten)]
         bulk: BulkFlags,
     },
+    /// Delete the ended tokens a filter matches, each with its children, history,
+    /// tasks, timers, memory and idempotency keys, after a preview and a question
+    /// (as the other steering commands with --where). A live token is refused. A
+    /// pruned token's id can be started again, as a new token.
+    Prune {
+        /// Which tokens (the filter language of `stateous token list`).
+        #[arg(long = "where", value_name = "EXPR")]
+        filter: String,
+        /// Why: written to the control plane's log (a pruned token keeps no
+        /// history to write it into).
+        #[arg(long, value_name = "TEXT")]
+        reason: Option<String>,
+        /// Go ahead without asking to type the count. Without a terminal and
+        /// without --yes, the prune is refused.
+        #[arg(long)]
+        yes: bool,
+        /// Only show how many tokens match and what it would do to a few.
+        #[arg(long)]
+        dry_run: bool,
+        /// Print each token's outcome as a line of JSON, as it comes.
+        #[arg(long)]
+        jsonl: bool,
+        /// First write each token's history into a new gzipped JSON-lines file in
+        /// this folder of the control plane's machine (the same machine over a
+        /// Unix socket), synced before its rows are deleted.
+        #[arg(long, value_name = "DIR")]
+        archive: Option<std::path::PathBuf>,
+    },
+}
+
+/// Token ids, completed from the daemon (`completing.rs`).
+fn ids() -> clap_complete::engine::ArgValueCandidates {
+    clap_complete::engine::ArgValueCandidates::new(crate::completing::token_ids)
+}
+
+/// State names, completed from the daemon's graph.
+fn states() -> clap_complete::engine::ArgValueCandidates {
+    clap_complete::engine::ArgValueCandidates::new(crate::completing::state_names)
 }
 
 /// The one token of a steering command, or its bulk options; one sentence when
@@ -286,9 +331,11 @@ fn one_or_many(
                 || flags.yes
                 || flags.dry_run
                 || flags.jsonl
+                || flags.include_ended
             {
                 return Err(format!(
-                    "--reason, --yes, --dry-run and --jsonl go with --where, to {verb} many tokens"
+                    "--reason, --yes, --dry-run, --jsonl and --include-ended go with --where, to {verb} \
+                     many tokens"
                 ));
             }
             Ok(Ok(id))
@@ -306,6 +353,8 @@ fn one_or_many(
             yes: flags.yes,
             dry_run: flags.dry_run,
             jsonl: flags.jsonl,
+            archive: None,
+            include_ended: flags.include_ended,
         })),
     }
 }
@@ -323,6 +372,15 @@ fn state_map(pairs: &[String]) -> Result<std::collections::BTreeMap<String, Stri
         }
     }
     Ok(map)
+}
+
+/// `token prune --archive`: the folder as an absolute path, which the control
+/// plane is sent (a relative one is read from the current folder).
+fn archive_path(dir: std::path::PathBuf) -> Result<String, String> {
+    let dir = std::path::absolute(&dir).map_err(|e| format!("--archive {}: {e}", dir.display()))?;
+    dir.to_str()
+        .map(str::to_string)
+        .ok_or_else(|| format!("--archive {} is not UTF-8 text", dir.display()))
 }
 
 /// `token list --limit`: 1 to 1000, as `GET /tokens` takes it. Read here rather
@@ -421,6 +479,29 @@ impl TryFrom<TokenArgs> for token::TokenCommand {
             TokenCommand::Cancel { id, bulk } => {
                 steer(id, bulk, Steer::Cancel, BulkAction::Cancel)?
             }
+            TokenCommand::Prune {
+                filter,
+                reason,
+                yes,
+                dry_run,
+                jsonl,
+                archive,
+            } => A::Bulk(token::BulkOptions {
+                action: BulkAction::Prune,
+                filter,
+                event: None,
+                payload: None,
+                key: None,
+                state: None,
+                reason,
+                yes,
+                dry_run,
+                jsonl,
+                archive: archive.map(archive_path).transpose()?,
+                include_ended: false,
+                map: Default::default(),
+                undo: false,
+            }),
         };
         Ok(token::TokenCommand {
             url: args.url,

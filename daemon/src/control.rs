@@ -9,6 +9,7 @@
 mod access;
 mod dev_clock;
 pub mod operate;
+pub mod prune;
 mod versions;
 mod views;
 

@@ -4,6 +4,7 @@
 //! It depends only on `stateous-shared`; supervisors reach it over HTTP.
 
 pub mod api;
+pub mod archive;
 pub mod backup;
 pub mod clock;
 pub mod control;

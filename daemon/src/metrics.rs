@@ -6,7 +6,8 @@
 //!   its code (`api::measure`);
 //! - the TCP listener counts its open connections and those it closed without an
 //!   answer, by reason ([`Connections`], adopted by [`Metrics::adopt`]);
-//! - `Control::tick` counts the leases it ended and the timers it fired;
+//! - `Control::tick` counts the leases it ended and the timers it fired, and a
+//!   prune the tokens it deleted (`control/prune.rs`);
 //! - each scrape counts the ledger entries committed since the last one by kind
 //!   (retries are the `task_retrying` entries), and sets the gauges from the
 //!   tables (tokens by workflow, state and status; tasks by state and status;
@@ -116,6 +117,7 @@ struct Families {
     refusals: IntCounterVec,
     lease_ends: IntCounter,
     timer_fires: IntCounter,
+    pruned: IntCounter,
     retries: IntCounter,
     entries: IntCounterVec,
     commits: IntCounter,
@@ -212,6 +214,12 @@ impl Metrics {
                     r,
                     "stateous_timer_fires_total",
                     "Timers and timeouts the clock fired.",
+                ),
+                pruned: counter(
+                    r,
+                    "stateous_tokens_pruned_total",
+                    "Ended tokens pruned (serve --retain-ended and token prune), each with \
+                     its children.",
                 ),
                 retries: counter(
                     r,
@@ -324,6 +332,11 @@ impl Metrics {
     pub fn ticked(&self, leases: u64, timers: u64) {
         self.inner.lease_ends.inc_by(leases);
         self.inner.timer_fires.inc_by(timers);
+    }
+
+    /// A prune deleted `tokens` ended tokens (each with its children).
+    pub fn pruned(&self, tokens: u64) {
+        self.inner.pruned.inc_by(tokens);
     }
 
     /// The text of a scrape: the tables read by `read` (given the ledger id

@@ -12,6 +12,7 @@ pub mod graph;
 pub mod guards;
 pub mod history;
 pub mod hooks;
+pub mod json_arg;
 pub mod limits;
 pub mod live;
 pub mod operate;

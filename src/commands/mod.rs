@@ -107,10 +107,13 @@ pub(crate) fn line(out: &mut dyn Write, line: &str) -> Result<(), CommandError> 
     Ok(())
 }
 
-/// A command-line argument named `name` (`CONTEXT_JSON`) read as a JSON object;
-/// else one sentence that names the argument.
+/// A command-line argument named `name` (`CONTEXT_JSON`) read as a JSON object:
+/// written inline, `@FILE` or `-` for standard input
+/// (`stateous_shared::json_arg`); else one sentence that names the argument.
 pub fn json_object(text: &str, name: &str) -> Result<Object, CommandError> {
-    let value: serde_json::Value = serde_json::from_str(text)
+    let (text, name) =
+        stateous_shared::json_arg::json_text(text, name).map_err(CommandError::Usage)?;
+    let value: serde_json::Value = serde_json::from_str(&text)
         .map_err(|error| CommandError::Usage(format!("{name} is not valid JSON: {error}")))?;
     match value {
         serde_json::Value::Object(object) => Ok(object),

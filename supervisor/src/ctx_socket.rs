@@ -97,8 +97,10 @@ pub enum Helper {
     OutcomeSchema,
 }
 
-fn json_arg(what: &str, text: &str) -> Result<Value, String> {
-    serde_json::from_str(text).map_err(|_| {
+fn json_arg(what: &str, given: &str) -> Result<Value, String> {
+    // Inline, `@FILE` or `-` (standard input), as every JSON argument.
+    let (text, what) = stateous_shared::json_arg::json_text(given, what)?;
+    serde_json::from_str(&text).map_err(|_| {
         format!("{what} '{text}' is not JSON; write a string with its quotes, e.g. '\"text\"'")
     })
 }
@@ -292,5 +294,26 @@ mod tests {
             .request()
             .unwrap_err();
         assert!(err.starts_with("the payload '{oops' is not JSON"), "{err}");
+        // `@FILE`: the file's JSON, as every JSON argument of the command line.
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("p.json");
+        std::fs::write(&file, r#"{"pr": 7}"#).unwrap();
+        let request = Helper::Emit("go".into(), Some(format!("@{}", file.display())))
+            .request()
+            .unwrap();
+        assert_eq!(
+            request,
+            Request::Emit {
+                event: "go".into(),
+                payload: Some(json!({"pr": 7}))
+            }
+        );
+        let err = Helper::Set("n".into(), "@/nonexistent/v.json".into())
+            .request()
+            .unwrap_err();
+        assert!(
+            err.starts_with("the value: the file /nonexistent/v.json cannot be read"),
+            "{err}"
+        );
     }
 }

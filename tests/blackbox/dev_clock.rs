@@ -185,6 +185,34 @@ fn a_bad_duration_is_refused_by_the_command_and_the_route() {
         .refused(422, "invalid_argument");
 }
 
+/// A paused token's timer stands still: `why` gives the moment it would fire if
+/// the token were resumed now, never a moment the dev clock already passed.
+#[test]
+fn why_on_a_paused_token_gives_a_due_time_ahead_of_the_dev_clock() {
+    let daemon = dev_daemon();
+    clock(&daemon, &["freeze"]);
+    start(&daemon, "P-1");
+    daemon.post_empty("/tokens/P-1/pause").expect(200);
+    let moved = clock(&daemon, &["advance", "8h"]);
+    let now = micros_now(&moved);
+    let why = daemon.get("/tokens/P-1/why").expect(200);
+    let timer = &why["timers"][0];
+    assert_eq!(timer["frozen"], true, "{why}");
+    assert_eq!(
+        micros(&timer["due_at"]),
+        now + 6 * 3_600_000_000,
+        "coding's 6h timeout, all of it left: {why}"
+    );
+    let said = run(
+        daemon.dir.path(),
+        &["token", "why", "P-1", "--url", &daemon.url],
+    );
+    assert!(
+        said.stdout.contains("(6h left, frozen while paused)"),
+        "{said}"
+    );
+}
+
 #[test]
 fn dev_clock_is_refused_on_a_database_that_the_real_clock_served() {
     let mut daemon = Setup::new(asset_graph("sdlc")).start();

@@ -9,22 +9,65 @@ use std::process::Command;
 
 use harness::run;
 
+/// What `stateous` completes for the words `line` (the fish form of the dynamic
+/// completion the scripts ask for), with the control plane at `url`.
+fn completed(dir: &Path, url: &str, line: &[&str]) -> Vec<String> {
+    let mut args = vec!["--", "stateous"];
+    args.extend_from_slice(line);
+    let output = Command::new(harness::binary())
+        .args(&args)
+        .current_dir(dir)
+        .env("STATEOUS_COMPLETE", "fish")
+        .env("STATEOUS_URL", url)
+        .output()
+        .expect("the stateous binary runs");
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|line| line.split('\t').next().unwrap_or("").to_string())
+        .collect()
+}
+
 #[test]
-fn completions_for_bash_zsh_and_fish_name_the_commands() {
+fn completions_for_bash_zsh_and_fish_complete_commands_token_ids_and_states() {
     let dir = tempfile::tempdir().expect("a temp folder");
     for (shell, opening) in [
-        ("bash", "_stateous()"),
+        ("bash", "_clap_complete_stateous()"),
         ("zsh", "#compdef stateous"),
-        ("fish", "complete -c stateous"),
+        (
+            "fish",
+            "complete --keep-order --exclusive --command stateous",
+        ),
     ] {
         let finished = run(dir.path(), &["completions", shell]);
         assert_eq!(finished.code(), 0, "{finished}");
         let script = &finished.stdout;
         assert!(script.contains(opening), "{shell}: {finished}");
-        for command in ["serve", "supervise", "token", "tui", "completions"] {
-            assert!(script.contains(command), "{shell} lacks {command}");
-        }
+        assert!(
+            script.contains("COMPLETE="),
+            "{shell} asks stateous: {finished}"
+        );
     }
+    let daemon = harness::Setup::new(harness::test_graph("desk/build/desk")).start();
+    for id in ["T-1", "T-2"] {
+        daemon
+            .post(
+                "/tokens",
+                &serde_json::json!({"token": id, "context": {"customer": "A"}}),
+            )
+            .expect(201);
+    }
+    let commands = completed(dir.path(), &daemon.url, &["tok"]);
+    assert_eq!(commands, ["token"]);
+    let mut ids = completed(dir.path(), &daemon.url, &["token", "why", "T"]);
+    ids.sort();
+    assert_eq!(ids, ["T-1", "T-2"]);
+    let states = completed(dir.path(), &daemon.url, &["token", "list", "--state", "re"]);
+    assert_eq!(states, ["review"]);
+    // No daemon: nothing to offer, and no wait beyond a second.
+    let started = std::time::Instant::now();
+    let none = completed(dir.path(), "http://127.0.0.1:9", &["token", "why", "T"]);
+    assert!(none.is_empty(), "{none:?}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(3));
     let finished = run(dir.path(), &["completions", "tcsh"]);
     assert_eq!(finished.code(), 1, "{finished}");
     assert!(
@@ -69,6 +112,14 @@ fn a_command_line_that_cannot_be_parsed_is_refused_in_one_line_with_exit_1() {
         assert_eq!(finished.code(), 0, "{finished}");
         assert!(finished.stdout.contains("stateous"), "{finished}");
     }
+    // `tui --where` that is not a filter: refused before the screen is taken.
+    let finished = run(dir.path(), &["tui", "--where", "state =="]);
+    assert_eq!(finished.code(), 1, "{finished}");
+    assert!(
+        finished.stderr.starts_with("error: --where: "),
+        "{finished}"
+    );
+    assert_eq!(finished.stderr.lines().count(), 1, "{finished}");
     // A missing command: the help, on stderr, and exit code 1 (nothing ran).
     let finished = run(dir.path(), &["token"]);
     assert_eq!(finished.code(), 1, "{finished}");

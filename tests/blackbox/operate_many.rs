@@ -160,7 +160,7 @@ fn a_bulk_cancel_of_5000_tokens_is_previewed_then_cancels_exactly_those() {
     );
     assert_eq!(
         lines.len(),
-        22,
+        23,
         "20 sampled, then the rest counted: {preview}"
     );
     assert!(
@@ -168,6 +168,7 @@ fn a_bulk_cancel_of_5000_tokens_is_previewed_then_cancels_exactly_those() {
         "{preview}"
     );
     assert_eq!(lines[21], "  ... and 4980 more");
+    assert_eq!(lines[22], "cancel would apply to 5000 tokens");
     // Without a terminal and without --yes: one sentence, nothing changed.
     let refused = token(
         &daemon,

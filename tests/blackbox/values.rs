@@ -2,7 +2,8 @@
 //! character, `\u0000`) get the same answer on SQLite and on Postgres: stored and
 //! read back equal where they sit inside JSON (a context, a payload, a note, a
 //! memory value), refused with one sentence where they would be a column of their
-//! own (a memory key, a supervisor's name), and never a 500 or a stuck token.
+//! own (a memory key, a supervisor's name), and never a 500 or a stuck token. A
+//! raw NUL in a request's path or a header is a 400 with the refusal's sentence.
 
 use crate::harness;
 
@@ -142,6 +143,34 @@ fn nul_where_a_column_would_hold_it_is_refused_with_one_sentence() {
     daemon
         .post(&format!("/tasks/{task}/report"), &report)
         .expect(200);
+}
+
+/// A raw NUL (or another control character) in the path or a header breaks HTTP's
+/// grammar: 400 `bad_request` with the refusal's sentence, as any refusal, over
+/// TCP and the Unix socket, and the server serves on.
+#[test]
+fn a_raw_nul_in_the_path_or_a_header_is_a_400_with_the_refusals_sentence() {
+    let daemon = Setup::new(asset_graph("orders")).start();
+    let line = daemon
+        .request("GET", "/tokens/a\0b", &[], b"")
+        .refused(400, "bad_request");
+    assert!(line.starts_with("the request line holds a byte"), "{line}");
+    let unix = daemon
+        .request_unix("GET", "/tokens/a\u{1}b", &[], b"")
+        .refused(400, "bad_request");
+    assert_eq!(unix, line);
+    let header = daemon
+        .request("GET", "/health", &[("x-trace", "a\0b")], b"")
+        .refused(400, "bad_request");
+    assert!(
+        header.starts_with("a header of the request holds a byte"),
+        "{header}"
+    );
+    let name = daemon
+        .request("GET", "/health", &[("x\0trace", "a")], b"")
+        .refused(400, "bad_request");
+    assert_eq!(name, header);
+    daemon.get("/health").expect(200);
 }
 
 both!(

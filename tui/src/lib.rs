@@ -34,6 +34,9 @@ pub enum TuiError {
     /// The async runtime could not start.
     #[error("cannot start the runtime: {0}")]
     Runtime(std::io::Error),
+    /// A flag that cannot be used (`--where` that is not a filter).
+    #[error("{0}")]
+    Options(String),
 }
 
 /// How the TUI runs: `stateous tui [--url URL] [--read-only]`.
@@ -54,6 +57,29 @@ pub struct Options {
     /// How an `https://` control plane is trusted (`--cacert`, `--client-cert`,
     /// `--client-key`).
     pub tls: stateous_client::TlsOptions,
+    /// `--where`: start on this filter of the filter language, as if typed after
+    /// `/` (checked by [`Options::check`]).
+    pub filter: Option<String>,
+}
+
+impl Options {
+    /// Why the options cannot start the TUI: a `--where` that is not a filter
+    /// (the parser's sentence), before the screen is taken.
+    pub fn check(&self) -> Result<(), String> {
+        match &self.filter {
+            Some(text) => stateous_shared::guards::filter::parse_filter(text)
+                .map(|_| ())
+                .map_err(|error| format!("--where: {}", error.0)),
+            None => Ok(()),
+        }
+    }
+
+    /// Set what the options say on a new model.
+    pub fn apply(&self, model: &mut model::Model) {
+        model.read_only = self.read_only;
+        model.color = self.color;
+        model.filter = self.filter.clone();
+    }
 }
 
 /// Whether the environment allows colour: `NO_COLOR` unset or empty.
@@ -63,6 +89,7 @@ pub fn color_wanted() -> bool {
 
 /// Run the TUI with `options` until `q`.
 pub fn run(options: Options) -> Result<(), TuiError> {
+    options.check().map_err(TuiError::Options)?;
     let url = stateous_client::resolve_url(options.url.as_deref());
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -47,8 +47,7 @@ async fn looping(
     watch_stream(api.clone(), to.clone());
     let mut model = Model::new(api.url(), Utc::now());
     model.addresses = api.urls().into_iter().map(str::to_string).collect();
-    model.read_only = options.read_only;
-    model.color = options.color;
+    options.apply(&mut model);
     let size = terminal.size().map_err(TuiError::Terminal)?;
     model.size = (size.width, size.height);
     loop {

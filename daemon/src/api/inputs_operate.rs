@@ -33,8 +33,22 @@ fn shape(sentence: impl Into<String>) -> Refusal {
 
 /// The keys of a `POST /tokens/bulk` body.
 pub const BULK_FIELDS: &[&str] = &[
-    "action", "where", "tokens", "event", "payload", "key", "state", "map", "undo", "reason", "by",
-    "dry_run", "after", "limit",
+    "action",
+    "where",
+    "tokens",
+    "event",
+    "payload",
+    "key",
+    "state",
+    "map",
+    "undo",
+    "reason",
+    "by",
+    "dry_run",
+    "after",
+    "limit",
+    "archive",
+    "include_ended",
 ];
 
 /// The keys of a `POST /tokens/{id}/retry` body.
@@ -194,7 +208,8 @@ pub fn bulk(body: &Object) -> Result<BulkInput, Refusal> {
         Some(_) => return Err(shape("'dry_run' must be true or false")),
     };
     let reason = reason(body)?;
-    if !dry_run && reason.is_none() {
+    // A pruned token keeps no history to write a reason into: the log has it.
+    if !dry_run && reason.is_none() && action != BulkAction::Prune {
         return Err(shape(
             "a bulk action needs a 'reason': it is written into each token's history",
         ));
@@ -225,10 +240,26 @@ pub fn bulk(body: &Object) -> Result<BulkInput, Refusal> {
             ));
         }
     };
+    let include_ended = match body.get("include_ended") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(flag)) => *flag,
+        Some(_) => return Err(shape("'include_ended' must be true or false")),
+    };
+    // An ended token would be refused by these: left out unless asked, or unless
+    // the filter chooses statuses itself, or the tokens are listed one by one.
+    let live_only = matches!(
+        action,
+        BulkAction::Pause | BulkAction::Resume | BulkAction::Cancel | BulkAction::Fire
+    ) && !include_ended
+        && tokens.is_none()
+        && filter
+            .as_ref()
+            .is_none_or(|f| f.statuses_named().is_empty());
     let step = BulkStep {
         action,
         selection: Selection {
             filter,
+            live_only,
             ..Selection::default()
         },
         event,
@@ -245,8 +276,30 @@ pub fn bulk(body: &Object) -> Result<BulkInput, Refusal> {
         dry_run,
         after,
         limit,
+        archive: archive(body, action)?,
     })
 }
+
+/// `archive`: only a prune takes it, as an absolute path.
+fn archive(body: &Object, action: BulkAction) -> Result<Option<std::path::PathBuf>, Refusal> {
+    let Some(text) = text(body, "archive", MAX_PATH)? else {
+        return Ok(None);
+    };
+    if action != BulkAction::Prune {
+        return Err(shape("only a bulk prune takes 'archive'"));
+    }
+    let path = std::path::PathBuf::from(text);
+    if !path.is_absolute() {
+        return Err(refuse(
+            Code::InvalidArgument,
+            "'archive' must be an absolute path of a folder on the control plane's machine",
+        ));
+    }
+    Ok(Some(path))
+}
+
+/// The longest archive path taken, in characters (Linux's `PATH_MAX`).
+const MAX_PATH: usize = 4096;
 
 /// Each id once, where it first occurs. A bulk action acts on a token once: an id
 /// listed twice was acted on twice (the second outcome read a status the first had
@@ -320,7 +373,7 @@ mod tests {
             .collect();
         assert_eq!(
             bulk(&every).unwrap_err().error,
-            "'action' must be one of: pause, resume, cancel, fire, retry, migrate",
+            "'action' must be one of: pause, resume, cancel, fire, retry, migrate, prune",
             "every field it lists is taken"
         );
     }

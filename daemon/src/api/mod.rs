@@ -21,6 +21,7 @@ pub mod measure;
 mod operate;
 pub mod routes;
 pub mod server;
+mod sniff;
 pub mod tls;
 mod watch;
 
@@ -255,6 +256,7 @@ impl Api {
                     status: input.status.as_deref().and_then(TokenStatus::parse),
                     state: input.state,
                     parent: input.parent,
+                    live_only: false,
                 };
                 let listing = control.list(selection, input.limit, input.offset).await?;
                 // The body stays the reference's list; the total travels in a header.

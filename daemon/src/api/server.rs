@@ -39,6 +39,7 @@ use hyper::Response;
 use super::access::Door;
 use super::measure::{labelled, RouteLabel};
 use super::routes::{self, Route};
+use super::sniff;
 use super::tls::ServerTls;
 use super::{refusal, Answer, Api, Body};
 use crate::metrics::Connections;
@@ -305,7 +306,7 @@ async fn pause_after(error: std::io::Error) {
 /// in progress and close.
 async fn connection<S>(
     front: Front,
-    stream: S,
+    mut stream: S,
     door: Door,
     mut stop: watch::Receiver<Stop>,
     header_within: Duration,
@@ -313,6 +314,25 @@ async fn connection<S>(
 ) where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
+    // The first head is checked before hyper reads it (`sniff.rs`); a stop while
+    // it has not come closes the connection, as hyper closes an idle one.
+    let head = tokio::select! {
+        head = tokio::time::timeout(header_within, sniff::first_head(&mut stream)) => head,
+        () = stopping(&mut stop) => return,
+    };
+    let first = match head {
+        Ok(Ok(sniff::Head::Serve(first))) => first,
+        Ok(Ok(sniff::Head::Refuse(refused))) => {
+            let _ = sniff::answer(&mut stream, &refused).await;
+            return;
+        }
+        Err(_) => {
+            counts.closed(Connections::HEADER_TIMEOUT);
+            return;
+        }
+        Ok(Err(_) | Ok(sniff::Head::Gone)) => return,
+    };
+    let stream = sniff::Rewind::new(first, stream);
     let watching = stop.clone();
     let service = service_fn(move |request: Request<Incoming>| {
         let (front, watching) = (front.clone(), watching.clone());
@@ -355,6 +375,15 @@ async fn connection<S>(
     };
     if ended.is_err_and(|error| error.is_timeout()) {
         counts.closed(Connections::HEADER_TIMEOUT);
+    }
+}
+
+/// Ready once the server is asked to stop.
+async fn stopping(stop: &mut watch::Receiver<Stop>) {
+    while *stop.borrow_and_update() == Stop::Serving {
+        if stop.changed().await.is_err() {
+            std::future::pending::<()>().await;
+        }
     }
 }
 

@@ -12,15 +12,17 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use stateous_shared::operate::why::Why;
-use stateous_shared::operate::{BulkAnswer, Outcome, TokenOutcome, SAMPLE};
+use stateous_shared::operate::{tally, BulkAction, BulkAnswer, Outcome, TokenOutcome, SAMPLE};
 use stateous_shared::refusal::{Code, Refusal};
 use stateous_shared::wire::TokenView;
 
 use super::{keep, Control};
 use crate::engine::bulk::{apply, preview, refuse_whole, refused, BulkStep};
+use crate::engine::prune::PruneStep;
+use crate::engine::Rules;
 use crate::engine::{self, select};
 use crate::input::RetryInput;
-use crate::store::{StoreError, TokenRow};
+use crate::store::{StoreError, TokenRow, Tx};
 
 /// A validated `POST /tokens/bulk`.
 #[derive(Debug, Clone)]
@@ -35,6 +37,8 @@ pub struct BulkInput {
     pub after: Option<String>,
     /// How many tokens this run goes through.
     pub limit: i64,
+    /// `prune`: the folder (on this machine) where the histories go first.
+    pub archive: Option<std::path::PathBuf>,
 }
 
 /// The point of a walk from the answer's `next` (the last token id it went
@@ -69,51 +73,12 @@ impl Control {
         if let Some(refusal) = select::unknown_name(&rules, selection) {
             return Err(refusal);
         }
+        if let Some(dir) = &input.archive {
+            crate::archive::check_folder(dir)
+                .map_err(|sentence| Refusal::new(Code::InvalidArgument, sentence))?;
+        }
         if input.dry_run {
-            let (count, sample) = self
-                .read(move |tx| {
-                    let step = &input.step;
-                    let (count, rows) = match &input.tokens {
-                        Some(ids) => {
-                            let rows = listed(tx, ids)?;
-                            let now = tx.now();
-                            let matching: Vec<Found> = rows
-                                .into_iter()
-                                .filter(|r| match r {
-                                    Found::Row(row) => step.selection.matches(&rules, row, now),
-                                    Found::Missing(_) => true,
-                                })
-                                .collect();
-                            (matching.len() as i64, matching)
-                        }
-                        None => {
-                            let count = select::count(&rules, tx, &step.selection)?;
-                            let rows = select::first(&rules, tx, &step.selection, SAMPLE as i64)?;
-                            (count, rows.into_iter().map(Found::Row).collect())
-                        }
-                    };
-                    let mut sample = Vec::new();
-                    for found in rows.iter().take(SAMPLE) {
-                        sample.push(match found {
-                            Found::Row(row) => preview(&rules, tx, step, row)?,
-                            Found::Missing(id) => missing(id),
-                        });
-                    }
-                    Ok((count, sample))
-                })
-                .await?;
-            return Ok(BulkAnswer {
-                action,
-                dry_run: true,
-                count,
-                sample,
-                outcomes: Vec::new(),
-                applied: 0,
-                refused: 0,
-                duplicate: 0,
-                skipped: 0,
-                next: None,
-            });
+            return self.read(move |tx| dry_run(&rules, tx, &input)).await;
         }
         let walk = input.clone();
         let (targets, next) = self
@@ -131,7 +96,29 @@ impl Control {
                 }
             })
             .await?;
-        let outcomes = self.each_token(&input.step, targets).await?;
+        let outcomes = if action == BulkAction::Prune {
+            let step = PruneStep {
+                selection: Some(input.step.selection.clone()),
+                ..PruneStep::default()
+            };
+            let outcomes = self
+                .prune_found(targets, step, input.archive.clone())
+                .await?;
+            let pruned = outcomes
+                .iter()
+                .filter(|o| o.outcome == Outcome::Applied)
+                .count();
+            tracing::info!(
+                target: "stateous.prune",
+                "{} pruned {pruned} of {} tokens ({})",
+                input.step.by,
+                outcomes.len(),
+                input.step.reason.as_deref().unwrap_or("no reason given")
+            );
+            outcomes
+        } else {
+            self.each_token(&input.step, targets).await?
+        };
         let tally =
             |wanted: Outcome| outcomes.iter().filter(|o| o.outcome == wanted).count() as i64;
         Ok(BulkAnswer {
@@ -145,6 +132,8 @@ impl Control {
             sample: Vec::new(),
             next,
             outcomes,
+            refusals: Vec::new(),
+            left_out: 0,
         })
     }
 
@@ -154,23 +143,37 @@ impl Control {
         step: &BulkStep,
         targets: Vec<Found>,
     ) -> Result<Vec<TokenOutcome>, Refusal> {
-        self.serving()?;
         let step = Arc::new(step.clone());
+        let window = self.inner.store.bulk_window();
+        self.each_write(targets, window, |rules, found| {
+            let (step, token) = (Arc::clone(&step), found.id().to_string());
+            move |tx: &dyn Tx| keep(apply(&rules, tx, &step, &token))
+        })
+        .await
+    }
+
+    /// Run the write that `work` makes of each target as its own request, `size`
+    /// at a time (at most `Store::bulk_window`), and gather the outcomes in order: a
+    /// refusal is the target's refused outcome; a lost database stops the run.
+    pub(super) async fn each_write<W>(
+        &self,
+        targets: Vec<Found>,
+        size: usize,
+        work: impl Fn(Arc<Rules>, &Found) -> W,
+    ) -> Result<Vec<TokenOutcome>, Refusal>
+    where
+        W: Fn(&dyn Tx) -> (bool, engine::Step<TokenOutcome>) + Send + Sync + 'static,
+    {
+        self.serving()?;
         let mut outcomes = Vec::with_capacity(targets.len());
-        let size = self.inner.store.bulk_window();
-        for window in targets.chunks(size) {
+        for window in targets.chunks(size.max(1)) {
             let answers: Vec<_> = window
                 .iter()
                 .map(|found| {
-                    let (rules, step) = (Arc::clone(&self.inner.rules), Arc::clone(&step));
-                    let token = found.id().to_string();
+                    let write = work(Arc::clone(&self.inner.rules), found);
                     // A task of its own, so that each write starts now: a Postgres
                     // write starts only once its future is polled.
-                    tokio::spawn(
-                        self.inner
-                            .store
-                            .write(move |tx| keep(apply(&rules, tx, &step, &token))),
-                    )
+                    tokio::spawn(self.inner.store.write(write))
                 })
                 .collect();
             for (found, answer) in window.iter().zip(answers) {
@@ -200,16 +203,74 @@ impl Control {
     }
 }
 
+/// How many matches a preview previews a page at a time, to count them all.
+const PREVIEW_PAGE: i64 = 1000;
+
+/// A preview: how many tokens match, what the action would do to the first 20
+/// (the most recently moved), and to every match, counted by outcome and by the
+/// reason of each refusal; with ended tokens left out, how many. One read.
+fn dry_run(rules: &Rules, tx: &dyn Tx, input: &BulkInput) -> engine::Step<BulkAnswer> {
+    let step = &input.step;
+    let mut answer = BulkAnswer::new(step.action, true);
+    let one = |found: &Found| match found {
+        Found::Row(row) => preview(rules, tx, step, row),
+        Found::Missing(id) => Ok(missing(id)),
+    };
+    if let Some(ids) = &input.tokens {
+        let now = tx.now();
+        let mut outcomes = Vec::new();
+        for found in listed(tx, ids)? {
+            let matches = match &found {
+                Found::Row(row) => step.selection.matches(rules, row, now),
+                Found::Missing(_) => true,
+            };
+            if matches {
+                outcomes.push(one(&found)?);
+            }
+        }
+        answer.count = outcomes.len() as i64;
+        answer.sample = outcomes.iter().take(SAMPLE).cloned().collect();
+        tally(&mut answer, &outcomes);
+        return Ok(answer);
+    }
+    for row in select::first(rules, tx, &step.selection, SAMPLE as i64)? {
+        answer.sample.push(preview(rules, tx, step, &row)?);
+    }
+    let mut after: Option<String> = None;
+    loop {
+        let (rows, next) =
+            select::page(rules, tx, &step.selection, after.as_deref(), PREVIEW_PAGE)?;
+        let mut outcomes = Vec::with_capacity(rows.len());
+        for row in &rows {
+            outcomes.push(preview(rules, tx, step, row)?);
+        }
+        answer.count += outcomes.len() as i64;
+        tally(&mut answer, &outcomes);
+        match next {
+            Some(next) => after = Some(next),
+            None => break,
+        }
+    }
+    if step.selection.live_only {
+        let every = select::Selection {
+            live_only: false,
+            ..step.selection.clone()
+        };
+        answer.left_out = select::count(rules, tx, &every)? - answer.count;
+    }
+    Ok(answer)
+}
+
 /// A token of a walk: its row as the walk read it, or an id listed that names no
 /// token.
 #[derive(Debug, Clone)]
-enum Found {
+pub(super) enum Found {
     Row(TokenRow),
     Missing(String),
 }
 
 impl Found {
-    fn id(&self) -> &str {
+    pub(super) fn id(&self) -> &str {
         match self {
             Found::Row(row) => &row.token,
             Found::Missing(id) => id,

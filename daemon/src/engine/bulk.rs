@@ -18,6 +18,7 @@ use stateous_shared::wire::Object;
 
 use super::fire::fire;
 use super::migrate::{self, MigrateStep};
+use super::prune::PruneStep;
 use super::retry::retry;
 use super::route::{decide, Decision};
 use super::select::Selection;
@@ -82,6 +83,9 @@ pub fn preview(rules: &Rules, tx: &dyn Tx, step: &BulkStep, row: &TokenRow) -> S
                 BulkAction::Pause => format!("pauses it in {state}"),
                 BulkAction::Resume => format!("resumes it in {state}; what it holds applies"),
                 BulkAction::Cancel => format!("cancels it in {state}"),
+                BulkAction::Prune => "deletes it with its history, tasks, timers, memory \
+                                      and keys"
+                    .to_string(),
                 _ => {
                     let target = step.state.as_deref().unwrap_or(&row.state);
                     let visit = tx.visits(&row.token, target)? + 1;
@@ -97,6 +101,9 @@ pub fn preview(rules: &Rules, tx: &dyn Tx, step: &BulkStep, row: &TokenRow) -> S
 /// single-token workflow would say it; `None` when it passes those checks.
 fn why_not(rules: &Rules, tx: &dyn Tx, step: &BulkStep, row: &TokenRow) -> Step<Option<Refusal>> {
     let verb = step.action.as_str();
+    if step.action == BulkAction::Prune {
+        return super::prune::why_not(tx, row);
+    }
     if step.action != BulkAction::Fire {
         if let Err(fail) = refuse_child(tx, row, verb) {
             return Ok(Some(fail.refusal()));
@@ -121,6 +128,7 @@ fn why_not(rules: &Rules, tx: &dyn Tx, step: &BulkStep, row: &TokenRow) -> Step<
         ),
         BulkAction::Fire => (row.status.live(), "it takes no events"),
         BulkAction::Migrate => (row.status.live(), "only a live token can be migrated"),
+        BulkAction::Prune => (row.status.ended(), "only an ended token can be pruned"),
     };
     if !allowed {
         let sentence = format!("token {} is {}; {only}", py(&row.token), row.status);
@@ -375,6 +383,13 @@ pub fn apply(rules: &Rules, tx: &dyn Tx, step: &BulkStep, token: &str) -> Step<T
             migrate::apply(tx, &step.migrate, plan, reason, &step.by)?;
             let row = lock(tx, token)?;
             return Ok(outcome(&row, Outcome::Applied, detail));
+        }
+        BulkAction::Prune => {
+            let prune = PruneStep {
+                selection: Some(step.selection.clone()),
+                ..PruneStep::default()
+            };
+            return super::prune::prune(rules, tx, token, &prune);
         }
     };
     let detail = match step.action {

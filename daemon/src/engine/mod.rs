@@ -22,6 +22,7 @@ pub mod memory;
 pub mod migrate;
 pub mod note;
 pub mod pause;
+pub mod prune;
 pub mod read;
 pub mod report;
 pub mod retry;
@@ -351,6 +352,7 @@ pub fn refuse_child(tx: &dyn Tx, row: &TokenRow, verb: &str) -> Step<()> {
         "pause" => "paused",
         "resume" => "resumed",
         "retry" => "retried",
+        "prune" => "pruned",
         _ => "cancelled",
     };
     refuse(

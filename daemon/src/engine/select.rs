@@ -34,6 +34,9 @@ pub struct Selection {
     pub state: Option<String>,
     /// Only the children of this token.
     pub parent: Option<String>,
+    /// Only active and paused tokens: a bulk action that no ended token can take
+    /// leaves them out unless asked (`docs/reference/http.md`, `POST /tokens/bulk`).
+    pub live_only: bool,
 }
 
 /// A page of a listing, and how many tokens match in all.
@@ -48,6 +51,16 @@ pub struct Listing {
 impl Selection {
     /// The SQL part of the selection at `now`, and whether it is the whole of it.
     fn scan(&self, now: i64) -> (TokenScan, bool) {
+        let (mut scan, exact) = self.scan_all(now);
+        if self.live_only {
+            let statuses = scan.statuses.take().unwrap_or(TokenStatus::ALL.to_vec());
+            scan.statuses = Some(statuses.into_iter().filter(|s| s.live()).collect());
+        }
+        (scan, exact)
+    }
+
+    /// [`Selection::scan`] before `live_only`.
+    fn scan_all(&self, now: i64) -> (TokenScan, bool) {
         let mut scan = TokenScan {
             states: self.state.clone().map(|state| vec![state]),
             statuses: self.status.map(|status| vec![status]),
@@ -105,6 +118,7 @@ impl Selection {
     /// Whether `row` matches the whole selection at `now`.
     pub fn matches(&self, rules: &Rules, row: &TokenRow, now: i64) -> bool {
         let scan_ok = self.status.is_none_or(|s| s == row.status)
+            && (!self.live_only || row.status.live())
             && self.state.as_ref().is_none_or(|s| *s == row.state)
             && self
                 .parent

@@ -113,11 +113,15 @@ pub fn why(rules: &Rules, tx: &dyn Tx, token: &str) -> Step<Why> {
                 (true, Some(at)) => at.max(t.set_at),
                 _ => now,
             };
+            let left = (t.due_at - from).max(0);
+            // A frozen timer is due `left` after the resume: said as if resumed
+            // now, never as the stored moment, which a moved clock may have passed.
+            let due = if frozen { now + left } else { t.due_at };
             WhyTimer {
                 event: t.event,
                 kind: t.kind.as_str().to_string(),
-                due_at: iso(from_micros(t.due_at)),
-                left: seconds((t.due_at - from).max(0)),
+                due_at: iso(from_micros(due)),
+                left: seconds(left),
                 frozen,
             }
         })

@@ -27,6 +27,7 @@
 mod clock;
 mod hooks;
 pub mod options;
+pub mod retain;
 mod socket;
 mod standby;
 
@@ -525,7 +526,15 @@ impl Serving {
             lost: Arc::clone(&lost),
             on_lost: on_lost.clone(),
         };
-        let clock = tokio::spawn(clock.run(clock_stops));
+        let clock = tokio::spawn(clock.run(clock_stops.clone()));
+        let retention = timings.retention.clone().map(|(pass, every)| {
+            let retention = retain::Retention {
+                control: control.clone(),
+                pass,
+                every,
+            };
+            tokio::spawn(retention.run(clock_stops))
+        });
         let mut ending = wait_for_ending(&mut signals, &on_lost, &mut server, companion).await;
         let at_once = matches!(ending, Ending::CompanionFailed(_));
         let _ = stop_server.send(if at_once { Stop::Now } else { Stop::Graceful });
@@ -540,6 +549,9 @@ impl Serving {
         }
         let _ = stop_clock.send(true);
         let _ = clock.await;
+        if let Some(retention) = retention {
+            let _ = retention.await;
+        }
         if !matches!(ending, Ending::Lost) && give_up_hold(&control, &lost).await {
             // A stop signal can come together with the loss (a control plane
             // stopped with SIGSTOP, taken over, sent SIGTERM, then SIGCONT): the

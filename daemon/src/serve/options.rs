@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use stateous_shared::durations::{parse_timing, TimingOf};
 
+use crate::control::prune::RetainPass;
 pub use crate::store::backend::{without_password, Database};
 use crate::store::postgres::PgOptions;
 
@@ -78,6 +79,14 @@ pub struct ServeArgs {
     pub header_timeout: String,
     /// `--hooks FILE`: the hooks file (`docs/reference/files.md`); none serves no hook.
     pub hooks: Option<PathBuf>,
+    /// `--retain-ended`: prune the tokens that ended longer ago than this (`30d`);
+    /// `None`: keep every token.
+    pub retain_ended: Option<String>,
+    /// `--retain-every`: the time between two passes of retention. Default `1m`.
+    pub retain_every: String,
+    /// `--archive`: with `--retain-ended`, the folder each pruned token's history
+    /// goes to first.
+    pub archive: Option<PathBuf>,
 }
 
 /// The database when `--db` names none: `stateous.db` in the current folder.
@@ -111,6 +120,8 @@ pub const DEFAULT_POOL_SIZE: &str = "16";
 pub const DEFAULT_MAX_CONNECTIONS: &str = "1024";
 /// How long a request head may take (`api::server::DEFAULT_HEADER_WITHIN`).
 pub const DEFAULT_HEADER_TIMEOUT: &str = "10s";
+/// The default time between two passes of retention.
+pub const DEFAULT_RETAIN_EVERY: &str = "1m";
 
 impl ServeArgs {
     /// The flags with their defaults, for `graph`.
@@ -140,6 +151,9 @@ impl ServeArgs {
             max_connections: DEFAULT_MAX_CONNECTIONS.into(),
             header_timeout: DEFAULT_HEADER_TIMEOUT.into(),
             hooks: None,
+            retain_ended: None,
+            retain_every: DEFAULT_RETAIN_EVERY.into(),
+            archive: None,
         }
     }
 
@@ -190,6 +204,9 @@ pub struct Timings {
     pub max_connections: usize,
     /// A request head (and a TLS handshake) must come within this long.
     pub header_timeout: Duration,
+    /// `--retain-ended`: what each pass of retention prunes, and the time between
+    /// two passes; `None`: no retention.
+    pub retention: Option<(RetainPass, Duration)>,
 }
 
 impl Timings {
@@ -216,8 +233,35 @@ impl Timings {
             max_connections: flag_count("--max-connections", &args.max_connections, 1..=1_000_000)?
                 as usize,
             header_timeout: flag_duration("--header-timeout", &args.header_timeout)?,
+            retention: retention(args)?,
         })
     }
+}
+
+/// The retention of `--retain-ended`, `--retain-every` and `--archive`.
+fn retention(args: &ServeArgs) -> Result<Option<(RetainPass, Duration)>, String> {
+    let every = flag_duration("--retain-every", &args.retain_every)?;
+    let Some(after) = &args.retain_ended else {
+        if args.archive.is_some() {
+            return Err(
+                "--archive goes with --retain-ended: it keeps the histories \
+                        that retention prunes"
+                    .to_string(),
+            );
+        }
+        return Ok(None);
+    };
+    let after = flag_duration("--retain-ended", after)?;
+    if let Some(dir) = &args.archive {
+        crate::archive::check_folder(dir)?;
+    }
+    let pass = RetainPass {
+        after,
+        archive: args.archive.clone(),
+        batch: super::retain::BATCH,
+        pause: super::retain::PAUSE,
+    };
+    Ok(Some((pass, every)))
 }
 
 /// A whole-number flag within `range`.
@@ -520,6 +564,30 @@ mod tests {
         ] {
             assert_eq!(check_database_folder(&fine), Ok(()));
         }
+    }
+
+    #[test]
+    fn retention_is_off_by_default_and_its_flags_are_checked() {
+        let mut args = ServeArgs::new("g.json".into());
+        assert_eq!(Timings::parse(&args).unwrap().retention, None);
+        args.archive = Some("kept".into());
+        assert!(Timings::parse(&args)
+            .unwrap_err()
+            .starts_with("--archive goes with --retain-ended"));
+        args.retain_ended = Some("30d".into());
+        let dir = tempfile::tempdir().unwrap();
+        args.archive = Some(dir.path().join("nope"));
+        assert!(Timings::parse(&args)
+            .unwrap_err()
+            .contains("does not exist or is not a folder"));
+        args.archive = Some(dir.path().to_path_buf());
+        let (pass, every) = Timings::parse(&args).unwrap().retention.unwrap();
+        assert_eq!(pass.after, Duration::from_secs(30 * 86_400));
+        assert_eq!(every, Duration::from_secs(60));
+        args.retain_ended = Some("-1d".into());
+        assert!(Timings::parse(&args)
+            .unwrap_err()
+            .starts_with("--retain-ended must be more than 0"));
     }
 
     #[test]

@@ -345,6 +345,17 @@ impl Tokens for CachedTx<'_> {
         Ok(())
     }
 
+    fn holds_newest_id(&self, token: &str) -> StoreResult<bool> {
+        self.inner.holds_newest_id(token)
+    }
+
+    fn delete_token(&self, token: &str) -> StoreResult<()> {
+        self.inner.delete_token(token)?;
+        // Gone from every table: the facts of a token not made yet.
+        self.change(token, |facts| *facts = Facts::fresh());
+        Ok(())
+    }
+
     fn find_tokens(
         &self,
         status: Option<TokenStatus>,

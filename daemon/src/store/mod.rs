@@ -286,6 +286,17 @@ pub trait Tokens {
     ) -> StoreResult<Vec<TokenRow>>;
     /// How many tokens meet `scan`.
     fn count_tokens(&self, scan: &TokenScan) -> StoreResult<i64>;
+    /// Whether deleting the token now would let a new row take one of its ids
+    /// again: SQLite gives a new row of `ledger`, `tasks` or `timers` the id after
+    /// the newest one there, so a token holding the newest row of one of them stays
+    /// until a newer row exists (ids are never reused: the watch stream resumes by
+    /// ledger id, and a supervisor's outbox names task ids). Postgres's sequences
+    /// never go back: always false there.
+    fn holds_newest_id(&self, token: &str) -> StoreResult<bool>;
+    /// Delete the token and every row of it: its ledger entries (with its
+    /// idempotency keys), tasks, timers and memory. The retention's delete path
+    /// (`docs/reference/cli.md`, "token prune"); nothing else deletes a token.
+    fn delete_token(&self, token: &str) -> StoreResult<()>;
     /// At most `limit` tokens that meet `scan`, by id, after the id `after` when
     /// given: a bulk action's walk. A token's id never changes, so a walk meets
     /// each token once, also one that moves while the walk runs (by the moment it

@@ -14,6 +14,7 @@ mod control;
 mod dev_clock;
 mod heartbeat_attempts;
 mod operate;
+mod prune;
 mod reference_scenarios;
 mod restart_ids;
 mod retry_why;

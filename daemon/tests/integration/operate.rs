@@ -32,11 +32,13 @@ pub fn desk() -> Arc<Graph> {
     Arc::new(Graph::load(&std::fs::read_to_string(path).unwrap()).unwrap())
 }
 
-fn clock() -> Clock {
+/// A clock moved by hand, from 2026-10-06 09:00 UTC.
+pub fn clock() -> Clock {
     Clock::manual(to_micros(parse_iso("2026-10-06T09:00:00Z").unwrap()))
 }
 
-async fn open(db: &Db, clock: &Clock) -> Control {
+/// A control plane serving `desk` on `db` at `clock`.
+pub async fn open(db: &Db, clock: &Clock) -> Control {
     let mut options: Options = db.options();
     options.clock = clock.clone();
     options.holder = Some("a:1:1".into());
@@ -179,6 +181,7 @@ fn input(step: BulkStep, dry_run: bool, after: Option<String>, limit: i64) -> Bu
         dry_run,
         after,
         limit,
+        archive: None,
     }
 }
 

@@ -44,20 +44,25 @@ pub enum BulkAction {
     /// Move a live token, with its children, to the served graph (or back, with
     /// `undo`).
     Migrate,
+    /// Delete an ended token with its history, tasks, timers, memory and keys, its
+    /// children with it (`stateous token prune`).
+    Prune,
 }
 
 impl BulkAction {
     /// Every action.
-    pub const ALL: [BulkAction; 6] = [
+    pub const ALL: [BulkAction; 7] = [
         BulkAction::Pause,
         BulkAction::Resume,
         BulkAction::Cancel,
         BulkAction::Fire,
         BulkAction::Retry,
         BulkAction::Migrate,
+        BulkAction::Prune,
     ];
 
-    /// The action as the body names it: `pause`, `resume`, `cancel`, `fire`, `retry`.
+    /// The action as the body names it: `pause`, `resume`, `cancel`, `fire`, `retry`,
+    /// `prune`.
     pub fn as_str(self) -> &'static str {
         match self {
             BulkAction::Pause => "pause",
@@ -66,6 +71,7 @@ impl BulkAction {
             BulkAction::Fire => "fire",
             BulkAction::Retry => "retry",
             BulkAction::Migrate => "migrate",
+            BulkAction::Prune => "prune",
         }
     }
 
@@ -75,7 +81,7 @@ impl BulkAction {
     }
 
     /// The past tense, for summaries: `paused`, `resumed`, `cancelled`, `fired`,
-    /// `retried`.
+    /// `retried`, `pruned`.
     pub fn done(self) -> &'static str {
         match self {
             BulkAction::Pause => "paused",
@@ -84,6 +90,7 @@ impl BulkAction {
             BulkAction::Fire => "fired",
             BulkAction::Retry => "retried",
             BulkAction::Migrate => "migrated",
+            BulkAction::Prune => "pruned",
         }
     }
 }
@@ -137,6 +144,17 @@ pub struct BulkRequest {
     /// A real run: go through at most this many tokens (1 to 1000, default 500).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<i64>,
+    /// `pause`, `resume`, `cancel` and `fire` over `where`: take in the ended
+    /// tokens too, which the filter leaves out by default (each would be refused).
+    /// `retry` and `prune` act on ended tokens and always take them in; listed
+    /// `tokens` are taken as listed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub include_ended: bool,
+    /// `prune`: an absolute path of a folder on the control plane's machine where
+    /// each token's history is written (gzipped JSON lines, synced) before its
+    /// rows are deleted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub archive: Option<String>,
 }
 
 /// What happened (or, in a preview, would happen) to one token.
@@ -184,6 +202,21 @@ pub struct TokenOutcome {
     pub code: Option<String>,
 }
 
+/// How many tokens of a preview would be refused for one reason: the refusal's
+/// code and the status of the tokens it refuses.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RefusalCount {
+    /// The refusal's code (`token_not_active`, ...).
+    pub code: String,
+    /// The status of these tokens (`completed`, ...); empty for an id listed that
+    /// names no token.
+    pub status: String,
+    /// How many.
+    pub count: i64,
+    /// The sentence of the first of them.
+    pub example: String,
+}
+
 /// The answer of `POST /tokens/bulk`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BulkAnswer {
@@ -201,22 +234,132 @@ pub struct BulkAnswer {
     /// A real run: each token it went through, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub outcomes: Vec<TokenOutcome>,
-    /// A real run: how many applied.
+    /// How many applied (a preview: how many of all the matches would).
     #[serde(default)]
     pub applied: i64,
-    /// A real run: how many were refused.
+    /// How many were refused (a preview: would be).
     #[serde(default)]
     pub refused: i64,
-    /// A real run: how many were duplicates.
+    /// How many were duplicates (a preview: would be).
     #[serde(default)]
     pub duplicate: i64,
     /// A real run: how many no longer matched.
     #[serde(default)]
     pub skipped: i64,
+    /// A preview: the refusals of all the matches by reason, the most first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub refusals: Vec<RefusalCount>,
+    /// A preview: how many ended tokens the filter also matches but left out
+    /// (`include_ended` takes them in).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub left_out: i64,
     /// A real run: where the walk goes on (send it as `after`); none once every
     /// match was met.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next: Option<String>,
+}
+
+impl BulkAnswer {
+    /// An answer of `action` with nothing in it yet.
+    pub fn new(action: BulkAction, dry_run: bool) -> BulkAnswer {
+        BulkAnswer {
+            action,
+            dry_run,
+            count: 0,
+            sample: Vec::new(),
+            outcomes: Vec::new(),
+            applied: 0,
+            refused: 0,
+            duplicate: 0,
+            skipped: 0,
+            next: None,
+            refusals: Vec::new(),
+            left_out: 0,
+        }
+    }
+}
+
+fn is_zero(n: &i64) -> bool {
+    *n == 0
+}
+
+/// Tally `outcomes` into `answer`'s counts, and their refusals by reason (code and
+/// status, the most first, then by code and status), as a preview reports them.
+pub fn tally(answer: &mut BulkAnswer, outcomes: &[TokenOutcome]) {
+    for outcome in outcomes {
+        match outcome.outcome {
+            Outcome::Applied => answer.applied += 1,
+            Outcome::Duplicate => answer.duplicate += 1,
+            Outcome::Skipped => answer.skipped += 1,
+            Outcome::Refused => {
+                answer.refused += 1;
+                let code = outcome.code.clone().unwrap_or_default();
+                let found = answer
+                    .refusals
+                    .iter_mut()
+                    .find(|r| r.code == code && r.status == outcome.status);
+                match found {
+                    Some(reason) => reason.count += 1,
+                    None => answer.refusals.push(RefusalCount {
+                        code,
+                        status: outcome.status.clone(),
+                        count: 1,
+                        example: outcome.detail.clone(),
+                    }),
+                }
+            }
+        }
+    }
+    answer
+        .refusals
+        .sort_by(|a, b| (b.count, &a.code, &a.status).cmp(&(a.count, &b.code, &b.status)));
+}
+
+/// What a preview counts, in one line: `cancel would apply to 100 tokens and
+/// refuse 15: 15 token_not_active (completed)`, with the ended tokens the filter
+/// left out and `include`, how to take them in (`include them with
+/// --include-ended`).
+pub fn would_line(preview: &BulkAnswer, include: &str) -> String {
+    let action = preview.action.as_str();
+    let mut line = format!(
+        "{action} would apply to {} {}",
+        preview.applied,
+        if preview.applied == 1 {
+            "token"
+        } else {
+            "tokens"
+        }
+    );
+    if preview.duplicate > 0 {
+        line.push_str(&format!(", find {} already done", preview.duplicate));
+    }
+    if preview.refused > 0 {
+        let reasons: Vec<String> = preview
+            .refusals
+            .iter()
+            .map(|r| match r.status.as_str() {
+                "" => format!("{} {}", r.count, r.code),
+                status => format!("{} {} ({status})", r.count, r.code),
+            })
+            .collect();
+        line.push_str(&format!(
+            " and refuse {}: {}",
+            preview.refused,
+            reasons.join(", ")
+        ));
+    }
+    if preview.left_out > 0 {
+        line.push_str(&format!(
+            "; {} ended {} left out ({include})",
+            preview.left_out,
+            if preview.left_out == 1 {
+                "token"
+            } else {
+                "tokens"
+            }
+        ));
+    }
+    line
 }
 
 /// The body of `POST /tokens/{id}/retry`.

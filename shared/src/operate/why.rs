@@ -81,7 +81,8 @@ pub struct WhyTimer {
     pub event: String,
     /// `timeout` (the state's) or `timer` (a routine's).
     pub kind: String,
-    /// When it is due, ISO 8601 in UTC; a paused token's timers move on resume.
+    /// When it is due, ISO 8601 in UTC; for a paused token, when it would be due if
+    /// the token were resumed now (its timers stand still while it is paused).
     pub due_at: String,
     /// Seconds left (0 once due); while the token is paused, the time that will be
     /// left when it is resumed.

@@ -1,5 +1,6 @@
 //! A steering command over every token a filter matches: `stateous token cancel --where
-//! EXPR --reason TEXT` and its siblings `pause`, `resume`, `fire` and `retry`.
+//! EXPR --reason TEXT` and its siblings `pause`, `resume`, `fire`, `retry` and
+//! `prune`.
 //!
 //! It previews first (`POST /tokens/bulk` with `dry_run`: the count and a sample,
 //! with what the action does to each), then asks the operator to type the count.
@@ -13,7 +14,8 @@ use std::io::{BufRead, IsTerminal, Write};
 use crate::commands::{json_object, line, CommandError};
 use stateous_client::{Client, ClientError, TransportError};
 use stateous_shared::operate::{
-    operator_name, outcome_line, BulkAction, BulkAnswer, BulkRequest, Outcome, TokenOutcome,
+    operator_name, outcome_line, would_line, BulkAction, BulkAnswer, BulkRequest, Outcome,
+    TokenOutcome,
 };
 
 /// The options of a bulk action.
@@ -43,6 +45,11 @@ pub struct BulkOptions {
     pub dry_run: bool,
     /// `--jsonl`: each token's outcome as a line of JSON, as it comes.
     pub jsonl: bool,
+    /// `prune --archive`: the absolute path of the folder the histories go to.
+    pub archive: Option<String>,
+    /// `--include-ended`: take in the ended tokens the filter matches, which
+    /// `pause`, `resume`, `cancel` and `fire` leave out by default.
+    pub include_ended: bool,
 }
 
 /// Where a command asks its question and tells its progress: the terminal, or a
@@ -107,7 +114,8 @@ pub(super) async fn run(
             "give --json or --jsonl, not both".into(),
         ));
     }
-    if options.reason.is_none() && !options.dry_run {
+    // A pruned token keeps no history to write a reason into.
+    if options.reason.is_none() && !options.dry_run && options.action != BulkAction::Prune {
         return Err(CommandError::Usage(format!(
             "a {verb} with --where needs --reason: it is written into each token's history"
         )));
@@ -129,6 +137,8 @@ pub(super) async fn run(
         reason: options.reason.clone(),
         by: Some(operator_name()),
         dry_run: true,
+        archive: options.archive.clone(),
+        include_ended: options.include_ended,
         ..BulkRequest::default()
     };
     let preview = client.bulk(&request).await?;
@@ -192,18 +202,7 @@ async fn walk(
     console: &mut dyn Console,
 ) -> Result<BulkAnswer, CommandError> {
     let verb = options.action.as_str();
-    let mut total = BulkAnswer {
-        action: options.action,
-        dry_run: false,
-        count: 0,
-        sample: Vec::new(),
-        outcomes: Vec::new(),
-        applied: 0,
-        refused: 0,
-        duplicate: 0,
-        skipped: 0,
-        next: None,
-    };
+    let mut total = BulkAnswer::new(options.action, false);
     loop {
         let answer = match client.bulk(request).await {
             Ok(answer) => answer,
@@ -282,9 +281,14 @@ fn print_preview(
     let count = preview.count;
     if count == 0 {
         let action = preview.action.as_str();
+        let left_out = match preview.left_out {
+            0 => String::new(),
+            1 => " (1 ended token left out; include it with --include-ended)".to_string(),
+            n => format!(" ({n} ended tokens left out; include them with --include-ended)"),
+        };
         return line(
             out,
-            &format!("no token matches {filter}; {action} would do nothing"),
+            &format!("no token matches {filter}; {action} would do nothing{left_out}"),
         );
     }
     line(
@@ -303,7 +307,10 @@ fn print_preview(
     if more > 0 {
         line(out, &format!("  ... and {more} more"))?;
     }
-    Ok(())
+    line(
+        out,
+        &would_line(preview, "include them with --include-ended"),
+    )
 }
 
 fn summarize(total: &BulkAnswer, out: &mut dyn Write) -> Result<(), CommandError> {

@@ -53,7 +53,10 @@ fn bulk_answers(seen: &Seen) -> (u16, String) {
     let answer = if body["dry_run"] == true {
         json!({"action": "cancel", "dry_run": true, "count": 3, "sample": [
             {"token": "C-1", "outcome": "applied", "state": "intake", "status": "active",
-             "detail": "cancels it in 'intake'"}]})
+             "detail": "cancels it in 'intake'"}], "applied": 2, "refused": 1,
+            "refusals": [{"code": "child_token", "status": "active", "count": 1,
+                          "example": "token 'C-3' is a child of 'C'"}],
+            "left_out": 4})
     } else if body["after"].is_null() {
         json!({"action": "cancel", "dry_run": false, "count": 2, "applied": 2,
                "outcomes": [outcome("C-1", "applied"), outcome("C-2", "applied")],
@@ -79,6 +82,8 @@ fn cancel(reason: Option<&str>, yes: bool) -> TokenAction {
         yes,
         dry_run: false,
         jsonl: false,
+        archive: None,
+        include_ended: false,
     })
 }
 
@@ -124,6 +129,8 @@ async fn a_bulk_action_asks_for_the_count_then_walks_every_page() {
         "3 tokens match state == 'intake'; cancel would do:\n\
          \x20 C-1: intake, active -> cancels it in 'intake'\n\
          \x20 ... and 2 more\n\
+         cancel would apply to 2 tokens and refuse 1: 1 child_token (active); 4 ended \
+         tokens left out (include them with --include-ended)\n\
          cancelled 2 tokens; 1 refused, 0 duplicate, 0 skipped\n\
          \x20 C-3: intake, active -> refused (child_token): token 'C-3' is a child of 'C'\n"
     );

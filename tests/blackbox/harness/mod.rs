@@ -144,6 +144,32 @@ pub fn run(dir: &Path, args: &[&str]) -> Finished {
     }
 }
 
+/// Run `stateous ARGS` in `dir` with `input` on its standard input, to its end.
+pub fn run_with_input(dir: &Path, args: &[&str], input: &str) -> Finished {
+    use std::io::Write as _;
+    let mut child = Command::new(binary())
+        .args(args)
+        .current_dir(dir)
+        .env_remove("STATEOUS_URL")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the stateous binary runs");
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin
+            .write_all(input.as_bytes())
+            .expect("writing its input");
+    }
+    let output = child.wait_with_output().expect("the stateous binary ends");
+    Finished {
+        command: format!("stateous {} < ({} bytes)", args.join(" "), input.len()),
+        status: output.status,
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
 /// How to start a daemon.
 pub struct Setup {
     graph: PathBuf,
@@ -395,6 +421,15 @@ impl Daemon {
             )
             .expect("the sessions ended")
             .len()
+    }
+
+    /// `stateous token ARGS --url URL` in the daemon's folder, without a terminal,
+    /// to its end.
+    pub fn token(&self, args: &[&str]) -> Finished {
+        let mut all = vec!["token"];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&["--url", &self.url]);
+        run(self.dir.path(), &all)
     }
 
     /// The daemon's stderr so far.

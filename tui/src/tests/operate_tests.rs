@@ -14,8 +14,6 @@ use crate::model::Mode;
 
 fn preview(count: i64) -> BulkAnswer {
     BulkAnswer {
-        action: BulkAction::Cancel,
-        dry_run: true,
         count,
         sample: vec![TokenOutcome {
             token: "ORD-1".into(),
@@ -25,12 +23,8 @@ fn preview(count: i64) -> BulkAnswer {
             detail: "cancels it in 'review'".into(),
             code: None,
         }],
-        outcomes: Vec::new(),
-        applied: 0,
-        refused: 0,
-        duplicate: 0,
-        skipped: 0,
-        next: None,
+        applied: count,
+        ..BulkAnswer::new(BulkAction::Cancel, true)
     }
 }
 
@@ -135,8 +129,37 @@ fn star_marks_every_match_and_acts_by_the_filter() {
         Some("(state == 'review') and status == 'active'")
     );
     assert_eq!(request.tokens, None);
+    // The preview says what it would refuse, and the ended tokens it left out.
+    let [Command::Preview(request)] = commands.as_slice() else {
+        panic!("{commands:?}");
+    };
+    let mut counted = preview(5000);
+    counted.applied = 4985;
+    counted.refused = 15;
+    counted.left_out = 50_000;
+    counted.refusals = vec![stateous_shared::operate::RefusalCount {
+        code: "child_token".into(),
+        status: "active".into(),
+        count: 15,
+        example: "token 'C-1' is a child of 'C'".into(),
+    }];
+    update(
+        &mut model,
+        Msg::Previewed(Box::new(request.clone()), Ok(counted)),
+    );
+    let text = screen(&model);
+    assert!(
+        text.contains(
+            "cancel would apply to 4985 tokens and refuse 15: 15 child_token (active); 50000 \
+             ended tokens left"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("out (a filter that names a status takes them in)"),
+        "{text}"
+    );
     // Esc changes nothing; * again clears the marks.
-    previewed(&mut model, commands, 5000);
     press(&mut model, KeyCode::Esc);
     assert_eq!(model.mode, Mode::Normal);
     press(&mut model, KeyCode::Char('*'));
@@ -304,4 +327,32 @@ fn m_migrates_the_marked_tokens_through_the_preview() {
     read_only.read_only = true;
     press(&mut read_only, KeyCode::Char(' '));
     assert!(press(&mut read_only, KeyCode::Char('M')).is_empty());
+}
+
+#[test]
+fn tui_where_starts_on_a_filter_and_a_wrong_one_is_refused_before_the_screen() {
+    let options = crate::Options {
+        filter: Some("state == 'review' and moved > 600".into()),
+        ..crate::Options::default()
+    };
+    assert_eq!(options.check(), Ok(()));
+    let mut model = Model::new("unix:///run/stateous.sock", now());
+    options.apply(&mut model);
+    let commands = crate::update::refresh(&mut model);
+    let query = commands
+        .iter()
+        .find_map(|command| match command {
+            Command::Tokens(query) => Some(query.clone()),
+            _ => None,
+        })
+        .expect("a read of the tokens");
+    assert_eq!(
+        query.filter.as_deref(),
+        Some("state == 'review' and moved > 600")
+    );
+    let wrong = crate::Options {
+        filter: Some("state ==".into()),
+        ..crate::Options::default()
+    };
+    assert!(wrong.check().unwrap_err().starts_with("--where: "));
 }

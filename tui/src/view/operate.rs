@@ -6,7 +6,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::Line;
 use ratatui::Frame;
 use stateous_shared::history::named;
-use stateous_shared::operate::outcome_line;
+use stateous_shared::operate::{outcome_line, would_line};
 
 use super::fg;
 use super::popups::{check, field, popup};
@@ -45,6 +45,13 @@ pub fn bulk(model: &Model, frame: &mut Frame, form: &BulkForm) {
     if count > shown {
         lines.push(Line::from(format!("  ... and {} more", count - shown)));
     }
+    let counted = would_line(preview, "a filter that names a status takes them in");
+    let color = if preview.refused > 0 {
+        Color::Red
+    } else {
+        Color::Reset
+    };
+    lines.push(Line::styled(counted, fg(model, color)));
     lines.push(Line::from(""));
     lines.push(field("reason   ", &form.reason, !form.on_typed));
     lines.push(field("count    ", &form.typed, form.on_typed));

@@ -208,6 +208,24 @@ impl Tokens for PgTx<'_> {
         let rows = self.query(&sql, &params.refs())?;
         rows.iter().map(read).collect()
     }
+
+    fn holds_newest_id(&self, _token: &str) -> StoreResult<bool> {
+        // The sequences never hand out an id twice, whatever is deleted.
+        Ok(false)
+    }
+
+    fn delete_token(&self, token: &str) -> StoreResult<()> {
+        // One round trip; each table's rows are found by its token index.
+        self.execute(
+            "WITH ledger_gone AS (DELETE FROM ledger WHERE token = $1),
+                  tasks_gone AS (DELETE FROM tasks WHERE token = $1),
+                  timers_gone AS (DELETE FROM timers WHERE token = $1),
+                  memory_gone AS (DELETE FROM memory WHERE token = $1)
+             DELETE FROM tokens WHERE token = $1",
+            &[&token],
+        )?;
+        Ok(())
+    }
 }
 
 /// The condition of `scan` and `after` on `tokens`, its values added to `params`.

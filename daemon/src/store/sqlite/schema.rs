@@ -107,8 +107,9 @@ UPDATE tokens SET graph = (SELECT checksum FROM control_plane WHERE id = 1);
 /// - `ledger`, `tasks` and `timers` without AUTOINCREMENT. With it, each INSERT
 ///   reads the table's row of `sqlite_sequence` and writes it back, about 4,000
 ///   instructions per row (callgrind, the ledger's INSERT), some 16 rows per
-///   token of `orders`. Without it a new row takes the largest id plus one; no row
-///   of these tables is ever deleted, so that is the id AUTOINCREMENT gave, and
+///   token of `orders`. Without it a new row takes the largest id plus one; the
+///   newest row of these tables is never deleted (a prune keeps a token that holds
+///   one: `tokens.rs` `holds_newest_id`), so that is the id AUTOINCREMENT gave, and
 ///   ids still only grow (the watch stream's `Last-Event-ID` relies on it). The
 ///   rows and pages stay as they are: only the tables' text changes
 ///   (`without_autoincrement`).

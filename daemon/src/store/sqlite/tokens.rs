@@ -147,6 +147,26 @@ impl Tokens for SqliteTx<'_> {
         let rows = statement.query_map(params_from_iter(values), read)?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
+
+    fn holds_newest_id(&self, token: &str) -> StoreResult<bool> {
+        // Without AUTOINCREMENT a new row takes max(id) + 1: deleting the newest
+        // row would hand its id out again.
+        let mut statement = self.prepare(
+            "SELECT (SELECT token FROM ledger ORDER BY id DESC LIMIT 1) = ?1
+                 OR (SELECT token FROM tasks ORDER BY id DESC LIMIT 1) = ?1
+                 OR (SELECT token FROM timers ORDER BY id DESC LIMIT 1) = ?1",
+        )?;
+        let holds: Option<bool> = statement.query_row([token], |row| row.get(0))?;
+        Ok(holds.unwrap_or(false))
+    }
+
+    fn delete_token(&self, token: &str) -> StoreResult<()> {
+        for table in ["ledger", "tasks", "timers", "memory", "tokens"] {
+            let sql = format!("DELETE FROM {table} WHERE token = ?1");
+            self.prepare(&sql)?.execute([token])?;
+        }
+        Ok(())
+    }
 }
 
 /// The condition of `scan` and `after` on `tokens`, with its parameters in order

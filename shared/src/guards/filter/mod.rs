@@ -229,6 +229,13 @@ impl Filter {
         self.names_compared(Field::Workflow)
     }
 
+    /// The status names the filter compares `status` with (`status ==
+    /// 'failed'`): a filter that names one chooses the statuses itself, so a bulk
+    /// action does not leave its ended tokens out.
+    pub fn statuses_named(&self) -> Vec<&str> {
+        self.names_compared(Field::Status)
+    }
+
     /// The strings compared with `field` by `==`, `!=`, `in` or `not in` (a list),
     /// in the order written.
     fn names_compared(&self, field: Field) -> Vec<&str> {

@@ -1,0 +1,123 @@
+//! Black-box, on both backends: a bulk preview counts what the action would do to
+//! every match and what it would refuse, by reason (a dry run printed `115 tokens
+//! match ... fire would do:` and the real run then refused 15 that had ended), and
+//! `pause`, `resume`, `cancel` and `fire` leave ended tokens out of the filter
+//! unless `--include-ended` (or a filter that names a status) takes them in.
+
+use crate::harness;
+
+use harness::{test_graph, Daemon, Finished, Setup};
+use serde_json::json;
+
+/// `stateous token ARGS`, checked to exit 0.
+fn token(daemon: &Daemon, args: &[&str]) -> Finished {
+    let finished = daemon.token(args);
+    assert_eq!(finished.code(), 0, "{finished}");
+    finished
+}
+
+/// The last line of stdout: the preview's counts.
+fn counts(finished: &Finished) -> String {
+    finished.stdout.lines().last().unwrap_or("").to_string()
+}
+
+/// A-1 .. A-6 for ACME: A-1 and A-2 cancelled, A-3 and A-4 in `review` (they took
+/// `submitted` already), A-5 and A-6 in `intake`.
+fn six() -> Daemon {
+    let daemon = Setup::new(test_graph("desk/build/desk")).start();
+    for i in 1..=6 {
+        let body = json!({"token": format!("A-{i}"), "context": {"customer": "ACME"}});
+        daemon.post("/tokens", &body).expect(201);
+    }
+    for id in ["A-1", "A-2"] {
+        daemon
+            .post_empty(&format!("/tokens/{id}/cancel"))
+            .expect(200);
+    }
+    for id in ["A-3", "A-4"] {
+        daemon
+            .post(&format!("/tokens/{id}/events/submitted"), &json!({}))
+            .expect(200);
+    }
+    daemon
+}
+
+fn a_preview_counts_what_it_would_do_and_refuse_and_leaves_ended_tokens_out() {
+    let daemon = six();
+    let filter = "ctx['customer'] == 'ACME'";
+    let preview = token(
+        &daemon,
+        &["fire", "submitted", "--where", filter, "--dry-run"],
+    );
+    assert!(
+        preview
+            .stdout
+            .starts_with("4 tokens match ctx['customer'] == 'ACME'; fire would do:"),
+        "{preview}"
+    );
+    assert_eq!(
+        counts(&preview),
+        "fire would apply to 2 tokens and refuse 2: 2 event_not_allowed (active); 2 ended \
+         tokens left out (include them with --include-ended)",
+        "{preview}"
+    );
+
+    let every = token(
+        &daemon,
+        &[
+            "fire",
+            "submitted",
+            "--where",
+            filter,
+            "--dry-run",
+            "--include-ended",
+        ],
+    );
+    assert!(every.stdout.starts_with("6 tokens match"), "{every}");
+    assert_eq!(
+        counts(&every),
+        "fire would apply to 2 tokens and refuse 4: 2 event_not_allowed (active), 2 \
+         token_not_active (cancelled)",
+        "{every}"
+    );
+
+    // A filter that names a status chooses the statuses itself.
+    let cancelled = token(
+        &daemon,
+        &["cancel", "--where", "status == 'cancelled'", "--dry-run"],
+    );
+    assert_eq!(
+        counts(&cancelled),
+        "cancel would apply to 0 tokens and refuse 2: 2 token_not_active (cancelled)",
+        "{cancelled}"
+    );
+
+    // The real run does what the preview counted: the ended ones are not met.
+    let run = token(
+        &daemon,
+        &["cancel", "--where", filter, "--reason", "r", "--yes"],
+    );
+    assert!(
+        run.stdout
+            .contains("cancelled 4 tokens; 0 refused, 0 duplicate, 0 skipped"),
+        "{run}"
+    );
+
+    // Over HTTP the same counts come as fields.
+    let body = json!({"action": "cancel", "where": "true", "dry_run": true,
+                      "include_ended": true});
+    let answer = daemon.post("/tokens/bulk", &body).expect(200);
+    assert_eq!(answer["count"], 6, "{answer}");
+    assert_eq!(answer["refused"], 6, "{answer}");
+    assert_eq!(
+        answer["refusals"][0]["code"], "token_not_active",
+        "{answer}"
+    );
+    assert_eq!(answer["refusals"][0]["count"], 6, "{answer}");
+    let body = json!({"action": "cancel", "where": "true", "dry_run": true});
+    let answer = daemon.post("/tokens/bulk", &body).expect(200);
+    assert_eq!(answer["count"], 0, "{answer}");
+    assert_eq!(answer["left_out"], 6, "{answer}");
+}
+
+both!(a_preview_counts_what_it_would_do_and_refuse_and_leaves_ended_tokens_out,);
