@@ -6,6 +6,7 @@
 //! layer and `stateous serve` call it; the serve loop calls `tick` about every
 //! `Options::tick` and stops (exit 1) once `lost()` is true.
 
+pub mod condition;
 mod dev_clock;
 pub mod operate;
 mod views;
@@ -114,6 +115,8 @@ struct Inner {
     metrics: Metrics,
     /// One dev clock advance at a time, so that their steps do not interleave.
     advancing: tokio::sync::Mutex<()>,
+    /// Whether the last write found the disk full (for `/health`).
+    disk: condition::DiskWatch,
 }
 
 /// What [`Control::check`] found; each sentence is one line's worth.
@@ -160,6 +163,7 @@ impl Control {
                 lost_seen: tokio::sync::Notify::new(),
                 metrics,
                 advancing: tokio::sync::Mutex::new(()),
+                disk: condition::DiskWatch::default(),
             }),
         };
         let graph = Arc::clone(&control.inner.rules.graph);
@@ -358,11 +362,9 @@ impl Control {
     pub async fn tick(&self) -> Result<(), Refusal> {
         self.serving()?;
         let inner = &self.inner;
-        let kept = inner
-            .store
-            .keep_hold(inner.options.renew_every)
-            .await
-            .map_err(Refusal::from);
+        let kept = inner.store.keep_hold(inner.options.renew_every).await;
+        inner.disk.note(&kept);
+        let kept = kept.map_err(Refusal::from);
         if matches!(kept, Ok(false)) || self.lost() {
             // The serve loop logs the line and stops; this handle refuses from now on.
             inner.lost.store(true, Ordering::SeqCst);
@@ -377,6 +379,21 @@ impl Control {
         let (fired, failed) = self.each(due, engine::timers::fire_timer).await;
         self.inner.metrics.ticked(0, fired);
         failed
+    }
+
+    /// Why the database cannot take requests now, if it cannot (`GET /health`):
+    /// it does not answer in time, or its disk is full.
+    pub fn trouble(&self) -> Option<condition::Trouble> {
+        if self.inner.store.not_answering() {
+            return Some(condition::Trouble {
+                database: condition::NOT_ANSWERING,
+                sentence: condition::NOT_ANSWERING_SENTENCE,
+            });
+        }
+        self.inner.disk.full().then_some(condition::Trouble {
+            database: condition::DISK_FULL,
+            sentence: engine::DISK_FULL,
+        })
     }
 
     /// The counters and gauges of `GET /metrics`.
@@ -411,6 +428,9 @@ impl Control {
             })
             .collect();
         let answers = self.inner.store.write_in_order(works).await;
+        for answer in &answers {
+            self.inner.disk.note(answer);
+        }
         let mut first_error = None;
         let mut done = 0;
         for answer in answers {
@@ -475,6 +495,7 @@ impl Control {
             .store
             .write(move |tx| keep(work(&rules, tx)))
             .await;
+        self.inner.disk.note(&answer);
         if matches!(answer, Err(StoreError::NotServing)) {
             self.inner.lost.store(true, Ordering::SeqCst);
         }

@@ -32,6 +32,7 @@ mod parallel;
 mod parallel_interop;
 mod postgres;
 mod postgres_restart;
+mod postgres_silent;
 mod reliability;
 mod serve;
 mod standby;

@@ -3,40 +3,192 @@
 //!
 //! A statement is prepared once per connection and kept: sent as text each time,
 //! every query would cost the server a parse and the network a round trip more.
+//!
+//! Every wait on the server has a deadline on this side too (`docs/guarantees.md`,
+//! "Time limits on each database"): the server's `statement_timeout` cannot stop a
+//! statement that never reached it, and a server that accepted the TCP connection
+//! and then says nothing would hold the login for ever. The connection is
+//! tokio-postgres's, driven on a runtime of its own inside each wait, as the sync
+//! `postgres` client drives it, with `tokio::time::timeout` around the wait.
 
 use std::collections::HashMap;
+use std::future::{poll_fn, Future};
+use std::pin::{pin, Pin};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::task::Poll;
+use std::time::Duration;
 
-use postgres::types::ToSql;
-use postgres::{Client, Config, NoTls, Row, Statement};
+use tokio::runtime::Runtime;
+use tokio_postgres::tls::NoTlsStream;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{Client, Config, Connection, NoTls, Row, Socket, Statement};
 
 use super::PgOptions;
-use crate::store::{StoreError, StoreResult};
+use crate::store::{limit_words, StoreError, StoreResult};
+
+/// How much longer than `statement_timeout` this side waits for an answer: when the
+/// server is there, its own refusal (which leaves the connection usable) comes first.
+pub const STATEMENT_GRACE: Duration = Duration::from_millis(500);
+
+/// How long this side waits for the server: for a connection (the TCP connect and
+/// the login exchange together), and for each statement.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Deadlines {
+    /// The whole connect: `--connect-timeout`.
+    pub connect: Duration,
+    /// Each statement, the commit too: `--statement-timeout` plus [`STATEMENT_GRACE`].
+    pub statement: Duration,
+}
+
+impl Deadlines {
+    /// The deadlines of `options`.
+    pub fn of(options: &PgOptions) -> Deadlines {
+        Deadlines {
+            connect: options.connect_timeout,
+            statement: options.statement_timeout + STATEMENT_GRACE,
+        }
+    }
+}
+
+/// Why a connection could not be made.
+#[derive(Debug)]
+pub enum Unconnected {
+    /// The server answered with an error, or the connection failed.
+    Failed(tokio_postgres::Error),
+    /// No answer within the connect deadline (the TCP connect or the login).
+    Silent(Duration),
+    /// Anything else, in words (this process could not start the connection's
+    /// runtime; the server refused the lock's question).
+    Other(String),
+}
+
+impl std::fmt::Display for Unconnected {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unconnected::Failed(error) => write!(f, "{error}"),
+            Unconnected::Silent(limit) => write!(
+                f,
+                "the server did not answer within {} (the connect timeout)",
+                limit_words(*limit)
+            ),
+            Unconnected::Other(why) => write!(f, "{why}"),
+        }
+    }
+}
+
+/// Whether the server answers: set when a deadline passed, cleared by the next
+/// answer in time on any connection of the store. Cheap to clone; shared by the
+/// store's connections.
+#[derive(Debug, Clone, Default)]
+pub struct Answering(Arc<AtomicBool>);
+
+impl Answering {
+    /// Note whether a wait was answered in time; a change is logged once.
+    fn note(&self, answered: bool) {
+        let was_silent = self.0.swap(!answered, Ordering::SeqCst);
+        if was_silent == answered {
+            if answered {
+                tracing::info!(target: "stateous.serve", "the database answers again");
+            } else {
+                tracing::warn!(
+                    target: "stateous.serve",
+                    "the database did not answer in time; requests answer 503 database_busy \
+                     until it answers again"
+                );
+            }
+        }
+    }
+
+    /// True while the last wait on the server passed its deadline.
+    pub fn silent(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// How connections are made: the settings of [`config`], the deadlines, and the
+/// store's [`Answering`].
+#[derive(Debug, Clone)]
+pub struct Connector {
+    config: Config,
+    /// The deadlines on this side.
+    pub deadlines: Deadlines,
+    /// Told whether the server answers.
+    pub answering: Answering,
+}
 
 /// A connection and its prepared statements, keyed by their SQL.
 pub struct PgConn {
     client: Client,
+    driver: Driver,
     statements: HashMap<String, Statement>,
 }
 
+/// What drives a connection: its I/O, the runtime it is polled on, the deadline.
+struct Driver {
+    /// The connection's I/O, polled inside each wait (no task of its own).
+    /// `None` only while the connection is dropped.
+    connection: Option<Pin<Box<Connection<Socket, NoTlsStream>>>>,
+    /// The connection's future finished: the socket closed.
+    ended: bool,
+    /// `None` only while the connection is dropped.
+    runtime: Option<Runtime>,
+    /// How long a statement may take on this side; `None`: no limit (a migration).
+    deadline: Option<Duration>,
+    /// A deadline passed with a statement out: what the server makes of it is
+    /// unknown, so the connection is used no more (the pool drops it).
+    broken: bool,
+    /// Told each time a wait ends: whether the server answered in time.
+    answering: Answering,
+}
+
 impl PgConn {
-    /// Connect with `config` (see [`config`]).
-    pub fn connect(config: &Config) -> Result<PgConn, postgres::Error> {
+    /// Connect with `connector`'s settings within its connect deadline.
+    pub fn connect(connector: &Connector) -> Result<PgConn, Unconnected> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| Unconnected::Other(format!("cannot start a connection's runtime: {e}")))?;
+        let limit = connector.deadlines.connect;
+        // The timer is made inside `block_on`, so that it is this runtime's.
+        let connected = runtime
+            .block_on(async { tokio::time::timeout(limit, connector.config.connect(NoTls)).await });
+        let (client, connection) = match connected {
+            Ok(Ok(pair)) => pair,
+            Ok(Err(error)) => return Err(Unconnected::Failed(error)),
+            // Noted by the pool's manager, not here: a start that meets silence
+            // says so in its one `error:` line.
+            Err(_) => return Err(Unconnected::Silent(limit)),
+        };
+        connector.answering.note(true);
         Ok(PgConn {
-            client: config.connect(NoTls)?,
+            client,
+            driver: Driver {
+                connection: Some(Box::pin(connection)),
+                ended: false,
+                runtime: Some(runtime),
+                deadline: Some(connector.deadlines.statement),
+                broken: false,
+                answering: connector.answering.clone(),
+            },
             statements: HashMap::new(),
         })
     }
 
-    /// The connection itself, for statements that need no preparing.
-    pub fn client(&mut self) -> &mut Client {
-        &mut self.client
+    /// Run `work` with no deadline on this side (a migration takes its time; the
+    /// server's keepalives still find a dead connection).
+    pub fn unlimited<R>(&mut self, work: impl FnOnce(&mut PgConn) -> R) -> R {
+        let deadline = self.driver.deadline.take();
+        let result = work(self);
+        self.driver.deadline = deadline;
+        result
     }
 
     fn prepared(&mut self, sql: &str) -> StoreResult<Statement> {
         if let Some(statement) = self.statements.get(sql) {
             return Ok(statement.clone());
         }
-        let statement = self.client.prepare(sql)?;
+        let statement = self.driver.wait(false, self.client.prepare(sql))?;
         self.statements.insert(sql.to_string(), statement.clone());
         Ok(statement)
     }
@@ -44,31 +196,149 @@ impl PgConn {
     /// Run a statement that returns rows.
     pub fn query(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> StoreResult<Vec<Row>> {
         let statement = self.prepared(sql)?;
-        Ok(self.client.query(&statement, params)?)
+        self.driver
+            .wait(false, self.client.query(&statement, params))
     }
 
     /// Run a statement; how many rows it changed.
     pub fn execute(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> StoreResult<u64> {
         let statement = self.prepared(sql)?;
-        Ok(self.client.execute(&statement, params)?)
+        self.driver
+            .wait(false, self.client.execute(&statement, params))
     }
 
     /// Run statements without parameters in one round trip (the simple protocol).
     pub fn batch(&mut self, sql: &str) -> StoreResult<()> {
-        Ok(self.client.batch_execute(sql)?)
+        self.driver.wait(false, self.client.batch_execute(sql))
     }
 
-    /// Whether the connection is known to be closed.
+    /// Ask one statement without parameters, outside any transaction, and read the
+    /// first column of its first row as a bool; a deadline that passes leaves the
+    /// connection usable (see `Driver::wait`).
+    pub fn ask_bool(&mut self, sql: &str) -> StoreResult<bool> {
+        let row = self.driver.wait(true, self.client.query_one(sql, &[]))?;
+        row.try_get(0)
+            .map_err(|e| StoreError::Corrupt(e.to_string()))
+    }
+
+    /// Run statements without parameters outside any transaction; a deadline that
+    /// passes leaves the connection usable (see `Driver::wait`).
+    pub fn ping(&mut self, sql: &str) -> StoreResult<()> {
+        self.driver.wait(true, self.client.batch_execute(sql))
+    }
+
+    /// For tests: run statements without parameters (the simple protocol) and read
+    /// the first column of each row they return, as text.
+    #[cfg(test)]
+    pub fn texts(&mut self, sql: &str) -> StoreResult<Vec<String>> {
+        let messages = self.driver.wait(false, self.client.simple_query(sql))?;
+        Ok(messages
+            .iter()
+            .filter_map(|message| match message {
+                tokio_postgres::SimpleQueryMessage::Row(row) => row.get(0).map(str::to_string),
+                _ => None,
+            })
+            .collect())
+    }
+
+    /// Whether the connection is known to be closed, or may not be used again.
     pub fn is_closed(&self) -> bool {
-        self.client.is_closed()
+        self.driver.broken || self.driver.ended || self.client.is_closed()
     }
 }
+
+impl Driver {
+    /// Wait for `work` while driving the connection, at most the statement
+    /// deadline. When it passes, the connection is marked broken unless `keeps`
+    /// (a statement outside any transaction, whose late answer changes nothing:
+    /// the connection matches each answer to its request, and drops one nobody
+    /// waits for).
+    fn wait<T>(
+        &mut self,
+        keeps: bool,
+        work: impl Future<Output = Result<T, tokio_postgres::Error>>,
+    ) -> StoreResult<T> {
+        let limit = self.deadline;
+        if self.broken {
+            return Err(StoreError::NotAnswering(limit.unwrap_or_default()));
+        }
+        let (Some(runtime), Some(connection)) = (self.runtime.as_ref(), self.connection.as_mut())
+        else {
+            return Err(StoreError::Busy);
+        };
+        if self.ended {
+            return Err(StoreError::Busy);
+        }
+        let ended = &mut self.ended;
+        // Why the connection ended, when it ended with an error of the server's
+        // (e.g. the session was terminated).
+        let mut why: Option<tokio_postgres::Error> = None;
+        let mut work = pin!(work);
+        let driven = poll_fn(|cx| {
+            if !*ended {
+                if let Poll::Ready(result) = connection.as_mut().poll(cx) {
+                    *ended = true;
+                    why = result.err();
+                }
+            }
+            match work.as_mut().poll(cx) {
+                Poll::Ready(result) => Poll::Ready(Some(result)),
+                // Nothing drives the request any more: it can never be answered.
+                Poll::Pending if *ended => Poll::Ready(None),
+                Poll::Pending => Poll::Pending,
+            }
+        });
+        let answered = match limit {
+            Some(limit) => runtime.block_on(async { tokio::time::timeout(limit, driven).await }),
+            None => Ok(runtime.block_on(driven)),
+        };
+        match answered {
+            Ok(Some(result)) => {
+                self.answering.note(true);
+                Ok(result?)
+            }
+            Ok(None) => Err(why.map_or(StoreError::Busy, StoreError::from)),
+            Err(_) => {
+                self.answering.note(false);
+                self.broken = !keeps;
+                Err(StoreError::NotAnswering(limit.unwrap_or_default()))
+            }
+        }
+    }
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let (Some(runtime), Some(connection)) = (self.runtime.take(), self.connection.take())
+        else {
+            return;
+        };
+        // A broken or closed connection has nothing more to say. A healthy one says
+        // goodbye (its client, dropped first, closed the channel, so the connection
+        // sends Terminate and ends) on a thread of its own, for at most a moment: a
+        // runtime cannot be driven from a thread that drives async tasks.
+        if self.broken || self.ended {
+            drop(connection);
+            runtime.shutdown_background();
+            return;
+        }
+        let _ = std::thread::Builder::new()
+            .name("postgres-goodbye".into())
+            .spawn(move || {
+                let _ = runtime.block_on(async { tokio::time::timeout(GOODBYE, connection).await });
+            });
+    }
+}
+
+/// How long a closing connection may take to say goodbye.
+const GOODBYE: Duration = Duration::from_millis(500);
 
 /// The connection settings of `url` with the time limits of `options`: the
 /// connect timeout, TCP keepalives (on this side and, as session settings, on the
 /// server's), and `statement_timeout` and `lock_timeout` as settings of each
-/// session (so that every statement, a migration's too, has them).
-pub fn config(url: &str, options: &PgOptions) -> Result<Config, String> {
+/// session (so that every statement, a migration's too, has them); the deadlines
+/// on this side ([`Deadlines::of`]).
+pub fn config(url: &str, options: &PgOptions) -> Result<Connector, String> {
     let mut config: Config = url
         .parse()
         .map_err(|e| format!("--db is not a Postgres URL that can be used: {e}"))?;
@@ -90,9 +360,13 @@ pub fn config(url: &str, options: &PgOptions) -> Result<Config, String> {
         .keepalives_idle(options.keepalive_idle)
         .keepalives_interval(options.keepalive_interval)
         .keepalives_retries(options.keepalive_count)
-        .application_name(&application_name())
+        .application_name(application_name())
         .options(&settings);
-    Ok(config)
+    Ok(Connector {
+        config,
+        deadlines: Deadlines::of(options),
+        answering: Answering::default(),
+    })
 }
 
 /// How this process's sessions name themselves in `pg_stat_activity`:
@@ -105,13 +379,13 @@ pub fn application_name() -> String {
 /// The pool's manager: it makes connections with the limits, and drops closed ones.
 #[derive(Debug, Clone)]
 pub struct Manager {
-    config: Config,
+    connector: Connector,
 }
 
 impl Manager {
-    /// A manager that connects with `config`.
-    pub fn new(config: Config) -> Manager {
-        Manager { config }
+    /// A manager that connects with `connector`.
+    pub fn new(connector: Connector) -> Manager {
+        Manager { connector }
     }
 }
 
@@ -120,9 +394,15 @@ impl r2d2::ManageConnection for Manager {
     type Error = StoreError;
 
     fn connect(&self) -> Result<PgConn, StoreError> {
-        PgConn::connect(&self.config).map_err(|e| {
+        PgConn::connect(&self.connector).map_err(|e| {
             tracing::warn!("cannot connect to Postgres: {e}");
-            StoreError::Busy
+            match e {
+                Unconnected::Silent(limit) => {
+                    self.connector.answering.note(false);
+                    StoreError::NotAnswering(limit)
+                }
+                _ => StoreError::Busy,
+            }
         })
     }
 

@@ -7,9 +7,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use postgres::error::SqlState;
+use tokio_postgres::error::SqlState;
 
-use super::conn::{config, Manager, PgConn};
+use super::conn::{config, Answering, Manager, PgConn, Unconnected};
 use super::hold::{ServingLock, Tried};
 use super::schema::{migrate, up_to_date};
 use super::{PgTx, Sequences};
@@ -52,6 +52,10 @@ struct Inner {
     lock_wait: Duration,
     /// Ids for new rows, taken from their sequences a block at a time.
     ids: Sequences,
+    /// Whether the server answers (every connection of the store tells it).
+    answering: Answering,
+    /// How long a statement may take on this side.
+    statement_deadline: Duration,
 }
 
 impl PgStore {
@@ -62,21 +66,23 @@ impl PgStore {
     /// takeover and a start share every step after the lock.
     pub fn open(url: &str, options: &StoreOptions) -> Result<PgStore, String> {
         let pg = &options.postgres;
-        let config = config(url, pg)?;
+        let connector = config(url, pg)?;
         let shown = without_password(url);
         let serving = match &options.standby {
-            Some(standby) => ServingLock::wait(&config, standby)
+            Some(standby) => ServingLock::wait(&connector, standby)
                 .ok_or_else(|| "the standby stopped before it took the database".to_string())?,
-            None => match ServingLock::take(&config) {
+            None => match ServingLock::take(&connector) {
                 Ok(Tried::Held(lock)) => lock,
                 Ok(Tried::Busy(mut conn)) => return Err(held_by_another(&mut conn)),
                 Err(error) => return Err(not_connected(&shown, &error)),
             },
         };
-        serving.with(migrate).map_err(|e| match e {
-            MigrateError::Foreign(why) => format!("cannot use the database {shown}: {why}"),
-            MigrateError::Store(error) => format!("cannot open the database {shown}: {error}"),
-        })?;
+        serving
+            .with(|conn| conn.unlimited(migrate))
+            .map_err(|e| match e {
+                MigrateError::Foreign(why) => format!("cannot use the database {shown}: {why}"),
+                MigrateError::Store(error) => format!("cannot open the database {shown}: {error}"),
+            })?;
         let now = options.clock.now();
         let (epoch, last) = serving
             .with(|conn| {
@@ -95,7 +101,7 @@ impl PgStore {
             // checkout would cost a round trip per request.
             .test_on_check_out(false)
             .error_handler(Box::new(r2d2::NopErrorHandler))
-            .build_unchecked(Manager::new(config));
+            .build_unchecked(Manager::new(connector.clone()));
         Ok(PgStore {
             inner: Arc::new(Inner {
                 connections: Some(Connections { pool, serving }),
@@ -109,6 +115,8 @@ impl PgStore {
                 families: FamilyLocks::default(),
                 lock_wait: pg.lock_timeout,
                 ids: Sequences::default(),
+                answering: connector.answering.clone(),
+                statement_deadline: connector.deadlines.statement,
             }),
         })
     }
@@ -120,9 +128,9 @@ impl PgStore {
         options: &StoreOptions,
         read: impl FnOnce(&dyn Tx) -> StoreResult<R>,
     ) -> Result<Inspected<R>, String> {
-        let config = config(url, &options.postgres)?;
+        let connector = config(url, &options.postgres)?;
         let shown = without_password(url);
-        let mut conn = PgConn::connect(&config).map_err(|e| not_connected(&shown, &e))?;
+        let mut conn = PgConn::connect(&connector).map_err(|e| not_connected(&shown, &e))?;
         let current = up_to_date(&mut conn).map_err(|e| match e {
             MigrateError::Foreign(why) => format!("cannot use the database {shown}: {why}"),
             MigrateError::Store(error) => format!("cannot open the database {shown}: {error}"),
@@ -203,9 +211,14 @@ impl PgStore {
         let alive = tokio::task::spawn_blocking(move || inner.connections().serving.alive())
             .await
             .map_err(|_| StoreError::Database("a check failed unexpectedly".into()))?;
-        if alive.is_err() {
-            self.inner.lost.store(true, Ordering::SeqCst);
-            return Ok(false);
+        match alive {
+            Ok(()) => {}
+            // Silence says nothing about the lock's session: ask again next tick.
+            Err(StoreError::NotAnswering(limit)) => return Err(StoreError::NotAnswering(limit)),
+            Err(_) => {
+                self.inner.lost.store(true, Ordering::SeqCst);
+                return Ok(false);
+            }
         }
         let (holder, epoch) = (self.inner.holder.clone(), self.inner.epoch);
         let renew = micros(renew_every);
@@ -224,6 +237,12 @@ impl PgStore {
             Ok(Err(_)) => Err(StoreError::Busy),
             Err(error) => Err(error),
         }
+    }
+
+    /// True while the server does not answer: the last wait on it passed its
+    /// deadline, and none answered in time since.
+    pub fn not_answering(&self) -> bool {
+        self.inner.answering.silent()
     }
 
     /// See `Store::release`: clear the record, then let the serving lock go.
@@ -275,6 +294,19 @@ impl Inner {
             .expect("the connections live as long as the store")
     }
 
+    /// A pooled connection, waited for no longer than the lock limit. None free in
+    /// time while the server does not answer: `NotAnswering` (the connections
+    /// wait on it, and a new one cannot log in); otherwise `Busy`.
+    fn connection(&self) -> StoreResult<r2d2::PooledConnection<Manager>> {
+        self.connections().pool.get().map_err(|_| {
+            if self.answering.silent() {
+                StoreError::NotAnswering(self.statement_deadline)
+            } else {
+                StoreError::Busy
+            }
+        })
+    }
+
     /// Run `work` in its own transaction; once more after a conflict.
     fn write<R>(&self, work: &dyn Fn(&dyn Tx) -> (bool, R)) -> StoreResult<R> {
         let written = match self.write_once(work) {
@@ -297,22 +329,21 @@ impl Inner {
         if !matches!(answer, Err(StoreError::Busy)) {
             return answer;
         }
-        if self.connections().serving.alive().is_err() {
-            self.lost.store(true, Ordering::SeqCst);
-            return Err(StoreError::NotServing);
+        match self.connections().serving.alive() {
+            Err(StoreError::NotServing) => {
+                self.lost.store(true, Ordering::SeqCst);
+                Err(StoreError::NotServing)
+            }
+            Err(StoreError::NotAnswering(limit)) => Err(StoreError::NotAnswering(limit)),
+            _ => answer,
         }
-        answer
     }
 
     fn write_once<R>(&self, work: &dyn Fn(&dyn Tx) -> (bool, R)) -> StoreResult<R> {
         if self.lost.load(Ordering::SeqCst) {
             return Err(StoreError::NotServing);
         }
-        let mut conn = self
-            .connections()
-            .pool
-            .get()
-            .map_err(|_| StoreError::Busy)?;
+        let mut conn = self.connection()?;
         conn.batch("BEGIN")?;
         let now = self.clock.now();
         let tx = PgTx::new(&mut conn, now, &self.mark, &self.ids);
@@ -345,6 +376,13 @@ impl Inner {
         if matches!(ended, Err(StoreError::NotServing)) {
             self.lost.store(true, Ordering::SeqCst);
         }
+        if matches!(ended, Err(StoreError::NotAnswering(_) | StoreError::Busy))
+            && matches!((&ran, &failed), (Ok((true, _)), None))
+        {
+            // The commit's outcome is unknown (it may land once the server hears
+            // it): the facts kept of any token may be out of date.
+            self.cache.clear();
+        }
         if let Some(error) = failed {
             return Err(error);
         }
@@ -370,11 +408,7 @@ impl Inner {
     }
 
     fn read<R>(&self, now: i64, read: impl FnOnce(&dyn Tx) -> StoreResult<R>) -> StoreResult<R> {
-        let mut conn = self
-            .connections()
-            .pool
-            .get()
-            .map_err(|_| StoreError::Busy)?;
+        let mut conn = self.connection()?;
         conn.batch("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")?;
         let tx = PgTx::new(&mut conn, now, &self.mark, &self.ids);
         let result = read(&tx);
@@ -428,7 +462,11 @@ fn held_by_another(conn: &mut PgConn) -> String {
 /// database does not exist, the role or its password is refused), that answer is
 /// the sentence: "cannot reach" would send the operator looking for an outage.
 /// Only when no answer came is the database unreachable.
-fn not_connected(shown: &str, error: &postgres::Error) -> String {
+fn not_connected(shown: &str, error: &Unconnected) -> String {
+    let error = match error {
+        Unconnected::Failed(error) => error,
+        other => return format!("cannot reach the database {shown}: {other}"),
+    };
     match error.as_db_error() {
         Some(answer) if *answer.code() == SqlState::INVALID_CATALOG_NAME => format!(
             "the server of {shown} answered that the database does not exist ({}); \
@@ -444,7 +482,7 @@ fn not_connected(shown: &str, error: &postgres::Error) -> String {
 }
 
 /// A connection error's reason in a few words.
-fn reason(error: &postgres::Error) -> String {
+fn reason(error: &tokio_postgres::Error) -> String {
     let text = error.to_string();
     let source = std::error::Error::source(error).map(|s| s.to_string());
     match source {
