@@ -129,52 +129,79 @@ fn a_standby_against_a_server_that_never_answers_exits_1_within_the_connect_time
 
 /// A relay of TCP bytes in front of a server that the test can stop and start
 /// again: stopped, it still accepts and reads, and passes nothing on either way.
+/// It can also hold back the next commit of a write transaction (the bytes that
+/// carry `stateous_fence`) on its one connection, while the others flow.
 struct Relay {
     authority: String,
-    stopped: Arc<AtomicBool>,
+    flow: Arc<Flow>,
+}
+
+/// What the relay's threads read: whether to pass bytes on.
+#[derive(Default)]
+struct Flow {
+    /// Nothing passes.
+    stopped: AtomicBool,
+    /// The next commit met is held.
+    hold_commit: AtomicBool,
+    /// A commit is held (until `resume`).
+    holding: AtomicBool,
 }
 
 impl Relay {
     fn to(upstream: &str) -> Relay {
         let listener = TcpListener::bind("127.0.0.1:0").expect("a free port");
         let authority = listener.local_addr().expect("its address").to_string();
-        let stopped = Arc::new(AtomicBool::new(false));
-        let (upstream, flag) = (upstream.to_string(), Arc::clone(&stopped));
+        let flow = Arc::new(Flow::default());
+        let (upstream, shared) = (upstream.to_string(), Arc::clone(&flow));
         std::thread::spawn(move || {
             for client in listener.incoming().flatten() {
                 let Ok(server) = TcpStream::connect(&upstream) else {
                     continue;
                 };
-                for (from, to) in [
-                    (client.try_clone(), server.try_clone()),
-                    (server.try_clone(), client.try_clone()),
+                for (from, to, outward) in [
+                    (client.try_clone(), server.try_clone(), true),
+                    (server.try_clone(), client.try_clone(), false),
                 ] {
                     let (Ok(from), Ok(to)) = (from, to) else {
                         continue;
                     };
-                    let flag = Arc::clone(&flag);
-                    std::thread::spawn(move || pass_on(from, to, &flag));
+                    let flow = Arc::clone(&shared);
+                    std::thread::spawn(move || pass_on(from, to, &flow, outward));
                 }
             }
         });
-        Relay { authority, stopped }
+        Relay { authority, flow }
     }
 
     fn stop(&self) {
-        self.stopped.store(true, Ordering::SeqCst);
+        self.flow.stopped.store(true, Ordering::SeqCst);
+    }
+
+    fn hold_next_commit(&self) {
+        self.flow.hold_commit.store(true, Ordering::SeqCst);
     }
 
     fn resume(&self) {
-        self.stopped.store(false, Ordering::SeqCst);
+        self.flow.holding.store(false, Ordering::SeqCst);
+        self.flow.stopped.store(false, Ordering::SeqCst);
     }
 }
 
-/// Copy `from` to `to`, holding each chunk while `stopped` is set.
-fn pass_on(mut from: TcpStream, mut to: TcpStream, stopped: &AtomicBool) {
+/// Copy `from` to `to`, holding each chunk while the relay is stopped, and
+/// (`outward`: towards the server) a chunk that carries a held commit.
+fn pass_on(mut from: TcpStream, mut to: TcpStream, flow: &Flow, outward: bool) {
     let mut buffer = [0u8; 16 * 1024];
     loop {
         let read = from.read(&mut buffer).unwrap_or(0);
-        while stopped.load(Ordering::SeqCst) {
+        let commit = outward
+            && buffer[..read]
+                .windows(b"stateous_fence".len())
+                .any(|w| w == b"stateous_fence");
+        let held = commit && flow.hold_commit.swap(false, Ordering::SeqCst);
+        if held {
+            flow.holding.store(true, Ordering::SeqCst);
+        }
+        while flow.stopped.load(Ordering::SeqCst) || (held && flow.holding.load(Ordering::SeqCst)) {
             std::thread::sleep(Duration::from_millis(10));
         }
         if read == 0 || to.write_all(&buffer[..read]).is_err() {
@@ -211,6 +238,16 @@ fn start(daemon: &Daemon, token: &str) -> harness::Reply {
         "/tokens",
         &json!({"token": token, "context": {"repo": "acme/api"}}),
     )
+}
+
+/// The token's status in a fire's answer: the token itself, or a duplicate's
+/// `token`.
+fn status_of(reply: &harness::Reply) -> Value {
+    let body = reply.json();
+    match body.get("duplicate") {
+        Some(_) => body["token"]["status"].clone(),
+        None => body["status"].clone(),
+    }
 }
 
 /// A refusal of the silence: 503 `database_busy` with the sentence that says so.
@@ -291,7 +328,7 @@ fn a_database_that_stops_answering_is_refused_503_in_time_and_service_comes_back
         // once by the token's id.
         let again = fire(&daemon, "T-1", "delivery-1");
         assert_eq!(again.status, 200, "{again}");
-        assert_eq!(again.json()["status"], "completed", "{again}");
+        assert_eq!(status_of(&again), "completed", "{again}");
         let started = start(&daemon, "T-3");
         assert!(matches!(started.status, 200 | 201), "{started}");
         let accepted = daemon.count(
@@ -303,5 +340,75 @@ fn a_database_that_stops_answering_is_refused_503_in_time_and_service_comes_back
         assert_eq!(daemon.count("SELECT count(*) FROM tokens"), 3);
         // Other tokens move as before.
         daemon.post_empty("/tokens/T-2/pause").expect(200);
+    });
+}
+
+/// The ledger ids a live reader of `GET /watch` (from the first entry) gets, in
+/// the order it gets them, until `stop` is set and the stream has been quiet for a
+/// moment (2 s). A quiet stream is opened again after the last id seen, as a
+/// client does.
+async fn watched(url: String, stop: Arc<AtomicBool>) -> Vec<i64> {
+    let client = stateous_client::Client::new(&url).expect("a client");
+    let mut seen: Vec<i64> = Vec::new();
+    loop {
+        let last = seen.last().map_or("0".to_string(), i64::to_string);
+        let mut watch = client.watch(None, Some(&last)).await.expect("opens");
+        loop {
+            let Ok(next) = tokio::time::timeout(Duration::from_secs(2), watch.next()).await else {
+                break;
+            };
+            let event = next.expect("the stream reads").expect("the stream goes on");
+            let id = event.id.as_deref().and_then(|id| id.parse::<i64>().ok());
+            if let (Some(id), Some(_)) = (id, event.entry()) {
+                seen.push(id);
+            }
+        }
+        if stop.load(Ordering::SeqCst) {
+            return seen;
+        }
+    }
+}
+
+/// A commit that got no answer may land later: the watch stream's safe point stays
+/// below its entries until the server's session of that commit has ended, so a
+/// live reader that read entries committed after it still gets its entries, in
+/// order. Its request answered 503; sent again with its key, it is a duplicate.
+#[test]
+fn a_commit_that_got_no_answer_and_landed_later_is_still_on_the_watch_stream() {
+    harness::on(Backend::Postgres, || {
+        let relay = Relay::to(&server_authority());
+        let daemon = Setup::new(test_graph("tickets"))
+            .args(&["--statement-timeout", "2s", "--lock-timeout", "1s"])
+            .db_authority(&relay.authority)
+            .start();
+        start(&daemon, "T-1").expect(201);
+        let stop = Arc::new(AtomicBool::new(false));
+        let reader = {
+            let (url, stop) = (daemon.url.clone(), Arc::clone(&stop));
+            std::thread::spawn(move || harness::block_on(watched(url, stop)))
+        };
+        relay.hold_next_commit();
+        let began = Instant::now();
+        let refused = fire(&daemon, "T-1", "delivery-1");
+        refused_as_silent(&refused, began.elapsed());
+        // Entries with higher ids commit meanwhile, and the reader is live.
+        start(&daemon, "T-2").expect(201);
+        std::thread::sleep(Duration::from_millis(800));
+        relay.resume();
+        let again = fire(&daemon, "T-1", "delivery-1");
+        assert_eq!(again.status, 200, "{again}");
+        assert_eq!(status_of(&again), "completed", "{again}");
+        start(&daemon, "T-3").expect(201);
+        let stored: Vec<i64> = daemon
+            .rows("SELECT id FROM ledger ORDER BY id")
+            .into_iter()
+            .map(|row| row[0].as_deref().unwrap_or("0").parse().unwrap())
+            .collect();
+        let stuck =
+            daemon.count("SELECT count(*) FROM ledger WHERE token = 'T-1' AND key = 'delivery-1'");
+        assert_eq!(stuck, 1, "the event applied once");
+        stop.store(true, Ordering::SeqCst);
+        let seen = reader.join().expect("the reader");
+        assert_eq!(seen, stored, "a live reader missed or repeated an entry");
     });
 }

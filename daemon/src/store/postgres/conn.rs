@@ -122,6 +122,17 @@ pub struct PgConn {
     client: Client,
     driver: Driver,
     statements: HashMap<String, Statement>,
+    session: Session,
+}
+
+/// Which server session a connection is: its process id and when it started,
+/// together unique on the server (a process id alone is used again).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Session {
+    /// `pg_backend_pid()`.
+    pub pid: i32,
+    /// `backend_start` as text.
+    pub started: String,
 }
 
 /// What drives a connection: its I/O, the runtime it is polled on, the deadline.
@@ -150,11 +161,34 @@ impl PgConn {
             .build()
             .map_err(|e| Unconnected::Other(format!("cannot start a connection's runtime: {e}")))?;
         let limit = connector.deadlines.connect;
-        // The timer is made inside `block_on`, so that it is this runtime's.
-        let connected = runtime
-            .block_on(async { tokio::time::timeout(limit, connector.config.connect(NoTls)).await });
-        let (client, connection) = match connected {
-            Ok(Ok(pair)) => pair,
+        // The timer is made inside `block_on`, so that it is this runtime's. The
+        // session's identity is read within the same deadline.
+        let connected = runtime.block_on(async {
+            tokio::time::timeout(limit, async {
+                let (client, connection) = connector.config.connect(NoTls).await?;
+                let mut connection = Box::pin(connection);
+                let row = {
+                    let mut asked = pin!(client.query_one(SESSION, &[]));
+                    let mut ended = false;
+                    poll_fn(|cx| {
+                        // A connection that ends leaves the question to the deadline.
+                        if !ended && connection.as_mut().poll(cx).is_ready() {
+                            ended = true;
+                        }
+                        asked.as_mut().poll(cx)
+                    })
+                    .await?
+                };
+                let session = Session {
+                    pid: row.try_get(0)?,
+                    started: row.try_get(1)?,
+                };
+                Ok::<_, tokio_postgres::Error>((client, connection, session))
+            })
+            .await
+        });
+        let (client, connection, session) = match connected {
+            Ok(Ok(parts)) => parts,
             Ok(Err(error)) => return Err(Unconnected::Failed(error)),
             // Noted by the pool's manager, not here: a start that meets silence
             // says so in its one `error:` line.
@@ -164,7 +198,7 @@ impl PgConn {
         Ok(PgConn {
             client,
             driver: Driver {
-                connection: Some(Box::pin(connection)),
+                connection: Some(connection),
                 ended: false,
                 runtime: Some(runtime),
                 deadline: Some(connector.deadlines.statement),
@@ -172,7 +206,13 @@ impl PgConn {
                 answering: connector.answering.clone(),
             },
             statements: HashMap::new(),
+            session,
         })
+    }
+
+    /// Which server session this connection is.
+    pub fn session(&self) -> &Session {
+        &self.session
     }
 
     /// Run `work` with no deadline on this side (a migration takes its time; the
@@ -212,11 +252,11 @@ impl PgConn {
         self.driver.wait(false, self.client.batch_execute(sql))
     }
 
-    /// Ask one statement without parameters, outside any transaction, and read the
+    /// Ask one statement, outside any transaction, and read the
     /// first column of its first row as a bool; a deadline that passes leaves the
     /// connection usable (see `Driver::wait`).
-    pub fn ask_bool(&mut self, sql: &str) -> StoreResult<bool> {
-        let row = self.driver.wait(true, self.client.query_one(sql, &[]))?;
+    pub fn ask_bool(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> StoreResult<bool> {
+        let row = self.driver.wait(true, self.client.query_one(sql, params))?;
         row.try_get(0)
             .map_err(|e| StoreError::Corrupt(e.to_string()))
     }
@@ -329,6 +369,10 @@ impl Drop for Driver {
             });
     }
 }
+
+/// The question that tells a new connection which session it is.
+const SESSION: &str =
+    "SELECT pg_backend_pid(), backend_start::text FROM pg_stat_activity WHERE pid = pg_backend_pid()";
 
 /// How long a closing connection may take to say goodbye.
 const GOODBYE: Duration = Duration::from_millis(500);

@@ -139,5 +139,5 @@ impl ServingLock {
 
 /// Ask for the serving lock once, without waiting; true: this session holds it.
 fn try_lock(conn: &mut PgConn) -> StoreResult<bool> {
-    conn.ask_bool(&format!("SELECT pg_try_advisory_lock({SERVING_LOCK})"))
+    conn.ask_bool(&format!("SELECT pg_try_advisory_lock({SERVING_LOCK})"), &[])
 }

@@ -4,12 +4,12 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio_postgres::error::SqlState;
 
-use super::conn::{config, Answering, Manager, PgConn, Unconnected};
+use super::conn::{config, Answering, Manager, PgConn, Session, Unconnected};
 use super::hold::{ServingLock, Tried};
 use super::schema::{migrate, up_to_date};
 use super::{PgTx, Sequences};
@@ -18,7 +18,7 @@ use crate::store::backend::{without_password, Inspected, StoreOptions};
 use crate::store::cache::Cache;
 use crate::store::cached::CachedTx;
 use crate::store::family::FamilyLocks;
-use crate::store::feed::FeedMark;
+use crate::store::feed::{FeedMark, Opened};
 use crate::store::schema::MigrateError;
 use crate::store::serving;
 use crate::store::{ControlPlane, StoreError, StoreResult, Tx};
@@ -56,6 +56,10 @@ struct Inner {
     answering: Answering,
     /// How long a statement may take on this side.
     statement_deadline: Duration,
+    /// Transactions whose commit got no answer: their ledger rows may still
+    /// commit, so the feed's mark stays below them until the server's session
+    /// that ran them has ended (`Inner::settle`).
+    unsettled: Mutex<Vec<(Opened, Session)>>,
 }
 
 impl PgStore {
@@ -117,6 +121,7 @@ impl PgStore {
                 ids: Sequences::default(),
                 answering: connector.answering.clone(),
                 statement_deadline: connector.deadlines.statement,
+                unsettled: Mutex::new(Vec::new()),
             }),
         })
     }
@@ -208,9 +213,12 @@ impl PgStore {
     /// names this control plane and its epoch.
     pub async fn keep_hold(&self, renew_every: Duration) -> StoreResult<bool> {
         let inner = Arc::clone(&self.inner);
-        let alive = tokio::task::spawn_blocking(move || inner.connections().serving.alive())
-            .await
-            .map_err(|_| StoreError::Database("a check failed unexpectedly".into()))?;
+        let alive = tokio::task::spawn_blocking(move || {
+            inner.settle();
+            inner.connections().serving.alive()
+        })
+        .await
+        .map_err(|_| StoreError::Database("a check failed unexpectedly".into()))?;
         match alive {
             Ok(()) => {}
             // Silence says nothing about the lock's session: ask again next tick.
@@ -294,6 +302,36 @@ impl Inner {
             .expect("the connections live as long as the store")
     }
 
+    fn lock_unsettled(&self) -> std::sync::MutexGuard<'_, Vec<(Opened, Session)>> {
+        // A panic while the lock was held leaves a plain list behind: still usable.
+        self.unsettled.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Close the feed's registration of each commit that got no answer whose
+    /// server session has ended since: its rows committed or never will. Asked on
+    /// the lock's connection, at each tick.
+    fn settle(&self) {
+        let unsettled = std::mem::take(&mut *self.lock_unsettled());
+        if unsettled.is_empty() {
+            return;
+        }
+        let mut still = Vec::new();
+        for (opened, session) in unsettled {
+            let ended = self.connections().serving.with(|conn| {
+                conn.ask_bool(
+                    "SELECT NOT EXISTS (SELECT 1 FROM pg_stat_activity \
+                     WHERE pid = $1 AND backend_start::text = $2)",
+                    &[&session.pid, &session.started],
+                )
+            });
+            match ended {
+                Ok(true) => self.mark.close(opened),
+                _ => still.push((opened, session)),
+            }
+        }
+        self.lock_unsettled().extend(still);
+    }
+
     /// A pooled connection, waited for no longer than the lock limit. None free in
     /// time while the server does not answer: `NotAnswering` (the connections
     /// wait on it, and a new one cannot log in); otherwise `Busy`.
@@ -370,18 +408,27 @@ impl Inner {
             self.cache.publish(finished.changed);
         }
         self.families.give_back(&finished.tops);
-        if let Some(opened) = opened {
-            self.mark.close(opened);
-        }
         if matches!(ended, Err(StoreError::NotServing)) {
             self.lost.store(true, Ordering::SeqCst);
         }
-        if matches!(ended, Err(StoreError::NotAnswering(_) | StoreError::Busy))
-            && matches!((&ran, &failed), (Ok((true, _)), None))
-        {
-            // The commit's outcome is unknown (it may land once the server hears
-            // it): the facts kept of any token may be out of date.
+        // A commit that got no answer (a passed deadline, a connection that
+        // ended) may land once the server hears it: the facts kept of any token
+        // may be out of date, and its ledger rows may still commit.
+        let unknown = matches!((&ran, &failed), (Ok((true, _)), None))
+            && match &ended {
+                Err(StoreError::NotAnswering(_)) => true,
+                Err(StoreError::Busy) => conn.is_closed(),
+                _ => false,
+            };
+        if unknown {
             self.cache.clear();
+        }
+        if let Some(opened) = opened {
+            if unknown {
+                self.lock_unsettled().push((opened, conn.session().clone()));
+            } else {
+                self.mark.close(opened);
+            }
         }
         if let Some(error) = failed {
             return Err(error);
