@@ -123,6 +123,9 @@ pub struct PgConn {
     driver: Driver,
     statements: HashMap<String, Statement>,
     session: Session,
+    /// A `BEGIN` not sent yet: it goes with the transaction's first statement, in
+    /// the same round trip ([`PgConn::begin`]).
+    begin: Option<&'static str>,
 }
 
 /// Which server session a connection is: its process id and when it started,
@@ -207,7 +210,25 @@ impl PgConn {
             },
             statements: HashMap::new(),
             session,
+            begin: None,
         })
+    }
+
+    /// Open a transaction with `sql` (`BEGIN ...`), sent with the next statement:
+    /// one round trip less per transaction. A transaction that sends nothing
+    /// before its end was never opened ([`PgConn::end`]).
+    pub fn begin(&mut self, sql: &'static str) {
+        self.begin = Some(sql);
+    }
+
+    /// End the transaction with `sql` (`COMMIT`, `ROLLBACK`, or a fence and a
+    /// commit). With `unless_unsent`, a transaction whose `BEGIN` was never sent
+    /// (it sent no statement) sends nothing: a rollback, or a read's commit.
+    pub fn end(&mut self, sql: &str, unless_unsent: bool) -> StoreResult<()> {
+        if unless_unsent && self.begin.take().is_some() {
+            return Ok(());
+        }
+        self.batch(sql)
     }
 
     /// Which server session this connection is.
@@ -228,7 +249,12 @@ impl PgConn {
         if let Some(statement) = self.statements.get(sql) {
             return Ok(statement.clone());
         }
-        let statement = self.driver.wait(false, self.client.prepare(sql))?;
+        let statement = run(
+            &self.client,
+            &mut self.driver,
+            &mut self.begin,
+            self.client.prepare(sql),
+        )?;
         self.statements.insert(sql.to_string(), statement.clone());
         Ok(statement)
     }
@@ -236,20 +262,33 @@ impl PgConn {
     /// Run a statement that returns rows.
     pub fn query(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> StoreResult<Vec<Row>> {
         let statement = self.prepared(sql)?;
-        self.driver
-            .wait(false, self.client.query(&statement, params))
+        run(
+            &self.client,
+            &mut self.driver,
+            &mut self.begin,
+            self.client.query(&statement, params),
+        )
     }
 
     /// Run a statement; how many rows it changed.
     pub fn execute(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> StoreResult<u64> {
         let statement = self.prepared(sql)?;
-        self.driver
-            .wait(false, self.client.execute(&statement, params))
+        run(
+            &self.client,
+            &mut self.driver,
+            &mut self.begin,
+            self.client.execute(&statement, params),
+        )
     }
 
     /// Run statements without parameters in one round trip (the simple protocol).
     pub fn batch(&mut self, sql: &str) -> StoreResult<()> {
-        self.driver.wait(false, self.client.batch_execute(sql))
+        run(
+            &self.client,
+            &mut self.driver,
+            &mut self.begin,
+            self.client.batch_execute(sql),
+        )
     }
 
     /// Ask one statement, outside any transaction, and read the
@@ -285,6 +324,25 @@ impl PgConn {
     pub fn is_closed(&self) -> bool {
         self.driver.broken || self.driver.ended || self.client.is_closed()
     }
+}
+
+/// Wait on `driver` for `work`, after the `BEGIN` that waits, if any: both
+/// requests go out together and their answers come back in order.
+fn run<T>(
+    client: &Client,
+    driver: &mut Driver,
+    begin: &mut Option<&'static str>,
+    work: impl Future<Output = Result<T, tokio_postgres::Error>>,
+) -> StoreResult<T> {
+    let Some(sql) = begin.take() else {
+        return driver.wait(false, work);
+    };
+    let begun = client.batch_execute(sql);
+    driver.wait(false, async move {
+        let (begun, done) = futures_util::future::join(begun, work).await;
+        begun?;
+        done
+    })
 }
 
 impl Driver {

@@ -382,7 +382,7 @@ impl Inner {
             return Err(StoreError::NotServing);
         }
         let mut conn = self.connection()?;
-        conn.batch("BEGIN")?;
+        conn.begin("BEGIN");
         let now = self.clock.now();
         let tx = PgTx::new(&mut conn, now, &self.mark, &self.ids);
         let cached = CachedTx::new(&tx, &self.cache, Some((&self.families, self.lock_wait)));
@@ -396,7 +396,7 @@ impl Inner {
         drop(tx);
         let ended = match (&ran, &failed) {
             (Ok((true, _)), None) => self.commit(&mut conn),
-            _ => conn.batch("ROLLBACK"),
+            _ => conn.end("ROLLBACK", true),
         };
         if ended.is_ok() && matches!((&ran, &failed), (Ok((true, _)), None)) {
             // Published before the families are given back: the next holder of a
@@ -447,20 +447,23 @@ impl Inner {
     /// The fence and the commit, in one round trip. A failed fence leaves the
     /// transaction aborted: it is rolled back.
     fn commit(&self, conn: &mut PgConn) -> StoreResult<()> {
-        let committed = conn.batch(&format!("SELECT stateous_fence({}); COMMIT", self.epoch));
+        let committed = conn.end(
+            &format!("SELECT stateous_fence({}); COMMIT", self.epoch),
+            false,
+        );
         if committed.is_err() {
-            let _ = conn.batch("ROLLBACK");
+            let _ = conn.end("ROLLBACK", true);
         }
         committed
     }
 
     fn read<R>(&self, now: i64, read: impl FnOnce(&dyn Tx) -> StoreResult<R>) -> StoreResult<R> {
         let mut conn = self.connection()?;
-        conn.batch("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")?;
+        conn.begin("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
         let tx = PgTx::new(&mut conn, now, &self.mark, &self.ids);
         let result = read(&tx);
         drop(tx);
-        let ended = conn.batch("COMMIT");
+        let ended = conn.end("COMMIT", true);
         let value = result?;
         ended?;
         Ok(value)
