@@ -37,12 +37,14 @@ pub struct ServeFlags {
     /// SQLite database (a session lock on Postgres) ends with its holder.
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true, env = "STATEOUS_STALE_AFTER", default_value = serve_options::DEFAULT_STALE_AFTER, hide = true)]
     pub stale_after: String,
-    /// Postgres: how long making a connection may take; an unreachable server at
-    /// start ends `serve` with exit code 1 after about this long.
+    /// Postgres: how long making a connection (the TCP connect and the login) may
+    /// take, held on this side too; an unreachable or silent server at start ends
+    /// `serve` with exit code 1 after about this long.
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true, env = "STATEOUS_CONNECT_TIMEOUT", default_value = serve_options::DEFAULT_CONNECT_TIMEOUT)]
     pub connect_timeout: String,
     /// Postgres: how long one statement may run; past it the request answers 503
-    /// database_busy and changes nothing.
+    /// database_busy and changes nothing. Held on this side too (0.5 s later), for
+    /// a server that never got the statement or never answers.
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true, env = "STATEOUS_STATEMENT_TIMEOUT", default_value = serve_options::DEFAULT_STATEMENT_TIMEOUT)]
     pub statement_timeout: String,
     /// Postgres: how long a statement waits for a lock, a token's too; past it the

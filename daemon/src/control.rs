@@ -7,6 +7,7 @@
 //! `Options::tick` and stops (exit 1) once `lost()` is true.
 
 mod access;
+pub mod condition;
 mod dev_clock;
 pub mod operate;
 pub mod prune;
@@ -117,6 +118,8 @@ struct Inner {
     metrics: Metrics,
     /// One dev clock advance at a time, so that their steps do not interleave.
     advancing: tokio::sync::Mutex<()>,
+    /// Whether the last write found the disk full (for `/health`).
+    disk: condition::DiskWatch,
 }
 
 /// What [`Control::check`] found; each sentence is one line's worth.
@@ -166,6 +169,7 @@ impl Control {
                 lost_seen: tokio::sync::Notify::new(),
                 metrics,
                 advancing: tokio::sync::Mutex::new(()),
+                disk: condition::DiskWatch::default(),
             }),
             by: None,
         };
@@ -383,11 +387,9 @@ impl Control {
     pub async fn tick(&self) -> Result<(), Refusal> {
         self.serving()?;
         let inner = &self.inner;
-        let kept = inner
-            .store
-            .keep_hold(inner.options.renew_every)
-            .await
-            .map_err(Refusal::from);
+        let kept = inner.store.keep_hold(inner.options.renew_every).await;
+        inner.disk.note(&kept);
+        let kept = kept.map_err(Refusal::from);
         if matches!(kept, Ok(false)) || self.lost() {
             // The serve loop logs the line and stops; this handle refuses from now on.
             inner.lost.store(true, Ordering::SeqCst);
@@ -402,6 +404,21 @@ impl Control {
         let (fired, failed) = self.each(due, engine::timers::fire_timer).await;
         self.inner.metrics.ticked(0, fired);
         failed
+    }
+
+    /// Why the database cannot take requests now, if it cannot (`GET /health`):
+    /// it does not answer in time, or its disk is full.
+    pub fn trouble(&self) -> Option<condition::Trouble> {
+        if self.inner.store.not_answering() {
+            return Some(condition::Trouble {
+                database: condition::NOT_ANSWERING,
+                sentence: condition::NOT_ANSWERING_SENTENCE,
+            });
+        }
+        self.inner.disk.full().then_some(condition::Trouble {
+            database: condition::DISK_FULL,
+            sentence: engine::DISK_FULL,
+        })
     }
 
     /// The counters and gauges of `GET /metrics`.
@@ -436,6 +453,9 @@ impl Control {
             })
             .collect();
         let answers = self.inner.store.write_in_order(works).await;
+        for answer in &answers {
+            self.inner.disk.note(answer);
+        }
         let mut first_error = None;
         let mut done = 0;
         for answer in answers {
@@ -515,6 +535,7 @@ impl Control {
                 done
             })
             .await;
+        self.inner.disk.note(&answer);
         if matches!(answer, Err(StoreError::NotServing)) {
             self.inner.lost.store(true, Ordering::SeqCst);
         }

@@ -36,6 +36,7 @@ mod parallel;
 mod parallel_interop;
 mod postgres;
 mod postgres_restart;
+mod postgres_silent;
 mod postgres_tls;
 mod reliability;
 mod retention;

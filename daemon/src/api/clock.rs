@@ -3,7 +3,7 @@
 //! reference's answer, serialized once, and the clock's routes answer 404 `not_found`.
 
 use bytes::Bytes;
-use stateous_shared::refusal::Refusal;
+use stateous_shared::refusal::{Code, Refusal};
 use stateous_shared::wire::Health;
 
 use super::inputs::AdvanceInput;
@@ -12,8 +12,26 @@ use super::{body, json, json_bytes, Answer, Api};
 
 impl Api {
     /// `GET /health`: the workflow, its checksum and, with a dev clock, where it
-    /// stands.
+    /// stands. While the database cannot take requests (it does not answer in
+    /// time, or its disk is full), 503 `database_busy` with the reason's sentence,
+    /// `database` (`not_answering`, `disk_full`), and the workflow and checksum.
     pub(super) fn health(&self) -> Answer {
+        if let Some(trouble) = self.control.trouble() {
+            let graph = self.control.graph();
+            let refused = Refusal::new(Code::DatabaseBusy, trouble.sentence);
+            let mut answer = json(
+                refused.status(),
+                &serde_json::json!({
+                    "error": refused.error,
+                    "code": refused.code,
+                    "database": trouble.database,
+                    "workflow": graph.main.name,
+                    "checksum": graph.checksum,
+                }),
+            );
+            answer.extensions_mut().insert(refused.code);
+            return answer;
+        }
         let Some(dev_clock) = self.control.dev_clock() else {
             return json_bytes(200, self.health.clone());
         };

@@ -82,6 +82,12 @@ pub const LOST: &str = "another control plane took this database, or this contro
                         hold on it ended; this control plane does no more work; trying \
                         again does not help: stop this server";
 
+/// The answer (503 `database_busy`) to a write while the database's disk is full,
+/// and `/health`'s sentence then.
+pub const DISK_FULL: &str = "the disk of the database is full, so nothing can be written; \
+                             free space on it: nothing was lost, and writes go on by \
+                             themselves once there is room";
+
 /// What a request that failed in the store answers: busy and conflicting
 /// transactions may be tried again (503 `database_busy`), a lost database is
 /// 503 `not_serving`, a value the database cannot keep is the caller's (422),
@@ -93,11 +99,15 @@ impl From<StoreError> for Refusal {
                 Code::DatabaseBusy,
                 "the database cannot take this request now; try again",
             ),
-            StoreError::DiskFull => Refusal::new(
+            StoreError::NotAnswering(limit) => Refusal::new(
                 Code::DatabaseBusy,
-                "the disk of the database is full, so nothing can be written; free space \
-                 on it: nothing was lost, and writes go on by themselves once there is room",
+                format!(
+                    "the database did not answer within {}; try again (a request sent \
+                     again with its idempotency key applies at most once)",
+                    crate::store::limit_words(limit)
+                ),
             ),
+            StoreError::DiskFull => Refusal::new(Code::DatabaseBusy, DISK_FULL),
             StoreError::NotServing => Refusal::new(Code::NotServing, LOST),
             StoreError::Unstorable(sentence) => Refusal::new(Code::InvalidPayload, sentence),
             other => {

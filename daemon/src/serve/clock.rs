@@ -2,7 +2,9 @@
 //! control plane to renew its hold on the database, end the leases that are over
 //! and fire the timers that are due ([`Control::tick`]).
 //!
-//! A tick that fails is logged with the reference's line and the clock carries on.
+//! A tick that fails is logged with the reference's line and the clock carries on;
+//! the same failure tick after tick (a full disk, a database that does not answer)
+//! is logged once, and the first tick that works again says so.
 //! A request that finds the database lost wakes the clock for a tick at once.
 //! A tick refused with `not_serving` means another control plane took the
 //! database: the clock marks the API lost (every request then answers 503), logs
@@ -36,6 +38,8 @@ impl Clock {
     /// Tick until `stop` turns true, or until the hold is lost. A tick in progress
     /// ends before `run` returns, so the database can close after it.
     pub async fn run(self, mut stop: watch::Receiver<bool>) {
+        // The last failure logged: the same failure tick after tick is logged once.
+        let mut failing: Option<String> = None;
         loop {
             if *stop.borrow_and_update() {
                 return;
@@ -49,16 +53,23 @@ impl Clock {
                     continue;
                 }
             }
-            if !self.step().await {
+            if !self.step(&mut failing).await {
                 return;
             }
         }
     }
 
-    /// One tick; false when the hold on the database is lost.
-    async fn step(&self) -> bool {
+    /// One tick; false when the hold on the database is lost. A failure is logged
+    /// when it differs from the one before (`failing`); the first tick that works
+    /// after failures says so.
+    async fn step(&self, failing: &mut Option<String>) -> bool {
         match self.control.tick().await {
-            Ok(()) => true,
+            Ok(()) => {
+                if failing.take().is_some() {
+                    tracing::info!(target: "stateous.serve", "the clock's ticks work again");
+                }
+                true
+            }
             Err(refusal) if refusal.code == Code::NotServing => {
                 self.lost.store(true, Ordering::SeqCst);
                 tracing::error!(target: "stateous.serve", "{LOST_LINE}");
@@ -71,6 +82,10 @@ impl Clock {
                     .split_whitespace()
                     .collect::<Vec<_>>()
                     .join(" ");
+                if failing.as_deref() == Some(sentence.as_str()) {
+                    return true;
+                }
+                *failing = Some(sentence.clone());
                 tracing::error!(
                     target: "stateous.serve",
                     "the clock's tick failed ({sentence}); it tries again in {:?} seconds",

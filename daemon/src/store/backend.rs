@@ -205,6 +205,15 @@ impl Store {
         }
     }
 
+    /// True while the database does not answer in time (Postgres: a wait on the
+    /// server passed a deadline of this side, and none answered in time since).
+    pub fn not_answering(&self) -> bool {
+        match self {
+            Store::Sqlite(_) => false,
+            Store::Postgres(store) => store.not_answering(),
+        }
+    }
+
     /// Check the hold and renew the record's `since` when it is older than
     /// `renew_every`. False: this control plane lost the database.
     pub async fn keep_hold(&self, renew_every: Duration) -> StoreResult<bool> {

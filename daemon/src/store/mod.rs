@@ -40,6 +40,13 @@ pub enum StoreError {
     /// lost connection). Trying again later may help.
     #[error("the database is busy")]
     Busy,
+    /// The database did not answer within this deadline of this side (a server
+    /// that accepted the connection and says nothing, a network that stopped
+    /// passing bytes on): the connection that waited is not used again. A commit
+    /// that waited so may have been applied: a request sent again with its
+    /// idempotency key applies at most once.
+    #[error("the database did not answer within {}", limit_words(*.0))]
+    NotAnswering(std::time::Duration),
     /// The disk that holds the database is full: nothing can be written until
     /// space is freed. Nothing is lost, and writes go on by themselves once there is
     /// room again; told apart from `Busy` so that an operator looks at the disk, not
@@ -64,6 +71,16 @@ pub enum StoreError {
     /// A stored value that cannot be read back (e.g. JSON that is not an object).
     #[error("the database holds a value that cannot be read: {0}")]
     Corrupt(String),
+}
+
+/// `2s`, `1500ms`: a time limit as a sentence says it (as the flags spell it).
+pub fn limit_words(limit: std::time::Duration) -> String {
+    let millis = limit.as_millis();
+    if millis.is_multiple_of(1000) {
+        format!("{}s", millis / 1000)
+    } else {
+        format!("{millis}ms")
+    }
 }
 
 /// A store method's result.

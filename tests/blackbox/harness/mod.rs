@@ -178,6 +178,9 @@ pub struct Setup {
     dir: Option<tempfile::TempDir>,
     db: Option<PathBuf>,
     database: Option<TestDatabase>,
+    /// Postgres: the `HOST:PORT` that `--db` names instead of the server's (a
+    /// relay in front of it); the database's name stays.
+    db_authority: Option<String>,
 }
 
 /// A daemon under test: `stateous serve` in its own temp folder.
@@ -219,7 +222,16 @@ impl Setup {
             dir: None,
             db: None,
             database: None,
+            db_authority: None,
         }
+    }
+
+    /// On Postgres, reach the server through `authority` (`HOST:PORT`, e.g. a relay
+    /// that a test can stop) instead of at its own address; the test's own sessions
+    /// (`Daemon::rows`) still go straight to the server.
+    pub fn db_authority(mut self, authority: &str) -> Setup {
+        self.db_authority = Some(authority.to_string());
+        self
     }
 
     /// Add flags (later flags win over the defaults above).
@@ -269,11 +281,15 @@ impl Setup {
             .database
             .unwrap_or_else(|| TestDatabase::new(db.clone()));
         let socket = dir.path().join("d.sock");
+        let db_url = match &self.db_authority {
+            Some(authority) => with_authority(&database.url(), authority),
+            None => database.url(),
+        };
         let mut args: Vec<String> = vec![
             "serve".into(),
             self.graph.display().to_string(),
             "--db".into(),
-            database.url(),
+            db_url,
             "--listen".into(),
             "127.0.0.1:0".into(),
             "--socket".into(),
@@ -302,6 +318,14 @@ impl Setup {
         daemon.spawn();
         daemon
     }
+}
+
+/// `url` with the `HOST:PORT` after its `@` (or after `://`) replaced by `authority`.
+fn with_authority(url: &str, authority: &str) -> String {
+    let (scheme, rest) = url.split_once("://").expect("a URL with a scheme");
+    let (before, after) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let user = before.rsplit_once('@').map(|(user, _)| format!("{user}@"));
+    format!("{scheme}://{}{authority}{after}", user.unwrap_or_default())
 }
 
 impl Daemon {

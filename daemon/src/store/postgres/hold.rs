@@ -22,7 +22,7 @@
 use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 
-use super::conn::{PgConfig, PgConn};
+use super::conn::{Connector, PgConn, Unconnected};
 use super::schema::SERVING_LOCK;
 use crate::store::backend::Standby;
 use crate::store::{StoreError, StoreResult};
@@ -42,10 +42,15 @@ pub enum Tried {
 
 impl ServingLock {
     /// Connect and try the lock without waiting. An error: Postgres cannot be
-    /// reached (after at most the connect timeout).
-    pub fn take(config: &PgConfig) -> Result<Tried, postgres::Error> {
-        let mut conn = PgConn::connect(config)?;
-        if !try_lock(&mut conn)? {
+    /// reached, or does not answer (after at most the connect timeout, or the
+    /// statement deadline for the lock's question).
+    pub fn take(connector: &Connector) -> Result<Tried, Unconnected> {
+        let mut conn = PgConn::connect(connector)?;
+        let held = try_lock(&mut conn).map_err(|error| match error {
+            StoreError::NotAnswering(limit) => Unconnected::Silent(limit),
+            other => Unconnected::Other(other.to_string()),
+        })?;
+        if !held {
             return Ok(Tried::Busy(conn));
         }
         Ok(Tried::Held(ServingLock {
@@ -56,7 +61,7 @@ impl ServingLock {
     /// Wait until this control plane holds the lock, asking every `standby.every`
     /// on a connection of its own; a connection that fails is made again (each try
     /// within the connect timeout). `None`: `standby.stop` was set first.
-    pub fn wait(config: &PgConfig, standby: &Standby) -> Option<ServingLock> {
+    pub fn wait(connector: &Connector, standby: &Standby) -> Option<ServingLock> {
         let mut conn: Option<PgConn> = None;
         let mut unreachable = false;
         loop {
@@ -64,12 +69,14 @@ impl ServingLock {
                 return None;
             }
             let asked = match conn.as_mut() {
-                Some(open) => try_lock(open),
-                None => PgConn::connect(config).and_then(|mut open| {
-                    let held = try_lock(&mut open);
-                    conn = Some(open);
-                    held
-                }),
+                Some(open) => try_lock(open).map_err(|e| e.to_string()),
+                None => PgConn::connect(connector)
+                    .map_err(|e| e.to_string())
+                    .and_then(|mut open| {
+                        let held = try_lock(&mut open).map_err(|e| e.to_string());
+                        conn = Some(open);
+                        held
+                    }),
             };
             match asked {
                 Ok(true) => {
@@ -84,6 +91,7 @@ impl ServingLock {
                     }
                 }
                 Err(error) => {
+                    // A connection that did not answer is made again too.
                     conn = None;
                     if !unreachable {
                         tracing::warn!(target: "stateous.serve", "standby: lost the connection to the database ({error}); connecting again");
@@ -105,28 +113,31 @@ impl ServingLock {
         work(&mut conn)
     }
 
-    /// Whether the lock's session is still alive (and so still holds the lock).
+    /// Whether the lock's session is still alive (and so still holds the lock):
+    /// `NotServing` when it ended; `NotAnswering` when the server did not answer in
+    /// time, which says nothing about the session (the connection stays, and its
+    /// late answer is dropped).
     pub fn alive(&self) -> StoreResult<()> {
         self.with(|conn| {
             if conn.is_closed() {
                 return Err(StoreError::NotServing);
             }
-            conn.batch("SELECT 1").map_err(|_| StoreError::NotServing)
+            conn.ping("SELECT 1").map_err(|error| match error {
+                StoreError::NotAnswering(limit) => StoreError::NotAnswering(limit),
+                _ => StoreError::NotServing,
+            })
         })
     }
 
     /// Let the lock go (a graceful stop): another control plane may start at once.
     pub fn unlock(&self) {
         self.with(|conn| {
-            let _ = conn.batch(&format!("SELECT pg_advisory_unlock({SERVING_LOCK})"));
+            let _ = conn.ping(&format!("SELECT pg_advisory_unlock({SERVING_LOCK})"));
         });
     }
 }
 
 /// Ask for the serving lock once, without waiting; true: this session holds it.
-fn try_lock(conn: &mut PgConn) -> Result<bool, postgres::Error> {
-    Ok(conn
-        .client()
-        .query_one(&format!("SELECT pg_try_advisory_lock({SERVING_LOCK})"), &[])?
-        .get(0))
+fn try_lock(conn: &mut PgConn) -> StoreResult<bool> {
+    conn.ask_bool(&format!("SELECT pg_try_advisory_lock({SERVING_LOCK})"), &[])
 }

@@ -36,7 +36,7 @@ use std::time::Duration;
 use postgres::types::ToSql;
 use postgres::Row;
 
-pub use conn::{config, PgConfig, PgConn};
+pub use conn::{config as connector, Connector, PgConn};
 pub use pending::Ids;
 use pending::Pending;
 

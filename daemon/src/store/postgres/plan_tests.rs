@@ -56,16 +56,10 @@ pub fn kept_plan(conn: &mut PgConn, sql: &str) -> String {
     } else {
         format!("EXECUTE kept({nulls})")
     };
-    let client = conn.client();
-    client
-        .batch_execute(&format!("DEALLOCATE ALL; PREPARE kept AS {sql}"))
+    conn.batch(&format!("DEALLOCATE ALL; PREPARE kept AS {sql}"))
         .unwrap_or_else(|e| panic!("{sql}: {e}"));
-    client
-        .query(&format!("EXPLAIN {execute}"), &[])
+    conn.texts(&format!("EXPLAIN {execute}"))
         .unwrap()
-        .iter()
-        .map(|row| row.get::<_, String>(0))
-        .collect::<Vec<_>>()
         .join("\n")
 }
 

@@ -4,12 +4,12 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use postgres::error::SqlState;
+use tokio_postgres::error::SqlState;
 
-use super::conn::{config, Manager, PgConn};
+use super::conn::{config, Answering, Manager, PgConn, Session, Unconnected};
 use super::hold::{ServingLock, Tried};
 use super::schema::{migrate, up_to_date};
 use super::{PgTx, Sequences};
@@ -18,7 +18,7 @@ use crate::store::backend::{without_password, Inspected, StoreOptions};
 use crate::store::cache::Cache;
 use crate::store::cached::CachedTx;
 use crate::store::family::FamilyLocks;
-use crate::store::feed::FeedMark;
+use crate::store::feed::{FeedMark, Opened};
 use crate::store::schema::MigrateError;
 use crate::store::serving;
 use crate::store::{ControlPlane, StoreError, StoreResult, Tx};
@@ -52,6 +52,14 @@ struct Inner {
     lock_wait: Duration,
     /// Ids for new rows, taken from their sequences a block at a time.
     ids: Sequences,
+    /// Whether the server answers (every connection of the store tells it).
+    answering: Answering,
+    /// How long a statement may take on this side.
+    statement_deadline: Duration,
+    /// Transactions whose commit got no answer: their ledger rows may still
+    /// commit, so the feed's mark stays below them until the server's session
+    /// that ran them has ended (`Inner::settle`).
+    unsettled: Mutex<Vec<(Opened, Session)>>,
 }
 
 impl PgStore {
@@ -62,21 +70,23 @@ impl PgStore {
     /// takeover and a start share every step after the lock.
     pub fn open(url: &str, options: &StoreOptions) -> Result<PgStore, String> {
         let pg = &options.postgres;
-        let config = config(url, pg)?;
+        let connector = config(url, pg)?;
         let shown = without_password(url);
         let serving = match &options.standby {
-            Some(standby) => ServingLock::wait(&config, standby)
+            Some(standby) => ServingLock::wait(&connector, standby)
                 .ok_or_else(|| "the standby stopped before it took the database".to_string())?,
-            None => match ServingLock::take(&config) {
+            None => match ServingLock::take(&connector) {
                 Ok(Tried::Held(lock)) => lock,
                 Ok(Tried::Busy(mut conn)) => return Err(held_by_another(&mut conn)),
                 Err(error) => return Err(not_connected(&shown, &error)),
             },
         };
-        serving.with(migrate).map_err(|e| match e {
-            MigrateError::Foreign(why) => format!("cannot use the database {shown}: {why}"),
-            MigrateError::Store(error) => format!("cannot open the database {shown}: {error}"),
-        })?;
+        serving
+            .with(|conn| conn.unlimited(migrate))
+            .map_err(|e| match e {
+                MigrateError::Foreign(why) => format!("cannot use the database {shown}: {why}"),
+                MigrateError::Store(error) => format!("cannot open the database {shown}: {error}"),
+            })?;
         let now = options.clock.now();
         let (epoch, last) = serving
             .with(|conn| {
@@ -95,7 +105,7 @@ impl PgStore {
             // checkout would cost a round trip per request.
             .test_on_check_out(false)
             .error_handler(Box::new(r2d2::NopErrorHandler))
-            .build_unchecked(Manager::new(config));
+            .build_unchecked(Manager::new(connector.clone()));
         Ok(PgStore {
             inner: Arc::new(Inner {
                 connections: Some(Connections { pool, serving }),
@@ -109,6 +119,9 @@ impl PgStore {
                 families: FamilyLocks::default(),
                 lock_wait: pg.lock_timeout,
                 ids: Sequences::default(),
+                answering: connector.answering.clone(),
+                statement_deadline: connector.deadlines.statement,
+                unsettled: Mutex::new(Vec::new()),
             }),
         })
     }
@@ -120,9 +133,9 @@ impl PgStore {
         options: &StoreOptions,
         read: impl FnOnce(&dyn Tx) -> StoreResult<R>,
     ) -> Result<Inspected<R>, String> {
-        let config = config(url, &options.postgres)?;
+        let connector = config(url, &options.postgres)?;
         let shown = without_password(url);
-        let mut conn = PgConn::connect(&config).map_err(|e| not_connected(&shown, &e))?;
+        let mut conn = PgConn::connect(&connector).map_err(|e| not_connected(&shown, &e))?;
         let current = up_to_date(&mut conn).map_err(|e| match e {
             MigrateError::Foreign(why) => format!("cannot use the database {shown}: {why}"),
             MigrateError::Store(error) => format!("cannot open the database {shown}: {error}"),
@@ -200,12 +213,20 @@ impl PgStore {
     /// names this control plane and its epoch.
     pub async fn keep_hold(&self, renew_every: Duration) -> StoreResult<bool> {
         let inner = Arc::clone(&self.inner);
-        let alive = tokio::task::spawn_blocking(move || inner.connections().serving.alive())
-            .await
-            .map_err(|_| StoreError::Database("a check failed unexpectedly".into()))?;
-        if alive.is_err() {
-            self.inner.lost.store(true, Ordering::SeqCst);
-            return Ok(false);
+        let alive = tokio::task::spawn_blocking(move || {
+            inner.settle();
+            inner.connections().serving.alive()
+        })
+        .await
+        .map_err(|_| StoreError::Database("a check failed unexpectedly".into()))?;
+        match alive {
+            Ok(()) => {}
+            // Silence says nothing about the lock's session: ask again next tick.
+            Err(StoreError::NotAnswering(limit)) => return Err(StoreError::NotAnswering(limit)),
+            Err(_) => {
+                self.inner.lost.store(true, Ordering::SeqCst);
+                return Ok(false);
+            }
         }
         let (holder, epoch) = (self.inner.holder.clone(), self.inner.epoch);
         let renew = micros(renew_every);
@@ -224,6 +245,12 @@ impl PgStore {
             Ok(Err(_)) => Err(StoreError::Busy),
             Err(error) => Err(error),
         }
+    }
+
+    /// True while the server does not answer: the last wait on it passed its
+    /// deadline, and none answered in time since.
+    pub fn not_answering(&self) -> bool {
+        self.inner.answering.silent()
     }
 
     /// See `Store::release`: clear the record, then let the serving lock go.
@@ -275,6 +302,49 @@ impl Inner {
             .expect("the connections live as long as the store")
     }
 
+    fn lock_unsettled(&self) -> std::sync::MutexGuard<'_, Vec<(Opened, Session)>> {
+        // A panic while the lock was held leaves a plain list behind: still usable.
+        self.unsettled.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Close the feed's registration of each commit that got no answer whose
+    /// server session has ended since: its rows committed or never will. Asked on
+    /// the lock's connection, at each tick.
+    fn settle(&self) {
+        let unsettled = std::mem::take(&mut *self.lock_unsettled());
+        if unsettled.is_empty() {
+            return;
+        }
+        let mut still = Vec::new();
+        for (opened, session) in unsettled {
+            let ended = self.connections().serving.with(|conn| {
+                conn.ask_bool(
+                    "SELECT NOT EXISTS (SELECT 1 FROM pg_stat_activity \
+                     WHERE pid = $1 AND backend_start::text = $2)",
+                    &[&session.pid, &session.started],
+                )
+            });
+            match ended {
+                Ok(true) => self.mark.close(opened),
+                _ => still.push((opened, session)),
+            }
+        }
+        self.lock_unsettled().extend(still);
+    }
+
+    /// A pooled connection, waited for no longer than the lock limit. None free in
+    /// time while the server does not answer: `NotAnswering` (the connections
+    /// wait on it, and a new one cannot log in); otherwise `Busy`.
+    fn connection(&self) -> StoreResult<r2d2::PooledConnection<Manager>> {
+        self.connections().pool.get().map_err(|_| {
+            if self.answering.silent() {
+                StoreError::NotAnswering(self.statement_deadline)
+            } else {
+                StoreError::Busy
+            }
+        })
+    }
+
     /// Run `work` in its own transaction; once more after a conflict.
     fn write<R>(&self, work: &dyn Fn(&dyn Tx) -> (bool, R)) -> StoreResult<R> {
         let written = match self.write_once(work) {
@@ -297,23 +367,22 @@ impl Inner {
         if !matches!(answer, Err(StoreError::Busy)) {
             return answer;
         }
-        if self.connections().serving.alive().is_err() {
-            self.lost.store(true, Ordering::SeqCst);
-            return Err(StoreError::NotServing);
+        match self.connections().serving.alive() {
+            Err(StoreError::NotServing) => {
+                self.lost.store(true, Ordering::SeqCst);
+                Err(StoreError::NotServing)
+            }
+            Err(StoreError::NotAnswering(limit)) => Err(StoreError::NotAnswering(limit)),
+            _ => answer,
         }
-        answer
     }
 
     fn write_once<R>(&self, work: &dyn Fn(&dyn Tx) -> (bool, R)) -> StoreResult<R> {
         if self.lost.load(Ordering::SeqCst) {
             return Err(StoreError::NotServing);
         }
-        let mut conn = self
-            .connections()
-            .pool
-            .get()
-            .map_err(|_| StoreError::Busy)?;
-        conn.batch("BEGIN")?;
+        let mut conn = self.connection()?;
+        conn.begin("BEGIN");
         let now = self.clock.now();
         let tx = PgTx::new(&mut conn, now, &self.mark, &self.ids);
         let cached = CachedTx::new(&tx, &self.cache, Some((&self.families, self.lock_wait)));
@@ -327,7 +396,7 @@ impl Inner {
         drop(tx);
         let ended = match (&ran, &failed) {
             (Ok((true, _)), None) => self.commit(&mut conn),
-            _ => conn.batch("ROLLBACK"),
+            _ => conn.end("ROLLBACK", true),
         };
         if ended.is_ok() && matches!((&ran, &failed), (Ok((true, _)), None)) {
             // Published before the families are given back: the next holder of a
@@ -339,11 +408,27 @@ impl Inner {
             self.cache.publish(finished.changed);
         }
         self.families.give_back(&finished.tops);
-        if let Some(opened) = opened {
-            self.mark.close(opened);
-        }
         if matches!(ended, Err(StoreError::NotServing)) {
             self.lost.store(true, Ordering::SeqCst);
+        }
+        // A commit that got no answer (a passed deadline, a connection that
+        // ended) may land once the server hears it: the facts kept of any token
+        // may be out of date, and its ledger rows may still commit.
+        let unknown = matches!((&ran, &failed), (Ok((true, _)), None))
+            && match &ended {
+                Err(StoreError::NotAnswering(_)) => true,
+                Err(StoreError::Busy) => conn.is_closed(),
+                _ => false,
+            };
+        if unknown {
+            self.cache.clear();
+        }
+        if let Some(opened) = opened {
+            if unknown {
+                self.lock_unsettled().push((opened, conn.session().clone()));
+            } else {
+                self.mark.close(opened);
+            }
         }
         if let Some(error) = failed {
             return Err(error);
@@ -362,24 +447,23 @@ impl Inner {
     /// The fence and the commit, in one round trip. A failed fence leaves the
     /// transaction aborted: it is rolled back.
     fn commit(&self, conn: &mut PgConn) -> StoreResult<()> {
-        let committed = conn.batch(&format!("SELECT stateous_fence({}); COMMIT", self.epoch));
+        let committed = conn.end(
+            &format!("SELECT stateous_fence({}); COMMIT", self.epoch),
+            false,
+        );
         if committed.is_err() {
-            let _ = conn.batch("ROLLBACK");
+            let _ = conn.end("ROLLBACK", true);
         }
         committed
     }
 
     fn read<R>(&self, now: i64, read: impl FnOnce(&dyn Tx) -> StoreResult<R>) -> StoreResult<R> {
-        let mut conn = self
-            .connections()
-            .pool
-            .get()
-            .map_err(|_| StoreError::Busy)?;
-        conn.batch("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")?;
+        let mut conn = self.connection()?;
+        conn.begin("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
         let tx = PgTx::new(&mut conn, now, &self.mark, &self.ids);
         let result = read(&tx);
         drop(tx);
-        let ended = conn.batch("COMMIT");
+        let ended = conn.end("COMMIT", true);
         let value = result?;
         ended?;
         Ok(value)
@@ -428,7 +512,11 @@ fn held_by_another(conn: &mut PgConn) -> String {
 /// database does not exist, the role or its password is refused), that answer is
 /// the sentence: "cannot reach" would send the operator looking for an outage.
 /// Only when no answer came is the database unreachable.
-fn not_connected(shown: &str, error: &postgres::Error) -> String {
+fn not_connected(shown: &str, error: &Unconnected) -> String {
+    let error = match error {
+        Unconnected::Failed(error) => error,
+        other => return format!("cannot reach the database {shown}: {other}"),
+    };
     match error.as_db_error() {
         Some(answer) if *answer.code() == SqlState::INVALID_CATALOG_NAME => format!(
             "the server of {shown} answered that the database does not exist ({}); \
@@ -444,7 +532,7 @@ fn not_connected(shown: &str, error: &postgres::Error) -> String {
 }
 
 /// A connection error's reason in a few words.
-fn reason(error: &postgres::Error) -> String {
+fn reason(error: &tokio_postgres::Error) -> String {
     let text = error.to_string();
     let source = std::error::Error::source(error).map(|s| s.to_string());
     match source {

@@ -107,10 +107,9 @@ impl Db {
             }
             Database::Postgres(url) => {
                 std::thread::spawn(move || {
-                    let options = stateous_daemon::store::postgres::PgOptions::default();
-                    let config = stateous_daemon::store::postgres::config(&url, &options).unwrap();
-                    let mut conn =
-                        stateous_daemon::store::postgres::PgConn::connect(&config).unwrap();
+                    use stateous_daemon::store::postgres::{connector, PgConn, PgOptions};
+                    let connector = connector(&url, &PgOptions::default()).unwrap();
+                    let mut conn = PgConn::connect(&connector).unwrap();
                     stateous_daemon::store::postgres::schema::migrate_to(&mut conn, upto).unwrap();
                 })
                 .join()
