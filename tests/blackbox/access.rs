@@ -394,6 +394,33 @@ fn the_ledger_names_the_key_of_each_change_and_token_show_prints_it() {
     assert!(shown.stdout.contains("(by key ops)"), "{shown}");
 }
 
+/// A supervisor whose key the control plane refuses for good (bound to another
+/// name, revoked) stops with exit 1 and the reason, rather than claiming forever.
+fn a_supervisor_whose_claims_its_key_cannot_make_stops_with_the_reason() {
+    let daemon = sdlc();
+    let folder = folder_named(
+        &daemon,
+        "sup",
+        "box-9",
+        &[("coding.sh", "stateous ctx emit done")],
+    );
+    let secret = add_key(&daemon, "box-1-key", "supervise", Some("box-1"));
+    write_key(&folder, &secret);
+    let mut sup = Supervise::start(&folder);
+    let status = sup.wait();
+    assert_eq!(status.code(), Some(1), "{}", sup.report());
+    let log = sup.stderr();
+    assert!(
+        log.contains("acts for the supervisor box-1 only"),
+        "the refusal is logged: {log}"
+    );
+    assert_eq!(
+        log.matches("refused a claim").count(),
+        1,
+        "one claim, not a loop: {log}"
+    );
+}
+
 /// Postgres: a standby that takes over reads the keys then, with those made and
 /// revoked while it waited.
 #[test]
@@ -432,4 +459,5 @@ both!(
     the_client_commands_send_the_key_from_a_file_or_the_environment,
     a_supervisor_on_its_supervise_key_runs_a_token_end_to_end,
     the_ledger_names_the_key_of_each_change_and_token_show_prints_it,
+    a_supervisor_whose_claims_its_key_cannot_make_stops_with_the_reason,
 );
