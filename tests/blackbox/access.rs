@@ -421,6 +421,16 @@ fn a_supervisor_whose_claims_its_key_cannot_make_stops_with_the_reason() {
     );
 }
 
+/// Every loopback address (127.0.0.0/8) is this computer's own: served without a
+/// key or TLS, as 127.0.0.1 is.
+fn a_loopback_address_other_than_127_0_0_1_needs_no_key_or_tls() {
+    let daemon = Setup::new(asset_graph("sdlc"))
+        .args(&["--listen", "127.0.0.2:0"])
+        .start();
+    assert!(daemon.url.contains("127.0.0.2"), "{}", daemon.url);
+    daemon.get("/health").expect(200);
+}
+
 /// Postgres: a standby that takes over reads the keys then, with those made and
 /// revoked while it waited.
 #[test]
@@ -460,4 +470,5 @@ both!(
     a_supervisor_on_its_supervise_key_runs_a_token_end_to_end,
     the_ledger_names_the_key_of_each_change_and_token_show_prints_it,
     a_supervisor_whose_claims_its_key_cannot_make_stops_with_the_reason,
+    a_loopback_address_other_than_127_0_0_1_needs_no_key_or_tls,
 );

@@ -297,9 +297,14 @@ impl Listen {
         })
     }
 
-    /// Whether only this computer reaches the address.
+    /// Whether only this computer reaches the address: `localhost`, or a loopback
+    /// address (all of 127.0.0.0/8, and ::1).
     pub fn is_local(&self) -> bool {
         LOCAL_HOSTS.contains(&self.host.as_str())
+            || self
+                .host
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|address| address.is_loopback())
     }
 
     /// The refusal of an address other computers reach, unless the control plane
