@@ -431,6 +431,48 @@ fn a_loopback_address_other_than_127_0_0_1_needs_no_key_or_tls() {
     daemon.get("/health").expect(200);
 }
 
+/// A wide address with keys but no TLS: the refusal asks for TLS only (a key is
+/// there), and `--insecure` warns that the keys travel in clear.
+fn a_wide_address_with_keys_but_no_tls_asks_for_tls_and_warns_of_keys_in_clear() {
+    let mut daemon = sdlc();
+    add_key(&daemon, "ops", "admin", None);
+    daemon.stop_with(libc::SIGTERM);
+    let graph = asset_graph("sdlc").display().to_string();
+    let socket = daemon.dir.path().join("wide.sock").display().to_string();
+    let db = daemon.database.url();
+    let wide = [
+        "serve",
+        &graph,
+        "--db",
+        &db,
+        "--socket",
+        &socket,
+        "--listen",
+        "0.0.0.0:0",
+    ];
+    let refused = run(daemon.dir.path(), &wide);
+    assert_eq!(refused.code(), 1, "{refused}");
+    assert!(
+        refused
+            .stderr
+            .contains("has no TLS: serve TLS with --tls-cert"),
+        "{refused}"
+    );
+    assert!(
+        !refused.stderr.contains("access add"),
+        "a key is there: {refused}"
+    );
+    let open = Setup::new(asset_graph("sdlc"))
+        .database_of(&daemon)
+        .args(&["--listen", "0.0.0.0:0", "--insecure"])
+        .start();
+    let stderr = open.stderr();
+    assert!(
+        stderr.contains("the API is plain HTTP (--insecure): access keys travel in clear"),
+        "{stderr}"
+    );
+}
+
 /// Postgres: a standby that takes over reads the keys then, with those made and
 /// revoked while it waited.
 #[test]
@@ -471,4 +513,5 @@ both!(
     the_ledger_names_the_key_of_each_change_and_token_show_prints_it,
     a_supervisor_whose_claims_its_key_cannot_make_stops_with_the_reason,
     a_loopback_address_other_than_127_0_0_1_needs_no_key_or_tls,
+    a_wide_address_with_keys_but_no_tls_asks_for_tls_and_warns_of_keys_in_clear,
 );
