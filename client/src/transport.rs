@@ -307,12 +307,34 @@ fn failure(error: hyper_util::client::legacy::Error) -> TransportError {
     let cause = error.source();
     let said = cause.map_or_else(|| error.to_string(), |cause| cause.to_string());
     if !error.is_connect() {
-        return TransportError::Http(said);
+        return TransportError::Http(format!("{said}{}", after_handshake(cause)));
     }
     let kind = cause
         .and_then(|cause| cause.downcast_ref::<io::Error>())
         .map_or(io::ErrorKind::Other, io::Error::kind);
     TransportError::Connect(io::Error::new(kind, said))
+}
+
+/// What a TLS alert deeper in `cause`'s chain says, for an error hyper words only
+/// as `operation was canceled`: with TLS 1.3 a daemon that wants a client
+/// certificate (`--tls-client-ca`) refuses after the client's handshake is over,
+/// on its first read. Empty when the chain holds no such alert.
+fn after_handshake(cause: Option<&(dyn std::error::Error + 'static)>) -> String {
+    let mut next = cause.and_then(|cause| cause.source());
+    while let Some(error) = next {
+        let text = error.to_string();
+        if text.contains("CertificateRequired") {
+            return format!(
+                ": {text} (the control plane asks for a client certificate: give one \
+                 with --client-cert and --client-key)"
+            );
+        }
+        if text.contains("alert") {
+            return format!(": {text}");
+        }
+        next = error.source();
+    }
+    String::new()
 }
 
 #[cfg(test)]

@@ -127,6 +127,9 @@ pub struct Core {
     next_run: std::sync::atomic::AtomicU64,
     /// Stop signals so far, from every handle.
     signals: std::sync::atomic::AtomicUsize,
+    /// The control plane refused this supervisor's key for good (401, or 403 on a
+    /// claim): it stopped by itself, and `run` returns 1.
+    shut_out: AtomicBool,
 }
 
 /// What a supervisor runs with, checked by `supervise` (or a Rust caller).
@@ -183,6 +186,7 @@ impl Supervisor {
             running: Mutex::new(Vec::new()),
             next_run: std::sync::atomic::AtomicU64::new(1),
             signals: std::sync::atomic::AtomicUsize::new(0),
+            shut_out: AtomicBool::new(false),
         };
         Ok(Supervisor {
             core: Arc::new(core),
@@ -196,7 +200,9 @@ impl Supervisor {
         }
     }
 
-    /// Claim and run until a stop. 0 after a graceful stop, 1 after a forced one.
+    /// Claim and run until a stop. 0 after a graceful stop; 1 after a forced one, or
+    /// after a claim refused 401 `unauthenticated` or 403 `forbidden` (a key that is
+    /// unknown, revoked, or bound to another supervisor's name: no retry can help).
     pub async fn run(self) -> i32 {
         let core = self.core;
         let beating = tokio::spawn(core.clone().beat_forever());
@@ -214,7 +220,7 @@ impl Supervisor {
         watching.abort();
         core.api.say_stopped(&core.name, SAY_STOPPED_WAIT).await;
         let _ = std::fs::remove_dir_all(&core.ctx_dir);
-        if core.forced.is_set() {
+        if core.forced.is_set() || core.shut_out.load(Ordering::SeqCst) {
             1
         } else {
             0
@@ -328,6 +334,20 @@ impl Core {
                 Ok(None) => {
                     request = new_request_id();
                     self.rest(Some(self.timings.idle)).await;
+                }
+                Err(CallError::Refused {
+                    status: status @ (401 | 403),
+                    message,
+                    ..
+                }) => {
+                    log_line!(
+                        "the control plane refused a claim ({status}): {message}; \
+                         stopping, since this key cannot claim as {}",
+                        self.name
+                    );
+                    self.shut_out.store(true, Ordering::SeqCst);
+                    self.stopping.set();
+                    self.freed.notify_one();
                 }
                 Err(CallError::Refused { message, .. }) => {
                     log_line!("the control plane refused a claim: {message}");

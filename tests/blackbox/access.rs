@@ -394,6 +394,85 @@ fn the_ledger_names_the_key_of_each_change_and_token_show_prints_it() {
     assert!(shown.stdout.contains("(by key ops)"), "{shown}");
 }
 
+/// A supervisor whose key the control plane refuses for good (bound to another
+/// name, revoked) stops with exit 1 and the reason, rather than claiming forever.
+fn a_supervisor_whose_claims_its_key_cannot_make_stops_with_the_reason() {
+    let daemon = sdlc();
+    let folder = folder_named(
+        &daemon,
+        "sup",
+        "box-9",
+        &[("coding.sh", "stateous ctx emit done")],
+    );
+    let secret = add_key(&daemon, "box-1-key", "supervise", Some("box-1"));
+    write_key(&folder, &secret);
+    let mut sup = Supervise::start(&folder);
+    let status = sup.wait();
+    assert_eq!(status.code(), Some(1), "{}", sup.report());
+    let log = sup.stderr();
+    assert!(
+        log.contains("acts for the supervisor box-1 only"),
+        "the refusal is logged: {log}"
+    );
+    assert_eq!(
+        log.matches("refused a claim").count(),
+        1,
+        "one claim, not a loop: {log}"
+    );
+}
+
+/// Every loopback address (127.0.0.0/8) is this computer's own: served without a
+/// key or TLS, as 127.0.0.1 is.
+fn a_loopback_address_other_than_127_0_0_1_needs_no_key_or_tls() {
+    let daemon = Setup::new(asset_graph("sdlc"))
+        .args(&["--listen", "127.0.0.2:0"])
+        .start();
+    assert!(daemon.url.contains("127.0.0.2"), "{}", daemon.url);
+    daemon.get("/health").expect(200);
+}
+
+/// A wide address with keys but no TLS: the refusal asks for TLS only (a key is
+/// there), and `--insecure` warns that the keys travel in clear.
+fn a_wide_address_with_keys_but_no_tls_asks_for_tls_and_warns_of_keys_in_clear() {
+    let mut daemon = sdlc();
+    add_key(&daemon, "ops", "admin", None);
+    daemon.stop_with(libc::SIGTERM);
+    let graph = asset_graph("sdlc").display().to_string();
+    let socket = daemon.dir.path().join("wide.sock").display().to_string();
+    let db = daemon.database.url();
+    let wide = [
+        "serve",
+        &graph,
+        "--db",
+        &db,
+        "--socket",
+        &socket,
+        "--listen",
+        "0.0.0.0:0",
+    ];
+    let refused = run(daemon.dir.path(), &wide);
+    assert_eq!(refused.code(), 1, "{refused}");
+    assert!(
+        refused
+            .stderr
+            .contains("has no TLS: serve TLS with --tls-cert"),
+        "{refused}"
+    );
+    assert!(
+        !refused.stderr.contains("access add"),
+        "a key is there: {refused}"
+    );
+    let open = Setup::new(asset_graph("sdlc"))
+        .database_of(&daemon)
+        .args(&["--listen", "0.0.0.0:0", "--insecure"])
+        .start();
+    let stderr = open.stderr();
+    assert!(
+        stderr.contains("the API is plain HTTP (--insecure): access keys travel in clear"),
+        "{stderr}"
+    );
+}
+
 /// Postgres: a standby that takes over reads the keys then, with those made and
 /// revoked while it waited.
 #[test]
@@ -432,4 +511,7 @@ both!(
     the_client_commands_send_the_key_from_a_file_or_the_environment,
     a_supervisor_on_its_supervise_key_runs_a_token_end_to_end,
     the_ledger_names_the_key_of_each_change_and_token_show_prints_it,
+    a_supervisor_whose_claims_its_key_cannot_make_stops_with_the_reason,
+    a_loopback_address_other_than_127_0_0_1_needs_no_key_or_tls,
+    a_wide_address_with_keys_but_no_tls_asks_for_tls_and_warns_of_keys_in_clear,
 );

@@ -162,6 +162,11 @@ fn mutual_tls_refuses_a_client_without_a_certificate_and_answers_one_with() {
     let without = over_https(&daemon, &server.cert, &["token", "show", "X"]);
     assert_eq!(without.code(), 1, "{without}");
     assert!(without.stderr.starts_with("error: "), "{without}");
+    assert!(
+        without.stderr.contains("asks for a client certificate")
+            && without.stderr.contains("--client-cert"),
+        "the refusal says what is missing: {without}"
+    );
     let (cert, key) = (
         client.cert.display().to_string(),
         client.key.display().to_string(),
@@ -200,6 +205,7 @@ fn mutual_tls_refuses_a_client_without_a_certificate_and_answers_one_with() {
         ],
     );
     assert_eq!(unknown.code(), 1, "{unknown}");
+    assert!(unknown.stderr.contains("fatal alert"), "{unknown}");
 }
 
 #[test]

@@ -236,7 +236,7 @@ fn start(args: &ServeArgs) -> Result<Ready, String> {
     if let Some(refusal) = listen.refusal(keys, tls.is_some(), args.insecure) {
         return Err(refusal);
     }
-    if let Some(warning) = listen.warning(keys) {
+    if let Some(warning) = listen.warning(keys, tls.is_some()) {
         eprintln!("{warning}");
     }
     if args.dev_clock {

@@ -345,9 +345,14 @@ impl Listen {
         })
     }
 
-    /// Whether only this computer reaches the address.
+    /// Whether only this computer reaches the address: `localhost`, or a loopback
+    /// address (all of 127.0.0.0/8, and ::1).
     pub fn is_local(&self) -> bool {
         LOCAL_HOSTS.contains(&self.host.as_str())
+            || self
+                .host
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|address| address.is_loopback())
     }
 
     /// The refusal of an address other computers reach, unless the control plane
@@ -358,25 +363,38 @@ impl Listen {
         if self.is_local() || insecure || (keys && tls) {
             return None;
         }
-        let missing = match (keys, tls) {
-            (false, false) => "no access key and no TLS",
-            (false, true) => "no access key",
-            _ => "no TLS",
+        let (missing, fix) = match (keys, tls) {
+            (false, false) => (
+                "no access key and no TLS",
+                "make an access key over the socket (stateous access add NAME --role admin) \
+                 and serve TLS with --tls-cert and --tls-key",
+            ),
+            (false, true) => (
+                "no access key",
+                "make an access key over the socket (stateous access add NAME --role admin)",
+            ),
+            _ => ("no TLS", "serve TLS with --tls-cert and --tls-key"),
         };
         Some(format!(
-            "other computers can reach {}, and this control plane has {missing}: make an \
-             access key over the socket (stateous access add NAME --role admin) and serve \
-             TLS with --tls-cert and --tls-key, listen on 127.0.0.1, or pass --insecure to \
-             serve it open anyway",
+            "other computers can reach {}, and this control plane has {missing}: {fix}, \
+             listen on 127.0.0.1, or pass --insecure to serve it open anyway",
             self.host
         ))
     }
 
-    /// The warning line when other computers can reach the API without a key
-    /// (`--insecure`), else `None`.
-    pub fn warning(&self, keys: bool) -> Option<String> {
-        if self.is_local() || keys {
+    /// The warning line when other computers can reach the API without a key, or
+    /// over plain HTTP, where keys travel in clear (`--insecure`); else `None`.
+    pub fn warning(&self, keys: bool, tls: bool) -> Option<String> {
+        if self.is_local() || (keys && tls) {
             return None;
+        }
+        if keys {
+            return Some(format!(
+                "warning: other computers can reach {}, and the API is plain HTTP \
+                 (--insecure): access keys travel in clear; serve TLS with --tls-cert and \
+                 --tls-key",
+                self.host
+            ));
         }
         Some(format!(
             "warning: other computers can reach {}, and the API has no access key \
@@ -499,14 +517,30 @@ mod tests {
 
     #[test]
     fn only_a_wide_address_warns_and_urls_name_this_computer() {
-        assert_eq!(Listen::parse("127.0.0.1:1").unwrap().warning(false), None);
-        assert_eq!(Listen::parse("[::1]:1").unwrap().warning(false), None);
+        assert_eq!(
+            Listen::parse("127.0.0.1:1").unwrap().warning(false, false),
+            None
+        );
+        assert_eq!(
+            Listen::parse("[::1]:1").unwrap().warning(false, false),
+            None
+        );
+        assert_eq!(
+            Listen::parse("127.0.0.2:1").unwrap().warning(false, false),
+            None
+        );
         let wide = Listen::parse("0.0.0.0:8080").unwrap();
         assert!(wide
-            .warning(false)
+            .warning(false, true)
             .unwrap()
             .starts_with("warning: other computers can reach 0.0.0.0"));
-        assert_eq!(wide.warning(true), None);
+        assert_eq!(wide.warning(true, true), None);
+        assert!(wide
+            .warning(true, false)
+            .unwrap()
+            .contains("travel in clear"));
+        let no_tls = wide.refusal(true, false, false).unwrap();
+        assert!(!no_tls.contains("access add"), "{no_tls}");
         assert!(wide
             .refusal(false, false, false)
             .unwrap()
