@@ -34,14 +34,20 @@ impl Control {
         }
         let rules = &self.inner.rules;
         rules.keep(graphs);
-        for row in &rows {
-            let live: i64 = counts
+        let live_on = |checksum: &str| -> i64 {
+            counts
                 .iter()
-                .filter(|(graph, status, _)| {
-                    graph.as_deref() == Some(row.checksum.as_str()) && status.live()
-                })
+                .filter(|(graph, status, _)| graph.as_deref() == Some(checksum) && status.live())
                 .map(|(_, _, count)| count)
-                .sum();
+                .sum()
+        };
+        // Said only when tokens live on a graph other than the served one: a start
+        // with one graph has nothing to say, and its first line stays its own.
+        let older = rows
+            .iter()
+            .any(|row| row.checksum != rules.graph.checksum && live_on(&row.checksum) > 0);
+        for row in rows.iter().filter(|_| older) {
+            let live = live_on(&row.checksum);
             let served = row.checksum == rules.graph.checksum;
             if live > 0 || served {
                 let which = if served { " (served)" } else { "" };
