@@ -140,6 +140,13 @@ fn each_role_is_allowed_its_routes_and_refused_the_others() {
     }
     let sentence = with_key(&daemon, &read, "POST", "/tokens", &token).refused(403, "forbidden");
     assert!(sentence.contains("operate or admin"), "{sentence}");
+    // A prune's archive has the control plane write files: an admin's to ask.
+    let folder = daemon.dir.path().display().to_string();
+    let prune = json!({"action": "prune", "where": "true", "archive": folder, "dry_run": true});
+    let sentence =
+        with_key(&daemon, &operate, "POST", "/tokens/bulk", &prune).refused(403, "forbidden");
+    assert!(sentence.contains("role admin"), "{sentence}");
+    with_key(&daemon, &admin, "POST", "/tokens/bulk", &prune).expect(200);
     let listed = with_key(&daemon, &admin, "GET", "/access", &none).expect(200);
     let text = listed.to_string();
     for secret in [&read, &operate, &supervise, &admin] {

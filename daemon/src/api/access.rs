@@ -235,6 +235,22 @@ pub fn permit(caller: &Caller, access: Access) -> Result<(), Refusal> {
     ))
 }
 
+/// Whether `caller` may have the control plane write files on its machine (a
+/// prune's `archive` folder): the Unix socket's own user, a TCP caller while no key
+/// was ever made (who may do anything), or an admin key; a key of another role is
+/// refused 403 `forbidden`.
+pub fn may_write_files(caller: &Caller) -> Result<(), Refusal> {
+    match caller {
+        Caller::Local | Caller::Open => Ok(()),
+        Caller::Key(key) if key.role == Role::Admin => Ok(()),
+        _ => Err(Refusal::new(
+            Code::Forbidden,
+            "'archive' has the control plane write files on its machine: ask over its Unix \
+             socket or with a key with the role admin",
+        )),
+    }
+}
+
 /// Whether the key's use at `now` (microseconds) should be written: at most once
 /// a minute per key.
 pub fn due_to_write(caller: &Caller, now: i64) -> Option<String> {

@@ -292,7 +292,7 @@ impl Api {
             Route::Workflow => Ok(json_bytes(200, self.workflow.clone())),
             Route::Health => Ok(self.health()),
             Route::Clock(how) => self.clock(how, raw).await,
-            Route::Bulk => self.bulk(raw).await,
+            Route::Bulk => self.bulk(raw, caller).await,
             Route::Retry(token) => self.retry(token, raw).await,
             Route::Why(token) => self.why(token).await,
             Route::Detail(token) => Ok(json(200, &control.detail(token).await?)),

@@ -6,12 +6,18 @@ use stateous_shared::operate::why::{explain, WhySupervisor};
 use stateous_shared::refusal::Refusal;
 use stateous_shared::time::{parse_iso, to_micros};
 
+use super::access::{self, Caller};
 use super::{body, inputs, json, Answer, Api};
 
 impl Api {
     /// `POST /tokens/bulk`.
-    pub(super) async fn bulk(&self, raw: &[u8]) -> Result<Answer, Refusal> {
+    /// A prune's `archive` needs a caller that may write files
+    /// ([`access::may_write_files`]).
+    pub(super) async fn bulk(&self, raw: &[u8], caller: &Caller) -> Result<Answer, Refusal> {
         let input = inputs::operate::bulk(&body::json_object(raw)?)?;
+        if input.archive.is_some() {
+            access::may_write_files(caller)?;
+        }
         Ok(json(200, &self.control.bulk(input).await?))
     }
 
