@@ -16,7 +16,7 @@ use crate::supervising::{folder_named, Supervise};
 use harness::{asset_graph, run, Backend, Daemon, Reply, Setup};
 
 /// `stateous access ARGS --url unix://SOCKET`: the secret for `add`.
-fn access(daemon: &Daemon, args: &[&str]) -> String {
+pub(crate) fn access(daemon: &Daemon, args: &[&str]) -> String {
     let url = format!("unix://{}", daemon.socket.display());
     let mut all: Vec<&str> = vec!["access"];
     all.extend(args);
@@ -27,7 +27,7 @@ fn access(daemon: &Daemon, args: &[&str]) -> String {
 }
 
 /// Make a key over the socket; its secret.
-fn add_key(daemon: &Daemon, name: &str, role: &str, supervisor: Option<&str>) -> String {
+pub(crate) fn add_key(daemon: &Daemon, name: &str, role: &str, supervisor: Option<&str>) -> String {
     let mut args = vec!["add", name, "--role", role];
     if let Some(supervisor) = supervisor {
         args.extend(["--supervisor", supervisor]);
@@ -501,7 +501,7 @@ fn a_standby_that_takes_over_serves_the_keys_on_record() {
 }
 
 /// Put `secret` in the folder's `box.key` and name it in `stateous.yaml`.
-fn write_key(folder: &Path, secret: &str) {
+pub(crate) fn write_key(folder: &Path, secret: &str) {
     std::fs::write(folder.join("box.key"), secret).unwrap();
     let config = folder.join("stateous.yaml");
     let text = std::fs::read_to_string(&config).unwrap() + "access_key_file: box.key\n";

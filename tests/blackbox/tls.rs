@@ -285,9 +285,11 @@ fn serve_refuses_tls_flags_that_cannot_be_used_in_one_line() {
     }
 }
 
-both!(a_supervisor_over_https_with_its_ca_completes_tokens_and_its_outbox_survives_a_restart);
+both!(
+    a_supervisor_on_a_supervise_key_over_https_completes_tokens_and_its_outbox_survives_a_restart
+);
 
-fn a_supervisor_over_https_with_its_ca_completes_tokens_and_its_outbox_survives_a_restart() {
+fn a_supervisor_on_a_supervise_key_over_https_completes_tokens_and_its_outbox_survives_a_restart() {
     let certs = pki();
     let server = made(certs.path(), "server");
     let (cert, key) = (
@@ -323,6 +325,10 @@ fn a_supervisor_over_https_with_its_ca_completes_tokens_and_its_outbox_survives_
         ),
     )
     .unwrap();
+    // Its key, made over the socket, bound to its name: the daemon now refuses TCP
+    // without a key (the test's own requests go over the socket).
+    let secret = crate::access::add_key(&daemon, "remote-1-key", "supervise", Some("remote-1"));
+    crate::access::write_key(&folder, &secret);
     let sup = Supervise::start(&folder);
     start_token(&daemon, "S-1");
     sup.wait_for_line("coding of S-1, attempt 1");
@@ -333,11 +339,12 @@ fn a_supervisor_over_https_with_its_ca_completes_tokens_and_its_outbox_survives_
     std::thread::sleep(Duration::from_millis(500));
     daemon.crash_and_restart();
     wait_for_status(&daemon, "S-1", "completed");
-    let notes = history(&daemon, "S-1")
+    let notes: Vec<serde_json::Value> = history(&daemon, "S-1")
         .into_iter()
         .filter(|e| e["kind"] == "note")
-        .count();
-    assert_eq!(notes, 1, "{}", sup.report());
+        .collect();
+    assert_eq!(notes.len(), 1, "{}", sup.report());
+    assert_eq!(notes[0]["by"], "remote-1-key", "the ledger names the key");
     assert!(sup.stderr().contains(&daemon.url), "{}", sup.report());
 }
 
