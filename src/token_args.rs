@@ -124,7 +124,8 @@ pub struct BulkFlags {
     /// and without --yes, a bulk action is refused.
     #[arg(long)]
     pub yes: bool,
-    /// With --where: only show how many tokens match and what it would do to a few.
+    /// With --where: only show how many tokens match and what it would do to each
+    /// (with --jsonl, each as a line of JSON); nothing changes.
     #[arg(long)]
     pub dry_run: bool,
     /// With --where: print each token's outcome as a line of JSON, as it comes.

@@ -120,4 +120,45 @@ fn a_preview_counts_what_it_would_do_and_refuse_and_leaves_ended_tokens_out() {
     assert_eq!(answer["left_out"], 6, "{answer}");
 }
 
-both!(a_preview_counts_what_it_would_do_and_refuse_and_leaves_ended_tokens_out,);
+/// A dry run shows what the action would do to each match, past the first 20.
+fn a_dry_run_prints_what_it_would_do_to_every_token() {
+    let daemon = Setup::new(test_graph("desk/build/desk")).start();
+    for i in 1..=25 {
+        let body = json!({"token": format!("M-{i:02}"), "context": {"customer": "ACME"}});
+        daemon.post("/tokens", &body).expect(201);
+    }
+    let filter = "ctx['customer'] == 'ACME'";
+    let text = token(&daemon, &["pause", "--where", filter, "--dry-run"]);
+    for i in 1..=25 {
+        let id = format!("M-{i:02}");
+        assert!(
+            text.stdout
+                .lines()
+                .any(|line| line.trim_start().starts_with(&id)),
+            "{id}: {text}"
+        );
+    }
+    assert!(!text.stdout.contains("more"), "{text}");
+    let jsonl = token(
+        &daemon,
+        &["pause", "--where", filter, "--dry-run", "--jsonl"],
+    );
+    let lines: Vec<serde_json::Value> = jsonl
+        .stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 25, "{jsonl}");
+    assert!(lines.iter().all(|o| o["outcome"] == "applied"), "{jsonl}");
+    let paused = daemon.get("/tokens?status=paused").expect(200);
+    assert_eq!(
+        paused.as_array().map(Vec::len),
+        Some(0),
+        "a dry run changes nothing"
+    );
+}
+
+both!(
+    a_dry_run_prints_what_it_would_do_to_every_token,
+    a_preview_counts_what_it_would_do_and_refuse_and_leaves_ended_tokens_out,
+);

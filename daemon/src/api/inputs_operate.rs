@@ -49,6 +49,7 @@ pub const BULK_FIELDS: &[&str] = &[
     "limit",
     "archive",
     "include_ended",
+    "every",
 ];
 
 /// The keys of a `POST /tokens/{id}/retry` body.
@@ -240,6 +241,11 @@ pub fn bulk(body: &Object) -> Result<BulkInput, Refusal> {
             ));
         }
     };
+    let every = match body.get("every") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(flag)) => *flag,
+        Some(_) => return Err(shape("'every' must be true or false")),
+    };
     let include_ended = match body.get("include_ended") {
         None | Some(Value::Null) => false,
         Some(Value::Bool(flag)) => *flag,
@@ -274,6 +280,7 @@ pub fn bulk(body: &Object) -> Result<BulkInput, Refusal> {
         step,
         tokens,
         dry_run,
+        every: dry_run && every,
         after,
         limit,
         archive: archive(body, action)?,

@@ -33,6 +33,9 @@ pub struct BulkInput {
     pub tokens: Option<Vec<String>>,
     /// Only preview.
     pub dry_run: bool,
+    /// A preview: put what it would do to every match in the answer's
+    /// `outcomes`, not only the sample.
+    pub every: bool,
     /// Where the walk goes on: the last token id an earlier run went through.
     pub after: Option<String>,
     /// How many tokens this run goes through.
@@ -231,6 +234,9 @@ fn dry_run(rules: &Rules, tx: &dyn Tx, input: &BulkInput) -> engine::Step<BulkAn
         answer.count = outcomes.len() as i64;
         answer.sample = outcomes.iter().take(SAMPLE).cloned().collect();
         tally(&mut answer, &outcomes);
+        if input.every {
+            answer.outcomes = outcomes;
+        }
         return Ok(answer);
     }
     for row in select::first(rules, tx, &step.selection, SAMPLE as i64)? {
@@ -246,6 +252,9 @@ fn dry_run(rules: &Rules, tx: &dyn Tx, input: &BulkInput) -> engine::Step<BulkAn
         }
         answer.count += outcomes.len() as i64;
         tally(&mut answer, &outcomes);
+        if input.every {
+            answer.outcomes.extend(outcomes);
+        }
         match next {
             Some(next) => after = Some(next),
             None => break,

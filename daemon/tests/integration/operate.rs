@@ -179,6 +179,7 @@ fn input(step: BulkStep, dry_run: bool, after: Option<String>, limit: i64) -> Bu
         step,
         tokens: None,
         dry_run,
+        every: false,
         after,
         limit,
         archive: None,

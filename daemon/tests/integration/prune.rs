@@ -165,6 +165,7 @@ fn prune_input(filter: &str, dry_run: bool, archive: Option<std::path::PathBuf>)
         },
         tokens: None,
         dry_run,
+        every: false,
         after: None,
         limit: 500,
         archive,

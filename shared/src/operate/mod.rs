@@ -150,6 +150,10 @@ pub struct BulkRequest {
     /// `tokens` are taken as listed.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub include_ended: bool,
+    /// A preview: also give what the action would do to every match, in
+    /// `outcomes` (the CLI's `--dry-run` prints them all), not only the sample.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub every: bool,
     /// `prune`: an absolute path of a folder on the control plane's machine where
     /// each token's history is written (gzipped JSON lines, synced) before its
     /// rows are deleted.
@@ -231,7 +235,8 @@ pub struct BulkAnswer {
     /// what the action would do to each.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sample: Vec<TokenOutcome>,
-    /// A real run: each token it went through, in order.
+    /// A real run: each token it went through, in order; a preview asked for
+    /// `every`: what it would do to each match, in the order of a run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub outcomes: Vec<TokenOutcome>,
     /// How many applied (a preview: how many of all the matches would).

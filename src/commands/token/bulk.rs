@@ -139,6 +139,8 @@ pub(super) async fn run(
         dry_run: true,
         archive: options.archive.clone(),
         include_ended: options.include_ended,
+        // A dry run shows what would happen to each token, not only the first 20.
+        every: options.dry_run,
         ..BulkRequest::default()
     };
     let preview = client.bulk(&request).await?;
@@ -146,8 +148,19 @@ pub(super) async fn run(
         if json {
             return line(out, &pretty(&preview)?);
         }
-        return print_preview(&preview, &options.filter, out);
+        if options.jsonl {
+            for outcome in &preview.outcomes {
+                line(out, &serde_json::to_string(outcome).unwrap_or_default())?;
+            }
+            return Ok(());
+        }
+        let every = BulkAnswer {
+            sample: preview.outcomes.clone(),
+            ..preview.clone()
+        };
+        return print_preview(&every, &options.filter, out);
     }
+    request.every = false;
     if preview.count == 0 {
         // Stdout keeps to the format asked for (with --json, the answer); the
         // note goes to stderr, as the listing's "no token matches" does.
