@@ -24,10 +24,19 @@ pub fn document(model: &Model) -> Option<Value> {
     Some(json!({ "token": detail, "history": history }))
 }
 
-/// The describe view's text: [`document`] pretty-printed, a line each.
+/// The describe view's rows at its width now: [`document`] pretty-printed, a
+/// line wrapped into rows of the view's width (under its own indent), so that no
+/// long value is cut.
 pub fn lines(model: &Model) -> Vec<String> {
+    let width = crate::view::describe_width(model);
     match document(model).map(|doc| serde_json::to_string_pretty(&doc)) {
-        Some(Ok(text)) => text.lines().map(str::to_string).collect(),
+        Some(Ok(text)) => text
+            .lines()
+            .flat_map(|line| {
+                let indent = line.len() - line.trim_start().len() + 2;
+                crate::view::wrap(line, width, indent)
+            })
+            .collect(),
         Some(Err(error)) => vec![format!("cannot show the token as JSON: {error}")],
         None => vec!["the selected token is being read...".to_string()],
     }

@@ -123,8 +123,9 @@ fn normal(model: &mut Model, key: KeyEvent) -> Vec<Command> {
     Vec::new()
 }
 
-/// After `o` or `O`: the selection stays on its token (`before`), and the status
-/// line says that the page shown is what is sorted.
+/// After `o` or `O`: the selection stays on its token (`before`), the status
+/// line says that the page read is what is sorted, and the table reads the
+/// whole page (the 1000 most recently moved of its filters) to sort.
 fn sorted(model: &mut Model, before: Option<String>) -> Vec<Command> {
     let shown = model.shown();
     if let Some(at) = before
@@ -152,7 +153,7 @@ fn sorted(model: &mut Model, before: Option<String>) -> Vec<Command> {
         ),
     };
     model.say(text, false);
-    Vec::new()
+    refresh(model)
 }
 
 /// PgUp and PgDn move the history pane a page (less a row, to keep one in

@@ -19,7 +19,7 @@ fn d_describes_the_token_as_json_with_its_payloads() {
     assert_eq!(doc["history"][2]["data"]["event"], "submitted");
     assert_eq!(doc["history"].as_array().unwrap().len(), 5);
     let text = screen(&model);
-    assert!(text.contains("ORD-1 as JSON, lines 1-"), "{text}");
+    assert!(text.contains("ORD-1 as JSON, rows 1-"), "{text}");
     assert!(text.contains("\"holder\": \"box-1\""), "{text}");
     assert!(!text.contains("Supervisors"), "{text}");
     snapshot("describe", &model);
@@ -50,7 +50,7 @@ fn the_describe_view_scrolls_by_line_page_and_to_either_end() {
     );
     let text = screen(&model);
     assert!(
-        text.contains(&format!("lines {}-{lines} of {lines}", lines - page + 1)),
+        text.contains(&format!("rows {}-{lines} of {lines}", lines - page + 1)),
         "{text}"
     );
     snapshot("describe_end", &model);
@@ -137,7 +137,7 @@ fn o_cycles_the_sort_column_and_capital_o_flips_it_on_the_page_shown() {
     ];
     model.cursor = 1;
     assert_eq!(ids(&model), ["ORD-2", "ORD-1", "ORD-3"]);
-    assert!(press(&mut model, KeyCode::Char('o')).is_empty());
+    press(&mut model, KeyCode::Char('o'));
     assert_eq!(model.sort, SortBy::Token);
     assert_eq!(ids(&model), ["ORD-1", "ORD-2", "ORD-3"]);
     assert_eq!(
@@ -180,4 +180,38 @@ fn o_cycles_the_sort_column_and_capital_o_flips_it_on_the_page_shown() {
         .unwrap()
         .text
         .contains("as the daemon lists them"));
+}
+
+#[test]
+fn a_long_value_is_wrapped_in_the_describe_view_not_cut() {
+    let mut model = full_model();
+    let long = format!("{} the end", "word ".repeat(40));
+    if let Some(detail) = model.detail.as_mut() {
+        detail
+            .token
+            .context
+            .insert("note".into(), serde_json::Value::String(long.clone()));
+    }
+    press(&mut model, KeyCode::Char('d'));
+    let text = screen(&model);
+    assert!(text.contains("the end\""), "{text}");
+    let rows = crate::describe::lines(&model);
+    assert!(rows.iter().all(|row| row.chars().count() <= 98), "{rows:?}");
+}
+
+#[test]
+fn a_sorted_table_reads_the_whole_page_of_its_filters() {
+    let mut model = full_model();
+    let limit = |commands: &[Command]| {
+        commands.iter().find_map(|command| match command {
+            Command::Tokens(query) => query.limit,
+            _ => None,
+        })
+    };
+    model.in_flight.clear();
+    let unsorted = limit(&crate::update::refresh(&mut model)).unwrap();
+    assert!(unsorted < crate::model::MOST_TOKENS, "{unsorted}");
+    model.in_flight.clear();
+    let commands = press(&mut model, KeyCode::Char('o'));
+    assert_eq!(limit(&commands), Some(crate::model::MOST_TOKENS));
 }

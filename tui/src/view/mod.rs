@@ -138,6 +138,12 @@ pub fn describe_page(model: &Model) -> usize {
     usize::from(area.height.saturating_sub(2))
 }
 
+/// The width of the describe view's text now, for `crate::describe::lines`.
+pub fn describe_width(model: &Model) -> usize {
+    let area = describe_area(model, screen(model));
+    usize::from(area.width.saturating_sub(2))
+}
+
 /// The describe view covers the main area and the supervisors pane: all but the
 /// title and the status line.
 fn describe_area(model: &Model, area: Rect) -> Rect {
@@ -150,8 +156,8 @@ fn describe_area(model: &Model, area: Rect) -> Rect {
     )
 }
 
-/// `d` or Enter: the selected token's JSON from line `top` on, cut at the
-/// pane's width; the title counts the lines and names the keys.
+/// `d` or Enter: the selected token's JSON from row `top` on, wrapped at the
+/// pane's width; the title counts the rows and names the keys.
 fn describe(model: &Model, frame: &mut Frame, top: usize) {
     let area = describe_area(model, frame.area());
     let text = crate::describe::lines(model);
@@ -160,7 +166,7 @@ fn describe(model: &Model, frame: &mut Frame, top: usize) {
     let last = (top + page).min(text.len());
     let name = model.selected().unwrap_or_default();
     let title = format!(
-        " {name} as JSON, lines {}-{last} of {} (↑↓ PgUp PgDn Home End; y copies; Esc back) ",
+        " {name} as JSON, rows {}-{last} of {} (↑↓ PgUp PgDn Home End; y copies; Esc back) ",
         (top + 1).min(last),
         text.len()
     );
