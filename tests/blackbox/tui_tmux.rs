@@ -258,3 +258,68 @@ fn a_bulk_cancel_at_a_terminal_goes_ahead_only_once_the_count_is_typed() {
         );
     }
 }
+
+both!(d_describes_a_token_y_copies_its_json_into_tmux_and_f_and_o_change_the_screen);
+
+fn d_describes_a_token_y_copies_its_json_into_tmux_and_f_and_o_change_the_screen() {
+    if !have_tmux() {
+        return;
+    }
+    let daemon = Daemon::orders();
+    for (id, title) in [("ORD-2", "pen"), ("ORD-1", "ink")] {
+        daemon
+            .post(
+                "/tokens",
+                &json!({"token": id, "context": {"title": title}}),
+            )
+            .expect(201);
+    }
+    daemon
+        .post("/tokens/ORD-1/events/submitted", &json!({}))
+        .expect(200);
+    daemon
+        .post(
+            "/tokens/ORD-1/events/reviewed",
+            &json!({"payload": {"approved": false, "note": "by tmux"}}),
+        )
+        .expect(200);
+    // A server for each backend: both run at once in this process.
+    let tmux = Tmux::start(
+        &format!("describe-{:?}", harness::backend()),
+        &format!("{} tui --url {}", binary(), daemon.url),
+    );
+    // tmux keeps what an OSC 52 sequence sets as a paste buffer only when `on`.
+    tmux.run(&["set-option", "-s", "set-clipboard", "on"]);
+    tmux.wait_for("both tokens", |s| {
+        row(s, "ORD-1").is_some() && row(s, "ORD-2").is_some()
+    });
+    tmux.keys("o");
+    let sorted = tmux.wait_for("the table sorted by token", |s| s.contains("token▲"));
+    let at = |id: &str| sorted.find(&format!("│{id} ")).unwrap();
+    assert!(at("ORD-1") < at("ORD-2"), "{sorted}");
+    tmux.keys("F");
+    tmux.wait_for("no supervisors pane", |s| !s.contains("Supervisors"));
+    tmux.keys("d");
+    let described = tmux.wait_for("ORD-1 as JSON", |s| {
+        s.contains("ORD-1 as JSON") && s.contains("\"title\": \"ink\"")
+    });
+    assert!(described.contains("\"history\""), "{described}");
+    tmux.keys("y");
+    tmux.wait_for("the copy said", |s| {
+        s.contains("copied the JSON of ORD-1 to the clipboard")
+    });
+    let copied = tmux.run(&["show-buffer"]);
+    let copied: serde_json::Value = serde_json::from_str(&copied).unwrap();
+    assert_eq!(copied["token"]["token"]["context"]["title"], "ink");
+    let history = copied["history"].as_array().unwrap();
+    assert!(
+        history
+            .iter()
+            .any(|entry| entry["data"]["payload"]["note"] == "by tmux"),
+        "{copied}"
+    );
+    tmux.keys("Escape");
+    tmux.keys("F");
+    tmux.wait_for("the supervisors pane again", |s| s.contains("Supervisors"));
+    tmux.keys("q");
+}

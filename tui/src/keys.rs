@@ -2,7 +2,9 @@
 //! `/` filters (the filter language, or text), `t` by status, `p` `r` `c` steer,
 //! `f` fires, `R` retries, space and `*` mark (then `p` `r` `c` `f` `R` act on
 //! the marked tokens through a preview, `crate::operate`), `s` starts,
-//! Enter shows the token whole, PgUp PgDn Home End scroll its history, `z`
+//! `d` or Enter describes the token as JSON (`crate::describe`), `v` gives its
+//! panes the main area, `F` the screen without the supervisors pane, `o` `O` sort
+//! the table, PgUp PgDn Home End scroll its history, `z`
 //! switches UTC and local time, `w` shows the graph, `?` the keys, `q` quits.
 //! While read-only, the keys that would change a token only say that they are off.
 
@@ -33,6 +35,7 @@ pub fn key(model: &mut Model, key: KeyEvent) -> Vec<Command> {
         Mode::Graph => crate::states::key(model, key),
         Mode::Bulk(form) => operate::key(model, form, key),
         Mode::Help => Vec::new(),
+        Mode::Describe(top) => crate::describe::key(model, top, key),
     }
 }
 
@@ -61,7 +64,19 @@ fn normal(model: &mut Model, key: KeyEvent) -> Vec<Command> {
         KeyCode::PageDown | KeyCode::PageUp | KeyCode::Home | KeyCode::End => {
             scroll_history(model, key.code);
         }
-        KeyCode::Enter => model.zoom = !model.zoom,
+        KeyCode::Enter | KeyCode::Char('d') => crate::describe::open(model),
+        KeyCode::Char('v') => model.zoom = !model.zoom,
+        KeyCode::Char('F') => model.full = !model.full,
+        KeyCode::Char('o') => {
+            let before = model.selected();
+            model.sort = model.sort.next();
+            return sorted(model, before);
+        }
+        KeyCode::Char('O') => {
+            let before = model.selected();
+            model.sort_reversed = !model.sort_reversed;
+            return sorted(model, before);
+        }
         KeyCode::Char('z') => {
             model.utc = !model.utc;
             let zone = if model.utc { "UTC" } else { "local time" };
@@ -106,6 +121,39 @@ fn normal(model: &mut Model, key: KeyEvent) -> Vec<Command> {
         _ => {}
     }
     Vec::new()
+}
+
+/// After `o` or `O`: the selection stays on its token (`before`), the status
+/// line says that the page read is what is sorted, and the table reads the
+/// whole page (the 1000 most recently moved of its filters) to sort.
+fn sorted(model: &mut Model, before: Option<String>) -> Vec<Command> {
+    let shown = model.shown();
+    if let Some(at) = before
+        .as_ref()
+        .and_then(|id| shown.iter().position(|t| &t.token == id))
+    {
+        model.cursor = at;
+    }
+    follow_cursor(model);
+    let order = if model.sort_reversed {
+        "descending"
+    } else {
+        "ascending"
+    };
+    let text = match (model.sort, model.sort_reversed) {
+        (crate::model::SortBy::Listed, false) => {
+            "sorted as the daemon lists them: most recently moved first".to_string()
+        }
+        (crate::model::SortBy::Listed, true) => {
+            "sorted least recently moved first, of the page read".to_string()
+        }
+        (by, _) => format!(
+            "sorted by {} {order}, of the page read (the daemon lists the most recently moved)",
+            by.name()
+        ),
+    };
+    model.say(text, false);
+    refresh(model)
 }
 
 /// PgUp and PgDn move the history pane a page (less a row, to keep one in

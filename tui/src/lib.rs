@@ -6,6 +6,7 @@
 //! it never opens a database.
 
 mod client;
+pub mod describe;
 mod forms;
 mod input;
 mod keys;

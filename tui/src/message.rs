@@ -141,6 +141,9 @@ pub enum Command {
     Preview(BulkRequest),
     /// Run a bulk action to its end, page after page, telling each.
     Run(BulkRequest),
+    /// Put this text on the terminal's clipboard (OSC 52, `crate::describe`):
+    /// the loop writes it to the terminal, no request is made.
+    Copy(String),
 }
 
 impl Command {

@@ -196,6 +196,53 @@ pub enum Mode {
     Graph,
     /// A bulk action's preview: a reason and the typed count go ahead.
     Bulk(Box<BulkForm>),
+    /// `d` or Enter: the selected token described whole as JSON (its detail and
+    /// its history with every payload), from this line of the text on
+    /// (`crate::describe`).
+    Describe(usize),
+}
+
+/// A column the token table can be sorted by (`o` cycles, `O` flips the order).
+/// The sort orders the page the daemon answered, not the daemon's listing: the
+/// page is the most recently moved tokens that match the filters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SortBy {
+    /// The daemon's order: most recently moved first.
+    #[default]
+    Listed,
+    /// The token's id.
+    Token,
+    /// Its state's name.
+    State,
+    /// Its status.
+    Status,
+    /// When it entered its state (`entered_at`, the `moved` column), the
+    /// shortest time first.
+    Moved,
+}
+
+impl SortBy {
+    /// The next column `o` picks, back to the daemon's order after the last.
+    pub fn next(self) -> SortBy {
+        match self {
+            SortBy::Listed => SortBy::Token,
+            SortBy::Token => SortBy::State,
+            SortBy::State => SortBy::Status,
+            SortBy::Status => SortBy::Moved,
+            SortBy::Moved => SortBy::Listed,
+        }
+    }
+
+    /// The column's name, as the table header and the status line say it.
+    pub fn name(self) -> &'static str {
+        match self {
+            SortBy::Listed => "listed",
+            SortBy::Token => "token",
+            SortBy::State => "state",
+            SortBy::Status => "status",
+            SortBy::Moved => "moved",
+        }
+    }
 }
 
 /// Everything the TUI shows.
@@ -220,7 +267,7 @@ pub struct Model {
     /// False with `NO_COLOR`: nothing is drawn in colour, and what colour says is
     /// said by text or reverse video.
     pub color: bool,
-    /// Enter: the selected token's detail and history on the whole main area.
+    /// `v`: the selected token's detail and history on the whole main area.
     pub zoom: bool,
     /// The first row of the history pane shown; `None` follows the end, so that
     /// new entries come into view (PgUp, PgDn, Home, End move it).
@@ -305,6 +352,12 @@ pub struct Model {
     /// `G` was pressed while more tokens match than were read: the next page
     /// asks for all the table holds, and the selection goes to its last row.
     pub to_bottom: bool,
+    /// `F`: the main area takes the supervisors pane's rows too.
+    pub full: bool,
+    /// The column the shown page is sorted by (`o`).
+    pub sort: SortBy,
+    /// The sort goes the other way (`O`).
+    pub sort_reversed: bool,
 }
 
 impl Model {
@@ -355,13 +408,48 @@ impl Model {
             why: None,
             running: None,
             to_bottom: false,
+            full: false,
+            sort: SortBy::Listed,
+            sort_reversed: false,
         }
     }
 
     /// The tokens the table shows: those of the status filter (and of the state
     /// picked in the graph view) whose id, state or context contains the text
-    /// filter.
+    /// filter, in the order of [`Model::sort`] (a stable sort of the page read,
+    /// so equal keys keep the daemon's order).
     pub fn shown(&self) -> Vec<&TokenView> {
+        let mut shown = self.filtered();
+        let key = |t: &&TokenView| -> (String, String) {
+            match self.sort {
+                SortBy::Listed => (String::new(), String::new()),
+                SortBy::Token => (t.token.clone(), String::new()),
+                SortBy::State => (t.state.clone(), t.token.clone()),
+                SortBy::Status => (t.status.clone(), t.token.clone()),
+                // Newest entry first: the shortest time in the state.
+                SortBy::Moved => (String::new(), t.entered_at.clone()),
+            }
+        };
+        match (self.sort, self.sort_reversed) {
+            (SortBy::Listed, false) => {}
+            (SortBy::Listed, true) => shown.reverse(),
+            (SortBy::Moved, reversed) => {
+                shown.sort_by_cached_key(key);
+                if !reversed {
+                    shown.reverse();
+                }
+            }
+            (_, reversed) => {
+                shown.sort_by_cached_key(key);
+                if reversed {
+                    shown.reverse();
+                }
+            }
+        }
+        shown
+    }
+
+    fn filtered(&self) -> Vec<&TokenView> {
         let needle = self.text_filter.to_lowercase();
         let paged = self
             .exact

@@ -9,7 +9,7 @@ use stateous_client::Client;
 use stateous_shared::refusal::Code;
 use tokio::sync::mpsc::{self, UnboundedSender};
 
-use crate::message::Msg;
+use crate::message::{Command, Msg};
 use crate::model::{Model, StreamState};
 use crate::{client, update, view, Options, TuiError};
 
@@ -61,7 +61,10 @@ async fn looping(
         let mut next = Some(first);
         while let Some(msg) = next {
             for command in update::update(&mut model, msg) {
-                client::spawn(api, command, &to);
+                match command {
+                    Command::Copy(text) => copy(terminal, &text)?,
+                    command => client::spawn(api, command, &to),
+                }
             }
             next = from.try_recv().ok();
         }
@@ -73,6 +76,16 @@ async fn looping(
             return Ok(());
         }
     }
+}
+
+/// Put `text` on the clipboard: the OSC 52 sequence, written to the terminal.
+fn copy(terminal: &mut ratatui::DefaultTerminal, text: &str) -> Result<(), TuiError> {
+    use std::io::Write;
+    let writer = terminal.backend_mut();
+    writer
+        .write_all(crate::describe::osc52(text).as_bytes())
+        .and_then(|()| writer.flush())
+        .map_err(TuiError::Terminal)
 }
 
 /// The live stream: opened, read, and opened again after a break from the last

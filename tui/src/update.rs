@@ -270,12 +270,16 @@ pub fn refresh(model: &mut Model) -> Vec<Command> {
 
 /// The page of tokens to ask for: the status filter, the filter language's
 /// filter (matched by the daemon, over every token), and the rows on screen plus
-/// one page ahead (all 1000 the API gives while a text or state filter is set,
-/// since those are matched here).
+/// one page ahead (all 1000 the API gives while a text or state filter or a
+/// sort is set, since those are matched or ordered here).
 fn tokens_query(model: &Model) -> TokenQuery {
     let rows = model.table_rows().max(1);
     let ahead = (model.scroll + 2 * rows) as u32;
-    let limit = if model.text_filter.is_empty() && model.state_filter.is_none() && !model.to_bottom
+    let sorted = model.sort != crate::model::SortBy::Listed || model.sort_reversed;
+    let limit = if model.text_filter.is_empty()
+        && model.state_filter.is_none()
+        && !model.to_bottom
+        && !sorted
     {
         ahead.clamp(1, MOST_TOKENS)
     } else {

@@ -58,13 +58,13 @@ fn read_only_drops_a_change_whatever_asked_for_it() {
 }
 
 #[test]
-fn enter_gives_the_token_the_screen_and_esc_or_enter_gives_it_back() {
+fn v_gives_the_token_the_screen_and_esc_or_v_gives_it_back() {
     let mut model = full_model();
     model.status = Some(crate::model::Status {
         text: "kept".into(),
         error: false,
     });
-    assert!(press(&mut model, KeyCode::Enter).is_empty());
+    assert!(press(&mut model, KeyCode::Char('v')).is_empty());
     assert!(model.zoom);
     press(&mut model, KeyCode::Esc);
     assert!(!model.zoom);
@@ -73,8 +73,8 @@ fn enter_gives_the_token_the_screen_and_esc_or_enter_gives_it_back() {
         "kept",
         "the first Esc only closes the token"
     );
-    press(&mut model, KeyCode::Enter);
-    press(&mut model, KeyCode::Enter);
+    press(&mut model, KeyCode::Char('v'));
+    press(&mut model, KeyCode::Char('v'));
     assert!(!model.zoom);
 }
 

@@ -2,6 +2,7 @@
 //! a fixed-size test backend. The fixtures are the `orders`
 //! starter's graph file and a few tokens, at a fixed time, in UTC.
 
+mod describe_tests;
 mod graph_tests;
 mod keys_tests;
 mod operate_tests;

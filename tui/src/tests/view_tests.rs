@@ -252,14 +252,14 @@ fn sized(columns: u16, rows: u16) -> Model {
 fn at_80_by_24_the_token_pane_says_what_it_leaves_out() {
     let model = sized(80, 24);
     let text = screen(&model);
-    assert!(text.contains("more rows: Enter shows all"), "{text}");
+    assert!(text.contains("more rows: v shows all"), "{text}");
     snapshot("small_80x24", &model);
 }
 
 #[test]
 fn at_80_by_24_enter_shows_every_fact_of_the_token() {
     let mut model = sized(80, 24);
-    press(&mut model, KeyCode::Enter);
+    press(&mut model, KeyCode::Char('v'));
     let text = screen(&model);
     for fact in [
         "task      4 review claimed, attempt 2, box-1, lease 1m35s",
@@ -286,10 +286,10 @@ fn at_60_by_20_the_panes_stack_and_nothing_vanishes_silently() {
     ] {
         assert!(text.contains(title), "no {title:?} in\n{text}");
     }
-    assert!(text.contains("more rows: Enter shows all"), "{text}");
+    assert!(text.contains("more rows: v shows all"), "{text}");
     snapshot("small_60x20", &model);
     let mut zoomed = model.clone();
-    press(&mut zoomed, KeyCode::Enter);
+    press(&mut zoomed, KeyCode::Char('v'));
     let text = screen(&zoomed);
     for fact in ["lease 1m35s", "timeout at 13:00:00", "held      submitted"] {
         assert!(text.contains(fact), "no {fact:?} in\n{text}");

@@ -57,7 +57,11 @@ fn areas(model: &Model, area: Rect, zoom: bool) -> Areas {
     let [title, main, supervisors, status] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Min(3),
-        Constraint::Length(supervisor_rows(model, area.height)),
+        Constraint::Length(if model.full {
+            0
+        } else {
+            supervisor_rows(model, area.height)
+        }),
         Constraint::Length(status_rows(model, area.width)),
     ])
     .areas(area);
@@ -128,6 +132,55 @@ pub fn history_width(model: &Model) -> usize {
     usize::from(area.history.width.saturating_sub(2))
 }
 
+/// How many lines of the describe view show at once: a page for PgUp and PgDn.
+pub fn describe_page(model: &Model) -> usize {
+    let area = describe_area(model, screen(model));
+    usize::from(area.height.saturating_sub(2))
+}
+
+/// The width of the describe view's text now, for `crate::describe::lines`.
+pub fn describe_width(model: &Model) -> usize {
+    let area = describe_area(model, screen(model));
+    usize::from(area.width.saturating_sub(2))
+}
+
+/// The describe view covers the main area and the supervisors pane: all but the
+/// title and the status line.
+fn describe_area(model: &Model, area: Rect) -> Rect {
+    let areas = areas(model, area, false);
+    Rect::new(
+        area.x,
+        areas.title.bottom(),
+        area.width,
+        areas.status.y.saturating_sub(areas.title.bottom()),
+    )
+}
+
+/// `d` or Enter: the selected token's JSON from row `top` on, wrapped at the
+/// pane's width; the title counts the rows and names the keys.
+fn describe(model: &Model, frame: &mut Frame, top: usize) {
+    let area = describe_area(model, frame.area());
+    let text = crate::describe::lines(model);
+    let page = usize::from(area.height.saturating_sub(2));
+    let top = top.min(text.len().saturating_sub(page));
+    let last = (top + page).min(text.len());
+    let name = model.selected().unwrap_or_default();
+    let title = format!(
+        " {name} as JSON, rows {}-{last} of {} (↑↓ PgUp PgDn Home End; y copies; Esc back) ",
+        (top + 1).min(last),
+        text.len()
+    );
+    let lines: Vec<Line> = text[top..last]
+        .iter()
+        .map(|line| Line::from(line.clone()))
+        .collect();
+    let block = ratatui::widgets::Block::default()
+        .borders(ratatui::widgets::Borders::ALL)
+        .title(title);
+    frame.render_widget(ratatui::widgets::Clear, area);
+    frame.render_widget(Paragraph::new(lines).block(block), area);
+}
+
 fn screen(model: &Model) -> Rect {
     Rect::new(0, 0, model.size.0, model.size.1)
 }
@@ -164,7 +217,9 @@ pub fn view(model: &Model, frame: &mut Frame) {
     }
     panes::detail(model, frame, area.detail);
     panes::history(model, frame, area.history);
-    panes::supervisors(model, frame, area.supervisors);
+    if !model.full {
+        panes::supervisors(model, frame, area.supervisors);
+    }
     frame.render_widget(status(model, area.status.width), area.status);
     match &model.mode {
         Mode::Help => popups::help(model, frame),
@@ -173,6 +228,7 @@ pub fn view(model: &Model, frame: &mut Frame) {
         Mode::Fire(form) => popups::fire(model, frame, form),
         Mode::Start(form) => popups::start(model, frame, form),
         Mode::Bulk(form) => operate::bulk(model, frame, form),
+        Mode::Describe(top) => describe(model, frame, *top),
         Mode::Normal | Mode::Filter(_) | Mode::Confirm(_) => {}
     }
 }

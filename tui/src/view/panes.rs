@@ -137,6 +137,13 @@ pub fn tokens(model: &Model, frame: &mut Frame, area: Rect) {
     if model.scroll > 0 || last < shown.len() {
         title.push_str(&format!(", rows {}-{last}", model.scroll + 1));
     }
+    let arrow = if model.sort_reversed { "▼" } else { "▲" };
+    // A sort other than the daemon's orders the page read, and says so.
+    match (model.sort, model.sort_reversed) {
+        (crate::model::SortBy::Listed, false) => {}
+        (crate::model::SortBy::Listed, true) => title.push_str(", listed▼"),
+        (by, _) => title.push_str(&format!(", by {}{arrow}", by.name())),
+    }
     title.push(' ');
     let widths = [
         Constraint::Fill(3),
@@ -144,8 +151,17 @@ pub fn tokens(model: &Model, frame: &mut Frame, area: Rect) {
         Constraint::Length(9),
         Constraint::Length(6),
     ];
-    let header = Row::new(vec!["token", "state", "status", "moved"])
-        .style(Style::default().add_modifier(Modifier::BOLD));
+    let header: Vec<String> = ["token", "state", "status", "moved"]
+        .iter()
+        .map(|name| {
+            if *name == model.sort.name() {
+                format!("{name}{arrow}")
+            } else {
+                (*name).to_string()
+            }
+        })
+        .collect();
+    let header = Row::new(header).style(Style::default().add_modifier(Modifier::BOLD));
     let table = Table::new(rows, widths)
         .header(header)
         .block(Block::default().borders(Borders::ALL).title(title));
@@ -170,7 +186,7 @@ pub fn detail(model: &Model, frame: &mut Frame, area: Rect) {
         let more = if model.zoom {
             format!("… {left} more rows than the terminal has")
         } else {
-            format!("… {left} more rows: Enter shows all")
+            format!("… {left} more rows: v shows all")
         };
         rows.push(Line::styled(
             more,

@@ -16,9 +16,10 @@ use crate::model::{FireForm, Model, StartForm};
 /// The keys, as `?` shows them.
 pub const HELP: [&str; 26] = [
     "↑ ↓  j k      move; J K: a page; g G: top, bottom",
-    "Enter         the selected token on the whole screen (Esc back)",
-    "PgUp PgDn     scroll its history; Home: the first entry,",
-    "Home End      End: the last, and follow new entries",
+    "d  Enter      the token as JSON, scrolled; y copies it (OSC 52)",
+    "v  F          its panes on the whole screen; hide the supervisors",
+    "o  O          sort the page shown by the next column; reverse it",
+    "PgUp PgDn     scroll its history; Home End: first, last (follows)",
     "/             filter: state == 'review' and moved > 600 and",
     "              ctx['k'] == 'v' (the daemon matches every token),",
     "              or text of id, state, context; status:NAME;",
@@ -39,7 +40,6 @@ pub const HELP: [&str; 26] = [
     "?             these keys",
     "Esc           clear the status line; close a form",
     "q  Ctrl-C     quit",
-    "",
     "any key closes this",
 ];
 
