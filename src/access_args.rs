@@ -39,7 +39,7 @@ impl AccessArgs {
 /// `stateous access ...`: the control plane's URL, then what to do with its keys.
 #[derive(Args)]
 pub struct AccessCommandArgs {
-    /// The control plane: by default its Unix socket (where the daemon's own user
+    /// The control plane; without it STATEOUS_URL, else the default Unix socket (where the daemon's own user
     /// acts as admin, so the first key is made there); or http(s)://HOST:PORT
     /// with an admin key (--access-key-file or STATEOUS_ACCESS_KEY).
     #[arg(long, global = true)]

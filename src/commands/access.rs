@@ -12,7 +12,7 @@ use stateous_shared::access::{KeyView, NewKey};
 /// One `stateous access ...` command line.
 #[derive(Debug, Clone)]
 pub struct AccessCommand {
-    /// `--url`; `None`: the default socket.
+    /// `--url`; `None`: `STATEOUS_URL`, else the default socket.
     pub url: Option<String>,
     /// The key to send (an admin key, over TCP).
     pub key: Option<AccessKey>,
@@ -39,7 +39,10 @@ pub enum AccessAction {
 pub async fn run(command: &AccessCommand, out: &mut dyn Write) -> Result<(), CommandError> {
     let url = match &command.url {
         Some(url) => url.clone(),
-        None => format!("unix://{}", stateous_client::default_socket().display()),
+        None => std::env::var("STATEOUS_URL")
+            .ok()
+            .filter(|url| !url.trim().is_empty())
+            .unwrap_or_else(|| format!("unix://{}", stateous_client::default_socket().display())),
     };
     let client = Client::new(&url)?.with_access_key(command.key.as_ref());
     let refused = |error| CommandError::Client(error).with_code();

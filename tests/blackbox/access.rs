@@ -508,7 +508,27 @@ pub(crate) fn write_key(folder: &Path, secret: &str) {
     std::fs::write(config, text).unwrap();
 }
 
+/// `access` reads `STATEOUS_URL` as every client does, before the default socket.
+fn access_reads_stateous_url_before_the_default_socket() {
+    let daemon = sdlc();
+    let url = format!("unix://{}", daemon.socket.display());
+    let output = std::process::Command::new(crate::harness::binary())
+        .args(["access", "add", "ops", "--role", "admin"])
+        .current_dir(daemon.dir.path())
+        .env("STATEOUS_URL", &url)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.starts_with("stateous_key_"), "{stdout}");
+}
+
 both!(
+    access_reads_stateous_url_before_the_default_socket,
     tcp_is_open_until_the_first_key_and_then_needs_one_but_for_health,
     each_role_is_allowed_its_routes_and_refused_the_others,
     a_revoked_key_is_refused_from_the_next_request_and_after_a_restart,
