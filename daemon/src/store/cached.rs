@@ -6,8 +6,10 @@
 //! The rule that keeps the facts true: a transaction may keep (and publish) the
 //! facts of a token only while it holds the token's family. SQLite's one writer
 //! holds every family; on Postgres, `lock_family` takes the family in this process
-//! (`store/family.rs`) before the database's row lock, and drops the facts it read
-//! before, so that what it keeps was read under the lock.
+//! (`store/family.rs`) and drops the facts it read before, so that what it keeps was
+//! read under the lock: a transaction of its own then takes the database's row lock
+//! too ([`Locking::Rows`]), a request of the Postgres writer's batch does not (the
+//! writer is the one writer of the database, [`Locking::Batch`]).
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -20,7 +22,7 @@ use serde_json::Value;
 use stateous_shared::wire::Object;
 
 use super::cache::{Facts, Layer};
-use super::family::FamilyLocks;
+use super::family::{Beside, FamilyLocks};
 use super::locked::{self, Head};
 use super::{
     AccessKeyRow, AccessKeys, ClaimRow, Claims, ClockKind, ControlPlane, ControlPlaneRow, Counts,
@@ -37,6 +39,33 @@ struct Staged {
     dirty: bool,
 }
 
+/// How a transaction holds the token families it changes.
+#[derive(Clone, Copy)]
+pub enum Locking<'a> {
+    /// SQLite: the one writer holds every family; nothing is taken.
+    Serial,
+    /// Postgres, a transaction of its own: each family is taken in this process,
+    /// waiting up to the `Duration`, then its top token's row in the database.
+    Rows(&'a FamilyLocks, Duration),
+    /// Postgres, a request of the writer's batch (`postgres/writer.rs`): each family
+    /// is taken in this process only, and never waited for. A family another
+    /// transaction holds makes a request that must wait for it
+    /// [`Finished::contended`].
+    Batch(&'a BatchLocks<'a>),
+}
+
+/// What the requests of one batch of the Postgres writer share.
+pub struct BatchLocks<'a> {
+    /// The families of this process.
+    pub families: &'a FamilyLocks,
+    /// The families the batch's requests took so far.
+    pub held: RefCell<FastSet<String>>,
+    /// The transactions of their own that run beside the batch.
+    pub beside: &'a Beside,
+    /// How many of those had begun when the batch began.
+    pub mark: u64,
+}
+
 /// What a finished transaction leaves for the cache.
 #[derive(Debug, Default)]
 pub struct Finished {
@@ -48,14 +77,19 @@ pub struct Finished {
     pub clear: bool,
     /// The families taken in this process, to give back after the commit.
     pub tops: FastSet<String>,
+    /// [`Locking::Batch`]: the request had to wait for a family another
+    /// transaction holds; its answer stands for nothing, and it runs again in a
+    /// transaction of its own.
+    pub contended: bool,
 }
 
 /// A write transaction over `inner` with the write path's facts.
 pub struct CachedTx<'a> {
     inner: &'a dyn Tx,
     base: &'a dyn Layer,
-    /// Postgres: the families of this process, and how long to wait for one.
-    locks: Option<(&'a FamilyLocks, Duration)>,
+    locks: Locking<'a>,
+    /// [`Locking::Batch`]: a family held elsewhere was waited for.
+    contended: Cell<bool>,
     staged: RefCell<FastMap<String, Staged>>,
     tops: RefCell<FastSet<String>>,
     clear: Cell<bool>,
@@ -64,17 +98,14 @@ pub struct CachedTx<'a> {
 }
 
 impl<'a> CachedTx<'a> {
-    /// A transaction over `inner` whose facts start from `base`; `locks` where
-    /// transactions run side by side (Postgres).
-    pub fn new(
-        inner: &'a dyn Tx,
-        base: &'a dyn Layer,
-        locks: Option<(&'a FamilyLocks, Duration)>,
-    ) -> CachedTx<'a> {
+    /// A transaction over `inner` whose facts start from `base`, holding families
+    /// as `locks` says.
+    pub fn new(inner: &'a dyn Tx, base: &'a dyn Layer, locks: Locking<'a>) -> CachedTx<'a> {
         CachedTx {
             inner,
             base,
             locks,
+            contended: Cell::new(false),
             staged: RefCell::new(FastMap::default()),
             tops: RefCell::new(FastSet::default()),
             clear: Cell::new(false),
@@ -89,24 +120,32 @@ impl<'a> CachedTx<'a> {
         let tops = self.tops.into_inner();
         let mut finished = Finished {
             clear: self.clear.get(),
+            contended: self.contended.get(),
             ..Finished::default()
         };
-        let Some(_) = self.locks else {
-            // SQLite: the one writer holds every family.
-            finished.changed = staged
-                .into_iter()
-                .map(|(token, entry)| (token, entry.facts))
-                .collect();
-            finished.tops = tops;
-            return finished;
+        let batch = match self.locks {
+            Locking::Serial => {
+                // SQLite: the one writer holds every family.
+                finished.changed = staged
+                    .into_iter()
+                    .map(|(token, entry)| (token, entry.facts))
+                    .collect();
+                finished.tops = tops;
+                return finished;
+            }
+            Locking::Rows(..) => None,
+            Locking::Batch(batch) => Some(batch.held.borrow()),
         };
         let held: FastSet<String> = staged
             .keys()
             .filter(|token| {
-                top_among(token, &staged, self.base).is_some_and(|top| tops.contains(&top))
+                top_among(token, &staged, self.base).is_some_and(|top| {
+                    tops.contains(&top) || batch.as_ref().is_some_and(|held| held.contains(&top))
+                })
             })
             .cloned()
             .collect();
+        drop(batch);
         for (token, entry) in staged {
             if held.contains(&token) {
                 finished.changed.insert(token, entry.facts);
@@ -203,7 +242,39 @@ impl<'a> CachedTx<'a> {
         block: bool,
     ) -> StoreResult<bool> {
         let top = self.top_of(token)?;
-        if self.tops.borrow().contains(&top) {
+        if self.holds(&top) {
+            return Ok(true);
+        }
+        if let Locking::Batch(batch) = self.locks {
+            // The writer never waits: a family held elsewhere sends a request that
+            // must wait for it to a transaction of its own.
+            if !locks.take(&top, None) {
+                if block {
+                    self.contended.set(true);
+                    return Err(StoreError::Busy);
+                }
+                return Ok(false);
+            }
+            if batch.beside.none_since(batch.mark) {
+                // No other transaction wrote since the batch began: what it read
+                // stands.
+                self.tops.borrow_mut().insert(top.clone());
+            } else {
+                // Read again: every transaction publishes what it changed before
+                // it gives a family back, so the facts below are the database's;
+                // the row itself is read when they do not know it.
+                self.held(top.clone());
+                if self.base.facts(&top).is_none() {
+                    let row = self.inner.token(&top)?;
+                    self.with(&top, |entry| entry.facts.row = Some(row));
+                }
+            }
+            // A token that does not exist has nothing in any table.
+            self.with(&top, |entry| {
+                if entry.facts.row == Some(None) && !entry.dirty {
+                    entry.facts = Facts::fresh();
+                }
+            });
             return Ok(true);
         }
         if !locks.take(&top, block.then_some(wait)) {
@@ -231,6 +302,23 @@ impl<'a> CachedTx<'a> {
             None => entry.facts = Facts::fresh(),
         });
         Ok(true)
+    }
+
+    /// Whether other transactions may change rows between two reads of this one
+    /// (Postgres): a row read before its family was taken is read again after.
+    fn side_by_side(&self) -> bool {
+        !matches!(self.locks, Locking::Serial)
+    }
+
+    /// Whether this transaction (or its batch) holds the family of `top`.
+    fn holds(&self, top: &str) -> bool {
+        if self.tops.borrow().contains(top) {
+            return true;
+        }
+        match self.locks {
+            Locking::Batch(batch) => batch.held.borrow().contains(top),
+            _ => false,
+        }
     }
 
     /// A family is now held: facts read before may be old, and go.
@@ -287,23 +375,24 @@ impl Tx for CachedTx<'_> {
     }
 
     fn lock_task(&self, id: i64, wait: bool) -> StoreResult<Option<TaskRow>> {
-        locked::task(self, id, wait, self.locks.is_some())
+        locked::task(self, id, wait, self.side_by_side())
     }
 
     fn lock_timer(&self, id: i64) -> StoreResult<Option<TimerRow>> {
-        locked::timer(self, id, self.locks.is_some())
+        locked::timer(self, id, self.side_by_side())
     }
 
     fn lock_tasks(&self, ids: &[i64]) -> StoreResult<Vec<TaskRow>> {
-        locked::tasks(self, ids, self.locks.is_some())
+        locked::tasks(self, ids, self.side_by_side())
     }
 }
 
 impl Tokens for CachedTx<'_> {
     fn lock_family(&self, token: &str, wait: bool) -> StoreResult<bool> {
         match self.locks {
-            Some((locks, patience)) => self.take_family(locks, patience, token, wait),
-            None => self.inner.lock_family(token, wait),
+            Locking::Rows(locks, patience) => self.take_family(locks, patience, token, wait),
+            Locking::Batch(batch) => self.take_family(batch.families, Duration::ZERO, token, wait),
+            Locking::Serial => self.inner.lock_family(token, wait),
         }
     }
 
@@ -316,8 +405,9 @@ impl Tokens for CachedTx<'_> {
 
     fn token(&self, id: &str) -> StoreResult<Option<TokenRow>> {
         // With one writer every read is under the lock: a token not there has
-        // nothing in any table yet.
-        let serial = self.locks.is_none();
+        // nothing in any table yet. So too in a batch that holds its family.
+        let serial =
+            !self.side_by_side() || (matches!(self.locks, Locking::Batch(_)) && self.holds(id));
         self.known(
             id,
             |facts| facts.row.clone(),
@@ -582,7 +672,12 @@ impl Tasks for CachedTx<'_> {
 
     fn lock_queued(&self, states: &[(Option<String>, String)]) -> StoreResult<Head> {
         let head = self.inner.lock_queued(states)?;
-        let (Head::Task(id), Some((locks, _))) = (head, self.locks) else {
+        let locks = match self.locks {
+            Locking::Serial => return Ok(head),
+            Locking::Rows(locks, _) => locks,
+            Locking::Batch(batch) => batch.families,
+        };
+        let Head::Task(id) = head else {
             return Ok(head);
         };
         // Locked in the database; in this process, only if no one holds it (a
@@ -590,7 +685,7 @@ impl Tasks for CachedTx<'_> {
         let Some(task) = self.task(id)? else {
             return Ok(Head::Unsure);
         };
-        if self.tops.borrow().contains(&task.token) {
+        if self.holds(&task.token) {
             return Ok(head);
         }
         if !locks.take(&task.token, None) {

@@ -9,8 +9,47 @@
 //! claim, the clock) only tries it.
 
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
+
+/// The Postgres transactions of their own (a request that runs alone, beside the
+/// writer's batches): how many run now, and how many began so far. While none ran
+/// since a batch began, the batch is the one writer, and what it read of a family
+/// before it took the family is still so.
+#[derive(Debug, Default)]
+pub struct Beside {
+    running: AtomicUsize,
+    began: AtomicU64,
+}
+
+impl Beside {
+    /// A transaction of its own begins; it ends when the guard is dropped.
+    pub fn enter(&self) -> BesideGuard<'_> {
+        self.began.fetch_add(1, Ordering::SeqCst);
+        self.running.fetch_add(1, Ordering::SeqCst);
+        BesideGuard(self)
+    }
+
+    /// How many began so far (a batch's mark).
+    pub fn began(&self) -> u64 {
+        self.began.load(Ordering::SeqCst)
+    }
+
+    /// Whether none ran since `began` was `mark`.
+    pub fn none_since(&self, mark: u64) -> bool {
+        self.running.load(Ordering::SeqCst) == 0 && self.began.load(Ordering::SeqCst) == mark
+    }
+}
+
+/// A transaction of its own that runs (see [`Beside::enter`]).
+pub struct BesideGuard<'a>(&'a Beside);
+
+impl Drop for BesideGuard<'_> {
+    fn drop(&mut self) {
+        self.0.running.fetch_sub(1, Ordering::SeqCst);
+    }
+}
 
 /// The families held in this process, by top token id.
 #[derive(Debug, Default)]

@@ -47,11 +47,16 @@ impl ControlPlane for PgTx<'_> {
             "SELECT pg_advisory_xact_lock(hashtextextended('@stateous/epoch', 0))",
             &[],
         )?;
-        let row = self.query_one(
+        let rows = self.change_rows(
             "UPDATE control_plane SET epoch = epoch + 1 WHERE id = 1 RETURNING epoch",
             &[],
         )?;
-        get(&row, 0)
+        match rows.first() {
+            Some(row) => get(row, 0),
+            None => Err(crate::store::StoreError::Database(
+                "no control plane record to move the epoch of".into(),
+            )),
+        }
     }
 
     fn served_clock(&self) -> StoreResult<Option<ClockKind>> {

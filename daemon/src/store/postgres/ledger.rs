@@ -70,7 +70,7 @@ impl Ledger for PgTx<'_> {
             id,
             token: token.to_string(),
             seq,
-            at: self.now,
+            at: self.now.get(),
             kind: kind.as_str().to_string(),
             key: key.map(str::to_string),
             by: self.by.borrow().clone(),

@@ -116,10 +116,15 @@ impl Default for PgOptions {
 /// may run the request once more ([`StoreError::Conflict`]).
 pub struct PgTx<'c> {
     conn: RefCell<&'c mut PgConn>,
-    /// Writes not sent yet: they go before the next read, or at the commit.
+    /// Writes not sent yet: they go before the next read, or at the commit. In the
+    /// writer's batch (`writer.rs`), those of the request that runs.
     pending: RefCell<Pending>,
+    /// In the writer's batch: the writes not sent yet of the requests kept before.
+    kept: RefCell<Pending>,
+    /// Whether the server got some of the running request's writes already.
+    sent: Cell<bool>,
     ids: &'c Sequences,
-    now: i64,
+    now: Cell<i64>,
     /// The top tokens whose row this transaction locked.
     locked: RefCell<HashSet<String>>,
     mark: &'c FeedMark,
@@ -138,8 +143,10 @@ impl<'c> PgTx<'c> {
         PgTx {
             conn: RefCell::new(conn),
             pending: RefCell::new(Pending::default()),
+            kept: RefCell::new(Pending::default()),
+            sent: Cell::new(false),
             ids,
-            now,
+            now: Cell::new(now),
             locked: RefCell::new(HashSet::new()),
             mark,
             opened: Cell::new(None),
@@ -161,11 +168,37 @@ impl<'c> PgTx<'c> {
     /// Send the writes that wait (before a read, and before the commit).
     pub fn flush(&self) -> StoreResult<()> {
         let result = {
+            let mut kept = self.kept.borrow_mut();
             let mut pending = self.pending.borrow_mut();
+            if !pending.is_empty() {
+                self.sent.set(true);
+                kept.absorb(std::mem::take(&mut *pending));
+            }
             let mut conn = self.conn.borrow_mut();
-            pending.flush(&mut conn)
+            kept.flush(&mut conn)
         };
         self.kept(result)
+    }
+
+    /// The writer's batch: the next request runs, at `now` (microseconds).
+    pub fn begin_request(&self, now: i64) {
+        self.now.set(now);
+        self.sent.set(false);
+        *self.by.borrow_mut() = None;
+    }
+
+    /// The writer's batch: the running request is kept; its writes wait with
+    /// those of the requests kept before.
+    pub fn keep_request(&self) {
+        let mine = std::mem::take(&mut *self.pending.borrow_mut());
+        self.kept.borrow_mut().absorb(mine);
+    }
+
+    /// The writer's batch: the running request's writes go. False when some of
+    /// them reached the server already (then only a rollback takes them back).
+    pub fn drop_request(&self) -> bool {
+        *self.pending.borrow_mut() = Pending::default();
+        !self.sent.get()
     }
 
     /// The next id of a new row of `table`'s sequence (a block is taken when the
@@ -196,7 +229,16 @@ impl<'c> PgTx<'c> {
     /// Run a statement; how many rows it changed (after the writes that wait).
     fn execute(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> StoreResult<u64> {
         self.flush()?;
+        self.sent.set(true);
         let result = self.conn.borrow_mut().execute(sql, params);
+        self.kept(result)
+    }
+
+    /// Run a statement that changes rows and returns some (`RETURNING`).
+    fn change_rows(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> StoreResult<Vec<Row>> {
+        self.flush()?;
+        self.sent.set(true);
+        let result = self.conn.borrow_mut().query(sql, params);
         self.kept(result)
     }
 
@@ -213,7 +255,7 @@ impl<'c> PgTx<'c> {
 
 impl Tx for PgTx<'_> {
     fn now(&self) -> i64 {
-        self.now
+        self.now.get()
     }
 }
 

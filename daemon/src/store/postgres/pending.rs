@@ -172,6 +172,45 @@ impl Pending {
         self.claims.insert(row.supervisor.clone(), row.clone());
     }
 
+    /// Take `later`'s writes in, as if each had been made here after this one's:
+    /// a row that is new here stays new, at `later`'s state.
+    pub fn absorb(&mut self, later: Pending) {
+        if self.is_empty() {
+            *self = later;
+            return;
+        }
+        self.ledger.extend(later.ledger);
+        self.new_tokens.extend(later.new_tokens);
+        for row in later.tokens.into_values() {
+            match self.new_tokens.get_mut(&row.token) {
+                Some(new) => *new = row,
+                None => {
+                    self.tokens.insert(row.token.clone(), row);
+                }
+            }
+        }
+        self.new_tasks.extend(later.new_tasks);
+        for row in later.tasks.into_values() {
+            match self.new_tasks.get_mut(&row.id) {
+                Some(new) => *new = row,
+                None => {
+                    self.tasks.insert(row.id, row);
+                }
+            }
+        }
+        self.new_timers.extend(later.new_timers);
+        for row in later.timers.into_values() {
+            match self.new_timers.get_mut(&row.id) {
+                Some(new) => *new = row,
+                None => {
+                    self.timers.insert(row.id, row);
+                }
+            }
+        }
+        self.forget_memory.extend(later.forget_memory);
+        self.claims.extend(later.claims);
+    }
+
     /// Send everything in one statement, and forget it. The statement holds only
     /// the parts that have rows ([`flush_text`]).
     pub fn flush(&mut self, conn: &mut PgConn) -> StoreResult<()> {

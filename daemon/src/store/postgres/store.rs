@@ -1,6 +1,10 @@
 //! The Postgres backend as `Control` sees it (`store::Store::Postgres`): the serving
-//! lock, a pool of connections where each request is its own transaction (run once
-//! more after a deadlock), the fence before each commit, and the feed's safe point.
+//! lock, the writer that runs the requests that wait in one transaction
+//! (`store/writer.rs`), a pool of connections for reads and for a request that runs
+//! alone in a transaction of its own (run once more after a deadlock), the fence
+//! before each commit, and the feed's safe point.
+
+mod writer;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -16,8 +20,8 @@ use super::{PgTx, Sequences};
 use crate::clock::{micros, Clock};
 use crate::store::backend::{without_password, Inspected, StoreOptions};
 use crate::store::cache::Cache;
-use crate::store::cached::CachedTx;
-use crate::store::family::FamilyLocks;
+use crate::store::cached::{CachedTx, Locking};
+use crate::store::family::{Beside, FamilyLocks};
 use crate::store::feed::{FeedMark, Opened};
 use crate::store::schema::MigrateError;
 use crate::store::serving;
@@ -27,6 +31,7 @@ use crate::store::{ControlPlane, StoreError, StoreResult, Tx};
 /// the lock live behind an `Arc`.
 pub struct PgStore {
     inner: Arc<Inner>,
+    writer: writer::Writer,
 }
 
 /// The pool and the lock's connection.
@@ -48,6 +53,8 @@ struct Inner {
     cache: Cache,
     /// The families this process's transactions hold (`store/family.rs`).
     families: FamilyLocks,
+    /// The transactions of their own that run beside the writer's batches.
+    beside: Beside,
     /// How long a transaction waits for a family (the lock limit).
     lock_wait: Duration,
     /// Ids for new rows, taken from their sequences a block at a time.
@@ -106,24 +113,26 @@ impl PgStore {
             .test_on_check_out(false)
             .error_handler(Box::new(r2d2::NopErrorHandler))
             .build_unchecked(Manager::new(connector.clone()));
-        Ok(PgStore {
-            inner: Arc::new(Inner {
-                connections: Some(Connections { pool, serving }),
-                mark: FeedMark::new(last),
-                clock: options.clock.clone(),
-                holder: options.holder.clone(),
-                epoch,
-                commits: AtomicU64::new(0),
-                lost: AtomicBool::new(false),
-                cache: Cache::default(),
-                families: FamilyLocks::default(),
-                lock_wait: pg.lock_timeout,
-                ids: Sequences::default(),
-                answering: connector.answering.clone(),
-                statement_deadline: connector.deadlines.statement,
-                unsettled: Mutex::new(Vec::new()),
-            }),
-        })
+        let inner = Arc::new(Inner {
+            connections: Some(Connections { pool, serving }),
+            mark: FeedMark::new(last),
+            clock: options.clock.clone(),
+            holder: options.holder.clone(),
+            epoch,
+            commits: AtomicU64::new(0),
+            lost: AtomicBool::new(false),
+            cache: Cache::default(),
+            families: FamilyLocks::default(),
+            beside: Beside::default(),
+            lock_wait: pg.lock_timeout,
+            ids: Sequences::default(),
+            answering: connector.answering.clone(),
+            statement_deadline: connector.deadlines.statement,
+            unsettled: Mutex::new(Vec::new()),
+        });
+        let writer = writer::Writer::spawn(Arc::clone(&inner))
+            .map_err(|e| format!("cannot start the writer thread: {e}"))?;
+        Ok(PgStore { inner, writer })
     }
 
     /// See `Store::inspect`: one read-only transaction on a connection of its own,
@@ -156,21 +165,15 @@ impl PgStore {
         Ok(Inspected::Read(answer))
     }
 
-    /// See `Store::write`: on a blocking thread, with a pooled connection.
+    /// See `Store::write`: queued for the writer's next batch now, not when first
+    /// polled, so that a caller that queues many writes before it waits for the
+    /// first (the clock's tick) has them in one batch, in the order queued.
     pub fn write<R, F>(&self, work: F) -> impl std::future::Future<Output = StoreResult<R>> + Send
     where
         R: Send + 'static,
         F: Fn(&dyn Tx) -> (bool, R) + Send + Sync + 'static,
     {
-        let inner = Arc::clone(&self.inner);
-        // Started now, not when first polled: a caller that queues many writes
-        // before it waits for the first (the clock's tick) has them run side by side.
-        let running = tokio::task::spawn_blocking(move || inner.write(&work));
-        async move {
-            running
-                .await
-                .map_err(|_| StoreError::Database("a request failed unexpectedly".into()))?
-        }
+        self.writer.submit(work)
     }
 
     /// See `Store::read`: one repeatable-read snapshot on a pooled connection.
@@ -345,8 +348,19 @@ impl Inner {
         })
     }
 
+    /// The answer to a request that waited for the writer longer than the lock
+    /// limit: the server does not answer, or it is busy.
+    fn waited_too_long(&self) -> StoreError {
+        if self.answering.silent() {
+            StoreError::NotAnswering(self.statement_deadline)
+        } else {
+            StoreError::Busy
+        }
+    }
+
     /// Run `work` in its own transaction; once more after a conflict.
     fn write<R>(&self, work: &dyn Fn(&dyn Tx) -> (bool, R)) -> StoreResult<R> {
+        let _beside = self.beside.enter();
         let written = match self.write_once(work) {
             Err(StoreError::Conflict) => match self.write_once(work) {
                 // Twice in a row: say busy, and let the client send it again.
@@ -385,7 +399,8 @@ impl Inner {
         conn.begin("BEGIN");
         let now = self.clock.now();
         let tx = PgTx::new(&mut conn, now, &self.mark, &self.ids);
-        let cached = CachedTx::new(&tx, &self.cache, Some((&self.families, self.lock_wait)));
+        let locking = Locking::Rows(&self.families, self.lock_wait);
+        let cached = CachedTx::new(&tx, &self.cache, locking);
         let ran = catch_unwind(AssertUnwindSafe(|| work(&cached)));
         let finished = cached.finish();
         if matches!(ran, Ok((true, _))) {

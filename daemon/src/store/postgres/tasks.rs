@@ -51,7 +51,7 @@ impl Tasks for PgTx<'_> {
             attempt: 0,
             claimed_by: None,
             lease_until: None,
-            queued_at: self.now,
+            queued_at: self.now.get(),
         });
         Ok(id)
     }
@@ -166,12 +166,12 @@ impl Tasks for PgTx<'_> {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
-        let rows = self.query(
+        let rows = self.change_rows(
             "UPDATE tasks SET lease_until = $3
              WHERE id = ANY($1) AND claimed_by = $2 AND status = 'claimed'
                AND (lease_until IS NULL OR lease_until >= $4)
              RETURNING id",
-            &[&ids, &supervisor, &until, &self.now],
+            &[&ids, &supervisor, &until, &self.now.get()],
         )?;
         rows.iter().map(|row| get(row, 0)).collect()
     }
@@ -181,7 +181,7 @@ impl Tasks for PgTx<'_> {
             "UPDATE tasks SET lease_until = NULL
              WHERE id = $1 AND status = 'claimed'
                AND lease_until IS NOT NULL AND lease_until < $2",
-            &[&id, &self.now],
+            &[&id, &self.now.get()],
         )?;
         Ok(changed == 1)
     }
@@ -191,7 +191,7 @@ impl Tasks for PgTx<'_> {
             "SELECT id FROM tasks
              WHERE status = 'claimed' AND lease_until IS NOT NULL AND lease_until < $1
              ORDER BY id",
-            &[&self.now],
+            &[&self.now.get()],
         )?;
         rows.iter().map(|row| get(row, 0)).collect()
     }

@@ -53,7 +53,7 @@ impl Timers for PgTx<'_> {
             visit,
             event: event.to_string(),
             payload: payload.cloned(),
-            set_at: self.now,
+            set_at: self.now.get(),
             due_at,
             status: TimerStatus::Pending,
             kind,
@@ -82,7 +82,7 @@ impl Timers for PgTx<'_> {
             "SELECT m.id FROM timers m JOIN tokens k ON k.token = m.token
              WHERE m.status = 'pending' AND m.due_at <= $1 AND k.status = 'active'
              ORDER BY m.due_at, m.id",
-            &[&self.now],
+            &[&self.now.get()],
         )?;
         rows.iter().map(|row| get(row, 0)).collect()
     }

@@ -34,7 +34,7 @@ use super::claims::{self, KnownClaims};
 use super::SqliteTx;
 use crate::clock::Clock;
 use crate::store::cache::{Cache, Overlay};
-use crate::store::cached::CachedTx;
+use crate::store::cached::{CachedTx, Locking};
 use crate::store::feed::FeedMark;
 use crate::store::{StoreError, StoreResult, Tx};
 
@@ -371,7 +371,7 @@ fn one_request(
     last_id: &mut i64,
 ) -> bool {
     tx.next_request(clock.now());
-    let cached = CachedTx::new(tx, overlay, None);
+    let cached = CachedTx::new(tx, overlay, Locking::Serial);
     let ran = catch_unwind(AssertUnwindSafe(|| request.run(&cached)));
     let finished = cached.finish();
     let kept = match ran {

@@ -1,0 +1,377 @@
+//! The Postgres write path: one thread, the writer, runs the requests that wait in
+//! one transaction (a batch), sends all their rows in one statement, checks the
+//! fence and commits once, then answers them all, as SQLite's writer does
+//! (`sqlite/writer.rs`). This control plane is the one writer of the database (the
+//! serving lock and the epoch fence, `docs/guarantees.md`), so a batch needs no row
+//! locks: each family a request changes is taken in this process only
+//! ([`Locking::Batch`]), and the facts the write path knows (`store/cache.rs`) answer
+//! most reads.
+//!
+//! A request that cannot finish in the batch runs again alone, in a transaction of
+//! its own on the pool (`Inner::write`, with the database's row locks and the whole
+//! lock limit), and is answered from there:
+//! - one that must wait for a family another transaction of this process holds;
+//! - every request of a batch that failed where one request alone may be the cause:
+//!   a row held by another session past the batch's short lock limit, text Postgres
+//!   cannot keep, a conflict, or a refused request whose writes had reached the
+//!   server already (only a rollback takes those back).
+//!
+//! A batch that failed because the server does not answer, its connection ended or
+//! this control plane no longer holds the database answers every request with that.
+
+use std::cell::RefCell;
+use std::future::Future;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::Ordering;
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+use foldhash::HashSet as FastSet;
+use tokio::runtime::Handle;
+use tokio::sync::oneshot;
+
+use super::{Inner, PgTx};
+use crate::store::cache::Overlay;
+use crate::store::cached::{BatchLocks, CachedTx, Locking};
+use crate::store::{StoreError, StoreResult, Tx};
+
+/// How many waiting requests one transaction takes at most, so that one commit
+/// never holds answers back for long.
+const MOST_IN_ONE_COMMIT: usize = 128;
+
+/// How many requests may wait for the writer at most: overload answers 503
+/// `database_busy` at once instead of growing the queue without end.
+const MOST_WAITING: usize = 16_384;
+
+/// A batch's transaction: how long one of its statements waits for a row another
+/// session holds before the batch gives up and its requests run alone, each with
+/// the whole lock limit (the rest of the batch must not wait that long).
+const BEGIN: &str = "BEGIN; SET LOCAL lock_timeout = '50ms'";
+
+/// A request: it runs in a batch and holds its answer until the commit; or it is
+/// refused without running; or it runs again alone.
+trait Request: Send {
+    /// Run on `tx`; whether to keep what it wrote. The answer is held.
+    fn run(&mut self, tx: &dyn Tx) -> bool;
+    /// Forget the held answer (a run that panicked, or one that stands for nothing).
+    fn forget(&mut self);
+    /// Answer after the commit: the held answer, or the commit's error.
+    fn deliver(self: Box<Self>, committed: StoreResult<()>);
+    /// Answer `error` without running.
+    fn refuse(self: Box<Self>, error: StoreError);
+    /// Run again in a transaction of its own on the pool, and answer from there.
+    fn alone(self: Box<Self>, inner: Arc<Inner>);
+}
+
+struct Waiting<R, F> {
+    work: Arc<F>,
+    answer: oneshot::Sender<StoreResult<R>>,
+    result: Option<R>,
+    /// Where a request that runs alone gets a blocking thread; `None` outside a
+    /// runtime (a thread of its own then).
+    runtime: Option<Handle>,
+}
+
+impl<R, F> Request for Waiting<R, F>
+where
+    R: Send + 'static,
+    F: Fn(&dyn Tx) -> (bool, R) + Send + Sync + 'static,
+{
+    fn run(&mut self, tx: &dyn Tx) -> bool {
+        self.result = None;
+        let (keep, result) = (self.work)(tx);
+        self.result = Some(result);
+        keep
+    }
+
+    fn forget(&mut self) {
+        self.result = None;
+    }
+
+    fn deliver(self: Box<Self>, committed: StoreResult<()>) {
+        // A request that panicked has no answer: dropping its sender says so.
+        if let Some(result) = self.result {
+            let _ = self.answer.send(committed.map(|()| result));
+        }
+    }
+
+    fn refuse(self: Box<Self>, error: StoreError) {
+        let _ = self.answer.send(Err(error));
+    }
+
+    fn alone(self: Box<Self>, inner: Arc<Inner>) {
+        let Waiting {
+            work,
+            answer,
+            runtime,
+            ..
+        } = *self;
+        let run = move || {
+            let _ = answer.send(inner.write(&*work));
+        };
+        match runtime {
+            Some(runtime) => drop(runtime.spawn_blocking(run)),
+            None => {
+                if let Err(error) = std::thread::Builder::new()
+                    .name("stateous-alone".into())
+                    .spawn(run)
+                {
+                    tracing::error!("cannot start a thread for a request: {error}");
+                }
+            }
+        }
+    }
+}
+
+/// A queued request and the moment it stops waiting for the writer.
+struct Job {
+    request: Box<dyn Request>,
+    deadline: Instant,
+}
+
+/// A cheap, cloneable handle to the writer thread; the thread stops when every
+/// handle is dropped.
+#[derive(Clone)]
+pub struct Writer {
+    jobs: mpsc::SyncSender<Job>,
+    /// How long a request may wait for the writer (the lock limit).
+    patience: Duration,
+}
+
+impl Writer {
+    /// Start the writer thread over `inner`'s pool.
+    pub fn spawn(inner: Arc<Inner>) -> std::io::Result<Writer> {
+        let (jobs, queue) = mpsc::sync_channel::<Job>(MOST_WAITING);
+        let patience = inner.lock_wait.max(Duration::from_millis(100));
+        std::thread::Builder::new()
+            .name("stateous-writer".into())
+            .spawn(move || {
+                while let Ok(first) = queue.recv() {
+                    let mut batch = vec![first];
+                    while batch.len() < MOST_IN_ONE_COMMIT {
+                        match queue.try_recv() {
+                            Ok(job) => batch.push(job),
+                            Err(_) => break,
+                        }
+                    }
+                    run_batch(&inner, batch);
+                }
+            })?;
+        Ok(Writer { jobs, patience })
+    }
+
+    /// Queue `work` for the next batch and return the future of its answer (so
+    /// that a caller can queue many requests before it waits for the first).
+    /// `work` returns whether to keep its changes and its answer; the answer comes
+    /// after the commit. [`MOST_WAITING`] requests already waiting: `Busy`.
+    pub fn submit<R, F>(&self, work: F) -> impl Future<Output = StoreResult<R>> + Send + 'static
+    where
+        R: Send + 'static,
+        F: Fn(&dyn Tx) -> (bool, R) + Send + Sync + 'static,
+    {
+        let (answer, answered) = oneshot::channel::<StoreResult<R>>();
+        let job = Job {
+            request: Box::new(Waiting {
+                work: Arc::new(work),
+                answer,
+                result: None,
+                runtime: Handle::try_current().ok(),
+            }),
+            deadline: Instant::now() + self.patience,
+        };
+        let sent = self.jobs.try_send(job);
+        async move {
+            match sent {
+                Ok(()) => {}
+                Err(mpsc::TrySendError::Full(_)) => return Err(StoreError::Busy),
+                Err(mpsc::TrySendError::Disconnected(_)) => {
+                    return Err(StoreError::Database("the writer thread stopped".into()))
+                }
+            }
+            answered
+                .await
+                .map_err(|_| StoreError::Database("the request failed inside the writer".into()))?
+        }
+    }
+}
+
+/// How a batch ended before its commit.
+enum Outcome {
+    /// Every request ran; the batch may commit.
+    Ran,
+    /// Each request runs again alone.
+    Alone,
+    /// Every request is answered this error.
+    Refused(StoreError),
+}
+
+/// Run `batch` in one transaction, commit it, answer every request.
+fn run_batch(inner: &Arc<Inner>, batch: Vec<Job>) {
+    let now = Instant::now();
+    let (late, batch): (Vec<Job>, Vec<Job>) =
+        batch.into_iter().partition(|job| job.deadline <= now);
+    for job in late {
+        job.request.refuse(inner.waited_too_long());
+    }
+    if batch.is_empty() {
+        return;
+    }
+    let mut requests: Vec<Box<dyn Request>> = batch.into_iter().map(|job| job.request).collect();
+    if inner.lost.load(Ordering::SeqCst) {
+        return refuse_all(requests, &StoreError::NotServing);
+    }
+    let mut conn = match inner.connection() {
+        Ok(conn) => conn,
+        Err(error) => {
+            let error = inner
+                .held_after::<()>(Err(error))
+                .err()
+                .unwrap_or(StoreError::Busy);
+            return refuse_all(requests, &error);
+        }
+    };
+    conn.begin(BEGIN);
+    let overlay = Overlay::new(&inner.cache);
+    let locks = BatchLocks {
+        families: &inner.families,
+        held: RefCell::new(FastSet::default()),
+        beside: &inner.beside,
+        mark: inner.beside.began(),
+    };
+    // Which requests run alone after the batch (they had to wait for a family).
+    let mut contended = vec![false; requests.len()];
+    let tx = PgTx::new(&mut conn, inner.clock.now(), &inner.mark, &inner.ids);
+    let mut outcome = Outcome::Ran;
+    for (index, request) in requests.iter_mut().enumerate() {
+        tx.begin_request(inner.clock.now());
+        let cached = CachedTx::new(&tx, &overlay, Locking::Batch(&locks));
+        let ran = catch_unwind(AssertUnwindSafe(|| request.run(&cached)));
+        let mut finished = cached.finish();
+        locks
+            .held
+            .borrow_mut()
+            .extend(std::mem::take(&mut finished.tops));
+        if let Some(error) = tx.failed() {
+            outcome = after_failure(error);
+            break;
+        }
+        let keep = match ran {
+            Ok(keep) => keep && !finished.contended,
+            Err(_) => {
+                tracing::error!("a request panicked inside the writer; its changes were dropped");
+                request.forget();
+                false
+            }
+        };
+        if keep {
+            tx.keep_request();
+            overlay.keep(finished);
+            continue;
+        }
+        if finished.contended {
+            request.forget();
+            contended[index] = true;
+        }
+        if !tx.drop_request() {
+            // Its writes reached the server: only a rollback takes them back.
+            outcome = Outcome::Alone;
+            break;
+        }
+    }
+    if matches!(outcome, Outcome::Ran) {
+        // The rows of every kept request, in one statement.
+        let _ = tx.flush();
+        if let Some(error) = tx.failed() {
+            outcome = after_failure(error);
+        }
+    }
+    let opened = tx.opened();
+    drop(tx);
+    let ended = match outcome {
+        Outcome::Ran => inner.commit(&mut conn),
+        _ => conn.end("ROLLBACK", true),
+    };
+    let committed = matches!(outcome, Outcome::Ran) && ended.is_ok();
+    if committed {
+        // Published before the families are given back: the next holder of a
+        // family reads what this batch committed.
+        overlay.publish();
+        inner.commits.fetch_add(1, Ordering::Relaxed);
+    }
+    inner.families.give_back(locks.held.borrow().iter());
+    if matches!(ended, Err(StoreError::NotServing)) {
+        inner.lost.store(true, Ordering::SeqCst);
+    }
+    // A commit that got no answer (a passed deadline, a connection that ended)
+    // may land once the server hears it: the facts kept of any token may be out
+    // of date, and its ledger rows may still commit.
+    let unknown = matches!(outcome, Outcome::Ran)
+        && match &ended {
+            Err(StoreError::NotAnswering(_)) => true,
+            Err(StoreError::Busy) => conn.is_closed(),
+            _ => false,
+        };
+    if unknown {
+        inner.cache.clear();
+    }
+    if let Some(opened) = opened {
+        if unknown {
+            inner
+                .lock_unsettled()
+                .push((opened, conn.session().clone()));
+        } else {
+            inner.mark.close(opened);
+        }
+    }
+    drop(conn);
+    let (mut batch, mut runs_alone) = (Vec::new(), Vec::new());
+    for (request, contended) in requests.into_iter().zip(contended) {
+        if contended {
+            runs_alone.push(request);
+        } else {
+            batch.push(request);
+        }
+    }
+    match outcome {
+        Outcome::Ran => {
+            let answer = ended.map_err(|error| {
+                inner
+                    .held_after::<()>(Err(error))
+                    .err()
+                    .unwrap_or(StoreError::Busy)
+            });
+            for request in batch {
+                request.deliver(answer.clone());
+            }
+        }
+        Outcome::Alone => runs_alone.append(&mut batch),
+        Outcome::Refused(error) => {
+            let error = inner
+                .held_after::<()>(Err(error))
+                .err()
+                .unwrap_or(StoreError::Busy);
+            refuse_all(batch, &error);
+        }
+    }
+    for request in runs_alone {
+        request.alone(Arc::clone(inner));
+    }
+}
+
+/// What a statement's failure means for the batch: an error that every request
+/// alone would meet too is every request's answer; any other may be one
+/// request's doing, and each runs alone.
+fn after_failure(error: StoreError) -> Outcome {
+    match error {
+        StoreError::NotAnswering(_) | StoreError::NotServing | StoreError::DiskFull => {
+            Outcome::Refused(error)
+        }
+        _ => Outcome::Alone,
+    }
+}
+
+fn refuse_all(requests: Vec<Box<dyn Request>>, error: &StoreError) {
+    for request in requests {
+        request.refuse(error.clone());
+    }
+}
