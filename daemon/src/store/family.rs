@@ -36,6 +36,11 @@ impl Beside {
         self.began.load(Ordering::SeqCst)
     }
 
+    /// How many run now.
+    pub fn running(&self) -> usize {
+        self.running.load(Ordering::SeqCst)
+    }
+
     /// Whether none ran since `began` was `mark`.
     pub fn none_since(&self, mark: u64) -> bool {
         self.running.load(Ordering::SeqCst) == 0 && self.began.load(Ordering::SeqCst) == mark

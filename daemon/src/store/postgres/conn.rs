@@ -304,6 +304,48 @@ impl PgConn {
         )
     }
 
+    /// Run `first` (only its success matters), then a statement that returns
+    /// rows, in one round trip. When `first` fails, its error is the answer.
+    pub fn execute_then_query(
+        &mut self,
+        first: (&str, &[&(dyn ToSql + Sync)]),
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> StoreResult<Vec<Row>> {
+        let before = self.prepared(first.0)?;
+        let statement = self.prepared(sql)?;
+        let client = &self.client;
+        run(client, &mut self.driver, &mut self.begin, async {
+            let (before, rows) = futures_util::future::join(
+                client.execute(&before, first.1),
+                client.query(&statement, params),
+            )
+            .await;
+            before?;
+            rows
+        })
+    }
+
+    /// Run `first` (only its success matters), then statements without
+    /// parameters (the simple protocol), in one round trip.
+    pub fn execute_then_batch(
+        &mut self,
+        first: (&str, &[&(dyn ToSql + Sync)]),
+        sql: &str,
+    ) -> StoreResult<()> {
+        let before = self.prepared(first.0)?;
+        let client = &self.client;
+        run(client, &mut self.driver, &mut self.begin, async {
+            let (before, after) = futures_util::future::join(
+                client.execute(&before, first.1),
+                client.batch_execute(sql),
+            )
+            .await;
+            before?;
+            after
+        })
+    }
+
     /// Run statements without parameters in one round trip (the simple protocol).
     pub fn batch(&mut self, sql: &str) -> StoreResult<()> {
         run(

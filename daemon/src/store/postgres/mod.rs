@@ -30,12 +30,14 @@ pub mod tls;
 mod tokens;
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashSet;
+use std::collections::{HashSet, VecDeque};
 use std::time::Duration;
 
+use foldhash::HashMap as FastMap;
 use postgres::types::ToSql;
 use postgres::Row;
 
+pub use claims::KnownClaims;
 pub use conn::{config as connector, Connector, PgConn};
 pub use pending::Ids;
 use pending::Pending;
@@ -71,8 +73,9 @@ impl Default for Sequences {
 }
 pub use store::PgStore;
 
+use super::family::Beside;
 use super::feed::{FeedMark, Opened};
-use super::{Closed, StoreError, StoreResult, Tx};
+use super::{ClaimRow, Closed, StoreError, StoreResult, TokenRow, Tx};
 
 /// The time limits of each Postgres connection (`docs/guarantees.md`, "Time limits on
 /// each database") and the size of the pool. Each is a flag of `serve` and an
@@ -120,7 +123,7 @@ pub struct PgTx<'c> {
     /// writer's batch (`writer.rs`), those of the request that runs.
     pending: RefCell<Pending>,
     /// In the writer's batch: the writes not sent yet of the requests kept before.
-    kept: RefCell<Pending>,
+    earlier: RefCell<Pending>,
     /// Whether the server got some of the running request's writes already.
     sent: Cell<bool>,
     ids: &'c Sequences,
@@ -134,6 +137,21 @@ pub struct PgTx<'c> {
     failed: RefCell<Option<StoreError>>,
     /// The access key whose request writes the next ledger entries.
     by: RefCell<Option<String>>,
+    /// The last id `token` read, and the other token whose id differs from it only
+    /// in case, if any (`tokens.rs`); forgotten when a token is made.
+    folded: RefCell<Option<(String, Option<String>)>>,
+    /// The `claims` rows the running request wrote, and those of the requests kept
+    /// before (all of them outside the writer's batch).
+    claims: RefCell<FastMap<String, ClaimRow>>,
+    kept_claims: RefCell<FastMap<String, ClaimRow>>,
+    /// The rows of `claims` committed, and the transactions beside the writer
+    /// (`claims.rs`); `None` where a transaction reads the table itself.
+    known_claims: Option<(&'c KnownClaims, &'c Beside)>,
+    /// A request of the writer's batch (`store/writer.rs`).
+    batch: bool,
+    /// The writer's batch: the candidates a claim found beyond the one it took, by
+    /// the states it asked for (`tasks.rs`); forgotten when writes are sent.
+    heads: RefCell<FastMap<String, VecDeque<(i64, String)>>>,
 }
 
 impl<'c> PgTx<'c> {
@@ -143,7 +161,7 @@ impl<'c> PgTx<'c> {
         PgTx {
             conn: RefCell::new(conn),
             pending: RefCell::new(Pending::default()),
-            kept: RefCell::new(Pending::default()),
+            earlier: RefCell::new(Pending::default()),
             sent: Cell::new(false),
             ids,
             now: Cell::new(now),
@@ -152,7 +170,30 @@ impl<'c> PgTx<'c> {
             opened: Cell::new(None),
             failed: RefCell::new(None),
             by: RefCell::new(None),
+            folded: RefCell::new(None),
+            claims: RefCell::new(FastMap::default()),
+            kept_claims: RefCell::new(FastMap::default()),
+            known_claims: None,
+            batch: false,
+            heads: RefCell::new(FastMap::default()),
         }
+    }
+
+    /// The transaction of the writer's batch: a supervisor's last claim is
+    /// answered from `known` while no transaction runs `beside`, and a claim finds
+    /// candidates for the batch's next claims too.
+    pub fn for_batch(mut self, known: &'c KnownClaims, beside: &'c Beside) -> PgTx<'c> {
+        self.known_claims = Some((known, beside));
+        self.batch = true;
+        self
+    }
+
+    /// The `claims` rows the kept requests wrote (all of them, outside a batch),
+    /// to publish once the transaction committed.
+    pub fn written_claims(&self) -> FastMap<String, ClaimRow> {
+        let mut written = self.kept_claims.take();
+        written.extend(self.claims.take());
+        written
     }
 
     /// The first error a statement of this transaction met.
@@ -167,16 +208,10 @@ impl<'c> PgTx<'c> {
 
     /// Send the writes that wait (before a read, and before the commit).
     pub fn flush(&self) -> StoreResult<()> {
-        let result = {
-            let mut kept = self.kept.borrow_mut();
-            let mut pending = self.pending.borrow_mut();
-            if !pending.is_empty() {
-                self.sent.set(true);
-                kept.absorb(std::mem::take(&mut *pending));
-            }
-            let mut conn = self.conn.borrow_mut();
-            kept.flush(&mut conn)
+        let Some(mut waiting) = self.waiting() else {
+            return Ok(());
         };
+        let result = waiting.flush(&mut self.conn.borrow_mut());
         self.kept(result)
     }
 
@@ -185,19 +220,23 @@ impl<'c> PgTx<'c> {
         self.now.set(now);
         self.sent.set(false);
         *self.by.borrow_mut() = None;
+        *self.folded.borrow_mut() = None;
     }
 
     /// The writer's batch: the running request is kept; its writes wait with
     /// those of the requests kept before.
     pub fn keep_request(&self) {
         let mine = std::mem::take(&mut *self.pending.borrow_mut());
-        self.kept.borrow_mut().absorb(mine);
+        self.earlier.borrow_mut().absorb(mine);
+        let claims = self.claims.take();
+        self.kept_claims.borrow_mut().extend(claims);
     }
 
     /// The writer's batch: the running request's writes go. False when some of
     /// them reached the server already (then only a rollback takes them back).
     pub fn drop_request(&self) -> bool {
         *self.pending.borrow_mut() = Pending::default();
+        self.claims.borrow_mut().clear();
         !self.sent.get()
     }
 
@@ -208,11 +247,66 @@ impl<'c> PgTx<'c> {
         self.kept(result)
     }
 
-    /// Run a statement that returns rows (after the writes that wait).
+    /// Run a statement that returns rows, after the writes that wait (sent with it,
+    /// in one round trip).
     fn query(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> StoreResult<Vec<Row>> {
-        self.flush()?;
+        let waiting = self.waiting();
+        let mut conn = self.conn.borrow_mut();
+        let result = match waiting {
+            None => conn.query(sql, params),
+            Some(waiting) => waiting.send(|first, first_params| {
+                conn.execute_then_query((first, first_params), sql, params)
+            }),
+        };
+        drop(conn);
+        self.kept(result)
+    }
+
+    /// The writes that wait, taken to be sent now; `None` when there are none.
+    fn waiting(&self) -> Option<Pending> {
+        let mut kept = self.earlier.borrow_mut();
+        let mut pending = self.pending.borrow_mut();
+        if !pending.is_empty() {
+            self.sent.set(true);
+            kept.absorb(std::mem::take(&mut *pending));
+        }
+        if kept.is_empty() {
+            return None;
+        }
+        // What is sent no longer shows in the writes that wait.
+        self.heads.borrow_mut().clear();
+        Some(std::mem::take(&mut *kept))
+    }
+
+    /// Run a statement that returns rows, without the writes that wait: the
+    /// caller leaves out what they change ([`PgTx::touched`]).
+    fn unflushed(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> StoreResult<Vec<Row>> {
+        if let Some(error) = self.failed() {
+            return Err(error);
+        }
         let result = self.conn.borrow_mut().query(sql, params);
         self.kept(result)
+    }
+
+    /// The row of `token` as the writes that wait leave it, if they change it.
+    fn waiting_token(&self, token: &str) -> Option<TokenRow> {
+        let mine = self.pending.borrow().token_row(token).cloned();
+        mine.or_else(|| self.earlier.borrow().token_row(token).cloned())
+    }
+
+    /// A new token among the writes that wait whose id differs from `token`'s only
+    /// in case.
+    fn waiting_folded(&self, token: &str) -> Option<String> {
+        let mine = self.pending.borrow().folded_new(token);
+        mine.or_else(|| self.earlier.borrow().folded_new(token))
+    }
+
+    /// The tasks and the tokens the writes that wait change.
+    fn touched(&self) -> (Vec<i64>, Vec<String>) {
+        let (mut tasks, mut tokens) = (Vec::new(), Vec::new());
+        self.earlier.borrow().touched(&mut tasks, &mut tokens);
+        self.pending.borrow().touched(&mut tasks, &mut tokens);
+        (tasks, tokens)
     }
 
     /// Run a statement that returns at most one row.
@@ -230,6 +324,7 @@ impl<'c> PgTx<'c> {
     fn execute(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> StoreResult<u64> {
         self.flush()?;
         self.sent.set(true);
+        self.heads.borrow_mut().clear();
         let result = self.conn.borrow_mut().execute(sql, params);
         self.kept(result)
     }
@@ -238,6 +333,7 @@ impl<'c> PgTx<'c> {
     fn change_rows(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> StoreResult<Vec<Row>> {
         self.flush()?;
         self.sent.set(true);
+        self.heads.borrow_mut().clear();
         let result = self.conn.borrow_mut().query(sql, params);
         self.kept(result)
     }

@@ -172,6 +172,28 @@ impl Pending {
         self.claims.insert(row.supervisor.clone(), row.clone());
     }
 
+    /// The row of `token` as these writes leave it, if they change it.
+    pub fn token_row(&self, token: &str) -> Option<&TokenRow> {
+        self.new_tokens
+            .get(token)
+            .or_else(|| self.tokens.get(token))
+    }
+
+    /// A new token whose id differs from `token`'s only in case.
+    pub fn folded_new(&self, token: &str) -> Option<String> {
+        let folded = token.to_lowercase();
+        self.new_tokens
+            .keys()
+            .find(|id| id.as_str() != token && id.to_lowercase() == folded)
+            .cloned()
+    }
+
+    /// Add the ids of the tasks and the tokens these writes change.
+    pub fn touched(&self, tasks: &mut Vec<i64>, tokens: &mut Vec<String>) {
+        tasks.extend(self.new_tasks.keys().chain(self.tasks.keys()));
+        tokens.extend(self.new_tokens.keys().chain(self.tokens.keys()).cloned());
+    }
+
     /// Take `later`'s writes in, as if each had been made here after this one's:
     /// a row that is new here stays new, at `later`'s state.
     pub fn absorb(&mut self, later: Pending) {
@@ -217,7 +239,16 @@ impl Pending {
         if self.is_empty() {
             return Ok(());
         }
-        let pending = std::mem::take(self);
+        std::mem::take(self).send(|sql, params| conn.execute(sql, params).map(drop))
+    }
+
+    /// Hand the one statement of everything that waits, and its parameters, to
+    /// `send` (which may send it with the statement after it, in one round trip).
+    pub fn send<T>(
+        self,
+        send: impl FnOnce(&str, &[&(dyn ToSql + Sync)]) -> StoreResult<T>,
+    ) -> StoreResult<T> {
+        let pending = self;
         let ledger = Columns::ledger(&pending.ledger);
         let new_tokens = Columns::tokens(pending.new_tokens.values());
         let tokens = Columns::tokens(pending.tokens.values());
@@ -252,8 +283,7 @@ impl Pending {
                 params.extend_from_slice(values);
             }
         }
-        conn.execute(&flush_text(parts, forget.len()), &params)?;
-        Ok(())
+        send(&flush_text(parts, forget.len()), &params)
     }
 }
 

@@ -16,7 +16,7 @@ use tokio_postgres::error::SqlState;
 use super::conn::{config, Answering, Manager, PgConn, Session, Unconnected};
 use super::hold::{ServingLock, Tried};
 use super::schema::{migrate, up_to_date};
-use super::{PgTx, Sequences};
+use super::{KnownClaims, PgTx, Sequences};
 use crate::clock::{micros, Clock};
 use crate::store::backend::{without_password, Inspected, StoreOptions};
 use crate::store::cache::Cache;
@@ -55,6 +55,8 @@ struct Inner {
     families: FamilyLocks,
     /// The transactions of their own that run beside the writer's batches.
     beside: Beside,
+    /// The rows of `claims` this control plane committed.
+    claims: KnownClaims,
     /// How long a transaction waits for a family (the lock limit).
     lock_wait: Duration,
     /// Ids for new rows, taken from their sequences a block at a time.
@@ -124,6 +126,7 @@ impl PgStore {
             cache: Cache::default(),
             families: FamilyLocks::default(),
             beside: Beside::default(),
+            claims: KnownClaims::default(),
             lock_wait: pg.lock_timeout,
             ids: Sequences::default(),
             answering: connector.answering.clone(),
@@ -407,7 +410,7 @@ impl Inner {
             // The writes that waited; an error is kept as the transaction's.
             let _ = tx.flush();
         }
-        let (failed, opened) = (tx.failed(), tx.opened());
+        let (failed, opened, claims) = (tx.failed(), tx.opened(), tx.written_claims());
         drop(tx);
         let ended = match (&ran, &failed) {
             (Ok((true, _)), None) => self.commit(&mut conn),
@@ -421,6 +424,7 @@ impl Inner {
             }
             self.cache.forget(&finished.forget);
             self.cache.publish(finished.changed);
+            self.claims.publish(claims);
         }
         self.families.give_back(&finished.tops);
         if matches!(ended, Err(StoreError::NotServing)) {
@@ -437,6 +441,7 @@ impl Inner {
             };
         if unknown {
             self.cache.clear();
+            self.claims.clear();
         }
         if let Some(opened) = opened {
             if unknown {

@@ -33,6 +33,10 @@ fn pairs(states: &[(Option<String>, String)]) -> (Vec<String>, Vec<String>) {
     (workflows, names)
 }
 
+/// How many candidates a claim of the writer's batch finds at once: the batch's
+/// next claims take the others without a round trip.
+const CLAIMS_AHEAD: i64 = 16;
+
 /// How many queued tasks of each state a claim looks at before it takes the
 /// slower way (`queued_tasks`, one candidate at a time): more than the claims
 /// that can hold a candidate's token at once on a pool of the default size.
@@ -105,6 +109,21 @@ impl Tasks for PgTx<'_> {
         if names.is_empty() {
             return Ok(Head::Unsure);
         }
+        // The writer's batch: a candidate an earlier claim of the batch found,
+        // unless the writes that wait change its task or its token.
+        let key = names.join("\u{1f}");
+        if self.batch {
+            let (touched_tasks, touched_tokens) = self.touched();
+            if let Some(ahead) = self.heads.borrow_mut().get_mut(&key) {
+                while let Some((id, token)) = ahead.pop_front() {
+                    if touched_tasks.contains(&id) || touched_tokens.contains(&token) {
+                        continue;
+                    }
+                    self.locked.borrow_mut().insert(token);
+                    return Ok(Head::Task(id));
+                }
+            }
+        }
         // Each state a parameter of its own, and the head's length in the text:
         // Postgres then estimates a plan for any values as it does for these, so
         // it keeps one plan (a generic plan) instead of planning each claim anew
@@ -116,23 +135,40 @@ impl Tasks for PgTx<'_> {
             .map(|name| params.add_ref(name))
             .collect::<Vec<_>>()
             .join(", ");
+        // The writes that wait are not sent first (a round trip of their own): the
+        // tasks and tokens they change are left out instead, as rows the server
+        // does not know as they are now. A task they queue waits for a later claim.
+        let (touched_tasks, touched_tokens) = self.touched();
+        let tasks = params.add(touched_tasks);
+        let tokens = params.add(touched_tokens);
         let sql = format!(
             "WITH c AS MATERIALIZED (
                SELECT q.id, q.token FROM unnest(ARRAY[{states_in}]::text[]) AS s(state)
                CROSS JOIN LATERAL (SELECT id, token FROM tasks
                                    WHERE status = 'queued' AND state = s.state
                                    ORDER BY id LIMIT {QUEUE_HEAD}) q)
-             SELECT c.id, c.token FROM (SELECT id, token FROM c ORDER BY id OFFSET 0) c
+             SELECT c.id, c.token FROM (SELECT id, token FROM c
+                                        WHERE id <> ALL({tasks}::bigint[])
+                                          AND token <> ALL({tokens}::text[])
+                                        ORDER BY id OFFSET 0) c
              CROSS JOIN LATERAL (SELECT 1 FROM tokens k
                                  WHERE k.token = c.token AND k.parent IS NULL
                                    AND k.status = 'active'
                                  FOR UPDATE SKIP LOCKED) k
-             LIMIT 1"
+             LIMIT {found}",
+            found = if self.batch { CLAIMS_AHEAD } else { 1 }
         );
-        let found = self.query_opt(&sql, &params.refs())?;
-        let Some(row) = found else {
+        let mut found = self.unflushed(&sql, &params.refs())?.into_iter();
+        let Some(row) = found.next() else {
             return Ok(Head::Unsure);
         };
+        if self.batch {
+            // Their tokens' rows are locked too, until the batch ends.
+            let ahead = found
+                .map(|row| Ok((get(&row, 0)?, get(&row, 1)?)))
+                .collect::<StoreResult<_>>()?;
+            self.heads.borrow_mut().insert(key, ahead);
+        }
         self.locked.borrow_mut().insert(get(&row, 1)?);
         Ok(Head::Task(get(&row, 0)?))
     }

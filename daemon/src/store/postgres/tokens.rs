@@ -113,11 +113,34 @@ impl Tokens for PgTx<'_> {
     }
 
     fn token(&self, id: &str) -> StoreResult<Option<TokenRow>> {
-        let sql = const_format(SELECT, " WHERE token = $1");
-        self.query_opt(&sql, &[&id])?.as_ref().map(read).transpose()
+        // By the folded id (`tokens_folded`, unique): the one row found is the
+        // token, or another that differs only in case. The latter is kept for
+        // `token_folded`, which a start asks next: one round trip for both.
+        // The writes that wait answer for a row they change; otherwise they are
+        // not sent first (the server's row is the row), and a new token among
+        // them may be the one whose id differs only in case.
+        if let Some(row) = self.waiting_token(id) {
+            *self.folded.borrow_mut() = Some((id.to_string(), None));
+            return Ok(Some(row));
+        }
+        let sql = const_format(SELECT, " WHERE lower(token) = lower($1)");
+        let found = self.unflushed(&sql, &[&id])?;
+        let found = found.first().map(read).transpose()?;
+        let (row, other) = match found {
+            Some(row) if row.token == id => (Some(row), None),
+            Some(row) => (None, Some(row.token)),
+            None => (None, self.waiting_folded(id)),
+        };
+        *self.folded.borrow_mut() = Some((id.to_string(), other));
+        Ok(row)
     }
 
     fn token_folded(&self, id: &str) -> StoreResult<Option<String>> {
+        if let Some((asked, other)) = self.folded.borrow().as_ref() {
+            if asked == id {
+                return Ok(other.clone());
+            }
+        }
         let found = self.query_opt(
             "SELECT token FROM tokens WHERE lower(token) = lower($1) AND token <> $1 LIMIT 1",
             &[&id],
@@ -126,6 +149,8 @@ impl Tokens for PgTx<'_> {
     }
 
     fn insert_token(&self, row: &TokenRow) -> StoreResult<()> {
+        // A new id: what was read of folded ids may no longer be so.
+        *self.folded.borrow_mut() = None;
         // Written with the transaction's other writes (`pending.rs`).
         self.pending.borrow_mut().new_token(row);
         Ok(())
@@ -215,6 +240,7 @@ impl Tokens for PgTx<'_> {
     }
 
     fn delete_token(&self, token: &str) -> StoreResult<()> {
+        *self.folded.borrow_mut() = None;
         // One round trip; each table's rows are found by its token index.
         self.execute(
             "WITH ledger_gone AS (DELETE FROM ledger WHERE token = $1),

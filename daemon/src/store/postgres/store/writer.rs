@@ -240,7 +240,8 @@ fn run_batch(inner: &Arc<Inner>, batch: Vec<Job>) {
     };
     // Which requests run alone after the batch (they had to wait for a family).
     let mut contended = vec![false; requests.len()];
-    let tx = PgTx::new(&mut conn, inner.clock.now(), &inner.mark, &inner.ids);
+    let tx = PgTx::new(&mut conn, inner.clock.now(), &inner.mark, &inner.ids)
+        .for_batch(&inner.claims, &inner.beside);
     let mut outcome = Outcome::Ran;
     for (index, request) in requests.iter_mut().enumerate() {
         tx.begin_request(inner.clock.now());
@@ -285,7 +286,7 @@ fn run_batch(inner: &Arc<Inner>, batch: Vec<Job>) {
             outcome = after_failure(error);
         }
     }
-    let opened = tx.opened();
+    let (opened, claims) = (tx.opened(), tx.written_claims());
     drop(tx);
     let ended = match outcome {
         Outcome::Ran => inner.commit(&mut conn),
@@ -296,6 +297,7 @@ fn run_batch(inner: &Arc<Inner>, batch: Vec<Job>) {
         // Published before the families are given back: the next holder of a
         // family reads what this batch committed.
         overlay.publish();
+        inner.claims.publish(claims);
         inner.commits.fetch_add(1, Ordering::Relaxed);
     }
     inner.families.give_back(locks.held.borrow().iter());
@@ -313,6 +315,7 @@ fn run_batch(inner: &Arc<Inner>, batch: Vec<Job>) {
         };
     if unknown {
         inner.cache.clear();
+        inner.claims.clear();
     }
     if let Some(opened) = opened {
         if unknown {
