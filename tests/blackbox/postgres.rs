@@ -66,6 +66,62 @@ fn a_token_held_by_another_session_answers_database_busy_while_other_tokens_move
     });
 }
 
+/// The writer runs the requests that wait in one transaction: a request whose
+/// token another session holds must not hold up the requests batched with it or
+/// after it. While one waits out the lock limit, starts and fires of other tokens,
+/// sent side by side, are each answered at once; each is in the database.
+#[test]
+fn while_a_held_token_waits_out_the_lock_limit_requests_sent_beside_it_are_answered_at_once() {
+    postgres(|| {
+        let daemon = Setup::new(test_graph("tickets"))
+            .args(&["--lock-timeout", "2s"])
+            .start();
+        start(&daemon, "T-1");
+        let mut other = session(&daemon);
+        let mut held = other.transaction().expect("a transaction");
+        held.query("SELECT 1 FROM tokens WHERE token = 'T-1' FOR UPDATE", &[])
+            .expect("the row locked");
+        std::thread::scope(|scope| {
+            let waiting = scope.spawn(|| {
+                let began = Instant::now();
+                let reply = daemon.post_empty("/tokens/T-1/events/stuck");
+                (reply, began.elapsed())
+            });
+            // The held request is in the writer's hands first.
+            std::thread::sleep(Duration::from_millis(100));
+            let beside: Vec<_> = (0..16)
+                .map(|n| {
+                    let daemon = &daemon;
+                    scope.spawn(move || {
+                        let token = format!("B-{n}");
+                        let began = Instant::now();
+                        start(daemon, &token);
+                        daemon
+                            .post_empty(&format!("/tokens/{token}/pause"))
+                            .expect(200);
+                        began.elapsed()
+                    })
+                })
+                .collect();
+            for request in beside {
+                let took = request.join().expect("a request beside");
+                assert!(took < Duration::from_millis(1500), "answered after {took:?}");
+            }
+            let (reply, waited) = waiting.join().expect("the held request");
+            assert_eq!(reply.status, 503, "{reply}");
+            assert_eq!(reply.json()["code"], "database_busy");
+            assert!(waited >= Duration::from_millis(1900), "answered after {waited:?}");
+        });
+        held.rollback().expect("the lock given back");
+        assert_eq!(
+            daemon.count("SELECT count(*) FROM tokens WHERE status = 'paused'"),
+            16
+        );
+        // The held token was never changed and moves on now.
+        daemon.post_empty("/tokens/T-1/events/stuck").expect(200);
+    });
+}
+
 /// The rows of `pg_locks` that are the serving lock of this test's database: the
 /// one session-level exclusive advisory lock granted there.
 const SERVING_LOCK: &str = "locktype = 'advisory' AND mode = 'ExclusiveLock' AND granted

@@ -608,6 +608,73 @@ mod tests {
         }
     }
 
+    fn token(id: &str, state: &str) -> TokenRow {
+        TokenRow {
+            token: id.into(),
+            state: state.into(),
+            status: crate::store::TokenStatus::Active,
+            visit: 1,
+            context: Default::default(),
+            entered_at: 0,
+            parent: None,
+            workflow: None,
+            graph: None,
+        }
+    }
+
+    fn task(id: i64, token: &str, status: crate::store::TaskStatus) -> TaskRow {
+        TaskRow {
+            id,
+            token: token.into(),
+            state: "s".into(),
+            visit: 1,
+            status,
+            attempt: 0,
+            claimed_by: None,
+            lease_until: None,
+            queued_at: 0,
+        }
+    }
+
+    #[test]
+    fn a_later_requests_writes_are_taken_in_at_each_rows_last_state() {
+        use crate::store::TaskStatus::{Claimed, Done, Queued};
+        let mut earlier = Pending::default();
+        earlier.new_token(&token("N-1", "a"));
+        earlier.new_task(task(1, "N-1", Queued));
+        earlier.token(&token("O-1", "a"));
+        let mut later = Pending::default();
+        // A row new in the earlier request stays new, at the later state.
+        later.token(&token("N-1", "b"));
+        later.task(&task(1, "N-1", Claimed));
+        later.token(&token("O-1", "c"));
+        later.task(&task(7, "O-1", Done));
+        earlier.absorb(later);
+        assert_eq!(earlier.new_tokens["N-1"].state, "b");
+        assert!(!earlier.tokens.contains_key("N-1"));
+        assert_eq!(earlier.tokens["O-1"].state, "c");
+        assert_eq!(earlier.new_tasks[&1].status, Claimed);
+        assert!(!earlier.tasks.contains_key(&1));
+        assert_eq!(earlier.tasks[&7].status, Done);
+        assert_eq!(earlier.token_row("N-1").map(|row| row.state.as_str()), Some("b"));
+        assert!(earlier.token_row("X").is_none());
+        let (mut tasks, mut tokens) = (Vec::new(), Vec::new());
+        earlier.touched(&mut tasks, &mut tokens);
+        tasks.sort_unstable();
+        tokens.sort();
+        assert_eq!(tasks, vec![1, 7]);
+        assert_eq!(tokens, vec!["N-1".to_string(), "O-1".to_string()]);
+    }
+
+    #[test]
+    fn a_new_token_whose_id_differs_only_in_case_is_found() {
+        let mut pending = Pending::default();
+        pending.new_token(&token("Order-1", "a"));
+        assert_eq!(pending.folded_new("ORDER-1").as_deref(), Some("Order-1"));
+        assert_eq!(pending.folded_new("Order-1"), None);
+        assert_eq!(pending.folded_new("Order-2"), None);
+    }
+
     #[test]
     fn the_memory_of_each_token_is_its_own_delete() {
         let text = flush_text(1 << 7, 2);
