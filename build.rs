@@ -5,6 +5,9 @@
 //! a source tarball has no `.git` and no commit to name; a packager can give one
 //! in `STATEOUS_BUILD_COMMIT`. Without either, the version is the package's alone.
 //! The result is `STATEOUS_VERSION`, e.g. `0.1.0 (commit 93afa58c1d2e)`.
+//!
+//! It also has the linker compress a release binary's debug information (the
+//! line tables a panic's backtrace reads), which halves the binary.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -23,6 +26,19 @@ fn main() {
         None => version,
     };
     println!("cargo:rustc-env=STATEOUS_VERSION={full}");
+    compress_debug_sections();
+}
+
+/// A release build on Linux links with its debug sections compressed (zlib): the
+/// standard library's backtrace, gdb and addr2line all read them. zstd would be
+/// smaller, but the backtrace cannot read it. Debug and test builds are left as
+/// they are: compressing would only slow their links.
+fn compress_debug_sections() {
+    let release = std::env::var("PROFILE").is_ok_and(|p| p == "release");
+    let linux = std::env::var("CARGO_CFG_TARGET_OS").is_ok_and(|os| os == "linux");
+    if release && linux {
+        println!("cargo:rustc-link-arg-bins=-Wl,--compress-debug-sections=zlib");
+    }
 }
 
 /// The short id of `HEAD`, or `None` outside a git checkout or without `git`.
