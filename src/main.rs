@@ -266,7 +266,9 @@ fn main() -> ExitCode {
     let cli: Cli = cli_errors::parse_or_exit();
     match cli.command {
         Command::Version => {
-            println!("stateous {VERSION}");
+            use std::io::Write;
+            writeln!(std::io::stdout(), "stateous {VERSION}")
+                .unwrap_or_else(|e| exit_with(format!("cannot write to standard output: {e}")));
             ExitCode::SUCCESS
         }
         Command::Completions { shell } => {

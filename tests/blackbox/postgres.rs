@@ -105,12 +105,18 @@ fn while_a_held_token_waits_out_the_lock_limit_requests_sent_beside_it_are_answe
                 .collect();
             for request in beside {
                 let took = request.join().expect("a request beside");
-                assert!(took < Duration::from_millis(1500), "answered after {took:?}");
+                assert!(
+                    took < Duration::from_millis(1500),
+                    "answered after {took:?}"
+                );
             }
             let (reply, waited) = waiting.join().expect("the held request");
             assert_eq!(reply.status, 503, "{reply}");
             assert_eq!(reply.json()["code"], "database_busy");
-            assert!(waited >= Duration::from_millis(1900), "answered after {waited:?}");
+            assert!(
+                waited >= Duration::from_millis(1900),
+                "answered after {waited:?}"
+            );
         });
         held.rollback().expect("the lock given back");
         assert_eq!(

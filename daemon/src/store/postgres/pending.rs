@@ -656,7 +656,10 @@ mod tests {
         assert_eq!(earlier.new_tasks[&1].status, Claimed);
         assert!(!earlier.tasks.contains_key(&1));
         assert_eq!(earlier.tasks[&7].status, Done);
-        assert_eq!(earlier.token_row("N-1").map(|row| row.state.as_str()), Some("b"));
+        assert_eq!(
+            earlier.token_row("N-1").map(|row| row.state.as_str()),
+            Some("b")
+        );
         assert!(earlier.token_row("X").is_none());
         let (mut tasks, mut tokens) = (Vec::new(), Vec::new());
         earlier.touched(&mut tasks, &mut tokens);
