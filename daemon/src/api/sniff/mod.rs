@@ -59,6 +59,9 @@ pub struct Checked<S> {
     free: usize,
     /// What the bytes after those are.
     next: Next,
+    /// How many bytes of a head, chunk size line or trailers were seen whole
+    /// so far without it ending there.
+    seen: usize,
     /// The request being read asked to close the connection (or is HTTP/1.0
     /// without keep-alive): hyper reads no head after it, and neither does this.
     closing: bool,
@@ -83,6 +86,7 @@ impl<S> Checked<S> {
             held: BytesMut::new(),
             free: 0,
             next: Next::Head,
+            seen: 0,
             closing: false,
             refusing: None,
             refused: Arc::default(),
@@ -113,9 +117,24 @@ impl<S> Checked<S> {
             if rest.is_empty() && self.next != Next::Unchecked {
                 return;
             }
+            // What was seen unfinished is read again only once a byte came that
+            // may end it, as hyper does: a head sent a byte at a time is not
+            // parsed once per byte.
+            let lines = matches!(self.next, Next::Head | Next::ChunkSize | Next::Trailers);
+            if lines
+                && self.seen > 0
+                && rest.len() <= MOST_HEAD
+                && !may_end(rest, self.seen, self.next != Next::ChunkSize)
+            {
+                self.seen = rest.len();
+                return;
+            }
             match self.next {
                 Next::Head => match judge(rest) {
-                    Verdict::Partial => return,
+                    Verdict::Partial => {
+                        self.seen = rest.len();
+                        return;
+                    }
                     Verdict::Good(length, next, kept_alive) => {
                         self.free += length;
                         self.closing = !kept_alive;
@@ -158,7 +177,10 @@ impl<S> Checked<S> {
                         self.free += length;
                         self.next = Next::Chunk(size.saturating_add(2));
                     }
-                    Ok(httparse::Status::Partial) if rest.len() < MOST_HEAD => return,
+                    Ok(httparse::Status::Partial) if rest.len() < MOST_HEAD => {
+                        self.seen = rest.len();
+                        return;
+                    }
                     _ => self.next = Next::Unchecked,
                 },
                 Next::Trailers => {
@@ -168,7 +190,10 @@ impl<S> Checked<S> {
                             self.free += length;
                             self.next = self.after_request();
                         }
-                        Ok(httparse::Status::Partial) if rest.len() < MOST_HEAD => return,
+                        Ok(httparse::Status::Partial) if rest.len() < MOST_HEAD => {
+                            self.seen = rest.len();
+                            return;
+                        }
                         _ => self.next = Next::Unchecked,
                     }
                 }
@@ -178,8 +203,19 @@ impl<S> Checked<S> {
                 }
                 Next::Refused => return,
             }
+            self.seen = 0;
         }
     }
+}
+
+/// Whether the bytes of `rest` after its first `seen` may end what they belong
+/// to: an empty line (`empty_line`: a head, trailers), or any line (a chunk size).
+fn may_end(rest: &[u8], seen: usize, empty_line: bool) -> bool {
+    let new = &rest[seen.saturating_sub(3).min(rest.len())..];
+    if !empty_line {
+        return new.contains(&b'\n');
+    }
+    new.windows(2).any(|pair| pair == b"\n\n") || new.windows(4).any(|four| four == b"\r\n\r\n")
 }
 
 impl<S: AsyncRead + Unpin> AsyncRead for Checked<S> {
@@ -313,6 +349,32 @@ mod tests {
         assert_eq!(through(old).await, (old.to_vec(), None));
         let kept = b"GET /a HTTP/1.0\r\nconnection: keep-alive\r\n\r\nGET /b\0 HTTP/1.1\r\n\r\n";
         assert_eq!(through(kept).await.1.as_deref(), Some(BAD_LINE));
+    }
+
+    #[test]
+    fn a_head_sent_a_byte_at_a_time_is_parsed_once_it_may_be_whole() {
+        let head = b"GET /a HTTP/1.1\r\nx-a: 1\r\n\r\n";
+        let mut checked = Checked::new(tokio::io::empty(), Duration::ZERO);
+        for (n, byte) in head.iter().enumerate() {
+            checked.held.extend_from_slice(&[*byte]);
+            checked.scan();
+            let whole = n + 1 == head.len();
+            assert_eq!(checked.free, if whole { head.len() } else { 0 }, "{n}");
+        }
+        assert_eq!((checked.next, checked.seen), (Next::Head, 0));
+        // A bad byte after the first read is found once the head may be whole.
+        let mut checked = Checked::new(tokio::io::empty(), Duration::ZERO);
+        checked.held.extend_from_slice(b"GET /a HTTP/1.1\r\n");
+        checked.scan();
+        checked.held.extend_from_slice(b"x-a: \0\r\n");
+        checked.scan();
+        assert_eq!(checked.next, Next::Head);
+        checked.held.extend_from_slice(b"\r\n");
+        checked.scan();
+        assert_eq!(checked.next, Next::Refused);
+        assert!(may_end(b"ab\n\ncd", 1, true));
+        assert!(!may_end(b"ab\r\ncd", 1, true));
+        assert!(may_end(b"a\r\n", 1, false));
     }
 
     #[tokio::test]
