@@ -216,7 +216,9 @@ impl Control {
             Err(_) => Checked::Unread("the database could not be read".to_string()),
             Ok(Err(sentence)) => Checked::Unread(sentence),
             Ok(Ok(Inspected::Read(Err(sentence)))) => Checked::Refused(sentence),
-            Ok(Ok(Inspected::Read(Ok(())) | Inspected::NotYet)) => Checked::Agrees,
+            Ok(Ok(Inspected::Read(Ok(())) | Inspected::Empty | Inspected::NotYet)) => {
+                Checked::Agrees
+            }
         }
     }
 

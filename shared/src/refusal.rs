@@ -18,7 +18,8 @@ pub enum Code {
     NotFound,
     /// 405: the path does not take this method.
     MethodNotAllowed,
-    /// 400 (413 for a body over 1 MiB): the request cannot be read.
+    /// 400 (413 for a body over 1 MiB, 414 for a path too long, 431 for a head too
+    /// large): the request cannot be read.
     BadRequest,
     /// 422: a supervisor name, request id, status, limit or attempt is out of range.
     InvalidArgument,
@@ -95,7 +96,8 @@ impl Code {
         Code::KeyExists,
     ];
 
-    /// The HTTP status that carries this code (`bad_request` may also travel as 413).
+    /// The HTTP status that carries this code (`bad_request` may also travel as 413,
+    /// 414 or 431).
     pub fn status(self) -> u16 {
         match self {
             Code::TokenNotFound | Code::TaskNotFound | Code::NotFound => 404,

@@ -98,6 +98,35 @@ fn tcp_is_open_until_the_first_key_and_then_needs_one_but_for_health() {
     with_key(&daemon, &admin, "GET", "/nothing", &Value::Null).refused(404, "not_found");
 }
 
+/// An `Authorization` header of another scheme (`Basic`, or a secret without a
+/// scheme) is not taken for an unknown key: the sentence says the header must be
+/// `Authorization: Bearer <key>`.
+fn a_key_sent_with_another_scheme_is_told_to_send_it_as_bearer() {
+    let daemon = sdlc();
+    let admin = add_key(&daemon, "root-key", "admin", None);
+    for value in [
+        "Basic dXNlcjpwYXNzd29yZA==".to_string(),
+        format!("Token {admin}"),
+        admin.clone(),
+    ] {
+        let sentence = daemon
+            .request("GET", "/tokens", &[("authorization", &value)], b"")
+            .refused(401, "unauthenticated");
+        assert!(
+            sentence.starts_with("the Authorization header must be Authorization: Bearer <key>"),
+            "{value}: {sentence}"
+        );
+    }
+    let unknown = format!("stateous_key_{}", "ab".repeat(32));
+    let sentence =
+        with_key(&daemon, &unknown, "GET", "/tokens", &Value::Null).refused(401, "unauthenticated");
+    assert!(sentence.contains("unknown or revoked"), "{sentence}");
+    let lower = format!("bearer {admin}");
+    daemon
+        .request("GET", "/tokens", &[("authorization", &lower)], b"")
+        .expect(200);
+}
+
 fn each_role_is_allowed_its_routes_and_refused_the_others() {
     let daemon = sdlc();
     let read = add_key(&daemon, "reader", "read", None);
@@ -530,6 +559,7 @@ fn access_reads_stateous_url_before_the_default_socket() {
 both!(
     access_reads_stateous_url_before_the_default_socket,
     tcp_is_open_until_the_first_key_and_then_needs_one_but_for_health,
+    a_key_sent_with_another_scheme_is_told_to_send_it_as_bearer,
     each_role_is_allowed_its_routes_and_refused_the_others,
     a_revoked_key_is_refused_from_the_next_request_and_after_a_restart,
     a_supervise_key_acts_only_for_its_supervisor_and_the_tasks_it_holds,

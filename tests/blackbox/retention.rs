@@ -206,6 +206,86 @@ fn token_prune_previews_asks_refuses_live_tokens_and_archives_first() {
     assert_eq!(tokens, [json!("P-1"), json!("P-2")]);
 }
 
+/// SQLite keeps a token that holds the newest ledger row: `token prune --archive`
+/// says so for it, by reason with its id (and in `--json`), and leaves it out of
+/// the archive, so that across runs each pruned token is archived once, by the
+/// run that pruned it.
+#[test]
+fn a_prune_archives_only_what_it_removes_and_says_why_it_skipped() {
+    harness::on(harness::Backend::Sqlite, || {
+        let daemon = Setup::new(test_graph("desk/build/desk")).start();
+        for token in ["S-1", "S-2"] {
+            start(&daemon, token);
+            daemon
+                .post_empty(&format!("/tokens/{token}/cancel"))
+                .expect(200);
+        }
+        std::fs::create_dir(daemon.dir.path().join("kept")).unwrap();
+        let prune = [
+            "prune",
+            "--where",
+            "token != 'Z'",
+            "--yes",
+            "--archive",
+            "kept",
+        ];
+        let first = daemon.token(&prune);
+        assert_eq!(first.code(), 0, "{first}");
+        assert!(
+            first
+                .stdout
+                .contains("pruned 1 token; 0 refused, 0 duplicate, 1 skipped\n  1 skipped (S-2): kept for now: it holds the newest row of the ledger"),
+            "{first}"
+        );
+        let tokens = |daemon: &Daemon| -> Vec<Value> {
+            let mut tokens: Vec<Value> = archived(&daemon.dir.path().join("kept"))
+                .into_iter()
+                .map(|line| line["token"].clone())
+                .collect();
+            tokens.sort_by_key(|token| token.to_string());
+            tokens
+        };
+        assert_eq!(tokens(&daemon), [json!("S-1")], "only what was pruned");
+        // Once a newer row exists, S-2 goes, and is archived by that run alone.
+        start(&daemon, "S-3");
+        let json = daemon.token(&[
+            "prune",
+            "--where",
+            "token == 'S-2'",
+            "--yes",
+            "--archive",
+            "kept",
+            "--json",
+        ]);
+        assert_eq!(json.code(), 0, "{json}");
+        let answer: Value = serde_json::from_str(&json.stdout).unwrap();
+        assert_eq!(answer["applied"], 1, "{json}");
+        assert_eq!(tokens(&daemon), [json!("S-1"), json!("S-2")]);
+        // A skip is in the JSON answer with its token and reason.
+        daemon.post_empty("/tokens/S-3/cancel").expect(200);
+        let json = daemon.token(&[
+            "prune",
+            "--where",
+            "token == 'S-3'",
+            "--yes",
+            "--archive",
+            "kept",
+            "--json",
+        ]);
+        let answer: Value = serde_json::from_str(&json.stdout).unwrap();
+        assert_eq!(answer["skipped"], 1, "{json}");
+        assert_eq!(answer["outcomes"][0]["token"], "S-3", "{json}");
+        assert!(
+            answer["outcomes"][0]["detail"]
+                .as_str()
+                .unwrap()
+                .starts_with("kept for now: it holds the newest row"),
+            "{json}"
+        );
+        assert_eq!(tokens(&daemon), [json!("S-1"), json!("S-2")]);
+    });
+}
+
 both!(
     serve_retain_ended_prunes_an_old_ended_token_after_archiving_it,
     token_prune_previews_asks_refuses_live_tokens_and_archives_first,

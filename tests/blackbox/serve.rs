@@ -429,6 +429,122 @@ fn a_wide_address_is_refused_without_keys_and_tls_and_served_with_insecure() {
     daemon.get("/health").expect(200);
 }
 
+/// A certificate for `names` (self-signed) in `dir`: its PEM files, as paths.
+fn certificate(dir: &std::path::Path, names: &[&str]) -> (String, String) {
+    let names: Vec<String> = names.iter().map(|name| name.to_string()).collect();
+    let made = rcgen::generate_simple_self_signed(names).unwrap();
+    let (cert, key) = (dir.join("server.pem"), dir.join("server.key"));
+    std::fs::write(&cert, made.cert.pem()).unwrap();
+    std::fs::write(&key, made.signing_key.serialize_pem()).unwrap();
+    (cert.display().to_string(), key.display().to_string())
+}
+
+/// A wide address is judged before the database is opened: a refusal leaves no
+/// database file (nor its lock file) behind, without TLS and with it.
+#[test]
+fn a_wide_address_refused_at_start_leaves_no_database_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let graph = graph();
+    let socket = dir.path().join("s.sock").display().to_string();
+    let db = format!("sqlite:///{}", dir.path().join("fresh.db").display());
+    let (cert, key) = certificate(dir.path(), &["localhost"]);
+    let wide = [
+        "serve",
+        &graph,
+        "--db",
+        &db,
+        "--socket",
+        &socket,
+        "--listen",
+        "0.0.0.0:0",
+    ];
+    let plain = refused_at_start(dir.path(), &wide);
+    assert!(plain.contains("has no access key and no TLS"), "{plain}");
+    let tls = [&wide[..], &["--tls-cert", &cert, "--tls-key", &key]].concat();
+    let keyless = refused_at_start(dir.path(), &tls);
+    assert!(
+        keyless.contains("has no access key: make an access key"),
+        "{keyless}"
+    );
+    let left: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with("fresh.db"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+/// The line `serve` prints on its start, up to `(Ctrl-C stops)`, for `args`: the
+/// process is stopped once it said it.
+fn serving_line(dir: &std::path::Path, args: &[&str]) -> String {
+    let mut child = std::process::Command::new(harness::binary())
+        .args(args)
+        .current_dir(dir)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let line = std::io::BufRead::lines(std::io::BufReader::new(stderr))
+        .map_while(Result::ok)
+        .find(|line| line.starts_with("serving on ") || line.starts_with("error: "));
+    let _ = child.kill();
+    let _ = child.wait();
+    line.unwrap_or_default()
+}
+
+/// On every interface, `serve` says so, and names the URL a client on this
+/// computer uses: 127.0.0.1 over HTTP; over HTTPS, a loopback name its certificate
+/// holds, or that it holds none.
+#[test]
+fn serving_on_every_interface_says_so_and_names_a_url_for_this_computer() {
+    let daemon = Setup::new(test_graph("tickets"))
+        .args(&["--listen", "0.0.0.0:0", "--insecure"])
+        .start();
+    let port = daemon.url.rsplit(':').next().unwrap().to_string();
+    assert_eq!(daemon.url, format!("http://127.0.0.1:{port}"));
+    let line = format!(
+        "serving on 0.0.0.0:{port}, every interface of this computer; from this computer: \
+         http://127.0.0.1:{port} (Ctrl-C stops)"
+    );
+    assert!(daemon.stderr().contains(&line), "{}", daemon.report());
+    daemon.get("/health").expect(200);
+    let dir = tempfile::tempdir().unwrap();
+    let graph = graph();
+    let socket = dir.path().join("s.sock").display().to_string();
+    for (names, near) in [
+        (&["localhost"][..], "https://localhost:"),
+        (
+            &["cp.example", "10.0.0.1"][..],
+            "its certificate names neither 127.0.0.1 nor localhost",
+        ),
+    ] {
+        let (cert, key) = certificate(dir.path(), names);
+        let args = [
+            "serve",
+            &graph,
+            "--socket",
+            &socket,
+            "--listen",
+            "0.0.0.0:0",
+            "--insecure",
+            "--tls-cert",
+            &cert,
+            "--tls-key",
+            &key,
+        ];
+        let line = serving_line(dir.path(), &args);
+        assert!(line.starts_with("serving on 0.0.0.0:"), "{line}");
+        assert!(line.contains(near), "{line}");
+    }
+    // An address of its own is said as it is.
+    let one = Setup::new(test_graph("tickets")).start();
+    assert!(one
+        .stderr()
+        .contains(&format!("serving on {} (Ctrl-C stops)", one.url)));
+}
+
 #[test]
 fn a_device_given_as_the_graph_file_is_refused_not_read_for_ever() {
     let dir = tempfile::tempdir().unwrap();

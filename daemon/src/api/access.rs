@@ -171,15 +171,21 @@ impl Keys {
             }
             Door::Tcp => {}
         }
-        let Some(secret) = bearer(headers) else {
-            if access == Access::Public || !self.closed() {
+        let secret = match bearer(headers) {
+            Presented::Bearer(secret) => secret,
+            Presented::OtherScheme => {
+                return Err(Refusal::new(Code::Unauthenticated, NOT_BEARER));
+            }
+            Presented::Nothing if access == Access::Public || !self.closed() => {
                 return Ok(Caller::Open);
             }
-            return Err(Refusal::new(
-                Code::Unauthenticated,
-                "this control plane needs an access key: send Authorization: Bearer SECRET \
-                 (clients read STATEOUS_ACCESS_KEY or --access-key-file)",
-            ));
+            Presented::Nothing => {
+                return Err(Refusal::new(
+                    Code::Unauthenticated,
+                    "this control plane needs an access key: send Authorization: Bearer \
+                     SECRET (clients read STATEOUS_ACCESS_KEY or --access-key-file)",
+                ));
+            }
         };
         match self.find(secret) {
             Some(key) => Ok(Caller::Key(key)),
@@ -295,16 +301,41 @@ fn known(row: &AccessKeyRow) -> Option<Arc<KnownKey>> {
     }))
 }
 
-/// The secret of an `Authorization: Bearer SECRET` header. A header of another
-/// scheme, or a value that is not a secret's shape, is a secret no key has.
-fn bearer(headers: &HeaderMap) -> Option<&str> {
-    let value = headers.get(hyper::header::AUTHORIZATION)?.to_str().ok()?;
-    let (scheme, secret) = value.trim().split_once(' ')?;
+/// The sentence of an `Authorization` header of another scheme than `Bearer`.
+pub const NOT_BEARER: &str = "the Authorization header must be Authorization: Bearer <key>, \
+                              with the secret of an access key; another scheme (such as \
+                              Basic) is not read";
+
+/// What a request's `Authorization` header presents.
+#[derive(Debug, PartialEq, Eq)]
+enum Presented<'a> {
+    /// No header (or `Bearer` with nothing after it).
+    Nothing,
+    /// `Bearer SECRET`: the secret, or "" for a value that is not a secret's
+    /// shape (no key has it).
+    Bearer(&'a str),
+    /// Another scheme (`Basic ...`), or a value that is not one.
+    OtherScheme,
+}
+
+/// What the `Authorization` header of `headers` presents.
+fn bearer(headers: &HeaderMap) -> Presented<'_> {
+    let Some(value) = headers.get(hyper::header::AUTHORIZATION) else {
+        return Presented::Nothing;
+    };
+    let Ok(value) = value.to_str() else {
+        return Presented::OtherScheme;
+    };
+    let value = value.trim();
+    let (scheme, secret) = value.split_once(' ').unwrap_or((value, ""));
     if !scheme.eq_ignore_ascii_case("bearer") {
-        return Some("");
+        return Presented::OtherScheme;
     }
     let secret = secret.trim();
-    Some(if is_secret(secret) { secret } else { "" })
+    if secret.is_empty() {
+        return Presented::Nothing;
+    }
+    Presented::Bearer(if is_secret(secret) { secret } else { "" })
 }
 
 /// A row as `GET /access` lists it.
@@ -378,6 +409,37 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn only_the_bearer_scheme_presents_a_secret() {
+        let secret = new_secret();
+        let presented = |value: &str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(hyper::header::AUTHORIZATION, value.parse().unwrap());
+            format!("{:?}", bearer(&headers))
+        };
+        assert_eq!(bearer(&HeaderMap::new()), Presented::Nothing);
+        assert_eq!(
+            presented(&format!("Bearer {secret}")),
+            format!("Bearer({secret:?})")
+        );
+        assert_eq!(
+            presented(&format!("bearer  {secret} ")),
+            format!("Bearer({secret:?})")
+        );
+        assert_eq!(presented("Bearer not-a-key"), "Bearer(\"\")");
+        assert_eq!(presented("Bearer"), "Nothing");
+        assert_eq!(presented("Basic dXNlcjpwYXNz"), "OtherScheme");
+        assert_eq!(presented(&secret), "OtherScheme");
+        let keys = Keys::default();
+        let mut basic = HeaderMap::new();
+        basic.insert(hyper::header::AUTHORIZATION, "Basic eA==".parse().unwrap());
+        let refused = keys.caller(Door::Tcp, &basic, Access::Read).unwrap_err();
+        assert_eq!(
+            (refused.code, refused.error.as_str()),
+            (Code::Unauthenticated, NOT_BEARER)
+        );
     }
 
     #[test]

@@ -303,10 +303,11 @@ async fn pause_after(error: std::io::Error) {
 }
 
 /// Serve one connection until it ends, or until a stop: then finish the request
-/// in progress and close.
+/// in progress and close. Each request head is checked before hyper reads it
+/// (`sniff.rs`).
 async fn connection<S>(
     front: Front,
-    mut stream: S,
+    stream: S,
     door: Door,
     mut stop: watch::Receiver<Stop>,
     header_within: Duration,
@@ -314,29 +315,18 @@ async fn connection<S>(
 ) where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    // The first head is checked before hyper reads it (`sniff.rs`); a stop while
-    // it has not come closes the connection, as hyper closes an idle one.
-    let head = tokio::select! {
-        head = tokio::time::timeout(header_within, sniff::first_head(&mut stream)) => head,
-        () = stopping(&mut stop) => return,
-    };
-    let first = match head {
-        Ok(Ok(sniff::Head::Serve(first))) => first,
-        Ok(Ok(sniff::Head::Refuse(refused))) => {
-            let _ = sniff::answer(&mut stream, &refused).await;
-            return;
-        }
-        Err(_) => {
-            counts.closed(Connections::HEADER_TIMEOUT);
-            return;
-        }
-        Ok(Err(_) | Ok(sniff::Head::Gone)) => return,
-    };
-    let stream = sniff::Rewind::new(first, stream);
+    let stream = sniff::Checked::new(stream, header_within);
+    let refused = stream.refused();
     let watching = stop.clone();
     let service = service_fn(move |request: Request<Incoming>| {
         let (front, watching) = (front.clone(), watching.clone());
+        // Read when hyper hands the request over, not later: it is the stand-in
+        // of a refused head exactly when the refusal is there by then.
+        let stand_in = refused.get().cloned();
         async move {
+            if let Some(refused) = stand_in {
+                return Ok::<Response<Body>, Infallible>(refused_head(&refused));
+            }
             let Some(api) = front.api().cloned() else {
                 let answer = standby_answer(&request);
                 return Ok::<Response<Body>, Infallible>(answer.map(BodyExt::boxed));
@@ -358,7 +348,8 @@ async fn connection<S>(
     let mut builder = http1::Builder::new();
     builder
         .timer(TokioTimer::new())
-        .header_read_timeout(header_within);
+        .header_read_timeout(header_within)
+        .max_buf_size(sniff::HYPER_BUFFER);
     let served = builder.serve_connection(TokioIo::new(stream), service);
     tokio::pin!(served);
     let ended = loop {
@@ -378,13 +369,17 @@ async fn connection<S>(
     }
 }
 
-/// Ready once the server is asked to stop.
-async fn stopping(stop: &mut watch::Receiver<Stop>) {
-    while *stop.borrow_and_update() == Stop::Serving {
-        if stop.changed().await.is_err() {
-            std::future::pending::<()>().await;
-        }
-    }
+/// The answer to a head `sniff.rs` refused: the refusal with its status, and the
+/// connection closes after it.
+fn refused_head(refused: &sniff::Refused) -> Response<Body> {
+    let mut answer = refusal(&refused.refusal);
+    *answer.status_mut() =
+        hyper::StatusCode::from_u16(refused.status).unwrap_or(hyper::StatusCode::BAD_REQUEST);
+    answer.headers_mut().insert(
+        hyper::header::CONNECTION,
+        hyper::header::HeaderValue::from_static("close"),
+    );
+    answer.map(BodyExt::boxed)
 }
 
 /// The answer to one request: a panic in a handler becomes a 500 `unexpected`,

@@ -127,6 +127,25 @@ fn stamps(files: &TlsFiles) -> Vec<Stamp> {
     all
 }
 
+/// Whether the certificate of `files` (the first of its chain, the server's own)
+/// is valid for `name`, a DNS name or an IP address, as a client checks it; false
+/// when it cannot be read.
+pub fn names(files: &TlsFiles, name: &str) -> bool {
+    let Ok(chain) = certificates(&files.cert, "--tls-cert") else {
+        return false;
+    };
+    let Some(first) = chain.first() else {
+        return false;
+    };
+    let (Ok(parsed), Ok(name)) = (
+        rustls::server::ParsedCertificate::try_from(first),
+        rustls::pki_types::ServerName::try_from(name),
+    ) else {
+        return false;
+    };
+    rustls::client::verify_server_name(&parsed, &name).is_ok()
+}
+
 /// The configuration of `files`, or the sentence of what is wrong.
 fn build(files: &TlsFiles) -> Result<ServerConfig, String> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());

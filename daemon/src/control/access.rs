@@ -13,8 +13,17 @@ use crate::store::Store;
 impl Control {
     /// Whether the database holds an access key that is not revoked, read
     /// without taking the database (a standby, before it listens wide: `serve`'s
-    /// check of `--listen`). False for a database without tables yet.
+    /// check of `--listen`). False for a database without tables yet, or with an
+    /// older schema.
     pub async fn keys_on_record(options: &Options) -> Result<bool, String> {
+        Ok(Control::keys_known(options).await?.unwrap_or(false))
+    }
+
+    /// Whether the database holds an access key that is not revoked, read
+    /// without taking or making the database (a start judges a wide `--listen`
+    /// with it before it opens the database): false for a database that does not
+    /// exist yet; `None` for an older schema, which the open upgrades first.
+    pub async fn keys_known(options: &Options) -> Result<Option<bool>, String> {
         let store_options = store_options(options, String::new());
         let inspected = tokio::task::spawn_blocking(move || {
             Store::inspect(&store_options, |tx| {
@@ -25,8 +34,9 @@ impl Control {
         .await
         .map_err(|_| "the database could not be read".to_string())??;
         Ok(match inspected {
-            Inspected::Read(any) => any,
-            Inspected::NotYet => false,
+            Inspected::Read(any) => Some(any),
+            Inspected::Empty => Some(false),
+            Inspected::NotYet => None,
         })
     }
 

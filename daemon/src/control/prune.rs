@@ -3,6 +3,7 @@
 //! its own short write, a few at a time ([`PRUNE_WINDOW`]), as a bulk run goes
 //! (`operate.rs`), so that other writes wait behind at most one small window.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,7 +14,7 @@ use stateous_shared::refusal::{Code, Refusal};
 use super::operate::Found;
 use super::{keep, Control};
 use crate::archive::{self, Kept};
-use crate::engine::prune::{family, last_moved, prune, PruneStep};
+use crate::engine::prune::{family, last_moved, prune, skipped as skipped_now, PruneStep};
 use crate::store::{TokenRow, TokenScan, TokenStatus, Tx};
 
 /// How many prunes are on the write path at once: a prune deletes every row of a
@@ -36,10 +37,26 @@ pub struct RetainPass {
     pub pause: Duration,
 }
 
+/// The families an archive holds: each top token with its tokens as kept.
+type Families = Vec<(String, Vec<Kept>)>;
+
+/// The archive of a prune, before any row goes.
+struct Archived {
+    /// Each family written, by top token: its tokens with their last seqs.
+    seqs: HashMap<String, Vec<(String, i64)>>,
+    /// The targets the archive's read found to be skipped: left out of it, and
+    /// not sent to the write path.
+    skipped: HashMap<String, TokenOutcome>,
+    /// The file and what it holds, by top token; `None` when nothing was written.
+    file: Option<(PathBuf, Families)>,
+}
+
 impl Control {
     /// Prune each target (an ended top token, as read), checking again under its
     /// family's lock what `template` says; with `archive`, the families' histories
-    /// are written there first, and a token that changed after is skipped.
+    /// are written there first. The archive holds only the families pruned: one
+    /// the archive's read finds would be skipped is left out (and not tried), and
+    /// one skipped or refused after (it changed meanwhile) is taken out after.
     pub(super) async fn prune_found(
         &self,
         targets: Vec<Found>,
@@ -47,38 +64,62 @@ impl Control {
         archive: Option<PathBuf>,
     ) -> Result<Vec<TokenOutcome>, Refusal> {
         let archived = match archive {
-            Some(dir) => Some(self.archive(&targets, dir).await?),
+            Some(dir) => Some(self.archive(&targets, &template, dir).await?),
             None => None,
         };
+        let order: Vec<String> = targets.iter().map(|found| found.id().to_string()).collect();
+        let (seqs, skipped, file) = match archived {
+            Some(archived) => (
+                Some(Arc::new(archived.seqs)),
+                archived.skipped,
+                archived.file,
+            ),
+            None => (None, HashMap::new(), None),
+        };
+        let tried: Vec<Found> = targets
+            .into_iter()
+            .filter(|found| !skipped.contains_key(found.id()))
+            .collect();
         let template = Arc::new(template);
         let window = self.inner.store.bulk_window().min(PRUNE_WINDOW);
-        let outcomes = self
-            .each_write(targets, window, |rules, found| {
+        let written = self
+            .each_write(tried, window, |rules, found| {
                 let token = found.id().to_string();
                 let mut step = (*template).clone();
-                if let Some(archived) = &archived {
+                if let Some(seqs) = &seqs {
                     // A token the archive left out (a child, a live one) is refused
                     // under the lock; an empty list never matches a family.
-                    step.archived = Some(archived.get(&token).cloned().unwrap_or_default());
+                    step.archived = Some(seqs.get(&token).cloned().unwrap_or_default());
                 }
                 move |tx: &dyn Tx| keep(prune(&rules, tx, &token, &step))
             })
             .await?;
-        let pruned = outcomes
+        if let Some((path, families)) = file {
+            keep_only_pruned(path, families, &written).await;
+        }
+        let pruned = written
             .iter()
             .filter(|o| o.outcome == Outcome::Applied)
             .count();
         self.inner.metrics.pruned(pruned as u64);
-        Ok(outcomes)
+        // Each target's outcome in its place: the archive's skips, then the writes.
+        let mut written = written.into_iter();
+        Ok(order
+            .iter()
+            .filter_map(|id| skipped.get(id).cloned().or_else(|| written.next()))
+            .collect())
     }
 
-    /// Write the histories of the targets' families into a new file of `dir`; each
-    /// family's tokens with their last seqs, by top token.
+    /// Write the histories of the targets' families into a new file of `dir`, but
+    /// for those that would be skipped now (`engine/prune.rs` `skipped`, as
+    /// `template` says): each family's tokens with their last seqs, by top token,
+    /// and the skipped ones' outcomes.
     async fn archive(
         &self,
         targets: &[Found],
+        template: &PruneStep,
         dir: PathBuf,
-    ) -> Result<std::collections::HashMap<String, Vec<(String, i64)>>, Refusal> {
+    ) -> Result<Archived, Refusal> {
         let rows: Vec<TokenRow> = targets
             .iter()
             .filter_map(|found| match found {
@@ -86,9 +127,11 @@ impl Control {
                 Found::Missing(_) => None,
             })
             .collect();
-        let (at, families) = self
+        let rules = Arc::clone(&self.inner.rules);
+        let template = template.clone();
+        let (at, families, skipped) = self
             .read(move |tx| {
-                let mut families = Vec::new();
+                let (mut families, mut skipped) = (Vec::new(), HashMap::new());
                 for row in &rows {
                     // Read again: the walk's copy may be older than the history.
                     let Some(row) = tx.token(&row.token)? else {
@@ -97,6 +140,10 @@ impl Control {
                     let Ok(members) = family(tx, &row) else {
                         continue;
                     };
+                    if let Some(outcome) = skipped_now(&rules, tx, &row, &members, &template)? {
+                        skipped.insert(row.token.clone(), outcome);
+                        continue;
+                    }
                     let mut kept: Vec<Kept> = Vec::with_capacity(members.len());
                     for member in members {
                         let entries = tx.entries(&member.token)?;
@@ -104,7 +151,7 @@ impl Control {
                     }
                     families.push((row.token.clone(), kept));
                 }
-                Ok((tx.now(), families))
+                Ok((tx.now(), families, skipped))
             })
             .await?;
         let seqs = families
@@ -118,15 +165,26 @@ impl Control {
             })
             .collect();
         if families.is_empty() {
-            return Ok(seqs);
+            return Ok(Archived {
+                seqs,
+                skipped,
+                file: None,
+            });
         }
-        let tokens: Vec<Kept> = families.into_iter().flat_map(|(_, kept)| kept).collect();
         let shown = dir.display().to_string();
-        let written = tokio::task::spawn_blocking(move || archive::write(&dir, at, &tokens)).await;
+        let written = tokio::task::spawn_blocking(move || {
+            let tokens: Vec<&Kept> = families.iter().flat_map(|(_, kept)| kept).collect();
+            archive::write(&dir, at, &tokens).map(|path| (path, families))
+        })
+        .await;
         match written {
-            Ok(Ok(path)) => {
+            Ok(Ok((path, families))) => {
                 tracing::info!(target: "stateous.prune", "archived to {}", path.display());
-                Ok(seqs)
+                Ok(Archived {
+                    seqs,
+                    skipped,
+                    file: Some((path, families)),
+                })
             }
             Ok(Err(error)) => Err(not_archived(&shown, &error.to_string())),
             Err(error) => Err(not_archived(&shown, &error.to_string())),
@@ -199,4 +257,106 @@ fn not_archived(dir: &str, error: &str) -> Refusal {
         Code::Unexpected,
         format!("the archive could not be written in {dir} ({error}); nothing was pruned"),
     )
+}
+
+/// Take out of the archive at `path` the families of `written` that were not
+/// pruned (they changed after the archive was written), so that it holds only
+/// what went; a failure is logged, and leaves those families in it.
+async fn keep_only_pruned(path: PathBuf, families: Families, written: &[TokenOutcome]) {
+    let pruned: std::collections::HashSet<&str> = written
+        .iter()
+        .filter(|o| o.outcome == Outcome::Applied)
+        .map(|o| o.token.as_str())
+        .collect();
+    if families
+        .iter()
+        .all(|(top, _)| pruned.contains(top.as_str()))
+    {
+        return;
+    }
+    let kept: Families = families
+        .into_iter()
+        .filter(|(top, _)| pruned.contains(top.as_str()))
+        .collect();
+    let shown = path.display().to_string();
+    let replaced = tokio::task::spawn_blocking(move || {
+        let tokens: Vec<&Kept> = kept.iter().flat_map(|(_, kept)| kept).collect();
+        archive::replace(&path, &tokens)
+    })
+    .await;
+    if let Some(error) = match replaced {
+        Ok(Ok(())) => None,
+        Ok(Err(error)) => Some(error.to_string()),
+        Err(error) => Some(error.to_string()),
+    } {
+        tracing::warn!(
+            target: "stateous.prune",
+            "the archive {shown} still holds tokens that were kept, and a later run archives \
+             them again: it could not be written again without them ({error})"
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Read;
+
+    use super::*;
+    use crate::archive::example;
+
+    fn outcome(token: &str, outcome: Outcome) -> TokenOutcome {
+        TokenOutcome {
+            token: token.into(),
+            outcome,
+            state: "done".into(),
+            status: "completed".into(),
+            detail: String::new(),
+            code: None,
+        }
+    }
+
+    fn tokens_in(path: &std::path::Path) -> Vec<String> {
+        let mut text = String::new();
+        flate2::read::GzDecoder::new(std::fs::File::open(path).unwrap())
+            .read_to_string(&mut text)
+            .unwrap();
+        text.lines()
+            .map(|line| {
+                serde_json::from_str::<serde_json::Value>(line).unwrap()["token"].to_string()
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_family_kept_by_its_prune_is_taken_out_of_the_archive() {
+        let dir = tempfile::tempdir().unwrap();
+        let families = vec![
+            ("A".to_string(), vec![example("A"), example("A.1")]),
+            ("B".to_string(), vec![example("B")]),
+        ];
+        let all: Vec<&Kept> = families.iter().flat_map(|(_, kept)| kept).collect();
+        let path = archive::write(dir.path(), 1, &all).unwrap();
+        let written = [
+            outcome("A", Outcome::Skipped),
+            outcome("B", Outcome::Applied),
+        ];
+        keep_only_pruned(path.clone(), families.clone(), &written).await;
+        assert_eq!(tokens_in(&path), [r#""B""#]);
+        let written = [
+            outcome("A", Outcome::Applied),
+            outcome("B", Outcome::Applied),
+        ];
+        keep_only_pruned(path.clone(), families.clone(), &written).await;
+        assert_eq!(
+            tokens_in(&path),
+            [r#""B""#],
+            "nothing to take out: unchanged"
+        );
+        let written = [
+            outcome("A", Outcome::Refused),
+            outcome("B", Outcome::Skipped),
+        ];
+        keep_only_pruned(path.clone(), families, &written).await;
+        assert!(!path.exists(), "nothing pruned: no archive");
+    }
 }

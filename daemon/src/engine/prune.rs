@@ -78,45 +78,70 @@ pub fn why_not(tx: &dyn Tx, row: &TokenRow) -> Step<Option<stateous_shared::refu
     }
 }
 
-/// Delete `token` and its children, in its own transaction, if it is still as
-/// `step` expects: applied, skipped (it changed, or it holds an id the next row
-/// would take again), or refused (a child, a live token).
-pub fn prune(rules: &Rules, tx: &dyn Tx, token: &str, step: &PruneStep) -> Step<TokenOutcome> {
-    let top = lock(tx, token)?;
-    let rows = family(tx, &top)?;
-    let now = tx.now();
+/// Why `top`, with its family `rows`, is skipped now, as its outcome: it no
+/// longer matches, it grew younger, it changed since its archive, or it holds an
+/// id the next row would take again; `None` when it may be pruned. A prune checks
+/// it under the family's lock; an archive's read checks it first too, so that the
+/// archive holds only what is about to be pruned.
+pub fn skipped(
+    rules: &Rules,
+    tx: &dyn Tx,
+    top: &TokenRow,
+    rows: &[TokenRow],
+    step: &PruneStep,
+) -> Step<Option<TokenOutcome>> {
+    let skip = |detail: &str| Ok(Some(outcome(top, Outcome::Skipped, detail.to_string())));
     if let Some(selection) = &step.selection {
-        if !selection.matches(rules, &top, now) {
-            let detail = "it no longer matched the filter when its turn came".to_string();
-            return Ok(outcome(&top, Outcome::Skipped, detail));
+        if !selection.matches(rules, top, tx.now()) {
+            return skip(NO_LONGER_MATCHES);
         }
     }
     if let Some(until) = step.ended_by {
-        if last_moved(&top, &tx.entries(&top.token)?) > until {
-            let detail = "its history grew since it was chosen; it is not old enough".to_string();
-            return Ok(outcome(&top, Outcome::Skipped, detail));
+        if last_moved(top, &tx.entries(&top.token)?) > until {
+            return skip(NOT_OLD_ENOUGH);
         }
     }
     if let Some(archived) = &step.archived {
         let mut now_at = Vec::with_capacity(rows.len());
-        for row in &rows {
+        for row in rows {
             now_at.push((row.token.clone(), tx.last_seq(&row.token)?));
         }
         if &now_at != archived {
-            let detail = "it changed after its archive was written; the next run archives \
-                          it again"
-                .to_string();
-            return Ok(outcome(&top, Outcome::Skipped, detail));
+            return skip(CHANGED_SINCE_ARCHIVED);
         }
     }
-    for row in &rows {
+    for row in rows {
         if tx.holds_newest_id(&row.token)? {
-            let detail = "kept for now: it holds the newest row of the ledger, tasks or \
-                          timers, whose id the next row would take again; a later run \
-                          prunes it"
-                .to_string();
-            return Ok(outcome(&top, Outcome::Skipped, detail));
+            return skip(HOLDS_NEWEST_ID);
         }
+    }
+    Ok(None)
+}
+
+/// A skipped prune's detail: the token no longer matched the filter.
+pub const NO_LONGER_MATCHES: &str = "it no longer matched the filter when its turn came";
+
+/// A skipped prune's detail: the token's history grew (retention).
+pub const NOT_OLD_ENOUGH: &str = "its history grew since it was chosen; it is not old enough";
+
+/// A skipped prune's detail: the token changed between its archive and its prune.
+pub const CHANGED_SINCE_ARCHIVED: &str =
+    "it changed after its archive was written, so it is kept (and taken out of that \
+     archive); the next run archives it again";
+
+/// A skipped prune's detail: SQLite would give its newest row's id again.
+pub const HOLDS_NEWEST_ID: &str = "kept for now: it holds the newest row of the ledger, tasks \
+                                   or timers, whose id the next row would take again; a later \
+                                   run prunes it";
+
+/// Delete `token` and its children, in its own transaction, if it is still as
+/// `step` expects: applied, skipped ([`skipped`]), or refused (a child, a live
+/// token).
+pub fn prune(rules: &Rules, tx: &dyn Tx, token: &str, step: &PruneStep) -> Step<TokenOutcome> {
+    let top = lock(tx, token)?;
+    let rows = family(tx, &top)?;
+    if let Some(skipped) = skipped(rules, tx, &top, &rows, step)? {
+        return Ok(skipped);
     }
     // The children first, so that no row is left naming a parent that is gone.
     for row in rows.iter().rev() {

@@ -3,14 +3,17 @@
 //!
 //! The start order is the reference's (`docs/inside/workflows.md`, "Serve"): read
 //! `--listen`; read and check the graph file; bind the port (and the socket) before
-//! the database opens; open and take the database; warn about a wide address; print
-//! `serving on URL (Ctrl-C stops)`. Each refusal at start is one line,
-//! `error: <sentence>`, and exit code 1. A first SIGINT or SIGTERM finishes the
-//! requests in progress (within [`GRACE`]) and prints `stopped` (exit 0); a second
-//! one stops at once. When another control plane takes the database, every request
-//! answers 503 `not_serving`, and `serve` stops with exit code 1, also when a stop
-//! signal came at the same time (the loss is found at the latest when the hold is
-//! given up).
+//! the database opens; refuse a wide address that lacks a key or TLS (before the
+//! database is opened or made, when whether it has keys can be read without it);
+//! open and take the database; warn about a wide address; print `serving on URL
+//! (Ctrl-C stops)` (on every interface: `serving on 0.0.0.0:PORT, every interface
+//! of this computer; from this computer: URL (Ctrl-C stops)`). Each refusal at
+//! start is one line, `error: <sentence>`, and exit code 1. A first SIGINT or
+//! SIGTERM finishes the requests in progress (within [`GRACE`]) and prints
+//! `stopped` (exit 0); a second one stops at once. When another control plane
+//! takes the database, every request answers 503 `not_serving`, and `serve` stops
+//! with exit code 1, also when a stop signal came at the same time (the loss is
+//! found at the latest when the hold is given up).
 //!
 //! A standby (`serve --standby`, Postgres) checks the graph against the database
 //! without taking it, binds, and answers as a standby (`GET /health` 503 `standby`,
@@ -133,6 +136,7 @@ struct Ready {
     tcp: StdTcpListener,
     unix: std::os::unix::net::UnixListener,
     socket: socket::SocketFile,
+    /// Where it serves, as `serving on ` says it (`Listen::announced`).
     url: String,
     timings: Timings,
     guard: Guard,
@@ -160,8 +164,9 @@ fn start(args: &ServeArgs) -> Result<Ready, String> {
     let timings = Timings::parse(args)?;
     // The certificate files are read before anything is bound: a wrong one is the
     // first thing to say.
-    let tls = match options::tls_files(args)? {
-        Some(files) => Some(Arc::new(ServerTls::load(files)?)),
+    let tls_files = options::tls_files(args)?;
+    let tls = match &tls_files {
+        Some(files) => Some(Arc::new(ServerTls::load(files.clone())?)),
         None => None,
     };
     let graph = Arc::new(read_graph(&args.graph)?);
@@ -208,6 +213,22 @@ fn start(args: &ServeArgs) -> Result<Ready, String> {
         }),
         ..Options::on(database)
     };
+    // A wide address is judged before the database is opened, so that a refusal
+    // leaves nothing behind (no SQLite file, no tables): whether keys exist is read
+    // without taking or making the database, and one that does not exist yet has
+    // none. What cannot be read so (an older schema, which the open upgrades) is
+    // judged after the open, below.
+    if !args.standby
+        && listen
+            .refusal(false, tls.is_some(), args.insecure)
+            .is_some()
+    {
+        if let Ok(Some(keys)) = runtime.block_on(Control::keys_known(&options)) {
+            if let Some(refusal) = listen.refusal(keys, tls.is_some(), args.insecure) {
+                return Err(refusal);
+            }
+        }
+    }
     let holding = if args.standby {
         // At start either sentence refuses: a standby that cannot read its database
         // now is most likely given the wrong one.
@@ -250,8 +271,15 @@ fn start(args: &ServeArgs) -> Result<Ready, String> {
         .map_err(|e| format!("cannot read the bound address: {e}"))?
         .port();
     let scheme = if tls.is_some() { "https" } else { "http" };
+    // On every interface, the line names the URL a client on this computer uses:
+    // with TLS, a name the certificate holds.
+    let near = listen.near_names().iter().copied().find(|name| {
+        tls_files
+            .as_ref()
+            .is_none_or(|files| crate::api::tls::names(files, name))
+    });
     Ok(Ready {
-        url: listen.url_of(scheme, port),
+        url: listen.announced(scheme, port, near),
         runtime,
         holding,
         tcp,

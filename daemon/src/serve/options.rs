@@ -403,6 +403,43 @@ impl Listen {
         ))
     }
 
+    /// The names a client on this computer reaches an address of every interface
+    /// (`0.0.0.0`, `::`) by, the one to say first: its loopback address, then
+    /// `localhost`. None for another address.
+    pub fn near_names(&self) -> &'static [&'static str] {
+        match self.host.as_str() {
+            "0.0.0.0" => &["127.0.0.1", "localhost"],
+            "::" => &["::1", "localhost"],
+            _ => &[],
+        }
+    }
+
+    /// Where `serve` says it serves, after `serving on ` (or `standby on `): the
+    /// URL of this address; for an address of every interface, that it listens on
+    /// all of them, and the URL of `near` (one of [`Listen::near_names`]), which
+    /// a client on this computer uses, or, when `near` is `None` (a certificate
+    /// that names none of them), that such a client uses a name the certificate
+    /// holds.
+    pub fn announced(&self, scheme: &str, port: u16, near: Option<&str>) -> String {
+        let Some(loopback) = self.near_names().first() else {
+            return self.url_of(scheme, port);
+        };
+        let every = format!(
+            "{}, every interface of this computer",
+            with_port(&self.host, port)
+        );
+        match near {
+            Some(name) => format!(
+                "{every}; from this computer: {scheme}://{}",
+                with_port(name, port)
+            ),
+            None => format!(
+                "{every}; its certificate names neither {loopback} nor localhost, so a client \
+                 on this computer uses a name it holds, or the Unix socket"
+            ),
+        }
+    }
+
     /// Where a client on this computer reaches a listener on this host and on
     /// `port` (the port it got): "every address" becomes this computer's.
     pub fn url(&self, port: u16) -> String {
@@ -416,10 +453,15 @@ impl Listen {
             "::" => "::1",
             host => host,
         };
-        match near.parse::<IpAddr>() {
-            Ok(IpAddr::V6(_)) => format!("{scheme}://[{near}]:{port}"),
-            _ => format!("{scheme}://{near}:{port}"),
-        }
+        format!("{scheme}://{}", with_port(near, port))
+    }
+}
+
+/// `HOST:PORT`, an IPv6 address in brackets.
+fn with_port(host: &str, port: u16) -> String {
+    match host.parse::<IpAddr>() {
+        Ok(IpAddr::V6(_)) => format!("[{host}]:{port}"),
+        _ => format!("{host}:{port}"),
     }
 }
 
@@ -556,6 +598,30 @@ mod tests {
         );
         assert_eq!(wide.url(8080), "http://127.0.0.1:8080");
         assert_eq!(Listen::parse("[::]:1").unwrap().url(5), "http://[::1]:5");
+    }
+
+    #[test]
+    fn an_address_of_every_interface_is_announced_as_such_with_a_url_for_this_computer() {
+        let wide = Listen::parse("0.0.0.0:0").unwrap();
+        assert_eq!(
+            wide.announced("http", 8080, Some("127.0.0.1")),
+            "0.0.0.0:8080, every interface of this computer; from this computer: \
+             http://127.0.0.1:8080"
+        );
+        assert!(wide.announced("https", 8443, None).ends_with(
+            "its certificate names neither 127.0.0.1 nor localhost, so a client \
+                        on this computer uses a name it holds, or the Unix socket"
+        ));
+        let six = Listen::parse("[::]:0").unwrap();
+        assert_eq!(
+            six.announced("https", 5, Some("localhost")),
+            "[::]:5, every interface of this computer; from this computer: https://localhost:5"
+        );
+        let here = Listen::parse("127.0.0.1:0").unwrap();
+        assert!(here.near_names().is_empty());
+        assert_eq!(here.announced("http", 5, None), "http://127.0.0.1:5");
+        let named = Listen::parse("[::1]:0").unwrap();
+        assert_eq!(named.announced("https", 5, None), "https://[::1]:5");
     }
 
     #[test]

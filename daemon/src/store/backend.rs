@@ -67,8 +67,10 @@ pub const STANDBY_NEEDS_POSTGRES: &str = "--standby needs a Postgres database (-
 pub enum Inspected<R> {
     /// The schema is this build's; the read's answer.
     Read(R),
-    /// No tables yet, or an older schema that the holder will upgrade: nothing
-    /// this build can read yet.
+    /// No database yet: no tables of ours (on SQLite, no file, and none is made).
+    Empty,
+    /// An older schema that the holder will upgrade: nothing this build can read
+    /// yet.
     NotYet,
 }
 
@@ -100,14 +102,15 @@ impl Store {
     }
 
     /// Run `read` in one read-only transaction without taking the database (a
-    /// standby checks the graph before it waits): blocking work. A database this
-    /// build cannot use is refused with the sentence a start gives. Postgres only.
+    /// standby checks the graph before it waits; a start reads whether keys exist
+    /// before it opens the database): blocking work. A database this build cannot
+    /// use is refused with the sentence a start gives.
     pub fn inspect<R>(
         options: &StoreOptions,
         read: impl FnOnce(&dyn Tx) -> StoreResult<R>,
     ) -> Result<Inspected<R>, String> {
         match &options.database {
-            Database::Sqlite(_) => Err(STANDBY_NEEDS_POSTGRES.to_string()),
+            Database::Sqlite(path) => SqliteStore::inspect(path, options, read),
             Database::Postgres(url) => PgStore::inspect(url, options, read),
         }
     }

@@ -339,7 +339,10 @@ fn summarize(total: &BulkAnswer, out: &mut dyn Write) -> Result<(), CommandError
             total.skipped
         ),
     )?;
-    // The refused tokens need a look; duplicates and skipped ones are counted.
+    for line_text in skipped_lines(&total.outcomes) {
+        line(out, &line_text)?;
+    }
+    // The refused tokens need a look; duplicates are counted, skipped ones by reason.
     let refused: Vec<&TokenOutcome> = total
         .outcomes
         .iter()
@@ -356,6 +359,34 @@ fn summarize(total: &BulkAnswer, out: &mut dyn Write) -> Result<(), CommandError
         )?;
     }
     Ok(())
+}
+
+/// The most ids of skipped tokens a summary names for one reason.
+const MOST_SKIPPED_NAMED: usize = 5;
+
+/// A line per reason tokens were skipped, in the order first met: `N skipped
+/// (ID, ...): REASON`; every id is in `--jsonl` and `--json`.
+pub(super) fn skipped_lines(outcomes: &[TokenOutcome]) -> Vec<String> {
+    let mut reasons: Vec<(&str, Vec<&str>)> = Vec::new();
+    for outcome in outcomes.iter().filter(|o| o.outcome == Outcome::Skipped) {
+        match reasons
+            .iter_mut()
+            .find(|(detail, _)| *detail == outcome.detail)
+        {
+            Some((_, ids)) => ids.push(&outcome.token),
+            None => reasons.push((&outcome.detail, vec![&outcome.token])),
+        }
+    }
+    reasons
+        .into_iter()
+        .map(|(detail, ids)| {
+            let mut named = ids[..ids.len().min(MOST_SKIPPED_NAMED)].join(", ");
+            if ids.len() > MOST_SKIPPED_NAMED {
+                named.push_str(&format!(" and {} more", ids.len() - MOST_SKIPPED_NAMED));
+            }
+            format!("  {} skipped ({named}): {detail}", ids.len())
+        })
+        .collect()
 }
 
 fn pretty(value: &BulkAnswer) -> Result<String, CommandError> {

@@ -6,11 +6,12 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
 
+use super::bulk::skipped_lines;
 use super::operate::why_lines;
 use super::*;
 use stateous_client::testserver::{server, Seen};
 use stateous_shared::operate::why::{Why, WhyTask, WhyTimer, WhyTransition};
-use stateous_shared::operate::BulkAction;
+use stateous_shared::operate::{BulkAction, Outcome, TokenOutcome};
 
 /// A console that answers from a script and keeps what it was told.
 struct Scripted {
@@ -258,6 +259,29 @@ fn why_reads_as_lines_reasons_first() {
             "timeout: due 2026-10-07T05:53:39Z (in 1m 40s)",
             "task 7 (review): claimed, attempt 1, 2 retries left, held by box-1, \
              lease left 1m 30s, last heartbeat 4s ago",
+        ]
+    );
+}
+
+#[test]
+fn skipped_tokens_are_counted_by_reason_with_their_first_ids() {
+    let skipped = |token: &str, detail: &str| TokenOutcome {
+        token: token.into(),
+        outcome: Outcome::Skipped,
+        state: "done".into(),
+        status: "completed".into(),
+        detail: detail.into(),
+        code: None,
+    };
+    let mut outcomes: Vec<TokenOutcome> = (1..=7)
+        .map(|n| skipped(&format!("T-{n}"), "it no longer matched"))
+        .collect();
+    outcomes.insert(2, skipped("N-1", "kept for now"));
+    assert_eq!(
+        skipped_lines(&outcomes),
+        [
+            "  7 skipped (T-1, T-2, T-3, T-4, T-5 and 2 more): it no longer matched",
+            "  1 skipped (N-1): kept for now",
         ]
     );
 }

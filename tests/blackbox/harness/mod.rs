@@ -202,8 +202,8 @@ pub struct Daemon {
     args: Vec<String>,
     env: Vec<(String, String)>,
     graph: PathBuf,
-    /// The stderr line that says the daemon is up: `serving on URL`, or for a
-    /// standby `standby on URL`.
+    /// The start of the stderr line that says the daemon is up, `serving on `, or
+    /// for a standby `standby on `; the line holds the URL to use.
     up_line: &'static str,
 }
 
@@ -374,7 +374,12 @@ impl Daemon {
                 .stderr()
                 .lines()
                 .find_map(|line| line.strip_prefix(self.up_line))
-                .and_then(|rest| rest.split_whitespace().next())
+                .and_then(|rest| {
+                    // `URL (Ctrl-C stops)`, or on every interface `0.0.0.0:PORT,
+                    // ...; from this computer: URL (Ctrl-C stops)`.
+                    rest.split_whitespace()
+                        .find(|word| word.starts_with("http://") || word.starts_with("https://"))
+                })
             {
                 self.url = url.to_string();
                 self.authority = url

@@ -299,13 +299,14 @@ fn migrate_inside(conn: &mut PgConn, upto: usize) -> Result<(), MigrateError> {
     Ok(())
 }
 
-/// Whether the database is at the newest version, read without changing it (a
-/// standby reads it before it may check the graph). A database this build cannot
-/// use is refused as a migration would refuse it.
-pub fn up_to_date(conn: &mut PgConn) -> Result<bool, MigrateError> {
+/// The index in [`VERSIONS`] of the first migration the database needs, read
+/// without changing it (0: no tables of ours yet; `VERSIONS.len()`: up to date),
+/// as a standby and a start read it before they may read the database. A database
+/// this build cannot use is refused as a migration would refuse it.
+pub fn first_to_run(conn: &mut PgConn) -> Result<usize, MigrateError> {
     let present = present_tables(conn)?;
     let current = current_version(conn, &present)?;
-    Ok(plan(current.as_deref(), &present)? == VERSIONS.len())
+    plan(current.as_deref(), &present)
 }
 
 fn current_version(conn: &mut PgConn, present: &BTreeSet<String>) -> StoreResult<Option<String>> {

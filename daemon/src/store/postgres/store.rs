@@ -15,7 +15,7 @@ use tokio_postgres::error::SqlState;
 
 use super::conn::{config, Answering, Manager, PgConn, Session, Unconnected};
 use super::hold::{ServingLock, Tried};
-use super::schema::{migrate, up_to_date};
+use super::schema::{first_to_run, migrate};
 use super::{KnownClaims, PgTx, Sequences};
 use crate::clock::{micros, Clock};
 use crate::store::backend::{without_password, Inspected, StoreOptions};
@@ -23,7 +23,7 @@ use crate::store::cache::Cache;
 use crate::store::cached::{CachedTx, Locking};
 use crate::store::family::{Beside, FamilyLocks};
 use crate::store::feed::{FeedMark, Opened};
-use crate::store::schema::MigrateError;
+use crate::store::schema::{MigrateError, VERSIONS};
 use crate::store::serving;
 use crate::store::{ControlPlane, StoreError, StoreResult, Tx};
 
@@ -148,12 +148,14 @@ impl PgStore {
         let connector = config(url, &options.postgres)?;
         let shown = without_password(url);
         let mut conn = PgConn::connect(&connector).map_err(|e| not_connected(&shown, &e))?;
-        let current = up_to_date(&mut conn).map_err(|e| match e {
+        let first = first_to_run(&mut conn).map_err(|e| match e {
             MigrateError::Foreign(why) => format!("cannot use the database {shown}: {why}"),
             MigrateError::Store(error) => format!("cannot open the database {shown}: {error}"),
         })?;
-        if !current {
-            return Ok(Inspected::NotYet);
+        match first {
+            0 => return Ok(Inspected::Empty),
+            first if first < VERSIONS.len() => return Ok(Inspected::NotYet),
+            _ => {}
         }
         let cannot = |e: StoreError| format!("cannot use the database {shown}: {e}");
         conn.batch("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")

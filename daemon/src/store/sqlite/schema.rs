@@ -419,6 +419,14 @@ fn migrate_inside(conn: &Connection, upto: usize) -> Result<(), MigrateError> {
     Ok(())
 }
 
+/// The index in [`VERSIONS`] of the first migration the database needs, read
+/// without changing it (0: no tables of ours yet; `VERSIONS.len()`: up to date).
+/// A database this build cannot use is refused as a migration would refuse it.
+pub fn first_to_run(conn: &Connection) -> Result<usize, MigrateError> {
+    let current = current_version(conn)?;
+    plan(current.as_deref(), &present_tables(conn)?)
+}
+
 /// The recorded version, or `None` when the database has no `stateous_version`.
 pub fn current_version(conn: &Connection) -> StoreResult<Option<String>> {
     if !present_tables(conn)?.contains(VERSION_TABLE) {

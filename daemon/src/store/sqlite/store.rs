@@ -8,13 +8,13 @@ use rusqlite::Connection;
 
 use super::hold::{self, FileHold, Taken};
 use super::reader::Reader;
-use super::schema::migrate;
+use super::schema::{first_to_run, migrate};
 use super::writer::Writer;
 use super::{open, SqliteTx};
 use crate::clock::micros;
-use crate::store::backend::StoreOptions;
+use crate::store::backend::{Inspected, StoreOptions};
 use crate::store::feed::FeedMark;
-use crate::store::schema::MigrateError;
+use crate::store::schema::{MigrateError, VERSIONS};
 use crate::store::serving;
 use crate::store::{ControlPlane, StoreError, StoreResult, Tx};
 
@@ -68,6 +68,38 @@ impl SqliteStore {
             epoch,
             hold: std::sync::Mutex::new(Some(file_hold)),
         })
+    }
+
+    /// See `Store::inspect`: one read on a read-only connection, without the
+    /// file's lock, once the schema is this build's; a file that does not exist
+    /// is [`Inspected::Empty`], and is not made.
+    pub fn inspect<R>(
+        path: &Path,
+        options: &StoreOptions,
+        read: impl FnOnce(&dyn Tx) -> StoreResult<R>,
+    ) -> Result<Inspected<R>, String> {
+        if !path.exists() {
+            return Ok(Inspected::Empty);
+        }
+        let shown = path.display().to_string();
+        let conn = open(path, options.busy_timeout, true)
+            .map_err(|e| format!("cannot open the database {shown}: {e}"))?;
+        let first = first_to_run(&conn).map_err(|e| match e {
+            MigrateError::Foreign(why) => format!("cannot use the database {shown}: {why}"),
+            other => format!("cannot open the database {shown}: {other}"),
+        })?;
+        match first {
+            0 => return Ok(Inspected::Empty),
+            first if first < VERSIONS.len() => return Ok(Inspected::NotYet),
+            _ => {}
+        }
+        let cannot = |e: StoreError| format!("cannot use the database {shown}: {e}");
+        conn.execute_batch("BEGIN").map_err(|e| cannot(e.into()))?;
+        let answer = read(&SqliteTx::new(&conn, options.clock.now()));
+        let ended = conn.execute_batch("COMMIT");
+        let answer = answer.map_err(cannot)?;
+        ended.map_err(|e| cannot(e.into()))?;
+        Ok(Inspected::Read(answer))
     }
 
     /// See `Store::write`.
