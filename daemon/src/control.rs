@@ -263,8 +263,11 @@ impl Control {
 
     /// `POST /tokens`.
     pub async fn start(&self, input: StartInput) -> Result<Started, Refusal> {
+        let about = input.token.clone();
         let (token, created) = self
-            .write(move |rules, tx| engine::start::start(rules, tx, &input))
+            .write_about(Some(&about), move |rules, tx| {
+                engine::start::start(rules, tx, &input)
+            })
             .await?;
         Ok(Started { token, created })
     }
@@ -524,19 +527,28 @@ impl Control {
         R: Send + 'static,
         F: Fn(&Rules, &dyn Tx) -> Step<R> + Send + Sync + 'static,
     {
+        self.write_about(None, work).await
+    }
+
+    /// [`Control::write`] of a request about the token `about` (`Store::write_about`).
+    async fn write_about<R, F>(&self, about: Option<&str>, work: F) -> Result<R, Refusal>
+    where
+        R: Send + 'static,
+        F: Fn(&Rules, &dyn Tx) -> Step<R> + Send + Sync + 'static,
+    {
         self.serving()?;
         let rules = Arc::clone(&self.inner.rules);
         let by = self.by.clone();
-        let answer = self
-            .inner
-            .store
-            .write(move |tx| {
-                tx.act_for(by.as_deref());
-                let done = keep(work(&rules, tx));
-                tx.act_for(None);
-                done
-            })
-            .await;
+        let work = move |tx: &dyn Tx| {
+            tx.act_for(by.as_deref());
+            let done = keep(work(&rules, tx));
+            tx.act_for(None);
+            done
+        };
+        let answer = match about {
+            Some(token) => self.inner.store.write_about(token, work).await,
+            None => self.inner.store.write(work).await,
+        };
         self.inner.disk.note(&answer);
         if matches!(answer, Err(StoreError::NotServing)) {
             self.inner.lost.store(true, Ordering::SeqCst);

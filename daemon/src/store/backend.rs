@@ -129,6 +129,20 @@ impl Store {
         }
     }
 
+    /// [`Store::write`] of a request about the token `about` (a start): Postgres's
+    /// writer reads the rows of the tokens its batch's requests are about in one
+    /// statement before it runs them (`postgres/store/writer.rs`).
+    pub fn write_about<R, F>(&self, about: &str, work: F) -> Written<R>
+    where
+        R: Send + 'static,
+        F: Fn(&dyn Tx) -> (bool, R) + Send + Sync + 'static,
+    {
+        match self {
+            Store::Sqlite(store) => Box::pin(store.write(work)),
+            Store::Postgres(store) => Box::pin(store.write_about(Some(about.to_string()), work)),
+        }
+    }
+
     /// Run each of `works` as its own write transaction, one after another in the
     /// order given, and answer each in that order. The clock's lease ends (by task
     /// id) and timer fires (by due moment, then id) go through here: the reference's

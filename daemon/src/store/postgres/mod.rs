@@ -152,6 +152,20 @@ pub struct PgTx<'c> {
     /// The writer's batch: the candidates a claim found beyond the one it took, by
     /// the states it asked for (`tasks.rs`); forgotten when writes are sent.
     heads: RefCell<FastMap<String, VecDeque<(i64, String)>>>,
+    /// The writer's batch: the rows of the tokens its requests are about, read
+    /// ahead (`tokens.rs` `read_ahead`); forgotten when writes are sent.
+    ahead: RefCell<Option<ReadAhead>>,
+}
+
+/// Rows of `tokens` read ahead for a batch, by folded id (lower case).
+#[derive(Debug, Default)]
+struct ReadAhead {
+    /// The folded ids asked for.
+    asked: foldhash::HashSet<String>,
+    /// The rows found, by folded id.
+    rows: FastMap<String, TokenRow>,
+    /// How many transactions had begun beside the batch when they were read.
+    mark: u64,
 }
 
 impl<'c> PgTx<'c> {
@@ -176,6 +190,7 @@ impl<'c> PgTx<'c> {
             known_claims: None,
             batch: false,
             heads: RefCell::new(FastMap::default()),
+            ahead: RefCell::new(None),
         }
     }
 
@@ -274,7 +289,7 @@ impl<'c> PgTx<'c> {
             return None;
         }
         // What is sent no longer shows in the writes that wait.
-        self.heads.borrow_mut().clear();
+        self.forget_ahead();
         Some(std::mem::take(&mut *kept))
     }
 
@@ -286,6 +301,13 @@ impl<'c> PgTx<'c> {
         }
         let result = self.conn.borrow_mut().query(sql, params);
         self.kept(result)
+    }
+
+    /// Forget what was read ahead of the writes that wait (sent now, they no
+    /// longer show among them).
+    fn forget_ahead(&self) {
+        self.heads.borrow_mut().clear();
+        *self.ahead.borrow_mut() = None;
     }
 
     /// The row of `token` as the writes that wait leave it, if they change it.
@@ -324,7 +346,7 @@ impl<'c> PgTx<'c> {
     fn execute(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> StoreResult<u64> {
         self.flush()?;
         self.sent.set(true);
-        self.heads.borrow_mut().clear();
+        self.forget_ahead();
         let result = self.conn.borrow_mut().execute(sql, params);
         self.kept(result)
     }
@@ -333,7 +355,7 @@ impl<'c> PgTx<'c> {
     fn change_rows(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> StoreResult<Vec<Row>> {
         self.flush()?;
         self.sent.set(true);
-        self.heads.borrow_mut().clear();
+        self.forget_ahead();
         let result = self.conn.borrow_mut().query(sql, params);
         self.kept(result)
     }

@@ -178,7 +178,21 @@ impl PgStore {
         R: Send + 'static,
         F: Fn(&dyn Tx) -> (bool, R) + Send + Sync + 'static,
     {
-        self.writer.submit(work)
+        self.writer.submit(None, work)
+    }
+
+    /// [`PgStore::write`] of a request about the token `about` (a start): the
+    /// writer reads the rows of its batch's tokens in one statement first.
+    pub fn write_about<R, F>(
+        &self,
+        about: Option<String>,
+        work: F,
+    ) -> impl std::future::Future<Output = StoreResult<R>> + Send
+    where
+        R: Send + 'static,
+        F: Fn(&dyn Tx) -> (bool, R) + Send + Sync + 'static,
+    {
+        self.writer.submit(about, work)
     }
 
     /// See `Store::read`: one repeatable-read snapshot on a pooled connection.

@@ -34,6 +34,38 @@ fn read(row: &Row) -> StoreResult<TokenRow> {
 }
 
 impl PgTx<'_> {
+    /// The writer's batch: read the rows of `tokens` (or of tokens whose ids differ
+    /// only in case) in one statement, for [`Tokens::token`] to answer from while
+    /// no writes were sent and no transaction ran beside the batch since it began
+    /// (`mark`, `store/family.rs` `Beside`).
+    pub fn read_ahead(&self, tokens: &[String], mark: u64) -> StoreResult<()> {
+        let asked: foldhash::HashSet<String> =
+            tokens.iter().map(|token| token.to_lowercase()).collect();
+        let folded: Vec<&String> = asked.iter().collect();
+        let sql = const_format(SELECT, " WHERE lower(token) = ANY($1)");
+        let found = self.unflushed(&sql, &[&folded])?;
+        let mut rows = foldhash::HashMap::default();
+        for row in &found {
+            let row = read(row)?;
+            rows.insert(row.token.to_lowercase(), row);
+        }
+        *self.ahead.borrow_mut() = Some(super::ReadAhead { asked, rows, mark });
+        Ok(())
+    }
+
+    /// What was read ahead of `id`'s folded id, while it still stands: `Some`
+    /// with the row found (`None` inside: none).
+    fn read_before(&self, id: &str) -> Option<Option<TokenRow>> {
+        let ahead = self.ahead.borrow();
+        let ahead = ahead.as_ref()?;
+        let (_, beside) = self.known_claims?;
+        let folded = id.to_lowercase();
+        if !ahead.asked.contains(&folded) || !beside.none_since(ahead.mark) {
+            return None;
+        }
+        Some(ahead.rows.get(&folded).cloned())
+    }
+
     /// Lock `token`'s row if it is a top token: [`Step::Locked`] (also for a token
     /// not made yet), [`Step::Up`] with its parent when it is a child (nothing
     /// locked), [`Step::Held`] when another transaction holds it and `wait` is false.
@@ -123,9 +155,14 @@ impl Tokens for PgTx<'_> {
             *self.folded.borrow_mut() = Some((id.to_string(), None));
             return Ok(Some(row));
         }
-        let sql = const_format(SELECT, " WHERE lower(token) = lower($1)");
-        let found = self.unflushed(&sql, &[&id])?;
-        let found = found.first().map(read).transpose()?;
+        let found = match self.read_before(id) {
+            Some(found) => found,
+            None => {
+                let sql = const_format(SELECT, " WHERE lower(token) = lower($1)");
+                let found = self.unflushed(&sql, &[&id])?;
+                found.first().map(read).transpose()?
+            }
+        };
         let (row, other) = match found {
             Some(row) if row.token == id => (Some(row), None),
             Some(row) => (None, Some(row.token)),

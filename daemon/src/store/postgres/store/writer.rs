@@ -31,6 +31,7 @@ use tokio::runtime::Handle;
 use tokio::sync::oneshot;
 
 use super::{Inner, PgTx};
+use crate::store::cache::Layer;
 use crate::store::cache::Overlay;
 use crate::store::cached::{BatchLocks, CachedTx, Locking};
 use crate::store::{StoreError, StoreResult, Tx};
@@ -123,9 +124,11 @@ where
     }
 }
 
-/// A queued request and the moment it stops waiting for the writer.
+/// A queued request, the token it is about (if the caller said), and the moment
+/// it stops waiting for the writer.
 struct Job {
     request: Box<dyn Request>,
+    about: Option<String>,
     deadline: Instant,
 }
 
@@ -164,7 +167,11 @@ impl Writer {
     /// that a caller can queue many requests before it waits for the first).
     /// `work` returns whether to keep its changes and its answer; the answer comes
     /// after the commit. [`MOST_WAITING`] requests already waiting: `Busy`.
-    pub fn submit<R, F>(&self, work: F) -> impl Future<Output = StoreResult<R>> + Send + 'static
+    pub fn submit<R, F>(
+        &self,
+        about: Option<String>,
+        work: F,
+    ) -> impl Future<Output = StoreResult<R>> + Send + 'static
     where
         R: Send + 'static,
         F: Fn(&dyn Tx) -> (bool, R) + Send + Sync + 'static,
@@ -177,6 +184,7 @@ impl Writer {
                 result: None,
                 runtime: Handle::try_current().ok(),
             }),
+            about,
             deadline: Instant::now() + self.patience,
         };
         let sent = self.jobs.try_send(job);
@@ -216,6 +224,13 @@ fn run_batch(inner: &Arc<Inner>, batch: Vec<Job>) {
     if batch.is_empty() {
         return;
     }
+    // The tokens the requests are about whose facts the write path does not know:
+    // their rows are read in one statement, with the batch's `BEGIN`.
+    let about: Vec<String> = batch
+        .iter()
+        .filter_map(|job| job.about.clone())
+        .filter(|token| inner.cache.facts(token).is_none())
+        .collect();
     let mut requests: Vec<Box<dyn Request>> = batch.into_iter().map(|job| job.request).collect();
     if inner.lost.load(Ordering::SeqCst) {
         return refuse_all(requests, &StoreError::NotServing);
@@ -243,7 +258,15 @@ fn run_batch(inner: &Arc<Inner>, batch: Vec<Job>) {
     let tx = PgTx::new(&mut conn, inner.clock.now(), &inner.mark, &inner.ids)
         .for_batch(&inner.claims, &inner.beside);
     let mut outcome = Outcome::Ran;
+    if !about.is_empty() {
+        if let Err(error) = tx.read_ahead(&about, locks.mark) {
+            outcome = after_failure(error);
+        }
+    }
     for (index, request) in requests.iter_mut().enumerate() {
+        if !matches!(outcome, Outcome::Ran) {
+            break;
+        }
         tx.begin_request(inner.clock.now());
         let cached = CachedTx::new(&tx, &overlay, Locking::Batch(&locks));
         let ran = catch_unwind(AssertUnwindSafe(|| request.run(&cached)));
