@@ -61,7 +61,7 @@ pub struct ServeFlags {
     /// (with the defaults a dead connection is found in about a minute).
     #[arg(long, value_name = "N", allow_hyphen_values = true, env = "STATEOUS_KEEPALIVE_COUNT", default_value = serve_options::DEFAULT_KEEPALIVE_COUNT)]
     pub keepalive_count: String,
-    /// Postgres: how many connections serve requests side by side.
+    /// Postgres: how many connections serve reads, the writer, and requests that run alone.
     #[arg(long, value_name = "N", allow_hyphen_values = true, env = "STATEOUS_POOL_SIZE", default_value = serve_options::DEFAULT_POOL_SIZE)]
     pub pool_size: String,
     /// Also run the supervisor of FOLDER in this process, speaking to this server

@@ -2,11 +2,10 @@
 //! actions with their preview.
 //!
 //! A real bulk run reads its page of matches once, then sends each token as its
-//! own write request, a window at a time (`Store::bulk_window`: on SQLite a window
-//! shares one group commit, on Postgres it runs side by side on half the pool). Any other
-//! request waits behind at most one window (on Postgres, it finds a connection
-//! free), so 10,000 tokens never hold the write path for long; the caller walks on
-//! with the answer's `next`.
+//! own write request, a window at a time (`Store::bulk_window`: a window shares one
+//! batch of the writer). Any other request waits behind at most one window, so 10,000
+//! tokens never hold the write path for long; the caller walks on with the answer's
+//! `next`.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

@@ -81,12 +81,14 @@ pub type Written<R> = Pin<Box<dyn Future<Output = StoreResult<R>> + Send>>;
 pub enum Store {
     /// One writer thread (group commit) and a few read connections.
     Sqlite(SqliteStore),
-    /// A pool of connections, a transaction per request.
+    /// One writer's batches, and a pool of connections for reads and for a request
+    /// that runs alone.
     Postgres(PgStore),
 }
 
-/// How many writes of a bulk run SQLite's writer takes at once: one group commit.
-const SQLITE_WINDOW: usize = 64;
+/// How many writes of a bulk run are on the write path at once: about one batch of
+/// the writer (one group commit).
+const WINDOW: usize = 64;
 
 impl Store {
     /// Open the database: take it for this control plane (a second one is refused
@@ -194,15 +196,11 @@ impl Store {
         }
     }
 
-    /// How many writes of a bulk run may be on the write path at once: on
-    /// SQLite one group commit's worth; on Postgres half the pool, so that other
-    /// requests find a connection (with the whole pool busy, other writes waited
-    /// up to 0.4 s in a probe).
+    /// How many writes of a bulk run may be on the write path at once: one batch's
+    /// worth of the writer (on either backend), so that other requests wait behind
+    /// at most one batch of them.
     pub fn bulk_window(&self) -> usize {
-        match self {
-            Store::Sqlite(_) => SQLITE_WINDOW,
-            Store::Postgres(store) => store.bulk_window(),
-        }
+        WINDOW
     }
 
     /// How many write transactions committed so far.

@@ -94,7 +94,8 @@ pub struct PgOptions {
     pub keepalive_interval: Duration,
     /// TCP keepalives: a connection is dead after this many unanswered probes. 3.
     pub keepalive_count: u32,
-    /// How many connections the pool keeps at most (requests run side by side).
+    /// How many connections the pool keeps at most: reads, the writer's batch, and
+    /// requests that run alone (`store/writer.rs`).
     pub pool: u32,
 }
 

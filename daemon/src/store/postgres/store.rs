@@ -215,12 +215,6 @@ impl PgStore {
         &self.inner.mark
     }
 
-    /// See `Store::bulk_window`: half the pool, at least one.
-    pub fn bulk_window(&self) -> usize {
-        let pool = self.inner.connections().pool.max_size();
-        usize::try_from(pool / 2).unwrap_or(1).max(1)
-    }
-
     /// How many write transactions committed.
     pub fn commits(&self) -> u64 {
         self.inner.commits.load(Ordering::Relaxed)
