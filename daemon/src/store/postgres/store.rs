@@ -437,14 +437,34 @@ impl Inner {
             self.claims.publish(claims);
         }
         self.families.give_back(&finished.tops);
+        let tried = matches!((&ran, &failed), (Ok((true, _)), None));
+        self.ended(tried, &ended, opened, &conn);
+        if let Some(error) = failed {
+            return Err(error);
+        }
+        let (keep, answer) = ran.map_err(|_| {
+            tracing::error!("a request panicked; its transaction was rolled back");
+            StoreError::Database("the request failed unexpectedly".into())
+        })?;
+        ended?;
+        if keep {
+            self.commits.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(answer)
+    }
+
+    /// After a transaction on `conn` ended with `ended`: a lost fence loses the
+    /// database; a commit (`tried`) that got no answer (a passed deadline, a
+    /// connection that ended) may land once the server hears it, so the facts kept
+    /// of any token and of claims may be out of date, and its ledger rows, from
+    /// `opened` on, may still commit (the feed's mark waits for its session to end,
+    /// `Inner::settle`); otherwise `opened` is closed.
+    fn ended(&self, tried: bool, ended: &StoreResult<()>, opened: Option<Opened>, conn: &PgConn) {
         if matches!(ended, Err(StoreError::NotServing)) {
             self.lost.store(true, Ordering::SeqCst);
         }
-        // A commit that got no answer (a passed deadline, a connection that
-        // ended) may land once the server hears it: the facts kept of any token
-        // may be out of date, and its ledger rows may still commit.
-        let unknown = matches!((&ran, &failed), (Ok((true, _)), None))
-            && match &ended {
+        let unknown = tried
+            && match ended {
                 Err(StoreError::NotAnswering(_)) => true,
                 Err(StoreError::Busy) => conn.is_closed(),
                 _ => false,
@@ -460,18 +480,6 @@ impl Inner {
                 self.mark.close(opened);
             }
         }
-        if let Some(error) = failed {
-            return Err(error);
-        }
-        let (keep, answer) = ran.map_err(|_| {
-            tracing::error!("a request panicked; its transaction was rolled back");
-            StoreError::Database("the request failed unexpectedly".into())
-        })?;
-        ended?;
-        if keep {
-            self.commits.fetch_add(1, Ordering::Relaxed);
-        }
-        Ok(answer)
     }
 
     /// The fence and the commit, in one round trip. A failed fence leaves the

@@ -324,31 +324,7 @@ fn run_batch(inner: &Arc<Inner>, batch: Vec<Job>) {
         inner.commits.fetch_add(1, Ordering::Relaxed);
     }
     inner.families.give_back(locks.held.borrow().iter());
-    if matches!(ended, Err(StoreError::NotServing)) {
-        inner.lost.store(true, Ordering::SeqCst);
-    }
-    // A commit that got no answer (a passed deadline, a connection that ended)
-    // may land once the server hears it: the facts kept of any token may be out
-    // of date, and its ledger rows may still commit.
-    let unknown = matches!(outcome, Outcome::Ran)
-        && match &ended {
-            Err(StoreError::NotAnswering(_)) => true,
-            Err(StoreError::Busy) => conn.is_closed(),
-            _ => false,
-        };
-    if unknown {
-        inner.cache.clear();
-        inner.claims.clear();
-    }
-    if let Some(opened) = opened {
-        if unknown {
-            inner
-                .lock_unsettled()
-                .push((opened, conn.session().clone()));
-        } else {
-            inner.mark.close(opened);
-        }
-    }
+    inner.ended(matches!(outcome, Outcome::Ran), &ended, opened, &conn);
     drop(conn);
     let (mut batch, mut runs_alone) = (Vec::new(), Vec::new());
     for (request, contended) in requests.into_iter().zip(contended) {
