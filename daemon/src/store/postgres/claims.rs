@@ -78,13 +78,23 @@ impl Claims for PgTx<'_> {
             return Ok(Some(known));
         }
         // Locked before any token's lock (a claim reads it first), so that two
-        // claims of one supervisor take turns and never wait in a circle.
-        let found = self.query_opt(
+        // claims of one supervisor take turns and never wait in a circle. A
+        // supervisor's first claim finds no row to lock: an empty one is made first
+        // (a claim of no request, `request` empty and no task), in a statement of
+        // its own, so that a second claim waits for the first's commit and then
+        // reads what it wrote, in the same round trip.
+        let rows = self.after_change(
+            (
+                "INSERT INTO claims (supervisor, request) VALUES ($1, '')
+                 ON CONFLICT (supervisor) DO NOTHING",
+                &[&supervisor],
+            ),
             "SELECT supervisor, request, task_id, attempt FROM claims WHERE supervisor = $1
              FOR UPDATE",
             &[&supervisor],
         )?;
-        found
+        rows.into_iter()
+            .next()
             .map(|row| {
                 Ok(ClaimRow {
                     supervisor: get(&row, 0)?,
@@ -103,5 +113,67 @@ impl Claims for PgTx<'_> {
         // Written with the transaction's other writes (`pending.rs`).
         self.pending.borrow_mut().claim(row);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    use crate::store::feed::FeedMark;
+    use crate::store::postgres::plan_tests::new_database;
+    use crate::store::postgres::{PgTx, Sequences};
+    use crate::store::{ClaimRow, Claims};
+    use crate::testing::PgTestDb;
+
+    /// Two claims of one supervisor's first request, side by side (each in a
+    /// transaction of its own): the second waits for the first and reads its
+    /// grant, where it once found no row to lock and granted a second task.
+    #[test]
+    fn a_supervisors_first_claims_side_by_side_take_turns() {
+        let Some(db) = PgTestDb::create() else {
+            return;
+        };
+        std::thread::spawn(move || {
+            let mut first = new_database(&db, 0);
+            let mut second = new_database(&db, 0);
+            let (read, was_read) = mpsc::channel::<()>();
+            let holder = std::thread::spawn(move || {
+                let (mark, ids) = (FeedMark::new(0), Sequences::default());
+                first.batch("BEGIN").unwrap();
+                let tx = PgTx::new(&mut first, 1, &mark, &ids);
+                assert!(tx
+                    .last_claim("box-1")
+                    .unwrap()
+                    .is_none_or(|row| row.task_id.is_none()));
+                read.send(()).unwrap();
+                std::thread::sleep(Duration::from_millis(300));
+                tx.remember_claim(&ClaimRow {
+                    supervisor: "box-1".into(),
+                    request: "r1".into(),
+                    task_id: Some(7),
+                    attempt: Some(1),
+                })
+                .unwrap();
+                tx.flush().unwrap();
+                drop(tx);
+                first.batch("COMMIT").unwrap();
+            });
+            was_read.recv().unwrap();
+            let (mark, ids) = (FeedMark::new(0), Sequences::default());
+            second.batch("BEGIN").unwrap();
+            let tx = PgTx::new(&mut second, 1, &mark, &ids);
+            let last = tx
+                .last_claim("box-1")
+                .unwrap()
+                .expect("the first claim's row");
+            assert_eq!((last.request.as_str(), last.task_id), ("r1", Some(7)));
+            drop(tx);
+            second.batch("ROLLBACK").unwrap();
+            holder.join().unwrap();
+        })
+        .join()
+        .unwrap();
     }
 }

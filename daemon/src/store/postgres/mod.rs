@@ -352,6 +352,24 @@ impl<'c> PgTx<'c> {
         self.kept(result)
     }
 
+    /// Run `first`, a statement that changes rows, then a statement that returns
+    /// rows, in one round trip (after the writes that wait).
+    fn after_change(
+        &self,
+        first: (&str, &[&(dyn ToSql + Sync)]),
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> StoreResult<Vec<Row>> {
+        self.flush()?;
+        self.sent.set(true);
+        self.forget_ahead();
+        let result = self
+            .conn
+            .borrow_mut()
+            .execute_then_query(first, sql, params);
+        self.kept(result)
+    }
+
     /// Run a statement that changes rows and returns some (`RETURNING`).
     fn change_rows(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> StoreResult<Vec<Row>> {
         self.flush()?;
