@@ -327,23 +327,28 @@ impl PgConn {
     }
 
     /// Run `first` (only its success matters), then statements without
-    /// parameters (the simple protocol), in one round trip.
+    /// parameters (the simple protocol), in one round trip: `Ok` with each one's
+    /// own answer (after a failed `first`, the transaction is aborted and the
+    /// statements after it do not run); `Err` when the wait itself failed (no
+    /// answer in time, a connection that ended), when neither answer is known.
     pub fn execute_then_batch(
         &mut self,
         first: (&str, &[&(dyn ToSql + Sync)]),
         sql: &str,
-    ) -> StoreResult<()> {
+    ) -> StoreResult<(StoreResult<()>, StoreResult<()>)> {
         let before = self.prepared(first.0)?;
         let client = &self.client;
-        run(client, &mut self.driver, &mut self.begin, async {
-            let (before, after) = futures_util::future::join(
+        let (before, after) = run(client, &mut self.driver, &mut self.begin, async {
+            Ok(futures_util::future::join(
                 client.execute(&before, first.1),
                 client.batch_execute(sql),
             )
-            .await;
-            before?;
-            after
-        })
+            .await)
+        })?;
+        Ok((
+            before.map(drop).map_err(StoreError::from),
+            after.map_err(StoreError::from),
+        ))
     }
 
     /// Run statements without parameters in one round trip (the simple protocol).

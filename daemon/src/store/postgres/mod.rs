@@ -231,6 +231,28 @@ impl<'c> PgTx<'c> {
         self.kept(result)
     }
 
+    /// Send the writes that wait, then `end` (the fence and `COMMIT`), in one
+    /// round trip. `Err`: the writes failed, and nothing was committed (the
+    /// transaction is aborted); `Ok`: the end's own answer, an error too when the
+    /// wait for both failed (then whether it committed is not known).
+    pub fn flush_and_end(&self, end: &str) -> StoreResult<StoreResult<()>> {
+        let Some(waiting) = self.waiting() else {
+            return Ok(self.conn.borrow_mut().batch(end));
+        };
+        let mut conn = self.conn.borrow_mut();
+        let sent = waiting.send(|sql, params| conn.execute_then_batch((sql, params), end));
+        drop(conn);
+        match sent {
+            Ok((Ok(()), ended)) => Ok(ended),
+            Ok((Err(error), _)) => {
+                // Kept as the transaction's first error.
+                let _ = self.kept::<()>(Err(error.clone()));
+                Err(error)
+            }
+            Err(error) => Ok(Err(error)),
+        }
+    }
+
     /// The writer's batch: the next request runs, at `now` (microseconds).
     pub fn begin_request(&self, now: i64) {
         self.now.set(now);

@@ -482,13 +482,15 @@ impl Inner {
         }
     }
 
+    /// The fence and the commit, as one text of statements.
+    fn fence_and_commit(&self) -> String {
+        format!("SELECT stateous_fence({}); COMMIT", self.epoch)
+    }
+
     /// The fence and the commit, in one round trip. A failed fence leaves the
     /// transaction aborted: it is rolled back.
     fn commit(&self, conn: &mut PgConn) -> StoreResult<()> {
-        let committed = conn.end(
-            &format!("SELECT stateous_fence({}); COMMIT", self.epoch),
-            false,
-        );
+        let committed = conn.end(&self.fence_and_commit(), false);
         if committed.is_err() {
             let _ = conn.end("ROLLBACK", true);
         }

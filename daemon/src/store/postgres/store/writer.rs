@@ -302,18 +302,28 @@ fn run_batch(inner: &Arc<Inner>, batch: Vec<Job>) {
             break;
         }
     }
-    if matches!(outcome, Outcome::Ran) {
-        // The rows of every kept request, in one statement.
-        let _ = tx.flush();
-        if let Some(error) = tx.failed() {
-            outcome = after_failure(error);
-        }
-    }
+    // The rows of every kept request in one statement, then the fence and the
+    // commit, in one round trip.
+    let ended = match outcome {
+        Outcome::Ran => match tx.flush_and_end(&inner.fence_and_commit()) {
+            Ok(ended) => Some(ended),
+            Err(error) => {
+                outcome = after_failure(error);
+                None
+            }
+        },
+        _ => None,
+    };
     let (opened, claims) = (tx.opened(), tx.written_claims());
     drop(tx);
-    let ended = match outcome {
-        Outcome::Ran => inner.commit(&mut conn),
-        _ => conn.end("ROLLBACK", true),
+    let ended = match ended {
+        Some(Ok(())) => Ok(()),
+        Some(Err(error)) => {
+            // A failed fence leaves the transaction aborted: it is rolled back.
+            let _ = conn.end("ROLLBACK", true);
+            Err(error)
+        }
+        None => conn.end("ROLLBACK", true),
     };
     let committed = matches!(outcome, Outcome::Ran) && ended.is_ok();
     if committed {
