@@ -346,6 +346,11 @@ impl<'c> PgTx<'c> {
         mine.or_else(|| self.earlier.borrow().folded_new(token))
     }
 
+    /// Whether the writes that wait change the task `id` or the token `token`.
+    fn touches(&self, id: i64, token: &str) -> bool {
+        self.pending.borrow().touches(id, token) || self.earlier.borrow().touches(id, token)
+    }
+
     /// The tasks and the tokens the writes that wait change.
     fn touched(&self) -> (Vec<i64>, Vec<String>) {
         let (mut tasks, mut tokens) = (Vec::new(), Vec::new());

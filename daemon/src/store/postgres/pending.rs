@@ -179,13 +179,20 @@ impl Pending {
             .or_else(|| self.tokens.get(token))
     }
 
-    /// A new token whose id differs from `token`'s only in case.
+    /// A new token whose id differs from `token`'s only in case (ids are ASCII).
     pub fn folded_new(&self, token: &str) -> Option<String> {
-        let folded = token.to_lowercase();
         self.new_tokens
             .keys()
-            .find(|id| id.as_str() != token && id.to_lowercase() == folded)
+            .find(|id| id.as_str() != token && id.eq_ignore_ascii_case(token))
             .cloned()
+    }
+
+    /// Whether these writes change the task `id` or the token `token`.
+    pub fn touches(&self, id: i64, token: &str) -> bool {
+        self.new_tasks.contains_key(&id)
+            || self.tasks.contains_key(&id)
+            || self.new_tokens.contains_key(token)
+            || self.tokens.contains_key(token)
     }
 
     /// Add the ids of the tasks and the tokens these writes change.

@@ -113,10 +113,9 @@ impl Tasks for PgTx<'_> {
         // unless the writes that wait change its task or its token.
         let key = names.join("\u{1f}");
         if self.batch {
-            let (touched_tasks, touched_tokens) = self.touched();
             if let Some(ahead) = self.heads.borrow_mut().get_mut(&key) {
                 while let Some((id, token)) = ahead.pop_front() {
-                    if touched_tasks.contains(&id) || touched_tokens.contains(&token) {
+                    if self.touches(id, &token) {
                         continue;
                     }
                     self.locked.borrow_mut().insert(token);
