@@ -36,7 +36,13 @@ fn own_sentence(error: &clap::Error, command: &str, args: &[String]) -> Option<&
 
 fn exit(error: &clap::Error, command: &str) -> ! {
     match error.kind() {
-        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => error.exit(),
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            use std::io::Write;
+            // Printed here, not by `clap::Error::exit`, which drops a failed write
+            // (a full disk, a closed pipe) and exits 0.
+            let printed = error.print().and_then(|()| std::io::stdout().flush());
+            std::process::exit(output_written(printed))
+        }
         ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
             // `stateous` or `stateous token` alone: the help is what the user
             // needs, but no command ran.
@@ -46,6 +52,20 @@ fn exit(error: &clap::Error, command: &str) -> ! {
         _ => {
             eprintln!("{}", one_line(&error.render().to_string(), command));
             std::process::exit(1)
+        }
+    }
+}
+
+/// The exit code after writing to standard output: 0 when it was written, or when
+/// its reader stopped reading (`stateous --help | head -3`); otherwise (a full
+/// disk) `error: ...` and 1.
+pub fn output_written(written: std::io::Result<()>) -> i32 {
+    match written {
+        Ok(()) => 0,
+        Err(failed) if failed.kind() == std::io::ErrorKind::BrokenPipe => 0,
+        Err(failed) => {
+            eprintln!("error: cannot write to standard output: {failed}");
+            1
         }
     }
 }

@@ -267,9 +267,8 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Version => {
             use std::io::Write;
-            writeln!(std::io::stdout(), "stateous {VERSION}")
-                .unwrap_or_else(|e| exit_with(format!("cannot write to standard output: {e}")));
-            ExitCode::SUCCESS
+            let written = writeln!(std::io::stdout(), "stateous {VERSION}");
+            code(cli_errors::output_written(written))
         }
         Command::Completions { shell } => {
             manual::completions(shell).unwrap_or_else(|e| exit_with(e));

@@ -240,17 +240,24 @@ fn the_help_lists_each_command_in_one_short_line_and_its_own_help_has_the_detail
 /// exit 1, never a panic.
 #[test]
 fn version_to_a_full_device_is_an_error_line_not_a_panic() {
-    let full = std::fs::File::create("/dev/full").expect("/dev/full");
-    let finished = Command::new(env!("CARGO_BIN_EXE_stateous"))
-        .arg("version")
-        .stdout(full)
-        .output()
-        .expect("stateous runs");
-    let stderr = String::from_utf8_lossy(&finished.stderr);
-    assert_eq!(finished.status.code(), Some(1), "{stderr}");
-    assert!(
-        stderr.starts_with("error: cannot write to standard output"),
-        "{stderr}"
-    );
-    assert!(!stderr.contains("panicked"), "{stderr}");
+    for args in [
+        &["version"][..],
+        &["--version"],
+        &["--help"],
+        &["token", "--help"],
+    ] {
+        let full = std::fs::File::create("/dev/full").expect("/dev/full");
+        let finished = Command::new(env!("CARGO_BIN_EXE_stateous"))
+            .args(args)
+            .stdout(full)
+            .output()
+            .expect("stateous runs");
+        let stderr = String::from_utf8_lossy(&finished.stderr);
+        assert_eq!(finished.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(
+            stderr.starts_with("error: cannot write to standard output"),
+            "{args:?}: {stderr}"
+        );
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
 }
