@@ -59,8 +59,11 @@ pub fn man(command: clap::Command, dir: Option<&Path>) -> Result<()> {
 /// Write to stdout; a reader that stops early (`stateous man | head`) is not an
 /// error.
 fn write_out(bytes: &[u8]) -> Result<()> {
-    match std::io::stdout().lock().write_all(bytes) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+    let mut out = std::io::stdout().lock();
+    match out.write_all(bytes).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(anyhow::anyhow!("cannot write to standard output: {e}"))
+        }
         _ => Ok(()),
     }
 }

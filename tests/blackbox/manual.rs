@@ -239,12 +239,14 @@ fn the_help_lists_each_command_in_one_short_line_and_its_own_help_has_the_detail
 /// Output that cannot be written (a full disk, a closed pipe) is `error: ...` and
 /// exit 1, never a panic.
 #[test]
-fn version_to_a_full_device_is_an_error_line_not_a_panic() {
+fn output_to_a_full_device_is_an_error_line_and_exit_1() {
     for args in [
         &["version"][..],
         &["--version"],
         &["--help"],
         &["token", "--help"],
+        &["man"],
+        &["completions", "bash"],
     ] {
         let full = std::fs::File::create("/dev/full").expect("/dev/full");
         let finished = Command::new(env!("CARGO_BIN_EXE_stateous"))
