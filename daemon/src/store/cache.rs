@@ -164,6 +164,12 @@ impl Cache {
         });
     }
 
+    /// Whether it knows facts of `token` (without copying them, nor making them
+    /// the most recently used).
+    pub fn knows(&self, token: &str) -> bool {
+        self.with(|state| state.facts.contains(token))
+    }
+
     /// How many tokens it knows.
     pub fn len(&self) -> usize {
         self.with(|state| state.facts.len())

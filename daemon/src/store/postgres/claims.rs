@@ -68,14 +68,12 @@ impl Claims for PgTx<'_> {
         if written.is_some() {
             return Ok(written);
         }
-        if let Some(known) = self.known_claims.and_then(|(known, beside)| {
-            beside
-                .running()
-                .eq(&0)
-                .then(|| known.get(supervisor))
-                .flatten()
-        }) {
-            return Ok(Some(known));
+        let known = self
+            .batch
+            .filter(|batch| batch.beside.running() == 0)
+            .and_then(|batch| batch.claims.get(supervisor));
+        if known.is_some() {
+            return Ok(known);
         }
         // Locked before any token's lock (a claim reads it first), so that two
         // claims of one supervisor take turns and never wait in a circle. A

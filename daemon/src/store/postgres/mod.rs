@@ -145,17 +145,25 @@ pub struct PgTx<'c> {
     /// before (all of them outside the writer's batch).
     claims: RefCell<FastMap<String, ClaimRow>>,
     kept_claims: RefCell<FastMap<String, ClaimRow>>,
-    /// The rows of `claims` committed, and the transactions beside the writer
-    /// (`claims.rs`); `None` where a transaction reads the table itself.
-    known_claims: Option<(&'c KnownClaims, &'c Beside)>,
-    /// A request of the writer's batch (`store/writer.rs`).
-    batch: bool,
+    /// A transaction of the writer's batch (`store/writer.rs`); `None` for one
+    /// of its own.
+    batch: Option<Batch<'c>>,
     /// The writer's batch: the candidates a claim found beyond the one it took, by
     /// the states it asked for (`tasks.rs`); forgotten when writes are sent.
     heads: RefCell<FastMap<String, VecDeque<(i64, String)>>>,
     /// The writer's batch: the rows of the tokens its requests are about, read
     /// ahead (`tokens.rs` `read_ahead`); forgotten when writes are sent.
     ahead: RefCell<Option<ReadAhead>>,
+}
+
+/// What the transaction of the writer's batch knows beside the database.
+#[derive(Clone, Copy)]
+struct Batch<'c> {
+    /// The rows of `claims` committed (`claims.rs`).
+    claims: &'c KnownClaims,
+    /// The transactions of their own that run beside the batch: while one runs,
+    /// or ran since a read, what this process knows may be old.
+    beside: &'c Beside,
 }
 
 /// Rows of `tokens` read ahead for a batch, by folded id (lower case).
@@ -188,8 +196,7 @@ impl<'c> PgTx<'c> {
             folded: RefCell::new(None),
             claims: RefCell::new(FastMap::default()),
             kept_claims: RefCell::new(FastMap::default()),
-            known_claims: None,
-            batch: false,
+            batch: None,
             heads: RefCell::new(FastMap::default()),
             ahead: RefCell::new(None),
         }
@@ -198,9 +205,8 @@ impl<'c> PgTx<'c> {
     /// The transaction of the writer's batch: a supervisor's last claim is
     /// answered from `known` while no transaction runs `beside`, and a claim finds
     /// candidates for the batch's next claims too.
-    pub fn for_batch(mut self, known: &'c KnownClaims, beside: &'c Beside) -> PgTx<'c> {
-        self.known_claims = Some((known, beside));
-        self.batch = true;
+    pub fn for_batch(mut self, claims: &'c KnownClaims, beside: &'c Beside) -> PgTx<'c> {
+        self.batch = Some(Batch { claims, beside });
         self
     }
 
@@ -372,11 +378,19 @@ impl<'c> PgTx<'c> {
 
     /// Run a statement; how many rows it changed (after the writes that wait).
     fn execute(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> StoreResult<u64> {
+        self.changing()?;
+        let result = self.conn.borrow_mut().execute(sql, params);
+        self.kept(result)
+    }
+
+    /// Before a statement that changes rows: the writes that wait go first, the
+    /// running request has writes on the server now, and what was read ahead of
+    /// them is forgotten.
+    fn changing(&self) -> StoreResult<()> {
         self.flush()?;
         self.sent.set(true);
         self.forget_ahead();
-        let result = self.conn.borrow_mut().execute(sql, params);
-        self.kept(result)
+        Ok(())
     }
 
     /// Run `first`, a statement that changes rows, then a statement that returns
@@ -387,9 +401,7 @@ impl<'c> PgTx<'c> {
         sql: &str,
         params: &[&(dyn ToSql + Sync)],
     ) -> StoreResult<Vec<Row>> {
-        self.flush()?;
-        self.sent.set(true);
-        self.forget_ahead();
+        self.changing()?;
         let result = self
             .conn
             .borrow_mut()
@@ -399,9 +411,7 @@ impl<'c> PgTx<'c> {
 
     /// Run a statement that changes rows and returns some (`RETURNING`).
     fn change_rows(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> StoreResult<Vec<Row>> {
-        self.flush()?;
-        self.sent.set(true);
-        self.forget_ahead();
+        self.changing()?;
         let result = self.conn.borrow_mut().query(sql, params);
         self.kept(result)
     }

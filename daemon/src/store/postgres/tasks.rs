@@ -112,7 +112,7 @@ impl Tasks for PgTx<'_> {
         // The writer's batch: a candidate an earlier claim of the batch found,
         // unless the writes that wait change its task or its token.
         let key = names.join("\u{1f}");
-        if self.batch {
+        if self.batch.is_some() {
             if let Some(ahead) = self.heads.borrow_mut().get_mut(&key) {
                 while let Some((id, token)) = ahead.pop_front() {
                     if self.touches(id, &token) {
@@ -155,13 +155,17 @@ impl Tasks for PgTx<'_> {
                                    AND k.status = 'active'
                                  FOR UPDATE SKIP LOCKED) k
              LIMIT {found}",
-            found = if self.batch { CLAIMS_AHEAD } else { 1 }
+            found = if self.batch.is_some() {
+                CLAIMS_AHEAD
+            } else {
+                1
+            }
         );
         let mut found = self.unflushed(&sql, &params.refs())?.into_iter();
         let Some(row) = found.next() else {
             return Ok(Head::Unsure);
         };
-        if self.batch {
+        if self.batch.is_some() {
             // Their tokens' rows are locked too, until the batch ends.
             let ahead = found
                 .map(|row| Ok((get(&row, 0)?, get(&row, 1)?)))

@@ -35,19 +35,21 @@ fn read(row: &Row) -> StoreResult<TokenRow> {
 
 impl PgTx<'_> {
     /// The writer's batch: read the rows of `tokens` (or of tokens whose ids differ
-    /// only in case) in one statement, for [`Tokens::token`] to answer from while
+    /// only in case; ids are ASCII) in one statement, for [`Tokens::token`] to answer from while
     /// no writes were sent and no transaction ran beside the batch since it began
     /// (`mark`, `store/family.rs` `Beside`).
     pub fn read_ahead(&self, tokens: &[String], mark: u64) -> StoreResult<()> {
-        let asked: foldhash::HashSet<String> =
-            tokens.iter().map(|token| token.to_lowercase()).collect();
+        let asked: foldhash::HashSet<String> = tokens
+            .iter()
+            .map(|token| token.to_ascii_lowercase())
+            .collect();
         let folded: Vec<&String> = asked.iter().collect();
         let sql = const_format(SELECT, " WHERE lower(token) = ANY($1)");
         let found = self.unflushed(&sql, &[&folded])?;
         let mut rows = foldhash::HashMap::default();
         for row in &found {
             let row = read(row)?;
-            rows.insert(row.token.to_lowercase(), row);
+            rows.insert(row.token.to_ascii_lowercase(), row);
         }
         *self.ahead.borrow_mut() = Some(super::ReadAhead { asked, rows, mark });
         Ok(())
@@ -58,9 +60,9 @@ impl PgTx<'_> {
     fn read_before(&self, id: &str) -> Option<Option<TokenRow>> {
         let ahead = self.ahead.borrow();
         let ahead = ahead.as_ref()?;
-        let (_, beside) = self.known_claims?;
-        let folded = id.to_lowercase();
-        if !ahead.asked.contains(&folded) || !beside.none_since(ahead.mark) {
+        let batch = self.batch?;
+        let folded = id.to_ascii_lowercase();
+        if !ahead.asked.contains(&folded) || !batch.beside.none_since(ahead.mark) {
             return None;
         }
         Some(ahead.rows.get(&folded).cloned())

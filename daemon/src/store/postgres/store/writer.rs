@@ -31,7 +31,6 @@ use tokio::runtime::Handle;
 use tokio::sync::oneshot;
 
 use super::{Inner, PgTx};
-use crate::store::cache::Layer;
 use crate::store::cache::Overlay;
 use crate::store::cached::{BatchLocks, CachedTx, Locking};
 use crate::store::{StoreError, StoreResult, Tx};
@@ -229,7 +228,7 @@ fn run_batch(inner: &Arc<Inner>, batch: Vec<Job>) {
     let about: Vec<String> = batch
         .iter()
         .filter_map(|job| job.about.clone())
-        .filter(|token| inner.cache.facts(token).is_none())
+        .filter(|token| !inner.cache.knows(token))
         .collect();
     let mut requests: Vec<Box<dyn Request>> = batch.into_iter().map(|job| job.request).collect();
     if inner.lost.load(Ordering::SeqCst) {
