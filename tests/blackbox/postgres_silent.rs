@@ -145,6 +145,10 @@ struct Flow {
     hold_commit: AtomicBool,
     /// A commit is held (until `resume`).
     holding: AtomicBool,
+    /// While a commit is held: the held commit goes on first when another
+    /// connection sends bytes that hold this text, and they wait until it has had
+    /// time to land.
+    land_before: Mutex<Option<&'static str>>,
 }
 
 impl Relay {
@@ -181,6 +185,14 @@ impl Relay {
         self.flow.hold_commit.store(true, Ordering::SeqCst);
     }
 
+    /// Let the held commit go just before a statement whose text holds `marker`
+    /// (its first use on a connection, when its text is sent): it reaches the
+    /// server between two statements of a request sent after it, as a commit that
+    /// got no answer may.
+    fn land_held_commit_before(&self, marker: &'static str) {
+        *self.flow.land_before.lock().unwrap() = Some(marker);
+    }
+
     fn resume(&self) {
         self.flow.holding.store(false, Ordering::SeqCst);
         self.flow.stopped.store(false, Ordering::SeqCst);
@@ -200,6 +212,18 @@ fn pass_on(mut from: TcpStream, mut to: TcpStream, flow: &Flow, outward: bool) {
         let held = commit && flow.hold_commit.swap(false, Ordering::SeqCst);
         if held {
             flow.holding.store(true, Ordering::SeqCst);
+        } else if outward && flow.holding.load(Ordering::SeqCst) {
+            let mut marker = flow.land_before.lock().unwrap();
+            let met = marker.is_some_and(|text| {
+                buffer[..read]
+                    .windows(text.len())
+                    .any(|w| w == text.as_bytes())
+            });
+            if met {
+                *marker = None;
+                flow.holding.store(false, Ordering::SeqCst);
+                std::thread::sleep(Duration::from_millis(500));
+            }
         }
         while flow.stopped.load(Ordering::SeqCst) || (held && flow.holding.load(Ordering::SeqCst)) {
             std::thread::sleep(Duration::from_millis(10));
@@ -410,5 +434,47 @@ fn a_commit_that_got_no_answer_and_landed_later_is_still_on_the_watch_stream() {
         stop.store(true, Ordering::SeqCst);
         let seen = reader.join().expect("the reader");
         assert_eq!(seen, stored, "a live reader missed or repeated an entry");
+    });
+}
+
+/// A commit that got no answer may reach the server between two statements of a
+/// request sent after it. That request, sent again with the same key while the
+/// commit lands, still answers what the token is: the event applied once, the
+/// token completed (never the state read before the commit landed, nor the event
+/// applied twice).
+#[test]
+fn a_request_sent_again_while_its_unanswered_commit_lands_sees_what_that_commit_did() {
+    harness::on(Backend::Postgres, || {
+        let relay = Relay::to(&server_authority());
+        // A slow tick: no write of the clock's goes between the test's own.
+        let daemon = Setup::new(test_graph("tickets"))
+            .args(&["--statement-timeout", "2s", "--lock-timeout", "2s"])
+            .args(&["--tick", "20s"])
+            .db_authority(&relay.authority)
+            .start();
+        start(&daemon, "T-1").expect(201);
+        relay.hold_next_commit();
+        let began = Instant::now();
+        let refused = fire(&daemon, "T-1", "delivery-1");
+        refused_as_silent(&refused, began.elapsed());
+        // The held commit lands after the request sent again read the token, just
+        // before it looks for its key.
+        relay.land_held_commit_before("FROM ledger WHERE token = $1 AND key");
+        let again = fire(&daemon, "T-1", "delivery-1");
+        relay.resume();
+        assert_eq!(again.status, 200, "{again}");
+        assert_eq!(
+            status_of(&again),
+            "completed",
+            "{again}\n{}",
+            daemon.report()
+        );
+        let applied = daemon.count(
+            "SELECT count(*) FROM ledger WHERE token = 'T-1' AND kind = 'event_accepted' \
+             AND key = 'delivery-1'",
+        );
+        assert_eq!(applied, 1, "{}", daemon.report());
+        let shown = daemon.get("/tokens/T-1").expect(200);
+        assert_eq!(shown["status"], "completed", "{shown}");
     });
 }

@@ -65,10 +65,22 @@ struct Inner {
     answering: Answering,
     /// How long a statement may take on this side.
     statement_deadline: Duration,
-    /// Transactions whose commit got no answer: their ledger rows may still
-    /// commit, so the feed's mark stays below them until the server's session
-    /// that ran them has ended (`Inner::settle`).
-    unsettled: Mutex<Vec<(Opened, Session)>>,
+    /// Transactions whose commit got no answer, with their ledger rows' place in
+    /// the feed: they may still commit, so the feed's mark stays below their rows
+    /// and no write trusts a row read without its row lock (see
+    /// [`Inner::settled`]) until the server's session that ran them has ended
+    /// (`Inner::settle`).
+    unsettled: Mutex<Unsettled>,
+}
+
+/// The commits that got no answer and may still land.
+#[derive(Default)]
+struct Unsettled {
+    /// Each one's ledger rows (if it wrote any) and the server session that ran it.
+    sessions: Vec<(Option<Opened>, Session)>,
+    /// How many were ever registered: a write that saw none at its start, and
+    /// the same count at its end, read nothing a late commit changed.
+    registered: u64,
 }
 
 impl PgStore {
@@ -131,7 +143,7 @@ impl PgStore {
             ids: Sequences::default(),
             answering: connector.answering.clone(),
             statement_deadline: connector.deadlines.statement,
-            unsettled: Mutex::new(Vec::new()),
+            unsettled: Mutex::new(Unsettled::default()),
         });
         let writer = writer::Writer::spawn(Arc::clone(&inner))
             .map_err(|e| format!("cannot start the writer thread: {e}"))?;
@@ -318,16 +330,31 @@ impl Inner {
             .expect("the connections live as long as the store")
     }
 
-    fn lock_unsettled(&self) -> std::sync::MutexGuard<'_, Vec<(Opened, Session)>> {
+    fn lock_unsettled(&self) -> std::sync::MutexGuard<'_, Unsettled> {
         // A panic while the lock was held leaves a plain list behind: still usable.
         self.unsettled.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// `Some` (a count to compare later) when no commit that got no answer may
+    /// still land; `None` while one may. A commit that lands late changes rows
+    /// that a write may already have read: its rows hold no lock yet when it
+    /// reaches the server after them. So while one may land, every write takes
+    /// its rows' locks (the writer's requests run alone), and a write keeps the
+    /// facts it read for the next (the cache, the claims known) only when this
+    /// was `Some` and the same at its start and after its commit.
+    fn settled(&self) -> Option<u64> {
+        let unsettled = self.lock_unsettled();
+        unsettled
+            .sessions
+            .is_empty()
+            .then_some(unsettled.registered)
     }
 
     /// Close the feed's registration of each commit that got no answer whose
     /// server session has ended since: its rows committed or never will. Asked on
     /// the lock's connection, at each tick.
     fn settle(&self) {
-        let unsettled = std::mem::take(&mut *self.lock_unsettled());
+        let unsettled = std::mem::take(&mut self.lock_unsettled().sessions);
         if unsettled.is_empty() {
             return;
         }
@@ -341,11 +368,15 @@ impl Inner {
                 )
             });
             match ended {
-                Ok(true) => self.mark.close(opened),
+                Ok(true) => {
+                    if let Some(opened) = opened {
+                        self.mark.close(opened);
+                    }
+                }
                 _ => still.push((opened, session)),
             }
         }
-        self.lock_unsettled().extend(still);
+        self.lock_unsettled().sessions.extend(still);
     }
 
     /// A pooled connection, waited for no longer than the lock limit. None free in
@@ -411,6 +442,7 @@ impl Inner {
         let mut conn = self.connection()?;
         conn.begin("BEGIN");
         let now = self.clock.now();
+        let settled = self.settled();
         let tx = PgTx::new(&mut conn, now, &self.mark, &self.ids);
         let locking = Locking::Rows(&self.families, self.lock_wait);
         let cached = CachedTx::new(&tx, &self.cache, locking);
@@ -429,12 +461,14 @@ impl Inner {
         if ended.is_ok() && matches!((&ran, &failed), (Ok((true, _)), None)) {
             // Published before the families are given back: the next holder of a
             // family reads what this transaction committed.
-            if finished.clear {
+            if finished.clear || !self.keeps(settled) {
                 self.cache.clear();
+                self.claims.clear();
+            } else {
+                self.cache.forget(&finished.forget);
+                self.cache.publish(finished.changed);
+                self.claims.publish(claims);
             }
-            self.cache.forget(&finished.forget);
-            self.cache.publish(finished.changed);
-            self.claims.publish(claims);
         }
         self.families.give_back(&finished.tops);
         let tried = matches!((&ran, &failed), (Ok((true, _)), None));
@@ -456,9 +490,10 @@ impl Inner {
     /// After a transaction on `conn` ended with `ended`: a lost fence loses the
     /// database; a commit (`tried`) that got no answer (a passed deadline, a
     /// connection that ended) may land once the server hears it, so the facts kept
-    /// of any token and of claims may be out of date, and its ledger rows, from
-    /// `opened` on, may still commit (the feed's mark waits for its session to end,
-    /// `Inner::settle`); otherwise `opened` is closed.
+    /// of any token and of claims may be out of date, and its rows may still commit
+    /// (it is unsettled until its session ends, `Inner::settle`: the feed's mark
+    /// waits below its ledger rows, from `opened` on, and writes take their row
+    /// locks, `Inner::settled`); otherwise `opened` is closed.
     fn ended(&self, tried: bool, ended: &StoreResult<()>, opened: Option<Opened>, conn: &PgConn) {
         if matches!(ended, Err(StoreError::NotServing)) {
             self.lost.store(true, Ordering::SeqCst);
@@ -470,16 +505,21 @@ impl Inner {
                 _ => false,
             };
         if unknown {
+            let mut unsettled = self.lock_unsettled();
+            unsettled.sessions.push((opened, conn.session().clone()));
+            unsettled.registered += 1;
+            drop(unsettled);
             self.cache.clear();
             self.claims.clear();
+        } else if let Some(opened) = opened {
+            self.mark.close(opened);
         }
-        if let Some(opened) = opened {
-            if unknown {
-                self.lock_unsettled().push((opened, conn.session().clone()));
-            } else {
-                self.mark.close(opened);
-            }
-        }
+    }
+
+    /// Whether a write that began when [`Inner::settled`] said `at_start` may keep
+    /// the facts it read, now that it committed.
+    fn keeps(&self, at_start: Option<u64>) -> bool {
+        at_start.is_some() && self.settled() == at_start
     }
 
     /// The fence and the commit, as one text of statements.

@@ -18,6 +18,10 @@
 //!
 //! A batch that failed because the server does not answer, its connection ended or
 //! this control plane no longer holds the database answers every request with that.
+//!
+//! A commit that got no answer may still land later (`Inner::settled`): until the
+//! server's session that sent it has ended, every request runs alone, so that it
+//! waits for that commit's row locks instead of reading the rows as they were.
 
 use std::cell::RefCell;
 use std::future::Future;
@@ -234,6 +238,16 @@ fn run_batch(inner: &Arc<Inner>, batch: Vec<Job>) {
     if inner.lost.load(Ordering::SeqCst) {
         return refuse_all(requests, &StoreError::NotServing);
     }
+    // A commit that got no answer may still land: its rows hold no lock yet, so
+    // a batch would read them as they were before it. Each request runs alone,
+    // with its rows' locks, until it settled.
+    let settled = inner.settled();
+    if settled.is_none() {
+        for request in requests {
+            request.alone(Arc::clone(inner));
+        }
+        return;
+    }
     let mut conn = match inner.connection() {
         Ok(conn) => conn,
         Err(error) => {
@@ -328,8 +342,13 @@ fn run_batch(inner: &Arc<Inner>, batch: Vec<Job>) {
     if committed {
         // Published before the families are given back: the next holder of a
         // family reads what this batch committed.
-        overlay.publish();
-        inner.claims.publish(claims);
+        if inner.keeps(settled) {
+            overlay.publish();
+            inner.claims.publish(claims);
+        } else {
+            inner.cache.clear();
+            inner.claims.clear();
+        }
         inner.commits.fetch_add(1, Ordering::Relaxed);
     }
     inner.families.give_back(locks.held.borrow().iter());
