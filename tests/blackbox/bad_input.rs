@@ -341,4 +341,12 @@ fn a_request_head_too_large_is_431_with_a_refusal_sentence() {
     );
     let answers = kept_alive(tcp(&daemon), &[fits.as_bytes(), HEALTH, b"GET /\0"]);
     assert_eq!(statuses(&answers).0, [200, 200, 400]);
+    // Each head refused is counted in /metrics as every refusal is.
+    let metrics = String::from_utf8(daemon.get("/metrics").body).unwrap();
+    assert!(
+        metrics
+            .lines()
+            .any(|line| line == "stateous_refusals_total{code=\"bad_request\"} 5"),
+        "{metrics}"
+    );
 }

@@ -286,6 +286,60 @@ fn a_prune_archives_only_what_it_removes_and_says_why_it_skipped() {
     });
 }
 
+/// Retention's log names the tokens a pass left and why, once: SQLite keeps a
+/// token that holds the newest ledger row, pass after pass, until a newer row
+/// exists; then a pass prunes it.
+#[test]
+fn retention_logs_the_tokens_it_left_and_why_once() {
+    harness::on(harness::Backend::Sqlite, || {
+        let daemon = Setup::new(test_graph("desk/build/desk"))
+            .args(&[
+                "--dev-clock",
+                "--retain-ended",
+                "30d",
+                "--retain-every",
+                "200ms",
+            ])
+            .start();
+        start(&daemon, "OLD");
+        daemon.post_empty("/tokens/OLD/cancel").expect(200);
+        let moved = run(
+            daemon.dir.path(),
+            &["clock", "advance", "31d", "--url", &daemon.url],
+        );
+        assert_eq!(moved.code(), 0, "{moved}");
+        let left = "retention pruned no token that ended more than 30d ago; 1 left (OLD): \
+                    kept for now: it holds the newest row of the ledger";
+        eventually(
+            Duration::from_secs(10),
+            "the pass that left OLD logged",
+            || daemon.report(),
+            || daemon.stderr().contains(left),
+        );
+        // Several passes later, the same tokens left are not logged again.
+        std::thread::sleep(Duration::from_millis(1000));
+        assert_eq!(
+            daemon.stderr().matches(left).count(),
+            1,
+            "{}",
+            daemon.report()
+        );
+        assert_eq!(rows_of(&daemon, "OLD")[0], 1, "kept for now");
+        start(&daemon, "NEW");
+        eventually(
+            Duration::from_secs(10),
+            "OLD pruned and logged",
+            || daemon.report(),
+            || {
+                daemon
+                    .stderr()
+                    .contains("retention pruned 1 token(s) that ended more than 30d ago\n")
+            },
+        );
+        assert_eq!(rows_of(&daemon, "OLD"), vec![0; 5]);
+    });
+}
+
 both!(
     serve_retain_ended_prunes_an_old_ended_token_after_archiving_it,
     token_prune_previews_asks_refuses_live_tokens_and_archives_first,

@@ -325,7 +325,12 @@ async fn connection<S>(
         let stand_in = refused.get().cloned();
         async move {
             if let Some(refused) = stand_in {
-                return Ok::<Response<Body>, Infallible>(refused_head(&refused));
+                let answer = labelled(refused_head(&refused), routes::UNROUTED);
+                if let Some(api) = front.api() {
+                    // Counted as every refusal is, with no route.
+                    api.measured(api.measure(), &answer);
+                }
+                return Ok::<Response<Body>, Infallible>(answer);
             }
             let Some(api) = front.api().cloned() else {
                 let answer = standby_answer(&request);

@@ -37,6 +37,44 @@ pub struct RetainPass {
     pub pause: Duration,
 }
 
+/// What one pass of retention did: how many tokens it pruned, and the tokens it
+/// left, by the reason given for each (a skip's or a refusal's sentence), in the
+/// order met.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Retained {
+    /// Tokens pruned.
+    pub pruned: u64,
+    /// Tokens left: each reason with the ids it was given for.
+    pub left: Vec<(String, Vec<String>)>,
+}
+
+impl Retained {
+    fn leave(&mut self, token: &str, reason: &str) {
+        match self.left.iter_mut().find(|(why, _)| why == reason) {
+            Some((_, ids)) => ids.push(token.to_string()),
+            None => self
+                .left
+                .push((reason.to_string(), vec![token.to_string()])),
+        }
+    }
+
+    /// The tokens left, a clause per reason with its first ids:
+    /// `1 left (T-9): kept for now: ...; 2 left (A, B): ...`; empty when none.
+    pub fn left_summary(&self) -> String {
+        self.left
+            .iter()
+            .map(|(reason, ids)| {
+                let mut named = ids.iter().take(3).cloned().collect::<Vec<_>>().join(", ");
+                if ids.len() > 3 {
+                    named.push_str(&format!(" and {} more", ids.len() - 3));
+                }
+                format!("{} left ({named}): {reason}", ids.len())
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+}
+
 /// The families an archive holds: each top token with its tokens as kept.
 type Families = Vec<(String, Vec<Kept>)>;
 
@@ -193,11 +231,12 @@ impl Control {
 
     /// One pass of retention: every ended top token whose last entry is older
     /// than `pass.after` is pruned (archived first with `pass.archive`), a batch at
-    /// a time, with a pause between batches. How many were pruned.
-    pub async fn retain(&self, pass: &RetainPass) -> Result<u64, Refusal> {
+    /// a time, with a pause between batches. How many were pruned, and which were
+    /// left and why.
+    pub async fn retain(&self, pass: &RetainPass) -> Result<Retained, Refusal> {
         let age = crate::clock::micros(pass.after);
         let mut after: Option<String> = None;
-        let mut pruned = 0;
+        let mut retained = Retained::default();
         loop {
             let (batch, from) = (pass.batch, after.clone());
             let (cutoff, targets, next) = self
@@ -237,14 +276,16 @@ impl Control {
                 let outcomes = self
                     .prune_found(targets, step, pass.archive.clone())
                     .await?;
-                pruned += outcomes
-                    .iter()
-                    .filter(|o| o.outcome == Outcome::Applied)
-                    .count() as u64;
+                for outcome in outcomes {
+                    match outcome.outcome {
+                        Outcome::Applied => retained.pruned += 1,
+                        _ => retained.leave(&outcome.token, &outcome.detail),
+                    }
+                }
             }
             match next {
                 Some(next) => after = Some(next),
-                None => return Ok(pruned),
+                None => return Ok(retained),
             }
             tokio::time::sleep(pass.pause).await;
         }
@@ -358,5 +399,19 @@ mod tests {
         ];
         keep_only_pruned(path.clone(), families, &written).await;
         assert!(!path.exists(), "nothing pruned: no archive");
+    }
+
+    #[test]
+    fn a_pass_names_the_tokens_it_left_by_reason() {
+        let mut retained = Retained::default();
+        assert_eq!(retained.left_summary(), "");
+        for token in ["A", "B", "C", "D", "E"] {
+            retained.leave(token, "its history grew");
+        }
+        retained.leave("N", "kept for now");
+        assert_eq!(
+            retained.left_summary(),
+            "5 left (A, B, C and 2 more): its history grew; 1 left (N): kept for now"
+        );
     }
 }

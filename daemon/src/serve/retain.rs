@@ -36,6 +36,9 @@ impl Retention {
     /// family's write already sent commits whole or not at all).
     pub async fn run(self, mut stop: watch::Receiver<bool>) {
         let age = span(self.pass.after.as_secs_f64());
+        // What the last pass that pruned nothing left, as logged: the same again
+        // (a token kept for now, pass after pass) is not logged again.
+        let mut last_left = String::new();
         loop {
             if *stop.borrow_and_update() {
                 return;
@@ -52,11 +55,27 @@ impl Retention {
                 _ = stop.changed() => return,
             };
             match pass {
-                Ok(0) => {}
-                Ok(pruned) => tracing::info!(
-                    target: "stateous.serve",
-                    "retention pruned {pruned} token(s) that ended more than {age} ago"
-                ),
+                Ok(retained) => {
+                    let left = retained.left_summary();
+                    let told = match (retained.pruned, left.is_empty()) {
+                        (0, true) => None,
+                        (0, false) if left == last_left => None,
+                        (0, false) => Some(format!(
+                            "retention pruned no token that ended more than {age} ago; {left}"
+                        )),
+                        (pruned, true) => Some(format!(
+                            "retention pruned {pruned} token(s) that ended more than {age} ago"
+                        )),
+                        (pruned, false) => Some(format!(
+                            "retention pruned {pruned} token(s) that ended more than {age} \
+                             ago; {left}"
+                        )),
+                    };
+                    if let Some(line) = told {
+                        tracing::info!(target: "stateous.serve", "{line}");
+                    }
+                    last_left = left;
+                }
                 Err(refusal) if refusal.code == Code::NotServing => return,
                 Err(refusal) => tracing::error!(
                     target: "stateous.serve",
