@@ -16,6 +16,7 @@ pub mod feed;
 pub mod json;
 pub mod locked;
 pub mod postgres;
+pub mod request;
 pub mod schema;
 pub mod serving;
 pub mod sqlite;

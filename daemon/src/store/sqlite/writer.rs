@@ -28,7 +28,6 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
-use tokio::sync::oneshot;
 
 use super::claims::{self, KnownClaims};
 use super::SqliteTx;
@@ -36,6 +35,7 @@ use crate::clock::Clock;
 use crate::store::cache::{Cache, Overlay};
 use crate::store::cached::{CachedTx, Locking};
 use crate::store::feed::FeedMark;
+use crate::store::request::{self, Request, Waiting};
 use crate::store::{StoreError, StoreResult, Tx};
 
 /// How many waiting requests one transaction takes at most, so that one commit
@@ -51,53 +51,6 @@ pub const MOST_WAITING: usize = 16_384;
 /// A request's deadline may pass by this much before it is refused: SQLite's busy
 /// handler sleeps in steps.
 const BUSY_MARGIN: Duration = Duration::from_millis(5);
-
-/// A request: it runs (perhaps twice, see the module's doc) and says whether to
-/// keep its changes, holding its answer until the commit; or it is refused without
-/// running when the transaction cannot begin.
-trait Request: Send {
-    /// Run on `tx`; whether to keep what it wrote. The answer of the last run is held.
-    fn run(&mut self, tx: &dyn Tx) -> bool;
-    /// Forget the answer of a run that panicked: its caller is told it failed.
-    fn forget(&mut self);
-    /// Answer after the commit: the held answer, or the commit's error.
-    fn deliver(self: Box<Self>, committed: StoreResult<()>);
-    fn refuse(self: Box<Self>, error: StoreError);
-}
-
-struct Pending<R, F> {
-    work: F,
-    answer: oneshot::Sender<StoreResult<R>>,
-    result: Option<R>,
-}
-
-impl<R, F> Request for Pending<R, F>
-where
-    R: Send + 'static,
-    F: Fn(&dyn Tx) -> (bool, R) + Send + 'static,
-{
-    fn run(&mut self, tx: &dyn Tx) -> bool {
-        self.result = None;
-        let (keep, result) = (self.work)(tx);
-        self.result = Some(result);
-        keep
-    }
-
-    fn forget(&mut self) {
-        self.result = None;
-    }
-
-    fn deliver(self: Box<Self>, committed: StoreResult<()>) {
-        // A request that panicked has no answer: dropping its sender says so.
-        if let Some(result) = self.result {
-            let _ = self.answer.send(committed.map(|()| result));
-        }
-    }
-
-    fn refuse(self: Box<Self>, error: StoreError) {
-        let _ = self.answer.send(Err(error));
-    }
-}
 
 /// A queued request and the moment it stops waiting for the write lock.
 struct Job {
@@ -188,29 +141,12 @@ impl Writer {
         R: Send + 'static,
         F: Fn(&dyn Tx) -> (bool, R) + Send + 'static,
     {
-        let (answer, answered) = oneshot::channel::<StoreResult<R>>();
+        let (request, answered) = Waiting::new(work, ());
         let job = Job {
-            request: Box::new(Pending {
-                work,
-                answer,
-                result: None,
-            }),
+            request: Box::new(request),
             deadline: Instant::now() + self.shared.busy_timeout,
         };
-        let sent = self.jobs.try_send(job);
-        async move {
-            match sent {
-                Ok(()) => {}
-                Err(mpsc::TrySendError::Full(_)) => return Err(StoreError::Busy),
-                Err(mpsc::TrySendError::Disconnected(_)) => {
-                    return Err(StoreError::Database("the writer thread stopped".into()))
-                }
-            }
-            // A job that panicked drops its sender: say so, never hang.
-            answered
-                .await
-                .map_err(|_| StoreError::Database("the request failed inside the writer".into()))?
-        }
+        request::answer(request::queued(self.jobs.try_send(job)), answered)
     }
 }
 

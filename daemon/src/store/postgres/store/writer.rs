@@ -32,11 +32,11 @@ use std::time::{Duration, Instant};
 
 use foldhash::HashSet as FastSet;
 use tokio::runtime::Handle;
-use tokio::sync::oneshot;
 
 use super::{Inner, PgTx};
 use crate::store::cache::Overlay;
 use crate::store::cached::{BatchLocks, CachedTx, Locking};
+use crate::store::request::{self, Request, Waiting};
 use crate::store::{StoreError, StoreResult, Tx};
 
 /// How many waiting requests one transaction takes at most, so that one commit
@@ -52,66 +52,25 @@ const MOST_WAITING: usize = 16_384;
 /// the whole lock limit (the rest of the batch must not wait that long).
 const BEGIN: &str = "BEGIN; SET LOCAL lock_timeout = '50ms'";
 
-/// A request: it runs in a batch and holds its answer until the commit; or it is
-/// refused without running; or it runs again alone.
-trait Request: Send {
-    /// Run on `tx`; whether to keep what it wrote. The answer is held.
-    fn run(&mut self, tx: &dyn Tx) -> bool;
-    /// Forget the held answer (a run that panicked, or one that stands for nothing).
-    fn forget(&mut self);
-    /// Answer after the commit: the held answer, or the commit's error.
-    fn deliver(self: Box<Self>, committed: StoreResult<()>);
-    /// Answer `error` without running.
-    fn refuse(self: Box<Self>, error: StoreError);
+/// A request of a batch, which can also run again alone.
+trait Batched: Request {
     /// Run again in a transaction of its own on the pool, and answer from there.
     fn alone(self: Box<Self>, inner: Arc<Inner>);
 }
 
-struct Waiting<R, F> {
-    work: Arc<F>,
-    answer: oneshot::Sender<StoreResult<R>>,
-    result: Option<R>,
-    /// Where a request that runs alone gets a blocking thread; `None` outside a
-    /// runtime (a thread of its own then).
-    runtime: Option<Handle>,
-}
+/// Where a request that runs alone gets a blocking thread; `None` outside a
+/// runtime (a thread of its own then).
+type Runtime = Option<Handle>;
 
-impl<R, F> Request for Waiting<R, F>
+impl<R, F> Batched for Waiting<R, F, Runtime>
 where
     R: Send + 'static,
     F: Fn(&dyn Tx) -> (bool, R) + Send + Sync + 'static,
 {
-    fn run(&mut self, tx: &dyn Tx) -> bool {
-        self.result = None;
-        let (keep, result) = (self.work)(tx);
-        self.result = Some(result);
-        keep
-    }
-
-    fn forget(&mut self) {
-        self.result = None;
-    }
-
-    fn deliver(self: Box<Self>, committed: StoreResult<()>) {
-        // A request that panicked has no answer: dropping its sender says so.
-        if let Some(result) = self.result {
-            let _ = self.answer.send(committed.map(|()| result));
-        }
-    }
-
-    fn refuse(self: Box<Self>, error: StoreError) {
-        let _ = self.answer.send(Err(error));
-    }
-
     fn alone(self: Box<Self>, inner: Arc<Inner>) {
-        let Waiting {
-            work,
-            answer,
-            runtime,
-            ..
-        } = *self;
+        let (work, answer, runtime) = self.into_parts();
         let run = move || {
-            let _ = answer.send(inner.write(&*work));
+            let _ = answer.send(inner.write(&work));
         };
         match runtime {
             Some(runtime) => drop(runtime.spawn_blocking(run)),
@@ -130,7 +89,7 @@ where
 /// A queued request, the token it is about (if the caller said), and the moment
 /// it stops waiting for the writer.
 struct Job {
-    request: Box<dyn Request>,
+    request: Box<dyn Batched>,
     about: Option<String>,
     deadline: Instant,
 }
@@ -179,30 +138,13 @@ impl Writer {
         R: Send + 'static,
         F: Fn(&dyn Tx) -> (bool, R) + Send + Sync + 'static,
     {
-        let (answer, answered) = oneshot::channel::<StoreResult<R>>();
+        let (request, answered) = Waiting::new(work, Handle::try_current().ok());
         let job = Job {
-            request: Box::new(Waiting {
-                work: Arc::new(work),
-                answer,
-                result: None,
-                runtime: Handle::try_current().ok(),
-            }),
+            request: Box::new(request),
             about,
             deadline: Instant::now() + self.patience,
         };
-        let sent = self.jobs.try_send(job);
-        async move {
-            match sent {
-                Ok(()) => {}
-                Err(mpsc::TrySendError::Full(_)) => return Err(StoreError::Busy),
-                Err(mpsc::TrySendError::Disconnected(_)) => {
-                    return Err(StoreError::Database("the writer thread stopped".into()))
-                }
-            }
-            answered
-                .await
-                .map_err(|_| StoreError::Database("the request failed inside the writer".into()))?
-        }
+        request::answer(request::queued(self.jobs.try_send(job)), answered)
     }
 }
 
@@ -234,7 +176,7 @@ fn run_batch(inner: &Arc<Inner>, batch: Vec<Job>) {
         .filter_map(|job| job.about.clone())
         .filter(|token| !inner.cache.knows(token))
         .collect();
-    let mut requests: Vec<Box<dyn Request>> = batch.into_iter().map(|job| job.request).collect();
+    let mut requests: Vec<Box<dyn Batched>> = batch.into_iter().map(|job| job.request).collect();
     if inner.lost.load(Ordering::SeqCst) {
         return refuse_all(requests, &StoreError::NotServing);
     }
@@ -400,7 +342,7 @@ fn after_failure(error: StoreError) -> Outcome {
     }
 }
 
-fn refuse_all(requests: Vec<Box<dyn Request>>, error: &StoreError) {
+fn refuse_all(requests: Vec<Box<dyn Batched>>, error: &StoreError) {
     for request in requests {
         request.refuse(error.clone());
     }
