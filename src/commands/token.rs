@@ -195,6 +195,9 @@ pub async fn run_with(
                 out,
                 &if fired.duplicate {
                     format!("duplicate: {shown}")
+                } else if fired.token.status == "paused" {
+                    // A paused token holds the events it is sent, in order.
+                    format!("{shown} (held: it applies when the token is resumed)")
                 } else {
                     shown
                 },

@@ -91,6 +91,14 @@ fn a_repeated_key_is_a_duplicate_and_steering_prints_the_token() {
     assert_eq!(ok(&daemon, &["pause", "O-1"]), "O-1: review, paused\n");
     assert_eq!(ok(&daemon, &["resume", "O-1"]), "O-1: review, active\n");
     assert_eq!(ok(&daemon, &["cancel", "O-1"]), "O-1: review, cancelled\n");
+    // A paused token holds the event: the line says so.
+    ok(&daemon, &["start", "O-2", r#"{"title": "b"}"#]);
+    assert_eq!(ok(&daemon, &["pause", "O-2"]), "O-2: draft, paused\n");
+    assert_eq!(
+        ok(&daemon, &["fire", "O-2", "submitted"]),
+        "O-2: draft, paused (held: it applies when the token is resumed)\n"
+    );
+    assert_eq!(ok(&daemon, &["resume", "O-2"]), "O-2: review, active\n");
 }
 
 /// `token show` without an id prints a page, as the reference does; when more
