@@ -65,8 +65,9 @@ pub struct ServeFlags {
     #[arg(long, value_name = "N", allow_hyphen_values = true, env = "STATEOUS_POOL_SIZE", default_value = serve_options::DEFAULT_POOL_SIZE)]
     pub pool_size: String,
     /// Also run the supervisor of FOLDER in this process, speaking to this server
-    /// over its socket. For development: a first Ctrl-C stops the supervisor
-    /// gracefully while the server serves on; then the server stops.
+    /// over its socket. For development: one Ctrl-C stops both, the supervisor
+    /// gracefully first (the server serves on until its running routines have
+    /// reported), then the server; a second Ctrl-C stops both at once (exit 1).
     #[arg(long, value_name = "FOLDER")]
     pub supervise: Option<PathBuf>,
     /// For trying a workflow: a clock that `stateous clock advance 10m`, `freeze`

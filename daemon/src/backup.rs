@@ -45,6 +45,9 @@ pub enum BackupError {
     /// The database file does not exist.
     #[error("there is no database at {0}; give the file the control plane serves with --db")]
     NoDatabase(String),
+    /// The folder the target names does not exist; a backup makes no folders.
+    #[error("the folder {0} does not exist; make it first")]
+    NoFolder(String),
     /// The target exists already; a backup never overwrites one.
     #[error("{0} exists already; give a new file (a backup never overwrites one)")]
     TargetExists(String),
@@ -70,6 +73,11 @@ pub fn backup(
     }
     if target.exists() {
         return Err(BackupError::TargetExists(target.display().to_string()));
+    }
+    if let Some(folder) = target.parent().filter(|p| !p.as_os_str().is_empty()) {
+        if !folder.exists() {
+            return Err(BackupError::NoFolder(folder.display().to_string()));
+        }
     }
     let partial = partial_name(target);
     // A partial copy from an earlier run that was stopped is ours to replace.

@@ -43,6 +43,18 @@ pub enum CommandError {
         /// The refusal's sentence.
         sentence: String,
     },
+    /// A change got no answer (a timeout, a broken connection): the client's
+    /// sentence, then what the change may have done and whether sending it again
+    /// is safe.
+    #[error("{sentence}, {then}")]
+    Unanswered {
+        /// The client's sentence, e.g. `cannot reach the control plane at URL: no
+        /// answer in 30s`.
+        sentence: String,
+        /// What may have happened and what to do, e.g. `so the token may have been
+        /// started; the same command again is safe (an id starts one token)`.
+        then: String,
+    },
     /// Writing the output failed; a closed pipe (`| head -1`) ends the command
     /// quietly with exit code 1.
     #[error("cannot write the output: {0}")]

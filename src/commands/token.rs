@@ -9,7 +9,7 @@ use std::io::Write;
 use serde_json::json;
 
 use super::{json_object, line, CommandError};
-use stateous_client::{resolve_url, Call, Client, Steer, TokenQuery};
+use stateous_client::{resolve_url, Call, Client, ClientError, Steer, TokenQuery, TransportError};
 use stateous_shared::history::{entry_line, token_line};
 use stateous_shared::wire::{HistoryEntry, Object, TokenView};
 
@@ -172,10 +172,67 @@ pub async fn run_with(
     if let Some(done) = ours {
         return done.map_err(CommandError::with_code);
     }
-    if command.json {
-        return print_json(&client, &command.action, out).await;
+    let done = if command.json {
+        print_json(&client, &command.action, out).await
+    } else {
+        reference_command(&client, &command.action, out).await
+    };
+    done.map_err(|error| unanswered(&command.action, error))
+}
+
+/// What a change that got no answer (a timeout, a broken connection) may have
+/// done, and whether sending it again is safe: the error's sentence with that
+/// added. Other errors, and reads, are left as they are.
+fn unanswered(action: &TokenAction, error: CommandError) -> CommandError {
+    let CommandError::Client(ClientError::Unreachable { source, .. }) = &error else {
+        return error;
+    };
+    if matches!(
+        source,
+        TransportError::Connect(_) | TransportError::BadUrl(_)
+    ) {
+        return error;
     }
-    match &command.action {
+    let then = match action {
+        TokenAction::Start { .. } => {
+            "so the token may have been started; the same command again is safe (an id \
+             starts one token)"
+                .to_string()
+        }
+        TokenAction::Fire { key: Some(_), .. } => {
+            "so the event may have been applied; the same command again is safe (its --key \
+             answers duplicate if it was)"
+                .to_string()
+        }
+        TokenAction::Fire { id, key: None, .. } => format!(
+            "so the event may have been applied; look with `stateous token show {id}` before \
+             firing it again (without --key a second fire is applied again)"
+        ),
+        TokenAction::Steer { action, .. } => format!(
+            "so the {} may have been applied; the same command again is safe (it is refused \
+             if the first was applied)",
+            action.as_str()
+        ),
+        TokenAction::Show { .. }
+        | TokenAction::List(_)
+        | TokenAction::Why { .. }
+        | TokenAction::Retry { .. }
+        | TokenAction::Bulk(_) => return error,
+    };
+    CommandError::Unanswered {
+        sentence: error.to_string(),
+        then,
+    }
+}
+
+/// The reference's commands (`start`, `fire`, `show`, `pause`, `resume`,
+/// `cancel`), printing its lines.
+async fn reference_command(
+    client: &Client,
+    action: &TokenAction,
+    out: &mut dyn Write,
+) -> Result<(), CommandError> {
+    match action {
         TokenAction::Start { id, context } => {
             let context = parsed(context.as_deref(), "CONTEXT_JSON")?.unwrap_or_default();
             line(out, &token_line(&client.start(id, &context).await?))
@@ -208,13 +265,13 @@ pub async fn run_with(
             write!(out, "{}", draw_graph(&document))?;
             Ok(())
         }
-        TokenAction::Show { id: None, .. } => list(&client, out).await,
+        TokenAction::Show { id: None, .. } => list(client, out).await,
         TokenAction::Show {
             id: Some(id),
             follow: true,
             ..
-        } => follow::show_and_follow(&client, id, out).await,
-        TokenAction::Show { id: Some(id), .. } => show(&client, id, out).await,
+        } => follow::show_and_follow(client, id, out).await,
+        TokenAction::Show { id: Some(id), .. } => show(client, id, out).await,
         TokenAction::Steer { id, action } => {
             let token = match action {
                 Steer::Pause => client.pause(id).await?,

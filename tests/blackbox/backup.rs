@@ -1,6 +1,7 @@
 //! Black-box: `stateous backup FILE` copies a SQLite database while the control
 //! plane serves and writes it, the copy is whole and can be served in its place,
-//! and a backup that cannot be made says why and leaves nothing behind.
+//! and a backup that cannot be made says why (a missing folder included) and leaves
+//! nothing behind.
 
 use crate::harness;
 
@@ -122,4 +123,13 @@ fn a_backup_that_cannot_be_made_says_why_and_leaves_nothing() {
     assert_eq!(finished.code(), 1, "{finished}");
     assert!(finished.stderr.contains("exists already"), "{finished}");
     assert_eq!(std::fs::read(&taken).unwrap(), b"mine");
+
+    let finished = run(here, &["backup", "backups/out.db", "--db", &db]);
+    assert_eq!(finished.code(), 1, "{finished}");
+    assert_eq!(
+        finished.stderr.trim_end(),
+        "error: the folder backups does not exist; make it first",
+        "{finished}"
+    );
+    assert!(!here.join("backups").exists(), "{finished}");
 }

@@ -394,6 +394,24 @@ fn help_documents_the_timing_flags_and_their_environment_variables() {
     }
 }
 
+/// `--supervise`'s help says what one Ctrl-C does: it stops both, the supervisor
+/// first (`supervisor_guarantees` proves it), not the supervisor alone.
+#[test]
+fn help_says_one_ctrl_c_stops_the_supervisor_beside_it_and_then_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let help = run(dir.path(), &["serve", "--help"]);
+    assert_eq!(help.code(), 0, "{help}");
+    let text = help.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        text.contains(
+            "one Ctrl-C stops both, the supervisor gracefully first (the server serves on \
+             until its running routines have reported), then the server; a second Ctrl-C \
+             stops both at once (exit 1)"
+        ),
+        "{help}"
+    );
+}
+
 #[test]
 fn a_wide_address_is_refused_without_keys_and_tls_and_served_with_insecure() {
     let dir = tempfile::tempdir().unwrap();

@@ -212,6 +212,77 @@ async fn a_control_plane_that_does_not_answer_is_one_sentence() {
     assert!(error.to_string().contains("has a host that is not valid"));
 }
 
+/// A control plane that reads each request and closes the connection without an
+/// answer, as one that crashed after it took the request.
+fn closes_after_the_request() -> String {
+    use std::io::Read;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let mut head = [0u8; 4096];
+            let _ = stream.read(&mut head);
+        }
+    });
+    url
+}
+
+#[tokio::test]
+async fn a_change_without_an_answer_says_it_may_have_been_applied_and_what_is_safe() {
+    let url = closes_after_the_request();
+    let said = |error: CommandError| {
+        let text = error.to_string();
+        assert!(
+            text.starts_with(&format!("cannot reach the control plane at {url}: ")),
+            "{text}"
+        );
+        assert!(!text.contains('\n'), "{text}");
+        text
+    };
+    let start = TokenAction::Start {
+        id: "T-1".into(),
+        context: None,
+    };
+    let text = said(run_at(&url, false, start).await.unwrap_err());
+    assert!(
+        text.ends_with(
+            ", so the token may have been started; the same command again is safe \
+             (an id starts one token)"
+        ),
+        "{text}"
+    );
+    let text = said(
+        run_at(&url, true, fire("T-1", None, Some("k")))
+            .await
+            .unwrap_err(),
+    );
+    assert!(
+        text.contains("the same command again is safe (its --key"),
+        "{text}"
+    );
+    let text = said(
+        run_at(&url, false, fire("T-1", None, None))
+            .await
+            .unwrap_err(),
+    );
+    assert!(
+        text.contains("look with `stateous token show T-1` before firing it again"),
+        "{text}"
+    );
+    let pause = TokenAction::Steer {
+        id: "T-1".into(),
+        action: Steer::Pause,
+    };
+    let text = said(run_at(&url, false, pause).await.unwrap_err());
+    assert!(
+        text.contains("so the pause may have been applied"),
+        "{text}"
+    );
+    // A read changes nothing: its sentence is the client's alone.
+    let text = said(run_at(&url, false, show(Some("T-1"))).await.unwrap_err());
+    assert!(!text.contains("may have been"), "{text}");
+}
+
 fn sse(id: u64, seq: i64, kind: &str) -> String {
     let entry = json!({"id": id, "token": "T-1", "seq": seq, "at": "2026-10-07T05:43:39Z",
                        "kind": kind, "data": {}});
