@@ -2,7 +2,8 @@
 //! every match and what it would refuse, by reason (a dry run printed `115 tokens
 //! match ... fire would do:` and the real run then refused 15 that had ended), and
 //! `pause`, `resume`, `cancel` and `fire` leave ended tokens out of the filter
-//! unless `--include-ended` (or a filter that names a status) takes them in.
+//! unless `--include-ended` (or a filter that names a status) takes them in; a
+//! bulk fire's preview says what its run does to a token that took its key.
 
 use crate::harness;
 
@@ -158,7 +159,57 @@ fn a_dry_run_prints_what_it_would_do_to_every_token() {
     );
 }
 
+/// A bulk fire run again after some of its tokens ended: each token that took
+/// its key answers `duplicate`, as the single fire with that key does, and the
+/// preview says so too (it said `refuse 1: 1 token_not_active (cancelled)` and
+/// the run then counted the token duplicate).
+fn a_bulk_fire_previews_a_taken_key_as_duplicate_as_the_run_and_a_single_fire_answer() {
+    let daemon = six();
+    let both = "token in ['A-5', 'A-6']";
+    let fire = ["fire", "submitted", "--where", both, "--include-ended"];
+    let first = token(&daemon, &[&fire[..], &["--reason", "r", "--yes"]].concat());
+    assert!(
+        first
+            .stdout
+            .contains("fired 2 tokens; 0 refused, 0 duplicate, 0 skipped"),
+        "{first}"
+    );
+    daemon.post_empty("/tokens/A-5/cancel").expect(200);
+
+    // The single fire with A-5's key answers duplicate, though A-5 has ended.
+    let key = stateous_shared::operate::bulk_key(None, "submitted", None, "A-5");
+    let headers = [
+        ("content-type", "application/json"),
+        ("Idempotency-Key", &key),
+    ];
+    let single = daemon
+        .request("POST", "/tokens/A-5/events/submitted", &headers, b"{}")
+        .expect(200);
+    assert_eq!(single["duplicate"], true, "{single}");
+    assert_eq!(single["token"]["status"], "cancelled", "{single}");
+
+    let preview = token(&daemon, &[&fire[..], &["--dry-run"]].concat());
+    assert_eq!(
+        counts(&preview),
+        "fire would apply to 0 tokens, find 2 already done",
+        "{preview}"
+    );
+    assert!(
+        preview
+            .stdout
+            .contains("A-5: review, cancelled -> duplicate"),
+        "{preview}"
+    );
+    let again = token(&daemon, &[&fire[..], &["--reason", "r", "--yes"]].concat());
+    assert_eq!(
+        counts(&again),
+        "fired 0 tokens; 0 refused, 2 duplicate, 0 skipped",
+        "{again}"
+    );
+}
+
 both!(
     a_dry_run_prints_what_it_would_do_to_every_token,
     a_preview_counts_what_it_would_do_and_refuse_and_leaves_ended_tokens_out,
+    a_bulk_fire_previews_a_taken_key_as_duplicate_as_the_run_and_a_single_fire_answer,
 );
