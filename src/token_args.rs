@@ -132,8 +132,8 @@ pub struct BulkFlags {
     #[arg(long)]
     pub jsonl: bool,
     /// With --where: take in the ended tokens the filter matches too (each is
-    /// refused and counted). Without it pause, resume, cancel and fire leave them
-    /// out, unless the filter names a status (`status == 'completed'`).
+    /// refused and counted). Without it pause, resume, cancel, fire and migrate
+    /// leave them out, unless the filter names a status (`status == 'completed'`).
     #[arg(long)]
     pub include_ended: bool,
 }

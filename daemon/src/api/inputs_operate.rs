@@ -255,7 +255,11 @@ pub fn bulk(body: &Object) -> Result<BulkInput, Refusal> {
     // the filter chooses statuses itself, or the tokens are listed one by one.
     let live_only = matches!(
         action,
-        BulkAction::Pause | BulkAction::Resume | BulkAction::Cancel | BulkAction::Fire
+        BulkAction::Pause
+            | BulkAction::Resume
+            | BulkAction::Cancel
+            | BulkAction::Fire
+            | BulkAction::Migrate
     ) && !include_ended
         && tokens.is_none()
         && filter

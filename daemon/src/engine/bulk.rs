@@ -71,12 +71,13 @@ pub fn refused(row: &TokenRow, refusal: &Refusal) -> TokenOutcome {
 
 /// What the action would do to `row` now. Changes nothing.
 pub fn preview(rules: &Rules, tx: &dyn Tx, step: &BulkStep, row: &TokenRow) -> Step<TokenOutcome> {
-    if step.action == BulkAction::Migrate {
-        return preview_migrate(rules, tx, step, row);
+    match step.action {
+        BulkAction::Migrate => return preview_migrate(rules, tx, step, row),
+        BulkAction::Fire => return preview_fire(rules, tx, step, row),
+        _ => {}
     }
     match why_not(rules, tx, step, row)? {
         Some(refusal) => Ok(refused(row, &refusal)),
-        None if step.action == BulkAction::Fire => preview_fire(rules, tx, step, row),
         None => {
             let state = py(stateous_shared::history::named(&row.state));
             let detail = match step.action {
@@ -172,7 +173,26 @@ fn already(step: &BulkStep) -> String {
     format!("it already runs on {graph}")
 }
 
-fn preview_fire(rules: &Rules, tx: &dyn Tx, step: &BulkStep, row: &TokenRow) -> Step<TokenOutcome> {
+/// What stops a bulk fire at `row` before anything is written.
+enum Stop {
+    /// The token already took this bulk fire's key: its outcome, as it is now.
+    Duplicate(TokenOutcome),
+    /// The fire is refused.
+    Refused(Refusal),
+}
+
+/// Whether a bulk fire goes on at `row` (`Ok` with the token's key) or stops, in
+/// the single fire's order (`fire::fire`): a key the token already took answers
+/// `duplicate` whatever its status now, as `POST /tokens/{id}/events/{event}`
+/// with that key does; then a token that takes no events, or an event its own
+/// workflow lacks, is refused. The preview and the run both ask this, so that the
+/// preview says what the run will do.
+fn fire_gate(
+    rules: &Rules,
+    tx: &dyn Tx,
+    step: &BulkStep,
+    row: &TokenRow,
+) -> Step<Result<String, Stop>> {
     let event = step.event.as_str();
     let key = bulk_key(
         step.key.as_deref(),
@@ -182,13 +202,35 @@ fn preview_fire(rules: &Rules, tx: &dyn Tx, step: &BulkStep, row: &TokenRow) -> 
     );
     if tx.has_key(&row.token, &key)? {
         let detail = format!("it already took {} from this bulk fire", py(event));
-        return Ok(outcome(row, Outcome::Duplicate, detail));
+        return Ok(Err(Stop::Duplicate(outcome(
+            row,
+            Outcome::Duplicate,
+            detail,
+        ))));
     }
+    // An ended token is refused before anything is written, so that a wide
+    // filter leaves no `event_rejected` entry in the histories of ended tokens.
+    if let Some(refusal) = why_not(rules, tx, step, row)? {
+        return Ok(Err(Stop::Refused(refusal)));
+    }
+    // Nor does an event that the token's own workflow lacks (one of a child
+    // workflow fired at main tokens): the single fire would record it as
+    // refused, two entries per token for a wrong name.
+    if let Some(refusal) = not_its_event(rules, row, event)? {
+        return Ok(Err(Stop::Refused(refusal)));
+    }
+    Ok(Ok(key))
+}
+
+fn preview_fire(rules: &Rules, tx: &dyn Tx, step: &BulkStep, row: &TokenRow) -> Step<TokenOutcome> {
+    match fire_gate(rules, tx, step, row)? {
+        Ok(_) => {}
+        Err(Stop::Duplicate(duplicate)) => return Ok(duplicate),
+        Err(Stop::Refused(refusal)) => return Ok(refused(row, &refusal)),
+    }
+    let event = step.event.as_str();
     let workflow = rules.workflow(row)?;
     let no = |code: Code, sentence: String| Ok(refused(row, &Refusal::new(code, sentence)));
-    if let Some(refusal) = not_its_event(rules, row, event)? {
-        return Ok(refused(row, &refusal));
-    }
     let errors = workflow.payload_errors(event, step.payload.as_ref());
     if !errors.is_empty() {
         return no(
@@ -326,28 +368,12 @@ pub fn apply(rules: &Rules, tx: &dyn Tx, step: &BulkStep, token: &str) -> Step<T
             retry(rules, tx, &input)?
         }
         BulkAction::Fire => {
+            let key = match fire_gate(rules, tx, step, &row)? {
+                Ok(key) => key,
+                Err(Stop::Duplicate(duplicate)) => return Ok(duplicate),
+                Err(Stop::Refused(refusal)) => return Err(Fail::Rollback(refusal)),
+            };
             let event = step.event.clone();
-            let key = bulk_key(
-                step.key.as_deref(),
-                &event,
-                step.payload.as_ref(),
-                &row.token,
-            );
-            if tx.has_key(&row.token, &key)? {
-                let detail = format!("it already took {} from this bulk fire", py(&event));
-                return Ok(outcome(&row, Outcome::Duplicate, detail));
-            }
-            // An ended token is refused before anything is written, so that a wide
-            // filter leaves no `event_rejected` entry in the histories of ended tokens.
-            if let Some(refusal) = why_not(rules, tx, step, &row)? {
-                return Err(Fail::Rollback(refusal));
-            }
-            // Nor does an event that the token's own workflow lacks (one of a child
-            // workflow fired at main tokens): the single fire would record it as
-            // refused, two entries per token for a wrong name.
-            if let Some(refusal) = not_its_event(rules, &row, &event)? {
-                return Err(Fail::Rollback(refusal));
-            }
             operator_entry(tx, step, &row)?;
             // The key is derived from the operator's, so it may break the key's
             // limit even though theirs did not.

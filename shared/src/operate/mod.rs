@@ -144,10 +144,10 @@ pub struct BulkRequest {
     /// A real run: go through at most this many tokens (1 to 1000, default 500).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<i64>,
-    /// `pause`, `resume`, `cancel` and `fire` over `where`: take in the ended
-    /// tokens too, which the filter leaves out by default (each would be refused).
-    /// `retry` and `prune` act on ended tokens and always take them in; listed
-    /// `tokens` are taken as listed.
+    /// `pause`, `resume`, `cancel`, `fire` and `migrate` over `where`: take in the
+    /// ended tokens too, which the filter leaves out by default (each would be
+    /// refused). `retry` and `prune` act on ended tokens and always take them in;
+    /// listed `tokens` are taken as listed.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub include_ended: bool,
     /// A preview: also give what the action would do to every match, in
@@ -255,7 +255,8 @@ pub struct BulkAnswer {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub refusals: Vec<RefusalCount>,
     /// A preview: how many ended tokens the filter also matches but left out
-    /// (`include_ended` takes them in).
+    /// (`include_ended` takes them in). A run's answer has none; the CLI's
+    /// `--json` of a whole run carries its preview's.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub left_out: i64,
     /// A real run: where the walk goes on (send it as `after`); none once every
@@ -353,18 +354,19 @@ pub fn would_line(preview: &BulkAnswer, include: &str) -> String {
             reasons.join(", ")
         ));
     }
-    if preview.left_out > 0 {
-        line.push_str(&format!(
-            "; {} ended {} left out ({include})",
-            preview.left_out,
-            if preview.left_out == 1 {
-                "token"
-            } else {
-                "tokens"
-            }
-        ));
-    }
+    line.push_str(&left_out_words(preview.left_out, include));
     line
+}
+
+/// `; 15 ended tokens left out (include them with --include-ended)`, the end of a
+/// line that counts what a bulk action did or would do, with `include` how to take
+/// the ended tokens in; empty when none was left out.
+pub fn left_out_words(left_out: i64, include: &str) -> String {
+    match left_out {
+        ..=0 => String::new(),
+        1 => format!("; 1 ended token left out ({include})"),
+        n => format!("; {n} ended tokens left out ({include})"),
+    }
 }
 
 /// The body of `POST /tokens/{id}/retry`.

@@ -7,15 +7,16 @@
 //! `--yes` skips the question; without a terminal and without `--yes` it refuses
 //! in one sentence and changes nothing. The run walks the matches a page at a time
 //! (the answer's `next`), telling its progress on the console, then prints a
-//! summary and the tokens that were refused.
+//! summary and the tokens that were refused. The ended tokens that the preview
+//! left out (`left_out`) are left out of the run too, and both say how many.
 
 use std::io::{BufRead, IsTerminal, Write};
 
 use crate::commands::{json_object, line, CommandError};
 use stateous_client::{Client, ClientError, TransportError};
 use stateous_shared::operate::{
-    operator_name, outcome_line, would_line, BulkAction, BulkAnswer, BulkRequest, Outcome,
-    TokenOutcome,
+    left_out_words, operator_name, outcome_line, would_line, BulkAction, BulkAnswer, BulkRequest,
+    Outcome, TokenOutcome,
 };
 
 /// The options of a bulk action.
@@ -48,7 +49,7 @@ pub struct BulkOptions {
     /// `prune --archive`: the absolute path of the folder the histories go to.
     pub archive: Option<String>,
     /// `--include-ended`: take in the ended tokens the filter matches, which
-    /// `pause`, `resume`, `cancel` and `fire` leave out by default.
+    /// `pause`, `resume`, `cancel`, `fire` and `migrate` leave out by default.
     pub include_ended: bool,
 }
 
@@ -167,7 +168,10 @@ pub(super) async fn run(
         if json {
             line(out, &pretty(&preview)?)?;
         }
-        console.note("no token matches the filter; nothing to do");
+        let left_out = none_left_out(preview.left_out);
+        console.note(&format!(
+            "no token matches the filter; nothing to do{left_out}"
+        ));
         return Ok(());
     }
     if !options.yes {
@@ -195,7 +199,10 @@ pub(super) async fn run(
         print_preview(&preview, &options.filter, out)?;
     }
     request.dry_run = false;
-    let total = walk(client, &mut request, preview.count, options, out, console).await?;
+    let mut total = walk(client, &mut request, preview.count, options, out, console).await?;
+    // The walk met only what the preview counted: the ended tokens it left out
+    // are left out of the run too, and its summary says so.
+    total.left_out = preview.left_out;
     if json {
         return line(out, &pretty(&total)?);
     }
@@ -294,11 +301,7 @@ fn print_preview(
     let count = preview.count;
     if count == 0 {
         let action = preview.action.as_str();
-        let left_out = match preview.left_out {
-            0 => String::new(),
-            1 => " (1 ended token left out; include it with --include-ended)".to_string(),
-            n => format!(" ({n} ended tokens left out; include them with --include-ended)"),
-        };
+        let left_out = none_left_out(preview.left_out);
         return line(
             out,
             &format!("no token matches {filter}; {action} would do nothing{left_out}"),
@@ -320,23 +323,34 @@ fn print_preview(
     if more > 0 {
         line(out, &format!("  ... and {more} more"))?;
     }
-    line(
-        out,
-        &would_line(preview, "include them with --include-ended"),
-    )
+    line(out, &would_line(preview, INCLUDE))
+}
+
+/// How to take in the ended tokens a bulk action left out.
+const INCLUDE: &str = "include them with --include-ended";
+
+/// ` (15 ended tokens left out; include them with --include-ended)`, the end of a
+/// line that says no token matched; empty when none was left out.
+fn none_left_out(left_out: i64) -> String {
+    match left_out {
+        ..=0 => String::new(),
+        1 => " (1 ended token left out; include it with --include-ended)".to_string(),
+        n => format!(" ({n} ended tokens left out; {INCLUDE})"),
+    }
 }
 
 fn summarize(total: &BulkAnswer, out: &mut dyn Write) -> Result<(), CommandError> {
     line(
         out,
         &format!(
-            "{} {} {}; {} refused, {} duplicate, {} skipped",
+            "{} {} {}; {} refused, {} duplicate, {} skipped{}",
             total.action.done(),
             total.applied,
             plural(total.applied),
             total.refused,
             total.duplicate,
-            total.skipped
+            total.skipped,
+            left_out_words(total.left_out, INCLUDE)
         ),
     )?;
     for line_text in skipped_lines(&total.outcomes) {

@@ -132,7 +132,8 @@ async fn a_bulk_action_asks_for_the_count_then_walks_every_page() {
          \x20 ... and 2 more\n\
          cancel would apply to 2 tokens and refuse 1: 1 child_token (active); 4 ended \
          tokens left out (include them with --include-ended)\n\
-         cancelled 2 tokens; 1 refused, 0 duplicate, 0 skipped\n\
+         cancelled 2 tokens; 1 refused, 0 duplicate, 0 skipped; 4 ended tokens left out \
+         (include them with --include-ended)\n\
          \x20 C-3: intake, active -> refused (child_token): token 'C-3' is a child of 'C'\n"
     );
     let requests = log.requests.lock().unwrap().clone();
