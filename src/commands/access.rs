@@ -6,7 +6,7 @@
 use std::io::Write;
 
 use super::CommandError;
-use stateous_client::{AccessKey, Client};
+use stateous_client::{AccessKey, Client, TlsOptions};
 use stateous_shared::access::{KeyView, NewKey};
 
 /// One `stateous access ...` command line.
@@ -16,6 +16,8 @@ pub struct AccessCommand {
     pub url: Option<String>,
     /// The key to send (an admin key, over TCP).
     pub key: Option<AccessKey>,
+    /// What an `https://` control plane is trusted by (`--cacert`, ...).
+    pub tls: TlsOptions,
     /// What to do.
     pub action: AccessAction,
 }
@@ -44,7 +46,8 @@ pub async fn run(command: &AccessCommand, out: &mut dyn Write) -> Result<(), Com
             .filter(|url| !url.trim().is_empty())
             .unwrap_or_else(|| format!("unix://{}", stateous_client::default_socket().display())),
     };
-    let client = Client::new(&url)?.with_access_key(command.key.as_ref());
+    let client = Client::with_tls(&url, stateous_client::DEFAULT_TIMEOUT, false, &command.tls)?
+        .with_access_key(command.key.as_ref());
     let refused = |error| CommandError::Client(error).with_code();
     match &command.action {
         AccessAction::Add(key) => {
