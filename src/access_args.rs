@@ -1,4 +1,4 @@
-//! The access key flags every client command takes (`token`, `tui`, `bench`,
+//! The access key flags every client command takes (`token`, `access`, `tui`, `bench`,
 //! `clock`, `supervise`), in one struct flattened into each, and the command
 //! line of `stateous access ...` (`docs/reference/cli.md`).
 
@@ -7,6 +7,8 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand};
 use stateous_client::AccessKey;
 use stateous_shared::access::ACCESS_KEY_ENV;
+
+use crate::client_args::ClientTlsArgs;
 
 /// Where a client finds its access key: `--access-key-file`, else
 /// `STATEOUS_ACCESS_KEY`; neither: it sends none (the Unix socket and a control
@@ -46,6 +48,8 @@ pub struct AccessCommandArgs {
     pub url: Option<String>,
     #[command(flatten)]
     pub access: AccessArgs,
+    #[command(flatten)]
+    pub tls: ClientTlsArgs,
     #[command(subcommand)]
     pub action: AccessAction,
 }

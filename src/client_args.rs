@@ -1,4 +1,4 @@
-//! The TLS flags every client command takes (`token`, `tui`, `bench`, `clock`,
+//! The TLS flags every client command takes (`token`, `access`, `tui`, `bench`, `clock`,
 //! `supervise`): what an `https://` control plane is trusted by, and the
 //! certificate shown to one that asks for it (`docs/reference/cli.md`, "Clients
 //! over https").

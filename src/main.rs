@@ -246,6 +246,7 @@ fn access_command(args: access_args::AccessCommandArgs) -> commands::access::Acc
     commands::access::AccessCommand {
         url: args.url,
         key: args.access.key().unwrap_or_else(|e| exit_with(e)),
+        tls: args.tls.options(),
         action,
     }
 }

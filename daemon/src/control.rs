@@ -30,7 +30,8 @@ use crate::clock::Clock;
 use crate::engine::LOST;
 use crate::engine::{self, Rules, Step};
 use crate::input::{
-    ClaimInput, FireInput, HeartbeatInput, MemoryInput, NoteInput, ReportInput, StartInput,
+    ClaimInput, FireInput, HeartbeatInput, HookStart, MemoryInput, NoteInput, ReportInput,
+    StartInput,
 };
 use crate::metrics::Metrics;
 use crate::store::backend::{holder_name, Database, Inspected, Standby, StoreOptions};
@@ -282,11 +283,7 @@ impl Control {
 
     /// `POST /hooks/{name}`: the hook's event, after starting a missing token
     /// when the hook starts tokens (`engine::fire::fire_or_start`).
-    pub async fn hook(
-        &self,
-        start: Option<StartInput>,
-        input: FireInput,
-    ) -> Result<Fired, Refusal> {
+    pub async fn hook(&self, start: Option<HookStart>, input: FireInput) -> Result<Fired, Refusal> {
         let (token, duplicate) = self
             .write(move |rules, tx| engine::fire::fire_or_start(rules, tx, start.as_ref(), &input))
             .await?;

@@ -228,6 +228,19 @@ impl StartInput {
     }
 }
 
+/// `POST /hooks/{name}` of a hook that starts tokens: what a delivery whose token
+/// is missing does. Whether the token is missing is the engine's to judge, in the
+/// transaction of the event, so a delivery for a token that exists never needs
+/// the start.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HookStart {
+    /// Start the missing token with this input.
+    Start(StartInput),
+    /// The delivery cannot start the token (its `start.context` template finds
+    /// nothing): refused with this when the token is missing, unused otherwise.
+    Cannot(Refusal),
+}
+
 /// `POST /tokens/{id}/events/{event}`. The token and the event are judged by the
 /// engine (a token that is not there, an event the state does not know).
 #[derive(Debug, Clone, PartialEq)]

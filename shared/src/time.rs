@@ -29,6 +29,15 @@ pub fn parse_iso(text: &str) -> Option<Moment> {
         .map(|naive| naive.and_utc())
 }
 
+/// `2026-12-02 13:48Z`: an ISO text cut to the minute, in UTC, for lines people
+/// read; the text unchanged when it is not a moment.
+pub fn to_the_minute(text: &str) -> String {
+    match parse_iso(text) {
+        Some(moment) => moment.format("%Y-%m-%d %H:%MZ").to_string(),
+        None => text.to_string(),
+    }
+}
+
 /// The moment from microseconds since 1970 (how the store keeps time).
 pub fn from_micros(micros: i64) -> Moment {
     DateTime::from_timestamp_micros(micros).unwrap_or_default()
@@ -50,5 +59,18 @@ mod tests {
         let fine = parse_iso("2026-10-16T20:48:44.845389Z").unwrap();
         assert_eq!(iso(fine), "2026-10-16T20:48:44.845389Z");
         assert_eq!(from_micros(to_micros(fine)), fine);
+    }
+
+    #[test]
+    fn to_the_minute_reads_in_utc_and_keeps_what_is_no_moment() {
+        assert_eq!(
+            to_the_minute("2026-12-02T13:48:36.763003Z"),
+            "2026-12-02 13:48Z"
+        );
+        assert_eq!(
+            to_the_minute("2026-12-02T14:48:59+01:00"),
+            "2026-12-02 13:48Z"
+        );
+        assert_eq!(to_the_minute("soon"), "soon");
     }
 }

@@ -6,8 +6,9 @@
 use std::io::Write;
 
 use super::CommandError;
-use stateous_client::{AccessKey, Client};
+use stateous_client::{AccessKey, Client, TlsOptions};
 use stateous_shared::access::{KeyView, NewKey};
+use stateous_shared::time::to_the_minute;
 
 /// One `stateous access ...` command line.
 #[derive(Debug, Clone)]
@@ -16,6 +17,8 @@ pub struct AccessCommand {
     pub url: Option<String>,
     /// The key to send (an admin key, over TCP).
     pub key: Option<AccessKey>,
+    /// What an `https://` control plane is trusted by (`--cacert`, ...).
+    pub tls: TlsOptions,
     /// What to do.
     pub action: AccessAction,
 }
@@ -35,7 +38,8 @@ pub enum AccessAction {
 }
 
 /// Run `command`: `add` writes the secret alone on a line of `out`, `list` a
-/// line per key (or the JSON), `revoke` nothing (a line on stderr).
+/// line per key (or the JSON; no key: nothing, and [`NO_KEYS`] on stderr),
+/// `revoke` nothing (a line on stderr).
 pub async fn run(command: &AccessCommand, out: &mut dyn Write) -> Result<(), CommandError> {
     let url = match &command.url {
         Some(url) => url.clone(),
@@ -44,7 +48,8 @@ pub async fn run(command: &AccessCommand, out: &mut dyn Write) -> Result<(), Com
             .filter(|url| !url.trim().is_empty())
             .unwrap_or_else(|| format!("unix://{}", stateous_client::default_socket().display())),
     };
-    let client = Client::new(&url)?.with_access_key(command.key.as_ref());
+    let client = Client::with_tls(&url, stateous_client::DEFAULT_TIMEOUT, false, &command.tls)?
+        .with_access_key(command.key.as_ref());
     let refused = |error| CommandError::Client(error).with_code();
     match &command.action {
         AccessAction::Add(key) => {
@@ -61,6 +66,9 @@ pub async fn run(command: &AccessCommand, out: &mut dyn Write) -> Result<(), Com
             let keys = client.access_keys().await.map_err(refused)?;
             if *json {
                 writeln!(out, "{}", serde_json::to_string(&keys).unwrap_or_default())?;
+            } else if keys.is_empty() {
+                // Not data: stdout stays empty, as for a list of nothing.
+                eprintln!("{NO_KEYS}");
             } else {
                 for key in &keys {
                     writeln!(out, "{}", line(key))?;
@@ -75,19 +83,25 @@ pub async fn run(command: &AccessCommand, out: &mut dyn Write) -> Result<(), Com
     Ok(())
 }
 
-/// `NAME  ROLE  SUPERVISOR  created ...  last used ...`, and `revoked ...` when
-/// it was.
+/// What `list` says, on stderr, when the control plane has no key.
+pub const NO_KEYS: &str = "no access key: make one with stateous access add NAME --role ROLE";
+
+/// `NAME  ROLE  SUPERVISOR  created TIME  last used TIME`, and `  revoked TIME`
+/// when it was; each time to the minute in UTC (`2026-12-02 13:48Z`), `never`
+/// for a key no request carried.
 pub fn line(key: &KeyView) -> String {
     let mut line = format!(
         "{}  {}  {}  created {}  last used {}",
         key.name,
         key.role,
         key.supervisor.as_deref().unwrap_or("-"),
-        key.created,
-        key.last_used.as_deref().unwrap_or("never")
+        to_the_minute(&key.created),
+        key.last_used
+            .as_deref()
+            .map_or("never".to_string(), to_the_minute)
     );
     if let Some(revoked) = &key.revoked {
-        line.push_str(&format!("  revoked {revoked}"));
+        line.push_str(&format!("  revoked {}", to_the_minute(revoked)));
     }
     line
 }

@@ -556,7 +556,28 @@ fn access_reads_stateous_url_before_the_default_socket() {
     assert!(stdout.starts_with("stateous_key_"), "{stdout}");
 }
 
+/// `access list` says how to make a key when there is none, and prints each
+/// key's times to the minute in UTC.
+fn access_list_prints_times_to_the_minute_and_says_when_there_is_no_key() {
+    let daemon = sdlc();
+    let url = format!("unix://{}", daemon.socket.display());
+    let none = run(daemon.dir.path(), &["access", "list", "--url", &url]);
+    assert_eq!((none.code(), none.stdout.as_str()), (0, ""), "{none}");
+    let said = "no access key: make one with stateous access add NAME --role ROLE\n";
+    assert_eq!(none.stderr, said, "{none}");
+    add_key(&daemon, "ops", "read", None);
+    let listed = access(&daemon, &["list"]);
+    let time = |at: &str| at.len() == 17 && at.as_bytes()[10] == b' ' && at.ends_with('Z');
+    let created = listed
+        .trim_end()
+        .strip_prefix("ops  read  -  created ")
+        .unwrap_or("");
+    let (made, used) = created.split_once("  last used ").unwrap_or(("", ""));
+    assert!(time(made) && used == "never", "{listed}");
+}
+
 both!(
+    access_list_prints_times_to_the_minute_and_says_when_there_is_no_key,
     access_reads_stateous_url_before_the_default_socket,
     tcp_is_open_until_the_first_key_and_then_needs_one_but_for_health,
     a_key_sent_with_another_scheme_is_told_to_send_it_as_bearer,

@@ -237,7 +237,36 @@ fn a_delivery_held_while_paused_applies_once_on_resume() {
     assert_eq!(done[0]["data"]["hook"], mark);
 }
 
+/// `start:` is for a missing token: a delivery for a token that exists is fired
+/// even when the start's context template finds nothing in its body, and one for
+/// a missing token is refused 422 and starts nothing.
+fn a_delivery_for_a_token_that_exists_needs_no_start_context() {
+    let (_dir, path) = hooks_file(HOOKS);
+    let daemon = serve_hooks(&path);
+    start_order(&daemon, "T-9");
+    // No `repository` in the body: the start's `{body.repository.full_name}`
+    // finds nothing, and the token exists.
+    let bare = json!({"action": "closed", "pull_request": {"number": 9}});
+    let fired = github(&daemon, "gh-exists-1", &bare).expect(200);
+    assert_eq!(
+        (&fired["token"], &fired["state"]),
+        (&json!("T-9"), &json!("testing"))
+    );
+    let again = github(&daemon, "gh-exists-1", &bare).expect(200);
+    assert_eq!(again["duplicate"], true, "{again}");
+    let context = daemon.get("/tokens/T-9").expect(200)["context"].clone();
+    assert_eq!(context, json!({"repo": "acme/shop"}));
+    let missing = json!({"action": "closed", "pull_request": {"number": 10}});
+    let sentence = github(&daemon, "gh-missing-1", &missing).refused(422, "invalid_body");
+    assert!(
+        sentence.contains("start.context") && sentence.contains("{body.repository.full_name}"),
+        "{sentence}"
+    );
+    daemon.get("/tokens/T-10").refused(404, "token_not_found");
+}
+
 both!(
+    a_delivery_for_a_token_that_exists_needs_no_start_context,
     a_github_delivery_starts_its_token_fires_once_and_a_redelivery_is_a_duplicate,
     a_redelivery_after_a_restart_is_a_duplicate,
     a_delivery_held_while_paused_applies_once_on_resume,

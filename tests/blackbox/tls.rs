@@ -73,7 +73,10 @@ fn metric(daemon: &Daemon, line_start: &str) -> f64 {
         .unwrap_or_else(|| panic!("no {line_start} in\n{text}"))
 }
 
-both!(token_commands_speak_https_to_a_daemon_given_its_ca);
+both!(
+    token_commands_speak_https_to_a_daemon_given_its_ca,
+    access_commands_speak_https_to_a_daemon_given_its_ca,
+);
 
 fn token_commands_speak_https_to_a_daemon_given_its_ca() {
     let certs = pki();
@@ -96,6 +99,48 @@ fn token_commands_speak_https_to_a_daemon_given_its_ca() {
         String::from_utf8_lossy(&shown.stderr)
     );
     assert!(stdout.starts_with("ORDER-1: draft"), "{stdout}");
+}
+
+/// `access` takes the TLS flags of the other clients: `--cacert`, and
+/// `STATEOUS_CACERT` in its place.
+fn access_commands_speak_https_to_a_daemon_given_its_ca() {
+    let certs = pki();
+    let server = made(certs.path(), "server");
+    let daemon = https_daemon(&server, &[]);
+    let secret = crate::access::add_key(&daemon, "ops", "admin", None);
+    let key = certs.path().join("ops.key");
+    std::fs::write(&key, &secret).unwrap();
+    let key = key.display().to_string();
+    let listed = over_https(
+        &daemon,
+        &server.cert,
+        &["access", "list", "--access-key-file", &key],
+    );
+    assert_eq!(listed.code(), 0, "{listed}");
+    assert!(
+        listed.stdout.starts_with("ops  admin  -  created "),
+        "{listed}"
+    );
+    let added = std::process::Command::new(harness::binary())
+        .args([
+            "access",
+            "add",
+            "reader",
+            "--role",
+            "read",
+            "--url",
+            &daemon.url,
+        ])
+        .args(["--access-key-file", &key])
+        .env("STATEOUS_CACERT", &server.cert)
+        .output()
+        .unwrap();
+    assert!(
+        added.status.success(),
+        "{}",
+        String::from_utf8_lossy(&added.stderr)
+    );
+    assert!(String::from_utf8_lossy(&added.stdout).starts_with("stateous_key_"));
 }
 
 #[test]

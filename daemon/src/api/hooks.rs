@@ -17,7 +17,7 @@ use stateous_shared::refusal::{Code, Refusal};
 use stateous_shared::wire::{Duplicate, Object};
 
 use super::{json, Answer, Api};
-use crate::input::{FireInput, HookMark, Key, StartInput};
+use crate::input::{FireInput, HookMark, HookStart, Key, StartInput};
 
 /// The hooks a control plane serves, with their keys. Cheap to clone.
 #[derive(Clone, Default)]
@@ -138,7 +138,7 @@ struct Ignored<'a> {
 
 /// What a delivery becomes before the control plane sees it.
 struct Made {
-    start: Option<StartInput>,
+    start: Option<HookStart>,
     fire: FireInput,
 }
 
@@ -298,15 +298,20 @@ fn make(spec: &HookSpec, delivery: &Delivery, event: String) -> Result<Made, Ref
             }
         },
     };
+    // A start context the delivery cannot fill refuses the delivery only when
+    // the token is missing, which the engine judges in the event's transaction.
     let start = match &spec.start {
         None => None,
-        Some(shape) => {
-            let context = match shape.render(delivery).map_err(missing("start.context"))? {
-                Value::Object(object) => object,
-                _ => Object::new(),
-            };
-            Some(StartInput::new(token.clone(), context)?)
-        }
+        Some(shape) => Some(match shape.render(delivery) {
+            Ok(rendered) => {
+                let context = match rendered {
+                    Value::Object(object) => object,
+                    _ => Object::new(),
+                };
+                HookStart::Start(StartInput::new(token.clone(), context)?)
+            }
+            Err(gap) => HookStart::Cannot(missing("start.context")(gap)),
+        }),
     };
     let fire = FireInput {
         token,

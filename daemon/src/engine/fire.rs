@@ -5,7 +5,7 @@ use stateous_shared::wire::TokenView;
 
 use super::route::route;
 use super::{lock, py, refuse, reject, view, Rules, Step, Via, OWN_EVENTS};
-use crate::input::{FireInput, StartInput};
+use crate::input::{FireInput, HookStart};
 use crate::store::Tx;
 
 /// Fire the event: `(token, duplicate)`. A repeated key answers the token as it
@@ -71,15 +71,27 @@ pub fn fire(rules: &Rules, tx: &dyn Tx, input: &FireInput) -> Step<(TokenView, b
 /// missing token is started first, in the same transaction as the event, so that
 /// redeliveries start it once and apply the event once. An event refused with its
 /// `event_rejected` entry kept (409) keeps the start too; any other refusal undoes
-/// both.
+/// both. A start the delivery cannot make (`HookStart::Cannot`) is refused only
+/// when the token is missing; a token that exists takes the event as without it.
 pub fn fire_or_start(
     rules: &Rules,
     tx: &dyn Tx,
-    start: Option<&StartInput>,
+    start: Option<&HookStart>,
     input: &FireInput,
 ) -> Step<(TokenView, bool)> {
-    if let Some(start) = start {
-        super::start::start(rules, tx, start)?;
+    match start {
+        None => {}
+        Some(HookStart::Start(start)) => {
+            super::start::start(rules, tx, start)?;
+        }
+        Some(HookStart::Cannot(refusal)) => {
+            // Held as a start holds it, so a start of the same id by another
+            // request is seen here whole or not at all.
+            tx.lock_family(&input.token, true)?;
+            if tx.token(&input.token)?.is_none() {
+                return Err(refusal.clone().into());
+            }
+        }
     }
     fire(rules, tx, input)
 }
