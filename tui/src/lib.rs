@@ -91,7 +91,8 @@ pub fn color_wanted() -> bool {
 /// Run the TUI with `options` until `q`.
 pub fn run(options: Options) -> Result<(), TuiError> {
     options.check().map_err(TuiError::Options)?;
-    let url = stateous_client::resolve_url(options.url.as_deref());
+    let url = stateous_client::resolve_url(options.url.as_deref())
+        .map_err(|error| TuiError::Client(error.to_string()))?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
