@@ -59,7 +59,8 @@ pub struct Options {
     /// `--client-key`).
     pub tls: stateous_client::TlsOptions,
     /// `--where`: start on this filter of the filter language, as if typed after
-    /// `/` (checked by [`Options::check`]).
+    /// `/` (parsed by [`Options::check`]; one the daemon answers with a 422 is
+    /// refused too, before the screen is taken).
     pub filter: Option<String>,
 }
 
