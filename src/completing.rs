@@ -17,7 +17,10 @@ where
     F: FnOnce(Client) -> Fut,
     Fut: std::future::Future<Output = Vec<String>>,
 {
-    let Ok(client) = Client::with_timeout(&resolve_url(None), WITHIN) else {
+    let Ok(url) = resolve_url(None) else {
+        return Vec::new();
+    };
+    let Ok(client) = Client::with_timeout(&url, WITHIN) else {
         return Vec::new();
     };
     let Ok(runtime) = tokio::runtime::Builder::new_current_thread()

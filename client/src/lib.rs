@@ -51,19 +51,31 @@ pub const DEFAULT_URL: &str = "http://127.0.0.1:8080";
 /// The URL a client uses: `flag`, then `STATEOUS_URL`, then the default socket if
 /// something listens there, then [`DEFAULT_URL`]. The first two may be a list
 /// of addresses separated by commas, which [`Client::new`] checks. A
-/// `STATEOUS_URL` that is set is used even when empty, so that the client refuses
-/// it as it refuses `--url ""`: falling back to the default address would talk to
-/// a control plane nobody named (README, "Which daemon a client talks to").
-pub fn resolve_url(flag: Option<&str>) -> String {
+/// `STATEOUS_URL` that is set but empty is refused, as `--url ""` is: falling
+/// back to the default address would talk to a control plane nobody named
+/// (README, "Which daemon a client talks to").
+///
+/// Errors: [`ClientError::BadUrl`] when `flag` is `None` and `STATEOUS_URL` is set
+/// but empty (or only spaces); the sentence names the variable, since nothing on
+/// the command line was empty.
+pub fn resolve_url(flag: Option<&str>) -> Result<String, ClientError> {
     if let Some(url) = flag {
-        return url.to_string();
+        return Ok(url.to_string());
     }
     if let Some(url) = std::env::var_os("STATEOUS_URL") {
-        return url.to_string_lossy().into_owned();
+        let url = url.to_string_lossy().into_owned();
+        if url.trim().is_empty() {
+            return Err(ClientError::BadUrl(
+                "STATEOUS_URL is set but empty; set it to http://HOST:PORT or unix:///PATH, \
+                 or unset it"
+                    .to_string(),
+            ));
+        }
+        return Ok(url);
     }
     let socket = default_socket();
     if std::os::unix::net::UnixStream::connect(&socket).is_ok() {
-        return format!("unix://{}", socket.display());
+        return Ok(format!("unix://{}", socket.display()));
     }
-    DEFAULT_URL.to_string()
+    Ok(DEFAULT_URL.to_string())
 }

@@ -127,11 +127,28 @@ pub struct SupervisorView {
     pub last_seen: String,
 }
 
-/// `GET /supervisors`.
+/// A supervisor that said it stopped (`POST /supervisors/{name}/stop`) and has
+/// not been heard from since.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoppedSupervisor {
+    /// Its name.
+    pub name: String,
+    /// The states it claimed for before it stopped.
+    #[serde(default)]
+    pub states: Vec<String>,
+    /// When it said it stopped, ISO 8601 in UTC.
+    pub stopped_at: String,
+}
+
+/// `GET /supervisors`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SupervisorList {
-    /// The supervisors seen, by name.
+    /// The supervisors seen, by name, less those that said they stopped.
     pub supervisors: Vec<SupervisorView>,
+    /// Those that said they stopped, by name (the most recent few): absent from
+    /// a control plane that does not keep them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stopped: Vec<StoppedSupervisor>,
 }
 
 /// One event of `GET /watch`: a ledger entry after its commit.

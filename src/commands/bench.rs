@@ -100,7 +100,7 @@ pub async fn run(options: &BenchOptions, out: &mut dyn Write) -> Result<(), Comm
             "--max-seconds must be at least 1".into(),
         ));
     }
-    let url = resolve_url(options.url.as_deref());
+    let url = resolve_url(options.url.as_deref())?;
     let client = Client::with_tls(&url, stateous_client::DEFAULT_TIMEOUT, true, &options.tls)?
         .with_access_key(options.key.as_ref());
     let health = client.health().await?;

@@ -33,7 +33,7 @@ pub fn run(args: BenchHooksArgs) -> Result<(), String> {
         return Err("--deliveries, --clients and --max-seconds must be at least 1".into());
     }
     let (hook, key) = hook_and_key(&args.hooks, &args.hook)?;
-    let url = resolve_url(args.url.as_deref());
+    let url = resolve_url(args.url.as_deref()).map_err(|e| e.to_string())?;
     let endpoint = Endpoint::parse(&url).map_err(|e| e.to_string())?;
     let since = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

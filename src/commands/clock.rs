@@ -47,7 +47,7 @@ pub enum ClockAction {
 
 /// Run `command`, writing the clock's line (or its JSON) to `out`.
 pub async fn run(command: &ClockCommand, out: &mut dyn Write) -> Result<(), CommandError> {
-    let url = resolve_url(command.url.as_deref());
+    let url = resolve_url(command.url.as_deref())?;
     let client = Client::with_tls(&url, ADVANCE_WITHIN, false, &command.tls)?
         .with_access_key(command.key.as_ref());
     let answered = match &command.action {

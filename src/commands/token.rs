@@ -151,7 +151,7 @@ pub async fn run_with(
             ));
         }
     }
-    let url = resolve_url(command.url.as_deref());
+    let url = resolve_url(command.url.as_deref())?;
     let client = Client::with_tls(&url, stateous_client::DEFAULT_TIMEOUT, false, &command.tls)?
         .with_access_key(command.key.as_ref());
     // The commands of ours name a refusal's code; the reference's print its line.

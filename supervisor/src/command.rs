@@ -200,7 +200,7 @@ pub(crate) async fn supervise_with(
 ) -> Result<i32, StartError> {
     let loaded = load_folder(folder)?;
     let outbox = open_outbox(&loaded.path)?;
-    let url = loaded.config.control_plane(url);
+    let url = loaded.config.control_plane(url).map_err(StartError)?;
     let timings = loaded.config.timings.clone();
     // The command line's key (or STATEOUS_ACCESS_KEY) wins over the folder's file.
     let key = match (key, &loaded.config.access_key_file) {

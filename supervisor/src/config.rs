@@ -98,10 +98,12 @@ impl Config {
     /// The control plane to use: `flag` (`supervise --url`), else `url`, else as every
     /// client finds it: `STATEOUS_URL`, the default socket when a daemon listens there,
     /// `http://127.0.0.1:8080`.
-    pub fn control_plane(&self, flag: Option<&str>) -> String {
+    ///
+    /// Errors: the sentence when `STATEOUS_URL` is the one to use and is set but empty.
+    pub fn control_plane(&self, flag: Option<&str>) -> Result<String, String> {
         match flag.or(self.url.as_deref()) {
-            Some(url) => url.trim_end_matches('/').to_string(),
-            None => stateous_client::resolve_url(None),
+            Some(url) => Ok(url.trim_end_matches('/').to_string()),
+            None => stateous_client::resolve_url(None).map_err(|error| error.to_string()),
         }
     }
 
@@ -418,17 +420,29 @@ mod tests {
     #[test]
     fn url_is_one_address_or_a_list_of_them() {
         let one = Config::parse("url: http://127.0.0.1:8080/\n").unwrap();
-        assert_eq!(one.control_plane(None), "http://127.0.0.1:8080");
+        assert_eq!(
+            one.control_plane(None).as_deref(),
+            Ok("http://127.0.0.1:8080")
+        );
         let list = Config::parse("url: [http://10.0.0.1:8080/, 'unix:///run/s.sock']\n").unwrap();
         assert_eq!(
-            list.control_plane(None),
-            "http://10.0.0.1:8080,unix:///run/s.sock"
+            list.control_plane(None).as_deref(),
+            Ok("http://10.0.0.1:8080,unix:///run/s.sock")
         );
         let block = Config::parse("url:\n  - http://a:1\n  - http://b:2\n").unwrap();
-        assert_eq!(block.control_plane(None), "http://a:1,http://b:2");
+        assert_eq!(
+            block.control_plane(None).as_deref(),
+            Ok("http://a:1,http://b:2")
+        );
         let commas = Config::parse("url: http://a:1, http://b:2\n").unwrap();
-        assert_eq!(commas.control_plane(None), "http://a:1,http://b:2");
-        assert_eq!(block.control_plane(Some("http://c:3")), "http://c:3");
+        assert_eq!(
+            commas.control_plane(None).as_deref(),
+            Ok("http://a:1,http://b:2")
+        );
+        assert_eq!(
+            block.control_plane(Some("http://c:3")).as_deref(),
+            Ok("http://c:3")
+        );
         for (text, problem) in [
             (
                 "url: []",
@@ -456,8 +470,14 @@ mod tests {
              idle: 1\nbackoff: [100ms, 1s]\nroutines:\n  testing: ./run-tests --fast\n",
         )
         .unwrap();
-        assert_eq!(config.control_plane(None), "http://127.0.0.1:8080");
-        assert_eq!(config.control_plane(Some("unix:///s")), "unix:///s");
+        assert_eq!(
+            config.control_plane(None).as_deref(),
+            Ok("http://127.0.0.1:8080")
+        );
+        assert_eq!(
+            config.control_plane(Some("unix:///s")).as_deref(),
+            Ok("unix:///s")
+        );
         assert_eq!(config.tasks, 8);
         assert_eq!(config.supervisor_name(), "box-1");
         assert_eq!(config.timings.heartbeat, Duration::from_millis(500));

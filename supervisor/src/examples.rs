@@ -92,7 +92,10 @@ mod tests {
             let dir = tempfile::tempdir().unwrap();
             write_example(name, dir.path(), "http://127.0.0.1:1", "idle: 50ms\n").unwrap();
             let config = Config::load(&dir.path().join("stateous.yaml")).unwrap();
-            assert_eq!(config.control_plane(None), "http://127.0.0.1:1");
+            assert_eq!(
+                config.control_plane(None).as_deref(),
+                Ok("http://127.0.0.1:1")
+            );
             let contract = Contract::load(&dir.path().join("contract.json")).unwrap();
             let found = crate::routines::discover(dir.path(), &contract, &config.routines).unwrap();
             assert_eq!(found.by_state.len(), contract.states.len(), "{name}");

@@ -2,8 +2,8 @@
 //! stop reports each routine it killed as a failed attempt, so that the task is
 //! tried again now rather than when its lease ends; every stop says so with
 //! `POST /supervisors/{name}/stop`, so that `GET /supervisors`, `token why` and the
-//! metrics no longer count the supervisor; a refused claim or heartbeat lists no
-//! supervisor at all.
+//! metrics no longer count the supervisor, and the first two say when it stopped;
+//! a refused claim or heartbeat lists no supervisor at all.
 
 use crate::harness;
 use crate::supervising;
@@ -94,7 +94,8 @@ fn a_forced_stop_fails_its_attempt_at_once_and_the_task_is_tried_again_now() {
     assert!(listed(&daemon).is_empty(), "{}", daemon.report());
     assert_eq!(counted(&daemon), "0");
     let why = daemon.get("/tokens/F-1/why").expect(200);
-    assert!(!why.to_string().contains("\"vm\""), "{why}");
+    assert_eq!(why["supervisors"], json!([]), "{why}");
+    assert_eq!(why["stopped"][0]["name"], "vm", "{why}");
     // A new supervisor of the same name takes the task again well within the
     // lease of the attempt that was stopped.
     std::fs::write(folder.join("go"), "").unwrap();
@@ -129,6 +130,9 @@ fn a_forced_stop_without_a_control_plane_exits_and_keeps_the_report_in_the_outbo
     assert_eq!(kept[0].1["error"], "the supervisor was stopped", "{kept:?}");
 }
 
+/// The supervisors list, `token why` and the metric drop it at once; the list and
+/// `why` say when it stopped (they said that no supervisor had claimed, or that
+/// none serving the state had been heard from since the control plane started).
 fn a_graceful_stop_leaves_the_supervisors_list_why_and_the_metric_at_once() {
     let daemon = sdlc_long_lease();
     let folder = folder_named(&daemon, "vm", "vm", &[("coding.sh", CODING_UNTIL_GO)]);
@@ -144,11 +148,34 @@ fn a_graceful_stop_leaves_the_supervisors_list_why_and_the_metric_at_once() {
     assert_eq!(sup.wait().code(), Some(0), "{}", sup.report());
     assert!(listed(&daemon).is_empty(), "{}", sup.report());
     assert_eq!(counted(&daemon), "0");
+    let list = daemon.get("/supervisors").expect(200);
+    let stopped = &list["stopped"];
+    assert_eq!(stopped[0]["name"], "vm", "{list}");
+    assert_eq!(stopped[0]["states"], json!(["coding"]), "{list}");
+    let at = stopped[0]["stopped_at"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(!at.is_empty(), "{list}");
     start_token(&daemon, "W-1");
     let why = daemon.get("/tokens/W-1/why").expect(200);
     assert_eq!(why["supervisors"], json!([]), "{why}");
+    assert_eq!(why["stopped"][0]["name"], "vm", "{why}");
     let said = why["reasons"].to_string();
-    assert!(!said.contains("vm"), "{why}");
+    let sentence = format!("no supervisor serves 'coding' now: vm stopped at {at} (");
+    assert!(said.contains(&sentence), "{why}");
+    assert!(!said.contains("since this control plane started"), "{why}");
+    let cli = harness::run(
+        daemon.dir.path(),
+        &["token", "why", "W-1", "--url", &daemon.url],
+    );
+    assert_eq!(cli.code(), 0, "{cli}");
+    assert!(cli.stdout.contains(&sentence), "{cli}");
+    // A later claim of the name lists it as running again.
+    let claim = json!({"supervisor": "vm", "states": ["coding"]});
+    daemon.post("/tasks/claim", &claim).expect(200);
+    assert_eq!(listed(&daemon), ["vm"]);
+    assert_eq!(daemon.get("/supervisors").expect(200).get("stopped"), None);
 }
 
 fn the_stop_route_forgets_a_name_and_refuses_one_no_supervisor_can_have() {

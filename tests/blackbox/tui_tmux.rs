@@ -259,7 +259,43 @@ fn a_bulk_cancel_at_a_terminal_goes_ahead_only_once_the_count_is_typed() {
     }
 }
 
-both!(d_describes_a_token_y_copies_its_json_into_tmux_and_f_and_o_change_the_screen);
+/// `--where "state == 'reveiw'"` (a state the graph does not have) opened the
+/// screen with `0 shown` and the daemon's 422 in its status line, and exited 0;
+/// README says a `--where` that is not a filter is refused before the screen
+/// changes, and the daemon's 422 says that this one is not.
+fn a_where_the_daemon_refuses_is_refused_before_the_screen_opens() {
+    let daemon = Daemon::orders();
+    let filter = "state == 'reveiw'";
+    // Without a terminal: the refusal comes before the screen would be needed.
+    let refused = harness::run(
+        daemon.dir.path(),
+        &["tui", "--where", filter, "--url", &daemon.url],
+    );
+    assert_eq!(refused.code(), 1, "{refused}");
+    assert!(
+        refused.stderr.starts_with("error: --where: ") && refused.stderr.contains("'reveiw'"),
+        "{refused}"
+    );
+    assert!(!refused.stderr.contains("terminal"), "{refused}");
+    if !have_tmux() {
+        return;
+    }
+    // At a terminal: the error and the exit code, and no screen in between.
+    let command = format!(
+        "{} tui --where \"{filter}\" --url {}; echo \"exit $?\"; sleep 30",
+        binary(),
+        daemon.url
+    );
+    let tmux = Tmux::start("where-refused", &command);
+    let screen = tmux.wait_for("the refusal and exit 1", |s| s.contains("exit 1"));
+    assert!(screen.contains("error: --where: "), "{screen}");
+    assert!(!screen.contains("Tokens"), "{screen}");
+}
+
+both!(
+    d_describes_a_token_y_copies_its_json_into_tmux_and_f_and_o_change_the_screen,
+    a_where_the_daemon_refuses_is_refused_before_the_screen_opens,
+);
 
 fn d_describes_a_token_y_copies_its_json_into_tmux_and_f_and_o_change_the_screen() {
     if !have_tmux() {

@@ -3,7 +3,7 @@
 
 use serde::de::DeserializeOwned;
 use stateous_client::{segment, Call, Client, ClientError, Steer, TokenQuery};
-use stateous_shared::live::{GraphList, StateCount, SupervisorList, SupervisorView, TokenDetail};
+use stateous_shared::live::{GraphList, StateCount, SupervisorList, TokenDetail};
 use stateous_shared::operate::{operator_name, BulkAnswer, BulkRequest, RetryRequest};
 use stateous_shared::refusal::Code;
 use tokio::sync::mpsc::UnboundedSender;
@@ -178,9 +178,9 @@ async fn read_token(
 }
 
 /// `GET /supervisors`; `None` from a daemon without it.
-async fn supervisors(client: &Client) -> Result<Option<Vec<SupervisorView>>, Problem> {
+async fn supervisors(client: &Client) -> Result<Option<SupervisorList>, Problem> {
     match get::<SupervisorList>(client, "/supervisors".into()).await {
-        Ok(list) => Ok(Some(list.supervisors)),
+        Ok(list) => Ok(Some(list)),
         Err(error) if error.code() == Some(Code::NotFound) => Ok(None),
         Err(error) => Err(problem(error)),
     }

@@ -83,14 +83,12 @@ fn normal(model: &mut Model, key: KeyEvent) -> Vec<Command> {
             model.say(format!("times are in {zone}"), false);
         }
         KeyCode::Char('/') => {
-            let typed = match &model.filter {
-                Some(filter) => filter.clone(),
-                None => {
-                    let status = model.status_filter.map(|s| format!("status:{s} "));
-                    format!("{}{}", status.unwrap_or_default(), model.text_filter)
-                }
-            };
-            model.mode = Mode::Filter(LineEdit::new(&typed));
+            // The line starts with what it applied: the filter, else the text.
+            // Not the status of `t`, which stays in force beside them (the title
+            // says it): a `status:NAME` word before the cursor would make what is
+            // typed after it no filter of the filter language.
+            let typed = model.filter.as_ref().unwrap_or(&model.text_filter);
+            model.mode = Mode::Filter(LineEdit::new(typed));
         }
         KeyCode::Char('t') => return next_status(model),
         KeyCode::Char(' ') => return operate::toggle(model),
@@ -300,9 +298,15 @@ fn filter(model: &mut Model, mut edit: LineEdit, key: KeyEvent) -> Vec<Command> 
 /// `where` (one that does not parse says the parser's sentence and changes
 /// nothing); otherwise a word `status:NAME` picks the status (`status:all` any),
 /// the other words are the text to look for. An unknown status says so and
-/// leaves the status filter as it was.
+/// leaves the status filter as it was. One that applies clears an error from
+/// the status line.
 fn apply_filter(model: &mut Model, typed: &str) {
-    match operate::typed_filter(typed) {
+    let typed_filter = operate::typed_filter(typed);
+    // A filter that applies ends the error of an earlier one.
+    if !matches!(typed_filter, Typed::Wrong(_)) && model.status.as_ref().is_some_and(|s| s.error) {
+        model.status = None;
+    }
+    match typed_filter {
         Typed::Filter(filter) => {
             model.filter = Some(filter);
             model.text_filter.clear();

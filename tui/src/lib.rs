@@ -59,7 +59,8 @@ pub struct Options {
     /// `--client-key`).
     pub tls: stateous_client::TlsOptions,
     /// `--where`: start on this filter of the filter language, as if typed after
-    /// `/` (checked by [`Options::check`]).
+    /// `/` (parsed by [`Options::check`]; one the daemon answers with a 422 is
+    /// refused too, before the screen is taken).
     pub filter: Option<String>,
 }
 
@@ -91,7 +92,8 @@ pub fn color_wanted() -> bool {
 /// Run the TUI with `options` until `q`.
 pub fn run(options: Options) -> Result<(), TuiError> {
     options.check().map_err(TuiError::Options)?;
-    let url = stateous_client::resolve_url(options.url.as_deref());
+    let url = stateous_client::resolve_url(options.url.as_deref())
+        .map_err(|error| TuiError::Client(error.to_string()))?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use crossterm::event::KeyEvent;
 use serde_json::Value;
 use stateous_client::{Steer, TokenQuery, WatchEntry};
-use stateous_shared::live::{GraphView, StateCount, SupervisorView, TokenDetail};
+use stateous_shared::live::{GraphView, StateCount, SupervisorList, TokenDetail};
 use stateous_shared::operate::why::Why;
 use stateous_shared::operate::{BulkAnswer, BulkRequest};
 use stateous_shared::wire::{Health, HistoryEntry, Object, TokenView};
@@ -58,7 +58,7 @@ pub enum Msg {
     /// `GET /workflow` answered: the graph document.
     Workflow(Result<Value, Problem>),
     /// `GET /supervisors` answered; `Ok(None)` when the daemon has no such route.
-    Supervisors(Result<Option<Vec<SupervisorView>>, Problem>),
+    Supervisors(Result<Option<SupervisorList>, Problem>),
     /// `GET /states` answered; `Ok(None)` when the daemon has no such route.
     States(Result<Option<Vec<StateCount>>, Problem>),
     /// `GET /graphs` answered: the kept graphs (none from a daemon without the

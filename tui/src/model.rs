@@ -8,7 +8,7 @@ use chrono::{DateTime, FixedOffset, Utc};
 use stateous_shared::graph::Graph;
 use stateous_shared::wire::{HistoryEntry, TokenView};
 
-use stateous_shared::live::{DevClock, StateCount, SupervisorView, TokenDetail};
+use stateous_shared::live::{DevClock, StateCount, SupervisorList, TokenDetail};
 use stateous_shared::operate::why::Why;
 use stateous_shared::operate::{BulkAnswer, BulkRequest};
 
@@ -122,8 +122,8 @@ pub enum Supervisors {
     Unknown,
     /// The control plane has no `GET /supervisors` (the reference's has none).
     Unsupported,
-    /// The supervisors seen.
-    Seen(Vec<SupervisorView>),
+    /// The supervisors seen, and those that said they stopped.
+    Seen(SupervisorList),
 }
 
 /// The form of `f`: an event, its payload's JSON, an optional idempotency key.

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use chrono::Utc;
 use crossterm::event::{Event, KeyEventKind};
-use stateous_client::Client;
+use stateous_client::{Client, ClientError, TokenQuery};
 use stateous_shared::refusal::Code;
 use tokio::sync::mpsc::{self, UnboundedSender};
 
@@ -21,10 +21,34 @@ pub async fn run(url: &str, options: &Options) -> Result<(), TuiError> {
     let api = Client::with_tls(url, Duration::from_secs(5), false, &options.tls)
         .map_err(|error| TuiError::Client(error.to_string()))?
         .with_access_key(options.key.as_ref());
+    refused_filter(&api, options).await?;
     let mut terminal = ratatui::try_init().map_err(TuiError::Terminal)?;
     let result = looping(&api, &mut terminal, options).await;
     ratatui::restore();
     result
+}
+
+/// `--where` asked of the daemon before the screen is taken: one it refuses
+/// with a 422 (a state or a workflow the graph does not have) is refused here
+/// with its sentence, as one that does not parse is. Any other failure (an
+/// unreachable daemon) is left to the screen, which keeps trying.
+async fn refused_filter(api: &Client, options: &Options) -> Result<(), TuiError> {
+    let Some(filter) = &options.filter else {
+        return Ok(());
+    };
+    let query = TokenQuery {
+        limit: Some(1),
+        filter: Some(filter.clone()),
+        ..TokenQuery::default()
+    };
+    match api.list(&query).await {
+        Err(ClientError::Refused {
+            status: 422,
+            refusal,
+            ..
+        }) => Err(TuiError::Options(format!("--where: {}", refusal.error))),
+        _ => Ok(()),
+    }
 }
 
 async fn looping(

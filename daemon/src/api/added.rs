@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::Response;
-use stateous_shared::live::{SupervisorList, SupervisorView};
+use stateous_shared::live::{StoppedSupervisor, SupervisorList, SupervisorView};
 use stateous_shared::refusal::Refusal;
 use stateous_shared::time::{from_micros, iso};
 use tokio::sync::watch as signal;
@@ -24,10 +24,17 @@ struct Seen {
     outbox: Option<u64>,
     /// Microseconds.
     last_seen: i64,
+    /// When it said it stopped (microseconds), if it has not been heard from since.
+    stopped: Option<i64>,
 }
 
-/// The supervisors this control plane heard from since it started, by name. Kept
-/// in memory: after a restart a supervisor shows again at its next heartbeat.
+/// How many supervisors that said they stopped are kept (the most recent), so
+/// that names that come and go do not grow the list without end.
+const STOPPED_KEPT: usize = 32;
+
+/// The supervisors this control plane heard from since it started, by name, and
+/// when those that said they stopped did. Kept in memory: after a restart a
+/// supervisor shows again at its next heartbeat.
 #[derive(Debug, Clone)]
 pub struct SupervisorsSeen {
     seen: Arc<Mutex<BTreeMap<String, Seen>>>,
@@ -58,7 +65,9 @@ impl SupervisorsSeen {
             states: Vec::new(),
             outbox: None,
             last_seen: now,
+            stopped: None,
         });
+        changed |= entry.stopped.take().is_some();
         if let Some(states) = states {
             changed |= entry.states != states;
             entry.states = states.to_vec();
@@ -74,17 +83,31 @@ impl SupervisorsSeen {
         }
     }
 
-    /// `name` said it stopped: it leaves the list at once, and a watcher is told.
-    /// A later claim or heartbeat of that name lists it again.
-    pub fn gone(&self, name: &str) {
-        let removed = self
-            .seen
-            .lock()
-            .map(|mut seen| seen.remove(name).is_some())
-            .unwrap_or(false);
-        if removed {
-            self.changes.send_modify(|count| *count += 1);
+    /// `name` said it stopped at `now` (microseconds): it leaves the list of
+    /// those running at once, is kept as stopped (the [`STOPPED_KEPT`] most
+    /// recent are), and a watcher is told. A later claim or heartbeat of that
+    /// name lists it as running again. A name never heard from, or one already
+    /// stopped, changes nothing.
+    pub fn gone(&self, name: &str, now: i64) {
+        let Ok(mut seen) = self.seen.lock() else {
+            return;
+        };
+        let Some(entry) = seen.get_mut(name).filter(|s| s.stopped.is_none()) else {
+            return;
+        };
+        entry.stopped = Some(now);
+        let mut stopped: Vec<(i64, String)> = seen
+            .iter()
+            .filter_map(|(name, s)| Some((s.stopped?, name.clone())))
+            .collect();
+        if stopped.len() > STOPPED_KEPT {
+            stopped.sort();
+            for (_, name) in &stopped[..stopped.len() - STOPPED_KEPT] {
+                seen.remove(name);
+            }
         }
+        drop(seen);
+        self.changes.send_modify(|count| *count += 1);
     }
 
     /// How many changes there were so far.
@@ -106,7 +129,23 @@ impl SupervisorsSeen {
         let running = control.running_by_supervisor().await?;
         Ok(SupervisorList {
             supervisors: self.list(&running),
+            stopped: self.stopped(),
         })
+    }
+
+    fn stopped(&self) -> Vec<StoppedSupervisor> {
+        let Ok(seen) = self.seen.lock() else {
+            return Vec::new();
+        };
+        seen.iter()
+            .filter_map(|(name, s)| {
+                Some(StoppedSupervisor {
+                    name: name.clone(),
+                    states: s.states.clone(),
+                    stopped_at: iso(from_micros(s.stopped?)),
+                })
+            })
+            .collect()
     }
 
     fn list(&self, running: &BTreeMap<String, i64>) -> Vec<SupervisorView> {
@@ -114,6 +153,7 @@ impl SupervisorsSeen {
             return Vec::new();
         };
         seen.iter()
+            .filter(|(_, s)| s.stopped.is_none())
             .map(|(name, s)| SupervisorView {
                 name: name.clone(),
                 states: s.states.clone(),
@@ -133,19 +173,21 @@ pub fn outbox_of(body: &impl super::fields::Fields) -> Option<u64> {
 
 impl Api {
     /// `POST /supervisors/{name}/stop`: the supervisor stopped, so it is no longer
-    /// listed, counted or named as serving a state. 204 whether or not it was
-    /// listed, so that a supervisor may say it twice; a name no supervisor can
-    /// have is refused as a claim's would be.
+    /// listed as running, counted or named as serving a state, but as stopped
+    /// now. 204 whether or not it was listed, so that a supervisor may say it
+    /// twice; a name no supervisor can have is refused as a claim's would be.
     pub(super) fn supervisor_stopped(&self, name: String) -> Result<super::Answer, Refusal> {
         let name = crate::input::Supervisor::new(name)?;
-        self.seen.gone(name.as_str());
+        let now = self.control.options().clock.now();
+        self.seen.gone(name.as_str(), now);
         Ok(super::no_content())
     }
 
     /// `GET /metrics`: the families in Prometheus's text format.
     pub(super) async fn metrics(&self) -> Result<super::Answer, Refusal> {
         let heard = {
-            let seen = self.seen.seen.lock().map(|s| s.clone()).unwrap_or_default();
+            let mut seen = self.seen.seen.lock().map(|s| s.clone()).unwrap_or_default();
+            seen.retain(|_, s| s.stopped.is_none());
             crate::metrics::Heard {
                 outbox: seen
                     .iter()
@@ -175,7 +217,7 @@ mod tests {
         seen.heard("box", Some(&["coding".to_string()]), Some(2), 0);
         seen.heard("vm", Some(&["coding".to_string()]), None, 0);
         let before = seen.changes();
-        seen.gone("vm");
+        seen.gone("vm", 3_000_000);
         assert_eq!(seen.changes(), before + 1);
         let names: Vec<String> = seen
             .list(&BTreeMap::new())
@@ -183,12 +225,40 @@ mod tests {
             .map(|s| s.name)
             .collect();
         assert_eq!(names, ["box"]);
+        // It is kept as stopped, with its states and when it stopped.
+        let stopped = seen.stopped();
+        assert_eq!(stopped.len(), 1);
+        assert_eq!(
+            (stopped[0].name.as_str(), stopped[0].states.as_slice()),
+            ("vm", &["coding".to_string()][..])
+        );
+        assert_eq!(stopped[0].stopped_at, iso(from_micros(3_000_000)));
         // Said again, or by a name never heard from: nothing changes.
-        seen.gone("vm");
-        seen.gone("nobody");
+        seen.gone("vm", 4_000_000);
+        seen.gone("nobody", 4_000_000);
         assert_eq!(seen.changes(), before + 1);
-        // A later heartbeat lists it again.
+        assert_eq!(seen.stopped()[0].stopped_at, iso(from_micros(3_000_000)));
+        // A later heartbeat lists it as running again.
         seen.heard("vm", None, None, 5);
         assert_eq!(seen.list(&BTreeMap::new()).len(), 2);
+        assert!(seen.stopped().is_empty());
+        assert_eq!(seen.changes(), before + 2);
+    }
+
+    #[test]
+    fn only_the_most_recent_stopped_supervisors_are_kept() {
+        let seen = SupervisorsSeen::default();
+        let count = STOPPED_KEPT as i64 + 3;
+        for n in 0..count {
+            let name = format!("box-{n:02}");
+            seen.heard(&name, None, None, 0);
+            seen.gone(&name, n + 1);
+        }
+        let stopped = seen.stopped();
+        assert_eq!(stopped.len(), STOPPED_KEPT);
+        assert!(!stopped.iter().any(|s| s.name == "box-00"), "{stopped:?}");
+        assert!(stopped
+            .iter()
+            .any(|s| s.name == format!("box-{}", count - 1)));
     }
 }

@@ -2,7 +2,7 @@
 //! clients never call: `POST /tokens/bulk`, `POST /tokens/{id}/retry` and
 //! `GET /tokens/{id}/why` (routed by [`super::routes::TABLE`]).
 
-use stateous_shared::operate::why::{explain, WhySupervisor};
+use stateous_shared::operate::why::{explain, WhyStopped, WhySupervisor};
 use stateous_shared::refusal::Refusal;
 use stateous_shared::time::{parse_iso, to_micros};
 
@@ -28,7 +28,8 @@ impl Api {
     }
 
     /// `GET /tokens/{id}/why`: the database's facts, the supervisors heard from
-    /// that serve the task's state (recent: within one lease), and the sentences.
+    /// that serve the task's state (recent: within one lease), those of them that
+    /// said they stopped, and the sentences.
     pub(super) async fn why(&self, token: String) -> Result<Answer, Refusal> {
         let mut why = self.control.why(token).await?;
         let listed = self.seen.listed(&self.control).await?;
@@ -50,9 +51,27 @@ impl Api {
                     })
                 })
                 .collect();
+            why.stopped = listed
+                .stopped
+                .iter()
+                .filter(|s| s.states.contains(&task.state))
+                .filter_map(|s| {
+                    heard(&s.stopped_at).map(|ago| WhyStopped {
+                        name: s.name.clone(),
+                        stopped_at: s.stopped_at.clone(),
+                        ago,
+                    })
+                })
+                .collect();
+            // A holder that said it stopped was last heard from then.
             task.holder_heard = task.holder.as_ref().and_then(|holder| {
-                let found = listed.supervisors.iter().find(|s| &s.name == holder)?;
-                heard(&found.last_seen)
+                match listed.supervisors.iter().find(|s| &s.name == holder) {
+                    Some(found) => heard(&found.last_seen),
+                    None => {
+                        let found = listed.stopped.iter().find(|s| &s.name == holder)?;
+                        heard(&found.stopped_at)
+                    }
+                }
             });
         }
         why.reasons = explain(&why);

@@ -135,6 +135,7 @@ pub fn why(rules: &Rules, tx: &dyn Tx, token: &str) -> Step<Why> {
         timers,
         task: task(rules, tx, &row, now)?,
         supervisors: Vec::new(),
+        stopped: Vec::new(),
         held,
         rejected,
         failure,

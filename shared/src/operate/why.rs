@@ -35,6 +35,9 @@ pub struct Why {
     /// The supervisors heard from that serve the task's state.
     #[serde(default)]
     pub supervisors: Vec<WhySupervisor>,
+    /// The supervisors that served the task's state and said they stopped.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stopped: Vec<WhyStopped>,
     /// The events held while it is paused, in order of arrival.
     #[serde(default)]
     pub held: Vec<HeldEvent>,
@@ -129,6 +132,17 @@ pub struct WhySupervisor {
     pub recent: bool,
 }
 
+/// A supervisor that served the task's state and said it stopped.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WhyStopped {
+    /// Its name.
+    pub name: String,
+    /// When it said it stopped, ISO 8601 in UTC.
+    pub stopped_at: String,
+    /// Seconds since then.
+    pub ago: f64,
+}
+
 /// A child of a parallel state.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WhyChild {
@@ -188,7 +202,7 @@ pub fn explain(why: &Why) -> Vec<String> {
         reasons.push(join_sentence(join));
     }
     if let Some(task) = &why.task {
-        reasons.push(task_sentence(task, &why.supervisors));
+        reasons.push(task_sentence(task, &why.supervisors, &why.stopped));
     }
     reasons.extend(guard_sentences(why));
     for timer in &why.timers {
@@ -230,7 +244,7 @@ fn join_sentence(join: &WhyJoin) -> String {
     )
 }
 
-fn task_sentence(task: &WhyTask, supervisors: &[WhySupervisor]) -> String {
+fn task_sentence(task: &WhyTask, supervisors: &[WhySupervisor], stopped: &[WhyStopped]) -> String {
     let id = task.task;
     let state = repr_str(&task.state);
     let retries = match task.retries_left {
@@ -262,6 +276,12 @@ fn task_sentence(task: &WhyTask, supervisors: &[WhySupervisor]) -> String {
         ),
         _ => {
             let recent: Vec<&WhySupervisor> = supervisors.iter().filter(|s| s.recent).collect();
+            let quiet_last = supervisors
+                .iter()
+                .min_by(|a, b| a.heard.total_cmp(&b.heard));
+            // A supervisor that said it stopped more recently than any other was
+            // heard from is the truest thing to say.
+            let stopped_last = stopped.iter().min_by(|a, b| a.ago.total_cmp(&b.ago));
             if let Some(first) = recent.first() {
                 format!(
                     "its task {id} is queued ({retries}); {} serves {state} (heard from {} ago), \
@@ -269,10 +289,17 @@ fn task_sentence(task: &WhyTask, supervisors: &[WhySupervisor]) -> String {
                     first.name,
                     span(first.heard)
                 )
-            } else if let Some(last) = supervisors
-                .iter()
-                .min_by(|a, b| a.heard.total_cmp(&b.heard))
+            } else if let Some(last) =
+                stopped_last.filter(|last| quiet_last.is_none_or(|quiet| last.ago < quiet.heard))
             {
+                format!(
+                    "its task {id} is queued, and no supervisor serves {state} now: {} \
+                     stopped at {} ({} ago)",
+                    last.name,
+                    last.stopped_at,
+                    span(last.ago)
+                )
+            } else if let Some(last) = quiet_last {
                 format!(
                     "its task {id} is queued, and no supervisor has asked for {state} tasks \
                      in {} ({} was last heard from then)",

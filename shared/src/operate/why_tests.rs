@@ -17,6 +17,7 @@ fn why(state: &str, status: &str) -> Why {
         timers: Vec::new(),
         task: None,
         supervisors: Vec::new(),
+        stopped: Vec::new(),
         held: Vec::new(),
         rejected: None,
         failure: None,
@@ -73,6 +74,27 @@ fn a_queued_task_says_whether_a_supervisor_asks_for_its_state() {
           ago), so the task waits its turn"
         ]
     );
+}
+
+/// After a graceful stop the sentence said that no supervisor serving the state
+/// had been heard from since the control plane started: it had, until it stopped.
+#[test]
+fn a_queued_task_says_when_the_supervisor_of_its_state_stopped() {
+    let mut facts = why("review", "active");
+    facts.task = Some(queued());
+    facts.stopped = vec![WhyStopped {
+        name: "vm".into(),
+        stopped_at: "2026-10-07T05:44:00Z".into(),
+        ago: 12.0,
+    }];
+    let stopped = "its task 7 is queued, and no supervisor serves 'review' now: vm stopped \
+                   at 2026-10-07T05:44:00Z (12s ago)";
+    assert_eq!(explain(&facts), [stopped]);
+    // One quiet for longer than that says less than the stop.
+    facts.supervisors = vec![supervisor(720.0, false)];
+    assert_eq!(explain(&facts), [stopped]);
+    facts.supervisors = vec![supervisor(3.0, false)];
+    assert!(explain(&facts)[0].contains("in 3s (box-1 was last heard from then)"));
 }
 
 #[test]

@@ -200,6 +200,14 @@ pub fn why_lines(why: &Why) -> Vec<String> {
             span(supervisor.heard)
         ));
     }
+    for stopped in &why.stopped {
+        lines.push(format!(
+            "supervisor {} served it: stopped at {} ({} ago)",
+            stopped.name,
+            stopped.stopped_at,
+            span(stopped.ago)
+        ));
+    }
     for held in &why.held {
         lines.push(format!("held: {}", held.event));
     }

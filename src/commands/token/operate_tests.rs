@@ -242,6 +242,7 @@ fn why_reads_as_lines_reasons_first() {
             holder_heard: Some(4.0),
         }),
         supervisors: Vec::new(),
+        stopped: Vec::new(),
         held: Vec::new(),
         rejected: None,
         failure: None,

@@ -13,7 +13,9 @@ use chrono::{DateTime, FixedOffset, Utc};
 use crossterm::event::{KeyCode, KeyEvent};
 use serde_json::json;
 use stateous_shared::graph::Graph;
-use stateous_shared::live::{HeldEvent, SupervisorView, TaskView, TimerView, TokenDetail};
+use stateous_shared::live::{
+    HeldEvent, SupervisorList, SupervisorView, TaskView, TimerView, TokenDetail,
+};
 use stateous_shared::wire::{HistoryEntry, TokenView};
 
 use crate::message::{Command, Msg};
@@ -77,7 +79,7 @@ pub fn model() -> Model {
         token("ORD-2", "draft", "paused", 300),
         token("ORD-3", "review", "completed", 4000),
     ];
-    model.supervisors = Supervisors::Seen(Vec::new());
+    model.supervisors = Supervisors::Seen(SupervisorList::default());
     model
 }
 
@@ -134,21 +136,24 @@ pub fn full_model() -> Model {
         ),
     ];
     model.history_of = Some("ORD-1".into());
-    model.supervisors = Supervisors::Seen(vec![
-        SupervisorView {
-            name: "box-1".into(),
-            states: vec!["draft".into(), "review".into()],
-            running: 1,
-            outbox: Some(0),
-            last_seen: at(-3),
-        },
-        SupervisorView {
-            name: "old-box".into(),
-            states: vec!["review".into()],
-            running: 0,
-            outbox: Some(12),
-            last_seen: at(-600),
-        },
-    ]);
+    model.supervisors = Supervisors::Seen(SupervisorList {
+        supervisors: vec![
+            SupervisorView {
+                name: "box-1".into(),
+                states: vec!["draft".into(), "review".into()],
+                running: 1,
+                outbox: Some(0),
+                last_seen: at(-3),
+            },
+            SupervisorView {
+                name: "old-box".into(),
+                states: vec!["review".into()],
+                running: 0,
+                outbox: Some(12),
+                last_seen: at(-600),
+            },
+        ],
+        stopped: Vec::new(),
+    });
     model
 }

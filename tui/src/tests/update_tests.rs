@@ -485,7 +485,8 @@ fn the_filter_line_takes_a_status_word_and_text() {
     let Mode::Filter(edit) = &model.mode else {
         panic!("the filter line: {:?}", model.mode);
     };
-    assert_eq!(edit.text(), "status:paused ord");
+    // The status stays in force beside the text, and the title says it.
+    assert_eq!(edit.text(), "ord");
     press(&mut model, KeyCode::Esc);
     press(&mut model, KeyCode::Char('/'));
     typed(&mut model, "status:asleep x");
@@ -506,6 +507,61 @@ fn the_filter_line_takes_a_status_word_and_text() {
         (model.status_filter, model.text_filter.as_str()),
         (None, "")
     );
+}
+
+/// After `t`, `/` started with `status:cancelled `, so that a filter typed after
+/// it did not parse; and the error of one that did not parse stayed in the
+/// status line after one that did.
+#[test]
+fn a_filter_typed_after_t_applies_and_ends_the_error_of_an_earlier_one() {
+    let mut model = model();
+    for _ in 0..5 {
+        press(&mut model, KeyCode::Char('t'));
+    }
+    assert_eq!(model.status_filter, Some("cancelled"));
+    press(&mut model, KeyCode::Char('/'));
+    let Mode::Filter(edit) = &model.mode else {
+        panic!("the filter line: {:?}", model.mode);
+    };
+    assert_eq!(edit.text(), "", "nothing that a filter cannot follow");
+    typed(&mut model, "state == 'reveiw' and");
+    press(&mut model, KeyCode::Enter);
+    assert!(
+        status_line(&model).starts_with("filter \"state == 'reveiw' and\""),
+        "{}",
+        status_line(&model)
+    );
+    press(&mut model, KeyCode::Char('/'));
+    typed(&mut model, "state == 'review'");
+    let commands = press(&mut model, KeyCode::Enter);
+    assert_eq!(model.filter.as_deref(), Some("state == 'review'"));
+    assert_eq!(model.status, None, "the error is gone");
+    let Some(Command::Tokens(query)) = commands.first() else {
+        panic!("a read of the tokens: {commands:?}");
+    };
+    assert_eq!(
+        (query.status.as_deref(), query.filter.as_deref()),
+        (Some("cancelled"), Some("state == 'review'"))
+    );
+    // The daemon's refusal of a filter goes the same way.
+    update(
+        &mut model,
+        Msg::Page {
+            status: Some("cancelled".into()),
+            filter: Some("state == 'review'".into()),
+            answer: Err(refused(422, "invalid_argument", "no state 'review'")),
+        },
+    );
+    assert!(status_line(&model).starts_with("refused (422"));
+    press(&mut model, KeyCode::Char('/'));
+    let Mode::Filter(edit) = &model.mode else {
+        panic!("the filter line: {:?}", model.mode);
+    };
+    assert_eq!(edit.text(), "state == 'review'");
+    press(&mut model, KeyCode::End);
+    typed(&mut model, " and moved > 60");
+    press(&mut model, KeyCode::Enter);
+    assert_eq!(model.status, None, "{:?}", model.status);
 }
 
 #[test]

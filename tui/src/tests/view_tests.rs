@@ -9,6 +9,7 @@ use ratatui::Terminal;
 use super::*;
 use crate::model::{Problem, Status};
 use crate::view::view;
+use stateous_shared::live::StoppedSupervisor;
 
 /// The screen's text after drawing `model`, one line per row, trailing spaces cut.
 pub fn screen(model: &Model) -> String {
@@ -303,12 +304,12 @@ fn the_supervisors_pane_grows_with_its_supervisors_and_counts_those_cut() {
     let Supervisors::Seen(list) = &mut model.supervisors else {
         panic!("two supervisors");
     };
-    let template = list[0].clone();
+    let template = list.supervisors[0].clone();
     for n in 2..9 {
         let mut more = template.clone();
         more.name = format!("box-{n}");
         more.last_seen = at(-300 - n);
-        list.push(more);
+        list.supervisors.push(more);
     }
     let text = screen(&model);
     assert!(text.contains("Supervisors: 9, 8 stale, 3 shown"), "{text}");
@@ -501,4 +502,35 @@ fn the_workflow_graph_names_the_older_graphs_with_live_tokens() {
         "{text}"
     );
     assert!(!text.contains("sha256:0000aaaa1111"), "{text}");
+}
+
+/// After a graceful stop the pane said `no supervisor has claimed yet`, which was
+/// untrue: the supervisor had claimed until it stopped.
+#[test]
+fn a_supervisor_that_stopped_is_listed_as_stopped_with_its_time() {
+    let mut model = sized(100, 30);
+    model.supervisors = Supervisors::Seen(SupervisorList {
+        supervisors: Vec::new(),
+        stopped: vec![StoppedSupervisor {
+            name: "vm".into(),
+            states: vec!["review".into()],
+            stopped_at: at(-12),
+        }],
+    });
+    let text = screen(&model);
+    assert!(!text.contains("no supervisor has claimed yet"), "{text}");
+    assert!(text.contains("Supervisors: 0, 1 stopped"), "{text}");
+    let row = text
+        .lines()
+        .find(|l| l.contains("│vm "))
+        .unwrap_or_else(|| panic!("a row of vm in\n{text}"));
+    // The model's zone is UTC.
+    let stopped_at = DateTime::parse_from_rfc3339(&at(-12))
+        .expect("a time")
+        .format("%H:%M:%S")
+        .to_string();
+    assert!(
+        row.contains("review") && row.contains(&stopped_at) && row.contains("stopped"),
+        "{row}"
+    );
 }

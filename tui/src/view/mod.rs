@@ -103,9 +103,11 @@ fn areas(model: &Model, area: Rect, zoom: bool) -> Areas {
 /// rest are counted in its title.
 fn supervisor_rows(model: &Model, height: u16) -> u16 {
     let wanted = match &model.supervisors {
-        Supervisors::Seen(list) if !list.is_empty() => u16::try_from(list.len())
-            .unwrap_or(u16::MAX)
-            .saturating_add(3),
+        Supervisors::Seen(list) if !list.supervisors.is_empty() || !list.stopped.is_empty() => {
+            u16::try_from(list.supervisors.len() + list.stopped.len())
+                .unwrap_or(u16::MAX)
+                .saturating_add(3)
+        }
         _ => SUPERVISORS_LEAST,
     };
     wanted.min((height.saturating_sub(4) / 4).max(SUPERVISORS_LEAST))

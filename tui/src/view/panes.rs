@@ -352,10 +352,13 @@ pub fn history(model: &Model, frame: &mut Frame, area: Rect) {
 }
 
 /// The supervisors pane: running tasks, outbox depth, last seen; stale ones
-/// marked. Those that do not fit are counted in the title.
+/// marked; then those that said they stopped, with when they did. Those that do
+/// not fit are counted in the title.
 pub fn supervisors(model: &Model, frame: &mut Frame, area: Rect) {
-    let list = match &model.supervisors {
-        Supervisors::Seen(list) if !list.is_empty() => list,
+    let (list, stopped) = match &model.supervisors {
+        Supervisors::Seen(list) if !list.supervisors.is_empty() || !list.stopped.is_empty() => {
+            (&list.supervisors, &list.stopped)
+        }
         other => {
             let line = match other {
                 Supervisors::Unsupported => "this control plane does not list its supervisors",
@@ -377,11 +380,15 @@ pub fn supervisors(model: &Model, frame: &mut Frame, area: Rect) {
     if stale > 0 {
         title.push_str(&format!(", {stale} stale"));
     }
-    if fit < list.len() {
+    if !stopped.is_empty() {
+        title.push_str(&format!(", {} stopped", stopped.len()));
+    }
+    let all = list.len() + stopped.len();
+    if fit < all {
         title.push_str(&format!(", {fit} shown"));
     }
     title.push(' ');
-    let rows = list.iter().map(|s| {
+    let running = list.iter().map(|s| {
         let stale = is_stale(&s.last_seen);
         let seen = since(&s.last_seen).map_or("?".to_string(), span);
         let mark = if stale { "stale" } else { "" };
@@ -401,13 +408,29 @@ pub fn supervisors(model: &Model, frame: &mut Frame, area: Rect) {
         ])
         .style(style)
     });
+    // A stopped one was last heard from as it said it stopped: its time shows
+    // where the others' last heartbeat does.
+    let stopped_rows = stopped.iter().map(|s| {
+        Row::new(vec![
+            s.name.clone(),
+            s.states.join(", "),
+            "-".to_string(),
+            "-".to_string(),
+            clock(model, &s.stopped_at),
+            "stopped".to_string(),
+        ])
+        .style(fg(model, Color::DarkGray))
+    });
+    let rows: Vec<Row> = running.chain(stopped_rows).collect();
+    // The mark's column is as wide as its longest word.
+    let mark = if stopped.is_empty() { 5 } else { 7 };
     let widths = [
         Constraint::Fill(2),
         Constraint::Fill(3),
         Constraint::Length(7),
         Constraint::Length(6),
         Constraint::Length(10),
-        Constraint::Length(5),
+        Constraint::Length(mark),
     ];
     let header = Row::new(vec!["name", "states", "running", "outbox", "last seen", ""])
         .style(Style::default().add_modifier(Modifier::BOLD));
