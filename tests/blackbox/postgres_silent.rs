@@ -478,3 +478,31 @@ fn a_request_sent_again_while_its_unanswered_commit_lands_sees_what_that_commit_
         assert_eq!(shown["status"], "completed", "{shown}");
     });
 }
+
+/// With the default lock and connect timeouts (10 s each), a request that must
+/// wait for a connection while the server says nothing still answers 503 within
+/// about the statement timeout: a new connection's connect is not waited for.
+#[test]
+fn while_the_database_says_nothing_each_request_is_refused_within_the_statement_timeout() {
+    harness::on(Backend::Postgres, || {
+        let relay = Relay::to(&server_authority());
+        let daemon = Setup::new(test_graph("tickets"))
+            .args(&["--statement-timeout", "2s"])
+            .db_authority(&relay.authority)
+            .start();
+        start(&daemon, "T-1").expect(201);
+        relay.stop();
+        for id in ["T-2", "T-3", "T-4"] {
+            let began = Instant::now();
+            let refused = start(&daemon, id);
+            refused_as_silent(&refused, began.elapsed());
+        }
+        relay.resume();
+        eventually(
+            Duration::from_secs(30),
+            "service comes back",
+            || daemon.report(),
+            || matches!(start(&daemon, "T-5").status, 200 | 201),
+        );
+    });
+}

@@ -379,11 +379,20 @@ impl Inner {
         self.lock_unsettled().sessions.extend(still);
     }
 
-    /// A pooled connection, waited for no longer than the lock limit. None free in
-    /// time while the server does not answer: `NotAnswering` (the connections
-    /// wait on it, and a new one cannot log in); otherwise `Busy`.
+    /// A pooled connection, waited for no longer than the lock limit; while the
+    /// server does not answer, no longer than a statement may take (a new
+    /// connection would wait for the whole connect timeout, and the request with
+    /// it). None free in time while the server does not answer: `NotAnswering`
+    /// (the connections wait on it, and a new one cannot log in); otherwise
+    /// `Busy`.
     fn connection(&self) -> StoreResult<r2d2::PooledConnection<Manager>> {
-        self.connections().pool.get().map_err(|_| {
+        let pool = &self.connections().pool;
+        let got = if self.answering.silent() {
+            pool.get_timeout(self.statement_deadline)
+        } else {
+            pool.get()
+        };
+        got.map_err(|_| {
             if self.answering.silent() {
                 StoreError::NotAnswering(self.statement_deadline)
             } else {
