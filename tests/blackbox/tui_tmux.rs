@@ -319,9 +319,8 @@ fn d_describes_a_token_y_copies_its_json_into_tmux_and_f_and_o_change_the_screen
             &json!({"payload": {"approved": false, "note": "by tmux"}}),
         )
         .expect(200);
-    // A server for each backend: both run at once in this process.
     let tmux = Tmux::start(
-        &format!("describe-{:?}", harness::backend()),
+        "describe",
         &format!("{} tui --url {}", binary(), daemon.url),
     );
     // tmux keeps what an OSC 52 sequence sets as a paste buffer only when `on`.

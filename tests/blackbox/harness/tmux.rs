@@ -10,10 +10,16 @@ pub struct Tmux {
 }
 
 impl Tmux {
-    /// A 100x30 session `t` running `command`; `name` makes the server's socket unique.
+    /// A 100x30 session `t` running `command`; `name` makes the server's socket
+    /// unique, with the process and the backend of the test (the two backends'
+    /// runs of a test run at once in one process).
     pub fn start(name: &str, command: &str) -> Tmux {
         let tmux = Tmux {
-            socket: format!("stateous-tui-{name}-{}", std::process::id()),
+            socket: format!(
+                "stateous-tui-{name}-{:?}-{}",
+                super::backend(),
+                std::process::id()
+            ),
         };
         tmux.run(&[
             "new-session",
