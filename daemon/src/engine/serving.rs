@@ -45,7 +45,10 @@ fn check_structure(tx: &dyn Tx, graph: &Graph) -> Step<Result<(), String>> {
     let live = live_on(tx, checksum)?;
     if live > 0 {
         return Ok(Err(format!(
-            "refusing to serve: {live} token(s) are active or paused on a graph of another              structure than this graph file's, which this database does not keep (it was              served before workflow versions); serve the graph file they started on once,              so that it is kept, then this one"
+            "refusing to serve: {live} token(s) are active or paused on a graph of another \
+             structure than this graph file's, which this database does not keep (it was \
+             served before workflow versions); serve the graph file they started on once, \
+             so that it is kept, then this one"
         )));
     }
     Ok(Ok(()))
