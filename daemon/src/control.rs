@@ -129,7 +129,8 @@ pub enum Checked {
     /// A takeover would accept the graph (or the database has no tables of this
     /// build yet, which the takeover makes).
     Agrees,
-    /// A takeover would refuse the graph (its structure, or the kind of clock):
+    /// A takeover would refuse the graph (its workflow, its structure, or the kind
+    /// of clock):
     /// the refusal's sentence.
     Refused(String),
     /// The database could not be read (not reachable, not there, not ours), so

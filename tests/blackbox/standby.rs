@@ -181,6 +181,52 @@ fn a_standby_checks_its_graph_again_while_it_waits_and_says_when_a_takeover_woul
     });
 }
 
+/// A standby whose graph is of another workflow than the database's live tokens
+/// (the wrong database) is refused at start; one that stood by before the tokens
+/// came is refused at takeover. Neither changes the database.
+#[test]
+fn a_standby_of_another_workflow_is_refused_at_start_and_at_takeover() {
+    postgres(|| {
+        let mut active = active(&[]);
+        // No token yet: a standby of another workflow's graph stands by.
+        let mut standby = Setup::new(harness::asset_graph("orders"))
+            .database_of(&active)
+            .args(&KEEPALIVES)
+            .start_standby();
+        start(&active, "T-1");
+        let sentence = "error: the database holds 1 live token(s) of the workflow 'tickets' and \
+                        this graph is the workflow 'orders': serve it on a database of its own \
+                        (--db), or end those tokens first";
+        let graph = harness::asset_graph("orders").display().to_string();
+        let url = active.database.url();
+        let socket = active.dir.path().join("other.sock").display().to_string();
+        let refused = harness::run_within(
+            active.dir.path(),
+            &[
+                "serve",
+                &graph,
+                "--db",
+                &url,
+                "--listen",
+                "127.0.0.1:0",
+                "--socket",
+                &socket,
+                "--standby",
+            ],
+            Duration::from_secs(15),
+        );
+        assert_eq!(refused.code(), 1, "{refused}");
+        assert_eq!(refused.stderr.trim_end(), sentence, "{refused}");
+        active.stop_with(libc::SIGTERM);
+        let status = standby.wait(Duration::from_secs(30));
+        assert_eq!(status.code(), Some(1), "{}", standby.report());
+        assert!(standby.stderr().contains(sentence), "{}", standby.report());
+        assert_eq!(active.count("SELECT count(*) FROM graphs"), 1);
+        let token = active.rows("SELECT status FROM tokens WHERE token = 'T-1'");
+        assert_eq!(token, [[Some("active".to_string())]]);
+    });
+}
+
 #[test]
 fn a_standby_whose_database_cannot_be_read_says_so_and_gives_no_advice_about_the_graph() {
     postgres(|| {

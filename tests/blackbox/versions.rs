@@ -32,6 +32,11 @@ pub fn serve_next(daemon: &mut Daemon, graph: PathBuf) -> Daemon {
         "{}",
         daemon.report()
     );
+    serve_stopped(daemon, graph)
+}
+
+/// Serve `graph` on the folder and database of `daemon`, which has stopped.
+pub fn serve_stopped(daemon: &mut Daemon, graph: PathBuf) -> Daemon {
     let dir = std::mem::replace(&mut daemon.dir, tempfile::tempdir().unwrap());
     Setup::new(graph)
         .in_dir(dir, daemon.db.clone())
@@ -212,3 +217,81 @@ fn a_change_of_timings_alone_serves_every_token_by_the_new_graph() {
 }
 
 both!(a_change_of_timings_alone_serves_every_token_by_the_new_graph);
+
+/// `stateous serve GRAPH` on `daemon`'s database (stopped), run to its end: a
+/// refused start exits at once; one that serves is killed after 15 s.
+fn serve_once(daemon: &Daemon, graph: &Path) -> harness::Finished {
+    let socket = daemon.dir.path().join("once.sock").display().to_string();
+    let (graph, url) = (graph.display().to_string(), daemon.database.url());
+    let args = ["serve", &graph, "--db", &url, "--listen", "127.0.0.1:0"];
+    let args = [&args[..], &["--socket", &socket]].concat();
+    harness::run_within(daemon.dir.path(), &args, Duration::from_secs(15))
+}
+
+/// The rows a refused start must leave as they were: each kept graph, the graph
+/// on record, and each token with its status.
+fn kept_rows(daemon: &Daemon) -> Vec<Vec<Option<String>>> {
+    let mut rows = daemon.rows("SELECT checksum, workflow FROM graphs ORDER BY checksum");
+    rows.extend(daemon.rows("SELECT structure, checksum FROM control_plane"));
+    rows.extend(daemon.rows("SELECT token, status, graph FROM tokens ORDER BY token"));
+    rows
+}
+
+/// A graph whose workflow has another name than the live tokens' is given the
+/// wrong database (its supervisors would claim their tasks by state name): the
+/// start is refused in one line, exit 1, and changes nothing; the first graph
+/// serves again, and once its tokens ended the other workflow is served.
+fn a_graph_of_another_workflow_is_refused_while_tokens_of_the_first_live() {
+    let graphs = tempfile::tempdir().unwrap();
+    let v1 = compiled(graphs.path(), "v1");
+    let mut daemon = Setup::new(v1.clone()).start();
+    start(&daemon, "SMALL", json!({"amount": 50}));
+    // A large order's two children are live too, but only top tokens count.
+    start(&daemon, "LARGE", json!({"amount": 500}));
+    fire(&daemon, "LARGE", "submit");
+    start(&daemon, "DONE", json!({"amount": 50}));
+    daemon.post_empty("/tokens/DONE/cancel").expect(200);
+    assert_eq!(daemon.stop_with(libc::SIGINT).code(), Some(0));
+    let before = kept_rows(&daemon);
+    assert_eq!(before.len(), 1 + 1 + 5, "{before:?}");
+    let tickets = harness::test_graph("tickets");
+    let refused = serve_once(&daemon, &tickets);
+    assert_eq!(refused.code(), 1, "{refused}");
+    assert_eq!(
+        refused.stderr,
+        "error: the database holds 2 live token(s) of the workflow 'shop' and this graph is \
+         the workflow 'tickets': serve it on a database of its own (--db), or end those \
+         tokens first\n",
+        "{refused}"
+    );
+    assert_eq!(
+        kept_rows(&daemon),
+        before,
+        "the refused start changed nothing"
+    );
+
+    // The first graph serves again; a paused token is live too.
+    let mut daemon = serve_stopped(&mut daemon, v1.clone());
+    daemon.post_empty("/tokens/LARGE/cancel").expect(200);
+    daemon.post_empty("/tokens/SMALL/pause").expect(200);
+    assert_eq!(daemon.stop_with(libc::SIGINT).code(), Some(0));
+    let refused = serve_once(&daemon, &tickets);
+    assert_eq!(refused.code(), 1, "{refused}");
+    assert!(
+        refused
+            .stderr
+            .contains("holds 1 live token(s) of the workflow 'shop'"),
+        "{refused}"
+    );
+
+    // Once its tokens ended, the other workflow serves the database.
+    let mut daemon = serve_stopped(&mut daemon, v1);
+    daemon.post_empty("/tokens/SMALL/cancel").expect(200);
+    let daemon = serve_next(&mut daemon, tickets);
+    let graphs = daemon.get("/graphs").expect(200)["graphs"].clone();
+    assert_eq!(graphs.as_array().map(Vec::len), Some(2), "{graphs}");
+    assert_eq!(graphs[1]["workflow"], "tickets", "{graphs}");
+    assert_eq!(graphs[1]["served"], true, "{graphs}");
+}
+
+both!(a_graph_of_another_workflow_is_refused_while_tokens_of_the_first_live);

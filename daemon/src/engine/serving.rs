@@ -1,11 +1,11 @@
-//! Whether a graph may serve a database: the structure check, and the kind of
-//! clock, against what the `control_plane` row has on record; a start that passes
-//! puts the graph and its clock on record. Who holds the database, and the record
-//! that says so, is the store's (`store/serving.rs`).
+//! Whether a graph may serve a database: the kind of clock, the workflow of the
+//! live tokens, and the structure check, against what the database has on record;
+//! a start that passes puts the graph and its clock on record. Who holds the
+//! database, and the record that says so, is the store's (`store/serving.rs`).
 
 use stateous_shared::graph::Graph;
 
-use super::Step;
+use super::{py, Step};
 use crate::store::{ClockKind, GraphRow, Tx};
 
 /// Whether `graph` may serve this database, on a clock of `kind`: the refusal's
@@ -14,6 +14,9 @@ use crate::store::{ClockKind, GraphRow, Tx};
 /// ([`check_and_record`]).
 pub fn check(tx: &dyn Tx, graph: &Graph, kind: ClockKind) -> Step<Result<(), String>> {
     if let Err(refused) = check_clock(tx, kind)? {
+        return Ok(Err(refused));
+    }
+    if let Err(refused) = check_workflow(tx, graph)? {
         return Ok(Err(refused));
     }
     check_structure(tx, graph)
@@ -45,10 +48,42 @@ fn check_structure(tx: &dyn Tx, graph: &Graph) -> Step<Result<(), String>> {
     let live = live_on(tx, checksum)?;
     if live > 0 {
         return Ok(Err(format!(
-            "refusing to serve: {live} token(s) are active or paused on a graph of another              structure than this graph file's, which this database does not keep (it was              served before workflow versions); serve the graph file they started on once,              so that it is kept, then this one"
+            "refusing to serve: {live} token(s) are active or paused on a graph of another \
+             structure than this graph file's, which this database does not keep (it was \
+             served before workflow versions); serve the graph file they started on once, \
+             so that it is kept, then this one"
         )));
     }
     Ok(Ok(()))
+}
+
+/// Refuse a graph whose main workflow is not the workflow of the live top tokens
+/// (no parent; active or paused): a database holds one workflow, in as many
+/// versions as it likes, so another workflow's graph is almost surely given the
+/// wrong database, and its supervisors would claim the other workflow's tasks by
+/// state name. Ended tokens do not count; nor do tokens on a graph that is not
+/// kept ([`check_structure`] judges those). Writes nothing.
+fn check_workflow(tx: &dyn Tx, graph: &Graph) -> Step<Result<(), String>> {
+    let name = &graph.main.name;
+    // Most databases keep graphs of one workflow only: then no token is counted.
+    if tx.graphs()?.iter().all(|row| row.workflow == *name) {
+        return Ok(Ok(()));
+    }
+    let live = tx.live_of_other_workflows(name)?;
+    if live.is_empty() {
+        return Ok(Ok(()));
+    }
+    let held: Vec<String> = live
+        .iter()
+        .map(|(workflow, count)| format!("{count} live token(s) of the workflow {}", py(workflow)))
+        .collect();
+    let comma = if held.len() > 1 { "," } else { "" };
+    Ok(Err(format!(
+        "the database holds {}{comma} and this graph is the workflow {}: serve it on a \
+         database of its own (--db), or end those tokens first",
+        held.join(" and "),
+        py(name)
+    )))
 }
 
 /// Whether `graphs` keeps the graph of `checksum`.

@@ -938,6 +938,10 @@ impl Graphs for CachedTx<'_> {
         self.inner.graph_counts()
     }
 
+    fn live_of_other_workflows(&self, workflow: &str) -> StoreResult<Vec<(String, i64)>> {
+        self.inner.live_of_other_workflows(workflow)
+    }
+
     fn adopt_graph(&self, from: &str, to: &str) -> StoreResult<u64> {
         self.inner.adopt_graph(from, to)
     }

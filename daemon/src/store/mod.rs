@@ -521,6 +521,11 @@ pub trait Graphs {
     fn graphs(&self) -> StoreResult<Vec<GraphRow>>;
     /// How many tokens run on each graph, by status.
     fn graph_counts(&self) -> StoreResult<Vec<GraphCount>>;
+    /// How many top tokens (no parent) that are active or paused run on a kept
+    /// graph whose main workflow is not `workflow`: `(workflow, count)` by
+    /// workflow name, in name order. Tokens whose graph is not kept are not
+    /// counted.
+    fn live_of_other_workflows(&self, workflow: &str) -> StoreResult<Vec<(String, i64)>>;
     /// Name `to` as the graph of every token that names `from`; how many.
     fn adopt_graph(&self, from: &str, to: &str) -> StoreResult<u64>;
 }

@@ -108,22 +108,43 @@ async fn a_new_structure_serves_while_tokens_live_on_the_old_one_which_is_kept(d
         .unwrap();
     let old = orders.graph().checksum.clone();
     orders.shutdown().await.unwrap();
-    let sdlc = open("sdlc", &db, &clock, "b:2:2").await.unwrap();
+    // A graph of another workflow is given the wrong database: refused, and
+    // nothing of it is kept.
+    let refused = open("sdlc", &db, &clock, "b:2:2").await.err().unwrap();
+    assert_eq!(
+        refused,
+        "the database holds 1 live token(s) of the workflow 'orders' and this graph is the \
+         workflow 'sdlc': serve it on a database of its own (--db), or end those tokens first"
+    );
+    assert_eq!(
+        db.rows("SELECT checksum FROM graphs"),
+        [[Some(old.clone())]]
+    );
+    let next = Control::open(
+        common::orders_of_another_structure(),
+        options(&db, &clock, "b:2:2"),
+    )
+    .await
+    .unwrap();
     let row = db.rows("SELECT structure, checksum FROM control_plane");
-    assert_eq!(row[0][0].as_deref(), Some(sdlc.graph().structure.as_str()));
-    assert_eq!(row[0][1].as_deref(), Some(sdlc.graph().checksum.as_str()));
+    assert_eq!(row[0][0].as_deref(), Some(next.graph().structure.as_str()));
+    assert_eq!(row[0][1].as_deref(), Some(next.graph().checksum.as_str()));
     let kept = db.rows("SELECT checksum FROM graphs ORDER BY first_served, checksum");
     let kept: Vec<_> = kept
         .into_iter()
         .map(|row| row[0].clone().unwrap())
         .collect();
     assert_eq!(kept.len(), 2, "{kept:?}");
-    assert!(kept.contains(&old) && kept.contains(&sdlc.graph().checksum));
+    assert!(kept.contains(&old) && kept.contains(&next.graph().checksum));
     let graph = db.rows("SELECT graph FROM tokens WHERE token = 'ORDER-1'");
     assert_eq!(graph[0][0].as_deref(), Some(old.as_str()));
     // The old token goes on by its own graph's events.
-    sdlc.cancel("ORDER-1".into()).await.unwrap();
-    sdlc.shutdown().await.unwrap();
+    next.cancel("ORDER-1".into()).await.unwrap();
+    next.shutdown().await.unwrap();
+    // Its tokens ended, the database serves another workflow.
+    let sdlc = open("sdlc", &db, &clock, "c:3:3").await;
+    assert!(sdlc.is_ok(), "{:?}", sdlc.err());
+    sdlc.unwrap().shutdown().await.unwrap();
     let version = db.rows("SELECT version_num FROM stateous_version");
     assert_eq!(
         version[0][0].as_deref(),

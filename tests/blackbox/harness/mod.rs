@@ -144,6 +144,33 @@ pub fn run(dir: &Path, args: &[&str]) -> Finished {
     }
 }
 
+/// [`run`], but a command still running after `within` is killed (its status says
+/// so): a start that should be refused and serves instead fails its test rather
+/// than hanging it.
+pub fn run_within(dir: &Path, args: &[&str], within: Duration) -> Finished {
+    let mut child = Command::new(binary())
+        .args(args)
+        .current_dir(dir)
+        .env_remove("STATEOUS_URL")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the stateous binary runs");
+    let deadline = Instant::now() + within;
+    while child.try_wait().expect("its status").is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let output = child.wait_with_output().expect("the stateous binary ends");
+    Finished {
+        command: format!("stateous {}", args.join(" ")),
+        status: output.status,
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
 /// Run `stateous ARGS` in `dir` with `input` on its standard input, to its end.
 pub fn run_with_input(dir: &Path, args: &[&str], input: &str) -> Finished {
     use std::io::Write as _;

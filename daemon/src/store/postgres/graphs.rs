@@ -54,6 +54,18 @@ impl Graphs for PgTx<'_> {
             .collect()
     }
 
+    fn live_of_other_workflows(&self, workflow: &str) -> StoreResult<Vec<(String, i64)>> {
+        let rows = self.query(
+            "SELECT g.workflow, count(*) FROM tokens t JOIN graphs g ON g.checksum = t.graph
+             WHERE t.parent IS NULL AND t.status IN ('active', 'paused') AND g.workflow <> $1
+             GROUP BY g.workflow ORDER BY g.workflow",
+            &[&workflow],
+        )?;
+        rows.iter()
+            .map(|row| Ok((get(row, 0)?, get(row, 1)?)))
+            .collect()
+    }
+
     fn adopt_graph(&self, from: &str, to: &str) -> StoreResult<u64> {
         self.execute(
             "UPDATE tokens SET graph = $2 WHERE graph = $1",

@@ -53,6 +53,16 @@ impl Graphs for SqliteTx<'_> {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
+    fn live_of_other_workflows(&self, workflow: &str) -> StoreResult<Vec<(String, i64)>> {
+        let mut statement = self.prepare(
+            "SELECT g.workflow, count(*) FROM tokens t JOIN graphs g ON g.checksum = t.graph
+             WHERE t.parent IS NULL AND t.status IN ('active', 'paused') AND g.workflow <> ?1
+             GROUP BY g.workflow ORDER BY g.workflow",
+        )?;
+        let rows = statement.query_map(params![workflow], |row| Ok((row.get(0)?, row.get(1)?)))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
     fn adopt_graph(&self, from: &str, to: &str) -> StoreResult<u64> {
         let mut statement = self.prepare("UPDATE tokens SET graph = ?2 WHERE graph = ?1")?;
         Ok(statement.execute(params![from, to])? as u64)

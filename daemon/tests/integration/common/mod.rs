@@ -130,6 +130,17 @@ impl Db {
     }
 }
 
+/// The test graph `orders` (`tests/graphs/orders.json`) of another structure: the
+/// same workflow, whose context's schema is described otherwise.
+pub fn orders_of_another_structure() -> std::sync::Arc<stateous_shared::graph::Graph> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/graphs/orders.json");
+    let mut document: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    document["schemas"]["Item"]["description"] = "An order, of the next version.".into();
+    let graph = stateous_shared::graph::Graph::load(&document.to_string()).unwrap();
+    std::sync::Arc::new(graph)
+}
+
 /// `both!(name, ...)`: for each `async fn name(db: Db)`, the tests `name::sqlite`
 /// and `name::postgres`.
 macro_rules! both {
