@@ -73,6 +73,9 @@ fn hint(error: &io::Error) -> &'static str {
     if text.contains("UnknownIssuer") || text.contains("BadSignature") {
         " (the control plane's certificate is not signed by a CA this client trusts: \
          give that CA with --cacert or STATEOUS_CACERT)"
+    } else if text.contains("UnknownCA") || text.contains("DecryptError") {
+        " (the control plane does not trust the CA that signed the client certificate: \
+         it trusts the CA of its --tls-client-ca)"
     } else if text.contains("NotValidForName") {
         " (the control plane's certificate does not name the host of the URL)"
     } else {

@@ -100,6 +100,18 @@ fn platform_roots() -> RootCertStore {
     roots
 }
 
+/// What to do about a client certificate rustls cannot use, for a cause an
+/// operator can fix: an X.509 version 1 certificate (what `openssl req -x509`
+/// makes with no extensions), which webpki does not read.
+fn client_cert_hint(error: &str) -> &'static str {
+    if error.contains("UnsupportedCertVersion") {
+        " (it is an X.509 version 1 certificate: make it again with an extension, \
+         e.g. openssl's -addext 'extendedKeyUsage=clientAuth', so that it is version 3)"
+    } else {
+        ""
+    }
+}
+
 fn config(
     roots: RootCertStore,
     identity: Option<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>)>,
@@ -110,12 +122,27 @@ fn config(
         .map_err(|error| format!("TLS cannot be set up: {error}"))?
         .with_root_certificates(roots);
     let mut config = match identity {
-        Some((chain, key)) => builder
-            .with_client_auth_cert(chain, key)
-            .map_err(|error| format!("the client certificate cannot be used: {error}"))?,
+        Some((chain, key)) => builder.with_client_auth_cert(chain, key).map_err(|error| {
+            format!(
+                "the client certificate cannot be used: {error}{}",
+                client_cert_hint(&error.to_string())
+            )
+        })?,
         None => builder.with_no_client_auth(),
     };
     // The daemon and the client speak HTTP/1.1 only.
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(Tls(Arc::new(config)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_version_1_client_certificate_is_told_how_to_make_one_that_can_be_used() {
+        let said = "invalid peer certificate: Other(OtherError(UnsupportedCertVersion))";
+        assert!(client_cert_hint(said).contains("X.509 version 1"));
+        assert_eq!(client_cert_hint("the key does not match"), "");
+    }
 }

@@ -329,6 +329,14 @@ fn after_handshake(cause: Option<&(dyn std::error::Error + 'static)>) -> String 
                  with --client-cert and --client-key)"
             );
         }
+        // A certificate signed by a CA the daemon does not know; or by a key other
+        // than that of the CA its issuer names (rustls: a decrypt error).
+        if text.contains("UnknownCA") || text.contains("DecryptError") {
+            return format!(
+                ": {text} (the control plane does not trust the CA that signed the client \
+                 certificate: it trusts the CA of its --tls-client-ca)"
+            );
+        }
         if text.contains("alert") {
             return format!(": {text}");
         }

@@ -251,6 +251,12 @@ fn mutual_tls_refuses_a_client_without_a_certificate_and_answers_one_with() {
     );
     assert_eq!(unknown.code(), 1, "{unknown}");
     assert!(unknown.stderr.contains("fatal alert"), "{unknown}");
+    assert!(
+        unknown
+            .stderr
+            .contains("does not trust the CA that signed the client certificate"),
+        "the refusal says what is wrong: {unknown}"
+    );
 }
 
 #[test]
