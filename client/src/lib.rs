@@ -48,6 +48,23 @@ mod tls_tests;
 /// The address every client uses when nothing else is given.
 pub const DEFAULT_URL: &str = "http://127.0.0.1:8080";
 
+/// `STATEOUS_URL`, when set. Errors: [`ClientError::BadUrl`] when it is set but
+/// empty (a sentence naming the variable).
+pub fn url_from_env() -> Result<Option<String>, ClientError> {
+    let Some(url) = std::env::var_os("STATEOUS_URL") else {
+        return Ok(None);
+    };
+    let url = url.to_string_lossy().into_owned();
+    if url.trim().is_empty() {
+        return Err(ClientError::BadUrl(
+            "STATEOUS_URL is set but empty; set it to http://HOST:PORT or unix:///PATH, \
+             or unset it"
+                .to_string(),
+        ));
+    }
+    Ok(Some(url))
+}
+
 /// The URL a client uses: `flag`, then `STATEOUS_URL`, then the default socket if
 /// something listens there, then [`DEFAULT_URL`]. The first two may be a list
 /// of addresses separated by commas, which [`Client::new`] checks. A
@@ -62,15 +79,7 @@ pub fn resolve_url(flag: Option<&str>) -> Result<String, ClientError> {
     if let Some(url) = flag {
         return Ok(url.to_string());
     }
-    if let Some(url) = std::env::var_os("STATEOUS_URL") {
-        let url = url.to_string_lossy().into_owned();
-        if url.trim().is_empty() {
-            return Err(ClientError::BadUrl(
-                "STATEOUS_URL is set but empty; set it to http://HOST:PORT or unix:///PATH, \
-                 or unset it"
-                    .to_string(),
-            ));
-        }
+    if let Some(url) = url_from_env()? {
         return Ok(url);
     }
     let socket = default_socket();

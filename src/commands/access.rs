@@ -43,9 +43,7 @@ pub enum AccessAction {
 pub async fn run(command: &AccessCommand, out: &mut dyn Write) -> Result<(), CommandError> {
     let url = match &command.url {
         Some(url) => url.clone(),
-        None => std::env::var("STATEOUS_URL")
-            .ok()
-            .filter(|url| !url.trim().is_empty())
+        None => stateous_client::url_from_env()?
             .unwrap_or_else(|| format!("unix://{}", stateous_client::default_socket().display())),
     };
     let client = Client::with_tls(&url, stateous_client::DEFAULT_TIMEOUT, false, &command.tls)?

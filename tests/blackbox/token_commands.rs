@@ -310,6 +310,7 @@ fn an_empty_stateous_url_is_refused_as_an_empty_url_flag_is() {
         &["clock", "show"][..],
         &["bench", "--tokens", "1"][..],
         &["tui"][..],
+        &["access", "list"][..],
     ] {
         let output = Command::new(harness::binary())
             .args(args)
