@@ -218,7 +218,7 @@ impl Control {
             Err(_) => Checked::Unread("the database could not be read".to_string()),
             Ok(Err(sentence)) => Checked::Unread(sentence),
             Ok(Ok(Inspected::Read(Err(sentence)))) => Checked::Refused(sentence),
-            Ok(Ok(Inspected::Read(Ok(())) | Inspected::Empty | Inspected::NotYet)) => {
+            Ok(Ok(Inspected::Read(Ok(())) | Inspected::Empty | Inspected::NotYet { .. })) => {
                 Checked::Agrees
             }
         }

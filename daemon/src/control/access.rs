@@ -7,6 +7,7 @@ use stateous_shared::refusal::{Code, Refusal};
 use super::{store_options, Control, Options};
 use crate::engine::{refuse, Fail};
 use crate::store::backend::Inspected;
+use crate::store::schema::ACCESS_KEYS_FROM;
 use crate::store::AccessKeyRow;
 use crate::store::Store;
 
@@ -22,7 +23,8 @@ impl Control {
     /// Whether the database holds an access key that is not revoked, read
     /// without taking or making the database (a start judges a wide `--listen`
     /// with it before it opens the database): false for a database that does not
-    /// exist yet; `None` for an older schema, which the open upgrades first.
+    /// exist yet, or whose schema is older than the access keys; `None` for
+    /// another older schema, which the open upgrades first.
     pub async fn keys_known(options: &Options) -> Result<Option<bool>, String> {
         let store_options = store_options(options, String::new());
         let inspected = tokio::task::spawn_blocking(move || {
@@ -36,7 +38,8 @@ impl Control {
         Ok(match inspected {
             Inspected::Read(any) => Some(any),
             Inspected::Empty => Some(false),
-            Inspected::NotYet => None,
+            Inspected::NotYet { first } if first <= ACCESS_KEYS_FROM => Some(false),
+            Inspected::NotYet { .. } => None,
         })
     }
 

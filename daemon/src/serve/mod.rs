@@ -216,8 +216,9 @@ fn start(args: &ServeArgs) -> Result<Ready, String> {
     // A wide address is judged before the database is opened, so that a refusal
     // leaves nothing behind (no SQLite file, no tables): whether keys exist is read
     // without taking or making the database, and one that does not exist yet has
-    // none. What cannot be read so (an older schema, which the open upgrades) is
-    // judged after the open, below.
+    // none, and neither does one older than the access keys. What cannot be read
+    // so (a schema with the keys that the open upgrades first) is judged after
+    // the open, below.
     if !args.standby
         && listen
             .refusal(false, tls.is_some(), args.insecure)

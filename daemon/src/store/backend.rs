@@ -70,8 +70,9 @@ pub enum Inspected<R> {
     /// No database yet: no tables of ours (on SQLite, no file, and none is made).
     Empty,
     /// An older schema that the holder will upgrade: nothing this build can read
-    /// yet.
-    NotYet,
+    /// yet. `first`: the index in `schema::VERSIONS` of the first migration it
+    /// needs, so that what a version before it did not have is known absent.
+    NotYet { first: usize },
 }
 
 /// A write's answer, once its transaction committed (or its error).

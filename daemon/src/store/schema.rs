@@ -38,6 +38,10 @@ const BASELINE: [&str; 7] = [
 /// Version 0009 adds the access keys (`docs/inside/data.md`, `access_keys`).
 pub const ACCESS_KEYS: &str = "access_keys";
 
+/// The index of 0009 in [`VERSIONS`]: a database that still needs it has no
+/// access key.
+pub const ACCESS_KEYS_FROM: usize = 8;
+
 /// `ledger_feed` numbered the ledger for `GET /watch` in versions 0002 and 0003;
 /// version 0004 reads `ledger.id` up to the feed's safe point instead.
 const FEED: &str = "ledger_feed";
@@ -144,6 +148,13 @@ mod tests {
 
     fn present(names: &[&str]) -> BTreeSet<String> {
         names.iter().map(|n| n.to_string()).collect()
+    }
+
+    #[test]
+    fn the_access_keys_come_with_0009() {
+        assert_eq!(VERSIONS[ACCESS_KEYS_FROM], "0009");
+        assert!(!tables_at("0008").contains(ACCESS_KEYS));
+        assert!(tables_at("0009").contains(ACCESS_KEYS));
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use common::{Backend, Db};
 use stateous_daemon::control::Control;
-use stateous_daemon::store::schema::newest;
+use stateous_daemon::store::schema::{newest, ACCESS_KEYS_FROM};
 use stateous_daemon::store::sqlite::schema as sqlite_schema;
 use stateous_shared::graph::Graph;
 
@@ -51,6 +51,17 @@ async fn an_older_database_is_upgraded_in_place_and_keeps_its_data(db: Db) {
         .map(|row| row[0].clone().unwrap())
         .collect();
     assert_eq!(tables, ["1"], "this control plane took epoch 1");
+}
+
+/// A wide `--listen` is judged before the database is opened: a database older
+/// than the access keys has none, and is left as it is; one that has the table
+/// but needs a later upgrade is judged after the open.
+async fn a_database_older_than_the_access_keys_is_known_to_have_none(db: Db) {
+    make_at(&db, ACCESS_KEYS_FROM);
+    assert_eq!(Control::keys_known(&db.options()).await, Ok(Some(false)));
+    assert_eq!(version(&db), "0008", "nothing was upgraded");
+    make_at(&db, ACCESS_KEYS_FROM + 1);
+    assert_eq!(Control::keys_known(&db.options()).await, Ok(None));
 }
 
 fn graph_named(name: &str) -> Arc<Graph> {
@@ -136,6 +147,7 @@ both!(
     a_newer_database_is_refused_in_one_sentence,
     a_database_missing_one_of_its_tables_is_refused,
     a_table_that_an_upgrade_must_make_is_refused,
+    a_database_older_than_the_access_keys_is_known_to_have_none,
 );
 
 #[test]

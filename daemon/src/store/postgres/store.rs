@@ -166,7 +166,7 @@ impl PgStore {
         })?;
         match first {
             0 => return Ok(Inspected::Empty),
-            first if first < VERSIONS.len() => return Ok(Inspected::NotYet),
+            first if first < VERSIONS.len() => return Ok(Inspected::NotYet { first }),
             _ => {}
         }
         let cannot = |e: StoreError| format!("cannot use the database {shown}: {e}");
