@@ -6,7 +6,7 @@
 use std::io::Write;
 
 use super::CommandError;
-use stateous_client::{AccessKey, Client, TlsOptions};
+use stateous_client::{AccessKey, Client, ClientError, TlsOptions, TransportError};
 use stateous_shared::access::{KeyView, NewKey};
 use stateous_shared::time::to_the_minute;
 
@@ -48,14 +48,24 @@ pub async fn run(command: &AccessCommand, out: &mut dyn Write) -> Result<(), Com
     };
     let client = Client::with_tls(&url, stateous_client::DEFAULT_TIMEOUT, false, &command.tls)?
         .with_access_key(command.key.as_ref());
-    let refused = |error| CommandError::Client(error).with_code();
+    let refused = |error: ClientError| match &error {
+        // Keys are made over a serving daemon's socket: say so when none answers.
+        ClientError::Unreachable {
+            source: TransportError::Connect(_),
+            ..
+        } if url.starts_with("unix://") => CommandError::Usage(format!(
+            "{error}: access keys are made over the socket of a daemon that serves \
+             (start it with stateous serve), or give --url"
+        )),
+        _ => CommandError::Client(error).with_code(),
+    };
     match &command.action {
         AccessAction::Add(key) => {
             let made = client.add_access_key(key).await.map_err(refused)?;
             let secret = made.secret.unwrap_or_default();
             writeln!(out, "{secret}")?;
             eprintln!(
-                "made the {} key {}: its secret is printed above, once; keep it in a file \
+                "made the {} key {}: its secret went to standard output, once; keep it in a file \
                  only its user reads",
                 made.role, made.name
             );

@@ -593,3 +593,23 @@ both!(
     a_loopback_address_other_than_127_0_0_1_needs_no_key_or_tls,
     a_wide_address_with_keys_but_no_tls_asks_for_tls_and_warns_of_keys_in_clear,
 );
+
+/// `access` with no daemon on the default socket says that keys are made over a
+/// serving daemon's socket, and how to start one.
+#[test]
+fn access_without_a_daemon_on_the_socket_says_to_start_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = std::process::Command::new(harness::binary())
+        .args(["access", "list"])
+        .current_dir(dir.path())
+        .env_remove("XDG_RUNTIME_DIR")
+        .env_remove("STATEOUS_URL")
+        .env("TMPDIR", dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.starts_with("error: cannot reach"), "{stderr}");
+    assert!(stderr.contains("start it with stateous serve"), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+}
