@@ -144,9 +144,9 @@ fn script(pages: &[(String, String)], logs: &Path) -> String {
                 let log = quoted(&log.display().to_string());
                 out.push_str(&format!("(\n{}\n) > {log} 2>&1 &\n", block.text));
                 out.push_str(&format!("__doc_bg[{background}]=$!\n"));
-                let ready = block
-                    .ready()
-                    .unwrap_or_else(|| panic!("{}: a background block needs ready=WORD", block.place));
+                let ready = block.ready().unwrap_or_else(|| {
+                    panic!("{}: a background block needs ready=WORD", block.place)
+                });
                 out.push_str(&format!("__doc_ready {log} {}\n", quoted(ready)));
             } else if block.has("eventually") {
                 out.push_str(&format!("__doc_eventually {}\n", quoted(&block.text)));
