@@ -203,6 +203,14 @@ fn run_pages(pages: &[PathBuf]) -> Duration {
             command.env_remove(name);
         }
     }
+    // A `python3` that is a pyenv shim finds its versions under the real home
+    // folder, which the run replaces.
+    if let (Err(_), Some(real_home)) = (std::env::var("PYENV_ROOT"), std::env::var_os("HOME")) {
+        let pyenv = Path::new(&real_home).join(".pyenv");
+        if pyenv.is_dir() {
+            command.env("PYENV_ROOT", pyenv);
+        }
+    }
     let began = Instant::now();
     let mut child = command.spawn().expect("bash runs");
     while child.try_wait().expect("its status").is_none() && began.elapsed() < RUN_WITHIN {
