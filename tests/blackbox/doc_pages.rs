@@ -10,6 +10,9 @@
 //! its own time); any other info string (`console`, `text`, `yaml`, `sh`) is not
 //! run. Blocks inside an HTML comment run too, unseen by readers: the waits and the
 //! Ctrl-C (`doc_ctrl_c N`) that a person does without typing a command.
+//!
+//! The other pages' commands are not run, but every `--flag` they give a
+//! `stateous` command must be one its `--help` lists.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -41,30 +44,54 @@ impl Block {
     }
 }
 
+/// How many backticks open `trimmed` as a fence (three or more, and an info string
+/// without a backtick, as CommonMark has it), if they do.
+fn fence(trimmed: &str) -> Option<(usize, &str)> {
+    let ticks = trimmed.len() - trimmed.trim_start_matches('`').len();
+    let rest = &trimmed[ticks..];
+    (ticks >= 3 && !rest.contains('`')).then_some((ticks, rest))
+}
+
+/// A fenced block being read: where it started, its fence, and its lines so far.
+struct Open<'a> {
+    start: usize,
+    ticks: usize,
+    indent: usize,
+    info: Vec<String>,
+    lines: Vec<&'a str>,
+}
+
 /// The fenced blocks of `text` (the page `name`), in order.
 fn blocks(name: &str, text: &str) -> Vec<Block> {
     let mut found = Vec::new();
-    let mut open: Option<(usize, String, Vec<String>, Vec<&str>)> = None;
+    let mut open: Option<Open> = None;
     for (number, line) in text.lines().enumerate() {
         let trimmed = line.trim_start();
-        match open.take() {
+        match open.as_mut() {
             None => {
-                if let Some(rest) = trimmed.strip_prefix("```") {
-                    let indent = line.len() - trimmed.len();
-                    let info = rest.split_whitespace().map(str::to_string).collect();
-                    open = Some((number + 1, " ".repeat(indent), info, Vec::new()));
+                if let Some((ticks, rest)) = fence(trimmed) {
+                    open = Some(Open {
+                        start: number + 1,
+                        ticks,
+                        indent: line.len() - trimmed.len(),
+                        info: rest.split_whitespace().map(str::to_string).collect(),
+                        lines: Vec::new(),
+                    });
                 }
             }
-            Some((start, indent, info, mut lines)) => {
-                if trimmed.trim_end() == "```" {
+            Some(block) => {
+                let closing = trimmed.trim_end();
+                if closing.len() >= block.ticks && closing.chars().all(|c| c == '`') {
                     found.push(Block {
-                        place: format!("{name}:{start}"),
-                        info,
-                        text: lines.join("\n"),
+                        place: format!("{name}:{}", block.start),
+                        info: std::mem::take(&mut block.info),
+                        text: block.lines.join("\n"),
                     });
+                    open = None;
                 } else {
-                    lines.push(line.strip_prefix(indent.as_str()).unwrap_or(line));
-                    open = Some((start, indent, info, lines));
+                    // A block inside a list item is indented as its fence is.
+                    let cut = line.len() - line.trim_start().len();
+                    block.lines.push(&line[cut.min(block.indent)..]);
                 }
             }
         }
@@ -285,7 +312,7 @@ fn the_tutorial_commands_run_as_written() {
 
 #[test]
 fn the_block_reader_knows_each_form() {
-    let page = "text\n```bash\nstateous demo\n```\n\n- item\n  ```bash background ready=serving\n  stateous serve g.json\n  ```\n<!--\n```bash eventually\nstateous token list\n```\n-->\n```console\ncargo test\n```\n";
+    let page = "text\n```bash\nstateous demo\n```\n\n  ```` ```sh ```` is inline\n- item\n  ```bash background ready=serving\n  stateous serve g.json\n  ```\n<!--\n```bash eventually\nstateous token list\n```\n-->\n```console\ncargo test\n```\n";
     let found = blocks("P.md", page);
     let infos: Vec<String> = found.iter().map(|b| b.info.join(" ")).collect();
     assert_eq!(
@@ -299,8 +326,159 @@ fn the_block_reader_knows_each_form() {
     );
     assert_eq!(found[1].text, "stateous serve g.json");
     assert_eq!(found[1].ready(), Some("serving"));
-    assert_eq!(found[1].place, "P.md:7");
+    assert_eq!(found[1].place, "P.md:8");
     let run = script(&[("P.md".into(), page.into())], Path::new("/logs"));
     assert!(run.contains("stateous demo\n"), "{run}");
     assert!(!run.contains("cargo test"), "{run}");
+}
+
+/// The words of one shell command line, quotes taken off, up to the first `|`,
+/// `&`, `;`, `<`, `>` or comment outside quotes.
+fn command_words(line: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut quote: Option<char> = None;
+    let mut in_word = false;
+    for c in line.chars() {
+        match quote {
+            Some(q) if c == q => quote = None,
+            Some(_) => word.push(c),
+            None if c == '\'' || c == '"' => {
+                quote = Some(c);
+                in_word = true;
+            }
+            None if c.is_whitespace() => {
+                if in_word {
+                    words.push(std::mem::take(&mut word));
+                    in_word = false;
+                }
+            }
+            None if "|&;<>".contains(c) || (c == '#' && !in_word) => break,
+            None => {
+                word.push(c);
+                in_word = true;
+            }
+        }
+    }
+    if in_word {
+        words.push(word);
+    }
+    words
+}
+
+/// The subcommands that `help` (a `--help` text) lists under `Commands:`.
+fn subcommands(help: &str) -> Vec<String> {
+    help.lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+        .collect()
+}
+
+#[test]
+fn every_flag_the_pages_give_a_command_exists() {
+    // Every page's commands, run or not: `stateous COMMAND ... --flag` in a fenced
+    // block names only flags that `stateous COMMAND --help` lists, so a renamed or
+    // removed flag cannot stay in the documentation.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut pages = vec![root.join("README.md")];
+    let mut folders = vec![root.join("docs")];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).expect("a folder").flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                folders.push(path);
+            } else if path.extension().is_some_and(|e| e == "md") {
+                pages.push(path);
+            }
+        }
+    }
+    pages.sort();
+    let mut helps: std::collections::HashMap<Vec<String>, String> = Default::default();
+    let mut help_of = |path: &[String]| -> String {
+        helps
+            .entry(path.to_vec())
+            .or_insert_with(|| {
+                let mut args: Vec<&str> = path.iter().map(String::as_str).collect();
+                args.push("--help");
+                let finished = crate::harness::run(root, &args);
+                finished.stdout
+            })
+            .clone()
+    };
+    let mut unknown = Vec::new();
+    let mut checked = 0;
+    for page in &pages {
+        let name = page
+            .strip_prefix(root)
+            .unwrap_or(page)
+            .display()
+            .to_string();
+        let text = std::fs::read_to_string(page).expect("the page");
+        for block in blocks(&name, &text) {
+            let kind = block.info.first().map(String::as_str).unwrap_or_default();
+            if !["bash", "console", "sh"].contains(&kind) {
+                continue;
+            }
+            let joined = block.text.replace("\\\n", " ");
+            for line in joined.lines() {
+                let words = command_words(line.trim_start().trim_start_matches("$ "));
+                let Some(at) = words.iter().position(|w| w == "stateous") else {
+                    continue;
+                };
+                let mut path: Vec<String> = Vec::new();
+                for word in &words[at + 1..] {
+                    if subcommands(&help_of(&path)).contains(word) && word != "help" {
+                        path.push(word.clone());
+                    } else {
+                        break;
+                    }
+                }
+                if path.is_empty() {
+                    continue;
+                }
+                let help = help_of(&path);
+                for word in &words[at + 1..] {
+                    let Some(flag) = word.strip_prefix("--") else {
+                        continue;
+                    };
+                    let flag = flag.split('=').next().unwrap_or_default();
+                    checked += 1;
+                    if !help.contains(&format!("--{flag}")) {
+                        unknown.push(format!(
+                            "{}: stateous {} --{flag}",
+                            block.place,
+                            path.join(" ")
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    assert!(checked > 100, "only {checked} flags found in the pages");
+    assert!(
+        unknown.is_empty(),
+        "flags the commands do not have: {unknown:#?}"
+    );
+}
+
+#[test]
+fn the_command_reader_stops_where_the_shell_would() {
+    assert_eq!(
+        command_words(r#"stateous token list --where "moved > 600" --limit 5 | head # x"#),
+        [
+            "stateous",
+            "token",
+            "list",
+            "--where",
+            "moved > 600",
+            "--limit",
+            "5"
+        ]
+    );
+    assert_eq!(
+        command_words("stateous serve g.json > d.log 2>&1 &"),
+        ["stateous", "serve", "g.json"]
+    );
 }
