@@ -11,8 +11,8 @@
 //! run. Blocks inside an HTML comment run too, unseen by readers: the waits and the
 //! Ctrl-C (`doc_ctrl_c N`) that a person does without typing a command.
 //!
-//! The other pages' commands are not run, but every `--flag` they give a
-//! `stateous` command must be one its `--help` lists.
+//! The other pages' commands are not run, but every `stateous` command they give
+//! must be one the binary has, and every `--flag` one its `--help` lists.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -377,10 +377,11 @@ fn subcommands(help: &str) -> Vec<String> {
 }
 
 #[test]
-fn every_flag_the_pages_give_a_command_exists() {
+fn every_command_and_flag_the_pages_give_exists() {
     // Every page's commands, run or not: `stateous COMMAND ... --flag` in a fenced
-    // block names only flags that `stateous COMMAND --help` lists, so a renamed or
-    // removed flag cannot stay in the documentation.
+    // block names only commands that `stateous --help` lists and flags that
+    // `stateous COMMAND --help` lists, so a renamed or removed one cannot stay in
+    // the documentation.
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut pages = vec![root.join("README.md")];
     let mut folders = vec![root.join("docs")];
@@ -424,14 +425,33 @@ fn every_flag_the_pages_give_a_command_exists() {
             let joined = block.text.replace("\\\n", " ");
             for line in joined.lines() {
                 let words = command_words(line.trim_start().trim_start_matches("$ "));
-                let Some(at) = words.iter().position(|w| w == "stateous") else {
+                // The binary's name, not a user's (`sudo -u stateous stateous init ...`):
+                // the `stateous` that a command or a flag follows, or the first word.
+                let top = subcommands(&help_of(&[]));
+                let at = words.iter().enumerate().position(|(n, w)| {
+                    w == "stateous"
+                        && words
+                            .get(n + 1)
+                            .is_some_and(|next| top.contains(next) || next.starts_with('-'))
+                });
+                let Some(at) =
+                    at.or((words.first().map(String::as_str) == Some("stateous")).then_some(0))
+                else {
                     continue;
                 };
                 let mut path: Vec<String> = Vec::new();
                 for word in &words[at + 1..] {
-                    if subcommands(&help_of(&path)).contains(word) && word != "help" {
+                    let known = subcommands(&help_of(&path));
+                    if known.contains(word) && word != "help" {
                         path.push(word.clone());
                     } else {
+                        if !known.is_empty() && !word.starts_with('-') {
+                            unknown.push(format!(
+                                "{}: stateous {} {word}",
+                                block.place,
+                                path.join(" ")
+                            ));
+                        }
                         break;
                     }
                 }
