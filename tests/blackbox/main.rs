@@ -21,6 +21,7 @@ mod bulk_preview;
 mod compile;
 mod demo;
 mod dev_clock;
+mod doc_pages;
 mod failover;
 mod hardening_control;
 mod hardening_supervisor;
