@@ -202,7 +202,7 @@ fn a_newcomers_short_staleness_never_takes_a_healthy_or_stopped_holders_database
 /// whose clients gave up waiting (whether it does depends on when it notices the
 /// closed connection). A start sent again by a script is then a duplicate or the
 /// start itself, never a second start; only an idempotency key keeps a fire from
-/// counting twice (README.md "Run a standby" says so).
+/// counting twice (docs/how-to/run-a-standby.md says so).
 fn a_stopped_holder_may_apply_on_waking_the_requests_whose_clients_gave_up() {
     let daemon = Daemon::tickets();
     start(&daemon, "T-1");

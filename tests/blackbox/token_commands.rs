@@ -293,8 +293,8 @@ fn an_id_with_a_slash_is_refused_before_sending_with_the_daemons_sentence() {
 }
 
 /// `STATEOUS_URL=` (set but empty) was read as unset, and the client talked to the
-/// default socket or http://127.0.0.1:8080, a control plane nobody named; README
-/// says an empty address is refused, as `--url ""` is. Its sentence names the
+/// default socket or http://127.0.0.1:8080, a control plane nobody named;
+/// docs/reference/cli.md says an empty address is refused, as `--url ""` is. Its sentence names the
 /// variable, since nothing on the command line was empty.
 #[test]
 fn an_empty_stateous_url_is_refused_as_an_empty_url_flag_is() {

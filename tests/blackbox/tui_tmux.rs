@@ -264,7 +264,7 @@ fn a_bulk_cancel_at_a_terminal_goes_ahead_only_once_the_count_is_typed() {
 
 /// `--where "state == 'reveiw'"` (a state the graph does not have) opened the
 /// screen with `0 shown` and the daemon's 422 in its status line, and exited 0;
-/// README says a `--where` that is not a filter is refused before the screen
+/// docs/reference/tui.md says a `--where` that is not a filter is refused before the screen
 /// changes, and the daemon's 422 says that this one is not.
 fn a_where_the_daemon_refuses_is_refused_before_the_screen_opens() {
     let daemon = Daemon::orders();
