@@ -72,7 +72,12 @@ pub enum AccessAction {
         #[arg(long, value_name = "EVENT,...", value_delimiter = ',')]
         events: Vec<String>,
         /// With --events: only for tokens in these states (comma separated).
-        #[arg(long, value_name = "STATE,...", value_delimiter = ',', requires = "events")]
+        #[arg(
+            long,
+            value_name = "STATE,...",
+            value_delimiter = ',',
+            requires = "events"
+        )]
         states: Vec<String>,
         /// With --events: only for tokens this filter matches (the --where
         /// language of stateous token list).

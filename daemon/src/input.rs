@@ -10,10 +10,10 @@
 
 use std::collections::BTreeMap;
 
-use stateous_shared::durations::parse_duration;
-use stateous_shared::refusal::{Code, Refusal};
 use stateous_shared::access::Scope;
+use stateous_shared::durations::parse_duration;
 use stateous_shared::guards::filter::{parse_filter, Filter};
+use stateous_shared::refusal::{Code, Refusal};
 use stateous_shared::wire::{Object, Outcome, Schedule};
 
 /// The most tokens one `GET /tokens` lists.
@@ -715,9 +715,8 @@ impl FireScope {
     /// that parses. 422 `invalid_argument` otherwise.
     pub fn new(key: &str, scope: &Scope) -> Result<FireScope, Refusal> {
         if scope.events.is_empty() || scope.events.len() > MAX_SCOPE_NAMES {
-            let sentence = format!(
-                "a scope names 1 to {MAX_SCOPE_NAMES} events the key may fire ('events')"
-            );
+            let sentence =
+                format!("a scope names 1 to {MAX_SCOPE_NAMES} events the key may fire ('events')");
             return Err(refuse(Code::InvalidArgument, sentence));
         }
         if scope.states.len() > MAX_SCOPE_NAMES {

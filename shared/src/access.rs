@@ -219,7 +219,8 @@ mod tests {
         );
         let json = serde_json::to_value(&scope).unwrap();
         assert_eq!(json["where"], "ctx['team'] == 'infra'");
-        let bare: Scope = serde_json::from_value(serde_json::json!({"events": ["a", "b", "c"]})).unwrap();
+        let bare: Scope =
+            serde_json::from_value(serde_json::json!({"events": ["a", "b", "c"]})).unwrap();
         assert_eq!(bare.describe(), "a, b or c");
     }
 }

@@ -118,16 +118,19 @@ async fn first_key_check(
     if callers.is_empty() {
         return Ok(());
     }
-    console.note(&format!(
+    console.note(
         "this is the control plane's first access key: once it exists, every request over \
          TCP needs a key, and these callers, served over TCP without one in the last 10 \
-         minutes, will be refused (401):"
-    ));
+         minutes, will be refused (401):",
+    );
     for caller in &callers {
         let who = if caller.supervisors.is_empty() {
             "a client (no supervisor)".to_string()
         } else {
-            format!("the supervisor {}", caller.supervisors.join(", the supervisor "))
+            format!(
+                "the supervisor {}",
+                caller.supervisors.join(", the supervisor ")
+            )
         };
         console.note(&format!(
             "  {who} at {}, last seen {}",

@@ -188,12 +188,15 @@ impl Keys {
             Door::Local => {
                 return match bearer(headers) {
                     Presented::Nothing => Ok(Caller::Local),
-                    Presented::OtherScheme => {
-                        Err(Refusal::new(Code::Unauthenticated, NOT_BEARER))
+                    Presented::OtherScheme => Err(Refusal::new(Code::Unauthenticated, NOT_BEARER)),
+                    Presented::Bearer(secret) => {
+                        self.find(secret).map(Caller::Key).ok_or_else(|| {
+                            Refusal::new(
+                                Code::Unauthenticated,
+                                "the access key is unknown or revoked",
+                            )
+                        })
                     }
-                    Presented::Bearer(secret) => self.find(secret).map(Caller::Key).ok_or_else(
-                        || Refusal::new(Code::Unauthenticated, "the access key is unknown or revoked"),
-                    ),
                 };
             }
             Door::Stranger(uid) => {
@@ -282,7 +285,11 @@ impl OpenCallers {
             return false;
         };
         seen.get(&ip).is_none_or(|caller| {
-            let last = if named { caller.named_at } else { caller.last_seen };
+            let last = if named {
+                caller.named_at
+            } else {
+                caller.last_seen
+            };
             now - last >= NOTE_EVERY
         })
     }
@@ -293,7 +300,10 @@ impl OpenCallers {
             return;
         };
         if !seen.contains_key(&ip) && seen.len() >= OPEN_CALLERS_MAX {
-            let oldest = seen.iter().min_by_key(|(_, c)| c.last_seen).map(|(ip, _)| *ip);
+            let oldest = seen
+                .iter()
+                .min_by_key(|(_, c)| c.last_seen)
+                .map(|(ip, _)| *ip);
             if let Some(oldest) = oldest {
                 seen.remove(&oldest);
             }
@@ -605,7 +615,9 @@ mod tests {
         let keys = Keys::default();
         let mut basic = HeaderMap::new();
         basic.insert(hyper::header::AUTHORIZATION, "Basic eA==".parse().unwrap());
-        let refused = keys.caller(Door::Tcp(None), &basic, Access::Read).unwrap_err();
+        let refused = keys
+            .caller(Door::Tcp(None), &basic, Access::Read)
+            .unwrap_err();
         assert_eq!(
             (refused.code, refused.error.as_str()),
             (Code::Unauthenticated, NOT_BEARER)
@@ -622,7 +634,9 @@ mod tests {
         ));
         let secret = new_secret();
         keys.add(&row("ops", Role::Operate, &secret));
-        let refused = keys.caller(Door::Tcp(None), &none, Access::Read).unwrap_err();
+        let refused = keys
+            .caller(Door::Tcp(None), &none, Access::Read)
+            .unwrap_err();
         assert_eq!(refused.code, Code::Unauthenticated);
         assert!(keys.caller(Door::Tcp(None), &none, Access::Public).is_ok());
         assert!(keys

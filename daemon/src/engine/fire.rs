@@ -4,8 +4,8 @@ use stateous_shared::refusal::Code;
 use stateous_shared::wire::TokenView;
 
 use super::route::route;
-use super::{lock, py, refuse, reject, view, Rules, Step, Via, OWN_EVENTS};
 use super::scope::out_of_scope;
+use super::{lock, py, refuse, reject, view, Rules, Step, Via, OWN_EVENTS};
 use crate::input::{FireInput, HookStart};
 use crate::store::Tx;
 
