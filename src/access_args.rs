@@ -67,6 +67,26 @@ pub enum AccessAction {
         /// The supervisor a supervise key acts for (its stateous.yaml `name`).
         #[arg(long, value_name = "SNAME")]
         supervisor: Option<String>,
+        /// Limit an operate key to reading and firing these events (comma
+        /// separated), nothing else: a reviewer's key.
+        #[arg(long, value_name = "EVENT,...", value_delimiter = ',')]
+        events: Vec<String>,
+        /// With --events: only for tokens in these states (comma separated).
+        #[arg(
+            long,
+            value_name = "STATE,...",
+            value_delimiter = ',',
+            requires = "events"
+        )]
+        states: Vec<String>,
+        /// With --events: only for tokens this filter matches (the --where
+        /// language of stateous token list).
+        #[arg(long = "where", value_name = "FILTER", requires = "events")]
+        filter: Option<String>,
+        /// Make the first key without asking, even though supervisors or
+        /// clients were seen over TCP without a key (they will be refused).
+        #[arg(long, short = 'y')]
+        yes: bool,
     },
     /// List the keys: name, role, supervisor, created, last used (never a secret)
     List {

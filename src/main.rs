@@ -235,11 +235,23 @@ fn access_command(args: access_args::AccessCommandArgs) -> commands::access::Acc
             name,
             role,
             supervisor,
-        } => Action::Add(stateous_shared::access::NewKey {
-            name,
-            role,
-            supervisor,
-        }),
+            events,
+            states,
+            filter,
+            yes,
+        } => Action::Add {
+            key: stateous_shared::access::NewKey {
+                name,
+                role,
+                supervisor,
+                scope: (!events.is_empty()).then_some(stateous_shared::access::Scope {
+                    events,
+                    states,
+                    filter,
+                }),
+            },
+            yes,
+        },
         Given::List { json } => Action::List { json },
         Given::Revoke { name } => Action::Revoke(name),
     };

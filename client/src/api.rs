@@ -152,6 +152,21 @@ impl Client {
         self.typed(&Call::access_add(key)).await
     }
 
+    /// `GET /access/callers` (ours, admin): the addresses served over TCP
+    /// without a key in the last ten minutes, while no key was ever made, with the
+    /// supervisors seen at each; the first key locks them out.
+    pub async fn open_callers(
+        &self,
+    ) -> Result<Vec<stateous_shared::access::OpenCallerView>, ClientError> {
+        self.typed(&Call::access_callers()).await
+    }
+
+    /// `GET /access/self` (ours, any caller): the caller's own key, as
+    /// `{name, role, supervisor, scope}` (`name` null without a key).
+    pub async fn own_key(&self) -> Result<stateous_shared::access::OwnKey, ClientError> {
+        self.typed(&Call::access_self()).await
+    }
+
     /// `DELETE /access/{name}` (ours, admin): revoke a key.
     pub async fn revoke_access_key(&self, name: &str) -> Result<(), ClientError> {
         self.send(&Call::access_revoke(name)).await.map(|_| ())

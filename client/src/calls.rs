@@ -105,6 +105,17 @@ impl Call {
         Call::new("POST", "/access".into(), Some(body))
     }
 
+    /// `GET /access/callers` (ours, admin): the TCP callers served without a key
+    /// lately, while no key was ever made.
+    pub fn access_callers() -> Call {
+        Call::new("GET", "/access/callers".into(), None)
+    }
+
+    /// `GET /access/self` (ours, any caller): the caller's own key.
+    pub fn access_self() -> Call {
+        Call::new("GET", "/access/self".into(), None)
+    }
+
     /// `DELETE /access/{name}` (ours, admin): revoke a key.
     pub fn access_revoke(name: &str) -> Call {
         Call::new("DELETE", format!("/access/{}", segment(name)), None)

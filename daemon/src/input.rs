@@ -10,7 +10,9 @@
 
 use std::collections::BTreeMap;
 
+use stateous_shared::access::Scope;
 use stateous_shared::durations::parse_duration;
+use stateous_shared::guards::filter::{parse_filter, Filter};
 use stateous_shared::refusal::{Code, Refusal};
 use stateous_shared::wire::{Object, Outcome, Schedule};
 
@@ -255,6 +257,10 @@ pub struct FireInput {
     pub key: Option<Key>,
     /// The hook the event came through, if any (`POST /hooks/{name}`).
     pub hook: Option<HookMark>,
+    /// The scope of the scoped access key that fires it, if any: the fire is
+    /// refused 403 `forbidden` unless the token is in one of its states and
+    /// matches its filter, judged in the fire's own transaction.
+    pub scope: Option<std::sync::Arc<FireScope>>,
 }
 
 /// The hook an event came through and its delivery id, recorded on the event's
@@ -288,6 +294,7 @@ impl FireInput {
             payload,
             key: key.map(Key::new).transpose()?,
             hook: None,
+            scope: None,
         })
     }
 }
@@ -584,6 +591,10 @@ pub struct NewKeyInput {
     pub role: stateous_shared::access::Role,
     /// The supervisor of a `supervise` key (and only of one).
     pub supervisor: Option<Supervisor>,
+    /// The scope of a scoped `operate` key (and only of one), checked here for
+    /// its shape; the names it holds are checked against the graph when the key
+    /// is added (`Control::add_access_key`).
+    pub scope: Option<(Scope, std::sync::Arc<FireScope>)>,
 }
 
 impl NewKeyInput {
@@ -595,9 +606,10 @@ impl NewKeyInput {
         use stateous_shared::access::Role;
         if let Some(other) = body
             .keys()
-            .find(|key| !["name", "role", "supervisor"].contains(&key.as_str()))
+            .find(|key| !["name", "role", "supervisor", "scope"].contains(&key.as_str()))
         {
-            let sentence = format!("POST /access takes name, role and supervisor, not {other:?}");
+            let sentence =
+                format!("POST /access takes name, role, supervisor and scope, not {other:?}");
             return Err(refuse(Code::InvalidBody, sentence));
         }
         let text = |field: &str| match body.get(field) {
@@ -624,6 +636,26 @@ impl NewKeyInput {
             return Err(refuse(Code::InvalidArgument, sentence));
         };
         let supervisor = text("supervisor")?.map(Supervisor::new).transpose()?;
+        let scope = match body.get("scope") {
+            None | Some(serde_json::Value::Null) => None,
+            Some(value) => {
+                let scope: Scope = serde_json::from_value(value.clone()).map_err(|_| {
+                    refuse(
+                        Code::InvalidBody,
+                        "'scope' is an object: events (a list of event names), and \
+                         optionally states (a list of state names) and where (a filter)",
+                    )
+                })?;
+                if role != Role::Operate {
+                    return Err(refuse(
+                        Code::InvalidArgument,
+                        "only an operate key takes a scope: it limits what the key may change",
+                    ));
+                }
+                let checked = FireScope::new(&name, &scope)?;
+                Some((scope, std::sync::Arc::new(checked)))
+            }
+        };
         match (role, &supervisor) {
             (Role::Supervise, None) => Err(refuse(
                 Code::InvalidArgument,
@@ -633,11 +665,109 @@ impl NewKeyInput {
                 name,
                 role,
                 supervisor,
+                scope,
             }),
             (_, Some(_)) => Err(refuse(
                 Code::InvalidArgument,
                 "only a supervise key names a supervisor",
             )),
         }
+    }
+}
+
+/// The most events, and the most states, one key's scope names.
+pub const MAX_SCOPE_NAMES: usize = 100;
+
+/// The scope of a scoped access key, checked for its shape
+/// (`docs/how-to/approve-with-keys.md`): the key may read, and fire the named
+/// events; a fire is allowed only for a token in one of `states` (any, when empty)
+/// that `filter` matches (any, without one). The engine judges the token's part in
+/// the fire's transaction ([`FireScope::refuses`]).
+#[derive(Debug, Clone)]
+pub struct FireScope {
+    /// The key's name, for the refusals' sentences.
+    pub key: String,
+    /// The events it may fire.
+    pub events: std::collections::BTreeSet<String>,
+    /// The states a token must be in; empty: any.
+    pub states: std::collections::BTreeSet<String>,
+    /// The filter a token must match.
+    pub filter: Option<Filter>,
+    /// The filter as it was written.
+    pub filter_text: Option<String>,
+    /// The scope in words (`Scope::describe`).
+    pub words: String,
+}
+
+/// Two scopes are the same when they say the same: the key, the events, the
+/// states and the filter's text are all in `words`.
+impl PartialEq for FireScope {
+    fn eq(&self, other: &FireScope) -> bool {
+        self.key == other.key && self.words == other.words
+    }
+}
+
+impl Eq for FireScope {}
+
+impl FireScope {
+    /// Check `scope`, of the key `key`: 1 to [`MAX_SCOPE_NAMES`] events and at
+    /// most as many states, each a name of 1 to [`MAX_STATE`] characters; a filter
+    /// that parses. 422 `invalid_argument` otherwise.
+    pub fn new(key: &str, scope: &Scope) -> Result<FireScope, Refusal> {
+        if scope.events.is_empty() || scope.events.len() > MAX_SCOPE_NAMES {
+            let sentence =
+                format!("a scope names 1 to {MAX_SCOPE_NAMES} events the key may fire ('events')");
+            return Err(refuse(Code::InvalidArgument, sentence));
+        }
+        if scope.states.len() > MAX_SCOPE_NAMES {
+            let sentence = format!("a scope names at most {MAX_SCOPE_NAMES} states");
+            return Err(refuse(Code::InvalidArgument, sentence));
+        }
+        let bad = |name: &String| name.is_empty() || name.chars().count() > MAX_STATE;
+        if let Some(name) = scope.events.iter().chain(&scope.states).find(|n| bad(n)) {
+            let sentence = format!(
+                "a scope's event and state names are 1 to {MAX_STATE} characters, not {name:?}"
+            );
+            return Err(refuse(Code::InvalidArgument, sentence));
+        }
+        let filter = match &scope.filter {
+            Some(text) => Some(parse_filter(text).map_err(|error| {
+                refuse(
+                    Code::InvalidArgument,
+                    format!("the scope's filter does not parse: {}", error.0),
+                )
+            })?),
+            None => None,
+        };
+        Ok(FireScope {
+            key: key.to_string(),
+            events: scope.events.iter().cloned().collect(),
+            states: scope.states.iter().cloned().collect(),
+            filter,
+            filter_text: scope.filter.clone(),
+            words: scope.describe(),
+        })
+    }
+
+    /// The scope kept as JSON text (`access_keys.scope`), checked again as it is
+    /// read; `None` for text no build wrote.
+    pub fn stored(key: &str, text: &str) -> Option<(Scope, FireScope)> {
+        let scope: Scope = serde_json::from_str(text).ok()?;
+        let checked = FireScope::new(key, &scope).ok()?;
+        Some((scope, checked))
+    }
+
+    /// 403 `forbidden` for an event the key may not fire, whatever the token.
+    pub fn refuses_event(&self, event: &str) -> Option<Refusal> {
+        if self.events.contains(event) {
+            return None;
+        }
+        Some(refuse(
+            Code::Forbidden,
+            format!(
+                "the access key {} may fire only {}; not {event}",
+                self.key, self.words
+            ),
+        ))
     }
 }

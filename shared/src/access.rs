@@ -82,6 +82,53 @@ pub struct NewKey {
     /// with it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub supervisor: Option<String>,
+    /// What an `operate` key is limited to: firing the named events only
+    /// (`docs/how-to/approve-with-keys.md`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<Scope>,
+}
+
+/// The limit of a scoped key: it may read, and fire `events`, only in `states`
+/// (every state when empty) and only for tokens `where` matches (every token
+/// when absent); nothing else. The states are checked, and the filter evaluated,
+/// in the fire's own transaction, against the token as it is then.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Scope {
+    /// The events the key may fire: at least one.
+    pub events: Vec<String>,
+    /// The states a token must be in; empty: any state.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub states: Vec<String>,
+    /// A filter of the `--where` language (`docs/reference/cli.md`) the token
+    /// must match.
+    #[serde(default, rename = "where", skip_serializing_if = "Option::is_none")]
+    pub filter: Option<String>,
+}
+
+impl Scope {
+    /// The scope in words: `approved or rejected in review where ctx['team'] ==
+    /// 'infra'`.
+    pub fn describe(&self) -> String {
+        let mut words = or_list(&self.events);
+        if !self.states.is_empty() {
+            words.push_str(" in ");
+            words.push_str(&or_list(&self.states));
+        }
+        if let Some(filter) = &self.filter {
+            words.push_str(" where ");
+            words.push_str(filter);
+        }
+        words
+    }
+}
+
+/// `a`, `a or b`, `a, b or c`.
+fn or_list(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{} or {last}", rest.join(", ")),
+    }
 }
 
 /// One key as `GET /access` lists it, and as `POST /access` answers it with its
@@ -95,6 +142,9 @@ pub struct KeyView {
     /// The supervisor a `supervise` key acts for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub supervisor: Option<String>,
+    /// What it is limited to, for a scoped key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<Scope>,
     /// When it was made.
     pub created: String,
     /// When a request last carried it, to about a minute; `None` before any did.
@@ -107,6 +157,36 @@ pub struct KeyView {
     /// Only in the answer to `POST /access`: the secret, shown this once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secret: Option<String>,
+}
+
+/// The caller's own key, as `GET /access/self` answers: `name` is `None` for a
+/// caller without a key (the socket's owner, or TCP while no key was ever made),
+/// whose role is then admin.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OwnKey {
+    /// The key's name.
+    pub name: Option<String>,
+    /// Its role.
+    pub role: Role,
+    /// The supervisor of a `supervise` key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub supervisor: Option<String>,
+    /// The scope of a scoped key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<Scope>,
+}
+
+/// One caller as `GET /access/callers` lists it: an address served over TCP
+/// without a key in the last ten minutes, while no key was ever made.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OpenCallerView {
+    /// The peer's IP address.
+    pub address: String,
+    /// The supervisors whose claims or heartbeats came from it, by name.
+    #[serde(default)]
+    pub supervisors: Vec<String>,
+    /// When a request came from it last, ISO 8601 in UTC.
+    pub last_seen: String,
 }
 
 #[cfg(test)]
@@ -124,5 +204,23 @@ mod tests {
         assert!(!is_secret(&good[1..]));
         assert!(!is_secret(&format!("{SECRET_PREFIX}{}", "0A".repeat(32))));
         assert!(!is_secret(&format!("{good}0")));
+    }
+
+    #[test]
+    fn a_scope_reads_as_a_sentence_and_keeps_its_json_names() {
+        let scope = Scope {
+            events: vec!["approved".into(), "rejected".into()],
+            states: vec!["review".into()],
+            filter: Some("ctx['team'] == 'infra'".into()),
+        };
+        assert_eq!(
+            scope.describe(),
+            "approved or rejected in review where ctx['team'] == 'infra'"
+        );
+        let json = serde_json::to_value(&scope).unwrap();
+        assert_eq!(json["where"], "ctx['team'] == 'infra'");
+        let bare: Scope =
+            serde_json::from_value(serde_json::json!({"events": ["a", "b", "c"]})).unwrap();
+        assert_eq!(bare.describe(), "a, b or c");
     }
 }

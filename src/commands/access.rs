@@ -5,6 +5,7 @@
 
 use std::io::Write;
 
+use super::token::{Console, Terminal};
 use super::CommandError;
 use stateous_client::{AccessKey, Client, ClientError, TlsOptions, TransportError};
 use stateous_shared::access::{KeyView, NewKey};
@@ -26,8 +27,15 @@ pub struct AccessCommand {
 /// The sub-command.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AccessAction {
-    /// `add NAME --role R [--supervisor SNAME]`.
-    Add(NewKey),
+    /// `add NAME --role R [--supervisor SNAME] [--events ... [--states ...]
+    /// [--where ...]] [--yes]`.
+    Add {
+        /// The key to make.
+        key: NewKey,
+        /// `--yes`: make the first key even though TCP callers without a key
+        /// were seen, without asking.
+        yes: bool,
+    },
     /// `list [--json]`.
     List {
         /// Print the JSON answer.
@@ -60,7 +68,11 @@ pub async fn run(command: &AccessCommand, out: &mut dyn Write) -> Result<(), Com
         _ => CommandError::Client(error).with_code(),
     };
     match &command.action {
-        AccessAction::Add(key) => {
+        AccessAction::Add { key, yes } => {
+            let keys = client.access_keys().await.map_err(refused)?;
+            if keys.is_empty() {
+                first_key_check(&client, *yes, &mut Terminal).await?;
+            }
             let made = client.add_access_key(key).await.map_err(refused)?;
             let secret = made.secret.unwrap_or_default();
             writeln!(out, "{secret}")?;
@@ -91,6 +103,62 @@ pub async fn run(command: &AccessCommand, out: &mut dyn Write) -> Result<(), Com
     Ok(())
 }
 
+/// Before the first key: the TCP callers the control plane served without a key
+/// in the last ten minutes will be refused once it exists. Name them and ask to
+/// go on (`--yes` answers yes; without a terminal to ask, the key is not made).
+/// A control plane that cannot list them (an older one) is not asked.
+async fn first_key_check(
+    client: &Client,
+    yes: bool,
+    console: &mut dyn Console,
+) -> Result<(), CommandError> {
+    let Ok(callers) = client.open_callers().await else {
+        return Ok(());
+    };
+    if callers.is_empty() {
+        return Ok(());
+    }
+    console.note(
+        "this is the control plane's first access key: once it exists, every request over \
+         TCP needs a key, and these callers, served over TCP without one in the last 10 \
+         minutes, will be refused (401):",
+    );
+    for caller in &callers {
+        let who = if caller.supervisors.is_empty() {
+            "a client (no supervisor)".to_string()
+        } else {
+            format!(
+                "the supervisor {}",
+                caller.supervisors.join(", the supervisor ")
+            )
+        };
+        console.note(&format!(
+            "  {who} at {}, last seen {}",
+            caller.address,
+            to_the_minute(&caller.last_seen)
+        ));
+    }
+    console.note(
+        "make their keys first (a supervisor's: stateous access add NAME --role supervise \
+         --supervisor NAME; docs/how-to/approve-with-keys.md gives a safe order)",
+    );
+    if yes {
+        return Ok(());
+    }
+    if console.can_ask() {
+        let answer = console.ask("make the key anyway? [y/N] ")?;
+        if matches!(answer.trim(), "y" | "Y" | "yes") {
+            return Ok(());
+        }
+    }
+    Err(CommandError::Usage(format!(
+        "the first access key was not made: it would lock out the {} TCP caller{} above; \
+         make their keys first, or give --yes to make it anyway",
+        callers.len(),
+        if callers.len() == 1 { "" } else { "s" }
+    )))
+}
+
 /// What `list` says, on stderr, when the control plane has no key.
 pub const NO_KEYS: &str = "no access key: make one with stateous access add NAME --role ROLE";
 
@@ -108,6 +176,9 @@ pub fn line(key: &KeyView) -> String {
             .as_deref()
             .map_or("never".to_string(), to_the_minute)
     );
+    if let Some(scope) = &key.scope {
+        line.push_str(&format!("  may fire {}", scope.describe()));
+    }
     if let Some(revoked) = &key.revoked {
         line.push_str(&format!("  revoked {}", to_the_minute(revoked)));
     }

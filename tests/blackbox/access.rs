@@ -26,9 +26,11 @@ pub(crate) fn access(daemon: &Daemon, args: &[&str]) -> String {
     done.stdout
 }
 
-/// Make a key over the socket; its secret.
+/// Make a key over the socket; its secret. `--yes`: a first key is made even
+/// though the test's own requests came over TCP without one (the question is
+/// `approvals.rs`'s).
 pub(crate) fn add_key(daemon: &Daemon, name: &str, role: &str, supervisor: Option<&str>) -> String {
-    let mut args = vec!["add", name, "--role", role];
+    let mut args = vec!["add", name, "--role", role, "--yes"];
     if let Some(supervisor) = supervisor {
         args.extend(["--supervisor", supervisor]);
     }

@@ -14,6 +14,7 @@ mod supervising;
 mod access;
 mod api_refusals;
 mod api_routes;
+mod approvals;
 mod backup;
 mod bad_input;
 mod bench_routines;

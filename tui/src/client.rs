@@ -146,6 +146,7 @@ pub async fn perform(client: &Client, command: Command) -> Msg {
                 .map_or_else(|_| Vec::new(), |list| list.graphs),
         ),
         Command::Health => Msg::Health(client.health().await.map_err(problem)),
+        Command::OwnKey => Msg::OwnKey(client.own_key().await.ok()),
         other => Msg::Done(act(client, other).await),
     }
 }

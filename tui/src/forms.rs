@@ -49,11 +49,27 @@ pub fn open_pick(model: &mut Model) {
         model.say(format!("{token} is {status}: no event moves it"), true);
         return;
     }
-    let events: Vec<String> = std::iter::once(&graph.main)
+    let mut events: Vec<String> = std::iter::once(&graph.main)
         .chain(graph.children.values())
         .find(|w| w.states.contains_key(&state))
         .map(|w| events_of(w, &state))
         .unwrap_or_default();
+    if let Some((name, scope)) = model
+        .own_key
+        .as_ref()
+        .and_then(|own| Some((own.name.clone()?, own.scope.as_ref()?)))
+    {
+        let here = scope.states.is_empty() || scope.states.contains(&state);
+        events.retain(|event| here && scope.events.contains(event));
+        if events.is_empty() {
+            let sentence = format!(
+                "the access key {name} may fire only {}: none of those moves {token} from {state}",
+                scope.describe()
+            );
+            model.say(sentence, true);
+            return;
+        }
+    }
     if events.is_empty() {
         let shown = if state == END { "END" } else { state.as_str() };
         model.say(format!("no event moves {token} from {shown}"), true);

@@ -64,6 +64,9 @@ pub enum Msg {
     /// `GET /graphs` answered: the kept graphs (none from a daemon without the
     /// route, or when it could not be read).
     Graphs(Vec<GraphView>),
+    /// `GET /access/self` answered: the TUI's own key (`None` from a daemon
+    /// without the route, or when it could not be read: no limit is assumed).
+    OwnKey(Option<stateous_shared::access::OwnKey>),
     /// `GET /health` answered.
     Health(Result<Health, Problem>),
     /// A pause, resume, cancel, fire or start answered.
@@ -111,6 +114,8 @@ pub enum Command {
     States,
     /// `GET /graphs`.
     Graphs,
+    /// `GET /access/self`.
+    OwnKey,
     /// `GET /health`.
     Health,
     /// Pause, resume or cancel a token.

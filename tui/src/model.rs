@@ -97,6 +97,8 @@ pub enum Fetch {
     Children(String),
     /// `GET /workflow`.
     Workflow,
+    /// `GET /access/self`.
+    OwnKey,
     /// `GET /supervisors`.
     Supervisors,
     /// `GET /tokens/{text filter}`: the token whose id is the text filter.
@@ -321,6 +323,11 @@ pub struct Model {
     /// The kept graphs (`GET /graphs`), for the graph view's line of the older
     /// graphs that have live tokens.
     pub graphs: Vec<stateous_shared::live::GraphView>,
+    /// The TUI's own access key, once `GET /access/self` answered: a scoped
+    /// key is offered only the events it may fire.
+    pub own_key: Option<stateous_shared::access::OwnKey>,
+    /// Whether `GET /access/self` was asked.
+    pub own_key_asked: bool,
     /// The tokens of each state by status (`GET /states`), for the graph view;
     /// `None` until read, and from a daemon without the route.
     pub states: Option<Vec<StateCount>>,
@@ -396,6 +403,8 @@ impl Model {
             stale: Stale::default(),
             quiet_ticks: 0,
             graphs: Vec::new(),
+            own_key: None,
+            own_key_asked: false,
             states: None,
             states_changed: BTreeMap::new(),
             graph_at: 0,

@@ -131,6 +131,10 @@ fn step(model: &mut Model, msg: Msg) -> Vec<Command> {
         }
         Msg::States(answer) => crate::states::answered(model, answer),
         Msg::Graphs(graphs) => model.graphs = graphs,
+        Msg::OwnKey(own) => {
+            model.in_flight.remove(&Fetch::OwnKey);
+            model.own_key = own;
+        }
         Msg::Health(answer) => crate::states::health(model, answer),
         Msg::Done(answer) => return done(model, answer),
     }
@@ -238,6 +242,11 @@ pub fn refresh(model: &mut Model) -> Vec<Command> {
     }
     if model.graph.is_none() {
         want(model, Fetch::Workflow, Command::Workflow);
+    }
+    // Once: what the TUI's own key may do (a scoped key fires only its events).
+    if !model.own_key_asked {
+        model.own_key_asked = true;
+        want(model, Fetch::OwnKey, Command::OwnKey);
     }
     if model.supervisors != Supervisors::Unsupported {
         want(model, Fetch::Supervisors, Command::Supervisors);

@@ -3,7 +3,14 @@
 //! class of its route in [`routes::TABLE`](super::routes::TABLE).
 //!
 //! - The Unix socket is the trusted local door: a peer whose uid is the daemon's
-//!   own or root acts as admin; any other peer is refused (`Door`).
+//!   own or root acts as admin; any other peer is refused (`Door`). A request on
+//!   it that carries a key acts as that key: its role applies and its name goes
+//!   on the ledger.
+//! - A scoped `operate` key ([`FireScope`]) may read, and fire the events of its
+//!   scope; the token's part of the scope is the engine's to judge in the fire.
+//! - While TCP is open (no key was ever made), the callers it serves are noted
+//!   ([`OpenCallers`]), so that the first key's maker learns whom it will lock
+//!   out (`GET /access/callers`).
 //! - On TCP, once any access key was made (revoked ones count: a control plane
 //!   never opens again by itself), every request but `GET /health` needs
 //!   `Authorization: Bearer SECRET`; before that, TCP is open as it always was.
@@ -13,8 +20,10 @@
 //!   revoke, so a revoke holds from the next request.
 //! - "Last used" is written at most once a minute per key.
 
+use std::collections::{BTreeSet, HashMap};
+use std::net::IpAddr;
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use hyper::HeaderMap;
 use sha2::{Digest, Sha256};
@@ -23,7 +32,8 @@ use stateous_shared::refusal::{Code, Refusal};
 use stateous_shared::time::{from_micros, iso};
 use subtle::ConstantTimeEq;
 
-use super::routes::Access;
+use super::routes::{Access, Route};
+use crate::input::FireScope;
 use crate::store::AccessKeyRow;
 
 /// How often a key's "last used" moment is written, at most: a minute, in
@@ -33,8 +43,8 @@ pub const LAST_USED_EVERY: i64 = 60_000_000;
 /// How a request reached the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Door {
-    /// TCP (`--listen`): access keys apply.
-    Tcp,
+    /// TCP (`--listen`): access keys apply. The peer's address, where known.
+    Tcp(Option<std::net::IpAddr>),
     /// The Unix socket, from the daemon's own user or root: admin.
     Local,
     /// The Unix socket, from another user (its uid): refused.
@@ -58,6 +68,14 @@ impl Caller {
     pub fn bound(&self) -> Option<&str> {
         match self {
             Caller::Key(key) if key.role == Role::Supervise => key.supervisor.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// The scope of a scoped key, `None` for any other caller.
+    pub fn scope(&self) -> Option<Arc<FireScope>> {
+        match self {
+            Caller::Key(key) => key.scope.clone(),
             _ => None,
         }
     }
@@ -95,6 +113,8 @@ pub struct KnownKey {
     pub role: Role,
     /// The supervisor of a `supervise` key.
     pub supervisor: Option<String>,
+    /// The limit of a scoped `operate` key.
+    pub scope: Option<Arc<FireScope>>,
     hash: [u8; 32],
     /// When its use was last written (microseconds).
     last_written: AtomicI64,
@@ -104,6 +124,8 @@ pub struct KnownKey {
 #[derive(Debug, Clone, Default)]
 pub struct Keys {
     inner: Arc<RwLock<Loaded>>,
+    /// The TCP callers without a key, while no key was ever made.
+    pub open: Arc<OpenCallers>,
 }
 
 #[derive(Debug, Default)]
@@ -136,6 +158,7 @@ impl Keys {
             loaded.closed = true;
             loaded.keys.push(key);
         }
+        self.open.clear();
     }
 
     /// Forget a key just revoked.
@@ -161,7 +184,21 @@ impl Keys {
         access: Access,
     ) -> Result<Caller, Refusal> {
         match door {
-            Door::Local => return Ok(Caller::Local),
+            // The owner's door: admin, unless the request names a key to act as.
+            Door::Local => {
+                return match bearer(headers) {
+                    Presented::Nothing => Ok(Caller::Local),
+                    Presented::OtherScheme => Err(Refusal::new(Code::Unauthenticated, NOT_BEARER)),
+                    Presented::Bearer(secret) => {
+                        self.find(secret).map(Caller::Key).ok_or_else(|| {
+                            Refusal::new(
+                                Code::Unauthenticated,
+                                "the access key is unknown or revoked",
+                            )
+                        })
+                    }
+                };
+            }
             Door::Stranger(uid) => {
                 let sentence = format!(
                     "the Unix socket serves only the user that runs the control plane, and \
@@ -169,7 +206,7 @@ impl Keys {
                 );
                 return Err(Refusal::new(Code::Forbidden, sentence));
             }
-            Door::Tcp => {}
+            Door::Tcp(_) => {}
         }
         let secret = match bearer(headers) {
             Presented::Bearer(secret) => secret,
@@ -210,12 +247,121 @@ impl Keys {
     }
 }
 
+/// How long a TCP caller without a key is remembered: ten minutes, in
+/// microseconds.
+pub const OPEN_CALLERS_FOR: i64 = 600_000_000;
+
+/// How often one address's note is written again, at most: five seconds, in
+/// microseconds (a supervisor's claims come every second).
+const NOTE_EVERY: i64 = 5_000_000;
+
+/// The most addresses remembered; the one seen longest ago makes room.
+const OPEN_CALLERS_MAX: usize = 256;
+
+/// The callers served over TCP without a key while no key was ever made: the
+/// addresses, and the supervisors that claimed or heartbeat from each. Read by
+/// `stateous access add` before the first key, which will lock them out.
+#[derive(Debug, Default)]
+pub struct OpenCallers {
+    seen: Mutex<HashMap<IpAddr, OpenCaller>>,
+}
+
+/// One address of [`OpenCallers`].
+#[derive(Debug, Clone, Default)]
+pub struct OpenCaller {
+    /// When a request came from it last (microseconds).
+    pub last_seen: i64,
+    /// When a supervisor's name was noted last.
+    named_at: i64,
+    /// The supervisors seen at it, by the names their claims carry.
+    pub supervisors: BTreeSet<String>,
+}
+
+impl OpenCallers {
+    /// Whether a request from `ip` at `now` should be noted: `named` for one that
+    /// carries a supervisor's name (then the body is read for it).
+    pub fn due(&self, ip: IpAddr, now: i64, named: bool) -> bool {
+        let Ok(seen) = self.seen.lock() else {
+            return false;
+        };
+        seen.get(&ip).is_none_or(|caller| {
+            let last = if named {
+                caller.named_at
+            } else {
+                caller.last_seen
+            };
+            now - last >= NOTE_EVERY
+        })
+    }
+
+    /// Note a request from `ip` at `now`, from the supervisor `supervisor`.
+    pub fn note(&self, ip: IpAddr, now: i64, supervisor: Option<String>) {
+        let Ok(mut seen) = self.seen.lock() else {
+            return;
+        };
+        if !seen.contains_key(&ip) && seen.len() >= OPEN_CALLERS_MAX {
+            let oldest = seen
+                .iter()
+                .min_by_key(|(_, c)| c.last_seen)
+                .map(|(ip, _)| *ip);
+            if let Some(oldest) = oldest {
+                seen.remove(&oldest);
+            }
+        }
+        let caller = seen.entry(ip).or_default();
+        caller.last_seen = now;
+        if let Some(name) = supervisor {
+            caller.named_at = now;
+            caller.supervisors.insert(name);
+        }
+    }
+
+    /// The callers seen within [`OPEN_CALLERS_FOR`] before `now`, by address.
+    pub fn recent(&self, now: i64) -> Vec<(IpAddr, OpenCaller)> {
+        let Ok(seen) = self.seen.lock() else {
+            return Vec::new();
+        };
+        let mut recent: Vec<_> = seen
+            .iter()
+            .filter(|(_, caller)| now - caller.last_seen <= OPEN_CALLERS_FOR)
+            .map(|(ip, caller)| (*ip, caller.clone()))
+            .collect();
+        recent.sort_by_key(|(ip, _)| *ip);
+        recent
+    }
+
+    /// Forget every caller: TCP needs a key from now on.
+    pub fn clear(&self) {
+        if let Ok(mut seen) = self.seen.lock() {
+            seen.clear();
+        }
+    }
+}
+
 /// The one check of a caller against a route's access class: `Ok`, or 403
-/// `forbidden` naming the roles that may.
-pub fn permit(caller: &Caller, access: Access) -> Result<(), Refusal> {
+/// `forbidden` naming the roles that may. A scoped key may read, and fire the
+/// events of its scope (`route`, where the request has one); the engine then
+/// judges the token.
+pub fn permit(caller: &Caller, access: Access, route: Option<&Route>) -> Result<(), Refusal> {
     let Caller::Key(key) = caller else {
         return Ok(());
     };
+    if let Some(scope) = &key.scope {
+        return match (access, route) {
+            (Access::Public | Access::Follow | Access::Read, _) => Ok(()),
+            (_, Some(Route::Fire(_, event))) => scope.refuses_event(event).map_or(Ok(()), Err),
+            _ => Err(Refusal::new(
+                Code::Forbidden,
+                format!(
+                    "the access key {} may only read and fire {}; this request needs a key \
+                     with the role {}",
+                    key.name,
+                    scope.words,
+                    needed(access)
+                ),
+            )),
+        };
+    }
     let allowed = match access {
         Access::Public | Access::Follow => true,
         Access::Read => matches!(key.role, Role::Read | Role::Operate | Role::Admin),
@@ -226,19 +372,25 @@ pub fn permit(caller: &Caller, access: Access) -> Result<(), Refusal> {
     if allowed {
         return Ok(());
     }
-    let needed = match access {
+    Err(Refusal::new(
+        Code::Forbidden,
+        format!(
+            "this request needs a key with the role {}; the key {} has the role {}",
+            needed(access),
+            key.name,
+            key.role
+        ),
+    ))
+}
+
+/// The roles that may use a route of class `access`, in words.
+fn needed(access: Access) -> &'static str {
+    match access {
         Access::Read => "read, operate or admin",
         Access::Operate => "operate or admin",
         Access::Supervise => "supervise or admin",
         _ => "admin",
-    };
-    Err(Refusal::new(
-        Code::Forbidden,
-        format!(
-            "this request needs a key with the role {needed}; the key {} has the role {}",
-            key.name, key.role
-        ),
-    ))
+    }
 }
 
 /// Whether `caller` may have the control plane write files on its machine (a
@@ -292,10 +444,16 @@ pub fn stored_hash(secret: &str) -> String {
 /// A row as kept in memory; `None` for a hash that is not 32 bytes of hex.
 fn known(row: &AccessKeyRow) -> Option<Arc<KnownKey>> {
     let hash: [u8; 32] = hex::decode(&row.hash).ok()?.try_into().ok()?;
+    // A scope no build wrote leaves the key unusable rather than unlimited.
+    let scope = match &row.scope {
+        Some(text) => Some(Arc::new(FireScope::stored(&row.name, text)?.1)),
+        None => None,
+    };
     Some(Arc::new(KnownKey {
         name: row.name.clone(),
         role: row.role,
         supervisor: row.supervisor.clone(),
+        scope,
         hash,
         last_written: AtomicI64::new(row.last_used_at.unwrap_or(i64::MIN / 2)),
     }))
@@ -338,12 +496,33 @@ fn bearer(headers: &HeaderMap) -> Presented<'_> {
     Presented::Bearer(if is_secret(secret) { secret } else { "" })
 }
 
+/// A key in memory as `GET /access/self` shows it: its name, role, supervisor
+/// and scope.
+pub fn known_view(key: &KnownKey) -> serde_json::Value {
+    let mut view = serde_json::json!({"name": key.name, "role": key.role});
+    if let Some(supervisor) = &key.supervisor {
+        view["supervisor"] = supervisor.as_str().into();
+    }
+    if let Some(scope) = &key.scope {
+        view["scope"] = serde_json::json!({"events": scope.events, "states": scope.states});
+        if let Some(filter) = &scope.filter_text {
+            view["scope"]["where"] = filter.as_str().into();
+        }
+    }
+    view
+}
+
 /// A row as `GET /access` lists it.
 pub fn view(row: &AccessKeyRow) -> KeyView {
     KeyView {
         name: row.name.clone(),
         role: row.role,
         supervisor: row.supervisor.clone(),
+        scope: row
+            .scope
+            .as_deref()
+            .and_then(|text| FireScope::stored(&row.name, text))
+            .map(|(scope, _)| scope),
         created: iso(from_micros(row.created_at)),
         last_used: row.last_used_at.map(|at| iso(from_micros(at))),
         revoked: row.revoked_at.map(|at| iso(from_micros(at))),
@@ -360,6 +539,7 @@ mod tests {
             name: name.into(),
             role,
             supervisor: (role == Role::Supervise).then(|| "box".into()),
+            scope: None,
             hash: stored_hash(secret),
             created_at: 0,
             last_used_at: None,
@@ -399,11 +579,11 @@ mod tests {
         ];
         for ((role, allowed), secret) in expected.iter().zip(&secrets) {
             let caller = keys
-                .caller(Door::Tcp, &with_key(secret), Access::Read)
+                .caller(Door::Tcp(None), &with_key(secret), Access::Read)
                 .unwrap();
             for (class, allowed) in classes.iter().zip(allowed) {
                 assert_eq!(
-                    permit(&caller, *class).is_ok(),
+                    permit(&caller, *class, None).is_ok(),
                     *allowed,
                     "{role} {class:?}"
                 );
@@ -435,7 +615,9 @@ mod tests {
         let keys = Keys::default();
         let mut basic = HeaderMap::new();
         basic.insert(hyper::header::AUTHORIZATION, "Basic eA==".parse().unwrap());
-        let refused = keys.caller(Door::Tcp, &basic, Access::Read).unwrap_err();
+        let refused = keys
+            .caller(Door::Tcp(None), &basic, Access::Read)
+            .unwrap_err();
         assert_eq!(
             (refused.code, refused.error.as_str()),
             (Code::Unauthenticated, NOT_BEARER)
@@ -447,20 +629,22 @@ mod tests {
         let keys = Keys::default();
         let none = HeaderMap::new();
         assert!(matches!(
-            keys.caller(Door::Tcp, &none, Access::Admin),
+            keys.caller(Door::Tcp(None), &none, Access::Admin),
             Ok(Caller::Open)
         ));
         let secret = new_secret();
         keys.add(&row("ops", Role::Operate, &secret));
-        let refused = keys.caller(Door::Tcp, &none, Access::Read).unwrap_err();
+        let refused = keys
+            .caller(Door::Tcp(None), &none, Access::Read)
+            .unwrap_err();
         assert_eq!(refused.code, Code::Unauthenticated);
-        assert!(keys.caller(Door::Tcp, &none, Access::Public).is_ok());
+        assert!(keys.caller(Door::Tcp(None), &none, Access::Public).is_ok());
         assert!(keys
-            .caller(Door::Tcp, &with_key(&secret), Access::Read)
+            .caller(Door::Tcp(None), &with_key(&secret), Access::Read)
             .is_ok());
         keys.revoke("ops");
         let refused = keys
-            .caller(Door::Tcp, &with_key(&secret), Access::Read)
+            .caller(Door::Tcp(None), &with_key(&secret), Access::Read)
             .unwrap_err();
         assert_eq!(refused.code, Code::Unauthenticated);
         assert!(keys.closed());
@@ -480,7 +664,7 @@ mod tests {
         let secret = new_secret();
         keys.add(&row("ops", Role::Operate, &secret));
         let caller = keys
-            .caller(Door::Tcp, &with_key(&secret), Access::Read)
+            .caller(Door::Tcp(None), &with_key(&secret), Access::Read)
             .unwrap();
         assert_eq!(due_to_write(&caller, 1_000), Some("ops".into()));
         assert_eq!(due_to_write(&caller, 1_000 + LAST_USED_EVERY - 1), None);
@@ -496,7 +680,7 @@ mod tests {
         let secret = new_secret();
         keys.add(&row("box-key", Role::Supervise, &secret));
         let caller = keys
-            .caller(Door::Tcp, &with_key(&secret), Access::Read)
+            .caller(Door::Tcp(None), &with_key(&secret), Access::Read)
             .unwrap();
         assert!(caller.may_act_for("box").is_ok());
         assert_eq!(

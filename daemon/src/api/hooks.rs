@@ -322,6 +322,7 @@ fn make(spec: &HookSpec, delivery: &Delivery, event: String) -> Result<Made, Ref
             name: spec.name.clone(),
             delivery: key,
         }),
+        scope: None,
     };
     Ok(Made { start, fire })
 }

@@ -177,6 +177,7 @@ impl FireInput {
             payload,
             key,
             hook: None,
+            scope: None,
         })
     }
 }

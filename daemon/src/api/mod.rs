@@ -172,7 +172,8 @@ impl Api {
         let class = routed
             .as_ref()
             .map_or(routes::Access::Read, |routed| routed.entry.access);
-        let caller = match self.checked_caller(door, &parts.headers, class) {
+        let route_of = routed.as_ref().ok().map(|routed| &routed.route);
+        let caller = match self.checked_caller(door, &parts.headers, class, route_of) {
             Ok(caller) => caller,
             Err(refused) => return whole(refusal(&refused)),
         };
@@ -192,6 +193,17 @@ impl Api {
             Ok(routed) => routed.route,
             Err(no_route) => return whole(unrouted(no_route, parts, path)),
         };
+        // Health checks and webhook deliveries need no key ever, and the one who
+        // makes the first key is using it: none of them is a caller it locks out.
+        if let (Caller::Open, Door::Tcp(Some(ip))) = (&caller, door) {
+            let about_keys = matches!(
+                route,
+                Route::AccessList | Route::AccessAdd | Route::AccessCallers | Route::AccessSelf
+            );
+            if class != routes::Access::Public && !about_keys {
+                self.note_open_caller(ip, &route, &raw);
+            }
+        }
         if route == Route::Watch {
             return watch::stream(self, parts, stop).await;
         }
@@ -220,9 +232,10 @@ impl Api {
         door: Door,
         headers: &hyper::HeaderMap,
         class: routes::Access,
+        route: Option<&Route>,
     ) -> Result<Caller, Refusal> {
         let caller = self.keys.caller(door, headers, class)?;
-        access::permit(&caller, class)?;
+        access::permit(&caller, class, route)?;
         let now = self.control.options().clock.now();
         if let Some(name) = access::due_to_write(&caller, now) {
             // Written beside the request, never in its way; a failure only
@@ -231,6 +244,22 @@ impl Api {
             tokio::spawn(async move { control.touch_access_keys(vec![(name, now)]).await });
         }
         Ok(caller)
+    }
+
+    /// Note a request served over TCP without a key ([`access::OpenCallers`]):
+    /// the address, and the supervisor a claim or heartbeat names, at most every
+    /// few seconds an address, so that the body is rarely read twice.
+    fn note_open_caller(&self, ip: std::net::IpAddr, route: &Route, raw: &[u8]) {
+        let now = self.control.options().clock.now();
+        let named = matches!(route, Route::Claim | Route::Heartbeat);
+        if !self.keys.open.due(ip, now, named) {
+            return;
+        }
+        let supervisor = named
+            .then(|| serde_json::from_slice::<serde_json::Value>(raw).ok())
+            .flatten()
+            .and_then(|body| Some(body.get("supervisor")?.as_str()?.to_string()));
+        self.keys.open.note(ip, now, supervisor);
     }
 
     async fn dispatch(
@@ -274,7 +303,8 @@ impl Api {
                     .headers
                     .get("idempotency-key")
                     .map(|value| value.as_bytes());
-                let input = FireInput::parse(token, event, &body::json_object(raw)?, key)?;
+                let mut input = FireInput::parse(token, event, &body::json_object(raw)?, key)?;
+                input.scope = caller.scope();
                 let fired = control.fire(input).await?;
                 if fired.duplicate {
                     let duplicate = Duplicate {
@@ -308,6 +338,8 @@ impl Api {
             Route::AccessList => self.access_list().await,
             Route::AccessAdd => self.access_add(raw).await,
             Route::AccessRevoke(name) => self.access_revoke(name).await,
+            Route::AccessCallers => Ok(self.access_callers()),
+            Route::AccessSelf => Ok(access_self(caller)),
             Route::Hooks => Ok(self.list_hooks()),
             Route::Hook(name) => self.hook(&name, parts, raw).await,
             route => self.dispatch_task(route, parts, raw, caller).await,
@@ -422,16 +454,41 @@ impl Api {
             name: input.name,
             role: input.role,
             supervisor: input.supervisor.map(|s| s.as_str().to_string()),
+            scope: input
+                .scope
+                .as_ref()
+                .and_then(|(scope, _)| serde_json::to_string(scope).ok()),
             hash: access::stored_hash(&secret),
             created_at: 0,
             last_used_at: None,
             revoked_at: None,
         };
-        let row = self.control.add_access_key(row).await?;
+        let checked = input.scope.map(|(_, checked)| checked);
+        let row = self.control.add_access_key(row, checked).await?;
         self.keys.add(&row);
         let mut view = access::view(&row);
         view.secret = Some(secret);
         Ok(json(201, &view))
+    }
+
+    /// `GET /access/callers`: the TCP callers served without a key in the last
+    /// ten minutes, while no key was ever made (`[]` after).
+    fn access_callers(&self) -> Answer {
+        let now = self.control.options().clock.now();
+        let callers: Vec<_> = self
+            .keys
+            .open
+            .recent(now)
+            .into_iter()
+            .map(|(ip, caller)| stateous_shared::access::OpenCallerView {
+                address: ip.to_string(),
+                supervisors: caller.supervisors.into_iter().collect(),
+                last_seen: stateous_shared::time::iso(stateous_shared::time::from_micros(
+                    caller.last_seen,
+                )),
+            })
+            .collect();
+        json(200, &callers)
     }
 
     /// `DELETE /access/{name}`: 204; the key is refused from the next request.
@@ -439,6 +496,18 @@ impl Api {
         self.control.revoke_access_key(name.clone()).await?;
         self.keys.revoke(&name);
         Ok(no_content())
+    }
+}
+
+/// `GET /access/self`: the caller's own key as `GET /access` lists it; without
+/// a key, `{"name": null, "role": ...}` with the role the door gives (admin on the
+/// socket, or on TCP while no key was ever made).
+fn access_self(caller: &Caller) -> Answer {
+    match caller {
+        Caller::Key(key) => json(200, &access::known_view(key)),
+        Caller::Local | Caller::Open => {
+            json(200, &serde_json::json!({"name": null, "role": "admin"}))
+        }
     }
 }
 

@@ -115,6 +115,10 @@ pub enum Route {
     AccessAdd,
     /// Ours: `DELETE /access/{name}`, revoke a key.
     AccessRevoke(String),
+    /// Ours: `GET /access/callers`, the TCP callers without a key seen lately.
+    AccessCallers,
+    /// Ours: `GET /access/self`, the caller's own key.
+    AccessSelf,
     /// Ours: `POST /hooks/{name}`, a webhook delivery.
     Hook(String),
     /// Ours: `GET /hooks`, the hooks served.
@@ -216,6 +220,8 @@ pub static TABLE: &[Entry] = &[
     entry!("GET" "/access", Admin, |_| Some(Route::AccessList)),
     entry!("POST" "/access", Admin, |_| Some(Route::AccessAdd)),
     entry!("DELETE" "/access/:name", Admin, |p| Some(Route::AccessRevoke(p[0].into()))),
+    entry!("GET" "/access/callers", Admin, |_| Some(Route::AccessCallers)),
+    entry!("GET" "/access/self", Follow, |_| Some(Route::AccessSelf)),
 ];
 
 /// The most parameters a template has.
@@ -406,6 +412,8 @@ mod tests {
                 "GET /access admin",
                 "POST /access admin",
                 "DELETE /access/:name admin",
+                "GET /access/callers admin",
+                "GET /access/self follow",
             ]
         );
     }

@@ -260,13 +260,14 @@ async fn tcp_connection(
 ) {
     let _open = guard.counts.opened();
     let within = guard.header_within;
+    let door = Door::Tcp(stream.peer_addr().ok().map(|peer| peer.ip()));
     match &guard.tls {
-        None => connection(front, stream, Door::Tcp, stop, within, guard.counts.clone()).await,
+        None => connection(front, stream, door, stop, within, guard.counts.clone()).await,
         Some(tls) => {
             let acceptor = tls.acceptor();
             match tokio::time::timeout(within, acceptor.accept(stream)).await {
                 Ok(Ok(stream)) => {
-                    connection(front, stream, Door::Tcp, stop, within, guard.counts.clone()).await;
+                    connection(front, stream, door, stop, within, guard.counts.clone()).await;
                 }
                 Ok(Err(error)) => {
                     tracing::debug!(target: "stateous.serve", "a TLS handshake failed: {error}");

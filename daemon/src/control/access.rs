@@ -6,10 +6,12 @@ use stateous_shared::refusal::{Code, Refusal};
 
 use super::{store_options, Control, Options};
 use crate::engine::{refuse, Fail};
+use crate::input::FireScope;
 use crate::store::backend::Inspected;
 use crate::store::schema::ACCESS_KEYS_FROM;
 use crate::store::AccessKeyRow;
 use crate::store::Store;
+use std::sync::Arc;
 
 impl Control {
     /// Whether the database holds an access key that is not revoked, read
@@ -49,9 +51,20 @@ impl Control {
     }
 
     /// Add `row` (its `created_at` is the transaction's moment). 409 `key_exists`
-    /// when a key has its name, revoked or not. Answers the row as stored.
-    pub async fn add_access_key(&self, row: AccessKeyRow) -> Result<AccessKeyRow, Refusal> {
-        self.write(move |_, tx| {
+    /// when a key has its name, revoked or not; 422 `invalid_argument` when its
+    /// `scope` names an event or a state that no workflow of the served graph
+    /// has. Answers the row as stored.
+    pub async fn add_access_key(
+        &self,
+        row: AccessKeyRow,
+        scope: Option<Arc<FireScope>>,
+    ) -> Result<AccessKeyRow, Refusal> {
+        self.write(move |rules, tx| {
+            if let Some(scope) = &scope {
+                if let Some(refused) = crate::engine::scope::unknown_names(rules, scope) {
+                    return Err(Fail::Rollback(refused));
+                }
+            }
             let row = AccessKeyRow {
                 created_at: tx.now(),
                 ..row.clone()

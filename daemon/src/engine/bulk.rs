@@ -383,6 +383,7 @@ pub fn apply(rules: &Rules, tx: &dyn Tx, step: &BulkStep, token: &str) -> Step<T
                 payload: step.payload.clone(),
                 key: Some(Key::new(key)?),
                 hook: None,
+                scope: None,
             };
             fire(rules, tx, &input)?.0
         }

@@ -4,6 +4,7 @@ use stateous_shared::refusal::Code;
 use stateous_shared::wire::TokenView;
 
 use super::route::route;
+use super::scope::out_of_scope;
 use super::{lock, py, refuse, reject, view, Rules, Step, Via, OWN_EVENTS};
 use crate::input::{FireInput, HookStart};
 use crate::store::Tx;
@@ -18,11 +19,17 @@ pub fn fire(rules: &Rules, tx: &dyn Tx, input: &FireInput) -> Step<(TokenView, b
         payload,
         key,
         hook,
+        scope,
     } = input;
     let mut row = lock(tx, token)?;
     if let Some(key) = &key {
         if tx.has_key(&row.token, key.as_str())? {
             return Ok((view(&row), true));
+        }
+    }
+    if let Some(scope) = scope {
+        if let Some(sentence) = out_of_scope(rules, &row, event, scope, tx.now()) {
+            return refuse(Code::Forbidden, sentence);
         }
     }
     if row.status.ended() {

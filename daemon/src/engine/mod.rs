@@ -27,6 +27,7 @@ pub mod read;
 pub mod report;
 pub mod retry;
 pub mod route;
+pub mod scope;
 pub mod select;
 pub mod serving;
 pub mod start;

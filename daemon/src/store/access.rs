@@ -15,6 +15,9 @@ pub struct AccessKeyRow {
     pub role: Role,
     /// The supervisor a `supervise` key acts for; `None` for other roles.
     pub supervisor: Option<String>,
+    /// The scope of a scoped `operate` key, as JSON text (`wire`'s `Scope`);
+    /// `None`: the whole role. Version 0011.
+    pub scope: Option<String>,
     /// The SHA-256 of the secret, as 64 lowercase hex digits.
     pub hash: String,
     /// When it was made.

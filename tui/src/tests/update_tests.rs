@@ -40,6 +40,7 @@ fn a_tick_reads_what_is_on_screen_once_until_it_is_answered() {
                 ..TokenQuery::default()
             }),
             Command::Workflow,
+            Command::OwnKey,
             Command::Supervisors,
             Command::Health,
             Command::Token {
@@ -595,4 +596,41 @@ fn a_text_filter_that_is_an_id_finds_a_token_older_than_the_page() {
         !commands.iter().any(|c| matches!(c, Command::Exact(_))),
         "not an id"
     );
+}
+
+#[test]
+fn a_scoped_key_is_offered_only_the_events_it_may_fire() {
+    let scoped = |events: &[&str], states: &[&str]| stateous_shared::access::OwnKey {
+        name: Some("ann".into()),
+        role: stateous_shared::access::Role::Operate,
+        supervisor: None,
+        scope: Some(stateous_shared::access::Scope {
+            events: events.iter().map(|e| e.to_string()).collect(),
+            states: states.iter().map(|s| s.to_string()).collect(),
+            filter: None,
+        }),
+    };
+    let mut model = model();
+    model.own_key = Some(scoped(&["reviewed", "approved"], &[]));
+    press(&mut model, KeyCode::Char('f'));
+    assert_eq!(
+        model.mode,
+        Mode::Pick {
+            token: "ORD-1".into(),
+            events: vec!["reviewed".into()],
+            at: 0
+        }
+    );
+    press(&mut model, KeyCode::Esc);
+    model.own_key = Some(scoped(&["reviewed"], &["draft"]));
+    press(&mut model, KeyCode::Char('f'));
+    assert_eq!(model.mode, Mode::Normal);
+    assert_eq!(
+        status_line(&model),
+        "the access key ann may fire only reviewed in draft: none of those moves ORD-1 from review"
+    );
+    model.own_key = Some(scoped(&["submitted"], &[]));
+    press(&mut model, KeyCode::Char('f'));
+    assert_eq!(model.mode, Mode::Normal);
+    assert!(status_line(&model).starts_with("the access key ann may fire only submitted"));
 }

@@ -7,7 +7,7 @@ use crate::store::{AccessKeyRow, AccessKeys, StoreResult, Tx};
 impl AccessKeys for PgTx<'_> {
     fn access_keys(&self) -> StoreResult<Vec<AccessKeyRow>> {
         let rows = self.query(
-            "SELECT name, role, supervisor, hash, created_at, last_used_at, revoked_at
+            "SELECT name, role, supervisor, hash, created_at, last_used_at, revoked_at, scope
              FROM access_keys ORDER BY name",
             &[],
         )?;
@@ -21,6 +21,7 @@ impl AccessKeys for PgTx<'_> {
                     created_at: get(row, 4)?,
                     last_used_at: get(row, 5)?,
                     revoked_at: get(row, 6)?,
+                    scope: get(row, 7)?,
                 })
             })
             .collect()
@@ -28,14 +29,15 @@ impl AccessKeys for PgTx<'_> {
 
     fn insert_access_key(&self, row: &AccessKeyRow) -> StoreResult<bool> {
         let added = self.execute(
-            "INSERT INTO access_keys (name, role, supervisor, hash, created_at)
-             VALUES ($1, $2, $3, $4, $5) ON CONFLICT (name) DO NOTHING",
+            "INSERT INTO access_keys (name, role, supervisor, hash, created_at, scope)
+             VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (name) DO NOTHING",
             &[
                 &row.name,
                 &row.role.as_str(),
                 &row.supervisor,
                 &row.hash,
                 &row.created_at,
+                &row.scope,
             ],
         )?;
         Ok(added == 1)

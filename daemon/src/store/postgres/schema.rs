@@ -30,7 +30,7 @@ pub const SERVING_LOCK: &str = "hashtextextended('@stateous/serve', 0)";
 pub const EPOCH_LOCK: &str = "hashtextextended('@stateous/epoch', 0)";
 
 /// The SQL of each version, in the order of [`VERSIONS`].
-pub fn migrations() -> [String; 10] {
+pub fn migrations() -> [String; 11] {
     [
         baseline(),
         FEED.to_string(),
@@ -42,8 +42,17 @@ pub fn migrations() -> [String; 10] {
         INDEXES_0008.to_string(),
         access_keys(),
         GRAPHS.to_string(),
+        KEY_SCOPES.to_string(),
     ]
 }
+
+/// Version 0011: `access_keys.scope`, as SQLite's 0011 (`store/sqlite/schema.rs`,
+/// `KEY_SCOPES`); the check is a table constraint here, as Postgres wants one
+/// that reads two columns.
+const KEY_SCOPES: &str = r#"
+ALTER TABLE access_keys ADD COLUMN scope TEXT COLLATE "C",
+    ADD CHECK (scope IS NULL OR role = 'operate');
+"#;
 
 /// Version 0009: `access_keys`, as SQLite's (`store/sqlite/schema.rs`,
 /// `access_keys`): only the SHA-256 of each secret is kept; and

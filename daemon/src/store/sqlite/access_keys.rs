@@ -9,7 +9,7 @@ use crate::store::{AccessKeyRow, AccessKeys, StoreResult};
 impl AccessKeys for SqliteTx<'_> {
     fn access_keys(&self) -> StoreResult<Vec<AccessKeyRow>> {
         let mut statement = self.prepare(
-            "SELECT name, role, supervisor, hash, created_at, last_used_at, revoked_at
+            "SELECT name, role, supervisor, hash, created_at, last_used_at, revoked_at, scope
              FROM access_keys ORDER BY name",
         )?;
         let rows = statement.query_map([], |row| {
@@ -23,6 +23,7 @@ impl AccessKeys for SqliteTx<'_> {
                     created_at: row.get(4)?,
                     last_used_at: row.get(5)?,
                     revoked_at: row.get(6)?,
+                    scope: row.get(7)?,
                 },
             ))
         })?;
@@ -37,15 +38,16 @@ impl AccessKeys for SqliteTx<'_> {
 
     fn insert_access_key(&self, row: &AccessKeyRow) -> StoreResult<bool> {
         let mut statement = self.prepare(
-            "INSERT INTO access_keys (name, role, supervisor, hash, created_at)
-             VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (name) DO NOTHING",
+            "INSERT INTO access_keys (name, role, supervisor, hash, created_at, scope)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (name) DO NOTHING",
         )?;
         let added = statement.execute(params![
             row.name,
             row.role.as_str(),
             row.supervisor,
             row.hash,
-            row.created_at
+            row.created_at,
+            row.scope
         ])?;
         Ok(added == 1)
     }

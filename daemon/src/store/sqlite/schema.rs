@@ -37,7 +37,7 @@ impl Migration {
 }
 
 /// The migration of each version, in the order of [`VERSIONS`].
-pub fn migrations() -> [Migration; 10] {
+pub fn migrations() -> [Migration; 11] {
     [
         Migration::sql(baseline()),
         Migration::sql(FEED),
@@ -55,8 +55,17 @@ pub fn migrations() -> [Migration; 10] {
         },
         Migration::sql(access_keys()),
         Migration::sql(GRAPHS),
+        Migration::sql(KEY_SCOPES),
     ]
 }
+
+/// Version 0011, scoped keys (`docs/inside/data.md`, `access_keys`): an `operate`
+/// key may be limited to firing named events, in named states, for tokens a
+/// filter matches; `scope` holds that limit as JSON, and only an `operate` key has
+/// one. `store/postgres/schema.rs` adds the same column.
+const KEY_SCOPES: &str = "
+ALTER TABLE access_keys ADD COLUMN scope TEXT CHECK (scope IS NULL OR role = 'operate');
+";
 
 /// Version 0009: `access_keys` (`docs/inside/data.md`). Only the SHA-256 of a
 /// secret is kept, never the secret. A `supervise` key, and only it, names its
