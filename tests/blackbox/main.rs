@@ -40,6 +40,7 @@ mod postgres;
 mod postgres_restart;
 mod postgres_silent;
 mod postgres_tls;
+mod power_loss;
 mod reliability;
 mod retention;
 mod serve;

@@ -287,3 +287,29 @@ fn a_database_the_server_says_does_not_exist_is_named_as_such() {
         assert!(!refused.stderr.contains("cannot reach"), "{refused}");
     });
 }
+
+/// A Postgres whose settings could lose an acknowledged change on a power loss
+/// (`synchronous_commit = off` here; `fsync` and `full_page_writes` are the
+/// server's own, which a test may not change) is served with a warning naming the
+/// setting; with the default settings there is none.
+#[test]
+fn serve_warns_of_postgres_settings_that_could_lose_acknowledged_changes() {
+    postgres(|| {
+        let mut daemon = Daemon::tickets();
+        assert!(!daemon.stderr().contains("is off"), "{}", daemon.report());
+        daemon.database.execute(
+            "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET synchronous_commit = off', \
+             current_database()); END $$",
+        );
+        daemon.crash_and_restart();
+        daemon.get("/health").expect(200);
+        let said = daemon.stderr();
+        assert!(
+            said.contains("the Postgres setting synchronous_commit is off")
+                && said.contains("docs/how-to/use-postgres.md"),
+            "{}",
+            daemon.report()
+        );
+        start(&daemon, "T-1");
+    });
+}

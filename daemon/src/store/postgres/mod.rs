@@ -14,6 +14,7 @@ mod claims;
 mod conn;
 mod control_plane;
 mod counts;
+mod durability;
 mod graphs;
 pub mod hold;
 mod ledger;

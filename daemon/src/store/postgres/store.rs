@@ -108,6 +108,13 @@ impl PgStore {
                 MigrateError::Foreign(why) => format!("cannot use the database {shown}: {why}"),
                 MigrateError::Store(error) => format!("cannot open the database {shown}: {error}"),
             })?;
+        // Warned, not refused: a test server may run without fsync on purpose.
+        for weak in serving
+            .with(super::durability::weak_settings)
+            .unwrap_or_default()
+        {
+            tracing::warn!(target: "stateous.serve", "{weak}");
+        }
         let now = options.clock.now();
         let (epoch, last) = serving
             .with(|conn| {
