@@ -41,6 +41,7 @@ mod postgres_tls;
 mod reliability;
 mod retention;
 mod serve;
+mod stall;
 mod standby;
 mod standby_clients;
 mod standby_e2e;
