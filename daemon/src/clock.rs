@@ -201,7 +201,8 @@ pub const PULSE_EVERY: Duration = Duration::from_millis(100);
 ///
 /// A pulse thread notes every [`PULSE_EVERY`] that the process runs; every write
 /// also looks ([`Stalls::owed`]) before it judges a lease, so that a write that runs
-/// first after a stall finds it even before the pulse runs again. A silence of more
+/// first after a stall finds it even before the pulse runs again, and says how long
+/// it waited for the write path ([`Stalls::waited`]). A silence of more
 /// than [`STALL_AFTER`], measured on the monotonic clock and on the wall clock
 /// (whichever moved more: a suspended machine's monotonic clock stands still), and
 /// no longer than the control plane's own clock moved meanwhile (a frozen dev clock
@@ -332,14 +333,19 @@ impl Stalls {
         }
     }
 
-    /// A write sent at `sent` runs now: a wait of more than [`STALL_AFTER`] for the
-    /// write path is time in which the control plane did not serve, and is owed.
+    /// A write sent at `sent` runs now: a wait of more than half a lease for the
+    /// write path (a long disk pause) is time in which the control plane did not
+    /// serve, and is owed. Half a lease, not [`STALL_AFTER`]: a loaded write path
+    /// can keep every write waiting a second for a long while, and owing that each
+    /// time would keep a dead supervisor's lease from ever ending; a wait of half a
+    /// lease is an outage, and shorter ones cannot cost a supervisor that heartbeats
+    /// every quarter of a lease its lease.
     pub fn waited(&self, sent: Sent) {
         if self.clock.is_manual() {
             return;
         }
         let waited = micros(sent.mono.elapsed());
-        if waited > micros(STALL_AFTER) {
+        if waited > micros(STALL_AFTER).max(self.lease / 2) {
             let now = self.clock.now();
             self.gaps().owe(now, waited.min(now - sent.now), self.lease);
         }

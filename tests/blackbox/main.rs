@@ -27,6 +27,7 @@ mod hardening_supervisor;
 mod hooks;
 mod interop_reference;
 mod interop_supervisor;
+mod interop_windows;
 mod json_args;
 mod manual;
 mod metrics;

@@ -70,12 +70,8 @@ pub fn plan(
         return Ok(Err(fail.refusal()));
     }
     if !row.status.live() {
-        let sentence = format!(
-            "token {} is {}; only an active or paused token can be migrated",
-            py(&row.token),
-            row.status
-        );
-        return Ok(Err(Refusal::new(Code::TokenNotActive, sentence)));
+        let only = "only an active or paused token can be migrated";
+        return Ok(Err(super::not_now(row, only)));
     }
     let (target, map) = match target(rules, tx, step, row)? {
         Ok(found) => found,
