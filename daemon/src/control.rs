@@ -235,6 +235,13 @@ impl Control {
         &self.inner.rules.graph
     }
 
+    /// The time in which this control plane did not run, owed to the claimed leases
+    /// (found by itself on a system or dev clock; tests on a manual clock declare a
+    /// stall with [`Stalls::stalled`]).
+    pub fn stalls(&self) -> &Stalls {
+        &self.inner.stalls
+    }
+
     /// The options it runs with (the serve loop reads `tick`).
     pub fn options(&self) -> &Options {
         &self.inner.options
