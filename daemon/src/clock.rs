@@ -101,15 +101,26 @@ impl Clock {
     /// Move a manual or dev clock forward; the system's clock ignores it.
     pub fn advance(&self, by: Duration) {
         let step = micros(by);
+        self.moved(
+            |at| {
+                at.fetch_add(step, Ordering::SeqCst);
+            },
+            |dev| {
+                dev.ahead = dev.ahead.saturating_add(step);
+                dev.frozen = dev.frozen.map(|at| at.saturating_add(step));
+            },
+        );
+    }
+
+    /// Move a manual clock (`manual`) or a dev clock (`dev`); the system's clock
+    /// stays where the wall clock is.
+    fn moved(&self, manual: impl FnOnce(&AtomicI64), dev: impl FnOnce(&mut Dev)) {
         match &self.source {
             Source::System => {}
-            Source::Manual(at) => {
-                at.fetch_add(step, Ordering::SeqCst);
-            }
+            Source::Manual(at) => manual(at),
             Source::Dev(_) => {
-                if let Some(mut dev) = self.locked_dev() {
-                    dev.ahead = dev.ahead.saturating_add(step);
-                    dev.frozen = dev.frozen.map(|at| at.saturating_add(step));
+                if let Some(mut state) = self.locked_dev() {
+                    dev(&mut state);
                 }
             }
         }
@@ -118,23 +129,20 @@ impl Clock {
     /// Move a manual or dev clock to `at` (microseconds since 1970) unless it is
     /// there already: it never goes back.
     pub fn move_to(&self, at: i64) {
-        match &self.source {
-            Source::System => {}
-            Source::Manual(now) => {
+        self.moved(
+            |now| {
                 now.fetch_max(at, Ordering::SeqCst);
-            }
-            Source::Dev(_) => {
-                if let Some(mut dev) = self.locked_dev() {
-                    let wall = wall();
-                    if dev.now(wall) < at {
-                        match dev.frozen.as_mut() {
-                            Some(frozen) => *frozen = at,
-                            None => dev.ahead = at - wall,
-                        }
+            },
+            |dev| {
+                let wall = wall();
+                if dev.now(wall) < at {
+                    match dev.frozen.as_mut() {
+                        Some(frozen) => *frozen = at,
+                        None => dev.ahead = at - wall,
                     }
                 }
-            }
-        }
+            },
+        );
     }
 
     /// Stop a dev clock where it stands; false for another kind.
