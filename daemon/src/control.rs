@@ -10,6 +10,7 @@ mod access;
 pub mod condition;
 mod dev_clock;
 pub mod operate;
+mod owing;
 pub mod prune;
 mod versions;
 mod views;
@@ -26,7 +27,7 @@ use stateous_shared::live::{TokenDetail, WatchEntry};
 use stateous_shared::refusal::{Code, Refusal};
 use stateous_shared::wire::{Grant, HistoryEntry, TokenView};
 
-use crate::clock::Clock;
+use crate::clock::{Clock, Stalls};
 use crate::engine::LOST;
 use crate::engine::{self, Rules, Step};
 use crate::input::{
@@ -121,6 +122,9 @@ struct Inner {
     advancing: tokio::sync::Mutex<()>,
     /// Whether the last write found the disk full (for `/health`).
     disk: condition::DiskWatch,
+    /// The time in which this control plane did not run, owed to the claimed
+    /// leases: every write gives it before it judges a lease.
+    stalls: Stalls,
 }
 
 /// What [`Control::check`] found; each sentence is one line's worth.
@@ -161,6 +165,7 @@ impl Control {
             .map_err(|_| "the database could not be opened".to_string())??;
         let rules = Arc::new(Rules::new(graph, options.lease));
         let metrics = Metrics::new(store.mark().safe());
+        let stalls = Stalls::watching(options.clock.clone(), options.lease);
         let control = Control {
             inner: Arc::new(Inner {
                 rules,
@@ -172,6 +177,7 @@ impl Control {
                 metrics,
                 advancing: tokio::sync::Mutex::new(()),
                 disk: condition::DiskWatch::default(),
+                stalls,
             }),
             by: None,
         };
@@ -227,6 +233,13 @@ impl Control {
     /// The served graph.
     pub fn graph(&self) -> &Graph {
         &self.inner.rules.graph
+    }
+
+    /// The time in which this control plane did not run, owed to the claimed leases
+    /// (found by itself on a system or dev clock; tests on a manual clock declare a
+    /// stall with [`Stalls::stalled`]).
+    pub fn stalls(&self) -> &Stalls {
+        &self.inner.stalls
     }
 
     /// The options it runs with (the serve loop reads `tick`).
@@ -448,16 +461,20 @@ impl Control {
         if let Err(refusal) = self.serving() {
             return (0, Err(refusal));
         }
+        let mut owings = Vec::with_capacity(ids.len());
         let works: Vec<_> = ids
             .into_iter()
             .map(|id| {
                 let rules = Arc::clone(&self.inner.rules);
-                move |tx: &dyn Tx| keep(step(&rules, tx, id))
+                let owing = owing::Owing::new(&self.inner.stalls);
+                owings.push(Arc::clone(&owing));
+                move |tx: &dyn Tx| owing.run(tx, || keep(step(&rules, tx, id)))
             })
             .collect();
         let answers = self.inner.store.write_in_order(works).await;
-        for answer in &answers {
+        for (answer, owing) in answers.iter().zip(owings) {
             self.inner.disk.note(answer);
+            owing.answered(answer.is_ok());
         }
         let mut first_error = None;
         let mut done = 0;
@@ -537,9 +554,11 @@ impl Control {
         self.serving()?;
         let rules = Arc::clone(&self.inner.rules);
         let by = self.by.clone();
+        let owing = owing::Owing::new(&self.inner.stalls);
+        let during = Arc::clone(&owing);
         let work = move |tx: &dyn Tx| {
             tx.act_for(by.as_deref());
-            let done = keep(work(&rules, tx));
+            let done = during.run(tx, || keep(work(&rules, tx)));
             tx.act_for(None);
             done
         };
@@ -547,6 +566,7 @@ impl Control {
             Some(token) => self.inner.store.write_about(token, work).await,
             None => self.inner.store.write(work).await,
         };
+        owing.answered(answer.is_ok());
         self.inner.disk.note(&answer);
         if matches!(answer, Err(StoreError::NotServing)) {
             self.inner.lost.store(true, Ordering::SeqCst);

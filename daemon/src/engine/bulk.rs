@@ -132,8 +132,7 @@ fn why_not(rules: &Rules, tx: &dyn Tx, step: &BulkStep, row: &TokenRow) -> Step<
         BulkAction::Prune => (row.status.ended(), "only an ended token can be pruned"),
     };
     if !allowed {
-        let sentence = format!("token {} is {}; {only}", py(&row.token), row.status);
-        return Ok(Some(Refusal::new(Code::TokenNotActive, sentence)));
+        return Ok(Some(super::not_now(row, only)));
     }
     if step.action == BulkAction::Retry {
         let workflow = rules.workflow(row)?;

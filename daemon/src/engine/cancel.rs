@@ -1,27 +1,19 @@
 //! Cancel (`docs/inside/workflows.md`, "Cancel").
 
 use serde_json::{json, Value};
-use stateous_shared::refusal::Code;
 use stateous_shared::wire::TokenView;
 
 use super::pause::held_events;
 use super::route::{end, leave};
-use super::{append, lock, py, refuse, refuse_child, view, Rules, Step};
+use super::{append, steered, view, Rules, Step};
 use crate::store::{EntryKind, TokenRow, TokenStatus, Tx};
 
 /// Stop a token for good: a paused token drops what it held; its tasks, timers and
 /// live children are cancelled; its memory is deleted. A child is refused.
 pub fn cancel(rules: &Rules, tx: &dyn Tx, token: &str) -> Step<TokenView> {
-    let mut row = lock(tx, token)?;
-    refuse_child(tx, &row, "cancel")?;
-    if row.status.ended() {
-        let sentence = format!(
-            "token {} is {}; only an active or paused token can be cancelled",
-            py(&row.token),
-            row.status
-        );
-        return refuse(Code::TokenNotActive, sentence);
-    }
+    let only = "only an active or paused token can be cancelled";
+    let live = |status: TokenStatus| !status.ended();
+    let mut row = steered(tx, token, "cancel", live, only)?;
     cancel_row(rules, tx, &mut row, json!({}))?;
     Ok(view(&row))
 }

@@ -50,6 +50,13 @@ pub fn end_if_over(rules: &Rules, tx: &dyn Tx, task: &mut TaskRow) -> Step<bool>
 /// supervisor's heartbeat renews it or its outbox delivers the report. This is
 /// ours: the reference ends such leases on its first tick.
 pub fn grace_after_restart(rules: &Rules, tx: &dyn Tx) -> Step<usize> {
-    let until = tx.now().saturating_add(rules.lease);
+    give_back(tx, tx.now().saturating_add(rules.lease))
+}
+
+/// After the control plane itself did not run for a while (`clock::Stalls`): every
+/// claimed lease runs at least until `until`, so that the time in which no
+/// supervisor could heartbeat ends no lease. How many leases moved. A write gives
+/// it before it judges any lease; giving it twice changes nothing more.
+pub fn give_back(tx: &dyn Tx, until: i64) -> Step<usize> {
     Ok(tx.extend_all_leases(until)?)
 }

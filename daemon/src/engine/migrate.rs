@@ -29,7 +29,7 @@ use stateous_shared::refusal::{Code, Refusal};
 use stateous_shared::wire::Object;
 
 use super::join::family;
-use super::route::set_timer;
+use super::route::{set_timer, settle_task};
 use super::{append, py, refuse_child, Rules, Step};
 use crate::clock::micros;
 use crate::store::{EntryKind, TaskStatus, TimerKind, TimerStatus, TokenRow, Tx};
@@ -70,12 +70,8 @@ pub fn plan(
         return Ok(Err(fail.refusal()));
     }
     if !row.status.live() {
-        let sentence = format!(
-            "token {} is {}; only an active or paused token can be migrated",
-            py(&row.token),
-            row.status
-        );
-        return Ok(Err(Refusal::new(Code::TokenNotActive, sentence)));
+        let only = "only an active or paused token can be migrated";
+        return Ok(Err(super::not_now(row, only)));
     }
     let (target, map) = match target(rules, tx, step, row)? {
         Ok(found) => found,
@@ -283,16 +279,8 @@ fn move_work(tx: &dyn Tx, before: &TokenRow, after: &mut TokenRow, spec: &StateS
             // The held attempt is over: its holder's late report names it.
             task.attempt += 1;
         }
-        task.status = TaskStatus::Cancelled;
-        task.lease_until = None;
-        tx.update_task(&task)?;
-        append(
-            tx,
-            &before.token,
-            EntryKind::TaskCancelled,
-            None,
-            json!({"task": task.id}),
-        )?;
+        let (status, kind) = (TaskStatus::Cancelled, EntryKind::TaskCancelled);
+        settle_task(tx, &before.token, &mut task, status, kind)?;
         requeue = true;
     }
     if requeue && spec.parallel.is_empty() {

@@ -290,6 +290,31 @@ pub fn lock(tx: &dyn Tx, token: &str) -> Step<TokenRow> {
     existing(tx, token)
 }
 
+/// [`lock`] for an operator's `verb` (pause, resume, cancel, retry): a child is
+/// refused ([`refuse_child`]), and so is a token whose status `allowed` does not
+/// take, with the sentence [`not_now`] makes of `only`.
+pub fn steered(
+    tx: &dyn Tx,
+    token: &str,
+    verb: &str,
+    allowed: impl Fn(crate::store::TokenStatus) -> bool,
+    only: &str,
+) -> Step<TokenRow> {
+    let row = lock(tx, token)?;
+    refuse_child(tx, &row, verb)?;
+    if !allowed(row.status) {
+        return Err(Fail::Rollback(not_now(&row, only)));
+    }
+    Ok(row)
+}
+
+/// 409 `token_not_active` for a token whose status does not allow the request:
+/// `token 'T-1' is done; ` and `only` (such as "only a paused token can be resumed").
+pub fn not_now(row: &TokenRow, only: &str) -> Refusal {
+    let sentence = format!("token {} is {}; {only}", py(&row.token), row.status);
+    Refusal::new(Code::TokenNotActive, sentence)
+}
+
 /// What an event from outside carries besides its payload, recorded on the entry
 /// that accepts or holds it: its idempotency key (the entry's `key`), and the hook
 /// it came through (`"hook": {"name", "delivery"}` in the entry's data, ours:

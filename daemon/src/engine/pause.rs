@@ -5,12 +5,11 @@
 use std::sync::Arc;
 
 use serde_json::{json, Value};
-use stateous_shared::refusal::Code;
 use stateous_shared::wire::{Object, Schedule, TokenView};
 
 use super::join::{children, family};
 use super::route::{apply, decide, fail, take, Decision};
-use super::{append, existing, lock, py, refuse, refuse_child, view, Rules, Step, OWN_EVENTS};
+use super::{append, existing, py, steered, view, Rules, Step, OWN_EVENTS};
 use crate::store::{EntryKind, LedgerRow, TokenRow, TokenStatus, Tx};
 
 /// An event that a paused token holds, as its `event_deferred` entry records it.
@@ -84,16 +83,14 @@ fn held(entry: &LedgerRow) -> Held {
 
 /// Pause an active token and its active children.
 pub fn pause(rules: &Rules, tx: &dyn Tx, token: &str) -> Step<TokenView> {
-    let mut row = lock(tx, token)?;
-    refuse_child(tx, &row, "pause")?;
-    if row.status != TokenStatus::Active {
-        let sentence = format!(
-            "token {} is {}; only an active token can be paused",
-            py(&row.token),
-            row.status
-        );
-        return refuse(Code::TokenNotActive, sentence);
-    }
+    let active = |status| status == TokenStatus::Active;
+    let mut row = steered(
+        tx,
+        token,
+        "pause",
+        active,
+        "only an active token can be paused",
+    )?;
     pause_row(rules, tx, &mut row)?;
     Ok(view(&row))
 }
@@ -111,19 +108,18 @@ fn pause_row(rules: &Rules, tx: &dyn Tx, row: &mut TokenRow) -> Step<()> {
     Ok(())
 }
 
-/// Resume a paused token and its paused children, then apply what they all held in
-/// one order of arrival (reference `_resume`).
+/// Resume a paused token and its paused children (each writes `resumed`), then apply
+/// what they all held in one order of arrival (reference `_resume`): the ledger's
+/// order inside this one transaction is the reference's.
 pub fn resume(rules: &Rules, tx: &dyn Tx, token: &str) -> Step<TokenView> {
-    let row = lock(tx, token)?;
-    refuse_child(tx, &row, "resume")?;
-    if row.status != TokenStatus::Paused {
-        let sentence = format!(
-            "token {} is {}; only a paused token can be resumed",
-            py(&row.token),
-            row.status
-        );
-        return refuse(Code::TokenNotActive, sentence);
-    }
+    let paused = |status| status == TokenStatus::Paused;
+    let row = steered(
+        tx,
+        token,
+        "resume",
+        paused,
+        "only a paused token can be resumed",
+    )?;
     let mut held = Vec::new();
     for mut member in family(rules, tx, &row)? {
         if member.status == TokenStatus::Paused {

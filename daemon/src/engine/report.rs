@@ -2,14 +2,13 @@
 
 use std::sync::Arc;
 
-use serde_json::json;
 use stateous_shared::durations::parse_duration;
 use stateous_shared::refusal::Code;
 use stateous_shared::wire::{Object, Schedule, TokenView};
 
 use super::lease::end_if_over;
-use super::route::{apply, decide, hold, route, task_failed, Decision};
-use super::{append, existing, py, refuse, reject, view, Fail, Rules, Step, OWN_EVENTS};
+use super::route::{apply, decide, hold, route, settle_task, task_failed, Decision};
+use super::{existing, py, refuse, reject, view, Fail, Rules, Step, OWN_EVENTS};
 use crate::input::{ReportInput, ReportKind, Supervisor};
 use crate::store::{EntryKind, TaskRow, TaskStatus, TokenRow, TokenStatus, Tx};
 
@@ -118,16 +117,8 @@ pub fn report(rules: &Rules, tx: &dyn Tx, input: &ReportInput) -> Step<TokenView
         ReportKind::Event(event) => event.clone(),
         _ => {
             apply(tx, &mut row, &input.context, &input.schedules, &context)?;
-            task.status = TaskStatus::Waiting;
-            task.lease_until = None;
-            tx.update_task(&task)?;
-            append(
-                tx,
-                &row.token,
-                EntryKind::TaskWaiting,
-                None,
-                json!({"task": task.id}),
-            )?;
+            let (status, kind) = (TaskStatus::Waiting, EntryKind::TaskWaiting);
+            settle_task(tx, &row.token, &mut task, status, kind)?;
             return Ok(view(&row));
         }
     };
@@ -179,16 +170,7 @@ fn report_event(
         // Hold the whole outcome: resume saves its changes with its event, or none.
         let from = Some((&*task, &input.context, input.schedules.as_slice()));
         hold(rules, tx, row, event, payload, super::Via::NONE, from)?;
-        task.status = TaskStatus::Done;
-        task.lease_until = None;
-        tx.update_task(task)?;
-        return append(
-            tx,
-            &row.token,
-            EntryKind::TaskDone,
-            None,
-            json!({"task": task.id}),
-        );
+        return settle_task(tx, &row.token, task, TaskStatus::Done, EntryKind::TaskDone);
     }
     apply(tx, row, &input.context, &input.schedules, context)?;
     if let Some(refusal) = route(rules, tx, row, event, payload, super::Via::NONE)? {

@@ -17,7 +17,7 @@ use stateous_shared::wire::TokenView;
 
 use super::join::cannot_enter;
 use super::route::enter;
-use super::{append, lock, py, refuse, refuse_child, view, Rules, Step};
+use super::{append, py, refuse, steered, view, Rules, Step};
 use crate::input::RetryInput;
 use crate::store::{EntryKind, TokenStatus, Tx};
 
@@ -28,16 +28,9 @@ use crate::store::{EntryKind, TokenStatus, Tx};
 /// a state its workflow does not have; 409 `event_not_allowed` when the state
 /// cannot be entered now (a parallel state whose child ids are taken).
 pub fn retry(rules: &Rules, tx: &dyn Tx, input: &RetryInput) -> Step<TokenView> {
-    let mut row = lock(tx, &input.token)?;
-    refuse_child(tx, &row, "retry")?;
-    if row.status != TokenStatus::Failed {
-        let sentence = format!(
-            "token {} is {}; only a failed token can be retried",
-            py(&row.token),
-            row.status
-        );
-        return refuse(Code::TokenNotActive, sentence);
-    }
+    let failed = |status| status == TokenStatus::Failed;
+    let only = "only a failed token can be retried";
+    let mut row = steered(tx, &input.token, "retry", failed, only)?;
     let workflow = rules.workflow(&row)?;
     let state = input.state.clone().unwrap_or_else(|| row.state.clone());
     if state == START || state == END || !workflow.states.contains_key(&state) {

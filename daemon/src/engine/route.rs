@@ -78,30 +78,22 @@ pub fn decide<'g>(
         count: &count,
         branches,
     };
-    let matching: Vec<&TransitionSpec> = candidates
-        .iter()
-        .copied()
-        .filter(|t| t.when.as_ref().is_some_and(|g| evaluate(g, &input)))
-        .collect();
-    if matching.len() > 1 {
-        // The compiler refuses guards that can both hold; an older graph file can
-        // still have them. Never a silent choice: the token fails.
-        let targets: Vec<String> = matching.iter().map(|t| py(&t.target)).collect();
-        return Ok(Decision::Refuse {
-            reason: format!(
-                "{} from {} matched more than one guard ({}); compile the workflow again, \
-                 which refuses such guards",
-                py(event),
-                py(&row.state),
-                targets.join(", ")
-            ),
-            fail: true,
-        });
-    }
-    let chosen = matching
-        .first()
-        .copied()
-        .or_else(|| candidates.iter().copied().find(|t| t.when.is_none()));
+    let chosen = match choose(&candidates, &input) {
+        Ok(chosen) => chosen,
+        // Never a silent choice: the token fails.
+        Err(targets) => {
+            return Ok(Decision::Refuse {
+                reason: format!(
+                    "{} from {} matched more than one guard ({}); compile the workflow again, \
+                     which refuses such guards",
+                    py(event),
+                    py(&row.state),
+                    targets.join(", ")
+                ),
+                fail: true,
+            })
+        }
+    };
     let Some(chosen) = chosen else {
         return refused(format!(
             "no guard matched {} from {}, and no otherwise",
@@ -234,6 +226,43 @@ pub fn set_timer(
     append(tx, &row.token, EntryKind::TimerSet, None, data)
 }
 
+/// Which of `candidates` the guards choose for `input`: the one whose guard holds,
+/// else the one without a guard (`otherwise`), else none. More than one guard that
+/// holds is the targets' names, quoted: the compiler refuses such guards, but an
+/// older graph file can still have them.
+pub fn choose<'t>(
+    candidates: &[&'t TransitionSpec],
+    input: &GuardInput,
+) -> Result<Option<&'t TransitionSpec>, Vec<String>> {
+    let matching: Vec<&TransitionSpec> = candidates
+        .iter()
+        .copied()
+        .filter(|t| t.when.as_ref().is_some_and(|g| evaluate(g, input)))
+        .collect();
+    if matching.len() > 1 {
+        return Err(matching.iter().map(|t| py(&t.target)).collect());
+    }
+    Ok(matching
+        .first()
+        .copied()
+        .or_else(|| candidates.iter().copied().find(|t| t.when.is_none())))
+}
+
+/// `task` of `token` leaves its claim for `status` (its lease cleared), with the
+/// entry `kind` (`{"task": id}`): done, waiting or cancelled.
+pub fn settle_task(
+    tx: &dyn Tx,
+    token: &str,
+    task: &mut TaskRow,
+    status: TaskStatus,
+    kind: EntryKind,
+) -> Step<()> {
+    task.status = status;
+    task.lease_until = None;
+    tx.update_task(task)?;
+    append(tx, token, kind, None, json!({"task": task.id}))
+}
+
 /// Stop all that the current state started. Leaving on one of the state's own
 /// outcomes finishes a task that someone works on; anything else cancels it. Each
 /// live child is cancelled with `why` as its reason.
@@ -248,19 +277,12 @@ pub fn leave(rules: &Rules, tx: &dyn Tx, row: &TokenRow, via: Option<&str>, why:
     };
     for mut task in tx.open_tasks(&row.token)? {
         let done = finished && matches!(task.status, TaskStatus::Claimed | TaskStatus::Waiting);
-        task.status = if done {
-            TaskStatus::Done
+        let (status, kind) = if done {
+            (TaskStatus::Done, EntryKind::TaskDone)
         } else {
-            TaskStatus::Cancelled
+            (TaskStatus::Cancelled, EntryKind::TaskCancelled)
         };
-        task.lease_until = None;
-        tx.update_task(&task)?;
-        let kind = if done {
-            EntryKind::TaskDone
-        } else {
-            EntryKind::TaskCancelled
-        };
-        append(tx, &row.token, kind, None, json!({"task": task.id}))?;
+        settle_task(tx, &row.token, &mut task, status, kind)?;
     }
     for mut timer in tx.pending_timers(&row.token)? {
         timer.status = TimerStatus::Cancelled;

@@ -9,7 +9,7 @@
 
 use std::collections::BTreeSet;
 
-use stateous_shared::graph::{END, START};
+use stateous_shared::graph::{Workflow, END, START};
 use stateous_shared::guards::filter::{moved_seconds, Filter, TokenFacts};
 use stateous_shared::refusal::{Code, Refusal};
 use stateous_shared::wire::TokenView;
@@ -146,10 +146,7 @@ pub fn unknown_name(rules: &Rules, selection: &Selection) -> Option<Refusal> {
 /// `!=`, everything) without a word. 422 `invalid_argument` with the name and the
 /// graph's states; `None` when every name is a state, START or END.
 fn unknown_state(rules: &Rules, selection: &Selection) -> Option<Refusal> {
-    let states: BTreeSet<&str> = rules
-        .graphs()
-        .into_iter()
-        .flat_map(|graph| std::iter::once(&graph.main).chain(graph.children.values()))
+    let states: BTreeSet<&str> = workflows(rules)
         .flat_map(|workflow| workflow.states.keys())
         .map(String::as_str)
         .filter(|state| *state != START && *state != END)
@@ -163,13 +160,28 @@ fn unknown_state(rules: &Rules, selection: &Selection) -> Option<Refusal> {
     let unknown = named
         .into_iter()
         .find(|name| *name != START && *name != END && !states.contains(name))?;
-    let known: Vec<&str> = states.into_iter().collect();
-    let sentence = format!(
-        "no workflow of the served graph has a state {} (its states: {})",
-        py(unknown),
-        known.join(", ")
+    let head = format!(
+        "no workflow of the served graph has a state {}",
+        py(unknown)
     );
-    Some(Refusal::new(Code::InvalidArgument, sentence))
+    Some(not_among(head, "its states", states))
+}
+
+/// Every workflow of the graphs tokens run on: each graph's main one and its
+/// child workflows.
+fn workflows(rules: &Rules) -> impl Iterator<Item = &Workflow> {
+    rules
+        .graphs()
+        .into_iter()
+        .flat_map(|graph| std::iter::once(&graph.main).chain(graph.children.values()))
+}
+
+/// 422 `invalid_argument`: `head`, then the names it could have been, as
+/// ` (its states: a, b)`.
+fn not_among(head: String, listed: &str, known: BTreeSet<&str>) -> Refusal {
+    let known: Vec<&str> = known.into_iter().collect();
+    let sentence = format!("{head} ({listed}: {})", known.join(", "));
+    Refusal::new(Code::InvalidArgument, sentence)
 }
 
 /// Why the filter cannot mean what it says: it compares `workflow` with a name
@@ -179,10 +191,7 @@ fn unknown_state(rules: &Rules, selection: &Selection) -> Option<Refusal> {
 /// `invalid_argument` with the name and the graph's workflows; `None` when every
 /// name is a workflow of the graph.
 fn unknown_workflow(rules: &Rules, selection: &Selection) -> Option<Refusal> {
-    let workflows: BTreeSet<&str> = rules
-        .graphs()
-        .into_iter()
-        .flat_map(|graph| std::iter::once(&graph.main).chain(graph.children.values()))
+    let workflows: BTreeSet<&str> = workflows(rules)
         .map(|workflow| workflow.name.as_str())
         .collect();
     let unknown = selection
@@ -190,13 +199,8 @@ fn unknown_workflow(rules: &Rules, selection: &Selection) -> Option<Refusal> {
         .iter()
         .flat_map(|filter| filter.workflows_named())
         .find(|name| !workflows.contains(name))?;
-    let known: Vec<&str> = workflows.into_iter().collect();
-    let sentence = format!(
-        "the served graph has no workflow {} (its workflows: {})",
-        py(unknown),
-        known.join(", ")
-    );
-    Some(Refusal::new(Code::InvalidArgument, sentence))
+    let head = format!("the served graph has no workflow {}", py(unknown));
+    Some(not_among(head, "its workflows", workflows))
 }
 
 /// Leave out of `scan` the state names that hold a NUL: no state has one, so

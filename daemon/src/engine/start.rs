@@ -4,12 +4,12 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 use stateous_shared::graph::{Graph, TransitionSpec, Workflow, END, START, STARTED};
-use stateous_shared::guards::{evaluate, GuardInput};
+use stateous_shared::guards::GuardInput;
 use stateous_shared::refusal::Code;
 use stateous_shared::wire::{Object, TokenView};
 
 use super::join::cannot_enter;
-use super::route::{end, enter};
+use super::route::{choose, end, enter};
 use super::{append, py, refuse, view, Rules, Step};
 use crate::input::StartInput;
 use crate::store::{EntryKind, TokenRow, TokenStatus, Tx};
@@ -99,29 +99,17 @@ pub fn start_transition<'w>(workflow: &'w Workflow, context: &Object) -> Step<&'
         branches: None,
     };
     let starts: Vec<&TransitionSpec> = workflow.starts().collect();
-    let matching: Vec<&TransitionSpec> = starts
-        .iter()
-        .copied()
-        .filter(|t| t.when.as_ref().is_some_and(|g| evaluate(g, &input)))
-        .collect();
-    if matching.len() > 1 {
-        let targets: Vec<String> = matching.iter().map(|t| py(&t.target)).collect();
-        return refuse(
+    match choose(&starts, &input) {
+        Err(targets) => refuse(
             Code::InvalidContext,
             format!(
                 "more than one transition from START holds ({}); compile the workflow again, \
                  which refuses such guards",
                 targets.join(", ")
             ),
-        );
-    }
-    match matching
-        .first()
-        .copied()
-        .or_else(|| starts.iter().copied().find(|t| t.when.is_none()))
-    {
-        Some(chosen) => Ok(chosen),
-        None => refuse(
+        ),
+        Ok(Some(chosen)) => Ok(chosen),
+        Ok(None) => refuse(
             Code::InvalidContext,
             "no transition from START holds on this context, and there is no otherwise",
         ),

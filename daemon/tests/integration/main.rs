@@ -19,4 +19,5 @@ mod reference_scenarios;
 mod restart_ids;
 mod retry_why;
 mod schema;
+mod stall;
 mod tick_order;
