@@ -9,8 +9,8 @@
 
 pub mod access;
 pub mod backend;
-pub mod cache;
-pub mod cached;
+pub mod cached_tx;
+pub mod facts;
 pub mod family;
 pub mod feed;
 pub mod json;

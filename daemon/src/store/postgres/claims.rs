@@ -70,7 +70,7 @@ impl Claims for PgTx<'_> {
         }
         let known = self
             .batch
-            .filter(|batch| batch.beside.running() == 0)
+            .filter(|batch| batch.solo.running() == 0)
             .and_then(|batch| batch.claims.get(supervisor));
         if known.is_some() {
             return Ok(known);

@@ -73,7 +73,7 @@ impl Default for Sequences {
 }
 pub use store::PgStore;
 
-use super::family::Beside;
+use super::family::SoloTransactions;
 use super::feed::{FeedMark, Opened};
 use super::{ClaimRow, Closed, StoreError, StoreResult, TokenRow, Tx};
 
@@ -163,7 +163,7 @@ struct Batch<'c> {
     claims: &'c KnownClaims,
     /// The transactions of their own that run beside the batch: while one runs,
     /// or ran since a read, what this process knows may be old.
-    beside: &'c Beside,
+    solo: &'c SoloTransactions,
 }
 
 /// Rows of `tokens` read ahead for a batch, by folded id (lower case).
@@ -203,10 +203,10 @@ impl<'c> PgTx<'c> {
     }
 
     /// The transaction of the writer's batch: a supervisor's last claim is
-    /// answered from `known` while no transaction runs `beside`, and a claim finds
+    /// answered from `known` while no transaction runs alone (`solo`), and a claim finds
     /// candidates for the batch's next claims too.
-    pub fn for_batch(mut self, claims: &'c KnownClaims, beside: &'c Beside) -> PgTx<'c> {
-        self.batch = Some(Batch { claims, beside });
+    pub fn for_batch(mut self, claims: &'c KnownClaims, solo: &'c SoloTransactions) -> PgTx<'c> {
+        self.batch = Some(Batch { claims, solo });
         self
     }
 

@@ -37,7 +37,7 @@ impl PgTx<'_> {
     /// The writer's batch: read the rows of `tokens` (or of tokens whose ids differ
     /// only in case; ids are ASCII) in one statement, for [`Tokens::token`] to answer from while
     /// no writes were sent and no transaction ran beside the batch since it began
-    /// (`mark`, `store/family.rs` `Beside`).
+    /// (`mark`, `store/family.rs` `SoloTransactions`).
     pub fn read_ahead(&self, tokens: &[String], mark: u64) -> StoreResult<()> {
         let asked: foldhash::HashSet<String> = tokens
             .iter()
@@ -62,7 +62,7 @@ impl PgTx<'_> {
         let ahead = ahead.as_ref()?;
         let batch = self.batch?;
         let folded = id.to_ascii_lowercase();
-        if !ahead.asked.contains(&folded) || !batch.beside.none_since(ahead.mark) {
+        if !ahead.asked.contains(&folded) || !batch.solo.none_since(ahead.mark) {
             return None;
         }
         Some(ahead.rows.get(&folded).cloned())

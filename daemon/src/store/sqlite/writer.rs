@@ -32,8 +32,8 @@ use rusqlite::Connection;
 use super::claims::{self, KnownClaims};
 use super::SqliteTx;
 use crate::clock::Clock;
-use crate::store::cache::{Cache, Overlay};
-use crate::store::cached::{CachedTx, Locking};
+use crate::store::cached_tx::{CachedTx, Locking};
+use crate::store::facts::{Cache, Overlay};
 use crate::store::feed::FeedMark;
 use crate::store::request::{self, Request, Waiting};
 use crate::store::{StoreError, StoreResult, Tx};
@@ -69,7 +69,7 @@ struct Shared {
     lost: AtomicBool,
     mark: FeedMark,
     busy_timeout: Duration,
-    /// What the write path knows of each token it changed (`store/cache.rs`).
+    /// What the write path knows of each token it changed (`store/facts.rs`).
     cache: Cache,
     /// The rows of `claims` the writer knows (`claims.rs`).
     claims: KnownClaims,

@@ -1,5 +1,5 @@
 //! `CachedTx`: a write transaction that answers the engine's reads of a token from
-//! the facts the write path already knows (`store/cache.rs`) and writes through to
+//! the facts the write path already knows (`store/facts.rs`) and writes through to
 //! the backend's transaction, keeping those facts as the transaction changes them.
 //! Reads it cannot answer go to the backend, and what they find is kept too.
 //!
@@ -21,8 +21,8 @@ use foldhash::{HashMap as FastMap, HashSet as FastSet};
 use serde_json::Value;
 use stateous_shared::wire::Object;
 
-use super::cache::{Facts, Layer};
-use super::family::{Beside, FamilyLocks};
+use super::facts::{Facts, Layer};
+use super::family::{FamilyLocks, SoloTransactions};
 use super::locked::{self, Head};
 use super::{
     AccessKeyRow, AccessKeys, ClaimRow, Claims, ClockKind, ControlPlane, ControlPlaneRow, Counts,
@@ -61,7 +61,7 @@ pub struct BatchLocks<'a> {
     /// The families the batch's requests took so far.
     pub held: RefCell<FastSet<String>>,
     /// The transactions of their own that run beside the batch.
-    pub beside: &'a Beside,
+    pub solo: &'a SoloTransactions,
     /// How many of those had begun when the batch began.
     pub mark: u64,
 }
@@ -255,7 +255,7 @@ impl<'a> CachedTx<'a> {
                 }
                 return Ok(false);
             }
-            if batch.beside.none_since(batch.mark) {
+            if batch.solo.none_since(batch.mark) {
                 // No other transaction wrote since the batch began: what it read
                 // stands.
                 self.tops.borrow_mut().insert(top.clone());

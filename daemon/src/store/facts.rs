@@ -21,7 +21,7 @@ use foldhash::{HashMap as FastMap, HashSet as FastSet};
 use std::num::NonZeroUsize;
 use std::sync::{Arc, Mutex};
 
-use super::cached::Finished;
+use super::cached_tx::Finished;
 use stateous_shared::wire::Object;
 
 use super::{LedgerRow, TaskRow, TimerRow, TokenRow};
