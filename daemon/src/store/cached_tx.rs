@@ -1,7 +1,9 @@
 //! `CachedTx`: a write transaction that answers the engine's reads of a token from
 //! the facts the write path already knows (`store/facts.rs`) and writes through to
 //! the backend's transaction, keeping those facts as the transaction changes them.
-//! Reads it cannot answer go to the backend, and what they find is kept too.
+//! Reads it cannot answer go to the backend, and what they find is kept too. It
+//! implements only the methods that read or change those facts; every other one
+//! passes to the backend unchanged (`store/through.rs`).
 //!
 //! The rule that keeps the facts true: a transaction may keep (and publish) the
 //! facts of a token only while it holds the token's family. SQLite's one writer
@@ -24,11 +26,10 @@ use stateous_shared::wire::Object;
 use super::facts::{Facts, Layer};
 use super::family::{FamilyLocks, SoloTransactions};
 use super::locked::{self, Head};
+use super::through::Through;
 use super::{
-    AccessKeyRow, AccessKeys, ClaimRow, Claims, ClockKind, ControlPlane, ControlPlaneRow, Counts,
-    Cursor, EntryKind, GraphCount, GraphRow, Graphs, Ledger, LedgerRow, Memory, StoreError,
-    StoreResult, TaskRow, TaskStatus, Tasks, TimerKind, TimerRow, TimerStatus, Timers, TokenCount,
-    TokenRow, TokenScan, TokenStatus, Tokens, Tx,
+    EntryKind, Ledger, LedgerRow, Memory, StoreError, StoreResult, TaskRow, TaskStatus, Tasks,
+    TimerKind, TimerRow, TimerStatus, Timers, TokenRow, Tokens, Tx,
 };
 
 /// Facts this transaction read or changed.
@@ -387,6 +388,16 @@ impl Tx for CachedTx<'_> {
     }
 }
 
+// Every other method (the traits written with `passed_through!`) goes to the
+// backend: its rows are current (every write goes through to it), so listings and
+// scans read it. `adopt_graph` changes rows behind the facts: it runs once, as a
+// control plane starts (`engine/serving.rs`), before any request has read a token.
+impl Through for CachedTx<'_> {
+    fn through(&self) -> &dyn Tx {
+        self.inner
+    }
+}
+
 impl Tokens for CachedTx<'_> {
     fn lock_family(&self, token: &str, wait: bool) -> StoreResult<bool> {
         match self.locks {
@@ -419,10 +430,6 @@ impl Tokens for CachedTx<'_> {
         )
     }
 
-    fn token_folded(&self, id: &str) -> StoreResult<Option<String>> {
-        self.inner.token_folded(id)
-    }
-
     fn insert_token(&self, row: &TokenRow) -> StoreResult<()> {
         self.inner.insert_token(row)?;
         self.change(&row.token, |facts| facts.row = Some(Some(row.clone())));
@@ -435,53 +442,11 @@ impl Tokens for CachedTx<'_> {
         Ok(())
     }
 
-    fn holds_newest_id(&self, token: &str) -> StoreResult<bool> {
-        self.inner.holds_newest_id(token)
-    }
-
     fn delete_token(&self, token: &str) -> StoreResult<()> {
         self.inner.delete_token(token)?;
         // Gone from every table: the facts of a token not made yet.
         self.change(token, |facts| *facts = Facts::fresh());
         Ok(())
-    }
-
-    fn find_tokens(
-        &self,
-        status: Option<TokenStatus>,
-        parent: Option<&str>,
-        limit: i64,
-    ) -> StoreResult<Vec<TokenRow>> {
-        self.inner.find_tokens(status, parent, limit)
-    }
-
-    fn count_live(&self) -> StoreResult<i64> {
-        self.inner.count_live()
-    }
-
-    // The backend's rows are current (every write goes through to it), so
-    // listings read it.
-    fn scan_tokens(
-        &self,
-        scan: &TokenScan,
-        after: Option<&Cursor>,
-        offset: i64,
-        limit: i64,
-    ) -> StoreResult<Vec<TokenRow>> {
-        self.inner.scan_tokens(scan, after, offset, limit)
-    }
-
-    fn count_tokens(&self, scan: &TokenScan) -> StoreResult<i64> {
-        self.inner.count_tokens(scan)
-    }
-
-    fn walk_tokens(
-        &self,
-        scan: &TokenScan,
-        after: Option<&str>,
-        limit: i64,
-    ) -> StoreResult<Vec<TokenRow>> {
-        self.inner.walk_tokens(scan, after, limit)
     }
 }
 
@@ -558,28 +523,6 @@ impl Ledger for CachedTx<'_> {
         // Only `append` keeps the facts; an entry written past it makes them unknown.
         self.change(token, |facts| *facts = Facts::default());
         self.inner.insert_entry(token, seq, kind, key, data)
-    }
-
-    fn entries_since(
-        &self,
-        after: i64,
-        upto: i64,
-        token: Option<&str>,
-        limit: i64,
-    ) -> StoreResult<Vec<LedgerRow>> {
-        self.inner.entries_since(after, upto, token, limit)
-    }
-
-    fn last_entry_id(&self) -> StoreResult<i64> {
-        self.inner.last_entry_id()
-    }
-
-    fn entries(&self, token: &str) -> StoreResult<Vec<LedgerRow>> {
-        self.inner.entries(token)
-    }
-
-    fn has_key(&self, token: &str, key: &str) -> StoreResult<bool> {
-        self.inner.has_key(token, key)
     }
 
     fn counts(&self, token: &str) -> StoreResult<HashMap<String, i64>> {
@@ -666,10 +609,6 @@ impl Tasks for CachedTx<'_> {
         )
     }
 
-    fn tasks_of(&self, token: &str) -> StoreResult<Vec<TaskRow>> {
-        self.inner.tasks_of(token)
-    }
-
     fn lock_queued(&self, states: &[(Option<String>, String)]) -> StoreResult<Head> {
         let head = self.inner.lock_queued(states)?;
         let locks = match self.locks {
@@ -695,14 +634,6 @@ impl Tasks for CachedTx<'_> {
         Ok(head)
     }
 
-    fn queued_tasks(
-        &self,
-        states: &[(Option<String>, String)],
-        limit: i64,
-    ) -> StoreResult<Vec<i64>> {
-        self.inner.queued_tasks(states, limit)
-    }
-
     fn renew_leases(&self, supervisor: &str, ids: &[i64], until: i64) -> StoreResult<Vec<i64>> {
         let renewed = self.inner.renew_leases(supervisor, ids, until)?;
         for id in &renewed {
@@ -719,18 +650,10 @@ impl Tasks for CachedTx<'_> {
         Ok(ended)
     }
 
-    fn expired_leases(&self) -> StoreResult<Vec<i64>> {
-        self.inner.expired_leases()
-    }
-
     fn extend_all_leases(&self, until: i64) -> StoreResult<usize> {
         self.clear.set(true);
         self.staged.borrow_mut().clear();
         self.inner.extend_all_leases(until)
-    }
-
-    fn next_lease_end_after(&self, after: i64) -> StoreResult<Option<i64>> {
-        self.inner.next_lease_end_after(after)
     }
 }
 
@@ -756,10 +679,6 @@ impl Timers for CachedTx<'_> {
         Ok(timer)
     }
 
-    fn timer(&self, id: i64) -> StoreResult<Option<TimerRow>> {
-        self.inner.timer(id)
-    }
-
     fn pending_timers(&self, token: &str) -> StoreResult<Vec<TimerRow>> {
         self.known(
             token,
@@ -781,14 +700,6 @@ impl Timers for CachedTx<'_> {
             }
         });
         Ok(())
-    }
-
-    fn due_timers(&self) -> StoreResult<Vec<i64>> {
-        self.inner.due_timers()
-    }
-
-    fn next_due_after(&self, after: i64) -> StoreResult<Option<i64>> {
-        self.inner.next_due_after(after)
     }
 }
 
@@ -844,105 +755,5 @@ impl Memory for CachedTx<'_> {
             facts.all_memory = true;
         });
         Ok(())
-    }
-}
-
-impl Claims for CachedTx<'_> {
-    fn last_claim(&self, supervisor: &str) -> StoreResult<Option<ClaimRow>> {
-        self.inner.last_claim(supervisor)
-    }
-
-    fn remember_claim(&self, row: &ClaimRow) -> StoreResult<()> {
-        self.inner.remember_claim(row)
-    }
-}
-
-impl ControlPlane for CachedTx<'_> {
-    fn control_plane(&self) -> StoreResult<ControlPlaneRow> {
-        self.inner.control_plane()
-    }
-
-    fn record_graph(&self, structure: &str, checksum: &str) -> StoreResult<()> {
-        self.inner.record_graph(structure, checksum)
-    }
-
-    fn set_serving(&self, serving: Option<&str>, since: Option<i64>) -> StoreResult<()> {
-        self.inner.set_serving(serving, since)
-    }
-
-    fn next_epoch(&self) -> StoreResult<i64> {
-        self.inner.next_epoch()
-    }
-
-    fn served_clock(&self) -> StoreResult<Option<ClockKind>> {
-        self.inner.served_clock()
-    }
-
-    fn record_clock(&self, clock: ClockKind) -> StoreResult<()> {
-        self.inner.record_clock(clock)
-    }
-}
-
-impl AccessKeys for CachedTx<'_> {
-    fn access_keys(&self) -> StoreResult<Vec<AccessKeyRow>> {
-        self.inner.access_keys()
-    }
-
-    fn insert_access_key(&self, row: &AccessKeyRow) -> StoreResult<bool> {
-        self.inner.insert_access_key(row)
-    }
-
-    fn revoke_access_key(&self, name: &str) -> StoreResult<bool> {
-        self.inner.revoke_access_key(name)
-    }
-
-    fn touch_access_keys(&self, used: &[(String, i64)]) -> StoreResult<()> {
-        self.inner.touch_access_keys(used)
-    }
-}
-
-impl Counts for CachedTx<'_> {
-    fn token_counts(&self) -> StoreResult<Vec<TokenCount>> {
-        self.inner.token_counts()
-    }
-
-    fn task_counts(&self) -> StoreResult<Vec<(String, TaskStatus, i64)>> {
-        self.inner.task_counts()
-    }
-
-    fn timer_counts(&self) -> StoreResult<Vec<(TimerStatus, i64)>> {
-        self.inner.timer_counts()
-    }
-
-    fn running_by_supervisor(&self) -> StoreResult<Vec<(String, i64)>> {
-        self.inner.running_by_supervisor()
-    }
-
-    fn entry_kinds(&self, after: i64, upto: i64) -> StoreResult<Vec<(String, i64)>> {
-        self.inner.entry_kinds(after, upto)
-    }
-}
-
-// `adopt_graph` changes rows behind the facts: it runs once, as a control plane
-// starts (`engine/serving.rs`), before any request has read a token.
-impl Graphs for CachedTx<'_> {
-    fn graph_served(&self, row: &GraphRow) -> StoreResult<()> {
-        self.inner.graph_served(row)
-    }
-
-    fn graphs(&self) -> StoreResult<Vec<GraphRow>> {
-        self.inner.graphs()
-    }
-
-    fn graph_counts(&self) -> StoreResult<Vec<GraphCount>> {
-        self.inner.graph_counts()
-    }
-
-    fn live_of_other_workflows(&self, workflow: &str) -> StoreResult<Vec<(String, i64)>> {
-        self.inner.live_of_other_workflows(workflow)
-    }
-
-    fn adopt_graph(&self, from: &str, to: &str) -> StoreResult<u64> {
-        self.inner.adopt_graph(from, to)
     }
 }

@@ -7,7 +7,7 @@ use stateous_shared::wire::Object;
 
 use super::{get, PgTx};
 use crate::store::json::object;
-use crate::store::{EntryKind, Ledger, LedgerRow, StoreResult};
+use crate::store::{EntryKind, Ledger, LedgerReads, LedgerRow, StoreResult};
 
 const SELECT: &str = "SELECT id, token, seq, at, kind, key, data, key_name FROM ledger";
 
@@ -79,49 +79,6 @@ impl Ledger for PgTx<'_> {
         Ok(id)
     }
 
-    fn entries_since(
-        &self,
-        after: i64,
-        upto: i64,
-        token: Option<&str>,
-        limit: i64,
-    ) -> StoreResult<Vec<LedgerRow>> {
-        let rows = match token {
-            None => self.query(
-                &format!("{SELECT} WHERE id > $1 AND id <= $2 ORDER BY id LIMIT $3"),
-                &[&after, &upto, &limit],
-            )?,
-            Some(token) => self.query(
-                &format!(
-                    "{SELECT} WHERE token = $4 AND id > $1 AND id <= $2 ORDER BY seq LIMIT $3"
-                ),
-                &[&after, &upto, &limit, &token],
-            )?,
-        };
-        rows.iter().map(read).collect()
-    }
-
-    fn last_entry_id(&self) -> StoreResult<i64> {
-        let row = self.query_one("SELECT coalesce(max(id), 0) FROM ledger", &[])?;
-        get(&row, 0)
-    }
-
-    fn entries(&self, token: &str) -> StoreResult<Vec<LedgerRow>> {
-        let rows = self.query(
-            &format!("{SELECT} WHERE token = $1 ORDER BY seq"),
-            &[&token],
-        )?;
-        rows.iter().map(read).collect()
-    }
-
-    fn has_key(&self, token: &str, key: &str) -> StoreResult<bool> {
-        let found = self.query_opt(
-            "SELECT 1 FROM ledger WHERE token = $1 AND key = $2",
-            &[&token, &key],
-        )?;
-        Ok(found.is_some())
-    }
-
     fn counts(&self, token: &str) -> StoreResult<HashMap<String, i64>> {
         // Read in Rust, not with `->>`: Postgres's JSON operators refuse a whole
         // document that holds `\u0000` anywhere (say, in a payload), which would
@@ -163,5 +120,50 @@ impl Ledger for PgTx<'_> {
             &[&token],
         )?;
         found.as_ref().map(read).transpose()
+    }
+}
+
+impl LedgerReads for PgTx<'_> {
+    fn entries_since(
+        &self,
+        after: i64,
+        upto: i64,
+        token: Option<&str>,
+        limit: i64,
+    ) -> StoreResult<Vec<LedgerRow>> {
+        let rows = match token {
+            None => self.query(
+                &format!("{SELECT} WHERE id > $1 AND id <= $2 ORDER BY id LIMIT $3"),
+                &[&after, &upto, &limit],
+            )?,
+            Some(token) => self.query(
+                &format!(
+                    "{SELECT} WHERE token = $4 AND id > $1 AND id <= $2 ORDER BY seq LIMIT $3"
+                ),
+                &[&after, &upto, &limit, &token],
+            )?,
+        };
+        rows.iter().map(read).collect()
+    }
+
+    fn last_entry_id(&self) -> StoreResult<i64> {
+        let row = self.query_one("SELECT coalesce(max(id), 0) FROM ledger", &[])?;
+        get(&row, 0)
+    }
+
+    fn entries(&self, token: &str) -> StoreResult<Vec<LedgerRow>> {
+        let rows = self.query(
+            &format!("{SELECT} WHERE token = $1 ORDER BY seq"),
+            &[&token],
+        )?;
+        rows.iter().map(read).collect()
+    }
+
+    fn has_key(&self, token: &str, key: &str) -> StoreResult<bool> {
+        let found = self.query_opt(
+            "SELECT 1 FROM ledger WHERE token = $1 AND key = $2",
+            &[&token, &key],
+        )?;
+        Ok(found.is_some())
     }
 }

@@ -4,7 +4,7 @@ use postgres::Row;
 
 use super::params::Params;
 use super::{closed, get, PgTx};
-use crate::store::{Head, StoreResult, TaskRow, TaskStatus, Tasks};
+use crate::store::{Head, StoreResult, TaskReads, TaskRow, TaskStatus, Tasks};
 
 const SELECT: &str = "SELECT id, token, state, visit, status, attempt, claimed_by, lease_until,
                              queued_at FROM tasks";
@@ -78,11 +78,6 @@ impl Tasks for PgTx<'_> {
             ),
             &[&token],
         )?;
-        rows.iter().map(read).collect()
-    }
-
-    fn tasks_of(&self, token: &str) -> StoreResult<Vec<TaskRow>> {
-        let rows = self.query(&format!("{SELECT} WHERE token = $1 ORDER BY id"), &[&token])?;
         rows.iter().map(read).collect()
     }
 
@@ -176,6 +171,46 @@ impl Tasks for PgTx<'_> {
         Ok(Head::Task(get(&row, 0)?))
     }
 
+    fn renew_leases(&self, supervisor: &str, ids: &[i64], until: i64) -> StoreResult<Vec<i64>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let rows = self.change_rows(
+            "UPDATE tasks SET lease_until = $3
+             WHERE id = ANY($1) AND claimed_by = $2 AND status = 'claimed'
+               AND (lease_until IS NULL OR lease_until >= $4)
+             RETURNING id",
+            &[&ids, &supervisor, &until, &self.now.get()],
+        )?;
+        rows.iter().map(|row| get(row, 0)).collect()
+    }
+
+    fn end_lease(&self, id: i64) -> StoreResult<bool> {
+        let changed = self.execute(
+            "UPDATE tasks SET lease_until = NULL
+             WHERE id = $1 AND status = 'claimed'
+               AND lease_until IS NOT NULL AND lease_until < $2",
+            &[&id, &self.now.get()],
+        )?;
+        Ok(changed == 1)
+    }
+
+    fn extend_all_leases(&self, until: i64) -> StoreResult<usize> {
+        let changed = self.execute(
+            "UPDATE tasks SET lease_until = $1
+             WHERE status = 'claimed' AND lease_until IS NOT NULL AND lease_until < $1",
+            &[&until],
+        )?;
+        Ok(usize::try_from(changed).unwrap_or(usize::MAX))
+    }
+}
+
+impl TaskReads for PgTx<'_> {
+    fn tasks_of(&self, token: &str) -> StoreResult<Vec<TaskRow>> {
+        let rows = self.query(&format!("{SELECT} WHERE token = $1 ORDER BY id"), &[&token])?;
+        rows.iter().map(read).collect()
+    }
+
     fn queued_tasks(
         &self,
         states: &[(Option<String>, String)],
@@ -201,30 +236,6 @@ impl Tasks for PgTx<'_> {
         rows.iter().map(|row| get(row, 0)).collect()
     }
 
-    fn renew_leases(&self, supervisor: &str, ids: &[i64], until: i64) -> StoreResult<Vec<i64>> {
-        if ids.is_empty() {
-            return Ok(Vec::new());
-        }
-        let rows = self.change_rows(
-            "UPDATE tasks SET lease_until = $3
-             WHERE id = ANY($1) AND claimed_by = $2 AND status = 'claimed'
-               AND (lease_until IS NULL OR lease_until >= $4)
-             RETURNING id",
-            &[&ids, &supervisor, &until, &self.now.get()],
-        )?;
-        rows.iter().map(|row| get(row, 0)).collect()
-    }
-
-    fn end_lease(&self, id: i64) -> StoreResult<bool> {
-        let changed = self.execute(
-            "UPDATE tasks SET lease_until = NULL
-             WHERE id = $1 AND status = 'claimed'
-               AND lease_until IS NOT NULL AND lease_until < $2",
-            &[&id, &self.now.get()],
-        )?;
-        Ok(changed == 1)
-    }
-
     fn expired_leases(&self) -> StoreResult<Vec<i64>> {
         let rows = self.query(
             "SELECT id FROM tasks
@@ -233,15 +244,6 @@ impl Tasks for PgTx<'_> {
             &[&self.now.get()],
         )?;
         rows.iter().map(|row| get(row, 0)).collect()
-    }
-
-    fn extend_all_leases(&self, until: i64) -> StoreResult<usize> {
-        let changed = self.execute(
-            "UPDATE tasks SET lease_until = $1
-             WHERE status = 'claimed' AND lease_until IS NOT NULL AND lease_until < $1",
-            &[&until],
-        )?;
-        Ok(usize::try_from(changed).unwrap_or(usize::MAX))
     }
 
     fn next_lease_end_after(&self, after: i64) -> StoreResult<Option<i64>> {

@@ -5,7 +5,7 @@ use stateous_shared::wire::Object;
 
 use super::{closed, get, PgTx};
 use crate::store::json::optional_object;
-use crate::store::{StoreResult, TimerKind, TimerRow, TimerStatus, Timers};
+use crate::store::{StoreResult, TimerKind, TimerReads, TimerRow, TimerStatus, Timers};
 
 const SELECT: &str =
     "SELECT id, token, state, visit, event, payload, set_at, due_at, status, kind FROM timers";
@@ -62,11 +62,6 @@ impl Timers for PgTx<'_> {
         Ok(row)
     }
 
-    fn timer(&self, id: i64) -> StoreResult<Option<TimerRow>> {
-        let found = self.query_opt(&format!("{SELECT} WHERE id = $1"), &[&id])?;
-        found.as_ref().map(read).transpose()
-    }
-
     fn pending_timers(&self, token: &str) -> StoreResult<Vec<TimerRow>> {
         let rows = self.query(PENDING, &[&token])?;
         rows.iter().map(read).collect()
@@ -75,6 +70,13 @@ impl Timers for PgTx<'_> {
     fn update_timer(&self, row: &TimerRow) -> StoreResult<()> {
         self.pending.borrow_mut().timer(row);
         Ok(())
+    }
+}
+
+impl TimerReads for PgTx<'_> {
+    fn timer(&self, id: i64) -> StoreResult<Option<TimerRow>> {
+        let found = self.query_opt(&format!("{SELECT} WHERE id = $1"), &[&id])?;
+        found.as_ref().map(read).transpose()
     }
 
     fn due_timers(&self) -> StoreResult<Vec<i64>> {

@@ -13,7 +13,9 @@ use postgres::Row;
 use super::params::Params;
 use super::{closed, get, PgTx};
 use crate::store::json::object;
-use crate::store::{Closed, Cursor, StoreResult, TokenRow, TokenScan, TokenStatus, Tokens};
+use crate::store::{
+    Closed, Cursor, StoreResult, TokenReads, TokenRow, TokenScan, TokenStatus, Tokens,
+};
 
 const SELECT: &str =
     "SELECT token, state, status, visit, context, entered_at, parent, workflow, graph FROM tokens";
@@ -174,19 +176,6 @@ impl Tokens for PgTx<'_> {
         Ok(row)
     }
 
-    fn token_folded(&self, id: &str) -> StoreResult<Option<String>> {
-        if let Some((asked, other)) = self.folded.borrow().as_ref() {
-            if asked == id {
-                return Ok(other.clone());
-            }
-        }
-        let found = self.query_opt(
-            "SELECT token FROM tokens WHERE lower(token) = lower($1) AND token <> $1 LIMIT 1",
-            &[&id],
-        )?;
-        found.map(|row| get(&row, 0)).transpose()
-    }
-
     fn insert_token(&self, row: &TokenRow) -> StoreResult<()> {
         // A new id: what was read of folded ids may no longer be so.
         *self.folded.borrow_mut() = None;
@@ -198,6 +187,35 @@ impl Tokens for PgTx<'_> {
     fn update_token(&self, row: &TokenRow) -> StoreResult<()> {
         self.pending.borrow_mut().token(row);
         Ok(())
+    }
+
+    fn delete_token(&self, token: &str) -> StoreResult<()> {
+        *self.folded.borrow_mut() = None;
+        // One round trip; each table's rows are found by its token index.
+        self.execute(
+            "WITH ledger_gone AS (DELETE FROM ledger WHERE token = $1),
+                  tasks_gone AS (DELETE FROM tasks WHERE token = $1),
+                  timers_gone AS (DELETE FROM timers WHERE token = $1),
+                  memory_gone AS (DELETE FROM memory WHERE token = $1)
+             DELETE FROM tokens WHERE token = $1",
+            &[&token],
+        )?;
+        Ok(())
+    }
+}
+
+impl TokenReads for PgTx<'_> {
+    fn token_folded(&self, id: &str) -> StoreResult<Option<String>> {
+        if let Some((asked, other)) = self.folded.borrow().as_ref() {
+            if asked == id {
+                return Ok(other.clone());
+            }
+        }
+        let found = self.query_opt(
+            "SELECT token FROM tokens WHERE lower(token) = lower($1) AND token <> $1 LIMIT 1",
+            &[&id],
+        )?;
+        found.map(|row| get(&row, 0)).transpose()
     }
 
     fn find_tokens(
@@ -276,20 +294,6 @@ impl Tokens for PgTx<'_> {
     fn holds_newest_id(&self, _token: &str) -> StoreResult<bool> {
         // The sequences never hand out an id twice, whatever is deleted.
         Ok(false)
-    }
-
-    fn delete_token(&self, token: &str) -> StoreResult<()> {
-        *self.folded.borrow_mut() = None;
-        // One round trip; each table's rows are found by its token index.
-        self.execute(
-            "WITH ledger_gone AS (DELETE FROM ledger WHERE token = $1),
-                  tasks_gone AS (DELETE FROM tasks WHERE token = $1),
-                  timers_gone AS (DELETE FROM timers WHERE token = $1),
-                  memory_gone AS (DELETE FROM memory WHERE token = $1)
-             DELETE FROM tokens WHERE token = $1",
-            &[&token],
-        )?;
-        Ok(())
     }
 }
 

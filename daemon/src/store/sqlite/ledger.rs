@@ -6,7 +6,7 @@ use rusqlite::{params, OptionalExtension, Row};
 use stateous_shared::wire::Object;
 
 use super::{corrupt, object, to_text, SqliteTx};
-use crate::store::{EntryKind, Ledger, LedgerRow, StoreResult};
+use crate::store::{EntryKind, Ledger, LedgerReads, LedgerRow, StoreResult};
 
 const COLUMNS: &str = "id, token, seq, at, kind, key, data, key_name";
 
@@ -62,6 +62,40 @@ impl Ledger for SqliteTx<'_> {
         Ok(id)
     }
 
+    fn counts(&self, token: &str) -> StoreResult<HashMap<String, i64>> {
+        // Counted here, not with GROUP BY: SQLite groups through a temporary
+        // B-tree, which costs more than the few rows of one token.
+        let mut statement = self.prepare(
+            "SELECT json_extract(data, '$.event') FROM ledger
+             WHERE token = ?1 AND kind = 'event_accepted'",
+        )?;
+        let rows = statement.query_map([token], |row| row.get::<_, Option<String>>(0))?;
+        let mut counts = HashMap::new();
+        for event in rows {
+            *counts.entry(event?.unwrap_or_default()).or_insert(0) += 1;
+        }
+        Ok(counts)
+    }
+
+    fn visits(&self, token: &str, state: &str) -> StoreResult<i64> {
+        let mut statement = self.prepare(
+            "SELECT count(*) FROM ledger
+             WHERE token = ?1 AND kind = 'entered' AND json_extract(data, '$.state') = ?2",
+        )?;
+        Ok(statement.query_row(params![token, state], |row| row.get(0))?)
+    }
+
+    fn last_accepted(&self, token: &str) -> StoreResult<Option<LedgerRow>> {
+        let sql = format!(
+            "SELECT {COLUMNS} FROM ledger WHERE token = ?1 AND kind = 'event_accepted'
+             ORDER BY seq DESC LIMIT 1"
+        );
+        let mut statement = self.prepare(&sql)?;
+        Ok(statement.query_row([token], read).optional()?)
+    }
+}
+
+impl LedgerReads for SqliteTx<'_> {
     fn entries_since(
         &self,
         after: i64,
@@ -108,37 +142,5 @@ impl Ledger for SqliteTx<'_> {
     fn has_key(&self, token: &str, key: &str) -> StoreResult<bool> {
         let mut statement = self.prepare("SELECT 1 FROM ledger WHERE token = ?1 AND key = ?2")?;
         Ok(statement.exists(params![token, key])?)
-    }
-
-    fn counts(&self, token: &str) -> StoreResult<HashMap<String, i64>> {
-        // Counted here, not with GROUP BY: SQLite groups through a temporary
-        // B-tree, which costs more than the few rows of one token.
-        let mut statement = self.prepare(
-            "SELECT json_extract(data, '$.event') FROM ledger
-             WHERE token = ?1 AND kind = 'event_accepted'",
-        )?;
-        let rows = statement.query_map([token], |row| row.get::<_, Option<String>>(0))?;
-        let mut counts = HashMap::new();
-        for event in rows {
-            *counts.entry(event?.unwrap_or_default()).or_insert(0) += 1;
-        }
-        Ok(counts)
-    }
-
-    fn visits(&self, token: &str, state: &str) -> StoreResult<i64> {
-        let mut statement = self.prepare(
-            "SELECT count(*) FROM ledger
-             WHERE token = ?1 AND kind = 'entered' AND json_extract(data, '$.state') = ?2",
-        )?;
-        Ok(statement.query_row(params![token, state], |row| row.get(0))?)
-    }
-
-    fn last_accepted(&self, token: &str) -> StoreResult<Option<LedgerRow>> {
-        let sql = format!(
-            "SELECT {COLUMNS} FROM ledger WHERE token = ?1 AND kind = 'event_accepted'
-             ORDER BY seq DESC LIMIT 1"
-        );
-        let mut statement = self.prepare(&sql)?;
-        Ok(statement.query_row([token], read).optional()?)
     }
 }

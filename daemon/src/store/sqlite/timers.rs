@@ -4,7 +4,7 @@ use rusqlite::{params, OptionalExtension, Row};
 use stateous_shared::wire::Object;
 
 use super::{closed, corrupt, optional_object, to_text, SqliteTx};
-use crate::store::{StoreResult, TimerKind, TimerRow, TimerStatus, Timers};
+use crate::store::{StoreResult, TimerKind, TimerReads, TimerRow, TimerStatus, Timers};
 
 const COLUMNS: &str = "id, token, state, visit, event, payload, set_at, due_at, status, kind";
 
@@ -64,12 +64,6 @@ impl Timers for SqliteTx<'_> {
         })
     }
 
-    fn timer(&self, id: i64) -> StoreResult<Option<TimerRow>> {
-        let sql = format!("SELECT {COLUMNS} FROM timers WHERE id = ?1");
-        let mut statement = self.prepare(&sql)?;
-        Ok(statement.query_row([id], read).optional()?)
-    }
-
     fn pending_timers(&self, token: &str) -> StoreResult<Vec<TimerRow>> {
         let sql = format!(
             "SELECT {COLUMNS} FROM timers WHERE token = ?1 AND status = 'pending' ORDER BY id"
@@ -84,6 +78,14 @@ impl Timers for SqliteTx<'_> {
             self.prepare("UPDATE timers SET status = ?2, due_at = ?3 WHERE id = ?1")?;
         statement.execute(params![row.id, row.status.as_str(), row.due_at])?;
         Ok(())
+    }
+}
+
+impl TimerReads for SqliteTx<'_> {
+    fn timer(&self, id: i64) -> StoreResult<Option<TimerRow>> {
+        let sql = format!("SELECT {COLUMNS} FROM timers WHERE id = ?1");
+        let mut statement = self.prepare(&sql)?;
+        Ok(statement.query_row([id], read).optional()?)
     }
 
     fn due_timers(&self) -> StoreResult<Vec<i64>> {

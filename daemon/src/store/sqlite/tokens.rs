@@ -6,7 +6,9 @@ use rusqlite::types::Value as Param;
 use rusqlite::{params, params_from_iter, OptionalExtension, Row};
 
 use super::{closed, corrupt, object, to_text, SqliteTx};
-use crate::store::{Closed, Cursor, StoreResult, TokenRow, TokenScan, TokenStatus, Tokens};
+use crate::store::{
+    Closed, Cursor, StoreResult, TokenReads, TokenRow, TokenScan, TokenStatus, Tokens,
+};
 
 const COLUMNS: &str = "token, state, status, visit, context, entered_at, parent, workflow, graph";
 
@@ -41,13 +43,6 @@ impl Tokens for SqliteTx<'_> {
         Ok(statement.query_row([id], read).optional()?)
     }
 
-    fn token_folded(&self, id: &str) -> StoreResult<Option<String>> {
-        let mut statement = self.prepare(
-            "SELECT token FROM tokens WHERE lower(token) = lower(?1) AND token <> ?1 LIMIT 1",
-        )?;
-        Ok(statement.query_row([id], |row| row.get(0)).optional()?)
-    }
-
     fn insert_token(&self, row: &TokenRow) -> StoreResult<()> {
         let sql =
             format!("INSERT INTO tokens ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)");
@@ -80,6 +75,23 @@ impl Tokens for SqliteTx<'_> {
             row.graph.as_deref()
         ])?;
         Ok(())
+    }
+
+    fn delete_token(&self, token: &str) -> StoreResult<()> {
+        for table in ["ledger", "tasks", "timers", "memory", "tokens"] {
+            let sql = format!("DELETE FROM {table} WHERE token = ?1");
+            self.prepare(&sql)?.execute([token])?;
+        }
+        Ok(())
+    }
+}
+
+impl TokenReads for SqliteTx<'_> {
+    fn token_folded(&self, id: &str) -> StoreResult<Option<String>> {
+        let mut statement = self.prepare(
+            "SELECT token FROM tokens WHERE lower(token) = lower(?1) AND token <> ?1 LIMIT 1",
+        )?;
+        Ok(statement.query_row([id], |row| row.get(0)).optional()?)
     }
 
     fn find_tokens(
@@ -158,14 +170,6 @@ impl Tokens for SqliteTx<'_> {
         )?;
         let holds: Option<bool> = statement.query_row([token], |row| row.get(0))?;
         Ok(holds.unwrap_or(false))
-    }
-
-    fn delete_token(&self, token: &str) -> StoreResult<()> {
-        for table in ["ledger", "tasks", "timers", "memory", "tokens"] {
-            let sql = format!("DELETE FROM {table} WHERE token = ?1");
-            self.prepare(&sql)?.execute([token])?;
-        }
-        Ok(())
     }
 }
 
