@@ -5,6 +5,7 @@ use std::sync::Mutex;
 
 use foldhash::HashMap as FastMap;
 
+use super::columns::Columns;
 use super::{get, PgTx};
 use crate::store::{ClaimRow, Claims, StoreResult};
 
@@ -55,6 +56,24 @@ impl KnownClaims {
     fn get(&self, supervisor: &str) -> Option<ClaimRow> {
         self.with(|committed| committed.get(supervisor).cloned())
     }
+}
+
+/// The flush's part of each supervisor's last claim (`pending.rs`): supervisor,
+/// request, task_id, attempt, as [`flush_columns`] packs them.
+pub(super) const FLUSH: &str = "cl AS (INSERT INTO claims (supervisor, request, task_id, attempt)
+       SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[])
+       ON CONFLICT (supervisor) DO UPDATE SET request = excluded.request,
+           task_id = excluded.task_id, attempt = excluded.attempt)";
+
+/// Claims as the columns of [`FLUSH`].
+pub(super) fn flush_columns<'r>(rows: impl Iterator<Item = &'r ClaimRow>) -> Option<Columns> {
+    Columns::of(rows, |cells, row| {
+        cells
+            .put(row.supervisor.clone())
+            .put(row.request.clone())
+            .put(row.task_id)
+            .put(row.attempt);
+    })
 }
 
 impl Claims for PgTx<'_> {
@@ -109,7 +128,10 @@ impl Claims for PgTx<'_> {
             .borrow_mut()
             .insert(row.supervisor.clone(), row.clone());
         // Written with the transaction's other writes (`pending.rs`).
-        self.pending.borrow_mut().claim(row);
+        self.pending
+            .borrow_mut()
+            .claims
+            .insert(row.supervisor.clone(), row.clone());
         Ok(())
     }
 }

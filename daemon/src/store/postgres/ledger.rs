@@ -5,8 +5,9 @@ use std::collections::HashMap;
 use postgres::Row;
 use stateous_shared::wire::Object;
 
+use super::columns::Columns;
 use super::{get, PgTx};
-use crate::store::json::object;
+use crate::store::json::{object, to_text};
 use crate::store::{EntryKind, Ledger, LedgerReads, LedgerRow, StoreResult};
 
 const SELECT: &str = "SELECT id, token, seq, at, kind, key, data, key_name FROM ledger";
@@ -30,6 +31,28 @@ fn read(row: &Row) -> StoreResult<LedgerRow> {
         key: get(row, 5)?,
         data: object(&data)?,
         by: get(row, 7)?,
+    })
+}
+
+/// The flush's part of new entries (`pending.rs`): id, token, seq, at, kind, key,
+/// data, key_name, as [`flush_columns`] packs them.
+pub(super) const FLUSH_NEW: &str =
+    "l AS (INSERT INTO ledger (id, token, seq, at, kind, key, data, key_name)
+      SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::bigint[], $5::text[],
+                           $6::text[], $7::text[], $8::text[]))";
+
+/// New entries as the columns of [`FLUSH_NEW`].
+pub(super) fn flush_columns(rows: &[LedgerRow]) -> Option<Columns> {
+    Columns::of(rows, |cells, row| {
+        cells
+            .put(row.id)
+            .put(row.token.clone())
+            .put(row.seq)
+            .put(row.at)
+            .put(row.kind.clone())
+            .put(row.key.clone())
+            .put(to_text(&row.data))
+            .put(row.by.clone());
     })
 }
 
@@ -66,7 +89,7 @@ impl Ledger for PgTx<'_> {
         if let Some(opened) = self.opened.get() {
             self.mark.saw(opened, id);
         }
-        self.pending.borrow_mut().entry(LedgerRow {
+        self.pending.borrow_mut().ledger.push(LedgerRow {
             id,
             token: token.to_string(),
             seq,

@@ -11,6 +11,7 @@
 
 mod access_keys;
 mod claims;
+mod columns;
 mod conn;
 mod control_plane;
 mod counts;
@@ -341,8 +342,8 @@ impl<'c> PgTx<'c> {
 
     /// The row of `token` as the writes that wait leave it, if they change it.
     fn waiting_token(&self, token: &str) -> Option<TokenRow> {
-        let mine = self.pending.borrow().token_row(token).cloned();
-        mine.or_else(|| self.earlier.borrow().token_row(token).cloned())
+        let mine = self.pending.borrow().tokens.get(token).cloned();
+        mine.or_else(|| self.earlier.borrow().tokens.get(token).cloned())
     }
 
     /// A new token among the writes that wait whose id differs from `token`'s only

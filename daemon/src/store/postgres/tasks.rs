@@ -2,6 +2,7 @@
 
 use postgres::Row;
 
+use super::columns::Columns;
 use super::params::Params;
 use super::{closed, get, PgTx};
 use crate::store::{Head, StoreResult, TaskReads, TaskRow, TaskStatus, Tasks};
@@ -42,21 +43,58 @@ const CLAIMS_AHEAD: i64 = 16;
 /// that can hold a candidate's token at once on a pool of the default size.
 const QUEUE_HEAD: i64 = 64;
 
+/// The flush's part of new tasks (`pending.rs`): id, token, state, visit, status,
+/// attempt, claimed_by, lease_until, queued_at, as [`flush_columns`] packs them.
+pub(super) const FLUSH_NEW: &str =
+    "kn AS (INSERT INTO tasks (id, token, state, visit, status, attempt, claimed_by, lease_until,
+                          queued_at)
+       SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[],
+                            $6::bigint[], $7::text[], $8::bigint[], $9::bigint[]))";
+
+/// The flush's part of changed tasks: the columns of [`FLUSH_NEW`], and the ones
+/// that change set.
+pub(super) const FLUSH_CHANGED: &str =
+    "ku AS (INSERT INTO tasks (id, token, state, visit, status, attempt, claimed_by, lease_until,
+                          queued_at)
+       SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[],
+                            $6::bigint[], $7::text[], $8::bigint[], $9::bigint[])
+       ON CONFLICT (id) DO UPDATE SET status = excluded.status, attempt = excluded.attempt,
+           claimed_by = excluded.claimed_by, lease_until = excluded.lease_until)";
+
+/// Tasks as the columns of [`FLUSH_NEW`] and [`FLUSH_CHANGED`].
+pub(super) fn flush_columns<'r>(rows: impl Iterator<Item = &'r TaskRow>) -> Option<Columns> {
+    Columns::of(rows, |cells, row| {
+        cells
+            .put(row.id)
+            .put(row.token.clone())
+            .put(row.state.clone())
+            .put(row.visit)
+            .put(row.status.as_str().to_string())
+            .put(row.attempt)
+            .put(row.claimed_by.clone())
+            .put(row.lease_until)
+            .put(row.queued_at);
+    })
+}
+
 impl Tasks for PgTx<'_> {
     fn queue_task(&self, token: &str, state: &str, visit: i64) -> StoreResult<i64> {
         // Written with the transaction's other writes (`pending.rs`).
         let id = self.next_id(&self.ids.tasks)?;
-        self.pending.borrow_mut().new_task(TaskRow {
+        self.pending.borrow_mut().tasks.add(
             id,
-            token: token.to_string(),
-            state: state.to_string(),
-            visit,
-            status: TaskStatus::Queued,
-            attempt: 0,
-            claimed_by: None,
-            lease_until: None,
-            queued_at: self.now.get(),
-        });
+            TaskRow {
+                id,
+                token: token.to_string(),
+                state: state.to_string(),
+                visit,
+                status: TaskStatus::Queued,
+                attempt: 0,
+                claimed_by: None,
+                lease_until: None,
+                queued_at: self.now.get(),
+            },
+        );
         Ok(id)
     }
 
@@ -66,7 +104,7 @@ impl Tasks for PgTx<'_> {
     }
 
     fn update_task(&self, row: &TaskRow) -> StoreResult<()> {
-        self.pending.borrow_mut().task(row);
+        self.pending.borrow_mut().tasks.change(&row.id, row.clone());
         Ok(())
     }
 

@@ -3,8 +3,9 @@
 use postgres::Row;
 use stateous_shared::wire::Object;
 
+use super::columns::Columns;
 use super::{closed, get, PgTx};
-use crate::store::json::optional_object;
+use crate::store::json::{optional_object, to_text};
 use crate::store::{StoreResult, TimerKind, TimerReads, TimerRow, TimerStatus, Timers};
 
 const SELECT: &str =
@@ -34,6 +35,38 @@ fn read(row: &Row) -> StoreResult<TimerRow> {
     })
 }
 
+/// The flush's part of new timers (`pending.rs`): id, token, state, visit, event,
+/// payload, set_at, due_at, status, kind, as [`flush_columns`] packs them.
+pub(super) const FLUSH_NEW: &str =
+    "mn AS (INSERT INTO timers (id, token, state, visit, event, payload, set_at, due_at, status, kind)
+       SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[],
+                            $6::text[], $7::bigint[], $8::bigint[], $9::text[], $10::text[]))";
+
+/// The flush's part of changed timers: the columns of [`FLUSH_NEW`], and the ones
+/// that change set.
+pub(super) const FLUSH_CHANGED: &str =
+    "mu AS (INSERT INTO timers (id, token, state, visit, event, payload, set_at, due_at, status, kind)
+       SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[],
+                            $6::text[], $7::bigint[], $8::bigint[], $9::text[], $10::text[])
+       ON CONFLICT (id) DO UPDATE SET status = excluded.status, due_at = excluded.due_at)";
+
+/// Timers as the columns of [`FLUSH_NEW`] and [`FLUSH_CHANGED`].
+pub(super) fn flush_columns<'r>(rows: impl Iterator<Item = &'r TimerRow>) -> Option<Columns> {
+    Columns::of(rows, |cells, row| {
+        cells
+            .put(row.id)
+            .put(row.token.clone())
+            .put(row.state.clone())
+            .put(row.visit)
+            .put(row.event.clone())
+            .put(row.payload.as_ref().map(to_text))
+            .put(row.set_at)
+            .put(row.due_at)
+            .put(row.status.as_str().to_string())
+            .put(row.kind.as_str().to_string());
+    })
+}
+
 impl Timers for PgTx<'_> {
     fn add_timer(
         &self,
@@ -58,7 +91,7 @@ impl Timers for PgTx<'_> {
             status: TimerStatus::Pending,
             kind,
         };
-        self.pending.borrow_mut().new_timer(row.clone());
+        self.pending.borrow_mut().timers.add(row.id, row.clone());
         Ok(row)
     }
 
@@ -68,7 +101,10 @@ impl Timers for PgTx<'_> {
     }
 
     fn update_timer(&self, row: &TimerRow) -> StoreResult<()> {
-        self.pending.borrow_mut().timer(row);
+        self.pending
+            .borrow_mut()
+            .timers
+            .change(&row.id, row.clone());
         Ok(())
     }
 }

@@ -10,9 +10,10 @@ use std::sync::Arc;
 
 use postgres::Row;
 
+use super::columns::Columns;
 use super::params::Params;
 use super::{closed, get, PgTx};
-use crate::store::json::object;
+use crate::store::json::{object, to_text};
 use crate::store::{
     Closed, Cursor, StoreResult, TokenReads, TokenRow, TokenScan, TokenStatus, Tokens,
 };
@@ -107,6 +108,41 @@ enum Step {
     Up(String),
 }
 
+/// The flush's part of new tokens (`pending.rs`): token, state, status, visit,
+/// context, entered_at, parent, workflow, graph, as [`flush_columns`] packs them.
+pub(super) const FLUSH_NEW: &str =
+    "tn AS (INSERT INTO tokens (token, state, status, visit, context, entered_at, parent, workflow,
+                           graph)
+       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[],
+                            $6::bigint[], $7::text[], $8::text[], $9::text[]))";
+
+/// The flush's part of changed tokens: the columns of [`FLUSH_NEW`], and the ones
+/// that change set.
+pub(super) const FLUSH_CHANGED: &str =
+    "tu AS (INSERT INTO tokens (token, state, status, visit, context, entered_at, parent, workflow,
+                           graph)
+       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[],
+                            $6::bigint[], $7::text[], $8::text[], $9::text[])
+       ON CONFLICT (token) DO UPDATE SET state = excluded.state, status = excluded.status,
+           visit = excluded.visit, context = excluded.context, entered_at = excluded.entered_at,
+           graph = excluded.graph)";
+
+/// Tokens as the columns of [`FLUSH_NEW`] and [`FLUSH_CHANGED`].
+pub(super) fn flush_columns<'r>(rows: impl Iterator<Item = &'r TokenRow>) -> Option<Columns> {
+    Columns::of(rows, |cells, row| {
+        cells
+            .put(row.token.clone())
+            .put(row.state.clone())
+            .put(row.status.as_str().to_string())
+            .put(row.visit)
+            .put(to_text(&row.context))
+            .put(row.entered_at)
+            .put(row.parent.clone())
+            .put(row.workflow.clone())
+            .put(row.graph.as_deref().map(str::to_string));
+    })
+}
+
 impl Tokens for PgTx<'_> {
     fn lock_family(&self, token: &str, wait: bool) -> StoreResult<bool> {
         let mut current = token.to_string();
@@ -180,12 +216,18 @@ impl Tokens for PgTx<'_> {
         // A new id: what was read of folded ids may no longer be so.
         *self.folded.borrow_mut() = None;
         // Written with the transaction's other writes (`pending.rs`).
-        self.pending.borrow_mut().new_token(row);
+        self.pending
+            .borrow_mut()
+            .tokens
+            .add(row.token.clone(), row.clone());
         Ok(())
     }
 
     fn update_token(&self, row: &TokenRow) -> StoreResult<()> {
-        self.pending.borrow_mut().token(row);
+        self.pending
+            .borrow_mut()
+            .tokens
+            .change(&row.token, row.clone());
         Ok(())
     }
 
