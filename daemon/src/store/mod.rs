@@ -30,6 +30,7 @@ pub mod json;
 pub mod locked;
 pub mod postgres;
 pub mod request;
+pub mod rows;
 pub mod schema;
 pub mod serving;
 pub mod sqlite;

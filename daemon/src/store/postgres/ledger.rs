@@ -2,7 +2,6 @@
 
 use std::collections::HashMap;
 
-use postgres::Row;
 use stateous_shared::wire::Object;
 
 use super::columns::Columns;
@@ -18,20 +17,6 @@ fn field(data: &str, name: &str) -> StoreResult<Option<String>> {
         .get(name)
         .and_then(serde_json::Value::as_str)
         .map(str::to_string))
-}
-
-fn read(row: &Row) -> StoreResult<LedgerRow> {
-    let data: String = get(row, 6)?;
-    Ok(LedgerRow {
-        id: get(row, 0)?,
-        token: get(row, 1)?,
-        seq: get(row, 2)?,
-        at: get(row, 3)?,
-        kind: get(row, 4)?,
-        key: get(row, 5)?,
-        data: object(&data)?,
-        by: get(row, 7)?,
-    })
 }
 
 /// The flush's part of new entries (`pending.rs`): id, token, seq, at, kind, key,
@@ -142,7 +127,7 @@ impl Ledger for PgTx<'_> {
             ),
             &[&token],
         )?;
-        found.as_ref().map(read).transpose()
+        found.as_ref().map(LedgerRow::read).transpose()
     }
 }
 
@@ -166,7 +151,7 @@ impl LedgerReads for PgTx<'_> {
                 &[&after, &upto, &limit, &token],
             )?,
         };
-        rows.iter().map(read).collect()
+        rows.iter().map(LedgerRow::read).collect()
     }
 
     fn last_entry_id(&self) -> StoreResult<i64> {
@@ -179,7 +164,7 @@ impl LedgerReads for PgTx<'_> {
             &format!("{SELECT} WHERE token = $1 ORDER BY seq"),
             &[&token],
         )?;
-        rows.iter().map(read).collect()
+        rows.iter().map(LedgerRow::read).collect()
     }
 
     fn has_key(&self, token: &str, key: &str) -> StoreResult<bool> {

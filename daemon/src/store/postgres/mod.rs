@@ -76,6 +76,7 @@ pub use store::PgStore;
 
 use super::family::SoloTransactions;
 use super::feed::{FeedMark, Opened};
+use super::rows::Stored;
 use super::{ClaimRow, Closed, StoreError, StoreResult, TokenRow, Tx};
 
 /// The time limits of each Postgres connection (`docs/guarantees.md`, "Time limits on
@@ -444,6 +445,25 @@ fn get<'a, T: postgres::types::FromSql<'a>>(row: &'a Row, index: usize) -> Store
 fn closed<T: Closed>(row: &Row, index: usize) -> StoreResult<T> {
     let text: String = get(row, index)?;
     T::parse(&text).ok_or_else(|| StoreError::Corrupt(format!("the status {text:?}")))
+}
+
+impl Stored for Row {
+    type Error = StoreError;
+    fn corrupt(error: StoreError) -> StoreError {
+        error
+    }
+    fn int(&self, at: usize) -> StoreResult<i64> {
+        get(self, at)
+    }
+    fn text(&self, at: usize) -> StoreResult<String> {
+        get(self, at)
+    }
+    fn maybe_int(&self, at: usize) -> StoreResult<Option<i64>> {
+        get(self, at)
+    }
+    fn maybe_text(&self, at: usize) -> StoreResult<Option<String>> {
+        get(self, at)
+    }
 }
 
 /// The SQLSTATE this code raises when a commit finds that its control plane no

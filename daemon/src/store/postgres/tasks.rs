@@ -1,28 +1,12 @@
 //! The SQL of `tasks`: the queue, claims and leases.
 
-use postgres::Row;
-
 use super::columns::Columns;
 use super::params::Params;
-use super::{closed, get, PgTx};
+use super::{get, PgTx};
 use crate::store::{Head, StoreResult, TaskReads, TaskRow, TaskStatus, Tasks};
 
 const SELECT: &str = "SELECT id, token, state, visit, status, attempt, claimed_by, lease_until,
                              queued_at FROM tasks";
-
-fn read(row: &Row) -> StoreResult<TaskRow> {
-    Ok(TaskRow {
-        id: get(row, 0)?,
-        token: get(row, 1)?,
-        state: get(row, 2)?,
-        visit: get(row, 3)?,
-        status: closed(row, 4)?,
-        attempt: get(row, 5)?,
-        claimed_by: get(row, 6)?,
-        lease_until: get(row, 7)?,
-        queued_at: get(row, 8)?,
-    })
-}
 
 /// `(workflow, state)` pairs as two arrays (`''` for the main workflow).
 fn pairs(states: &[(Option<String>, String)]) -> (Vec<String>, Vec<String>) {
@@ -100,7 +84,7 @@ impl Tasks for PgTx<'_> {
 
     fn task(&self, id: i64) -> StoreResult<Option<TaskRow>> {
         let found = self.query_opt(&format!("{SELECT} WHERE id = $1"), &[&id])?;
-        found.as_ref().map(read).transpose()
+        found.as_ref().map(TaskRow::read).transpose()
     }
 
     fn update_task(&self, row: &TaskRow) -> StoreResult<()> {
@@ -116,7 +100,7 @@ impl Tasks for PgTx<'_> {
             ),
             &[&token],
         )?;
-        rows.iter().map(read).collect()
+        rows.iter().map(TaskRow::read).collect()
     }
 
     fn lock_queued(&self, states: &[(Option<String>, String)]) -> StoreResult<Head> {
@@ -246,7 +230,7 @@ impl Tasks for PgTx<'_> {
 impl TaskReads for PgTx<'_> {
     fn tasks_of(&self, token: &str) -> StoreResult<Vec<TaskRow>> {
         let rows = self.query(&format!("{SELECT} WHERE token = $1 ORDER BY id"), &[&token])?;
-        rows.iter().map(read).collect()
+        rows.iter().map(TaskRow::read).collect()
     }
 
     fn queued_tasks(

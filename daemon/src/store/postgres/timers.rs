@@ -1,11 +1,10 @@
 //! The SQL of `timers`: timeouts and routines' timers.
 
-use postgres::Row;
 use stateous_shared::wire::Object;
 
 use super::columns::Columns;
-use super::{closed, get, PgTx};
-use crate::store::json::{optional_object, to_text};
+use super::{get, PgTx};
+use crate::store::json::to_text;
 use crate::store::{StoreResult, TimerKind, TimerReads, TimerRow, TimerStatus, Timers};
 
 const SELECT: &str =
@@ -19,21 +18,6 @@ const SELECT: &str =
 const PENDING: &str = "SELECT id, token, state, visit, event, payload, set_at, due_at, status, kind
      FROM (SELECT * FROM timers WHERE token = $1 OFFSET 0) m
      WHERE status = 'pending' ORDER BY id";
-
-fn read(row: &Row) -> StoreResult<TimerRow> {
-    Ok(TimerRow {
-        id: get(row, 0)?,
-        token: get(row, 1)?,
-        state: get(row, 2)?,
-        visit: get(row, 3)?,
-        event: get(row, 4)?,
-        payload: optional_object(get(row, 5)?)?,
-        set_at: get(row, 6)?,
-        due_at: get(row, 7)?,
-        status: closed(row, 8)?,
-        kind: closed(row, 9)?,
-    })
-}
 
 /// The flush's part of new timers (`pending.rs`): id, token, state, visit, event,
 /// payload, set_at, due_at, status, kind, as [`flush_columns`] packs them.
@@ -97,7 +81,7 @@ impl Timers for PgTx<'_> {
 
     fn pending_timers(&self, token: &str) -> StoreResult<Vec<TimerRow>> {
         let rows = self.query(PENDING, &[&token])?;
-        rows.iter().map(read).collect()
+        rows.iter().map(TimerRow::read).collect()
     }
 
     fn update_timer(&self, row: &TimerRow) -> StoreResult<()> {
@@ -112,7 +96,7 @@ impl Timers for PgTx<'_> {
 impl TimerReads for PgTx<'_> {
     fn timer(&self, id: i64) -> StoreResult<Option<TimerRow>> {
         let found = self.query_opt(&format!("{SELECT} WHERE id = $1"), &[&id])?;
-        found.as_ref().map(read).transpose()
+        found.as_ref().map(TimerRow::read).transpose()
     }
 
     fn due_timers(&self) -> StoreResult<Vec<i64>> {

@@ -6,35 +6,16 @@
 //! other in a circle. A token's `parent` never changes once it is made, so the walk
 //! up to the top reads without locks.
 
-use std::sync::Arc;
-
-use postgres::Row;
-
 use super::columns::Columns;
 use super::params::Params;
-use super::{closed, get, PgTx};
-use crate::store::json::{object, to_text};
+use super::{get, PgTx};
+use crate::store::json::to_text;
 use crate::store::{
     Closed, Cursor, StoreResult, TokenReads, TokenRow, TokenScan, TokenStatus, Tokens,
 };
 
 const SELECT: &str =
     "SELECT token, state, status, visit, context, entered_at, parent, workflow, graph FROM tokens";
-
-fn read(row: &Row) -> StoreResult<TokenRow> {
-    let context: String = get(row, 4)?;
-    Ok(TokenRow {
-        token: get(row, 0)?,
-        state: get(row, 1)?,
-        status: closed(row, 2)?,
-        visit: get(row, 3)?,
-        context: Arc::new(object(&context)?),
-        entered_at: get(row, 5)?,
-        parent: get(row, 6)?,
-        workflow: get(row, 7)?,
-        graph: get::<Option<String>>(row, 8)?.map(Arc::from),
-    })
-}
 
 impl PgTx<'_> {
     /// The writer's batch: read the rows of `tokens` (or of tokens whose ids differ
@@ -51,7 +32,7 @@ impl PgTx<'_> {
         let found = self.unflushed(&sql, &[&folded])?;
         let mut rows = foldhash::HashMap::default();
         for row in &found {
-            let row = read(row)?;
+            let row = TokenRow::read(row)?;
             rows.insert(row.token.to_ascii_lowercase(), row);
         }
         *self.ahead.borrow_mut() = Some(super::ReadAhead { asked, rows, mark });
@@ -172,7 +153,7 @@ impl Tokens for PgTx<'_> {
             const_format(SELECT, " WHERE token = $1 FOR UPDATE SKIP LOCKED")
         };
         let found = self.query_opt(&sql, &[&top])?;
-        let row = found.as_ref().map(read).transpose()?;
+        let row = found.as_ref().map(TokenRow::read).transpose()?;
         if row.is_none() && !wait {
             // Not there, or held by another: only a second look tells.
             let there = self.query_opt("SELECT 1 FROM tokens WHERE token = $1", &[&top])?;
@@ -200,7 +181,7 @@ impl Tokens for PgTx<'_> {
             None => {
                 let sql = const_format(SELECT, " WHERE lower(token) = lower($1)");
                 let found = self.unflushed(&sql, &[&id])?;
-                found.first().map(read).transpose()?
+                found.first().map(TokenRow::read).transpose()?
             }
         };
         let (row, other) = match found {
@@ -275,7 +256,7 @@ impl TokenReads for PgTx<'_> {
         );
         let status = status.map(Closed::as_str);
         let rows = self.query(&sql, &[&status, &parent, &limit])?;
-        rows.iter().map(read).collect()
+        rows.iter().map(TokenRow::read).collect()
     }
 
     fn count_live(&self) -> StoreResult<i64> {
@@ -303,7 +284,7 @@ impl TokenReads for PgTx<'_> {
             ),
         );
         let rows = self.query(&sql, &params.refs())?;
-        rows.iter().map(read).collect()
+        rows.iter().map(TokenRow::read).collect()
     }
 
     fn count_tokens(&self, scan: &TokenScan) -> StoreResult<i64> {
@@ -330,7 +311,7 @@ impl TokenReads for PgTx<'_> {
             &format!(" WHERE {clause} ORDER BY token LIMIT {limit_at}"),
         );
         let rows = self.query(&sql, &params.refs())?;
-        rows.iter().map(read).collect()
+        rows.iter().map(TokenRow::read).collect()
     }
 
     fn holds_newest_id(&self, _token: &str) -> StoreResult<bool> {

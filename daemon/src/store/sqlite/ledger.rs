@@ -5,23 +5,13 @@ use std::collections::HashMap;
 use rusqlite::{params, OptionalExtension, Row};
 use stateous_shared::wire::Object;
 
-use super::{corrupt, object, to_text, SqliteTx};
+use super::{to_text, SqliteTx};
 use crate::store::{EntryKind, Ledger, LedgerReads, LedgerRow, StoreResult};
 
 const COLUMNS: &str = "id, token, seq, at, kind, key, data, key_name";
 
 fn read(row: &Row<'_>) -> rusqlite::Result<LedgerRow> {
-    let data: String = row.get(6)?;
-    Ok(LedgerRow {
-        id: row.get(0)?,
-        token: row.get(1)?,
-        seq: row.get(2)?,
-        at: row.get(3)?,
-        kind: row.get(4)?,
-        key: row.get(5)?,
-        data: object(&data).map_err(corrupt)?,
-        by: row.get(7)?,
-    })
+    LedgerRow::read(row)
 }
 
 impl Ledger for SqliteTx<'_> {

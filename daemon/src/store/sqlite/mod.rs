@@ -29,8 +29,9 @@ use rusqlite::{CachedStatement, Connection, OpenFlags, Statement};
 
 pub use store::SqliteStore;
 
-pub(crate) use crate::store::json::{object, optional_object, to_text};
+pub(crate) use crate::store::json::to_text;
 
+use super::rows::Stored;
 use super::{locked, Closed, StoreError, StoreResult, TaskRow, TimerRow, Tx};
 
 /// A transaction (or a savepoint inside one) on a SQLite connection, at `now`.
@@ -241,6 +242,25 @@ pub fn open(path: &Path, busy_timeout: Duration, read_only: bool) -> StoreResult
 /// mapper can use `?`.
 pub(crate) fn corrupt(error: StoreError) -> rusqlite::Error {
     rusqlite::Error::ToSqlConversionFailure(Box::new(error))
+}
+
+impl Stored for rusqlite::Row<'_> {
+    type Error = rusqlite::Error;
+    fn corrupt(error: StoreError) -> rusqlite::Error {
+        corrupt(error)
+    }
+    fn int(&self, at: usize) -> rusqlite::Result<i64> {
+        self.get(at)
+    }
+    fn text(&self, at: usize) -> rusqlite::Result<String> {
+        self.get(at)
+    }
+    fn maybe_int(&self, at: usize) -> rusqlite::Result<Option<i64>> {
+        self.get(at)
+    }
+    fn maybe_text(&self, at: usize) -> rusqlite::Result<Option<String>> {
+        self.get(at)
+    }
 }
 
 impl From<rusqlite::Error> for StoreError {

@@ -3,24 +3,14 @@
 use rusqlite::{params, OptionalExtension, Row};
 use serde_json::Value;
 
-use super::{closed, SqliteTx};
+use super::SqliteTx;
 use crate::store::{Head, StoreResult, TaskReads, TaskRow, Tasks};
 
 const COLUMNS: &str =
     "id, token, state, visit, status, attempt, claimed_by, lease_until, queued_at";
 
 fn read(row: &Row<'_>) -> rusqlite::Result<TaskRow> {
-    Ok(TaskRow {
-        id: row.get(0)?,
-        token: row.get(1)?,
-        state: row.get(2)?,
-        visit: row.get(3)?,
-        status: closed(row.get(4)?)?,
-        attempt: row.get(5)?,
-        claimed_by: row.get(6)?,
-        lease_until: row.get(7)?,
-        queued_at: row.get(8)?,
-    })
+    TaskRow::read(row)
 }
 
 fn ids(values: &[i64]) -> String {

@@ -3,24 +3,13 @@
 use rusqlite::{params, OptionalExtension, Row};
 use stateous_shared::wire::Object;
 
-use super::{closed, corrupt, optional_object, to_text, SqliteTx};
+use super::{to_text, SqliteTx};
 use crate::store::{StoreResult, TimerKind, TimerReads, TimerRow, TimerStatus, Timers};
 
 const COLUMNS: &str = "id, token, state, visit, event, payload, set_at, due_at, status, kind";
 
 fn read(row: &Row<'_>) -> rusqlite::Result<TimerRow> {
-    Ok(TimerRow {
-        id: row.get(0)?,
-        token: row.get(1)?,
-        state: row.get(2)?,
-        visit: row.get(3)?,
-        event: row.get(4)?,
-        payload: optional_object(row.get(5)?).map_err(corrupt)?,
-        set_at: row.get(6)?,
-        due_at: row.get(7)?,
-        status: closed(row.get(8)?)?,
-        kind: closed(row.get(9)?)?,
-    })
+    TimerRow::read(row)
 }
 
 impl Timers for SqliteTx<'_> {

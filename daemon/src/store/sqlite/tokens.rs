@@ -1,11 +1,9 @@
 //! The SQL of `tokens`.
 
-use std::sync::Arc;
-
 use rusqlite::types::Value as Param;
 use rusqlite::{params, params_from_iter, OptionalExtension, Row};
 
-use super::{closed, corrupt, object, to_text, SqliteTx};
+use super::{to_text, SqliteTx};
 use crate::store::{
     Closed, Cursor, StoreResult, TokenReads, TokenRow, TokenScan, TokenStatus, Tokens,
 };
@@ -13,18 +11,7 @@ use crate::store::{
 const COLUMNS: &str = "token, state, status, visit, context, entered_at, parent, workflow, graph";
 
 fn read(row: &Row<'_>) -> rusqlite::Result<TokenRow> {
-    let context: String = row.get(4)?;
-    Ok(TokenRow {
-        token: row.get(0)?,
-        state: row.get(1)?,
-        status: closed(row.get(2)?)?,
-        visit: row.get(3)?,
-        context: Arc::new(object(&context).map_err(corrupt)?),
-        entered_at: row.get(5)?,
-        parent: row.get(6)?,
-        workflow: row.get(7)?,
-        graph: row.get::<_, Option<String>>(8)?.map(Arc::from),
-    })
+    TokenRow::read(row)
 }
 
 impl Tokens for SqliteTx<'_> {
