@@ -25,7 +25,7 @@ use stateous_shared::wire::Object;
 
 use super::facts::{Facts, Layer};
 use super::family::{FamilyLocks, SoloTransactions};
-use super::locked::{self, Head};
+use super::locked::Head;
 use super::through::Through;
 use super::{
     EntryKind, Ledger, LedgerRow, Memory, StoreError, StoreResult, TaskRow, TaskStatus, Tasks,
@@ -375,16 +375,8 @@ impl Tx for CachedTx<'_> {
         self.inner.now()
     }
 
-    fn lock_task(&self, id: i64, wait: bool) -> StoreResult<Option<TaskRow>> {
-        locked::task(self, id, wait, self.side_by_side())
-    }
-
-    fn lock_timer(&self, id: i64) -> StoreResult<Option<TimerRow>> {
-        locked::timer(self, id, self.side_by_side())
-    }
-
-    fn lock_tasks(&self, ids: &[i64]) -> StoreResult<Vec<TaskRow>> {
-        locked::tasks(self, ids, self.side_by_side())
+    fn reads_again(&self) -> bool {
+        self.side_by_side()
     }
 }
 

@@ -602,22 +602,29 @@ pub trait Tx:
     /// The moment of the transaction, in microseconds since 1970.
     fn now(&self) -> i64;
 
+    /// Whether other transactions may change rows between two reads of this one, so
+    /// that a row read before its family's lock is read again under it (`locked.rs`).
+    /// True unless one writer runs one request at a time (SQLite).
+    fn reads_again(&self) -> bool {
+        true
+    }
+
     /// The task, as it is under its token family's lock, which the transaction
     /// now holds: `wait` waits for the lock up to its limit; without it, a task
     /// whose family another transaction holds is `None`, to be tried later.
     fn lock_task(&self, id: i64, wait: bool) -> StoreResult<Option<TaskRow>> {
-        locked::task(self, id, wait, true)
+        locked::task(self, id, wait, self.reads_again())
     }
 
     /// The timer, as it is under its token family's lock, never waiting for a
     /// family another transaction holds (then `None`).
     fn lock_timer(&self, id: i64) -> StoreResult<Option<TimerRow>> {
-        locked::timer(self, id, true)
+        locked::timer(self, id, self.reads_again())
     }
 
     /// The tasks of `ids` that exist, as they are under their families' locks,
     /// waiting for each lock up to its limit.
     fn lock_tasks(&self, ids: &[i64]) -> StoreResult<Vec<TaskRow>> {
-        locked::tasks(self, ids, true)
+        locked::tasks(self, ids, self.reads_again())
     }
 }

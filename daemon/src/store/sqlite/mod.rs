@@ -32,7 +32,7 @@ pub use store::SqliteStore;
 pub(crate) use crate::store::json::to_text;
 
 use super::rows::Stored;
-use super::{locked, Closed, StoreError, StoreResult, TaskRow, TimerRow, Tx};
+use super::{Closed, StoreError, StoreResult, Tx};
 
 /// A transaction (or a savepoint inside one) on a SQLite connection, at `now`.
 pub struct SqliteTx<'c> {
@@ -174,16 +174,8 @@ impl Tx for SqliteTx<'_> {
         self.now.get()
     }
 
-    fn lock_task(&self, id: i64, wait: bool) -> StoreResult<Option<TaskRow>> {
-        locked::task(self, id, wait, false)
-    }
-
-    fn lock_timer(&self, id: i64) -> StoreResult<Option<TimerRow>> {
-        locked::timer(self, id, false)
-    }
-
-    fn lock_tasks(&self, ids: &[i64]) -> StoreResult<Vec<TaskRow>> {
-        locked::tasks(self, ids, false)
+    fn reads_again(&self) -> bool {
+        false
     }
 }
 

@@ -36,7 +36,7 @@ use tokio::runtime::Handle;
 use super::{Inner, PgTx};
 use crate::store::cached_tx::{BatchLocks, CachedTx, Locking};
 use crate::store::facts::Overlay;
-use crate::store::request::{self, Request, Waiting};
+use crate::store::request::{self, next_batch, Request, Waiting};
 use crate::store::{StoreError, StoreResult, Tx};
 
 /// How many waiting requests one transaction takes at most, so that one commit
@@ -111,14 +111,7 @@ impl Writer {
         std::thread::Builder::new()
             .name("stateous-writer".into())
             .spawn(move || {
-                while let Ok(first) = queue.recv() {
-                    let mut batch = vec![first];
-                    while batch.len() < MOST_IN_ONE_COMMIT {
-                        match queue.try_recv() {
-                            Ok(job) => batch.push(job),
-                            Err(_) => break,
-                        }
-                    }
+                while let Some(batch) = next_batch(&queue, MOST_IN_ONE_COMMIT) {
                     run_batch(&inner, batch);
                 }
             })?;
