@@ -28,8 +28,8 @@ use super::family::{FamilyLocks, SoloTransactions};
 use super::locked::Head;
 use super::through::Through;
 use super::{
-    EntryKind, Ledger, LedgerRow, Memory, StoreError, StoreResult, TaskRow, TaskStatus, Tasks,
-    TimerKind, TimerRow, TimerStatus, Timers, TokenRow, Tokens, Tx,
+    EntryKind, Ledger, LedgerRow, Memory, NewEntry, NewTimer, StoreError, StoreResult, TaskRow,
+    Tasks, TimerRow, TimerStatus, Timers, TokenRow, Tokens, Tx,
 };
 
 /// Facts this transaction read or changed.
@@ -451,7 +451,8 @@ impl Ledger for CachedTx<'_> {
         data: &Object,
     ) -> StoreResult<i64> {
         let seq = self.last_seq(token)? + 1;
-        let id = self.inner.insert_entry(token, seq, kind, key, data)?;
+        let entry = NewEntry { kind, key, data };
+        let id = self.inner.insert_entry(token, seq, entry)?;
         let by = self.by.borrow().clone();
         let text = |name: &str| data.get(name).and_then(Value::as_str).map(str::to_string);
         self.change(token, |facts| {
@@ -462,16 +463,8 @@ impl Ledger for CachedTx<'_> {
                         *counts.entry(text("event").unwrap_or_default()).or_insert(0) += 1;
                     }
                     // Kept whole only for the kind that is read back.
-                    facts.accepted = Some(Some(Arc::new(LedgerRow {
-                        id,
-                        token: token.to_string(),
-                        seq,
-                        at: self.now(),
-                        kind: kind.as_str().to_string(),
-                        key: key.map(str::to_string),
-                        data: data.clone(),
-                        by,
-                    })));
+                    let row = entry.row(id, token, seq, self.now(), by);
+                    facts.accepted = Some(Some(Arc::new(row)));
                 }
                 EntryKind::Entered => {
                     if let Some(state) = text("state") {
@@ -504,17 +497,10 @@ impl Ledger for CachedTx<'_> {
         )
     }
 
-    fn insert_entry(
-        &self,
-        token: &str,
-        seq: i64,
-        kind: EntryKind,
-        key: Option<&str>,
-        data: &Object,
-    ) -> StoreResult<i64> {
+    fn insert_entry(&self, token: &str, seq: i64, entry: NewEntry<'_>) -> StoreResult<i64> {
         // Only `append` keeps the facts; an entry written past it makes them unknown.
         self.change(token, |facts| *facts = Facts::default());
-        self.inner.insert_entry(token, seq, kind, key, data)
+        self.inner.insert_entry(token, seq, entry)
     }
 
     fn counts(&self, token: &str) -> StoreResult<HashMap<String, i64>> {
@@ -554,17 +540,7 @@ impl Ledger for CachedTx<'_> {
 impl Tasks for CachedTx<'_> {
     fn queue_task(&self, token: &str, state: &str, visit: i64) -> StoreResult<i64> {
         let id = self.inner.queue_task(token, state, visit)?;
-        self.task_changed(&TaskRow {
-            id,
-            token: token.to_string(),
-            state: state.to_string(),
-            visit,
-            status: TaskStatus::Queued,
-            attempt: 0,
-            claimed_by: None,
-            lease_until: None,
-            queued_at: self.now(),
-        });
+        self.task_changed(&TaskRow::queued(id, token, state, visit, self.now()));
         Ok(id)
     }
 
@@ -650,20 +626,9 @@ impl Tasks for CachedTx<'_> {
 }
 
 impl Timers for CachedTx<'_> {
-    fn add_timer(
-        &self,
-        token: &str,
-        state: &str,
-        visit: i64,
-        event: &str,
-        payload: Option<&Object>,
-        due_at: i64,
-        kind: TimerKind,
-    ) -> StoreResult<TimerRow> {
-        let timer = self
-            .inner
-            .add_timer(token, state, visit, event, payload, due_at, kind)?;
-        self.change(token, |facts| {
+    fn set_timer(&self, new: NewTimer<'_>) -> StoreResult<TimerRow> {
+        let timer = self.inner.set_timer(new)?;
+        self.change(new.token, |facts| {
             if let Some(timers) = facts.timers.as_mut() {
                 timers.push(timer.clone());
             }

@@ -201,6 +201,87 @@ pub struct TimerRow {
     pub kind: TimerKind,
 }
 
+/// A timer to set: a [`TimerRow`] before the store gives it its id.
+#[derive(Debug, Clone, Copy)]
+pub struct NewTimer<'a> {
+    /// The token.
+    pub token: &'a str,
+    /// The state it is set in.
+    pub state: &'a str,
+    /// The visit it is set in.
+    pub visit: i64,
+    /// The event it fires.
+    pub event: &'a str,
+    /// The event's payload.
+    pub payload: Option<&'a Object>,
+    /// When it fires, in microseconds.
+    pub due_at: i64,
+    /// A state's timeout or a routine's timer.
+    pub kind: TimerKind,
+}
+
+impl NewTimer<'_> {
+    /// The pending timer's row, with its id, set at `set_at`.
+    pub fn row(&self, id: i64, set_at: i64) -> TimerRow {
+        TimerRow {
+            id,
+            token: self.token.to_string(),
+            state: self.state.to_string(),
+            visit: self.visit,
+            event: self.event.to_string(),
+            payload: self.payload.cloned(),
+            set_at,
+            due_at: self.due_at,
+            status: TimerStatus::Pending,
+            kind: self.kind,
+        }
+    }
+}
+
+/// A ledger entry to append: a [`LedgerRow`] before the store gives it its id.
+#[derive(Debug, Clone, Copy)]
+pub struct NewEntry<'a> {
+    /// What happened.
+    pub kind: EntryKind,
+    /// The idempotency key of an event from outside.
+    pub key: Option<&'a str>,
+    /// The facts of the kind.
+    pub data: &'a Object,
+}
+
+impl NewEntry<'_> {
+    /// The entry's row, with its id and seq, written at `at` by the key `by`.
+    pub fn row(&self, id: i64, token: &str, seq: i64, at: i64, by: Option<String>) -> LedgerRow {
+        LedgerRow {
+            id,
+            token: token.to_string(),
+            seq,
+            at,
+            kind: self.kind.as_str().to_string(),
+            key: self.key.map(str::to_string),
+            data: self.data.clone(),
+            by,
+        }
+    }
+}
+
+impl TaskRow {
+    /// A task just queued, with its id, at `queued_at`.
+    pub fn queued(id: i64, token: &str, state: &str, visit: i64, queued_at: i64) -> TaskRow {
+        TaskRow {
+            id,
+            token: token.to_string(),
+            state: state.to_string(),
+            visit,
+            status: TaskStatus::Queued,
+            attempt: 0,
+            claimed_by: None,
+            lease_until: None,
+            queued_at,
+        }
+    }
+}
+
 /// A row of `claims`: a supervisor's last claim that named a request id.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ClaimRow {
@@ -362,7 +443,7 @@ pub trait Ledger {
         data: &Object,
     ) -> StoreResult<i64> {
         let seq = self.last_seq(token)? + 1;
-        self.insert_entry(token, seq, kind, key, data)?;
+        self.insert_entry(token, seq, NewEntry { kind, key, data })?;
         Ok(seq)
     }
     /// The token's last seq; 0 before its first entry.
@@ -371,14 +452,7 @@ pub trait Ledger {
     /// (`None`: no key); the write path sets it around each request.
     fn act_for(&self, key: Option<&str>);
     /// Insert one entry with this seq at `Tx::now`; returns its id.
-    fn insert_entry(
-        &self,
-        token: &str,
-        seq: i64,
-        kind: EntryKind,
-        key: Option<&str>,
-        data: &Object,
-    ) -> StoreResult<i64>;
+    fn insert_entry(&self, token: &str, seq: i64, entry: NewEntry<'_>) -> StoreResult<i64>;
     /// How many times each event was accepted on the token.
     fn counts(&self, token: &str) -> StoreResult<HashMap<String, i64>>;
     /// How many times the token entered `state`.
@@ -472,7 +546,19 @@ pub trait Timers {
         payload: Option<&Object>,
         due_at: i64,
         kind: TimerKind,
-    ) -> StoreResult<TimerRow>;
+    ) -> StoreResult<TimerRow> {
+        self.set_timer(NewTimer {
+            token,
+            state,
+            visit,
+            event,
+            payload,
+            due_at,
+            kind,
+        })
+    }
+    /// Write a new pending timer, set at `Tx::now`; returns it with its id.
+    fn set_timer(&self, timer: NewTimer<'_>) -> StoreResult<TimerRow>;
     /// The token's pending timers, by id.
     fn pending_timers(&self, token: &str) -> StoreResult<Vec<TimerRow>>;
     /// Write a timer's status and due time.

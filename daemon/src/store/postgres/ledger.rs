@@ -2,12 +2,10 @@
 
 use std::collections::HashMap;
 
-use stateous_shared::wire::Object;
-
 use super::columns::Columns;
 use super::{get, PgTx};
 use crate::store::json::{object, to_text};
-use crate::store::{EntryKind, Ledger, LedgerReads, LedgerRow, StoreResult};
+use crate::store::{Ledger, LedgerReads, LedgerRow, NewEntry, StoreResult};
 
 const SELECT: &str = "SELECT id, token, seq, at, kind, key, data, key_name FROM ledger";
 
@@ -54,14 +52,7 @@ impl Ledger for PgTx<'_> {
         *self.by.borrow_mut() = key.map(str::to_string);
     }
 
-    fn insert_entry(
-        &self,
-        token: &str,
-        seq: i64,
-        kind: EntryKind,
-        key: Option<&str>,
-        data: &Object,
-    ) -> StoreResult<i64> {
+    fn insert_entry(&self, token: &str, seq: i64, entry: NewEntry<'_>) -> StoreResult<i64> {
         // Registered with the feed's mark before the id is handed out, so that the
         // watch stream never reads past a row that may still commit.
         if self.opened.get().is_none() {
@@ -74,16 +65,9 @@ impl Ledger for PgTx<'_> {
         if let Some(opened) = self.opened.get() {
             self.mark.saw(opened, id);
         }
-        self.pending.borrow_mut().ledger.push(LedgerRow {
-            id,
-            token: token.to_string(),
-            seq,
-            at: self.now.get(),
-            kind: kind.as_str().to_string(),
-            key: key.map(str::to_string),
-            by: self.by.borrow().clone(),
-            data: data.clone(),
-        });
+        let by = self.by.borrow().clone();
+        let row = entry.row(id, token, seq, self.now.get(), by);
+        self.pending.borrow_mut().ledger.push(row);
         Ok(id)
     }
 

@@ -3,7 +3,7 @@
 use super::columns::Columns;
 use super::params::Params;
 use super::{get, PgTx};
-use crate::store::{Head, StoreResult, TaskReads, TaskRow, TaskStatus, Tasks};
+use crate::store::{Head, StoreResult, TaskReads, TaskRow, Tasks};
 
 const SELECT: &str = "SELECT id, token, state, visit, status, attempt, claimed_by, lease_until,
                              queued_at FROM tasks";
@@ -65,20 +65,8 @@ impl Tasks for PgTx<'_> {
     fn queue_task(&self, token: &str, state: &str, visit: i64) -> StoreResult<i64> {
         // Written with the transaction's other writes (`pending.rs`).
         let id = self.next_id(&self.ids.tasks)?;
-        self.pending.borrow_mut().tasks.add(
-            id,
-            TaskRow {
-                id,
-                token: token.to_string(),
-                state: state.to_string(),
-                visit,
-                status: TaskStatus::Queued,
-                attempt: 0,
-                claimed_by: None,
-                lease_until: None,
-                queued_at: self.now.get(),
-            },
-        );
+        let row = TaskRow::queued(id, token, state, visit, self.now.get());
+        self.pending.borrow_mut().tasks.add(id, row);
         Ok(id)
     }
 

@@ -1,11 +1,9 @@
 //! The SQL of `timers`: timeouts and routines' timers.
 
-use stateous_shared::wire::Object;
-
 use super::columns::Columns;
 use super::{get, PgTx};
 use crate::store::json::to_text;
-use crate::store::{StoreResult, TimerKind, TimerReads, TimerRow, TimerStatus, Timers};
+use crate::store::{NewTimer, StoreResult, TimerReads, TimerRow, Timers};
 
 const SELECT: &str =
     "SELECT id, token, state, visit, event, payload, set_at, due_at, status, kind FROM timers";
@@ -52,29 +50,9 @@ pub(super) fn flush_columns<'r>(rows: impl Iterator<Item = &'r TimerRow>) -> Opt
 }
 
 impl Timers for PgTx<'_> {
-    fn add_timer(
-        &self,
-        token: &str,
-        state: &str,
-        visit: i64,
-        event: &str,
-        payload: Option<&Object>,
-        due_at: i64,
-        kind: TimerKind,
-    ) -> StoreResult<TimerRow> {
+    fn set_timer(&self, timer: NewTimer<'_>) -> StoreResult<TimerRow> {
         // Written with the transaction's other writes (`pending.rs`).
-        let row = TimerRow {
-            id: self.next_id(&self.ids.timers)?,
-            token: token.to_string(),
-            state: state.to_string(),
-            visit,
-            event: event.to_string(),
-            payload: payload.cloned(),
-            set_at: self.now.get(),
-            due_at,
-            status: TimerStatus::Pending,
-            kind,
-        };
+        let row = timer.row(self.next_id(&self.ids.timers)?, self.now.get());
         self.pending.borrow_mut().timers.add(row.id, row.clone());
         Ok(row)
     }

@@ -3,10 +3,9 @@
 use std::collections::HashMap;
 
 use rusqlite::{params, OptionalExtension, Row};
-use stateous_shared::wire::Object;
 
 use super::{to_text, SqliteTx};
-use crate::store::{EntryKind, Ledger, LedgerReads, LedgerRow, StoreResult};
+use crate::store::{Ledger, LedgerReads, LedgerRow, NewEntry, StoreResult};
 
 const COLUMNS: &str = "id, token, seq, at, kind, key, data, key_name";
 
@@ -25,14 +24,7 @@ impl Ledger for SqliteTx<'_> {
         *self.by.borrow_mut() = key.map(str::to_string);
     }
 
-    fn insert_entry(
-        &self,
-        token: &str,
-        seq: i64,
-        kind: EntryKind,
-        key: Option<&str>,
-        data: &Object,
-    ) -> StoreResult<i64> {
+    fn insert_entry(&self, token: &str, seq: i64, entry: NewEntry<'_>) -> StoreResult<i64> {
         // No RETURNING: SQLite buffers its rows in a temporary table.
         self.prepare(
             "INSERT INTO ledger (token, seq, at, kind, key, data, key_name)
@@ -42,9 +34,9 @@ impl Ledger for SqliteTx<'_> {
             token,
             seq,
             self.now(),
-            kind.as_str(),
-            key,
-            to_text(data),
+            entry.kind.as_str(),
+            entry.key,
+            to_text(entry.data),
             self.by.borrow().as_deref()
         ])?;
         let id = self.conn.last_insert_rowid();

@@ -1,10 +1,9 @@
 //! The SQL of `timers`: timeouts and routines' timers.
 
 use rusqlite::{params, OptionalExtension, Row};
-use stateous_shared::wire::Object;
 
 use super::{to_text, SqliteTx};
-use crate::store::{StoreResult, TimerKind, TimerReads, TimerRow, TimerStatus, Timers};
+use crate::store::{NewTimer, StoreResult, TimerReads, TimerRow, Timers};
 
 const COLUMNS: &str = "id, token, state, visit, event, payload, set_at, due_at, status, kind";
 
@@ -13,44 +12,23 @@ fn read(row: &Row<'_>) -> rusqlite::Result<TimerRow> {
 }
 
 impl Timers for SqliteTx<'_> {
-    fn add_timer(
-        &self,
-        token: &str,
-        state: &str,
-        visit: i64,
-        event: &str,
-        payload: Option<&Object>,
-        due_at: i64,
-        kind: TimerKind,
-    ) -> StoreResult<TimerRow> {
+    fn set_timer(&self, timer: NewTimer<'_>) -> StoreResult<TimerRow> {
         // No RETURNING: SQLite buffers its rows in a temporary table.
         let mut statement = self.prepare(
             "INSERT INTO timers (token, state, visit, event, payload, set_at, due_at, status, kind)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending', ?8)",
         )?;
         statement.execute(params![
-            token,
-            state,
-            visit,
-            event,
-            payload.map(to_text),
+            timer.token,
+            timer.state,
+            timer.visit,
+            timer.event,
+            timer.payload.map(to_text),
             self.now(),
-            due_at,
-            kind.as_str()
+            timer.due_at,
+            timer.kind.as_str()
         ])?;
-        let id = self.conn.last_insert_rowid();
-        Ok(TimerRow {
-            id,
-            token: token.to_string(),
-            state: state.to_string(),
-            visit,
-            event: event.to_string(),
-            payload: payload.cloned(),
-            set_at: self.now(),
-            due_at,
-            status: TimerStatus::Pending,
-            kind,
-        })
+        Ok(timer.row(self.conn.last_insert_rowid(), self.now()))
     }
 
     fn pending_timers(&self, token: &str) -> StoreResult<Vec<TimerRow>> {
