@@ -23,7 +23,7 @@ use crate::store::cached_tx::{CachedTx, Locking};
 use crate::store::facts::Cache;
 use crate::store::family::{FamilyLocks, SoloTransactions};
 use crate::store::feed::{FeedMark, Opened};
-use crate::store::schema::{MigrateError, VERSIONS};
+use crate::store::schema::MigrateError;
 use crate::store::serving;
 use crate::store::{ControlPlane, StoreError, StoreResult, Tx};
 
@@ -164,10 +164,8 @@ impl PgStore {
             MigrateError::Foreign(why) => format!("cannot use the database {shown}: {why}"),
             MigrateError::Store(error) => format!("cannot open the database {shown}: {error}"),
         })?;
-        match first {
-            0 => return Ok(Inspected::Empty),
-            first if first < VERSIONS.len() => return Ok(Inspected::NotYet { first }),
-            _ => {}
+        if let Some(inspected) = Inspected::before_reading(first) {
+            return Ok(inspected);
         }
         let cannot = |e: StoreError| format!("cannot use the database {shown}: {e}");
         conn.batch("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
