@@ -130,6 +130,24 @@ impl<'a> CachedTx<'a> {
         Ok(found)
     }
 
+    /// Change the memory of `token`'s `state`: `write` it to the backend, then
+    /// `edit` the known memory (read first) the same way.
+    fn memory_changed<R>(
+        &self,
+        token: &str,
+        state: &str,
+        write: impl FnOnce() -> StoreResult<R>,
+        edit: impl FnOnce(&mut Object),
+    ) -> StoreResult<R> {
+        let mut memory = self.memory(token, state)?;
+        let written = write()?;
+        edit(&mut memory);
+        self.change(token, |facts| {
+            facts.memory.insert(state.to_string(), memory);
+        });
+        Ok(written)
+    }
+
     /// The token an open task belongs to, if any facts here or below know it.
     fn task_token(&self, id: i64) -> Option<String> {
         let staged = self.staged.borrow();
@@ -479,25 +497,25 @@ impl Memory for CachedTx<'_> {
     }
 
     fn set_memory(&self, token: &str, state: &str, key: &str, value: &Value) -> StoreResult<()> {
-        let memory = self.memory(token, state)?;
-        self.inner.set_memory(token, state, key, value)?;
-        self.change(token, |facts| {
-            let mut memory = memory;
-            memory.insert(key.to_string(), value.clone());
-            facts.memory.insert(state.to_string(), memory);
-        });
-        Ok(())
+        self.memory_changed(
+            token,
+            state,
+            || self.inner.set_memory(token, state, key, value),
+            |memory| {
+                memory.insert(key.to_string(), value.clone());
+            },
+        )
     }
 
     fn forget(&self, token: &str, state: &str, key: &str) -> StoreResult<bool> {
-        let memory = self.memory(token, state)?;
-        let forgot = self.inner.forget(token, state, key)?;
-        self.change(token, |facts| {
-            let mut memory = memory;
-            memory.remove(key);
-            facts.memory.insert(state.to_string(), memory);
-        });
-        Ok(forgot)
+        self.memory_changed(
+            token,
+            state,
+            || self.inner.forget(token, state, key),
+            |memory| {
+                memory.remove(key);
+            },
+        )
     }
 
     fn delete_memory(&self, token: &str) -> StoreResult<()> {

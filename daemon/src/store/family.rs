@@ -13,6 +13,8 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use super::guard::{as_it_is, locked};
+
 /// The Postgres transactions of their own (a request that runs alone, beside the
 /// writer's batches): how many run now, and how many began so far. While none ran
 /// since a batch began, the batch is the one writer, and what it read of a family
@@ -65,10 +67,7 @@ pub struct FamilyLocks {
 
 impl FamilyLocks {
     fn held(&self) -> MutexGuard<'_, HashSet<String>> {
-        match self.held.lock() {
-            Ok(held) => held,
-            Err(poisoned) => poisoned.into_inner(),
-        }
+        locked(&self.held, as_it_is)
     }
 
     /// Take the family of `top`: waiting up to `wait` for another transaction to

@@ -7,6 +7,7 @@ use foldhash::HashMap as FastMap;
 
 use super::columns::Columns;
 use super::{get, PgTx};
+use crate::store::guard::locked;
 use crate::store::{ClaimRow, Claims, StoreResult};
 
 /// How many supervisors' rows [`KnownClaims`] keeps before it starts afresh.
@@ -24,15 +25,7 @@ pub struct KnownClaims {
 
 impl KnownClaims {
     fn with<R>(&self, work: impl FnOnce(&mut FastMap<String, ClaimRow>) -> R) -> R {
-        let mut committed = match self.committed.lock() {
-            Ok(committed) => committed,
-            Err(poisoned) => {
-                let mut committed = poisoned.into_inner();
-                committed.clear();
-                committed
-            }
-        };
-        work(&mut committed)
+        work(&mut locked(&self.committed, FastMap::clear))
     }
 
     /// A transaction committed these rows.

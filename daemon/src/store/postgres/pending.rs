@@ -20,6 +20,7 @@ use super::columns::Columns;
 use super::conn::PgConn;
 use super::params::placeholder;
 use super::{claims, ledger, memory, tasks, timers, tokens};
+use crate::store::guard::{as_it_is, locked};
 use crate::store::{ClaimRow, LedgerRow, StoreResult, TaskRow, TimerRow, TokenRow};
 
 /// How many ids one round trip takes from a sequence.
@@ -46,10 +47,7 @@ impl Ids {
     /// while the block is taken, so ids are handed out in increasing order (the
     /// feed's mark counts on it for ledger ids).
     pub fn next(&self, conn: &mut PgConn) -> StoreResult<i64> {
-        let mut taken = match self.taken.lock() {
-            Ok(taken) => taken,
-            Err(poisoned) => poisoned.into_inner(),
-        };
+        let mut taken = locked(&self.taken, as_it_is);
         if taken.is_empty() {
             let sql = format!(
                 "SELECT nextval(pg_get_serial_sequence('{}', 'id')) FROM generate_series(1, {BLOCK})",
@@ -71,10 +69,7 @@ impl Ids {
     /// after this comes from a new block. A crash still loses the rest of a block,
     /// as Postgres itself loses sequence values it logged ahead.
     pub fn give_back(&self, conn: &mut PgConn) -> StoreResult<()> {
-        let mut taken = match self.taken.lock() {
-            Ok(taken) => taken,
-            Err(poisoned) => poisoned.into_inner(),
-        };
+        let mut taken = locked(&self.taken, as_it_is);
         let (Some(&first), Some(&last)) = (taken.front(), taken.back()) else {
             return Ok(());
         };
@@ -307,10 +302,7 @@ type Texts = HashMap<(u16, usize), Arc<str>>;
 fn flush_text(parts: u16, forget: usize) -> Arc<str> {
     static TEXTS: OnceLock<Mutex<Texts>> = OnceLock::new();
     let texts = TEXTS.get_or_init(Mutex::default);
-    let mut texts = match texts.lock() {
-        Ok(texts) => texts,
-        Err(poisoned) => poisoned.into_inner(),
-    };
+    let mut texts = locked(texts, as_it_is);
     texts
         .entry((parts, forget))
         .or_insert_with(|| made_text(parts, forget).into())

@@ -1,7 +1,7 @@
 //! The SQL of `tokens`.
 
 use rusqlite::types::Value as Param;
-use rusqlite::{params, params_from_iter, OptionalExtension, Row};
+use rusqlite::{params, params_from_iter, OptionalExtension, Params, Row};
 
 use super::{to_text, SqliteTx};
 use crate::store::{
@@ -12,6 +12,21 @@ const COLUMNS: &str = "token, state, status, visit, context, entered_at, parent,
 
 fn read(row: &Row<'_>) -> rusqlite::Result<TokenRow> {
     TokenRow::read(row)
+}
+
+/// A row's values, in the order of [`COLUMNS`] (`?1` to `?9`).
+fn values(row: &TokenRow) -> impl Params + '_ {
+    (
+        &row.token,
+        &row.state,
+        row.status.as_str(),
+        row.visit,
+        to_text(&row.context),
+        row.entered_at,
+        &row.parent,
+        &row.workflow,
+        row.graph.as_deref(),
+    )
 }
 
 impl Tokens for SqliteTx<'_> {
@@ -33,34 +48,18 @@ impl Tokens for SqliteTx<'_> {
     fn insert_token(&self, row: &TokenRow) -> StoreResult<()> {
         let sql =
             format!("INSERT INTO tokens ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)");
-        self.prepare(&sql)?.execute(params![
-            row.token,
-            row.state,
-            row.status.as_str(),
-            row.visit,
-            to_text(&row.context),
-            row.entered_at,
-            row.parent,
-            row.workflow,
-            row.graph.as_deref()
-        ])?;
+        self.prepare(&sql)?.execute(values(row))?;
         Ok(())
     }
 
     fn update_token(&self, row: &TokenRow) -> StoreResult<()> {
+        // The same values as an insert's: `parent` and `workflow` (`?7`, `?8`)
+        // never change.
         let mut statement = self.prepare(
             "UPDATE tokens SET state = ?2, status = ?3, visit = ?4, context = ?5, entered_at = ?6,
-             graph = ?7 WHERE token = ?1",
+             graph = ?9 WHERE token = ?1",
         )?;
-        statement.execute(params![
-            row.token,
-            row.state,
-            row.status.as_str(),
-            row.visit,
-            to_text(&row.context),
-            row.entered_at,
-            row.graph.as_deref()
-        ])?;
+        statement.execute(values(row))?;
         Ok(())
     }
 
