@@ -18,7 +18,8 @@
 //! [`Claims`], ...), which `CachedTx` passes to the backend unchanged: such a method
 //! is written in three places, the trait, SQLite's and Postgres's. Put a method in
 //! a plain trait (and teach `CachedTx` what it does to the facts) only when it
-//! reads what the facts answer or changes what they hold.
+//! reads what the facts answer or changes what they hold. A row's columns are
+//! decoded once for both backends (`rows.rs`).
 
 pub mod access;
 pub mod backend;
