@@ -4,6 +4,7 @@
 
 use stateous_shared::access::Role;
 
+use super::through::passed_through;
 use super::StoreResult;
 
 /// A row of `access_keys`. Times are microseconds since 1970.
@@ -28,19 +29,21 @@ pub struct AccessKeyRow {
     pub revoked_at: Option<i64>,
 }
 
-/// The table `access_keys`.
-pub trait AccessKeys {
-    /// Every key, revoked ones included, by name.
-    fn access_keys(&self) -> StoreResult<Vec<AccessKeyRow>>;
-    /// Add a key; false (nothing written) when a key with its name exists,
-    /// revoked or not.
-    fn insert_access_key(&self, row: &AccessKeyRow) -> StoreResult<bool>;
-    /// Mark the key revoked at `Tx::now`; false when no key that is not revoked
-    /// has this name.
-    fn revoke_access_key(&self, name: &str) -> StoreResult<bool>;
-    /// Move each named key's `last_used_at` to the moment given with it, only
-    /// forward.
-    fn touch_access_keys(&self, used: &[(String, i64)]) -> StoreResult<()>;
+passed_through! {
+    /// The table `access_keys`.
+    pub trait AccessKeys {
+        /// Every key, revoked ones included, by name.
+        fn access_keys(&self) -> StoreResult<Vec<AccessKeyRow>>;
+        /// Add a key; false (nothing written) when a key with its name exists,
+        /// revoked or not.
+        fn insert_access_key(&self, row: &AccessKeyRow) -> StoreResult<bool>;
+        /// Mark the key revoked at `Tx::now`; false when no key that is not revoked
+        /// has this name.
+        fn revoke_access_key(&self, name: &str) -> StoreResult<bool>;
+        /// Move each named key's `last_used_at` to the moment given with it, only
+        /// forward.
+        fn touch_access_keys(&self, used: &[(String, i64)]) -> StoreResult<()>;
+    }
 }
 
 /// `'read', 'operate', 'supervise', 'admin'`: the roles as a CHECK constraint's list.

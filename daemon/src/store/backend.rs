@@ -75,6 +75,18 @@ pub enum Inspected<R> {
     NotYet { first: usize },
 }
 
+impl<R> Inspected<R> {
+    /// What a database is whose first migration to run is `first` (the index in
+    /// `schema::VERSIONS`), unless its schema is this build's (then `None`).
+    pub fn before_reading(first: usize) -> Option<Inspected<R>> {
+        match first {
+            0 => Some(Inspected::Empty),
+            first if first < super::schema::VERSIONS.len() => Some(Inspected::NotYet { first }),
+            _ => None,
+        }
+    }
+}
+
 /// A write's answer, once its transaction committed (or its error).
 pub type Written<R> = Pin<Box<dyn Future<Output = StoreResult<R>> + Send>>;
 

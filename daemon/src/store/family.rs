@@ -2,7 +2,7 @@
 //!
 //! The database's row lock on a family's top token orders transactions in the
 //! database; this lock, held from before the database's and until after the
-//! transaction's facts are published to the cache (`store/cache.rs`), orders them
+//! transaction's facts are published to the cache (`store/facts.rs`), orders them
 //! in this process, so that no transaction reads a family's cached facts while
 //! another has committed changes it has not published yet. A transaction that
 //! waits takes this lock first, then the database's; one that must not wait (a
@@ -13,22 +13,24 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use super::guard::{as_it_is, locked};
+
 /// The Postgres transactions of their own (a request that runs alone, beside the
 /// writer's batches): how many run now, and how many began so far. While none ran
 /// since a batch began, the batch is the one writer, and what it read of a family
 /// before it took the family is still so.
 #[derive(Debug, Default)]
-pub struct Beside {
+pub struct SoloTransactions {
     running: AtomicUsize,
     began: AtomicU64,
 }
 
-impl Beside {
+impl SoloTransactions {
     /// A transaction of its own begins; it ends when the guard is dropped.
-    pub fn enter(&self) -> BesideGuard<'_> {
+    pub fn enter(&self) -> SoloGuard<'_> {
         self.began.fetch_add(1, Ordering::SeqCst);
         self.running.fetch_add(1, Ordering::SeqCst);
-        BesideGuard(self)
+        SoloGuard(self)
     }
 
     /// How many began so far (a batch's mark).
@@ -47,10 +49,10 @@ impl Beside {
     }
 }
 
-/// A transaction of its own that runs (see [`Beside::enter`]).
-pub struct BesideGuard<'a>(&'a Beside);
+/// A transaction of its own that runs (see [`SoloTransactions::enter`]).
+pub struct SoloGuard<'a>(&'a SoloTransactions);
 
-impl Drop for BesideGuard<'_> {
+impl Drop for SoloGuard<'_> {
     fn drop(&mut self) {
         self.0.running.fetch_sub(1, Ordering::SeqCst);
     }
@@ -65,10 +67,7 @@ pub struct FamilyLocks {
 
 impl FamilyLocks {
     fn held(&self) -> MutexGuard<'_, HashSet<String>> {
-        match self.held.lock() {
-            Ok(held) => held,
-            Err(poisoned) => poisoned.into_inner(),
-        }
+        locked(&self.held, as_it_is)
     }
 
     /// Take the family of `top`: waiting up to `wait` for another transaction to

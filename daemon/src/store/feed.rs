@@ -20,6 +20,8 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::watch;
 
+use super::guard::{as_it_is, locked};
+
 #[derive(Debug)]
 struct State {
     /// The highest ledger id this process has seen handed out (or found at start).
@@ -59,10 +61,7 @@ impl FeedMark {
 
     fn with<R>(&self, change: impl FnOnce(&mut State) -> R) -> R {
         // A panic while the lock was held leaves plain numbers behind: still usable.
-        let mut state = match self.state.lock() {
-            Ok(state) => state,
-            Err(poisoned) => poisoned.into_inner(),
-        };
+        let mut state = locked(&self.state, as_it_is);
         let answer = change(&mut state);
         let safe = safe_of(&state);
         drop(state);

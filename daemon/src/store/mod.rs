@@ -6,31 +6,51 @@
 //! Nothing here decides; the engine does. Every method works inside a transaction
 //! that the write path (or a read connection) opened, at the moment `Tx::now` gives.
 //! Times are microseconds since 1970 in UTC. The engine never names a backend.
+//!
+//! Adding a table method: each table's SQL sits in one file per backend
+//! (`sqlite/tokens.rs`, `postgres/tokens.rs`, ...; a Postgres write that waits for
+//! the flush is packed there too, beside the table's other SQL). The write path runs
+//! on [`cached_tx::CachedTx`], which answers some reads from the facts it keeps of
+//! each token ([`facts`]) and must see every write that changes them: those methods
+//! are the traits written plainly here ([`Tokens`], [`Ledger`], [`Tasks`],
+//! [`Timers`], [`Memory`]). Every other method goes in a trait written inside
+//! [`passed_through!`](through::passed_through) ([`TokenReads`], [`LedgerReads`],
+//! [`Claims`], ...), which `CachedTx` passes to the backend unchanged: such a method
+//! is written in three places, the trait, SQLite's and Postgres's. Put a method in
+//! a plain trait (and teach `CachedTx` what it does to the facts) only when it
+//! reads what the facts answer or changes what they hold. A row's columns are
+//! decoded once for both backends (`rows.rs`).
 
 pub mod access;
 pub mod backend;
-pub mod cache;
-pub mod cached;
+pub mod cached_tx;
+pub mod facts;
 pub mod family;
 pub mod feed;
+pub mod guard;
 pub mod json;
 pub mod locked;
 pub mod postgres;
 pub mod request;
+pub mod rows;
 pub mod schema;
 pub mod serving;
 pub mod sqlite;
 pub mod status;
+pub mod through;
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use stateous_shared::wire::Object;
 
 pub use access::{AccessKeyRow, AccessKeys};
 pub use backend::Store;
 pub use locked::Head;
+pub use rows::{
+    ClaimRow, ControlPlaneRow, GraphRow, LedgerRow, NewEntry, NewTimer, TaskRow, TimerRow, TokenRow,
+};
 pub use status::{ClockKind, Closed, EntryKind, TaskStatus, TimerKind, TimerStatus, TokenStatus};
+use through::passed_through;
 
 /// What can go wrong in the store. Busy and locked errors are their own variant,
 /// so that the layers above can answer them as a request to try again later.
@@ -87,150 +107,6 @@ pub fn limit_words(limit: std::time::Duration) -> String {
 /// A store method's result.
 pub type StoreResult<T> = Result<T, StoreError>;
 
-/// A row of `tokens`: where a token is now.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TokenRow {
-    /// The id.
-    pub token: String,
-    /// The state; `__start__` before the first entry. A token that ended keeps its
-    /// last state.
-    pub state: String,
-    /// Where it is in its life.
-    pub status: TokenStatus,
-    /// How many times the token entered `state`.
-    pub visit: i64,
-    /// The context, shared: a token's row is copied on most reads of the write path,
-    /// and copying the map each time cost more than the rest of the row (measured with
-    /// callgrind). Change it with `Arc::make_mut`.
-    pub context: Arc<Object>,
-    /// When it entered `state`, in microseconds.
-    pub entered_at: i64,
-    /// The token whose parallel state started this one.
-    pub parent: Option<String>,
-    /// A child token's workflow; `None` for the main workflow.
-    pub workflow: Option<String>,
-    /// The checksum of the graph the token runs on (`graphs`): the one served when
-    /// it started, a child's its parent's, or the one a migration moved it to.
-    /// `None` only for a row that names none, which runs on the served graph.
-    pub graph: Option<Arc<str>>,
-}
-
-/// A row of `ledger`: one thing that happened to a token.
-#[derive(Debug, Clone, PartialEq)]
-pub struct LedgerRow {
-    /// Global and increasing over all tokens: the watch stream's event id.
-    pub id: i64,
-    /// The token.
-    pub token: String,
-    /// 1, 2, 3 ... per token.
-    pub seq: i64,
-    /// When, in microseconds.
-    pub at: i64,
-    /// What happened: `entered`, `task_claimed`, ...
-    pub kind: String,
-    /// The idempotency key of an event from outside.
-    pub key: Option<String>,
-    /// The facts of the kind (`docs/inside/workflows.md`).
-    pub data: Object,
-    /// The name of the access key whose request wrote it (`key_name`); `None`
-    /// without a key.
-    pub by: Option<String>,
-}
-
-/// A row of `tasks`: one per entry into a state with a routine.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TaskRow {
-    /// The id, from 1, never reused.
-    pub id: i64,
-    /// The token.
-    pub token: String,
-    /// The state.
-    pub state: String,
-    /// The token's visit of the state.
-    pub visit: i64,
-    /// Where it is.
-    pub status: TaskStatus,
-    /// How many times a supervisor claimed it.
-    pub attempt: i64,
-    /// The supervisor that claimed it last.
-    pub claimed_by: Option<String>,
-    /// While claimed: when the lease ends, in microseconds.
-    pub lease_until: Option<i64>,
-    /// When it was queued, in microseconds.
-    pub queued_at: i64,
-}
-
-/// A row of `timers`: a state's timeout or a routine's timer.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TimerRow {
-    /// The id.
-    pub id: i64,
-    /// The token.
-    pub token: String,
-    /// The state it was set in; leaving the state cancels it.
-    pub state: String,
-    /// The visit it was set in.
-    pub visit: i64,
-    /// The event it fires.
-    pub event: String,
-    /// The event's payload.
-    pub payload: Option<Object>,
-    /// When it was set, in microseconds.
-    pub set_at: i64,
-    /// When it fires, in microseconds.
-    pub due_at: i64,
-    /// Where it is.
-    pub status: TimerStatus,
-    /// A state's timeout or a routine's timer.
-    pub kind: TimerKind,
-}
-
-/// A row of `claims`: a supervisor's last claim that named a request id.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ClaimRow {
-    /// The supervisor.
-    pub supervisor: String,
-    /// The request id it sent.
-    pub request: String,
-    /// The task the claim got; `None` when it got none.
-    pub task_id: Option<i64>,
-    /// The attempt of that task that the claim started.
-    pub attempt: Option<i64>,
-}
-
-/// The row of `control_plane`: the graph on record and who serves the database.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct ControlPlaneRow {
-    /// The structure on record.
-    pub structure: Option<String>,
-    /// The checksum on record.
-    pub checksum: Option<String>,
-    /// The control plane that holds the database: `host:pid:id`.
-    pub serving: Option<String>,
-    /// When it last said it still serves, in microseconds.
-    pub since: Option<i64>,
-    /// How many times a control plane took the database: each write commits only
-    /// while the epoch is the one its control plane took (the fence).
-    pub epoch: i64,
-}
-
-/// A row of `graphs`: a graph a control plane served (`docs/inside/data.md`).
-#[derive(Debug, Clone, PartialEq)]
-pub struct GraphRow {
-    /// `sha256:` + hex of the canonical document: the key.
-    pub checksum: String,
-    /// The main workflow's name.
-    pub workflow: String,
-    /// The checksum without the states' `timeout` and `retries`.
-    pub structure: String,
-    /// The document, as JSON text.
-    pub document: String,
-    /// When a control plane first served it, in microseconds.
-    pub first_served: i64,
-    /// When a control plane last started serving it, in microseconds.
-    pub last_served: i64,
-}
-
 /// How many tokens run on one graph (its checksum; `None` for rows that name
 /// none) with one status.
 pub type GraphCount = (Option<String>, TokenStatus, i64);
@@ -260,7 +136,7 @@ pub struct TokenScan {
 /// token)`, in the listing's order (the most recently moved first, then by id).
 pub type Cursor = (i64, String);
 
-/// The table `tokens`.
+/// The table `tokens`: one token's row, as the write path's facts know it.
 pub trait Tokens {
     /// Take the lock of the token's family (the token and its parents and children
     /// share the row lock of their top token) until the transaction ends, before any of
@@ -277,54 +153,61 @@ pub trait Tokens {
     fn lock_top(&self, top: &str, wait: bool) -> StoreResult<Option<Option<TokenRow>>>;
     /// The token with exactly this id.
     fn token(&self, id: &str) -> StoreResult<Option<TokenRow>>;
-    /// The id of another token that differs from `id` only in case.
-    fn token_folded(&self, id: &str) -> StoreResult<Option<String>>;
     /// Add a new token.
     fn insert_token(&self, row: &TokenRow) -> StoreResult<()>;
     /// Write a token's state, status, visit, context, `entered_at` and graph.
     fn update_token(&self, row: &TokenRow) -> StoreResult<()>;
-    /// Tokens, the most recently moved first, filtered by status and parent.
-    fn find_tokens(
-        &self,
-        status: Option<TokenStatus>,
-        parent: Option<&str>,
-        limit: i64,
-    ) -> StoreResult<Vec<TokenRow>>;
-    /// How many tokens are active or paused.
-    fn count_live(&self) -> StoreResult<i64>;
-    /// At most `limit` tokens that meet `scan`, the most recently moved first
-    /// (then by id), after `after` when given, skipping the first `offset`: the
-    /// index `tokens_moved` gives this order.
-    fn scan_tokens(
-        &self,
-        scan: &TokenScan,
-        after: Option<&Cursor>,
-        offset: i64,
-        limit: i64,
-    ) -> StoreResult<Vec<TokenRow>>;
-    /// How many tokens meet `scan`.
-    fn count_tokens(&self, scan: &TokenScan) -> StoreResult<i64>;
-    /// Whether deleting the token now would let a new row take one of its ids
-    /// again: SQLite gives a new row of `ledger`, `tasks` or `timers` the id after
-    /// the newest one there, so a token holding the newest row of one of them stays
-    /// until a newer row exists (ids are never reused: the watch stream resumes by
-    /// ledger id, and a supervisor's outbox names task ids). Postgres's sequences
-    /// never go back: always false there.
-    fn holds_newest_id(&self, token: &str) -> StoreResult<bool>;
     /// Delete the token and every row of it: its ledger entries (with its
     /// idempotency keys), tasks, timers and memory. The retention's delete path
     /// (`docs/reference/cli.md`, "token prune"); nothing else deletes a token.
     fn delete_token(&self, token: &str) -> StoreResult<()>;
-    /// At most `limit` tokens that meet `scan`, by id, after the id `after` when
-    /// given: a bulk action's walk. A token's id never changes, so a walk meets
-    /// each token once, also one that moves while the walk runs (by the moment it
-    /// moved, such a token went behind the walk and was never met).
-    fn walk_tokens(
-        &self,
-        scan: &TokenScan,
-        after: Option<&str>,
-        limit: i64,
-    ) -> StoreResult<Vec<TokenRow>>;
+}
+
+passed_through! {
+    /// The reads of `tokens` that the write path's facts do not answer: listings,
+    /// counts and lookups across tokens, answered by the database.
+    pub trait TokenReads {
+        /// The id of another token that differs from `id` only in case.
+        fn token_folded(&self, id: &str) -> StoreResult<Option<String>>;
+        /// Tokens, the most recently moved first, filtered by status and parent.
+        fn find_tokens(
+            &self,
+            status: Option<TokenStatus>,
+            parent: Option<&str>,
+            limit: i64,
+        ) -> StoreResult<Vec<TokenRow>>;
+        /// How many tokens are active or paused.
+        fn count_live(&self) -> StoreResult<i64>;
+        /// At most `limit` tokens that meet `scan`, the most recently moved first
+        /// (then by id), after `after` when given, skipping the first `offset`: the
+        /// index `tokens_moved` gives this order.
+        fn scan_tokens(
+            &self,
+            scan: &TokenScan,
+            after: Option<&Cursor>,
+            offset: i64,
+            limit: i64,
+        ) -> StoreResult<Vec<TokenRow>>;
+        /// How many tokens meet `scan`.
+        fn count_tokens(&self, scan: &TokenScan) -> StoreResult<i64>;
+        /// Whether deleting the token now would let a new row take one of its ids
+        /// again: SQLite gives a new row of `ledger`, `tasks` or `timers` the id after
+        /// the newest one there, so a token holding the newest row of one of them stays
+        /// until a newer row exists (ids are never reused: the watch stream resumes by
+        /// ledger id, and a supervisor's outbox names task ids). Postgres's sequences
+        /// never go back: always false there.
+        fn holds_newest_id(&self, token: &str) -> StoreResult<bool>;
+        /// At most `limit` tokens that meet `scan`, by id, after the id `after` when
+        /// given: a bulk action's walk. A token's id never changes, so a walk meets
+        /// each token once, also one that moves while the walk runs (by the moment it
+        /// moved, such a token went behind the walk and was never met).
+        fn walk_tokens(
+            &self,
+            scan: &TokenScan,
+            after: Option<&str>,
+            limit: i64,
+        ) -> StoreResult<Vec<TokenRow>>;
+    }
 }
 
 /// The table `ledger`. Rows are only ever appended.
@@ -339,7 +222,7 @@ pub trait Ledger {
         data: &Object,
     ) -> StoreResult<i64> {
         let seq = self.last_seq(token)? + 1;
-        self.insert_entry(token, seq, kind, key, data)?;
+        self.insert_entry(token, seq, NewEntry { kind, key, data })?;
         Ok(seq)
     }
     /// The token's last seq; 0 before its first entry.
@@ -348,36 +231,36 @@ pub trait Ledger {
     /// (`None`: no key); the write path sets it around each request.
     fn act_for(&self, key: Option<&str>);
     /// Insert one entry with this seq at `Tx::now`; returns its id.
-    fn insert_entry(
-        &self,
-        token: &str,
-        seq: i64,
-        kind: EntryKind,
-        key: Option<&str>,
-        data: &Object,
-    ) -> StoreResult<i64>;
-    /// At most `limit` entries with an id above `after` and at most `upto`, in id
-    /// order, of one token or of all (the watch stream reads only up to the id
-    /// below which every transaction has ended: [`feed::FeedMark`]).
-    fn entries_since(
-        &self,
-        after: i64,
-        upto: i64,
-        token: Option<&str>,
-        limit: i64,
-    ) -> StoreResult<Vec<LedgerRow>>;
-    /// The id of the newest entry; 0 for an empty ledger.
-    fn last_entry_id(&self) -> StoreResult<i64>;
-    /// Every entry of the token, in seq order.
-    fn entries(&self, token: &str) -> StoreResult<Vec<LedgerRow>>;
-    /// Whether an entry of the token has this idempotency key.
-    fn has_key(&self, token: &str, key: &str) -> StoreResult<bool>;
+    fn insert_entry(&self, token: &str, seq: i64, entry: NewEntry<'_>) -> StoreResult<i64>;
     /// How many times each event was accepted on the token.
     fn counts(&self, token: &str) -> StoreResult<HashMap<String, i64>>;
     /// How many times the token entered `state`.
     fn visits(&self, token: &str, state: &str) -> StoreResult<i64>;
     /// The token's last `event_accepted` entry.
     fn last_accepted(&self, token: &str) -> StoreResult<Option<LedgerRow>>;
+}
+
+passed_through! {
+    /// The reads of `ledger` that the write path's facts do not answer: whole
+    /// histories and the watch stream's pages, answered by the database.
+    pub trait LedgerReads {
+        /// At most `limit` entries with an id above `after` and at most `upto`, in id
+        /// order, of one token or of all (the watch stream reads only up to the id
+        /// below which every transaction has ended: [`feed::FeedMark`]).
+        fn entries_since(
+            &self,
+            after: i64,
+            upto: i64,
+            token: Option<&str>,
+            limit: i64,
+        ) -> StoreResult<Vec<LedgerRow>>;
+        /// The id of the newest entry; 0 for an empty ledger.
+        fn last_entry_id(&self) -> StoreResult<i64>;
+        /// Every entry of the token, in seq order.
+        fn entries(&self, token: &str) -> StoreResult<Vec<LedgerRow>>;
+        /// Whether an entry of the token has this idempotency key.
+        fn has_key(&self, token: &str, key: &str) -> StoreResult<bool>;
+    }
 }
 
 /// The table `tasks`.
@@ -390,8 +273,6 @@ pub trait Tasks {
     fn update_task(&self, row: &TaskRow) -> StoreResult<()>;
     /// The token's queued, claimed and waiting tasks, by id.
     fn open_tasks(&self, token: &str) -> StoreResult<Vec<TaskRow>>;
-    /// Every task of the token, by id.
-    fn tasks_of(&self, token: &str) -> StoreResult<Vec<TaskRow>>;
     /// The oldest queued task of these states whose token is active and whose
     /// family this transaction now holds, never waiting for a family another
     /// transaction holds (one statement, `FOR UPDATE SKIP LOCKED`, on Postgres).
@@ -400,26 +281,35 @@ pub trait Tasks {
     /// so finding none is [`Head::Unsure`]; where one writer holds every family,
     /// every task is found, and none is [`Head::Empty`].
     fn lock_queued(&self, states: &[(Option<String>, String)]) -> StoreResult<Head>;
-    /// Up to `limit` oldest queued tasks of active tokens in these states: each
-    /// `(workflow, state)` with `None` for the main workflow.
-    fn queued_tasks(
-        &self,
-        states: &[(Option<String>, String)],
-        limit: i64,
-    ) -> StoreResult<Vec<i64>>;
     /// Move to `until` the lease of each task in `ids` that `supervisor` still holds
     /// with a lease not yet over; returns those ids.
     fn renew_leases(&self, supervisor: &str, ids: &[i64], until: i64) -> StoreResult<Vec<i64>>;
     /// Clear the lease of a claimed task only if it is over now; false otherwise.
     fn end_lease(&self, id: i64) -> StoreResult<bool>;
-    /// The claimed tasks whose leases are over, by id.
-    fn expired_leases(&self) -> StoreResult<Vec<i64>>;
     /// Move every claimed task's lease to at least `until`; how many moved.
     fn extend_all_leases(&self, until: i64) -> StoreResult<usize>;
-    /// The earliest moment after `after` at which a claimed task's lease is over (its
-    /// `lease_until` plus one microsecond: a lease ends once `now` is past it), for the
-    /// dev clock's steps.
-    fn next_lease_end_after(&self, after: i64) -> StoreResult<Option<i64>>;
+}
+
+passed_through! {
+    /// The reads of `tasks` that the write path's facts do not answer: a token's
+    /// whole history of tasks and the scans across tokens, answered by the database.
+    pub trait TaskReads {
+        /// Every task of the token, by id.
+        fn tasks_of(&self, token: &str) -> StoreResult<Vec<TaskRow>>;
+        /// Up to `limit` oldest queued tasks of active tokens in these states: each
+        /// `(workflow, state)` with `None` for the main workflow.
+        fn queued_tasks(
+            &self,
+            states: &[(Option<String>, String)],
+            limit: i64,
+        ) -> StoreResult<Vec<i64>>;
+        /// The claimed tasks whose leases are over, by id.
+        fn expired_leases(&self) -> StoreResult<Vec<i64>>;
+        /// The earliest moment after `after` at which a claimed task's lease is over (its
+        /// `lease_until` plus one microsecond: a lease ends once `now` is past it), for the
+        /// dev clock's steps.
+        fn next_lease_end_after(&self, after: i64) -> StoreResult<Option<i64>>;
+    }
 }
 
 /// The table `timers`.
@@ -435,18 +325,37 @@ pub trait Timers {
         payload: Option<&Object>,
         due_at: i64,
         kind: TimerKind,
-    ) -> StoreResult<TimerRow>;
-    /// The timer.
-    fn timer(&self, id: i64) -> StoreResult<Option<TimerRow>>;
+    ) -> StoreResult<TimerRow> {
+        self.set_timer(NewTimer {
+            token,
+            state,
+            visit,
+            event,
+            payload,
+            due_at,
+            kind,
+        })
+    }
+    /// Write a new pending timer, set at `Tx::now`; returns it with its id.
+    fn set_timer(&self, timer: NewTimer<'_>) -> StoreResult<TimerRow>;
     /// The token's pending timers, by id.
     fn pending_timers(&self, token: &str) -> StoreResult<Vec<TimerRow>>;
     /// Write a timer's status and due time.
     fn update_timer(&self, row: &TimerRow) -> StoreResult<()>;
-    /// The pending timers of active tokens that are due now, by due time then id.
-    fn due_timers(&self) -> StoreResult<Vec<i64>>;
-    /// The earliest due time after `after` of a pending timer of an active token (the
-    /// dev clock steps to it).
-    fn next_due_after(&self, after: i64) -> StoreResult<Option<i64>>;
+}
+
+passed_through! {
+    /// The reads of `timers` that the write path's facts do not answer: a timer by
+    /// its id and the scans across tokens, answered by the database.
+    pub trait TimerReads {
+        /// The timer.
+        fn timer(&self, id: i64) -> StoreResult<Option<TimerRow>>;
+        /// The pending timers of active tokens that are due now, by due time then id.
+        fn due_timers(&self) -> StoreResult<Vec<i64>>;
+        /// The earliest due time after `after` of a pending timer of an active token (the
+        /// dev clock steps to it).
+        fn next_due_after(&self, after: i64) -> StoreResult<Option<i64>>;
+    }
 }
 
 /// The table `memory`: the routine's memory per token and state.
@@ -467,92 +376,120 @@ pub trait Memory {
     fn delete_memory(&self, token: &str) -> StoreResult<()>;
 }
 
-/// The table `claims`.
-pub trait Claims {
-    /// The supervisor's last claim with a request id.
-    fn last_claim(&self, supervisor: &str) -> StoreResult<Option<ClaimRow>>;
-    /// Keep this claim as the supervisor's last one.
-    fn remember_claim(&self, row: &ClaimRow) -> StoreResult<()>;
+passed_through! {
+    /// The table `claims`.
+    pub trait Claims {
+        /// The supervisor's last claim with a request id.
+        fn last_claim(&self, supervisor: &str) -> StoreResult<Option<ClaimRow>>;
+        /// Keep this claim as the supervisor's last one.
+        fn remember_claim(&self, row: &ClaimRow) -> StoreResult<()>;
+    }
 }
 
-/// The table `control_plane` (one row).
-pub trait ControlPlane {
-    /// The row.
-    fn control_plane(&self) -> StoreResult<ControlPlaneRow>;
-    /// Put a graph on record.
-    fn record_graph(&self, structure: &str, checksum: &str) -> StoreResult<()>;
-    /// Write who serves the database and since when.
-    fn set_serving(&self, serving: Option<&str>, since: Option<i64>) -> StoreResult<()>;
-    /// Move the epoch on (a control plane takes the database); the new epoch.
-    fn next_epoch(&self) -> StoreResult<i64>;
-    /// The kind of clock the control planes that served the database ran on:
-    /// `None` before any served it; `System` once any served it on the real clock
-    /// (schema 0005).
-    fn served_clock(&self) -> StoreResult<Option<ClockKind>>;
-    /// Record the kind of clock that serves the database now.
-    fn record_clock(&self, kind: ClockKind) -> StoreResult<()>;
+passed_through! {
+    /// The table `control_plane` (one row).
+    pub trait ControlPlane {
+        /// The row.
+        fn control_plane(&self) -> StoreResult<ControlPlaneRow>;
+        /// Put a graph on record.
+        fn record_graph(&self, structure: &str, checksum: &str) -> StoreResult<()>;
+        /// Write who serves the database and since when.
+        fn set_serving(&self, serving: Option<&str>, since: Option<i64>) -> StoreResult<()>;
+        /// Move the epoch on (a control plane takes the database); the new epoch.
+        fn next_epoch(&self) -> StoreResult<i64>;
+        /// The kind of clock the control planes that served the database ran on:
+        /// `None` before any served it; `System` once any served it on the real clock
+        /// (schema 0005).
+        fn served_clock(&self) -> StoreResult<Option<ClockKind>>;
+        /// Record the kind of clock that serves the database now.
+        fn record_clock(&self, kind: ClockKind) -> StoreResult<()>;
+    }
 }
 
 /// How many tokens of one workflow (`None`: the main one) are in one state with
 /// one status.
 pub type TokenCount = (Option<String>, String, TokenStatus, i64);
 
-/// Counts over whole tables, for `GET /metrics`, `GET /supervisors` and the TUI.
-pub trait Counts {
-    /// How many tokens there are by workflow, state and status.
-    fn token_counts(&self) -> StoreResult<Vec<TokenCount>>;
-    /// How many tasks there are by state and status.
-    fn task_counts(&self) -> StoreResult<Vec<(String, TaskStatus, i64)>>;
-    /// How many timers there are by status.
-    fn timer_counts(&self) -> StoreResult<Vec<(TimerStatus, i64)>>;
-    /// How many tasks each supervisor holds now (claimed).
-    fn running_by_supervisor(&self) -> StoreResult<Vec<(String, i64)>>;
-    /// How many ledger entries of each kind have an id above `after` and at most
-    /// `upto` (the metrics count what the requests wrote from these).
-    fn entry_kinds(&self, after: i64, upto: i64) -> StoreResult<Vec<(String, i64)>>;
+passed_through! {
+    /// Counts over whole tables, for `GET /metrics`, `GET /supervisors` and the TUI.
+    pub trait Counts {
+        /// How many tokens there are by workflow, state and status.
+        fn token_counts(&self) -> StoreResult<Vec<TokenCount>>;
+        /// How many tasks there are by state and status.
+        fn task_counts(&self) -> StoreResult<Vec<(String, TaskStatus, i64)>>;
+        /// How many timers there are by status.
+        fn timer_counts(&self) -> StoreResult<Vec<(TimerStatus, i64)>>;
+        /// How many tasks each supervisor holds now (claimed).
+        fn running_by_supervisor(&self) -> StoreResult<Vec<(String, i64)>>;
+        /// How many ledger entries of each kind have an id above `after` and at most
+        /// `upto` (the metrics count what the requests wrote from these).
+        fn entry_kinds(&self, after: i64, upto: i64) -> StoreResult<Vec<(String, i64)>>;
+    }
 }
 
-/// The table `graphs`: every graph served, and which tokens run on each.
-pub trait Graphs {
-    /// Keep `row` as served at `row.last_served`: a new row, or the kept one's
-    /// `last_served` moved on (its `first_served` stays).
-    fn graph_served(&self, row: &GraphRow) -> StoreResult<()>;
-    /// Every graph kept, the first served first.
-    fn graphs(&self) -> StoreResult<Vec<GraphRow>>;
-    /// How many tokens run on each graph, by status.
-    fn graph_counts(&self) -> StoreResult<Vec<GraphCount>>;
-    /// How many top tokens (no parent) that are active or paused run on a kept
-    /// graph whose main workflow is not `workflow`: `(workflow, count)` by
-    /// workflow name, in name order. Tokens whose graph is not kept are not
-    /// counted.
-    fn live_of_other_workflows(&self, workflow: &str) -> StoreResult<Vec<(String, i64)>>;
-    /// Name `to` as the graph of every token that names `from`; how many.
-    fn adopt_graph(&self, from: &str, to: &str) -> StoreResult<u64>;
+passed_through! {
+    /// The table `graphs`: every graph served, and which tokens run on each.
+    pub trait Graphs {
+        /// Keep `row` as served at `row.last_served`: a new row, or the kept one's
+        /// `last_served` moved on (its `first_served` stays).
+        fn graph_served(&self, row: &GraphRow) -> StoreResult<()>;
+        /// Every graph kept, the first served first.
+        fn graphs(&self) -> StoreResult<Vec<GraphRow>>;
+        /// How many tokens run on each graph, by status.
+        fn graph_counts(&self) -> StoreResult<Vec<GraphCount>>;
+        /// How many top tokens (no parent) that are active or paused run on a kept
+        /// graph whose main workflow is not `workflow`: `(workflow, count)` by
+        /// workflow name, in name order. Tokens whose graph is not kept are not
+        /// counted.
+        fn live_of_other_workflows(&self, workflow: &str) -> StoreResult<Vec<(String, i64)>>;
+        /// Name `to` as the graph of every token that names `from`; how many.
+        fn adopt_graph(&self, from: &str, to: &str) -> StoreResult<u64>;
+    }
 }
 
 /// One transaction: every table, at one moment.
 pub trait Tx:
-    Tokens + Ledger + Tasks + Timers + Memory + Claims + ControlPlane + Counts + AccessKeys + Graphs
+    Tokens
+    + TokenReads
+    + Ledger
+    + LedgerReads
+    + Tasks
+    + TaskReads
+    + Timers
+    + TimerReads
+    + Memory
+    + Claims
+    + ControlPlane
+    + Counts
+    + AccessKeys
+    + Graphs
 {
     /// The moment of the transaction, in microseconds since 1970.
     fn now(&self) -> i64;
+
+    /// Whether other transactions may change rows between two reads of this one, so
+    /// that a row read before its family's lock is read again under it (`locked.rs`).
+    /// True unless one writer runs one request at a time (SQLite).
+    fn reads_again(&self) -> bool {
+        true
+    }
 
     /// The task, as it is under its token family's lock, which the transaction
     /// now holds: `wait` waits for the lock up to its limit; without it, a task
     /// whose family another transaction holds is `None`, to be tried later.
     fn lock_task(&self, id: i64, wait: bool) -> StoreResult<Option<TaskRow>> {
-        locked::task(self, id, wait, true)
+        locked::task(self, id, wait, self.reads_again())
     }
 
     /// The timer, as it is under its token family's lock, never waiting for a
     /// family another transaction holds (then `None`).
     fn lock_timer(&self, id: i64) -> StoreResult<Option<TimerRow>> {
-        locked::timer(self, id, true)
+        locked::timer(self, id, self.reads_again())
     }
 
     /// The tasks of `ids` that exist, as they are under their families' locks,
     /// waiting for each lock up to its limit.
     fn lock_tasks(&self, ids: &[i64]) -> StoreResult<Vec<TaskRow>> {
-        locked::tasks(self, ids, true)
+        locked::tasks(self, ids, self.reads_again())
     }
 }

@@ -2,7 +2,7 @@
 //! `postgres/store/writer.rs`): the work, run in a batch and perhaps run again, and
 //! the channel of its answer, which waits for the batch's commit.
 
-use std::sync::mpsc::TrySendError;
+use std::sync::mpsc::{Receiver, TrySendError};
 
 use tokio::sync::oneshot;
 
@@ -105,4 +105,17 @@ pub async fn answer<R>(
     answered
         .await
         .map_err(|_| StoreError::Database("the request failed inside the writer".into()))?
+}
+
+/// The next batch of a writer: the first job that comes (`None` once every sender
+/// is gone), then those that wait behind it, up to `most` in all.
+pub fn next_batch<J>(queue: &Receiver<J>, most: usize) -> Option<Vec<J>> {
+    let mut batch = vec![queue.recv().ok()?];
+    while batch.len() < most {
+        match queue.try_recv() {
+            Ok(job) => batch.push(job),
+            Err(_) => break,
+        }
+    }
+    Some(batch)
 }

@@ -49,6 +49,20 @@ const FEED: &str = "ledger_feed";
 /// Version 0010 keeps every graph served, by checksum (`docs/inside/data.md`).
 const GRAPHS: &str = "graphs";
 
+/// Version 0006, the same SQL on both backends: indexes for the write path's hot
+/// reads: the queue in id order (a claim takes the oldest queued task), the claimed
+/// tasks by the end of their leases and the pending timers by their due time (the
+/// clock's tick), all partial, so that they hold only the rows those reads look for;
+/// and idempotency keys indexed only where a key was given.
+pub const HOT_INDEXES: &str = "
+CREATE INDEX tasks_queued ON tasks (id) WHERE status = 'queued';
+CREATE INDEX tasks_leases ON tasks (lease_until) WHERE status = 'claimed';
+DROP INDEX timers_due;
+CREATE INDEX timers_due ON timers (due_at) WHERE status = 'pending';
+DROP INDEX ledger_key;
+CREATE UNIQUE INDEX ledger_key ON ledger (token, key) WHERE key IS NOT NULL;
+";
+
 /// Why the schema cannot be brought to this version.
 #[derive(Debug, thiserror::Error)]
 pub enum MigrateError {

@@ -1,7 +1,6 @@
 //! The SQL of `access_keys`, as SQLite's (`store/sqlite/access_keys.rs`).
 
-use super::{get, PgTx};
-use crate::store::access::stored_role;
+use super::PgTx;
 use crate::store::{AccessKeyRow, AccessKeys, StoreResult, Tx};
 
 impl AccessKeys for PgTx<'_> {
@@ -11,20 +10,7 @@ impl AccessKeys for PgTx<'_> {
              FROM access_keys ORDER BY name",
             &[],
         )?;
-        rows.iter()
-            .map(|row| {
-                Ok(AccessKeyRow {
-                    name: get(row, 0)?,
-                    role: stored_role(&get::<String>(row, 1)?)?,
-                    supervisor: get(row, 2)?,
-                    hash: get(row, 3)?,
-                    created_at: get(row, 4)?,
-                    last_used_at: get(row, 5)?,
-                    revoked_at: get(row, 6)?,
-                    scope: get(row, 7)?,
-                })
-            })
-            .collect()
+        rows.iter().map(AccessKeyRow::read).collect()
     }
 
     fn insert_access_key(&self, row: &AccessKeyRow) -> StoreResult<bool> {

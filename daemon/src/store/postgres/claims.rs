@@ -5,7 +5,9 @@ use std::sync::Mutex;
 
 use foldhash::HashMap as FastMap;
 
+use super::columns::Columns;
 use super::{get, PgTx};
+use crate::store::guard::locked;
 use crate::store::{ClaimRow, Claims, StoreResult};
 
 /// How many supervisors' rows [`KnownClaims`] keeps before it starts afresh.
@@ -23,15 +25,7 @@ pub struct KnownClaims {
 
 impl KnownClaims {
     fn with<R>(&self, work: impl FnOnce(&mut FastMap<String, ClaimRow>) -> R) -> R {
-        let mut committed = match self.committed.lock() {
-            Ok(committed) => committed,
-            Err(poisoned) => {
-                let mut committed = poisoned.into_inner();
-                committed.clear();
-                committed
-            }
-        };
-        work(&mut committed)
+        work(&mut locked(&self.committed, FastMap::clear))
     }
 
     /// A transaction committed these rows.
@@ -57,6 +51,24 @@ impl KnownClaims {
     }
 }
 
+/// The flush's part of each supervisor's last claim (`pending.rs`): supervisor,
+/// request, task_id, attempt, as [`flush_columns`] packs them.
+pub(super) const FLUSH: &str = "cl AS (INSERT INTO claims (supervisor, request, task_id, attempt)
+       SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[])
+       ON CONFLICT (supervisor) DO UPDATE SET request = excluded.request,
+           task_id = excluded.task_id, attempt = excluded.attempt)";
+
+/// Claims as the columns of [`FLUSH`].
+pub(super) fn flush_columns<'r>(rows: impl Iterator<Item = &'r ClaimRow>) -> Option<Columns> {
+    Columns::of(rows, |cells, row| {
+        cells
+            .put(row.supervisor.clone())
+            .put(row.request.clone())
+            .put(row.task_id)
+            .put(row.attempt);
+    })
+}
+
 impl Claims for PgTx<'_> {
     fn last_claim(&self, supervisor: &str) -> StoreResult<Option<ClaimRow>> {
         let written = self
@@ -70,7 +82,7 @@ impl Claims for PgTx<'_> {
         }
         let known = self
             .batch
-            .filter(|batch| batch.beside.running() == 0)
+            .filter(|batch| batch.solo.running() == 0)
             .and_then(|batch| batch.claims.get(supervisor));
         if known.is_some() {
             return Ok(known);
@@ -109,7 +121,10 @@ impl Claims for PgTx<'_> {
             .borrow_mut()
             .insert(row.supervisor.clone(), row.clone());
         // Written with the transaction's other writes (`pending.rs`).
-        self.pending.borrow_mut().claim(row);
+        self.pending
+            .borrow_mut()
+            .claims
+            .insert(row.supervisor.clone(), row.clone());
         Ok(())
     }
 }

@@ -9,16 +9,11 @@ impl ControlPlane for PgTx<'_> {
             "SELECT structure, checksum, serving, since, epoch FROM control_plane WHERE id = 1",
             &[],
         )?;
-        let Some(row) = found else {
-            return Ok(ControlPlaneRow::default());
-        };
-        Ok(ControlPlaneRow {
-            structure: get(&row, 0)?,
-            checksum: get(&row, 1)?,
-            serving: get(&row, 2)?,
-            since: get(&row, 3)?,
-            epoch: get(&row, 4)?,
-        })
+        Ok(found
+            .as_ref()
+            .map(ControlPlaneRow::read)
+            .transpose()?
+            .unwrap_or_default())
     }
 
     fn record_graph(&self, structure: &str, checksum: &str) -> StoreResult<()> {

@@ -28,18 +28,7 @@ impl Graphs for PgTx<'_> {
              FROM graphs ORDER BY first_served, checksum",
             &[],
         )?;
-        rows.iter()
-            .map(|row| {
-                Ok(GraphRow {
-                    checksum: get(row, 0)?,
-                    workflow: get(row, 1)?,
-                    structure: get(row, 2)?,
-                    document: get(row, 3)?,
-                    first_served: get(row, 4)?,
-                    last_served: get(row, 5)?,
-                })
-            })
-            .collect()
+        rows.iter().map(GraphRow::read).collect()
     }
 
     fn graph_counts(&self) -> StoreResult<Vec<GraphCount>> {

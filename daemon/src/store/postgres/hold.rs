@@ -25,6 +25,7 @@ use std::sync::Mutex;
 use super::conn::{Connector, PgConn, Unconnected};
 use super::schema::SERVING_LOCK;
 use crate::store::backend::Standby;
+use crate::store::guard::{as_it_is, locked};
 use crate::store::{StoreError, StoreResult};
 
 /// The lock connection of a control plane that holds the database.
@@ -106,11 +107,7 @@ impl ServingLock {
     /// Run `work` on the lock's connection (the migration and the first epoch run
     /// there, before the pool exists).
     pub fn with<R>(&self, work: impl FnOnce(&mut PgConn) -> R) -> R {
-        let mut conn = match self.conn.lock() {
-            Ok(conn) => conn,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        work(&mut conn)
+        work(&mut locked(&self.conn, as_it_is))
     }
 
     /// Whether the lock's session is still alive (and so still holds the lock):

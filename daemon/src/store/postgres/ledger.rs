@@ -2,12 +2,10 @@
 
 use std::collections::HashMap;
 
-use postgres::Row;
-use stateous_shared::wire::Object;
-
+use super::columns::Columns;
 use super::{get, PgTx};
-use crate::store::json::object;
-use crate::store::{EntryKind, Ledger, LedgerRow, StoreResult};
+use crate::store::json::{object, to_text};
+use crate::store::{Ledger, LedgerReads, LedgerRow, NewEntry, StoreResult};
 
 const SELECT: &str = "SELECT id, token, seq, at, kind, key, data, key_name FROM ledger";
 
@@ -19,17 +17,25 @@ fn field(data: &str, name: &str) -> StoreResult<Option<String>> {
         .map(str::to_string))
 }
 
-fn read(row: &Row) -> StoreResult<LedgerRow> {
-    let data: String = get(row, 6)?;
-    Ok(LedgerRow {
-        id: get(row, 0)?,
-        token: get(row, 1)?,
-        seq: get(row, 2)?,
-        at: get(row, 3)?,
-        kind: get(row, 4)?,
-        key: get(row, 5)?,
-        data: object(&data)?,
-        by: get(row, 7)?,
+/// The flush's part of new entries (`pending.rs`): id, token, seq, at, kind, key,
+/// data, key_name, as [`flush_columns`] packs them.
+pub(super) const FLUSH_NEW: &str =
+    "l AS (INSERT INTO ledger (id, token, seq, at, kind, key, data, key_name)
+      SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::bigint[], $5::text[],
+                           $6::text[], $7::text[], $8::text[]))";
+
+/// New entries as the columns of [`FLUSH_NEW`].
+pub(super) fn flush_columns(rows: &[LedgerRow]) -> Option<Columns> {
+    Columns::of(rows, |cells, row| {
+        cells
+            .put(row.id)
+            .put(row.token.clone())
+            .put(row.seq)
+            .put(row.at)
+            .put(row.kind.clone())
+            .put(row.key.clone())
+            .put(to_text(&row.data))
+            .put(row.by.clone());
     })
 }
 
@@ -46,14 +52,7 @@ impl Ledger for PgTx<'_> {
         *self.by.borrow_mut() = key.map(str::to_string);
     }
 
-    fn insert_entry(
-        &self,
-        token: &str,
-        seq: i64,
-        kind: EntryKind,
-        key: Option<&str>,
-        data: &Object,
-    ) -> StoreResult<i64> {
+    fn insert_entry(&self, token: &str, seq: i64, entry: NewEntry<'_>) -> StoreResult<i64> {
         // Registered with the feed's mark before the id is handed out, so that the
         // watch stream never reads past a row that may still commit.
         if self.opened.get().is_none() {
@@ -66,60 +65,10 @@ impl Ledger for PgTx<'_> {
         if let Some(opened) = self.opened.get() {
             self.mark.saw(opened, id);
         }
-        self.pending.borrow_mut().entry(LedgerRow {
-            id,
-            token: token.to_string(),
-            seq,
-            at: self.now.get(),
-            kind: kind.as_str().to_string(),
-            key: key.map(str::to_string),
-            by: self.by.borrow().clone(),
-            data: data.clone(),
-        });
+        let by = self.by.borrow().clone();
+        let row = entry.row(id, token, seq, self.now.get(), by);
+        self.pending.borrow_mut().ledger.push(row);
         Ok(id)
-    }
-
-    fn entries_since(
-        &self,
-        after: i64,
-        upto: i64,
-        token: Option<&str>,
-        limit: i64,
-    ) -> StoreResult<Vec<LedgerRow>> {
-        let rows = match token {
-            None => self.query(
-                &format!("{SELECT} WHERE id > $1 AND id <= $2 ORDER BY id LIMIT $3"),
-                &[&after, &upto, &limit],
-            )?,
-            Some(token) => self.query(
-                &format!(
-                    "{SELECT} WHERE token = $4 AND id > $1 AND id <= $2 ORDER BY seq LIMIT $3"
-                ),
-                &[&after, &upto, &limit, &token],
-            )?,
-        };
-        rows.iter().map(read).collect()
-    }
-
-    fn last_entry_id(&self) -> StoreResult<i64> {
-        let row = self.query_one("SELECT coalesce(max(id), 0) FROM ledger", &[])?;
-        get(&row, 0)
-    }
-
-    fn entries(&self, token: &str) -> StoreResult<Vec<LedgerRow>> {
-        let rows = self.query(
-            &format!("{SELECT} WHERE token = $1 ORDER BY seq"),
-            &[&token],
-        )?;
-        rows.iter().map(read).collect()
-    }
-
-    fn has_key(&self, token: &str, key: &str) -> StoreResult<bool> {
-        let found = self.query_opt(
-            "SELECT 1 FROM ledger WHERE token = $1 AND key = $2",
-            &[&token, &key],
-        )?;
-        Ok(found.is_some())
     }
 
     fn counts(&self, token: &str) -> StoreResult<HashMap<String, i64>> {
@@ -162,6 +111,51 @@ impl Ledger for PgTx<'_> {
             ),
             &[&token],
         )?;
-        found.as_ref().map(read).transpose()
+        found.as_ref().map(LedgerRow::read).transpose()
+    }
+}
+
+impl LedgerReads for PgTx<'_> {
+    fn entries_since(
+        &self,
+        after: i64,
+        upto: i64,
+        token: Option<&str>,
+        limit: i64,
+    ) -> StoreResult<Vec<LedgerRow>> {
+        let rows = match token {
+            None => self.query(
+                &format!("{SELECT} WHERE id > $1 AND id <= $2 ORDER BY id LIMIT $3"),
+                &[&after, &upto, &limit],
+            )?,
+            Some(token) => self.query(
+                &format!(
+                    "{SELECT} WHERE token = $4 AND id > $1 AND id <= $2 ORDER BY seq LIMIT $3"
+                ),
+                &[&after, &upto, &limit, &token],
+            )?,
+        };
+        rows.iter().map(LedgerRow::read).collect()
+    }
+
+    fn last_entry_id(&self) -> StoreResult<i64> {
+        let row = self.query_one("SELECT coalesce(max(id), 0) FROM ledger", &[])?;
+        get(&row, 0)
+    }
+
+    fn entries(&self, token: &str) -> StoreResult<Vec<LedgerRow>> {
+        let rows = self.query(
+            &format!("{SELECT} WHERE token = $1 ORDER BY seq"),
+            &[&token],
+        )?;
+        rows.iter().map(LedgerRow::read).collect()
+    }
+
+    fn has_key(&self, token: &str, key: &str) -> StoreResult<bool> {
+        let found = self.query_opt(
+            "SELECT 1 FROM ledger WHERE token = $1 AND key = $2",
+            &[&token, &key],
+        )?;
+        Ok(found.is_some())
     }
 }

@@ -7,6 +7,12 @@ use super::{get, PgTx};
 use crate::store::json::value;
 use crate::store::{Memory, StoreResult};
 
+/// The flush's part of the tokens whose memory goes (`pending.rs`): once for each
+/// (`{n}` its place in turn), each a `DELETE` of one token's rows: by the key's
+/// index in any plan, where `token = ANY($1)` was planned as for 10 tokens, and read
+/// the whole table (`pending.rs` `PARTS` says why).
+pub(super) const FLUSH_FORGET: &str = "md{n} AS (DELETE FROM memory WHERE token = $1)";
+
 impl Memory for PgTx<'_> {
     fn memory(&self, token: &str, state: &str) -> StoreResult<Object> {
         let rows = self.query(
@@ -40,7 +46,10 @@ impl Memory for PgTx<'_> {
 
     fn delete_memory(&self, token: &str) -> StoreResult<()> {
         // Written with the transaction's other writes (`pending.rs`).
-        self.pending.borrow_mut().forget_memory(token);
+        self.pending
+            .borrow_mut()
+            .forget_memory
+            .push(token.to_string());
         Ok(())
     }
 }

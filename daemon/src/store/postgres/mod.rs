@@ -11,6 +11,7 @@
 
 mod access_keys;
 mod claims;
+mod columns;
 mod conn;
 mod control_plane;
 mod counts;
@@ -74,8 +75,9 @@ impl Default for Sequences {
 }
 pub use store::PgStore;
 
-use super::family::Beside;
+use super::family::SoloTransactions;
 use super::feed::{FeedMark, Opened};
+use super::rows::Stored;
 use super::{ClaimRow, Closed, StoreError, StoreResult, TokenRow, Tx};
 
 /// The time limits of each Postgres connection (`docs/guarantees.md`, "Time limits on
@@ -164,7 +166,7 @@ struct Batch<'c> {
     claims: &'c KnownClaims,
     /// The transactions of their own that run beside the batch: while one runs,
     /// or ran since a read, what this process knows may be old.
-    beside: &'c Beside,
+    solo: &'c SoloTransactions,
 }
 
 /// Rows of `tokens` read ahead for a batch, by folded id (lower case).
@@ -204,10 +206,10 @@ impl<'c> PgTx<'c> {
     }
 
     /// The transaction of the writer's batch: a supervisor's last claim is
-    /// answered from `known` while no transaction runs `beside`, and a claim finds
+    /// answered from `known` while no transaction runs alone (`solo`), and a claim finds
     /// candidates for the batch's next claims too.
-    pub fn for_batch(mut self, claims: &'c KnownClaims, beside: &'c Beside) -> PgTx<'c> {
-        self.batch = Some(Batch { claims, beside });
+    pub fn for_batch(mut self, claims: &'c KnownClaims, solo: &'c SoloTransactions) -> PgTx<'c> {
+        self.batch = Some(Batch { claims, solo });
         self
     }
 
@@ -342,8 +344,8 @@ impl<'c> PgTx<'c> {
 
     /// The row of `token` as the writes that wait leave it, if they change it.
     fn waiting_token(&self, token: &str) -> Option<TokenRow> {
-        let mine = self.pending.borrow().token_row(token).cloned();
-        mine.or_else(|| self.earlier.borrow().token_row(token).cloned())
+        let mine = self.pending.borrow().tokens.get(token).cloned();
+        mine.or_else(|| self.earlier.borrow().tokens.get(token).cloned())
     }
 
     /// A new token among the writes that wait whose id differs from `token`'s only
@@ -444,6 +446,25 @@ fn get<'a, T: postgres::types::FromSql<'a>>(row: &'a Row, index: usize) -> Store
 fn closed<T: Closed>(row: &Row, index: usize) -> StoreResult<T> {
     let text: String = get(row, index)?;
     T::parse(&text).ok_or_else(|| StoreError::Corrupt(format!("the status {text:?}")))
+}
+
+impl Stored for Row {
+    type Error = StoreError;
+    fn corrupt(error: StoreError) -> StoreError {
+        error
+    }
+    fn int(&self, at: usize) -> StoreResult<i64> {
+        get(self, at)
+    }
+    fn text(&self, at: usize) -> StoreResult<String> {
+        get(self, at)
+    }
+    fn maybe_int(&self, at: usize) -> StoreResult<Option<i64>> {
+        get(self, at)
+    }
+    fn maybe_text(&self, at: usize) -> StoreResult<Option<String>> {
+        get(self, at)
+    }
 }
 
 /// The SQLSTATE this code raises when a commit finds that its control plane no

@@ -4,15 +4,23 @@
 //! ([`Pending::flush`]), so a request costs a few round trips instead of one per row.
 //! Ids of new ledger rows, tasks and timers are taken from their sequences in blocks
 //! ([`Ids`]), so a new row's id is known when it is written here.
+//!
+//! This module holds what the tables share: the set of writes, the ids, and the
+//! order of the parts of the flush ([`PARTS`]). Each table's part (its SQL and the
+//! packing of its rows into columns) sits with the table's other SQL
+//! (`ledger.rs`, `tokens.rs`, `tasks.rs`, `timers.rs`, `memory.rs`, `claims.rs`).
 
+use std::borrow::Borrow;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use postgres::types::ToSql;
 
+use super::columns::Columns;
 use super::conn::PgConn;
 use super::params::placeholder;
-use crate::store::json::to_text;
+use super::{claims, ledger, memory, tasks, timers, tokens};
+use crate::store::guard::{as_it_is, locked};
 use crate::store::{ClaimRow, LedgerRow, StoreResult, TaskRow, TimerRow, TokenRow};
 
 /// How many ids one round trip takes from a sequence.
@@ -39,10 +47,7 @@ impl Ids {
     /// while the block is taken, so ids are handed out in increasing order (the
     /// feed's mark counts on it for ledger ids).
     pub fn next(&self, conn: &mut PgConn) -> StoreResult<i64> {
-        let mut taken = match self.taken.lock() {
-            Ok(taken) => taken,
-            Err(poisoned) => poisoned.into_inner(),
-        };
+        let mut taken = locked(&self.taken, as_it_is);
         if taken.is_empty() {
             let sql = format!(
                 "SELECT nextval(pg_get_serial_sequence('{}', 'id')) FROM generate_series(1, {BLOCK})",
@@ -64,10 +69,7 @@ impl Ids {
     /// after this comes from a new block. A crash still loses the rest of a block,
     /// as Postgres itself loses sequence values it logged ahead.
     pub fn give_back(&self, conn: &mut PgConn) -> StoreResult<()> {
-        let mut taken = match self.taken.lock() {
-            Ok(taken) => taken,
-            Err(poisoned) => poisoned.into_inner(),
-        };
+        let mut taken = locked(&self.taken, as_it_is);
         let (Some(&first), Some(&last)) = (taken.front(), taken.back()) else {
             return Ok(());
         };
@@ -84,104 +86,99 @@ impl Ids {
     }
 }
 
+/// The rows of one table that wait, by key, each at its last state: those new to
+/// the table (inserted by the flush) apart from those changed (updated).
+#[derive(Debug)]
+pub struct Rows<K, R> {
+    /// New rows.
+    pub new: BTreeMap<K, R>,
+    /// Rows that exist, changed.
+    pub changed: BTreeMap<K, R>,
+}
+
+impl<K, R> Default for Rows<K, R> {
+    fn default() -> Rows<K, R> {
+        Rows {
+            new: BTreeMap::new(),
+            changed: BTreeMap::new(),
+        }
+    }
+}
+
+impl<K: Ord + Clone, R> Rows<K, R> {
+    /// A new row.
+    pub fn add(&mut self, key: K, row: R) {
+        self.new.insert(key, row);
+    }
+
+    /// A row's new state: a row new here stays new, at this state.
+    pub fn change(&mut self, key: &K, row: R) {
+        match self.new.get_mut(key) {
+            Some(new) => *new = row,
+            None => {
+                self.changed.insert(key.clone(), row);
+            }
+        }
+    }
+
+    /// The row of `key` as these writes leave it, if they touch it.
+    pub fn get<Q: Ord + ?Sized>(&self, key: &Q) -> Option<&R>
+    where
+        K: Borrow<Q>,
+    {
+        self.new.get(key).or_else(|| self.changed.get(key))
+    }
+
+    /// The keys of every row here.
+    pub fn keys(&self) -> impl Iterator<Item = &K> {
+        self.new.keys().chain(self.changed.keys())
+    }
+
+    fn is_empty(&self) -> bool {
+        self.new.is_empty() && self.changed.is_empty()
+    }
+
+    /// Take `later`'s rows in, as if each change had been made here after these.
+    fn absorb(&mut self, later: Rows<K, R>) {
+        self.new.extend(later.new);
+        for (key, row) in later.changed {
+            self.change(&key, row);
+        }
+    }
+}
+
 /// Writes not sent yet, each row at its last state.
 #[derive(Debug, Default)]
 pub struct Pending {
-    ledger: Vec<LedgerRow>,
-    new_tokens: BTreeMap<String, TokenRow>,
-    tokens: BTreeMap<String, TokenRow>,
-    new_tasks: BTreeMap<i64, TaskRow>,
-    tasks: BTreeMap<i64, TaskRow>,
-    new_timers: BTreeMap<i64, TimerRow>,
-    timers: BTreeMap<i64, TimerRow>,
-    forget_memory: Vec<String>,
-    claims: BTreeMap<String, ClaimRow>,
+    /// Ledger rows (their ids already taken), in the order they were appended.
+    pub ledger: Vec<LedgerRow>,
+    /// Tokens, by id.
+    pub tokens: Rows<String, TokenRow>,
+    /// Tasks (new ones' ids already taken).
+    pub tasks: Rows<i64, TaskRow>,
+    /// Timers (new ones' ids already taken).
+    pub timers: Rows<i64, TimerRow>,
+    /// The tokens all of whose memory goes.
+    pub forget_memory: Vec<String>,
+    /// Each supervisor's last claim.
+    pub claims: BTreeMap<String, ClaimRow>,
 }
 
 impl Pending {
     /// Whether nothing waits.
     pub fn is_empty(&self) -> bool {
         self.ledger.is_empty()
-            && self.new_tokens.is_empty()
             && self.tokens.is_empty()
-            && self.new_tasks.is_empty()
             && self.tasks.is_empty()
-            && self.new_timers.is_empty()
             && self.timers.is_empty()
             && self.forget_memory.is_empty()
             && self.claims.is_empty()
     }
 
-    /// A ledger row (its id already taken).
-    pub fn entry(&mut self, row: LedgerRow) {
-        self.ledger.push(row);
-    }
-
-    /// A new token.
-    pub fn new_token(&mut self, row: &TokenRow) {
-        self.new_tokens.insert(row.token.clone(), row.clone());
-    }
-
-    /// A token's new state.
-    pub fn token(&mut self, row: &TokenRow) {
-        match self.new_tokens.get_mut(&row.token) {
-            Some(new) => *new = row.clone(),
-            None => {
-                self.tokens.insert(row.token.clone(), row.clone());
-            }
-        }
-    }
-
-    /// A new task (its id already taken).
-    pub fn new_task(&mut self, row: TaskRow) {
-        self.new_tasks.insert(row.id, row);
-    }
-
-    /// A task's new state.
-    pub fn task(&mut self, row: &TaskRow) {
-        match self.new_tasks.get_mut(&row.id) {
-            Some(new) => *new = row.clone(),
-            None => {
-                self.tasks.insert(row.id, row.clone());
-            }
-        }
-    }
-
-    /// A new timer (its id already taken).
-    pub fn new_timer(&mut self, row: TimerRow) {
-        self.new_timers.insert(row.id, row);
-    }
-
-    /// A timer's new state.
-    pub fn timer(&mut self, row: &TimerRow) {
-        match self.new_timers.get_mut(&row.id) {
-            Some(new) => *new = row.clone(),
-            None => {
-                self.timers.insert(row.id, row.clone());
-            }
-        }
-    }
-
-    /// All of a token's memory goes.
-    pub fn forget_memory(&mut self, token: &str) {
-        self.forget_memory.push(token.to_string());
-    }
-
-    /// A supervisor's last claim.
-    pub fn claim(&mut self, row: &ClaimRow) {
-        self.claims.insert(row.supervisor.clone(), row.clone());
-    }
-
-    /// The row of `token` as these writes leave it, if they change it.
-    pub fn token_row(&self, token: &str) -> Option<&TokenRow> {
-        self.new_tokens
-            .get(token)
-            .or_else(|| self.tokens.get(token))
-    }
-
     /// A new token whose id differs from `token`'s only in case (ids are ASCII).
     pub fn folded_new(&self, token: &str) -> Option<String> {
-        self.new_tokens
+        self.tokens
+            .new
             .keys()
             .find(|id| id.as_str() != token && id.eq_ignore_ascii_case(token))
             .cloned()
@@ -189,16 +186,13 @@ impl Pending {
 
     /// Whether these writes change the task `id` or the token `token`.
     pub fn touches(&self, id: i64, token: &str) -> bool {
-        self.new_tasks.contains_key(&id)
-            || self.tasks.contains_key(&id)
-            || self.new_tokens.contains_key(token)
-            || self.tokens.contains_key(token)
+        self.tasks.get(&id).is_some() || self.tokens.get(token).is_some()
     }
 
     /// Add the ids of the tasks and the tokens these writes change.
     pub fn touched(&self, tasks: &mut Vec<i64>, tokens: &mut Vec<String>) {
-        tasks.extend(self.new_tasks.keys().chain(self.tasks.keys()));
-        tokens.extend(self.new_tokens.keys().chain(self.tokens.keys()).cloned());
+        tasks.extend(self.tasks.keys());
+        tokens.extend(self.tokens.keys().cloned());
     }
 
     /// Take `later`'s writes in, as if each had been made here after this one's:
@@ -209,33 +203,9 @@ impl Pending {
             return;
         }
         self.ledger.extend(later.ledger);
-        self.new_tokens.extend(later.new_tokens);
-        for row in later.tokens.into_values() {
-            match self.new_tokens.get_mut(&row.token) {
-                Some(new) => *new = row,
-                None => {
-                    self.tokens.insert(row.token.clone(), row);
-                }
-            }
-        }
-        self.new_tasks.extend(later.new_tasks);
-        for row in later.tasks.into_values() {
-            match self.new_tasks.get_mut(&row.id) {
-                Some(new) => *new = row,
-                None => {
-                    self.tasks.insert(row.id, row);
-                }
-            }
-        }
-        self.new_timers.extend(later.new_timers);
-        for row in later.timers.into_values() {
-            match self.new_timers.get_mut(&row.id) {
-                Some(new) => *new = row,
-                None => {
-                    self.timers.insert(row.id, row);
-                }
-            }
-        }
+        self.tokens.absorb(later.tokens);
+        self.tasks.absorb(later.tasks);
+        self.timers.absorb(later.timers);
         self.forget_memory.extend(later.forget_memory);
         self.claims.extend(later.claims);
     }
@@ -255,49 +225,42 @@ impl Pending {
         self,
         send: impl FnOnce(&str, &[&(dyn ToSql + Sync)]) -> StoreResult<T>,
     ) -> StoreResult<T> {
-        let pending = self;
-        let ledger = Columns::ledger(&pending.ledger);
-        let new_tokens = Columns::tokens(pending.new_tokens.values());
-        let tokens = Columns::tokens(pending.tokens.values());
-        let new_tasks = Columns::tasks(pending.new_tasks.values());
-        let tasks = Columns::tasks(pending.tasks.values());
-        let new_timers = Columns::timers(pending.new_timers.values());
-        let timers = Columns::timers(pending.timers.values());
-        let claims = Columns::claims(pending.claims.values());
-        // One parameter for each token whose memory goes (`FORGET`).
-        let forget: Vec<&(dyn ToSql + Sync)> = pending
-            .forget_memory
-            .iter()
-            .map(|token| token as &(dyn ToSql + Sync))
-            .collect();
-        // Each part: whether it has rows, and its parameters.
-        let all: [(bool, &[&(dyn ToSql + Sync)]); 9] = [
-            (!pending.ledger.is_empty(), &ledger.ledger_params()),
-            (!pending.new_tokens.is_empty(), &new_tokens.token_params()),
-            (!pending.tokens.is_empty(), &tokens.token_params()),
-            (!pending.new_tasks.is_empty(), &new_tasks.task_params()),
-            (!pending.tasks.is_empty(), &tasks.task_params()),
-            (!pending.new_timers.is_empty(), &new_timers.timer_params()),
-            (!pending.timers.is_empty(), &timers.timer_params()),
-            (!forget.is_empty(), &forget),
-            (!pending.claims.is_empty(), &claims.claim_params()),
+        // Each part's columns, in the order of `PARTS`; `None`: no rows.
+        let all: [Option<Columns>; 9] = [
+            ledger::flush_columns(&self.ledger),
+            tokens::flush_columns(self.tokens.new.values()),
+            tokens::flush_columns(self.tokens.changed.values()),
+            tasks::flush_columns(self.tasks.new.values()),
+            tasks::flush_columns(self.tasks.changed.values()),
+            timers::flush_columns(self.timers.new.values()),
+            timers::flush_columns(self.timers.changed.values()),
+            None,
+            claims::flush_columns(self.claims.values()),
         ];
         let mut parts = 0;
         let mut params: Vec<&(dyn ToSql + Sync)> = Vec::new();
-        for (index, (present, values)) in all.into_iter().enumerate() {
-            if present {
+        for (index, columns) in all.iter().enumerate() {
+            if index == FORGET && !self.forget_memory.is_empty() {
+                // One parameter for each token whose memory goes.
                 parts |= 1 << index;
-                params.extend_from_slice(values);
+                params.extend(
+                    self.forget_memory
+                        .iter()
+                        .map(|token| token as &(dyn ToSql + Sync)),
+                );
+            } else if let Some(columns) = columns {
+                parts |= 1 << index;
+                columns.params(&mut params);
             }
         }
-        send(&flush_text(parts, forget.len()), &params)
+        send(&flush_text(parts, self.forget_memory.len()), &params)
     }
 }
 
-/// The parts of the flush, in the order of [`Pending::flush`]'s bits: each a
+/// The parts of the flush, in the order of [`Pending::send`]'s bits: each a
 /// data-modifying `WITH` item over arrays of rows, its parameters numbered from
 /// `$1`. The parts touch different rows (each row is in one part, at its last
-/// state), as one statement must.
+/// state), as one statement must. Each table's parts sit with its SQL.
 ///
 /// An update is an `INSERT ... ON CONFLICT DO UPDATE` of rows that exist (the
 /// transaction read each one before it changed it, and no row of these tables is
@@ -315,47 +278,20 @@ impl Pending {
 /// prevent it: Postgres counts an array parameter as 10 keys, and 10 probes of an
 /// index cost more than reading a table of a few pages.
 const PARTS: [&str; 9] = [
-    "l AS (INSERT INTO ledger (id, token, seq, at, kind, key, data, key_name)
-      SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::bigint[], $5::text[],
-                           $6::text[], $7::text[], $8::text[]))",
-    "tn AS (INSERT INTO tokens (token, state, status, visit, context, entered_at, parent, workflow,
-                           graph)
-       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[],
-                            $6::bigint[], $7::text[], $8::text[], $9::text[]))",
-    "tu AS (INSERT INTO tokens (token, state, status, visit, context, entered_at, parent, workflow,
-                           graph)
-       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[],
-                            $6::bigint[], $7::text[], $8::text[], $9::text[])
-       ON CONFLICT (token) DO UPDATE SET state = excluded.state, status = excluded.status,
-           visit = excluded.visit, context = excluded.context, entered_at = excluded.entered_at,
-           graph = excluded.graph)",
-    "kn AS (INSERT INTO tasks (id, token, state, visit, status, attempt, claimed_by, lease_until,
-                          queued_at)
-       SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[],
-                            $6::bigint[], $7::text[], $8::bigint[], $9::bigint[]))",
-    "ku AS (INSERT INTO tasks (id, token, state, visit, status, attempt, claimed_by, lease_until,
-                          queued_at)
-       SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[],
-                            $6::bigint[], $7::text[], $8::bigint[], $9::bigint[])
-       ON CONFLICT (id) DO UPDATE SET status = excluded.status, attempt = excluded.attempt,
-           claimed_by = excluded.claimed_by, lease_until = excluded.lease_until)",
-    "mn AS (INSERT INTO timers (id, token, state, visit, event, payload, set_at, due_at, status, kind)
-       SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[],
-                            $6::text[], $7::bigint[], $8::bigint[], $9::text[], $10::text[]))",
-    "mu AS (INSERT INTO timers (id, token, state, visit, event, payload, set_at, due_at, status, kind)
-       SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[],
-                            $6::text[], $7::bigint[], $8::bigint[], $9::text[], $10::text[])
-       ON CONFLICT (id) DO UPDATE SET status = excluded.status, due_at = excluded.due_at)",
-    // Once for each token whose memory goes (`{n}` its place in turn), each a
-    // `DELETE` of one token's rows: by the key's index in any plan, where
-    // `token = ANY($1)` was planned, as above, as for 10 tokens, and read the whole
-    // table.
-    "md{n} AS (DELETE FROM memory WHERE token = $1)",
-    "cl AS (INSERT INTO claims (supervisor, request, task_id, attempt)
-       SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[])
-       ON CONFLICT (supervisor) DO UPDATE SET request = excluded.request,
-           task_id = excluded.task_id, attempt = excluded.attempt)",
+    ledger::FLUSH_NEW,
+    tokens::FLUSH_NEW,
+    tokens::FLUSH_CHANGED,
+    tasks::FLUSH_NEW,
+    tasks::FLUSH_CHANGED,
+    timers::FLUSH_NEW,
+    timers::FLUSH_CHANGED,
+    memory::FLUSH_FORGET,
+    claims::FLUSH,
 ];
+
+/// The place in [`PARTS`] of the memory's part, written once for each token whose
+/// memory goes (`{n}` in its text is its place in turn).
+const FORGET: usize = 7;
 
 /// The flush's statements made so far, by their parts and number of forgets.
 type Texts = HashMap<(u16, usize), Arc<str>>;
@@ -366,10 +302,7 @@ type Texts = HashMap<(u16, usize), Arc<str>>;
 fn flush_text(parts: u16, forget: usize) -> Arc<str> {
     static TEXTS: OnceLock<Mutex<Texts>> = OnceLock::new();
     let texts = TEXTS.get_or_init(Mutex::default);
-    let mut texts = match texts.lock() {
-        Ok(texts) => texts,
-        Err(poisoned) => poisoned.into_inner(),
-    };
+    let mut texts = locked(texts, as_it_is);
     texts
         .entry((parts, forget))
         .or_insert_with(|| made_text(parts, forget).into())
@@ -419,168 +352,6 @@ fn renumbered(part: &str, by: usize, text: &mut String) -> usize {
     }
     text.push_str(rest);
     most
-}
-
-/// Rows of one kind as arrays of columns, each array in the order of the rows.
-#[derive(Debug, Default)]
-struct Columns {
-    int: [Vec<i64>; 4],
-    text: [Vec<String>; 5],
-    maybe: [Vec<Option<String>>; 3],
-    maybe_int: [Vec<Option<i64>>; 2],
-}
-
-impl Columns {
-    /// id, token, seq, at, kind, key, data, key_name.
-    fn ledger(rows: &[LedgerRow]) -> Columns {
-        let mut c = Columns::default();
-        for row in rows {
-            c.int[0].push(row.id);
-            c.text[0].push(row.token.clone());
-            c.int[1].push(row.seq);
-            c.int[2].push(row.at);
-            c.text[1].push(row.kind.clone());
-            c.maybe[0].push(row.key.clone());
-            c.text[2].push(to_text(&row.data));
-            c.maybe[1].push(row.by.clone());
-        }
-        c
-    }
-
-    /// The ledger part's parameters, in the order of [`Columns::ledger`].
-    fn ledger_params(&self) -> [&(dyn ToSql + Sync); 8] {
-        [
-            &self.int[0],
-            &self.text[0],
-            &self.int[1],
-            &self.int[2],
-            &self.text[1],
-            &self.maybe[0],
-            &self.text[2],
-            &self.maybe[1],
-        ]
-    }
-
-    /// token, state, status, visit, context, entered_at, parent, workflow, graph.
-    fn tokens<'r>(rows: impl Iterator<Item = &'r TokenRow>) -> Columns {
-        let mut c = Columns::default();
-        for row in rows {
-            c.text[0].push(row.token.clone());
-            c.text[1].push(row.state.clone());
-            c.text[2].push(row.status.as_str().to_string());
-            c.int[0].push(row.visit);
-            c.text[3].push(to_text(&row.context));
-            c.int[1].push(row.entered_at);
-            c.maybe[0].push(row.parent.clone());
-            c.maybe[1].push(row.workflow.clone());
-            c.maybe[2].push(row.graph.as_deref().map(str::to_string));
-        }
-        c
-    }
-
-    /// A tokens part's parameters (new rows or changed ones), in the order of
-    /// [`Columns::tokens`].
-    fn token_params(&self) -> [&(dyn ToSql + Sync); 9] {
-        [
-            &self.text[0],
-            &self.text[1],
-            &self.text[2],
-            &self.int[0],
-            &self.text[3],
-            &self.int[1],
-            &self.maybe[0],
-            &self.maybe[1],
-            &self.maybe[2],
-        ]
-    }
-
-    /// id, token, state, visit, status, attempt, claimed_by, lease_until, queued_at.
-    fn tasks<'r>(rows: impl Iterator<Item = &'r TaskRow>) -> Columns {
-        let mut c = Columns::default();
-        for row in rows {
-            c.int[0].push(row.id);
-            c.text[0].push(row.token.clone());
-            c.text[1].push(row.state.clone());
-            c.int[1].push(row.visit);
-            c.text[2].push(row.status.as_str().to_string());
-            c.int[2].push(row.attempt);
-            c.maybe[0].push(row.claimed_by.clone());
-            c.maybe_int[0].push(row.lease_until);
-            c.int[3].push(row.queued_at);
-        }
-        c
-    }
-
-    /// A tasks part's parameters, in the order of [`Columns::tasks`].
-    fn task_params(&self) -> [&(dyn ToSql + Sync); 9] {
-        [
-            &self.int[0],
-            &self.text[0],
-            &self.text[1],
-            &self.int[1],
-            &self.text[2],
-            &self.int[2],
-            &self.maybe[0],
-            &self.maybe_int[0],
-            &self.int[3],
-        ]
-    }
-
-    /// id, token, state, visit, event, payload, set_at, due_at, status, kind.
-    fn timers<'r>(rows: impl Iterator<Item = &'r TimerRow>) -> Columns {
-        let mut c = Columns::default();
-        for row in rows {
-            c.int[0].push(row.id);
-            c.text[0].push(row.token.clone());
-            c.text[1].push(row.state.clone());
-            c.int[1].push(row.visit);
-            c.text[2].push(row.event.clone());
-            c.maybe[0].push(row.payload.as_ref().map(to_text));
-            c.int[2].push(row.set_at);
-            c.int[3].push(row.due_at);
-            c.text[3].push(row.status.as_str().to_string());
-            c.text[4].push(row.kind.as_str().to_string());
-        }
-        c
-    }
-
-    /// A timers part's parameters, in the order of [`Columns::timers`].
-    fn timer_params(&self) -> [&(dyn ToSql + Sync); 10] {
-        [
-            &self.int[0],
-            &self.text[0],
-            &self.text[1],
-            &self.int[1],
-            &self.text[2],
-            &self.maybe[0],
-            &self.int[2],
-            &self.int[3],
-            &self.text[3],
-            &self.text[4],
-        ]
-    }
-
-    /// supervisor, request, task_id, attempt.
-    fn claims<'r>(rows: impl Iterator<Item = &'r ClaimRow>) -> Columns {
-        let mut c = Columns::default();
-        for row in rows {
-            c.text[0].push(row.supervisor.clone());
-            c.text[1].push(row.request.clone());
-            c.maybe_int[0].push(row.task_id);
-            c.maybe_int[1].push(row.attempt);
-        }
-        c
-    }
-
-    /// The claims part's parameters, in the order of [`Columns::claims`].
-    fn claim_params(&self) -> [&(dyn ToSql + Sync); 4] {
-        [
-            &self.text[0],
-            &self.text[1],
-            &self.maybe_int[0],
-            &self.maybe_int[1],
-        ]
-    }
 }
 
 #[cfg(test)]
@@ -647,27 +418,27 @@ mod tests {
     fn a_later_requests_writes_are_taken_in_at_each_rows_last_state() {
         use crate::store::TaskStatus::{Claimed, Done, Queued};
         let mut earlier = Pending::default();
-        earlier.new_token(&token("N-1", "a"));
-        earlier.new_task(task(1, "N-1", Queued));
-        earlier.token(&token("O-1", "a"));
+        earlier.tokens.add("N-1".into(), token("N-1", "a"));
+        earlier.tasks.add(1, task(1, "N-1", Queued));
+        earlier.tokens.change(&"O-1".into(), token("O-1", "a"));
         let mut later = Pending::default();
         // A row new in the earlier request stays new, at the later state.
-        later.token(&token("N-1", "b"));
-        later.task(&task(1, "N-1", Claimed));
-        later.token(&token("O-1", "c"));
-        later.task(&task(7, "O-1", Done));
+        later.tokens.change(&"N-1".into(), token("N-1", "b"));
+        later.tasks.change(&1, task(1, "N-1", Claimed));
+        later.tokens.change(&"O-1".into(), token("O-1", "c"));
+        later.tasks.change(&7, task(7, "O-1", Done));
         earlier.absorb(later);
-        assert_eq!(earlier.new_tokens["N-1"].state, "b");
-        assert!(!earlier.tokens.contains_key("N-1"));
-        assert_eq!(earlier.tokens["O-1"].state, "c");
-        assert_eq!(earlier.new_tasks[&1].status, Claimed);
-        assert!(!earlier.tasks.contains_key(&1));
-        assert_eq!(earlier.tasks[&7].status, Done);
+        assert_eq!(earlier.tokens.new["N-1"].state, "b");
+        assert!(!earlier.tokens.changed.contains_key("N-1"));
+        assert_eq!(earlier.tokens.changed["O-1"].state, "c");
+        assert_eq!(earlier.tasks.new[&1].status, Claimed);
+        assert!(!earlier.tasks.changed.contains_key(&1));
+        assert_eq!(earlier.tasks.changed[&7].status, Done);
         assert_eq!(
-            earlier.token_row("N-1").map(|row| row.state.as_str()),
+            earlier.tokens.get("N-1").map(|row| row.state.as_str()),
             Some("b")
         );
-        assert!(earlier.token_row("X").is_none());
+        assert!(earlier.tokens.get("X").is_none());
         let (mut tasks, mut tokens) = (Vec::new(), Vec::new());
         earlier.touched(&mut tasks, &mut tokens);
         tasks.sort_unstable();
@@ -679,7 +450,7 @@ mod tests {
     #[test]
     fn a_new_token_whose_id_differs_only_in_case_is_found() {
         let mut pending = Pending::default();
-        pending.new_token(&token("Order-1", "a"));
+        pending.tokens.add("Order-1".into(), token("Order-1", "a"));
         assert_eq!(pending.folded_new("ORDER-1").as_deref(), Some("Order-1"));
         assert_eq!(pending.folded_new("Order-1"), None);
         assert_eq!(pending.folded_new("Order-2"), None);

@@ -17,7 +17,7 @@
 use std::collections::BTreeSet;
 
 use super::conn::PgConn;
-use crate::store::schema::{plan, MigrateError, VERSIONS, VERSION_TABLE};
+use crate::store::schema::{plan, MigrateError, HOT_INDEXES, VERSIONS, VERSION_TABLE};
 use crate::store::status::{
     check_list, ClockKind, TaskStatus, TimerKind, TimerStatus, TokenStatus,
 };
@@ -110,16 +110,6 @@ CREATE INDEX timers_token ON timers (token);
 const QUEUE_INDEX: &str = "
 DROP INDEX tasks_queue;
 CREATE INDEX tasks_queue ON tasks (state, id) WHERE status = 'queued';
-";
-
-/// Version 0006: the same partial indexes as SQLite's 0006.
-const HOT_INDEXES: &str = "
-CREATE INDEX tasks_queued ON tasks (id) WHERE status = 'queued';
-CREATE INDEX tasks_leases ON tasks (lease_until) WHERE status = 'claimed';
-DROP INDEX timers_due;
-CREATE INDEX timers_due ON timers (due_at) WHERE status = 'pending';
-DROP INDEX ledger_key;
-CREATE UNIQUE INDEX ledger_key ON ledger (token, key) WHERE key IS NOT NULL;
 ";
 
 /// Version 0005: `control_plane.clock`, as on SQLite (`store/sqlite/schema.rs`,

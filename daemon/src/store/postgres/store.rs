@@ -19,11 +19,11 @@ use super::schema::{first_to_run, migrate};
 use super::{KnownClaims, PgTx, Sequences};
 use crate::clock::{micros, Clock};
 use crate::store::backend::{without_password, Inspected, StoreOptions};
-use crate::store::cache::Cache;
-use crate::store::cached::{CachedTx, Locking};
-use crate::store::family::{Beside, FamilyLocks};
+use crate::store::cached_tx::{CachedTx, Locking};
+use crate::store::facts::Cache;
+use crate::store::family::{FamilyLocks, SoloTransactions};
 use crate::store::feed::{FeedMark, Opened};
-use crate::store::schema::{MigrateError, VERSIONS};
+use crate::store::schema::MigrateError;
 use crate::store::serving;
 use crate::store::{ControlPlane, StoreError, StoreResult, Tx};
 
@@ -49,12 +49,12 @@ struct Inner {
     epoch: i64,
     commits: AtomicU64,
     lost: AtomicBool,
-    /// What the write path knows of each token it changed (`store/cache.rs`).
+    /// What the write path knows of each token it changed (`store/facts.rs`).
     cache: Cache,
     /// The families this process's transactions hold (`store/family.rs`).
     families: FamilyLocks,
     /// The transactions of their own that run beside the writer's batches.
-    beside: Beside,
+    solo: SoloTransactions,
     /// The rows of `claims` this control plane committed.
     claims: KnownClaims,
     /// How long a transaction waits for a family (the lock limit).
@@ -144,7 +144,7 @@ impl PgStore {
             lost: AtomicBool::new(false),
             cache: Cache::default(),
             families: FamilyLocks::default(),
-            beside: Beside::default(),
+            solo: SoloTransactions::default(),
             claims: KnownClaims::default(),
             lock_wait: pg.lock_timeout,
             ids: Sequences::default(),
@@ -171,10 +171,8 @@ impl PgStore {
             MigrateError::Foreign(why) => format!("cannot use the database {shown}: {why}"),
             MigrateError::Store(error) => format!("cannot open the database {shown}: {error}"),
         })?;
-        match first {
-            0 => return Ok(Inspected::Empty),
-            first if first < VERSIONS.len() => return Ok(Inspected::NotYet { first }),
-            _ => {}
+        if let Some(inspected) = Inspected::before_reading(first) {
+            return Ok(inspected);
         }
         let cannot = |e: StoreError| format!("cannot use the database {shown}: {e}");
         conn.batch("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
@@ -420,7 +418,7 @@ impl Inner {
 
     /// Run `work` in its own transaction; once more after a conflict.
     fn write<R>(&self, work: &dyn Fn(&dyn Tx) -> (bool, R)) -> StoreResult<R> {
-        let _beside = self.beside.enter();
+        let _solo = self.solo.enter();
         let written = match self.write_once(work) {
             Err(StoreError::Conflict) => match self.write_once(work) {
                 // Twice in a row: say busy, and let the client send it again.

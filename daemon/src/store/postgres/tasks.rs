@@ -1,27 +1,12 @@
 //! The SQL of `tasks`: the queue, claims and leases.
 
-use postgres::Row;
-
+use super::columns::Columns;
 use super::params::Params;
-use super::{closed, get, PgTx};
-use crate::store::{Head, StoreResult, TaskRow, TaskStatus, Tasks};
+use super::{get, PgTx};
+use crate::store::{Head, StoreResult, TaskReads, TaskRow, Tasks};
 
 const SELECT: &str = "SELECT id, token, state, visit, status, attempt, claimed_by, lease_until,
                              queued_at FROM tasks";
-
-fn read(row: &Row) -> StoreResult<TaskRow> {
-    Ok(TaskRow {
-        id: get(row, 0)?,
-        token: get(row, 1)?,
-        state: get(row, 2)?,
-        visit: get(row, 3)?,
-        status: closed(row, 4)?,
-        attempt: get(row, 5)?,
-        claimed_by: get(row, 6)?,
-        lease_until: get(row, 7)?,
-        queued_at: get(row, 8)?,
-    })
-}
 
 /// `(workflow, state)` pairs as two arrays (`''` for the main workflow).
 fn pairs(states: &[(Option<String>, String)]) -> (Vec<String>, Vec<String>) {
@@ -42,31 +27,56 @@ const CLAIMS_AHEAD: i64 = 16;
 /// that can hold a candidate's token at once on a pool of the default size.
 const QUEUE_HEAD: i64 = 64;
 
+/// The flush's part of new tasks (`pending.rs`): id, token, state, visit, status,
+/// attempt, claimed_by, lease_until, queued_at, as [`flush_columns`] packs them.
+pub(super) const FLUSH_NEW: &str =
+    "kn AS (INSERT INTO tasks (id, token, state, visit, status, attempt, claimed_by, lease_until,
+                          queued_at)
+       SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[],
+                            $6::bigint[], $7::text[], $8::bigint[], $9::bigint[]))";
+
+/// The flush's part of changed tasks: the columns of [`FLUSH_NEW`], and the ones
+/// that change set.
+pub(super) const FLUSH_CHANGED: &str =
+    "ku AS (INSERT INTO tasks (id, token, state, visit, status, attempt, claimed_by, lease_until,
+                          queued_at)
+       SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[],
+                            $6::bigint[], $7::text[], $8::bigint[], $9::bigint[])
+       ON CONFLICT (id) DO UPDATE SET status = excluded.status, attempt = excluded.attempt,
+           claimed_by = excluded.claimed_by, lease_until = excluded.lease_until)";
+
+/// Tasks as the columns of [`FLUSH_NEW`] and [`FLUSH_CHANGED`].
+pub(super) fn flush_columns<'r>(rows: impl Iterator<Item = &'r TaskRow>) -> Option<Columns> {
+    Columns::of(rows, |cells, row| {
+        cells
+            .put(row.id)
+            .put(row.token.clone())
+            .put(row.state.clone())
+            .put(row.visit)
+            .put(row.status.as_str().to_string())
+            .put(row.attempt)
+            .put(row.claimed_by.clone())
+            .put(row.lease_until)
+            .put(row.queued_at);
+    })
+}
+
 impl Tasks for PgTx<'_> {
     fn queue_task(&self, token: &str, state: &str, visit: i64) -> StoreResult<i64> {
         // Written with the transaction's other writes (`pending.rs`).
         let id = self.next_id(&self.ids.tasks)?;
-        self.pending.borrow_mut().new_task(TaskRow {
-            id,
-            token: token.to_string(),
-            state: state.to_string(),
-            visit,
-            status: TaskStatus::Queued,
-            attempt: 0,
-            claimed_by: None,
-            lease_until: None,
-            queued_at: self.now.get(),
-        });
+        let row = TaskRow::queued(id, token, state, visit, self.now.get());
+        self.pending.borrow_mut().tasks.add(id, row);
         Ok(id)
     }
 
     fn task(&self, id: i64) -> StoreResult<Option<TaskRow>> {
         let found = self.query_opt(&format!("{SELECT} WHERE id = $1"), &[&id])?;
-        found.as_ref().map(read).transpose()
+        found.as_ref().map(TaskRow::read).transpose()
     }
 
     fn update_task(&self, row: &TaskRow) -> StoreResult<()> {
-        self.pending.borrow_mut().task(row);
+        self.pending.borrow_mut().tasks.change(&row.id, row.clone());
         Ok(())
     }
 
@@ -78,12 +88,7 @@ impl Tasks for PgTx<'_> {
             ),
             &[&token],
         )?;
-        rows.iter().map(read).collect()
-    }
-
-    fn tasks_of(&self, token: &str) -> StoreResult<Vec<TaskRow>> {
-        let rows = self.query(&format!("{SELECT} WHERE token = $1 ORDER BY id"), &[&token])?;
-        rows.iter().map(read).collect()
+        rows.iter().map(TaskRow::read).collect()
     }
 
     fn lock_queued(&self, states: &[(Option<String>, String)]) -> StoreResult<Head> {
@@ -176,6 +181,46 @@ impl Tasks for PgTx<'_> {
         Ok(Head::Task(get(&row, 0)?))
     }
 
+    fn renew_leases(&self, supervisor: &str, ids: &[i64], until: i64) -> StoreResult<Vec<i64>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let rows = self.change_rows(
+            "UPDATE tasks SET lease_until = $3
+             WHERE id = ANY($1) AND claimed_by = $2 AND status = 'claimed'
+               AND (lease_until IS NULL OR lease_until >= $4)
+             RETURNING id",
+            &[&ids, &supervisor, &until, &self.now.get()],
+        )?;
+        rows.iter().map(|row| get(row, 0)).collect()
+    }
+
+    fn end_lease(&self, id: i64) -> StoreResult<bool> {
+        let changed = self.execute(
+            "UPDATE tasks SET lease_until = NULL
+             WHERE id = $1 AND status = 'claimed'
+               AND lease_until IS NOT NULL AND lease_until < $2",
+            &[&id, &self.now.get()],
+        )?;
+        Ok(changed == 1)
+    }
+
+    fn extend_all_leases(&self, until: i64) -> StoreResult<usize> {
+        let changed = self.execute(
+            "UPDATE tasks SET lease_until = $1
+             WHERE status = 'claimed' AND lease_until IS NOT NULL AND lease_until < $1",
+            &[&until],
+        )?;
+        Ok(usize::try_from(changed).unwrap_or(usize::MAX))
+    }
+}
+
+impl TaskReads for PgTx<'_> {
+    fn tasks_of(&self, token: &str) -> StoreResult<Vec<TaskRow>> {
+        let rows = self.query(&format!("{SELECT} WHERE token = $1 ORDER BY id"), &[&token])?;
+        rows.iter().map(TaskRow::read).collect()
+    }
+
     fn queued_tasks(
         &self,
         states: &[(Option<String>, String)],
@@ -201,30 +246,6 @@ impl Tasks for PgTx<'_> {
         rows.iter().map(|row| get(row, 0)).collect()
     }
 
-    fn renew_leases(&self, supervisor: &str, ids: &[i64], until: i64) -> StoreResult<Vec<i64>> {
-        if ids.is_empty() {
-            return Ok(Vec::new());
-        }
-        let rows = self.change_rows(
-            "UPDATE tasks SET lease_until = $3
-             WHERE id = ANY($1) AND claimed_by = $2 AND status = 'claimed'
-               AND (lease_until IS NULL OR lease_until >= $4)
-             RETURNING id",
-            &[&ids, &supervisor, &until, &self.now.get()],
-        )?;
-        rows.iter().map(|row| get(row, 0)).collect()
-    }
-
-    fn end_lease(&self, id: i64) -> StoreResult<bool> {
-        let changed = self.execute(
-            "UPDATE tasks SET lease_until = NULL
-             WHERE id = $1 AND status = 'claimed'
-               AND lease_until IS NOT NULL AND lease_until < $2",
-            &[&id, &self.now.get()],
-        )?;
-        Ok(changed == 1)
-    }
-
     fn expired_leases(&self) -> StoreResult<Vec<i64>> {
         let rows = self.query(
             "SELECT id FROM tasks
@@ -233,15 +254,6 @@ impl Tasks for PgTx<'_> {
             &[&self.now.get()],
         )?;
         rows.iter().map(|row| get(row, 0)).collect()
-    }
-
-    fn extend_all_leases(&self, until: i64) -> StoreResult<usize> {
-        let changed = self.execute(
-            "UPDATE tasks SET lease_until = $1
-             WHERE status = 'claimed' AND lease_until IS NOT NULL AND lease_until < $1",
-            &[&until],
-        )?;
-        Ok(usize::try_from(changed).unwrap_or(usize::MAX))
     }
 
     fn next_lease_end_after(&self, after: i64) -> StoreResult<Option<i64>> {

@@ -1,11 +1,9 @@
 //! The SQL of `timers`: timeouts and routines' timers.
 
-use postgres::Row;
-use stateous_shared::wire::Object;
-
-use super::{closed, get, PgTx};
-use crate::store::json::optional_object;
-use crate::store::{StoreResult, TimerKind, TimerRow, TimerStatus, Timers};
+use super::columns::Columns;
+use super::{get, PgTx};
+use crate::store::json::to_text;
+use crate::store::{NewTimer, StoreResult, TimerReads, TimerRow, Timers};
 
 const SELECT: &str =
     "SELECT id, token, state, visit, event, payload, set_at, due_at, status, kind FROM timers";
@@ -19,62 +17,64 @@ const PENDING: &str = "SELECT id, token, state, visit, event, payload, set_at, d
      FROM (SELECT * FROM timers WHERE token = $1 OFFSET 0) m
      WHERE status = 'pending' ORDER BY id";
 
-fn read(row: &Row) -> StoreResult<TimerRow> {
-    Ok(TimerRow {
-        id: get(row, 0)?,
-        token: get(row, 1)?,
-        state: get(row, 2)?,
-        visit: get(row, 3)?,
-        event: get(row, 4)?,
-        payload: optional_object(get(row, 5)?)?,
-        set_at: get(row, 6)?,
-        due_at: get(row, 7)?,
-        status: closed(row, 8)?,
-        kind: closed(row, 9)?,
+/// The flush's part of new timers (`pending.rs`): id, token, state, visit, event,
+/// payload, set_at, due_at, status, kind, as [`flush_columns`] packs them.
+pub(super) const FLUSH_NEW: &str =
+    "mn AS (INSERT INTO timers (id, token, state, visit, event, payload, set_at, due_at, status, kind)
+       SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[],
+                            $6::text[], $7::bigint[], $8::bigint[], $9::text[], $10::text[]))";
+
+/// The flush's part of changed timers: the columns of [`FLUSH_NEW`], and the ones
+/// that change set.
+pub(super) const FLUSH_CHANGED: &str =
+    "mu AS (INSERT INTO timers (id, token, state, visit, event, payload, set_at, due_at, status, kind)
+       SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[],
+                            $6::text[], $7::bigint[], $8::bigint[], $9::text[], $10::text[])
+       ON CONFLICT (id) DO UPDATE SET status = excluded.status, due_at = excluded.due_at)";
+
+/// Timers as the columns of [`FLUSH_NEW`] and [`FLUSH_CHANGED`].
+pub(super) fn flush_columns<'r>(rows: impl Iterator<Item = &'r TimerRow>) -> Option<Columns> {
+    Columns::of(rows, |cells, row| {
+        cells
+            .put(row.id)
+            .put(row.token.clone())
+            .put(row.state.clone())
+            .put(row.visit)
+            .put(row.event.clone())
+            .put(row.payload.as_ref().map(to_text))
+            .put(row.set_at)
+            .put(row.due_at)
+            .put(row.status.as_str().to_string())
+            .put(row.kind.as_str().to_string());
     })
 }
 
 impl Timers for PgTx<'_> {
-    fn add_timer(
-        &self,
-        token: &str,
-        state: &str,
-        visit: i64,
-        event: &str,
-        payload: Option<&Object>,
-        due_at: i64,
-        kind: TimerKind,
-    ) -> StoreResult<TimerRow> {
+    fn set_timer(&self, timer: NewTimer<'_>) -> StoreResult<TimerRow> {
         // Written with the transaction's other writes (`pending.rs`).
-        let row = TimerRow {
-            id: self.next_id(&self.ids.timers)?,
-            token: token.to_string(),
-            state: state.to_string(),
-            visit,
-            event: event.to_string(),
-            payload: payload.cloned(),
-            set_at: self.now.get(),
-            due_at,
-            status: TimerStatus::Pending,
-            kind,
-        };
-        self.pending.borrow_mut().new_timer(row.clone());
+        let row = timer.row(self.next_id(&self.ids.timers)?, self.now.get());
+        self.pending.borrow_mut().timers.add(row.id, row.clone());
         Ok(row)
-    }
-
-    fn timer(&self, id: i64) -> StoreResult<Option<TimerRow>> {
-        let found = self.query_opt(&format!("{SELECT} WHERE id = $1"), &[&id])?;
-        found.as_ref().map(read).transpose()
     }
 
     fn pending_timers(&self, token: &str) -> StoreResult<Vec<TimerRow>> {
         let rows = self.query(PENDING, &[&token])?;
-        rows.iter().map(read).collect()
+        rows.iter().map(TimerRow::read).collect()
     }
 
     fn update_timer(&self, row: &TimerRow) -> StoreResult<()> {
-        self.pending.borrow_mut().timer(row);
+        self.pending
+            .borrow_mut()
+            .timers
+            .change(&row.id, row.clone());
         Ok(())
+    }
+}
+
+impl TimerReads for PgTx<'_> {
+    fn timer(&self, id: i64) -> StoreResult<Option<TimerRow>> {
+        let found = self.query_opt(&format!("{SELECT} WHERE id = $1"), &[&id])?;
+        found.as_ref().map(TimerRow::read).transpose()
     }
 
     fn due_timers(&self) -> StoreResult<Vec<i64>> {

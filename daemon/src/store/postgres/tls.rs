@@ -111,14 +111,20 @@ impl PgTls {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let roots = Arc::new(self.roots()?);
         let verifier: Arc<dyn ServerCertVerifier> = match self.check {
-            Check::Off | Check::Prefer | Check::Encrypt => Arc::new(Unchecked(provider.clone())),
+            Check::Off | Check::Prefer | Check::Encrypt => Arc::new(Lenient {
+                chain: None,
+                provider: provider.clone(),
+            }),
             Check::Chain | Check::Full => {
                 let webpki = WebPkiServerVerifier::builder_with_provider(roots, provider.clone())
                     .build()
                     .map_err(|error| format!("--db: the TLS roots cannot be used: {error}"))?;
                 match self.check {
                     Check::Full => webpki,
-                    _ => Arc::new(AnyName(webpki)),
+                    _ => Arc::new(Lenient {
+                        chain: Some(webpki),
+                        provider: provider.clone(),
+                    }),
                 }
             }
         };
@@ -151,11 +157,16 @@ impl PgTls {
     }
 }
 
-/// `verify-ca`: the chain is checked, the name the certificate carries is not.
+/// `verify-ca` (with `chain`: the chain is checked, the name the certificate carries
+/// is not), and `require` and `prefer` (without: encrypted, the certificate taken as
+/// it comes, as libpq does). The handshake's signatures are checked in both.
 #[derive(Debug)]
-struct AnyName(Arc<WebPkiServerVerifier>);
+struct Lenient {
+    chain: Option<Arc<WebPkiServerVerifier>>,
+    provider: Arc<CryptoProvider>,
+}
 
-impl ServerCertVerifier for AnyName {
+impl ServerCertVerifier for Lenient {
     fn verify_server_cert(
         &self,
         end_entity: &CertificateDer<'_>,
@@ -165,10 +176,10 @@ impl ServerCertVerifier for AnyName {
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
         use rustls::{CertificateError, Error};
-        match self
-            .0
-            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
-        {
+        let Some(chain) = &self.chain else {
+            return Ok(ServerCertVerified::assertion());
+        };
+        match chain.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
             Err(Error::InvalidCertificate(
                 CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
             )) => Ok(ServerCertVerified::assertion()),
@@ -176,53 +187,15 @@ impl ServerCertVerifier for AnyName {
         }
     }
 
+    // The chain's verifier checks signatures with the algorithms of the same
+    // provider: these are its checks.
     fn verify_tls12_signature(
         &self,
         message: &[u8],
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls12_signature(message, cert, dss)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls13_signature(message, cert, dss)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.supported_verify_schemes()
-    }
-}
-
-/// `require` and `prefer`: encrypted, the certificate taken as it comes (the
-/// handshake's signatures are still checked), as libpq does.
-#[derive(Debug)]
-struct Unchecked(Arc<CryptoProvider>);
-
-impl ServerCertVerifier for Unchecked {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        let schemes = &self.0.signature_verification_algorithms;
+        let schemes = &self.provider.signature_verification_algorithms;
         rustls::crypto::verify_tls12_signature(message, cert, dss, schemes)
     }
 
@@ -232,12 +205,14 @@ impl ServerCertVerifier for Unchecked {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        let schemes = &self.0.signature_verification_algorithms;
+        let schemes = &self.provider.signature_verification_algorithms;
         rustls::crypto::verify_tls13_signature(message, cert, dss, schemes)
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
     }
 }
 

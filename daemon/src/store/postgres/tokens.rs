@@ -6,38 +6,22 @@
 //! other in a circle. A token's `parent` never changes once it is made, so the walk
 //! up to the top reads without locks.
 
-use std::sync::Arc;
-
-use postgres::Row;
-
+use super::columns::Columns;
 use super::params::Params;
-use super::{closed, get, PgTx};
-use crate::store::json::object;
-use crate::store::{Closed, Cursor, StoreResult, TokenRow, TokenScan, TokenStatus, Tokens};
+use super::{get, PgTx};
+use crate::store::json::to_text;
+use crate::store::{
+    Closed, Cursor, StoreResult, TokenReads, TokenRow, TokenScan, TokenStatus, Tokens,
+};
 
 const SELECT: &str =
     "SELECT token, state, status, visit, context, entered_at, parent, workflow, graph FROM tokens";
-
-fn read(row: &Row) -> StoreResult<TokenRow> {
-    let context: String = get(row, 4)?;
-    Ok(TokenRow {
-        token: get(row, 0)?,
-        state: get(row, 1)?,
-        status: closed(row, 2)?,
-        visit: get(row, 3)?,
-        context: Arc::new(object(&context)?),
-        entered_at: get(row, 5)?,
-        parent: get(row, 6)?,
-        workflow: get(row, 7)?,
-        graph: get::<Option<String>>(row, 8)?.map(Arc::from),
-    })
-}
 
 impl PgTx<'_> {
     /// The writer's batch: read the rows of `tokens` (or of tokens whose ids differ
     /// only in case; ids are ASCII) in one statement, for [`Tokens::token`] to answer from while
     /// no writes were sent and no transaction ran beside the batch since it began
-    /// (`mark`, `store/family.rs` `Beside`).
+    /// (`mark`, `store/family.rs` `SoloTransactions`).
     pub fn read_ahead(&self, tokens: &[String], mark: u64) -> StoreResult<()> {
         let asked: foldhash::HashSet<String> = tokens
             .iter()
@@ -48,7 +32,7 @@ impl PgTx<'_> {
         let found = self.unflushed(&sql, &[&folded])?;
         let mut rows = foldhash::HashMap::default();
         for row in &found {
-            let row = read(row)?;
+            let row = TokenRow::read(row)?;
             rows.insert(row.token.to_ascii_lowercase(), row);
         }
         *self.ahead.borrow_mut() = Some(super::ReadAhead { asked, rows, mark });
@@ -62,7 +46,7 @@ impl PgTx<'_> {
         let ahead = ahead.as_ref()?;
         let batch = self.batch?;
         let folded = id.to_ascii_lowercase();
-        if !ahead.asked.contains(&folded) || !batch.beside.none_since(ahead.mark) {
+        if !ahead.asked.contains(&folded) || !batch.solo.none_since(ahead.mark) {
             return None;
         }
         Some(ahead.rows.get(&folded).cloned())
@@ -105,6 +89,41 @@ enum Step {
     Up(String),
 }
 
+/// The flush's part of new tokens (`pending.rs`): token, state, status, visit,
+/// context, entered_at, parent, workflow, graph, as [`flush_columns`] packs them.
+pub(super) const FLUSH_NEW: &str =
+    "tn AS (INSERT INTO tokens (token, state, status, visit, context, entered_at, parent, workflow,
+                           graph)
+       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[],
+                            $6::bigint[], $7::text[], $8::text[], $9::text[]))";
+
+/// The flush's part of changed tokens: the columns of [`FLUSH_NEW`], and the ones
+/// that change set.
+pub(super) const FLUSH_CHANGED: &str =
+    "tu AS (INSERT INTO tokens (token, state, status, visit, context, entered_at, parent, workflow,
+                           graph)
+       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[],
+                            $6::bigint[], $7::text[], $8::text[], $9::text[])
+       ON CONFLICT (token) DO UPDATE SET state = excluded.state, status = excluded.status,
+           visit = excluded.visit, context = excluded.context, entered_at = excluded.entered_at,
+           graph = excluded.graph)";
+
+/// Tokens as the columns of [`FLUSH_NEW`] and [`FLUSH_CHANGED`].
+pub(super) fn flush_columns<'r>(rows: impl Iterator<Item = &'r TokenRow>) -> Option<Columns> {
+    Columns::of(rows, |cells, row| {
+        cells
+            .put(row.token.clone())
+            .put(row.state.clone())
+            .put(row.status.as_str().to_string())
+            .put(row.visit)
+            .put(to_text(&row.context))
+            .put(row.entered_at)
+            .put(row.parent.clone())
+            .put(row.workflow.clone())
+            .put(row.graph.as_deref().map(str::to_string));
+    })
+}
+
 impl Tokens for PgTx<'_> {
     fn lock_family(&self, token: &str, wait: bool) -> StoreResult<bool> {
         let mut current = token.to_string();
@@ -134,7 +153,7 @@ impl Tokens for PgTx<'_> {
             const_format(SELECT, " WHERE token = $1 FOR UPDATE SKIP LOCKED")
         };
         let found = self.query_opt(&sql, &[&top])?;
-        let row = found.as_ref().map(read).transpose()?;
+        let row = found.as_ref().map(TokenRow::read).transpose()?;
         if row.is_none() && !wait {
             // Not there, or held by another: only a second look tells.
             let there = self.query_opt("SELECT 1 FROM tokens WHERE token = $1", &[&top])?;
@@ -162,7 +181,7 @@ impl Tokens for PgTx<'_> {
             None => {
                 let sql = const_format(SELECT, " WHERE lower(token) = lower($1)");
                 let found = self.unflushed(&sql, &[&id])?;
-                found.first().map(read).transpose()?
+                found.first().map(TokenRow::read).transpose()?
             }
         };
         let (row, other) = match found {
@@ -174,6 +193,41 @@ impl Tokens for PgTx<'_> {
         Ok(row)
     }
 
+    fn insert_token(&self, row: &TokenRow) -> StoreResult<()> {
+        // A new id: what was read of folded ids may no longer be so.
+        *self.folded.borrow_mut() = None;
+        // Written with the transaction's other writes (`pending.rs`).
+        self.pending
+            .borrow_mut()
+            .tokens
+            .add(row.token.clone(), row.clone());
+        Ok(())
+    }
+
+    fn update_token(&self, row: &TokenRow) -> StoreResult<()> {
+        self.pending
+            .borrow_mut()
+            .tokens
+            .change(&row.token, row.clone());
+        Ok(())
+    }
+
+    fn delete_token(&self, token: &str) -> StoreResult<()> {
+        *self.folded.borrow_mut() = None;
+        // One round trip; each table's rows are found by its token index.
+        self.execute(
+            "WITH ledger_gone AS (DELETE FROM ledger WHERE token = $1),
+                  tasks_gone AS (DELETE FROM tasks WHERE token = $1),
+                  timers_gone AS (DELETE FROM timers WHERE token = $1),
+                  memory_gone AS (DELETE FROM memory WHERE token = $1)
+             DELETE FROM tokens WHERE token = $1",
+            &[&token],
+        )?;
+        Ok(())
+    }
+}
+
+impl TokenReads for PgTx<'_> {
     fn token_folded(&self, id: &str) -> StoreResult<Option<String>> {
         if let Some((asked, other)) = self.folded.borrow().as_ref() {
             if asked == id {
@@ -185,19 +239,6 @@ impl Tokens for PgTx<'_> {
             &[&id],
         )?;
         found.map(|row| get(&row, 0)).transpose()
-    }
-
-    fn insert_token(&self, row: &TokenRow) -> StoreResult<()> {
-        // A new id: what was read of folded ids may no longer be so.
-        *self.folded.borrow_mut() = None;
-        // Written with the transaction's other writes (`pending.rs`).
-        self.pending.borrow_mut().new_token(row);
-        Ok(())
-    }
-
-    fn update_token(&self, row: &TokenRow) -> StoreResult<()> {
-        self.pending.borrow_mut().token(row);
-        Ok(())
     }
 
     fn find_tokens(
@@ -215,7 +256,7 @@ impl Tokens for PgTx<'_> {
         );
         let status = status.map(Closed::as_str);
         let rows = self.query(&sql, &[&status, &parent, &limit])?;
-        rows.iter().map(read).collect()
+        rows.iter().map(TokenRow::read).collect()
     }
 
     fn count_live(&self) -> StoreResult<i64> {
@@ -243,7 +284,7 @@ impl Tokens for PgTx<'_> {
             ),
         );
         let rows = self.query(&sql, &params.refs())?;
-        rows.iter().map(read).collect()
+        rows.iter().map(TokenRow::read).collect()
     }
 
     fn count_tokens(&self, scan: &TokenScan) -> StoreResult<i64> {
@@ -270,26 +311,12 @@ impl Tokens for PgTx<'_> {
             &format!(" WHERE {clause} ORDER BY token LIMIT {limit_at}"),
         );
         let rows = self.query(&sql, &params.refs())?;
-        rows.iter().map(read).collect()
+        rows.iter().map(TokenRow::read).collect()
     }
 
     fn holds_newest_id(&self, _token: &str) -> StoreResult<bool> {
         // The sequences never hand out an id twice, whatever is deleted.
         Ok(false)
-    }
-
-    fn delete_token(&self, token: &str) -> StoreResult<()> {
-        *self.folded.borrow_mut() = None;
-        // One round trip; each table's rows are found by its token index.
-        self.execute(
-            "WITH ledger_gone AS (DELETE FROM ledger WHERE token = $1),
-                  tasks_gone AS (DELETE FROM tasks WHERE token = $1),
-                  timers_gone AS (DELETE FROM timers WHERE token = $1),
-                  memory_gone AS (DELETE FROM memory WHERE token = $1)
-             DELETE FROM tokens WHERE token = $1",
-            &[&token],
-        )?;
-        Ok(())
     }
 }
 

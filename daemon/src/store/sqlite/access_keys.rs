@@ -3,7 +3,6 @@
 use rusqlite::params;
 
 use super::SqliteTx;
-use crate::store::access::stored_role;
 use crate::store::{AccessKeyRow, AccessKeys, StoreResult};
 
 impl AccessKeys for SqliteTx<'_> {
@@ -12,28 +11,8 @@ impl AccessKeys for SqliteTx<'_> {
             "SELECT name, role, supervisor, hash, created_at, last_used_at, revoked_at, scope
              FROM access_keys ORDER BY name",
         )?;
-        let rows = statement.query_map([], |row| {
-            Ok((
-                row.get::<_, String>(1)?,
-                AccessKeyRow {
-                    name: row.get(0)?,
-                    role: stateous_shared::access::Role::Read,
-                    supervisor: row.get(2)?,
-                    hash: row.get(3)?,
-                    created_at: row.get(4)?,
-                    last_used_at: row.get(5)?,
-                    revoked_at: row.get(6)?,
-                    scope: row.get(7)?,
-                },
-            ))
-        })?;
-        let mut keys = Vec::new();
-        for row in rows {
-            let (role, mut key) = row?;
-            key.role = stored_role(&role)?;
-            keys.push(key);
-        }
-        Ok(keys)
+        let rows = statement.query_map([], |row| AccessKeyRow::read(row))?;
+        Ok(rows.collect::<Result<_, _>>()?)
     }
 
     fn insert_access_key(&self, row: &AccessKeyRow) -> StoreResult<bool> {

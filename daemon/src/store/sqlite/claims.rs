@@ -8,6 +8,7 @@ use foldhash::HashMap as FastMap;
 use rusqlite::{params, OptionalExtension};
 
 use super::SqliteTx;
+use crate::store::guard::locked;
 use crate::store::{ClaimRow, Claims, StoreResult};
 
 /// How many supervisors' rows [`KnownClaims`] keeps before it starts afresh.
@@ -28,15 +29,7 @@ pub type Changed = FastMap<String, Option<ClaimRow>>;
 
 impl KnownClaims {
     fn with<R>(&self, work: impl FnOnce(&mut FastMap<String, Option<ClaimRow>>) -> R) -> R {
-        let mut committed = match self.committed.lock() {
-            Ok(committed) => committed,
-            Err(poisoned) => {
-                let mut committed = poisoned.into_inner();
-                committed.clear();
-                committed
-            }
-        };
-        work(&mut committed)
+        work(&mut locked(&self.committed, FastMap::clear))
     }
 
     /// A batch committed with these rows.

@@ -11,15 +11,7 @@ impl ControlPlane for SqliteTx<'_> {
             "SELECT structure, checksum, serving, since, epoch FROM control_plane WHERE id = 1",
         )?;
         let row = statement
-            .query_row([], |row| {
-                Ok(ControlPlaneRow {
-                    structure: row.get(0)?,
-                    checksum: row.get(1)?,
-                    serving: row.get(2)?,
-                    since: row.get(3)?,
-                    epoch: row.get(4)?,
-                })
-            })
+            .query_row([], |row| ControlPlaneRow::read(row))
             .optional()?;
         Ok(row.unwrap_or_default())
     }

@@ -29,16 +29,7 @@ impl Graphs for SqliteTx<'_> {
             "SELECT checksum, workflow, structure, document, first_served, last_served
              FROM graphs ORDER BY first_served, checksum",
         )?;
-        let rows = statement.query_map([], |row| {
-            Ok(GraphRow {
-                checksum: row.get(0)?,
-                workflow: row.get(1)?,
-                structure: row.get(2)?,
-                document: row.get(3)?,
-                first_served: row.get(4)?,
-                last_served: row.get(5)?,
-            })
-        })?;
+        let rows = statement.query_map([], |row| GraphRow::read(row))?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 

@@ -3,25 +3,14 @@
 use std::collections::HashMap;
 
 use rusqlite::{params, OptionalExtension, Row};
-use stateous_shared::wire::Object;
 
-use super::{corrupt, object, to_text, SqliteTx};
-use crate::store::{EntryKind, Ledger, LedgerRow, StoreResult};
+use super::{to_text, SqliteTx};
+use crate::store::{Ledger, LedgerReads, LedgerRow, NewEntry, StoreResult};
 
 const COLUMNS: &str = "id, token, seq, at, kind, key, data, key_name";
 
 fn read(row: &Row<'_>) -> rusqlite::Result<LedgerRow> {
-    let data: String = row.get(6)?;
-    Ok(LedgerRow {
-        id: row.get(0)?,
-        token: row.get(1)?,
-        seq: row.get(2)?,
-        at: row.get(3)?,
-        kind: row.get(4)?,
-        key: row.get(5)?,
-        data: object(&data).map_err(corrupt)?,
-        by: row.get(7)?,
-    })
+    LedgerRow::read(row)
 }
 
 impl Ledger for SqliteTx<'_> {
@@ -35,14 +24,7 @@ impl Ledger for SqliteTx<'_> {
         *self.by.borrow_mut() = key.map(str::to_string);
     }
 
-    fn insert_entry(
-        &self,
-        token: &str,
-        seq: i64,
-        kind: EntryKind,
-        key: Option<&str>,
-        data: &Object,
-    ) -> StoreResult<i64> {
+    fn insert_entry(&self, token: &str, seq: i64, entry: NewEntry<'_>) -> StoreResult<i64> {
         // No RETURNING: SQLite buffers its rows in a temporary table.
         self.prepare(
             "INSERT INTO ledger (token, seq, at, kind, key, data, key_name)
@@ -52,9 +34,9 @@ impl Ledger for SqliteTx<'_> {
             token,
             seq,
             self.now(),
-            kind.as_str(),
-            key,
-            to_text(data),
+            entry.kind.as_str(),
+            entry.key,
+            to_text(entry.data),
             self.by.borrow().as_deref()
         ])?;
         let id = self.conn.last_insert_rowid();
@@ -62,6 +44,40 @@ impl Ledger for SqliteTx<'_> {
         Ok(id)
     }
 
+    fn counts(&self, token: &str) -> StoreResult<HashMap<String, i64>> {
+        // Counted here, not with GROUP BY: SQLite groups through a temporary
+        // B-tree, which costs more than the few rows of one token.
+        let mut statement = self.prepare(
+            "SELECT json_extract(data, '$.event') FROM ledger
+             WHERE token = ?1 AND kind = 'event_accepted'",
+        )?;
+        let rows = statement.query_map([token], |row| row.get::<_, Option<String>>(0))?;
+        let mut counts = HashMap::new();
+        for event in rows {
+            *counts.entry(event?.unwrap_or_default()).or_insert(0) += 1;
+        }
+        Ok(counts)
+    }
+
+    fn visits(&self, token: &str, state: &str) -> StoreResult<i64> {
+        let mut statement = self.prepare(
+            "SELECT count(*) FROM ledger
+             WHERE token = ?1 AND kind = 'entered' AND json_extract(data, '$.state') = ?2",
+        )?;
+        Ok(statement.query_row(params![token, state], |row| row.get(0))?)
+    }
+
+    fn last_accepted(&self, token: &str) -> StoreResult<Option<LedgerRow>> {
+        let sql = format!(
+            "SELECT {COLUMNS} FROM ledger WHERE token = ?1 AND kind = 'event_accepted'
+             ORDER BY seq DESC LIMIT 1"
+        );
+        let mut statement = self.prepare(&sql)?;
+        Ok(statement.query_row([token], read).optional()?)
+    }
+}
+
+impl LedgerReads for SqliteTx<'_> {
     fn entries_since(
         &self,
         after: i64,
@@ -108,37 +124,5 @@ impl Ledger for SqliteTx<'_> {
     fn has_key(&self, token: &str, key: &str) -> StoreResult<bool> {
         let mut statement = self.prepare("SELECT 1 FROM ledger WHERE token = ?1 AND key = ?2")?;
         Ok(statement.exists(params![token, key])?)
-    }
-
-    fn counts(&self, token: &str) -> StoreResult<HashMap<String, i64>> {
-        // Counted here, not with GROUP BY: SQLite groups through a temporary
-        // B-tree, which costs more than the few rows of one token.
-        let mut statement = self.prepare(
-            "SELECT json_extract(data, '$.event') FROM ledger
-             WHERE token = ?1 AND kind = 'event_accepted'",
-        )?;
-        let rows = statement.query_map([token], |row| row.get::<_, Option<String>>(0))?;
-        let mut counts = HashMap::new();
-        for event in rows {
-            *counts.entry(event?.unwrap_or_default()).or_insert(0) += 1;
-        }
-        Ok(counts)
-    }
-
-    fn visits(&self, token: &str, state: &str) -> StoreResult<i64> {
-        let mut statement = self.prepare(
-            "SELECT count(*) FROM ledger
-             WHERE token = ?1 AND kind = 'entered' AND json_extract(data, '$.state') = ?2",
-        )?;
-        Ok(statement.query_row(params![token, state], |row| row.get(0))?)
-    }
-
-    fn last_accepted(&self, token: &str) -> StoreResult<Option<LedgerRow>> {
-        let sql = format!(
-            "SELECT {COLUMNS} FROM ledger WHERE token = ?1 AND kind = 'event_accepted'
-             ORDER BY seq DESC LIMIT 1"
-        );
-        let mut statement = self.prepare(&sql)?;
-        Ok(statement.query_row([token], read).optional()?)
     }
 }

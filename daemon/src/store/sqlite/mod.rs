@@ -29,9 +29,10 @@ use rusqlite::{CachedStatement, Connection, OpenFlags, Statement};
 
 pub use store::SqliteStore;
 
-pub(crate) use crate::store::json::{object, optional_object, to_text};
+pub(crate) use crate::store::json::to_text;
 
-use super::{locked, Closed, StoreError, StoreResult, TaskRow, TimerRow, Tx};
+use super::rows::Stored;
+use super::{Closed, StoreError, StoreResult, Tx};
 
 /// A transaction (or a savepoint inside one) on a SQLite connection, at `now`.
 pub struct SqliteTx<'c> {
@@ -173,16 +174,8 @@ impl Tx for SqliteTx<'_> {
         self.now.get()
     }
 
-    fn lock_task(&self, id: i64, wait: bool) -> StoreResult<Option<TaskRow>> {
-        locked::task(self, id, wait, false)
-    }
-
-    fn lock_timer(&self, id: i64) -> StoreResult<Option<TimerRow>> {
-        locked::timer(self, id, false)
-    }
-
-    fn lock_tasks(&self, ids: &[i64]) -> StoreResult<Vec<TaskRow>> {
-        locked::tasks(self, ids, false)
+    fn reads_again(&self) -> bool {
+        false
     }
 }
 
@@ -241,6 +234,25 @@ pub fn open(path: &Path, busy_timeout: Duration, read_only: bool) -> StoreResult
 /// mapper can use `?`.
 pub(crate) fn corrupt(error: StoreError) -> rusqlite::Error {
     rusqlite::Error::ToSqlConversionFailure(Box::new(error))
+}
+
+impl Stored for rusqlite::Row<'_> {
+    type Error = rusqlite::Error;
+    fn corrupt(error: StoreError) -> rusqlite::Error {
+        corrupt(error)
+    }
+    fn int(&self, at: usize) -> rusqlite::Result<i64> {
+        self.get(at)
+    }
+    fn text(&self, at: usize) -> rusqlite::Result<String> {
+        self.get(at)
+    }
+    fn maybe_int(&self, at: usize) -> rusqlite::Result<Option<i64>> {
+        self.get(at)
+    }
+    fn maybe_text(&self, at: usize) -> rusqlite::Result<Option<String>> {
+        self.get(at)
+    }
 }
 
 impl From<rusqlite::Error> for StoreError {

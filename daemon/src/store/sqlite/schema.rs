@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 
 use rusqlite::{Connection, OptionalExtension};
 
-use crate::store::schema::{plan, MigrateError, VERSIONS, VERSION_TABLE};
+use crate::store::schema::{plan, MigrateError, HOT_INDEXES, VERSIONS, VERSION_TABLE};
 use crate::store::status::{
     check_list, ClockKind, TaskStatus, TimerKind, TimerStatus, TokenStatus,
 };
@@ -228,20 +228,6 @@ fn any_of(column: &str, list: &str) -> String {
         .collect::<Vec<_>>()
         .join(" OR ")
 }
-
-/// Version 0006: indexes for the write path's hot reads: the queue in id order (a claim
-/// takes the oldest queued task), the claimed tasks by the end of their leases and the
-/// pending timers by their due time (the clock's tick), all partial, so that they hold
-/// only the rows those reads look for; and idempotency keys indexed only where a key
-/// was given.
-const HOT_INDEXES: &str = "
-CREATE INDEX tasks_queued ON tasks (id) WHERE status = 'queued';
-CREATE INDEX tasks_leases ON tasks (lease_until) WHERE status = 'claimed';
-DROP INDEX timers_due;
-CREATE INDEX timers_due ON timers (due_at) WHERE status = 'pending';
-DROP INDEX ledger_key;
-CREATE UNIQUE INDEX ledger_key ON ledger (token, key) WHERE key IS NOT NULL;
-";
 
 /// Version 0005: `control_plane.clock`, the kind of clock that served the database
 /// (`store::status::ClockKind`), so that `serve --dev-clock` is refused on a database a

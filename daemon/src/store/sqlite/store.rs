@@ -14,7 +14,7 @@ use super::{open, SqliteTx};
 use crate::clock::micros;
 use crate::store::backend::{Inspected, StoreOptions};
 use crate::store::feed::FeedMark;
-use crate::store::schema::{MigrateError, VERSIONS};
+use crate::store::schema::MigrateError;
 use crate::store::serving;
 use crate::store::{ControlPlane, StoreError, StoreResult, Tx};
 
@@ -88,10 +88,8 @@ impl SqliteStore {
             MigrateError::Foreign(why) => format!("cannot use the database {shown}: {why}"),
             other => format!("cannot open the database {shown}: {other}"),
         })?;
-        match first {
-            0 => return Ok(Inspected::Empty),
-            first if first < VERSIONS.len() => return Ok(Inspected::NotYet { first }),
-            _ => {}
+        if let Some(inspected) = Inspected::before_reading(first) {
+            return Ok(inspected);
         }
         let cannot = |e: StoreError| format!("cannot use the database {shown}: {e}");
         conn.execute_batch("BEGIN").map_err(|e| cannot(e.into()))?;

@@ -3,24 +3,14 @@
 use rusqlite::{params, OptionalExtension, Row};
 use serde_json::Value;
 
-use super::{closed, SqliteTx};
-use crate::store::{Head, StoreResult, TaskRow, Tasks};
+use super::SqliteTx;
+use crate::store::{Head, StoreResult, TaskReads, TaskRow, Tasks};
 
 const COLUMNS: &str =
     "id, token, state, visit, status, attempt, claimed_by, lease_until, queued_at";
 
 fn read(row: &Row<'_>) -> rusqlite::Result<TaskRow> {
-    Ok(TaskRow {
-        id: row.get(0)?,
-        token: row.get(1)?,
-        state: row.get(2)?,
-        visit: row.get(3)?,
-        status: closed(row.get(4)?)?,
-        attempt: row.get(5)?,
-        claimed_by: row.get(6)?,
-        lease_until: row.get(7)?,
-        queued_at: row.get(8)?,
-    })
+    TaskRow::read(row)
 }
 
 fn ids(values: &[i64]) -> String {
@@ -69,13 +59,6 @@ impl Tasks for SqliteTx<'_> {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
-    fn tasks_of(&self, token: &str) -> StoreResult<Vec<TaskRow>> {
-        let sql = format!("SELECT {COLUMNS} FROM tasks WHERE token = ?1 ORDER BY id");
-        let mut statement = self.prepare(&sql)?;
-        let rows = statement.query_map([token], read)?;
-        Ok(rows.collect::<Result<_, _>>()?)
-    }
-
     fn lock_queued(&self, states: &[(Option<String>, String)]) -> StoreResult<Head> {
         // The one writer holds every family: the oldest candidate is free, and
         // the search covers child tokens' tasks too, so none found is none.
@@ -83,38 +66,6 @@ impl Tasks for SqliteTx<'_> {
             Some(&id) => Head::Task(id),
             None => Head::Empty,
         })
-    }
-
-    fn queued_tasks(
-        &self,
-        states: &[(Option<String>, String)],
-        limit: i64,
-    ) -> StoreResult<Vec<i64>> {
-        // One query per state, each walking `tasks_queue` in id order and stopping
-        // at `limit`, then merged: one query over all states would sort every
-        // queued task of those states on each claim. The limit is part of the SQL
-        // text, not a bound parameter: SQLite re-prepares a statement on every run
-        // whose LIMIT is a parameter (it may steer the plan).
-        let sql = format!(
-            "SELECT t.id FROM tasks t JOIN tokens k ON k.token = t.token
-             WHERE t.status = 'queued' AND t.state = ?1
-               AND coalesce(k.workflow, '') = ?2 AND k.status = 'active'
-             ORDER BY t.id LIMIT {}",
-            limit.max(0)
-        );
-        let mut statement = self.prepare(&sql)?;
-        let mut found = Vec::new();
-        for (workflow, state) in states {
-            let workflow = workflow.as_deref().unwrap_or("");
-            let rows = statement.query_map(params![state, workflow], |row| row.get(0))?;
-            for id in rows {
-                found.push(id?);
-            }
-        }
-        found.sort_unstable();
-        found.dedup();
-        found.truncate(usize::try_from(limit).unwrap_or(0));
-        Ok(found)
     }
 
     fn renew_leases(&self, supervisor: &str, ids_: &[i64], until: i64) -> StoreResult<Vec<i64>> {
@@ -150,6 +101,47 @@ impl Tasks for SqliteTx<'_> {
              WHERE status = 'claimed' AND lease_until IS NOT NULL AND lease_until < ?1",
         )?;
         Ok(statement.execute([until])?)
+    }
+}
+
+impl TaskReads for SqliteTx<'_> {
+    fn tasks_of(&self, token: &str) -> StoreResult<Vec<TaskRow>> {
+        let sql = format!("SELECT {COLUMNS} FROM tasks WHERE token = ?1 ORDER BY id");
+        let mut statement = self.prepare(&sql)?;
+        let rows = statement.query_map([token], read)?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    fn queued_tasks(
+        &self,
+        states: &[(Option<String>, String)],
+        limit: i64,
+    ) -> StoreResult<Vec<i64>> {
+        // One query per state, each walking `tasks_queue` in id order and stopping
+        // at `limit`, then merged: one query over all states would sort every
+        // queued task of those states on each claim. The limit is part of the SQL
+        // text, not a bound parameter: SQLite re-prepares a statement on every run
+        // whose LIMIT is a parameter (it may steer the plan).
+        let sql = format!(
+            "SELECT t.id FROM tasks t JOIN tokens k ON k.token = t.token
+             WHERE t.status = 'queued' AND t.state = ?1
+               AND coalesce(k.workflow, '') = ?2 AND k.status = 'active'
+             ORDER BY t.id LIMIT {}",
+            limit.max(0)
+        );
+        let mut statement = self.prepare(&sql)?;
+        let mut found = Vec::new();
+        for (workflow, state) in states {
+            let workflow = workflow.as_deref().unwrap_or("");
+            let rows = statement.query_map(params![state, workflow], |row| row.get(0))?;
+            for id in rows {
+                found.push(id?);
+            }
+        }
+        found.sort_unstable();
+        found.dedup();
+        found.truncate(usize::try_from(limit).unwrap_or(0));
+        Ok(found)
     }
 
     fn expired_leases(&self) -> StoreResult<Vec<i64>> {

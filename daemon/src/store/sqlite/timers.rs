@@ -1,73 +1,34 @@
 //! The SQL of `timers`: timeouts and routines' timers.
 
 use rusqlite::{params, OptionalExtension, Row};
-use stateous_shared::wire::Object;
 
-use super::{closed, corrupt, optional_object, to_text, SqliteTx};
-use crate::store::{StoreResult, TimerKind, TimerRow, TimerStatus, Timers};
+use super::{to_text, SqliteTx};
+use crate::store::{NewTimer, StoreResult, TimerReads, TimerRow, Timers};
 
 const COLUMNS: &str = "id, token, state, visit, event, payload, set_at, due_at, status, kind";
 
 fn read(row: &Row<'_>) -> rusqlite::Result<TimerRow> {
-    Ok(TimerRow {
-        id: row.get(0)?,
-        token: row.get(1)?,
-        state: row.get(2)?,
-        visit: row.get(3)?,
-        event: row.get(4)?,
-        payload: optional_object(row.get(5)?).map_err(corrupt)?,
-        set_at: row.get(6)?,
-        due_at: row.get(7)?,
-        status: closed(row.get(8)?)?,
-        kind: closed(row.get(9)?)?,
-    })
+    TimerRow::read(row)
 }
 
 impl Timers for SqliteTx<'_> {
-    fn add_timer(
-        &self,
-        token: &str,
-        state: &str,
-        visit: i64,
-        event: &str,
-        payload: Option<&Object>,
-        due_at: i64,
-        kind: TimerKind,
-    ) -> StoreResult<TimerRow> {
+    fn set_timer(&self, timer: NewTimer<'_>) -> StoreResult<TimerRow> {
         // No RETURNING: SQLite buffers its rows in a temporary table.
         let mut statement = self.prepare(
             "INSERT INTO timers (token, state, visit, event, payload, set_at, due_at, status, kind)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending', ?8)",
         )?;
         statement.execute(params![
-            token,
-            state,
-            visit,
-            event,
-            payload.map(to_text),
+            timer.token,
+            timer.state,
+            timer.visit,
+            timer.event,
+            timer.payload.map(to_text),
             self.now(),
-            due_at,
-            kind.as_str()
+            timer.due_at,
+            timer.kind.as_str()
         ])?;
-        let id = self.conn.last_insert_rowid();
-        Ok(TimerRow {
-            id,
-            token: token.to_string(),
-            state: state.to_string(),
-            visit,
-            event: event.to_string(),
-            payload: payload.cloned(),
-            set_at: self.now(),
-            due_at,
-            status: TimerStatus::Pending,
-            kind,
-        })
-    }
-
-    fn timer(&self, id: i64) -> StoreResult<Option<TimerRow>> {
-        let sql = format!("SELECT {COLUMNS} FROM timers WHERE id = ?1");
-        let mut statement = self.prepare(&sql)?;
-        Ok(statement.query_row([id], read).optional()?)
+        Ok(timer.row(self.conn.last_insert_rowid(), self.now()))
     }
 
     fn pending_timers(&self, token: &str) -> StoreResult<Vec<TimerRow>> {
@@ -84,6 +45,14 @@ impl Timers for SqliteTx<'_> {
             self.prepare("UPDATE timers SET status = ?2, due_at = ?3 WHERE id = ?1")?;
         statement.execute(params![row.id, row.status.as_str(), row.due_at])?;
         Ok(())
+    }
+}
+
+impl TimerReads for SqliteTx<'_> {
+    fn timer(&self, id: i64) -> StoreResult<Option<TimerRow>> {
+        let sql = format!("SELECT {COLUMNS} FROM timers WHERE id = ?1");
+        let mut statement = self.prepare(&sql)?;
+        Ok(statement.query_row([id], read).optional()?)
     }
 
     fn due_timers(&self) -> StoreResult<Vec<i64>> {

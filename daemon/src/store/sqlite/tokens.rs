@@ -1,28 +1,32 @@
 //! The SQL of `tokens`.
 
-use std::sync::Arc;
-
 use rusqlite::types::Value as Param;
-use rusqlite::{params, params_from_iter, OptionalExtension, Row};
+use rusqlite::{params, params_from_iter, OptionalExtension, Params, Row};
 
-use super::{closed, corrupt, object, to_text, SqliteTx};
-use crate::store::{Closed, Cursor, StoreResult, TokenRow, TokenScan, TokenStatus, Tokens};
+use super::{to_text, SqliteTx};
+use crate::store::{
+    Closed, Cursor, StoreResult, TokenReads, TokenRow, TokenScan, TokenStatus, Tokens,
+};
 
 const COLUMNS: &str = "token, state, status, visit, context, entered_at, parent, workflow, graph";
 
 fn read(row: &Row<'_>) -> rusqlite::Result<TokenRow> {
-    let context: String = row.get(4)?;
-    Ok(TokenRow {
-        token: row.get(0)?,
-        state: row.get(1)?,
-        status: closed(row.get(2)?)?,
-        visit: row.get(3)?,
-        context: Arc::new(object(&context).map_err(corrupt)?),
-        entered_at: row.get(5)?,
-        parent: row.get(6)?,
-        workflow: row.get(7)?,
-        graph: row.get::<_, Option<String>>(8)?.map(Arc::from),
-    })
+    TokenRow::read(row)
+}
+
+/// A row's values, in the order of [`COLUMNS`] (`?1` to `?9`).
+fn values(row: &TokenRow) -> impl Params + '_ {
+    (
+        &row.token,
+        &row.state,
+        row.status.as_str(),
+        row.visit,
+        to_text(&row.context),
+        row.entered_at,
+        &row.parent,
+        &row.workflow,
+        row.graph.as_deref(),
+    )
 }
 
 impl Tokens for SqliteTx<'_> {
@@ -41,45 +45,39 @@ impl Tokens for SqliteTx<'_> {
         Ok(statement.query_row([id], read).optional()?)
     }
 
+    fn insert_token(&self, row: &TokenRow) -> StoreResult<()> {
+        let sql =
+            format!("INSERT INTO tokens ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)");
+        self.prepare(&sql)?.execute(values(row))?;
+        Ok(())
+    }
+
+    fn update_token(&self, row: &TokenRow) -> StoreResult<()> {
+        // The same values as an insert's: `parent` and `workflow` (`?7`, `?8`)
+        // never change.
+        let mut statement = self.prepare(
+            "UPDATE tokens SET state = ?2, status = ?3, visit = ?4, context = ?5, entered_at = ?6,
+             graph = ?9 WHERE token = ?1",
+        )?;
+        statement.execute(values(row))?;
+        Ok(())
+    }
+
+    fn delete_token(&self, token: &str) -> StoreResult<()> {
+        for table in ["ledger", "tasks", "timers", "memory", "tokens"] {
+            let sql = format!("DELETE FROM {table} WHERE token = ?1");
+            self.prepare(&sql)?.execute([token])?;
+        }
+        Ok(())
+    }
+}
+
+impl TokenReads for SqliteTx<'_> {
     fn token_folded(&self, id: &str) -> StoreResult<Option<String>> {
         let mut statement = self.prepare(
             "SELECT token FROM tokens WHERE lower(token) = lower(?1) AND token <> ?1 LIMIT 1",
         )?;
         Ok(statement.query_row([id], |row| row.get(0)).optional()?)
-    }
-
-    fn insert_token(&self, row: &TokenRow) -> StoreResult<()> {
-        let sql =
-            format!("INSERT INTO tokens ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)");
-        self.prepare(&sql)?.execute(params![
-            row.token,
-            row.state,
-            row.status.as_str(),
-            row.visit,
-            to_text(&row.context),
-            row.entered_at,
-            row.parent,
-            row.workflow,
-            row.graph.as_deref()
-        ])?;
-        Ok(())
-    }
-
-    fn update_token(&self, row: &TokenRow) -> StoreResult<()> {
-        let mut statement = self.prepare(
-            "UPDATE tokens SET state = ?2, status = ?3, visit = ?4, context = ?5, entered_at = ?6,
-             graph = ?7 WHERE token = ?1",
-        )?;
-        statement.execute(params![
-            row.token,
-            row.state,
-            row.status.as_str(),
-            row.visit,
-            to_text(&row.context),
-            row.entered_at,
-            row.graph.as_deref()
-        ])?;
-        Ok(())
     }
 
     fn find_tokens(
@@ -158,14 +156,6 @@ impl Tokens for SqliteTx<'_> {
         )?;
         let holds: Option<bool> = statement.query_row([token], |row| row.get(0))?;
         Ok(holds.unwrap_or(false))
-    }
-
-    fn delete_token(&self, token: &str) -> StoreResult<()> {
-        for table in ["ledger", "tasks", "timers", "memory", "tokens"] {
-            let sql = format!("DELETE FROM {table} WHERE token = ?1");
-            self.prepare(&sql)?.execute([token])?;
-        }
-        Ok(())
     }
 }
 

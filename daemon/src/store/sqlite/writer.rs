@@ -32,10 +32,10 @@ use rusqlite::Connection;
 use super::claims::{self, KnownClaims};
 use super::SqliteTx;
 use crate::clock::Clock;
-use crate::store::cache::{Cache, Overlay};
-use crate::store::cached::{CachedTx, Locking};
+use crate::store::cached_tx::{CachedTx, Locking};
+use crate::store::facts::{Cache, Overlay};
 use crate::store::feed::FeedMark;
-use crate::store::request::{self, Request, Waiting};
+use crate::store::request::{self, next_batch, Request, Waiting};
 use crate::store::{StoreError, StoreResult, Tx};
 
 /// How many waiting requests one transaction takes at most, so that one commit
@@ -69,7 +69,7 @@ struct Shared {
     lost: AtomicBool,
     mark: FeedMark,
     busy_timeout: Duration,
-    /// What the write path knows of each token it changed (`store/cache.rs`).
+    /// What the write path knows of each token it changed (`store/facts.rs`).
     cache: Cache,
     /// The rows of `claims` the writer knows (`claims.rs`).
     claims: KnownClaims,
@@ -151,14 +151,7 @@ impl Writer {
 }
 
 fn run(conn: Connection, clock: Clock, queue: mpsc::Receiver<Job>, shared: &Shared) {
-    while let Ok(first) = queue.recv() {
-        let mut batch = vec![first];
-        while batch.len() < MOST_IN_ONE_COMMIT {
-            match queue.try_recv() {
-                Ok(job) => batch.push(job),
-                Err(_) => break,
-            }
-        }
+    while let Some(batch) = next_batch(&queue, MOST_IN_ONE_COMMIT) {
         let Some(batch) = begin(&conn, batch) else {
             continue;
         };
@@ -373,6 +366,25 @@ mod tests {
         .0
     }
 
+    /// A request that holds the writer until `release` sends, once it runs: the
+    /// requests submitted meanwhile wait behind it in one batch.
+    fn blocked(
+        writer: &Writer,
+    ) -> (
+        impl Future<Output = StoreResult<()>>,
+        std::sync::mpsc::Sender<()>,
+    ) {
+        let (started, wait_started) = std::sync::mpsc::channel::<()>();
+        let (release, gate) = std::sync::mpsc::channel::<()>();
+        let blocker = writer.submit(move |_| {
+            started.send(()).unwrap();
+            gate.recv().unwrap();
+            (true, ())
+        });
+        wait_started.recv().unwrap();
+        (blocker, release)
+    }
+
     fn row(tx: &dyn Tx, token: &str) -> i64 {
         let data = json!({"n": 1}).as_object().unwrap().clone();
         tx.append(token, crate::store::EntryKind::Note, None, &data)
@@ -383,14 +395,7 @@ mod tests {
     async fn waiting_requests_commit_together_and_a_failed_one_rolls_back_alone() {
         let folder = tempfile::tempdir().unwrap();
         let writer = writer(&folder);
-        let (started, wait_started) = std::sync::mpsc::channel::<()>();
-        let (release, gate) = std::sync::mpsc::channel::<()>();
-        let blocker = writer.submit(move |_| {
-            started.send(()).unwrap();
-            gate.recv().unwrap();
-            (true, ())
-        });
-        wait_started.recv().unwrap();
+        let (blocker, release) = blocked(&writer);
         let kept: Vec<_> = (0..50)
             .map(|_| writer.submit(|tx| (true, row(tx, "kept"))))
             .collect();
@@ -446,14 +451,7 @@ mod tests {
             (true, ())
         });
         first.await.unwrap();
-        let (started, wait_started) = std::sync::mpsc::channel::<()>();
-        let (release, gate) = std::sync::mpsc::channel::<()>();
-        let blocker = writer.submit(move |_| {
-            started.send(()).unwrap();
-            gate.recv().unwrap();
-            (true, ())
-        });
-        wait_started.recv().unwrap();
+        let (blocker, release) = blocked(&writer);
         // One batch: a refused request that wrote (the batch runs again, each in a
         // savepoint), then requests that read what was kept before them.
         let seen_first = writer.submit(|tx| (true, last(tx, "s")));
@@ -518,14 +516,7 @@ mod tests {
     async fn a_full_queue_answers_busy_without_running_and_takes_requests_again_once_it_drains() {
         let folder = tempfile::tempdir().unwrap();
         let writer = writer(&folder);
-        let (started, wait_started) = std::sync::mpsc::channel::<()>();
-        let (release, gate) = std::sync::mpsc::channel::<()>();
-        let blocker = writer.submit(move |_| {
-            started.send(()).unwrap();
-            gate.recv().unwrap();
-            (true, ())
-        });
-        wait_started.recv().unwrap();
+        let (blocker, release) = blocked(&writer);
         let waiting: Vec<_> = (0..MOST_WAITING)
             .map(|_| writer.submit(|tx| (true, row(tx, "waited"))))
             .collect();
@@ -557,14 +548,7 @@ mod tests {
     async fn a_batch_whose_refused_requests_wrote_nothing_runs_once() {
         let folder = tempfile::tempdir().unwrap();
         let writer = writer(&folder);
-        let (started, wait_started) = std::sync::mpsc::channel::<()>();
-        let (release, gate) = std::sync::mpsc::channel::<()>();
-        let blocker = writer.submit(move |_| {
-            started.send(()).unwrap();
-            gate.recv().unwrap();
-            (true, ())
-        });
-        wait_started.recv().unwrap();
+        let (blocker, release) = blocked(&writer);
         let first = writer.submit(|tx| (true, row(tx, "kept")));
         let refused = writer.submit(|tx| (false, tx.entries("kept").unwrap().len()));
         let second = writer.submit(|tx| (true, row(tx, "kept")));

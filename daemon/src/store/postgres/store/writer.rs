@@ -4,7 +4,7 @@
 //! (`sqlite/writer.rs`). This control plane is the one writer of the database (the
 //! serving lock and the epoch fence, `docs/guarantees.md`), so a batch needs no row
 //! locks: each family a request changes is taken in this process only
-//! ([`Locking::Batch`]), and the facts the write path knows (`store/cache.rs`) answer
+//! ([`Locking::Batch`]), and the facts the write path knows (`store/facts.rs`) answer
 //! most reads.
 //!
 //! A request that cannot finish in the batch runs again alone, in a transaction of
@@ -34,9 +34,9 @@ use foldhash::HashSet as FastSet;
 use tokio::runtime::Handle;
 
 use super::{Inner, PgTx};
-use crate::store::cache::Overlay;
-use crate::store::cached::{BatchLocks, CachedTx, Locking};
-use crate::store::request::{self, Request, Waiting};
+use crate::store::cached_tx::{BatchLocks, CachedTx, Locking};
+use crate::store::facts::Overlay;
+use crate::store::request::{self, next_batch, Request, Waiting};
 use crate::store::{StoreError, StoreResult, Tx};
 
 /// How many waiting requests one transaction takes at most, so that one commit
@@ -111,14 +111,7 @@ impl Writer {
         std::thread::Builder::new()
             .name("stateous-writer".into())
             .spawn(move || {
-                while let Ok(first) = queue.recv() {
-                    let mut batch = vec![first];
-                    while batch.len() < MOST_IN_ONE_COMMIT {
-                        match queue.try_recv() {
-                            Ok(job) => batch.push(job),
-                            Err(_) => break,
-                        }
-                    }
+                while let Some(batch) = next_batch(&queue, MOST_IN_ONE_COMMIT) {
                     run_batch(&inner, batch);
                 }
             })?;
@@ -205,13 +198,13 @@ fn run_batch(inner: &Arc<Inner>, batch: Vec<Job>) {
     let locks = BatchLocks {
         families: &inner.families,
         held: RefCell::new(FastSet::default()),
-        beside: &inner.beside,
-        mark: inner.beside.began(),
+        solo: &inner.solo,
+        mark: inner.solo.began(),
     };
     // Which requests run alone after the batch (they had to wait for a family).
     let mut contended = vec![false; requests.len()];
     let tx = PgTx::new(&mut conn, inner.clock.now(), &inner.mark, &inner.ids)
-        .for_batch(&inner.claims, &inner.beside);
+        .for_batch(&inner.claims, &inner.solo);
     let mut outcome = Outcome::Ran;
     if !about.is_empty() {
         if let Err(error) = tx.read_ahead(&about, locks.mark) {

@@ -21,7 +21,8 @@ use foldhash::{HashMap as FastMap, HashSet as FastSet};
 use std::num::NonZeroUsize;
 use std::sync::{Arc, Mutex};
 
-use super::cached::Finished;
+use super::cached_tx::Finished;
+use super::guard::{as_it_is, locked};
 use stateous_shared::wire::Object;
 
 use super::{LedgerRow, TaskRow, TimerRow, TokenRow};
@@ -115,15 +116,10 @@ impl Cache {
     fn with<R>(&self, work: impl FnOnce(&mut State) -> R) -> R {
         // A panic while the lock was held can leave a half-written entry: forget
         // everything then, rather than trust it.
-        let mut state = match self.state.lock() {
-            Ok(state) => state,
-            Err(poisoned) => {
-                let mut state = poisoned.into_inner();
-                state.facts.clear();
-                state.tasks.clear();
-                state
-            }
-        };
+        let mut state = locked(&self.state, |state| {
+            state.facts.clear();
+            state.tasks.clear();
+        });
         work(&mut state)
     }
 
@@ -225,10 +221,7 @@ impl<'c> Overlay<'c> {
     }
 
     fn kept(&self) -> std::sync::MutexGuard<'_, Kept> {
-        match self.kept.lock() {
-            Ok(kept) => kept,
-            Err(poisoned) => poisoned.into_inner(),
-        }
+        locked(&self.kept, as_it_is)
     }
 
     /// A kept request's changes.
