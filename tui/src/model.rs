@@ -8,9 +8,9 @@ use chrono::{DateTime, FixedOffset, Utc};
 use stateous_shared::graph::Graph;
 use stateous_shared::wire::{HistoryEntry, TokenView};
 
-use stateous_shared::live::{DevClock, StateCount, SupervisorList, TokenDetail};
-use stateous_shared::operate::why::Why;
-use stateous_shared::operate::{BulkAnswer, BulkRequest};
+use stateous_shared::bulk::{BulkAnswer, BulkRequest};
+use stateous_shared::watch::{DevClock, StateCount, SupervisorList, TokenDetail};
+use stateous_shared::why::Why;
 
 use crate::input::LineEdit;
 
@@ -320,7 +320,7 @@ pub struct Model {
     pub quiet_ticks: u32,
     /// The kept graphs (`GET /graphs`), for the graph view's line of the older
     /// graphs that have live tokens.
-    pub graphs: Vec<stateous_shared::live::GraphView>,
+    pub graphs: Vec<stateous_shared::watch::GraphView>,
     /// The tokens of each state by status (`GET /states`), for the graph view;
     /// `None` until read, and from a daemon without the route.
     pub states: Option<Vec<StateCount>>,

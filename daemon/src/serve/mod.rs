@@ -24,15 +24,15 @@
 //!
 //! With a [`Companion`] (`serve --supervise`), the stop signals go to the
 //! companion while it runs, and the server serves on, so that its routines can
-//! still report; the server stops when the companion has ended (reference
-//! `cli/running.py`, `SupervisedServer`).
+//! still report; the server stops when the companion has ended, as the
+//! reference's does.
 
-mod clock;
 mod hooks;
 pub mod options;
 pub mod retain;
 mod socket;
 mod standby;
+mod ticker;
 
 use std::net::{SocketAddr, TcpListener as StdTcpListener, ToSocketAddrs};
 use std::path::Path;
@@ -51,10 +51,10 @@ use crate::api::tls::ServerTls;
 use crate::api::Api;
 use crate::control::{Checked, Control, Options};
 use crate::store::backend::{Database, Standby, STANDBY_NEEDS_POSTGRES};
-pub use clock::LOST_LINE;
 use options::{check_database_folder, parse_database, Listen};
 pub use options::{ServeArgs, Timings};
 use standby::{stand_by, Waited};
+pub use ticker::LOST_LINE;
 
 /// How long a graceful stop waits for the requests in progress.
 pub const GRACE: Duration = Duration::from_secs(5);
@@ -196,9 +196,9 @@ fn start(args: &ServeArgs) -> Result<Ready, String> {
         .build()
         .map_err(|e| format!("cannot start the server's threads: {e}"))?;
     let clock = if args.dev_clock {
-        crate::clock::Clock::dev()
+        crate::time_source::Clock::dev()
     } else {
-        crate::clock::Clock::system()
+        crate::time_source::Clock::system()
     };
     let stop = Arc::new(AtomicBool::new(false));
     let options = Options {
@@ -549,7 +549,7 @@ impl Serving {
         } = self;
         let on_lost = Arc::new(Notify::new());
         let (stop_clock, clock_stops) = watch::channel(false);
-        let clock = clock::Clock {
+        let clock = ticker::Clock {
             control: control.clone(),
             every: timings.tick,
             lost: Arc::clone(&lost),

@@ -1,5 +1,5 @@
 //! The models of a graph document as compiled JSON Schema validators (Draft 2020-12),
-//! built once when the graph loads (reference `control/graph.py`).
+//! built once when the graph loads, so that no request compiles a schema.
 //!
 //! A model `NAME` is checked as `{"$ref": "#/schemas/NAME", "schemas": {...}}`, so a
 //! model's own `$ref`s to `#/schemas/OTHER` resolve against the document's schemas.

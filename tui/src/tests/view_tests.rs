@@ -9,7 +9,7 @@ use ratatui::Terminal;
 use super::*;
 use crate::model::{Problem, Status};
 use crate::view::view;
-use stateous_shared::live::StoppedSupervisor;
+use stateous_shared::watch::StoppedSupervisor;
 
 /// The screen's text after drawing `model`, one line per row, trailing spaces cut.
 pub fn screen(model: &Model) -> String {
@@ -469,7 +469,7 @@ fn a_token_on_an_older_graph_names_it_in_its_detail() {
 fn the_workflow_graph_names_the_older_graphs_with_live_tokens() {
     let mut model = full_model();
     let graph = |checksum: &str, served: bool, tokens: serde_json::Value| {
-        stateous_shared::live::GraphView {
+        stateous_shared::watch::GraphView {
             checksum: checksum.into(),
             workflow: "orders".into(),
             served,

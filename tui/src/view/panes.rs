@@ -8,7 +8,7 @@ use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, Paragraph, Row, Table};
 use ratatui::Frame;
 use stateous_shared::history::{named, short, token_line};
-use stateous_shared::live::TokenDetail;
+use stateous_shared::watch::TokenDetail;
 
 use super::format::{age, clock, history_line, seconds_until, span};
 use super::{fg, wrap::wrap};

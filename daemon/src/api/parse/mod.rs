@@ -1,7 +1,7 @@
 //! Every request body, query and header of the API is read here, and only here:
 //! each JSON field's type in a fixed order (the first wrong field is the one
 //! refused, so a client always hears of the same one first), each
-//! value built with its check by the inputs layer (`crate::input`, where every
+//! value built with its check by the inputs layer (`crate::validated`, where every
 //! limit and value sentence is defined), so the handlers pass validated inputs to
 //! the control plane. Checks that need the graph or the database (a payload's
 //! model, an event's name) belong to the engine.
@@ -15,12 +15,12 @@ use stateous_shared::refusal::{Code, Refusal};
 use stateous_shared::wire::{Object, Outcome, Schedule};
 
 use super::fields::Fields;
-pub use crate::input::{
+pub use crate::validated::{
     ClaimInput, FireInput, HeartbeatInput, MemoryInput, NoteInput, ReportInput, StartInput,
     DEFAULT_LIMIT, MAX_ITEMS, MAX_KEY, MAX_LIMIT, MAX_MEMORY_KEY, MAX_NOTE, MAX_REQUEST, MAX_STATE,
     MAX_SUPERVISOR, MAX_TOKEN,
 };
-use crate::input::{Key, MemoryKey, RequestId, States, Supervisor};
+use crate::validated::{Key, MemoryKey, NewKeyInput, RequestId, States, Supervisor, MAX_KEY_NAME};
 
 /// The statuses a listing may filter on.
 pub use stateous_shared::wire::TOKEN_STATUSES as STATUSES;
@@ -182,7 +182,7 @@ impl FireInput {
 }
 
 impl ClaimInput {
-    /// The fields `parse` reads, and the `outbox` depth (`added::outbox_of`).
+    /// The fields `parse` reads, and the `outbox` depth (`supervisors::outbox_of`).
     pub const FIELDS: &'static [&'static str] = &["supervisor", "states", "request", "outbox"];
 
     /// In the reference's order: the supervisor, the states, the request id.
@@ -337,7 +337,7 @@ impl NoteInput {
             Some(Value::String(text)) => text.as_str(),
             _ => "",
         };
-        let text = crate::input::NoteText::new(text)?;
+        let text = crate::validated::NoteText::new(text)?;
         let attempt = attempt(body.get("attempt"))?;
         let key = key.map(Key::from_bytes).transpose()?;
         Ok(NoteInput {
@@ -392,6 +392,62 @@ impl MemoryInput {
             value: value.clone(),
             attempt,
         })
+    }
+}
+
+impl NewKeyInput {
+    /// From the body: `name` (422 `invalid_argument` unless 1 to 64 of
+    /// `[A-Za-z0-9._-]`), `role` (one of the four), `supervisor` (a supervisor's
+    /// name, given exactly when the role is `supervise`); any other key, or a
+    /// value that is not a string, is 422 `invalid_body`.
+    pub fn parse(body: &Object) -> Result<NewKeyInput, Refusal> {
+        use stateous_shared::access::Role;
+        if let Some(other) = body
+            .keys()
+            .find(|key| !["name", "role", "supervisor"].contains(&key.as_str()))
+        {
+            let sentence = format!("POST /access takes name, role and supervisor, not {other:?}");
+            return Err(refuse(Code::InvalidBody, sentence));
+        }
+        let text = |field: &str| match body.get(field) {
+            None | Some(serde_json::Value::Null) => Ok(None),
+            Some(serde_json::Value::String(text)) => Ok(Some(text.clone())),
+            Some(_) => Err(refuse(
+                Code::InvalidBody,
+                format!("'{field}' must be a string"),
+            )),
+        };
+        let name = text("name")?.unwrap_or_default();
+        let name_ok = (1..=MAX_KEY_NAME).contains(&name.len())
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
+        if !name_ok {
+            let sentence =
+                format!("a key's name is 1 to {MAX_KEY_NAME} of A-Z, a-z, 0-9, '.', '_' and '-'");
+            return Err(refuse(Code::InvalidArgument, sentence));
+        }
+        let role = text("role")?.unwrap_or_default();
+        let Some(role) = Role::parse(&role) else {
+            let sentence = "'role' is one of: read, operate, supervise, admin";
+            return Err(refuse(Code::InvalidArgument, sentence));
+        };
+        let supervisor = text("supervisor")?.map(Supervisor::new).transpose()?;
+        match (role, &supervisor) {
+            (Role::Supervise, None) => Err(refuse(
+                Code::InvalidArgument,
+                "a supervise key needs the supervisor it acts for ('supervisor')",
+            )),
+            (Role::Supervise, Some(_)) | (_, None) => Ok(NewKeyInput {
+                name,
+                role,
+                supervisor,
+            }),
+            (_, Some(_)) => Err(refuse(
+                Code::InvalidArgument,
+                "only a supervise key names a supervisor",
+            )),
+        }
     }
 }
 
@@ -474,9 +530,7 @@ fn shown(value: Option<&Value>) -> String {
     }
 }
 
-#[path = "inputs_operate.rs"]
-pub mod operate;
+pub mod bulk;
 
 #[cfg(test)]
-#[path = "inputs_tests.rs"]
 mod tests;

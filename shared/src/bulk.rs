@@ -1,18 +1,12 @@
-//! The wire shapes of operating many tokens, an addition of ours to the API
-//! (`docs/reference/http.md`) that no reference client asks for: the total count of
-//! `GET /tokens`, `POST /tokens/bulk` (with its preview), `POST
-//! /tokens/{id}/retry` and `GET /tokens/{id}/why` ([`why`]).
+//! The wire shapes of bulk actions, an addition of ours to the API
+//! (`docs/reference/http.md`) that no reference client asks for: `POST /tokens/bulk`
+//! (with its preview) and `POST /tokens/{id}/retry`, a bulk retry's step on one
+//! token, with the lines that count and show what an action did or would do.
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::wire::Object;
-
-pub mod why;
-
-/// The header of `GET /tokens` that carries how many tokens match in all; the body
-/// stays the reference's list of one page.
-pub const TOTAL_COUNT: &str = "x-total-count";
 
 /// The most tokens a preview samples.
 pub const SAMPLE: usize = 20;
