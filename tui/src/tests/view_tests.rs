@@ -275,6 +275,18 @@ fn at_80_by_24_enter_shows_every_fact_of_the_token() {
 }
 
 #[test]
+fn at_60_by_20_the_selected_tokens_state_status_and_task_stay_in_sight() {
+    let text = screen(&sized(60, 20));
+    for fact in [
+        "ORD-1: review, active",
+        "task      4 review claimed, attempt 2, box-1, lease 1m35s",
+    ] {
+        assert!(text.contains(fact), "no {fact:?} in\n{text}");
+    }
+    assert!(text.contains("more rows: v shows all"), "{text}");
+}
+
+#[test]
 fn at_60_by_20_the_panes_stack_and_nothing_vanishes_silently() {
     let model = sized(60, 20);
     let text = screen(&model);
