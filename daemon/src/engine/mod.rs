@@ -105,7 +105,7 @@ impl From<StoreError> for Refusal {
                 format!(
                     "the database did not answer within {}; try again (a request sent \
                      again with its idempotency key applies at most once)",
-                    crate::store::limit_words(limit)
+                    stateous_shared::durations::limit_words(limit)
                 ),
             ),
             StoreError::DiskFull => Refusal::new(Code::DatabaseBusy, DISK_FULL),

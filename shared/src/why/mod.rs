@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::bulk::span;
+use crate::durations::span;
 use crate::history::named;
 use crate::pyrepr::repr_str;
 use crate::watch::HeldEvent;

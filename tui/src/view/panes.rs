@@ -7,10 +7,11 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, Paragraph, Row, Table};
 use ratatui::Frame;
+use stateous_shared::durations::span_packed;
 use stateous_shared::history::{named, short, token_line};
 use stateous_shared::watch::TokenDetail;
 
-use super::format::{age, clock, history_line, seconds_until, span};
+use super::format::{age, clock, history_line, seconds_until};
 use super::{fg, wrap::wrap};
 use crate::model::{Model, Supervisors};
 
@@ -323,7 +324,9 @@ fn work_lines(model: &Model, detail: &TokenDetail) -> Vec<(u8, Line<'static>)> {
             .lease_until
             .as_deref()
             .and_then(|until| seconds_until(model.now, until))
-            .map_or(String::new(), |left| format!(", lease {}", span(left)));
+            .map_or(String::new(), |left| {
+                format!(", lease {}", span_packed(left))
+            });
         lines.push((
             0,
             Line::from(format!(
@@ -339,10 +342,12 @@ fn work_lines(model: &Model, detail: &TokenDetail) -> Vec<(u8, Line<'static>)> {
             // time back, so their due time is not yet known.
             let left = paused_at(model, &detail.token.token)
                 .and_then(|at| seconds_until(at, &timer.due_at))
-                .map_or(String::new(), |left| format!(" with {} left", span(left)));
+                .map_or(String::new(), |left| {
+                    format!(" with {} left", span_packed(left))
+                });
             format!("timer     {} frozen{left} (paused)", timer.event)
         } else {
-            let left = seconds_until(model.now, &timer.due_at).map_or("?".into(), span);
+            let left = seconds_until(model.now, &timer.due_at).map_or("?".into(), span_packed);
             format!(
                 "timer     {} at {} (in {left})",
                 timer.event,
@@ -457,7 +462,7 @@ pub fn supervisors(model: &Model, frame: &mut Frame, area: Rect) {
     title.push(' ');
     let running = list.iter().map(|s| {
         let stale = is_stale(&s.last_seen);
-        let seen = since(&s.last_seen).map_or("?".to_string(), span);
+        let seen = since(&s.last_seen).map_or("?".to_string(), span_packed);
         let mark = if stale { "stale" } else { "" };
         let outbox = s.outbox.map_or("?".to_string(), |d| d.to_string());
         let style = if stale {
