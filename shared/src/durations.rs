@@ -316,39 +316,43 @@ mod tests {
     }
 
     #[test]
-    fn spans_read_as_words() {
-        assert_eq!(span_words(120), "2 minutes");
-        assert_eq!(span_words(60), "1 minute");
-        assert_eq!(span_words(1), "1 second");
-        assert_eq!(span_words(90), "90 seconds");
-    }
-
-    #[test]
-    fn packed_spans_read_short() {
-        assert_eq!(span_packed(-3), "0s");
-        assert_eq!(span_packed(42), "42s");
-        assert_eq!(span_packed(185), "3m05s");
-        assert_eq!(span_packed(7800), "2h10m");
-        assert_eq!(span_packed(97_200), "1d3h");
-    }
-
-    #[test]
-    fn operator_spans_read_short() {
-        assert_eq!(span(0.4), "0s");
-        assert_eq!(span(45.9), "45s");
-        assert_eq!(span(720.0), "12m");
-        assert_eq!(span(100.0), "1m 40s");
-        assert_eq!(span(3.0 * 3600.0 + 300.0), "3h 5m");
-        assert_eq!(span(2.0 * 86400.0 + 4.0 * 3600.0 + 59.0), "2d 4h");
-        assert_eq!(span(-5.0), "0s");
-    }
-
-    #[test]
-    fn signed_spans_and_limits_read_as_the_flags_spell_them() {
-        assert_eq!(signed_span(600.2), "+10m");
-        assert_eq!(signed_span(3605.0), "+1h5s");
-        assert_eq!(signed_span(-30.0), "-30s");
-        assert_eq!(signed_span(0.3), "+0s");
+    fn each_form_writes_a_duration_as_its_readers_expect() {
+        for (seconds, words) in [
+            (120, "2 minutes"),
+            (60, "1 minute"),
+            (1, "1 second"),
+            (90, "90 seconds"),
+        ] {
+            assert_eq!(span_words(seconds), words);
+        }
+        for (seconds, packed) in [
+            (-3, "0s"),
+            (42, "42s"),
+            (185, "3m05s"),
+            (7800, "2h10m"),
+            (97_200, "1d3h"),
+        ] {
+            assert_eq!(span_packed(seconds), packed);
+        }
+        for (seconds, spoken) in [
+            (0.4, "0s"),
+            (45.9, "45s"),
+            (720.0, "12m"),
+            (100.0, "1m 40s"),
+            (3.0 * 3600.0 + 300.0, "3h 5m"),
+            (2.0 * 86400.0 + 4.0 * 3600.0 + 59.0, "2d 4h"),
+            (-5.0, "0s"),
+        ] {
+            assert_eq!(span(seconds), spoken);
+        }
+        for (seconds, signed) in [
+            (600.2, "+10m"),
+            (3605.0, "+1h5s"),
+            (-30.0, "-30s"),
+            (0.3, "+0s"),
+        ] {
+            assert_eq!(signed_span(seconds), signed);
+        }
         assert_eq!(limit_words(Duration::from_secs(2)), "2s");
         assert_eq!(limit_words(Duration::from_millis(1500)), "1500ms");
     }

@@ -92,14 +92,9 @@ impl ListInput {
             Some(text) => parse_limit(&text)?,
         };
         let parent = last("parent");
-        if let Some(parent) = &parent {
-            if !(1..=MAX_TOKEN).contains(&parent.chars().count()) {
-                return Err(refuse(
-                    Code::InvalidArgument,
-                    format!("'parent' is a token id of 1 to {MAX_TOKEN} characters"),
-                ));
-            }
-        }
+        sized(&parent, MAX_TOKEN, || {
+            format!("'parent' is a token id of 1 to {MAX_TOKEN} characters")
+        })?;
         // Ours, after the reference's checks. A filter that does not parse is refused
         // with the parser's sentence.
         let filter = last("where")
@@ -107,14 +102,9 @@ impl ListInput {
             .transpose()
             .map_err(|error| refuse(Code::InvalidArgument, error.0))?;
         let state = last("state");
-        if let Some(state) = &state {
-            if !(1..=MAX_STATE).contains(&state.chars().count()) {
-                return Err(refuse(
-                    Code::InvalidArgument,
-                    format!("'state' must be a state's name of 1 to {MAX_STATE} characters"),
-                ));
-            }
-        }
+        sized(&state, MAX_STATE, || {
+            format!("'state' must be a state's name of 1 to {MAX_STATE} characters")
+        })?;
         let offset = match last("offset") {
             None => 0,
             Some(text) => parse_offset(&text)?,
@@ -448,6 +438,21 @@ impl NewKeyInput {
                 "only a supervise key names a supervisor",
             )),
         }
+    }
+}
+
+/// Nothing when `value` is absent or has 1 to `most` characters; else
+/// `invalid_argument` with the sentence `says` writes.
+fn sized(
+    value: &Option<String>,
+    most: usize,
+    says: impl FnOnce() -> String,
+) -> Result<(), Refusal> {
+    match value {
+        Some(text) if !(1..=most).contains(&text.chars().count()) => {
+            Err(refuse(Code::InvalidArgument, says()))
+        }
+        _ => Ok(()),
     }
 }
 
