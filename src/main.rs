@@ -86,7 +86,7 @@ enum Command {
     ///
     /// The HTTP API answers on TCP and on a Unix socket; the API and the clock
     /// work over one database.
-    Serve(Box<serve_args::ServeFlags>),
+    Serve(Box<stateous_daemon::serve::ServeArgs>),
     /// Run the routines of a supervisor's folder
     ///
     /// Ctrl-C once: take no new tasks and wait for the running routines. Twice:

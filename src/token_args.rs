@@ -5,7 +5,7 @@ use crate::client_args::ClientTlsArgs;
 use crate::commands::token;
 use clap::{Args, Subcommand};
 use stateous_client::Steer;
-use stateous_shared::operate::BulkAction;
+use stateous_shared::bulk::BulkAction;
 
 /// `stateous bench`: its options.
 #[derive(Args)]

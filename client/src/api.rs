@@ -19,8 +19,8 @@ use super::tls::TlsOptions;
 use super::transport::Answer;
 use super::watch::Watch;
 use stateous_shared::access::{KeyView, NewKey};
-use stateous_shared::operate::why::Why;
-use stateous_shared::operate::{BulkAnswer, BulkRequest, RetryRequest};
+use stateous_shared::bulk::{BulkAnswer, BulkRequest, RetryRequest};
+use stateous_shared::why::Why;
 use stateous_shared::wire::{Grant, Health, HistoryEntry, Lost, Object, Outcome, TokenView};
 
 /// How long a call waits for its answer unless told otherwise: 30 s, as the
@@ -120,7 +120,7 @@ impl Client {
     }
 
     /// `GET /states` (ours): how many tokens each state holds, by status.
-    pub async fn states(&self) -> Result<stateous_shared::live::StateList, ClientError> {
+    pub async fn states(&self) -> Result<stateous_shared::watch::StateList, ClientError> {
         self.typed(&Call::states()).await
     }
 
@@ -129,7 +129,7 @@ impl Client {
     pub async fn clock_advance(
         &self,
         by: &str,
-    ) -> Result<stateous_shared::live::DevClock, ClientError> {
+    ) -> Result<stateous_shared::watch::DevClock, ClientError> {
         self.typed(&Call::clock_advance(by)).await
     }
 
@@ -137,7 +137,7 @@ impl Client {
     pub async fn clock_freeze(
         &self,
         freeze: bool,
-    ) -> Result<stateous_shared::live::DevClock, ClientError> {
+    ) -> Result<stateous_shared::watch::DevClock, ClientError> {
         self.typed(&Call::clock_freeze(freeze)).await
     }
 

@@ -198,13 +198,13 @@ impl Call {
     }
 
     /// `POST /tokens/bulk` (`docs/reference/http.md`).
-    pub fn bulk(request: &stateous_shared::operate::BulkRequest) -> Call {
+    pub fn bulk(request: &stateous_shared::bulk::BulkRequest) -> Call {
         let body = serde_json::to_value(request).unwrap_or_default();
         Call::new("POST", "/tokens/bulk".into(), Some(body))
     }
 
     /// `POST /tokens/{id}/retry` (`docs/reference/http.md`).
-    pub fn retry(token: &str, request: &stateous_shared::operate::RetryRequest) -> Call {
+    pub fn retry(token: &str, request: &stateous_shared::bulk::RetryRequest) -> Call {
         let body = serde_json::to_value(request).unwrap_or_default();
         Call::new(
             "POST",

@@ -221,7 +221,7 @@ impl Transport {
             let status = response.status().as_u16();
             let total = response
                 .headers()
-                .get(stateous_shared::operate::TOTAL_COUNT)
+                .get(stateous_shared::wire::TOTAL_COUNT)
                 .and_then(|value| value.to_str().ok())
                 .and_then(|text| text.parse().ok());
             let body = response

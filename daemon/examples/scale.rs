@@ -19,9 +19,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use stateous_daemon::control::{Control, Options};
-use stateous_daemon::input::{ClaimInput, FireInput, ReportInput, StartInput};
 use stateous_daemon::store::sqlite::open;
 use stateous_daemon::store::sqlite::schema::migrate;
+use stateous_daemon::validated::{ClaimInput, FireInput, ReportInput, StartInput};
 use stateous_shared::graph::Graph;
 use stateous_shared::wire::{Object, Outcome};
 

@@ -6,11 +6,11 @@
 pub mod api;
 pub mod archive;
 pub mod backup;
-pub mod clock;
 pub mod control;
 pub mod engine;
-pub mod input;
 pub mod metrics;
 pub mod serve;
 pub mod store;
 pub mod testing;
+pub mod time_source;
+pub mod validated;

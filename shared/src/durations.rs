@@ -1,7 +1,12 @@
-//! Durations as workflows and schedules write them: `30s`, `10m`, `6h`, `1d`; and
-//! the timings of the programs' flags and settings, which also take milliseconds.
+//! Durations as workflows and schedules write them: `30s`, `10m`, `6h`, `1d`; the
+//! timings of the programs' flags and settings, which also take milliseconds; and
+//! every way a duration is written back: in words for history sentences
+//! ([`span_words`]), for an operator ([`span`]: `1m 40s`), packed for the TUI's
+//! columns ([`span_packed`]: `1m40s`), as the dev clock's offset ([`signed_span`])
+//! and as a time limit ([`limit_words`]). Each form is one that tests or the
+//! reference's output expect, so they differ on purpose and live side by side here.
 //!
-//! One rule for every duration (reference `model/durations`): a whole number of 1
+//! One rule for every duration, the reference's: a whole number of 1
 //! or more and a unit `s`, `m`, `h` or `d`, at most 3650 days in all.
 
 use std::time::Duration;
@@ -130,6 +135,76 @@ pub fn span_words(seconds: u64) -> String {
     }
 }
 
+/// A span of seconds as an operator reads it: `45s`, `12m`, `1m 40s`, `3h 5m`,
+/// `2d 4h` (rounded down to whole seconds).
+pub fn span(seconds: f64) -> String {
+    #[allow(clippy::cast_possible_truncation)] // rounded down, clamped below
+    let whole = seconds.max(0.0).floor().min(1e15) as u64;
+    let (days, hours, minutes, secs) = (
+        whole / 86_400,
+        whole % 86_400 / 3600,
+        whole % 3600 / 60,
+        whole % 60,
+    );
+    let pair = |a: u64, a_unit: &str, b: u64, b_unit: &str| {
+        if b == 0 {
+            format!("{a}{a_unit}")
+        } else {
+            format!("{a}{a_unit} {b}{b_unit}")
+        }
+    };
+    if days > 0 {
+        pair(days, "d", hours, "h")
+    } else if hours > 0 {
+        pair(hours, "h", minutes, "m")
+    } else if minutes > 0 {
+        pair(minutes, "m", secs, "s")
+    } else {
+        format!("{secs}s")
+    }
+}
+
+/// A span of seconds packed for the TUI's narrow columns: `42s`, `3m05s`,
+/// `2h10m`, `4d3h` (two units, the second with two digits).
+pub fn span_packed(seconds: i64) -> String {
+    let s = seconds.max(0);
+    match s {
+        0..=59 => format!("{s}s"),
+        60..=3599 => format!("{}m{:02}s", s / 60, s % 60),
+        3600..=86_399 => format!("{}h{:02}m", s / 3600, s % 3600 / 60),
+        _ => format!("{}d{}h", s / 86_400, s % 86_400 / 3600),
+    }
+}
+
+/// Whole seconds as `+1d2h`, `+10m`, `+1h0m5s` without the zero units, or `-30s`.
+pub fn signed_span(seconds: f64) -> String {
+    let total = seconds.round();
+    let sign = if total < 0.0 { '-' } else { '+' };
+    // Saturating: a clock cannot be more than i64 seconds off.
+    let mut left = total.abs() as i64;
+    if left == 0 {
+        return "+0s".to_string();
+    }
+    let mut text = String::from(sign);
+    for (unit, size) in [('d', 86_400), ('h', 3_600), ('m', 60), ('s', 1)] {
+        if left >= size {
+            text.push_str(&format!("{}{unit}", left / size));
+            left %= size;
+        }
+    }
+    text
+}
+
+/// `2s`, `1500ms`: a time limit as a sentence says it (as the flags spell it).
+pub fn limit_words(limit: Duration) -> String {
+    let millis = limit.as_millis();
+    if millis.is_multiple_of(1000) {
+        format!("{}s", millis / 1000)
+    } else {
+        format!("{millis}ms")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -241,10 +316,44 @@ mod tests {
     }
 
     #[test]
-    fn spans_read_as_words() {
-        assert_eq!(span_words(120), "2 minutes");
-        assert_eq!(span_words(60), "1 minute");
-        assert_eq!(span_words(1), "1 second");
-        assert_eq!(span_words(90), "90 seconds");
+    fn each_form_writes_a_duration_as_its_readers_expect() {
+        for (seconds, words) in [
+            (120, "2 minutes"),
+            (60, "1 minute"),
+            (1, "1 second"),
+            (90, "90 seconds"),
+        ] {
+            assert_eq!(span_words(seconds), words);
+        }
+        for (seconds, packed) in [
+            (-3, "0s"),
+            (42, "42s"),
+            (185, "3m05s"),
+            (7800, "2h10m"),
+            (97_200, "1d3h"),
+        ] {
+            assert_eq!(span_packed(seconds), packed);
+        }
+        for (seconds, spoken) in [
+            (0.4, "0s"),
+            (45.9, "45s"),
+            (720.0, "12m"),
+            (100.0, "1m 40s"),
+            (3.0 * 3600.0 + 300.0, "3h 5m"),
+            (2.0 * 86400.0 + 4.0 * 3600.0 + 59.0, "2d 4h"),
+            (-5.0, "0s"),
+        ] {
+            assert_eq!(span(seconds), spoken);
+        }
+        for (seconds, signed) in [
+            (600.2, "+10m"),
+            (3605.0, "+1h5s"),
+            (-30.0, "-30s"),
+            (0.3, "+0s"),
+        ] {
+            assert_eq!(signed_span(seconds), signed);
+        }
+        assert_eq!(limit_words(Duration::from_secs(2)), "2s");
+        assert_eq!(limit_words(Duration::from_millis(1500)), "1500ms");
     }
 }

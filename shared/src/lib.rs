@@ -6,6 +6,7 @@
 //! `stateous-client`; the commands of the binary live in the binary.
 
 pub mod access;
+pub mod bulk;
 pub mod compiler;
 pub mod durations;
 pub mod graph;
@@ -14,12 +15,12 @@ pub mod history;
 pub mod hooks;
 pub mod json_arg;
 pub mod limits;
-pub mod live;
-pub mod operate;
 pub mod pem;
 pub mod pyrepr;
 pub mod refusal;
 pub mod socket;
 pub mod testing;
 pub mod time;
+pub mod watch;
+pub mod why;
 pub mod wire;

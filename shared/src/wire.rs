@@ -14,6 +14,10 @@ use serde_json::{Map, Value};
 /// connection open, or a peer gone from the network) and opens it again.
 pub const WATCH_KEEP_ALIVE: Duration = Duration::from_secs(15);
 
+/// The header of `GET /tokens` (ours) that carries how many tokens match in all;
+/// the body stays the reference's list of one page.
+pub const TOTAL_COUNT: &str = "x-total-count";
+
 /// Every status a token can have, as the API writes it (`docs/inside/data.md`, the
 /// `tokens` table), in the TUI's cycling order.
 pub const TOKEN_STATUSES: [&str; 5] = ["active", "paused", "completed", "failed", "cancelled"];
@@ -152,7 +156,7 @@ pub struct Health {
     /// (`serve --dev-clock`); left out otherwise, so the reference's clients see
     /// the reference's answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dev_clock: Option<crate::live::DevClock>,
+    pub dev_clock: Option<crate::watch::DevClock>,
 }
 
 /// The answer of `POST /tasks/heartbeat`: the tasks the supervisor no longer holds.

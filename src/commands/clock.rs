@@ -10,8 +10,8 @@ use std::time::Duration;
 use super::CommandError;
 use stateous_client::{resolve_url, Client};
 use stateous_shared::durations::parse_duration;
-use stateous_shared::live::DevClock;
 use stateous_shared::refusal::Code;
+use stateous_shared::watch::DevClock;
 
 /// How long an advance may take to answer: it ticks at every due moment inside
 /// it, which for a long advance over many tokens takes a while.

@@ -231,7 +231,7 @@ fn a_bulk_fire_previews_a_taken_key_as_duplicate_as_the_run_and_a_single_fire_an
     daemon.post_empty("/tokens/A-5/cancel").expect(200);
 
     // The single fire with A-5's key answers duplicate, though A-5 has ended.
-    let key = stateous_shared::operate::bulk_key(None, "submitted", None, "A-5");
+    let key = stateous_shared::bulk::bulk_key(None, "submitted", None, "A-5");
     let headers = [
         ("content-type", "application/json"),
         ("Idempotency-Key", &key),

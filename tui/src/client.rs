@@ -3,9 +3,9 @@
 
 use serde::de::DeserializeOwned;
 use stateous_client::{segment, Call, Client, ClientError, Steer, TokenQuery};
-use stateous_shared::live::{GraphList, StateCount, SupervisorList, TokenDetail};
-use stateous_shared::operate::{operator_name, BulkAnswer, BulkRequest, RetryRequest};
+use stateous_shared::bulk::{operator_name, BulkAnswer, BulkRequest, RetryRequest};
 use stateous_shared::refusal::Code;
+use stateous_shared::watch::{GraphList, StateCount, SupervisorList, TokenDetail};
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::message::{Acted, Command, Msg};

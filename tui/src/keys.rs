@@ -10,7 +10,7 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use stateous_client::Steer;
-use stateous_shared::operate::BulkAction;
+use stateous_shared::bulk::BulkAction;
 
 use crate::forms;
 use crate::input::LineEdit;

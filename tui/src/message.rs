@@ -5,9 +5,9 @@ use chrono::{DateTime, Utc};
 use crossterm::event::KeyEvent;
 use serde_json::Value;
 use stateous_client::{Steer, TokenQuery, WatchEntry};
-use stateous_shared::live::{GraphView, StateCount, SupervisorList, TokenDetail};
-use stateous_shared::operate::why::Why;
-use stateous_shared::operate::{BulkAnswer, BulkRequest};
+use stateous_shared::bulk::{BulkAnswer, BulkRequest};
+use stateous_shared::watch::{GraphView, StateCount, SupervisorList, TokenDetail};
+use stateous_shared::why::Why;
 use stateous_shared::wire::{Health, HistoryEntry, Object, TokenView};
 
 use crate::model::{Problem, StreamState};

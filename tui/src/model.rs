@@ -8,9 +8,9 @@ use chrono::{DateTime, FixedOffset, Utc};
 use stateous_shared::graph::Graph;
 use stateous_shared::wire::{HistoryEntry, TokenView};
 
-use stateous_shared::live::{DevClock, StateCount, SupervisorList, TokenDetail};
-use stateous_shared::operate::why::Why;
-use stateous_shared::operate::{BulkAnswer, BulkRequest};
+use stateous_shared::bulk::{BulkAnswer, BulkRequest};
+use stateous_shared::watch::{DevClock, StateCount, SupervisorList, TokenDetail};
+use stateous_shared::why::Why;
 
 use crate::input::LineEdit;
 
@@ -322,7 +322,7 @@ pub struct Model {
     pub quiet_ticks: u32,
     /// The kept graphs (`GET /graphs`), for the graph view's line of the older
     /// graphs that have live tokens.
-    pub graphs: Vec<stateous_shared::live::GraphView>,
+    pub graphs: Vec<stateous_shared::watch::GraphView>,
     /// The TUI's own access key, once `GET /access/self` answered: a scoped
     /// key is offered only the events it may fire.
     pub own_key: Option<stateous_shared::access::OwnKey>,

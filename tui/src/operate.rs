@@ -10,8 +10,8 @@
 //! `stateous token cancel --where` asks at a terminal.
 
 use crossterm::event::{KeyCode, KeyEvent};
+use stateous_shared::bulk::{operator_name, BulkAction, BulkAnswer, BulkRequest};
 use stateous_shared::guards::filter::parse_filter;
-use stateous_shared::operate::{operator_name, BulkAction, BulkAnswer, BulkRequest};
 use stateous_shared::pyrepr::repr_str;
 use stateous_shared::wire::Object;
 

@@ -8,7 +8,7 @@
 use chrono::{DateTime, Utc};
 use crossterm::event::{KeyCode, KeyEvent};
 use stateous_shared::graph::Graph;
-use stateous_shared::live::StateCount;
+use stateous_shared::watch::StateCount;
 use stateous_shared::wire::Health;
 
 use crate::message::Command;
@@ -109,7 +109,7 @@ pub fn older_graphs(model: &Model) -> Option<String> {
                 .iter()
                 .filter_map(|status| graph.tokens.get(*status))
                 .sum();
-            let short = stateous_shared::live::short_checksum(&graph.checksum);
+            let short = stateous_shared::watch::short_checksum(&graph.checksum);
             (live > 0).then(|| format!("{short} ({live} live)"))
         })
         .collect();

@@ -33,7 +33,7 @@ use stateous_shared::time::{from_micros, iso};
 use subtle::ConstantTimeEq;
 
 use super::routes::{Access, Route};
-use crate::input::FireScope;
+use crate::validated::FireScope;
 use crate::store::AccessKeyRow;
 
 /// How often a key's "last used" moment is written, at most: a minute, in

@@ -1,4 +1,4 @@
-//! The top-level fields of a request's JSON body, for the inputs (`inputs.rs`) to
+//! The top-level fields of a request's JSON body, for the inputs (`parse/`) to
 //! read by name.
 //!
 //! The hot routes (start, claim, report) read their few named fields straight into

@@ -17,7 +17,7 @@ use stateous_shared::refusal::{Code, Refusal};
 use stateous_shared::wire::{Duplicate, Object};
 
 use super::{json, Answer, Api};
-use crate::input::{FireInput, HookMark, HookStart, Key, StartInput};
+use crate::validated::{FireInput, HookMark, HookStart, Key, StartInput};
 
 /// The hooks a control plane serves, with their keys. Cheap to clone.
 #[derive(Clone, Default)]

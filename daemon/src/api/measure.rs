@@ -1,6 +1,6 @@
-//! What the server measures of each request for `GET /metrics`: how long its
-//! answer took, by route, and its refusal code, if any (the answer carries it:
-//! [`super::refusal`]).
+//! `GET /metrics`, and what the server measures of each request for it: how long
+//! its answer took, by route, and its refusal code, if any (the answer carries it:
+//! [`super::refusal`]). The families themselves are `crate::metrics`.
 //!
 //! A route is named by its label in the route table (`POST /tokens/:id/pause`,
 //! [`super::routes::TABLE`]), so the labels stay as few as the routes; a path no
@@ -11,8 +11,10 @@
 
 use std::time::Instant;
 
+use bytes::Bytes;
+use http_body_util::Full;
 use hyper::Response;
-use stateous_shared::refusal::Code;
+use stateous_shared::refusal::{Code, Refusal};
 
 use super::{routes, Api};
 
@@ -52,4 +54,23 @@ impl Api {
 pub fn labelled<B>(mut answer: Response<B>, route: &'static str) -> Response<B> {
     answer.extensions_mut().insert(RouteLabel(route));
     answer
+}
+
+impl Api {
+    /// `GET /metrics`: the families in Prometheus's text format.
+    pub(super) async fn metrics(&self) -> Result<super::Answer, Refusal> {
+        let (outbox, supervisors) = self.seen.outboxes();
+        let heard = crate::metrics::Heard {
+            outbox,
+            supervisors,
+            commits: self.control.commits(),
+        };
+        let text = self.control.scrape(heard).await?;
+        let mut answer = Response::new(Full::new(Bytes::from(text)));
+        answer.headers_mut().insert(
+            hyper::header::CONTENT_TYPE,
+            hyper::header::HeaderValue::from_static(crate::metrics::CONTENT_TYPE),
+        );
+        Ok(answer)
+    }
 }

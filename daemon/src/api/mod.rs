@@ -7,23 +7,24 @@
 //! 405 with the path's methods in `Allow`, or a 307 for a trailing slash); then
 //! who sent it and whether its access key may use the route ([`access`]: 401
 //! `unauthenticated`, 403 `forbidden`), before its body is read; then
-//! the body and query become inputs ([`inputs`]); then the control plane decides.
+//! the body and query become inputs ([`parse`]); then the control plane decides.
 //! Every refusal is `{"error": sentence, "code": code}` with the code's status.
 
 pub mod access;
-pub mod added;
 mod body;
-mod clock;
+mod bulk;
+mod dev_clock;
 pub mod fields;
+mod head_check;
 pub mod hooks;
-pub mod inputs;
 pub mod measure;
-mod operate;
+pub mod parse;
 pub mod routes;
 pub mod server;
-mod sniff;
+pub mod supervisors;
 pub mod tls;
 mod watch;
+mod why;
 
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -45,11 +46,11 @@ use crate::store::{Closed, TokenStatus};
 use access::{Caller, Door, Keys};
 use body::BodyError;
 use fields::named_fields;
-use inputs::{
+use measure::labelled;
+use parse::{
     ClaimInput, FireInput, HeartbeatInput, ListInput, MemoryInput, NoteInput, ReportInput,
     StartInput,
 };
-use measure::labelled;
 use routes::{NoRoute, Route, Routed, TaskId};
 use server::Stop;
 
@@ -74,7 +75,7 @@ pub struct Api {
     /// clock, which finds it out.
     lost: Arc<AtomicBool>,
     /// The supervisors heard from, for `GET /supervisors`.
-    seen: added::SupervisorsSeen,
+    seen: supervisors::SupervisorsSeen,
     /// The access keys, in memory ([`Api::load_keys`]).
     keys: Keys,
     /// The hooks of `serve --hooks FILE` (none without it).
@@ -96,7 +97,7 @@ impl Api {
             health: Bytes::from(to_json(&health)),
             control,
             lost,
-            seen: added::SupervisorsSeen::default(),
+            seen: supervisors::SupervisorsSeen::default(),
             keys: Keys::default(),
             hooks: hooks::Hooks::default(),
         }
@@ -291,7 +292,7 @@ impl Api {
                 // The body stays the reference's list; the total travels in a header.
                 let mut answer = json(200, &listing.tokens);
                 answer.headers_mut().insert(
-                    stateous_shared::operate::TOTAL_COUNT,
+                    stateous_shared::wire::TOTAL_COUNT,
                     hyper::header::HeaderValue::from(listing.total),
                 );
                 Ok(answer)
@@ -373,7 +374,7 @@ impl Api {
                 let input = ClaimInput::parse(&object)?;
                 caller.may_act_for(input.supervisor.as_str())?;
                 let now = self.control.options().clock.now();
-                let outbox = added::outbox_of(&object);
+                let outbox = supervisors::outbox_of(&object);
                 let (name, states) = (input.supervisor.clone(), input.states.clone());
                 // Heard only once the claim was accepted: a refused request
                 // changes nothing, not even the list of supervisors.
@@ -392,7 +393,7 @@ impl Api {
                 let now = self.control.options().clock.now();
                 let name = input.supervisor.clone();
                 let lost = control.heartbeat(input).await?;
-                let outbox = added::outbox_of(&object);
+                let outbox = supervisors::outbox_of(&object);
                 self.seen.heard(name.as_str(), None, outbox, now);
                 Ok(json(200, &Lost { lost }))
             }
@@ -448,7 +449,7 @@ impl Api {
 
     /// `POST /access`: 201 with the key and its secret, shown this once.
     async fn access_add(&self, raw: &[u8]) -> Result<Answer, Refusal> {
-        let input = crate::input::NewKeyInput::parse(&body::json_object(raw)?)?;
+        let input = crate::validated::NewKeyInput::parse(&body::json_object(raw)?)?;
         let secret = access::new_secret();
         let row = crate::store::AccessKeyRow {
             name: input.name,

@@ -37,9 +37,9 @@ use http_body_util::BodyExt;
 use hyper::Response;
 
 use super::access::Door;
+use super::head_check;
 use super::measure::{labelled, RouteLabel};
 use super::routes::{self, Route};
-use super::sniff;
 use super::tls::ServerTls;
 use super::{refusal, Answer, Api, Body};
 use crate::metrics::Connections;
@@ -305,7 +305,7 @@ async fn pause_after(error: std::io::Error) {
 
 /// Serve one connection until it ends, or until a stop: then finish the request
 /// in progress and close. Each request head is checked before hyper reads it
-/// (`sniff.rs`).
+/// (`head_check/`).
 async fn connection<S>(
     front: Front,
     stream: S,
@@ -316,7 +316,7 @@ async fn connection<S>(
 ) where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let stream = sniff::Checked::new(stream, header_within);
+    let stream = head_check::Checked::new(stream, header_within);
     let refused = stream.refused();
     let watching = stop.clone();
     let service = service_fn(move |request: Request<Incoming>| {
@@ -355,7 +355,7 @@ async fn connection<S>(
     builder
         .timer(TokioTimer::new())
         .header_read_timeout(header_within)
-        .max_buf_size(sniff::HYPER_BUFFER);
+        .max_buf_size(head_check::HYPER_BUFFER);
     let served = builder.serve_connection(TokioIo::new(stream), service);
     tokio::pin!(served);
     let ended = loop {
@@ -375,9 +375,9 @@ async fn connection<S>(
     }
 }
 
-/// The answer to a head `sniff.rs` refused: the refusal with its status, and the
+/// The answer to a head `head_check/` refused: the refusal with its status, and the
 /// connection closes after it.
-fn refused_head(refused: &sniff::Refused) -> Response<Body> {
+fn refused_head(refused: &head_check::Refused) -> Response<Body> {
     let mut answer = refusal(&refused.refusal);
     *answer.status_mut() =
         hyper::StatusCode::from_u16(refused.status).unwrap_or(hyper::StatusCode::BAD_REQUEST);

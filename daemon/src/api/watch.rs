@@ -33,14 +33,14 @@ use http_body_util::BodyExt;
 use hyper::body::Frame;
 use hyper::http::request::Parts;
 use hyper::Response;
-use stateous_shared::live::WatchEntry;
 use stateous_shared::refusal::{Code, Refusal};
+use stateous_shared::watch::WatchEntry;
 use tokio::sync::mpsc;
 use tokio::sync::watch as signal;
 use tokio::time::Instant;
 
-use super::added::SupervisorsSeen;
 use super::server::Stop;
+use super::supervisors::SupervisorsSeen;
 use super::{refusal, routes, Api, Body};
 use crate::control::Control;
 
@@ -372,7 +372,7 @@ mod tests {
         let wait = waiting(&control, None);
         let context = serde_json::json!({"repo": "acme/api"});
         let context = context.as_object().unwrap().clone();
-        let input = crate::input::StartInput::new("T-1".into(), context).unwrap();
+        let input = crate::validated::StartInput::new("T-1".into(), context).unwrap();
         control.start(input).await.unwrap();
         // The keep-alive would end no wait, and the recheck is an hour away: only
         // the commit's wake-up can end it.

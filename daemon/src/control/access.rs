@@ -6,7 +6,7 @@ use stateous_shared::refusal::{Code, Refusal};
 
 use super::{store_options, Control, Options};
 use crate::engine::{refuse, Fail};
-use crate::input::FireScope;
+use crate::validated::FireScope;
 use crate::store::backend::Inspected;
 use crate::store::schema::ACCESS_KEYS_FROM;
 use crate::store::AccessKeyRow;

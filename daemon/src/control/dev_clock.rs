@@ -10,12 +10,12 @@
 
 use std::time::Duration;
 
-use stateous_shared::live::DevClock;
 use stateous_shared::refusal::{Code, Refusal};
 use stateous_shared::time::{from_micros, iso};
+use stateous_shared::watch::DevClock;
 
 use super::Control;
-use crate::clock::micros;
+use crate::time_source::micros;
 
 /// The most an advance may move the clock: a year.
 pub const MOST_ADVANCE: Duration = Duration::from_secs(366 * 86_400);

@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::clock::{Owed, Sent, Stalls};
+use crate::time_source::{Owed, Sent, Stalls};
 use crate::engine::{self, Step};
 use crate::store::Tx;
 

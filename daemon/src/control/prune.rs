@@ -1,17 +1,17 @@
 //! Pruning ended tokens (`docs/reference/cli.md`, "token prune"; `serve
 //! --retain-ended`): the archive first, when one is asked for, then each family as
 //! its own short write, a few at a time ([`PRUNE_WINDOW`]), as a bulk run goes
-//! (`operate.rs`), so that other writes wait behind at most one small window.
+//! (`bulk.rs`), so that other writes wait behind at most one small window.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use stateous_shared::operate::{Outcome, TokenOutcome};
+use stateous_shared::bulk::{Outcome, TokenOutcome};
 use stateous_shared::refusal::{Code, Refusal};
 
-use super::operate::Found;
+use super::bulk::Found;
 use super::{keep, Control};
 use crate::archive::{self, Kept};
 use crate::engine::prune::{family, last_moved, prune, skipped as skipped_now, PruneStep};
@@ -234,7 +234,7 @@ impl Control {
     /// a time, with a pause between batches. How many were pruned, and which were
     /// left and why.
     pub async fn retain(&self, pass: &RetainPass) -> Result<Retained, Refusal> {
-        let age = crate::clock::micros(pass.after);
+        let age = crate::time_source::micros(pass.after);
         let mut after: Option<String> = None;
         let mut retained = Retained::default();
         loop {

@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 use stateous_shared::graph::Graph;
-use stateous_shared::live::{short_checksum, GraphList, GraphView};
 use stateous_shared::refusal::{Code, Refusal};
 use stateous_shared::time::{from_micros, iso};
+use stateous_shared::watch::{short_checksum, GraphList, GraphView};
 
 use super::Control;
 use crate::engine::py;

@@ -5,9 +5,9 @@
 
 use std::collections::BTreeMap;
 
-use stateous_shared::live::{StateCount, StateList, WatchEntry};
 use stateous_shared::refusal::Refusal;
 use stateous_shared::time::{from_micros, iso};
+use stateous_shared::watch::{StateCount, StateList, WatchEntry};
 
 use super::Control;
 use crate::metrics::Heard;

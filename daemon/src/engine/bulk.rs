@@ -11,8 +11,8 @@
 //! entry carries it); a refused action rolls it back with everything else.
 
 use serde_json::{json, Value};
+use stateous_shared::bulk::{bulk_key, BulkAction, Outcome, TokenOutcome};
 use stateous_shared::graph::{END, START};
-use stateous_shared::operate::{bulk_key, BulkAction, Outcome, TokenOutcome};
 use stateous_shared::refusal::{Code, Refusal};
 use stateous_shared::wire::Object;
 
@@ -23,8 +23,8 @@ use super::retry::retry;
 use super::route::{decide, Decision};
 use super::select::Selection;
 use super::{append, cancel, lock, pause, py, refuse_child, Fail, Rules, Step, OWN_EVENTS};
-use crate::input::{FireInput, Key, RetryInput};
 use crate::store::{EntryKind, TokenRow, TokenStatus, Tx};
+use crate::validated::{FireInput, Key, RetryInput};
 
 /// A bulk action as each token meets it.
 #[derive(Debug, Clone)]

@@ -7,8 +7,8 @@ use serde_json::{json, Value};
 use stateous_shared::wire::{EventRecord, Grant};
 
 use super::{append, existing, Rules, Step};
-use crate::input::ClaimInput;
 use crate::store::{ClaimRow, EntryKind, Head, TaskRow, TaskStatus, TokenStatus, Tx};
+use crate::validated::ClaimInput;
 
 /// How many queued tasks one claim looks at (reference `CANDIDATES`).
 pub const CANDIDATES: i64 = 20;

@@ -3,8 +3,8 @@
 //! and the events it holds while paused. A read; it changes nothing. Built here
 //! once, for the API and the tests alike.
 
-use stateous_shared::live::{short_checksum, HeldEvent, TaskView, TimerView, TokenDetail};
 use stateous_shared::time::{from_micros, iso};
+use stateous_shared::watch::{short_checksum, HeldEvent, TaskView, TimerView, TokenDetail};
 
 use super::pause::held_events;
 use super::{existing, view, Rules, Step};

@@ -6,8 +6,8 @@ use stateous_shared::wire::TokenView;
 use super::route::route;
 use super::scope::out_of_scope;
 use super::{lock, py, refuse, reject, view, Rules, Step, Via, OWN_EVENTS};
-use crate::input::{FireInput, HookStart};
 use crate::store::Tx;
+use crate::validated::{FireInput, HookStart};
 
 /// Fire the event: `(token, duplicate)`. A repeated key answers the token as it
 /// is now and changes nothing. An event that cannot move the token is recorded as

@@ -6,8 +6,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::lease::end_if_over;
 use super::{Rules, Step};
-use crate::input::HeartbeatInput;
 use crate::store::{TaskRow, Tx};
+use crate::validated::HeartbeatInput;
 
 /// Renew the leases of the tasks `supervisor` still holds; answer the others,
 /// sorted, as lost. Writes no ledger entry, but for a lease found over: that one

@@ -1,6 +1,6 @@
 //! Parallel states: child tokens and their join (`docs/concepts/parallel.md` and
-//! `docs/inside/workflows.md`, "Parallel states"; `control/engine.py` `_cannot_enter`,
-//! `_enter`, `_children`, `_family`, `_branch_finished`, `_branch`).
+//! `docs/inside/workflows.md`, "Parallel states"): whether a parallel state can be
+//! entered, the children it starts, and how a finished branch counts towards the join.
 //!
 //! A child is a normal token with a `parent` and a `workflow`. Its id is
 //! `<parent>.<state>.<visit>.<workflow>`. Rows are re-read from the transaction
@@ -14,8 +14,8 @@ use stateous_shared::wire::Object;
 use super::route::{fail, route};
 use super::start::{create, start_transition};
 use super::{append, existing, py, Fail, Rules, Step};
-use crate::input::MAX_TOKEN as MAX_TOKEN_ID;
 use crate::store::{EntryKind, TokenRow, TokenStatus, Tx};
+use crate::validated::MAX_TOKEN as MAX_TOKEN_ID;
 
 /// The id of the child that `parent` starts for `workflow` on visit `visit` of the
 /// parallel state `state`: `TICKET-1.reviews.1.design-review`.

@@ -4,8 +4,8 @@ use serde_json::json;
 
 use super::report::worked_task;
 use super::{append, Rules, Step};
-use crate::input::MemoryInput;
 use crate::store::{EntryKind, Tx};
+use crate::validated::MemoryInput;
 
 /// Save (or with null, delete) one key at once. The ledger records the key,
 /// never the value.

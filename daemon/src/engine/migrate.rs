@@ -24,15 +24,15 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 use stateous_shared::durations::{parse_duration, span_words};
 use stateous_shared::graph::{Graph, StateSpec, END, START, TIMEOUT};
-use stateous_shared::live::short_checksum;
 use stateous_shared::refusal::{Code, Refusal};
+use stateous_shared::watch::short_checksum;
 use stateous_shared::wire::Object;
 
 use super::join::family;
 use super::route::{set_timer, settle_task};
 use super::{append, py, refuse_child, Rules, Step};
-use crate::clock::micros;
 use crate::store::{EntryKind, TaskStatus, TimerKind, TimerStatus, TokenRow, Tx};
+use crate::time_source::micros;
 
 /// What a migration asks of each token.
 #[derive(Debug, Clone, Default, PartialEq)]

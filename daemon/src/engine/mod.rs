@@ -4,7 +4,7 @@
 //! clock: the engine is plain functions over the store and `now`, so that tests drive
 //! it without a runtime.
 //!
-//! How a request ends (reference `control/engine.py`):
+//! How a request ends (`docs/inside/workflows.md`):
 //! - `Ok`: its changes commit, and the answer goes back.
 //! - `Err(Fail::Recorded)`: its changes commit (the `event_rejected` row that
 //!   explains the refusal), then the refusal goes back.
@@ -45,7 +45,8 @@ use stateous_shared::wire::{Object, TokenView};
 
 use crate::store::{EntryKind, StoreError, TokenRow, Tx};
 
-/// Stateous's own events: only the engine fires them (reference `control/graph.py`).
+/// Stateous's own events: only the engine fires them, and no workflow may declare
+/// one (`docs/inside/workflows.md`, "The engine's own events").
 pub const OWN_EVENTS: [&str; 4] = ["__started__", "timeout", "error", "joined"];
 
 /// Why a request stops, and whether what it wrote stays.
@@ -105,7 +106,7 @@ impl From<StoreError> for Refusal {
                 format!(
                     "the database did not answer within {}; try again (a request sent \
                      again with its idempotency key applies at most once)",
-                    crate::store::limit_words(limit)
+                    stateous_shared::durations::limit_words(limit)
                 ),
             ),
             StoreError::DiskFull => Refusal::new(Code::DatabaseBusy, DISK_FULL),
@@ -156,7 +157,7 @@ impl Rules {
         Rules {
             graph,
             structures: Arc::new(OnceLock::new()),
-            lease: crate::clock::micros(lease),
+            lease: crate::time_source::micros(lease),
             lease_words: stateous_shared::durations::span_words(lease.as_secs()),
         }
     }
@@ -266,7 +267,7 @@ pub fn view(row: &TokenRow) -> TokenView {
 /// the token id pattern, e.g. holds a NUL character) is not looked up at all, so
 /// that both backends answer it alike (Postgres text cannot even hold a NUL).
 pub fn existing(tx: &dyn Tx, token: &str) -> Step<TokenRow> {
-    let found = if crate::input::token_id_ok(token) {
+    let found = if crate::validated::token_id_ok(token) {
         tx.token(token)?
     } else {
         None
@@ -284,7 +285,7 @@ pub fn existing(tx: &dyn Tx, token: &str) -> Step<TokenRow> {
 /// every workflow that changes a token it names starts here, so locks are taken in
 /// one order everywhere (the family's lock, then its rows). 404 `token_not_found`.
 pub fn lock(tx: &dyn Tx, token: &str) -> Step<TokenRow> {
-    if crate::input::token_id_ok(token) {
+    if crate::validated::token_id_ok(token) {
         tx.lock_family(token, true)?;
     }
     existing(tx, token)
@@ -406,7 +407,7 @@ pub fn refuse_child(tx: &dyn Tx, row: &TokenRow, verb: &str) -> Step<()> {
 #[cfg(test)]
 mod tests {
     use super::py;
-    use crate::input::token_id_ok;
+    use crate::validated::token_id_ok;
 
     #[test]
     fn names_are_quoted_as_python_repr_quotes_them() {

@@ -4,8 +4,8 @@ use serde_json::json;
 
 use super::report::worked_task;
 use super::{append, Rules, Step};
-use crate::input::{Key, NoteInput};
 use crate::store::{EntryKind, Tx};
+use crate::validated::{Key, NoteInput};
 
 /// Record a note for a task that someone works on (on `attempt`, when given),
 /// once per key.

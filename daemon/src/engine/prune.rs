@@ -9,7 +9,7 @@
 //! ended long enough ago), and, when an archive was written, still at the history
 //! the archive holds, so that nothing is deleted that the archive lacks.
 
-use stateous_shared::operate::{Outcome, TokenOutcome};
+use stateous_shared::bulk::{Outcome, TokenOutcome};
 use stateous_shared::refusal::Code;
 
 use super::bulk::outcome;

@@ -28,7 +28,7 @@ pub fn tokens(
         return refuse(Code::InvalidArgument, sentence);
     }
     // No token has a parent whose id breaks the pattern: nothing to look up.
-    if parent.is_some_and(|p| !crate::input::token_id_ok(p)) {
+    if parent.is_some_and(|p| !crate::validated::token_id_ok(p)) {
         return Ok(Vec::new());
     }
     let rows = tx.find_tokens(status, parent, limit)?;

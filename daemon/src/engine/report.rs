@@ -9,8 +9,8 @@ use stateous_shared::wire::{Object, Schedule, TokenView};
 use super::lease::end_if_over;
 use super::route::{apply, decide, hold, route, settle_task, task_failed, Decision};
 use super::{existing, py, refuse, reject, view, Fail, Rules, Step, OWN_EVENTS};
-use crate::input::{ReportInput, ReportKind, Supervisor};
 use crate::store::{EntryKind, TaskRow, TaskStatus, TokenRow, TokenStatus, Tx};
+use crate::validated::{ReportInput, ReportKind, Supervisor};
 
 /// The task, if someone still works on it (and, with `supervisor`, that one; and,
 /// with `attempt`, on that attempt).

@@ -18,8 +18,8 @@ use stateous_shared::wire::TokenView;
 use super::join::cannot_enter;
 use super::route::enter;
 use super::{append, py, refuse, steered, view, Rules, Step};
-use crate::input::RetryInput;
 use crate::store::{EntryKind, TokenStatus, Tx};
+use crate::validated::RetryInput;
 
 /// Retry the token: the answer is the token in its state again, active.
 ///

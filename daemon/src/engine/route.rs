@@ -16,10 +16,10 @@ use stateous_shared::wire::{Object, Schedule};
 use super::cancel::cancel_row;
 use super::join::{branch_finished, cannot_enter, children, family, start_children, top};
 use super::{append, payload_value, py, refuse, Rules, Step, Via};
-use crate::clock::micros;
 use crate::store::{
     EntryKind, TaskRow, TaskStatus, TimerKind, TimerStatus, TokenRow, TokenStatus, Tx,
 };
+use crate::time_source::micros;
 
 /// Where an event leads from the token's state.
 pub enum Decision<'g> {

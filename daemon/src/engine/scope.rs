@@ -9,7 +9,7 @@ use stateous_shared::refusal::{Code, Refusal};
 
 use super::select::{facts, unknown_name, Selection};
 use super::{py, Rules, OWN_EVENTS};
-use crate::input::FireScope;
+use crate::validated::FireScope;
 use crate::store::TokenRow;
 
 /// Why `scope` cannot mean what it says: it names an event that no workflow of

@@ -73,7 +73,7 @@ impl Selection {
         if scan
             .parent
             .as_ref()
-            .is_some_and(|p| !crate::input::token_id_ok(p))
+            .is_some_and(|p| !crate::validated::token_id_ok(p))
         {
             scan.parent = None;
             scan.states = Some(Vec::new());

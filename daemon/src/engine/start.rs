@@ -11,8 +11,8 @@ use stateous_shared::wire::{Object, TokenView};
 use super::join::cannot_enter;
 use super::route::{choose, end, enter};
 use super::{append, py, refuse, view, Rules, Step};
-use crate::input::StartInput;
 use crate::store::{EntryKind, TokenRow, TokenStatus, Tx};
+use crate::validated::StartInput;
 
 /// Start the token, or find it: `(token, created)`. Nothing is written for a
 /// token that exists or for a refusal.

@@ -6,14 +6,14 @@
 //! join. A read; it changes nothing.
 //!
 //! What only the HTTP layer knows (the supervisors heard from) and the sentences
-//! (`stateous_shared::operate::why::explain`) are added by `api/operate.rs`.
+//! (`stateous_shared::why::explain`) are added by `api/why.rs`.
 
 use stateous_shared::graph::{StateSpec, END, START};
 use stateous_shared::guards::filter::moved_seconds;
 use stateous_shared::guards::{evaluate, GuardInput};
-use stateous_shared::live::HeldEvent;
-use stateous_shared::operate::why::{Why, WhyChild, WhyJoin, WhyTask, WhyTimer, WhyTransition};
 use stateous_shared::time::{from_micros, iso};
+use stateous_shared::watch::HeldEvent;
+use stateous_shared::why::{Why, WhyChild, WhyJoin, WhyTask, WhyTimer, WhyTransition};
 use stateous_shared::wire::{HistoryEntry, Object};
 
 use super::join::children;

@@ -24,23 +24,23 @@
 //!
 //! With a [`Companion`] (`serve --supervise`), the stop signals go to the
 //! companion while it runs, and the server serves on, so that its routines can
-//! still report; the server stops when the companion has ended (reference
-//! `cli/running.py`, `SupervisedServer`).
+//! still report; the server stops when the companion has ended, as the
+//! reference's does.
 
-mod clock;
+mod args;
+mod first;
 mod hooks;
 pub mod options;
 pub mod retain;
 mod socket;
 mod standby;
+mod ticker;
 
-use std::net::{SocketAddr, TcpListener as StdTcpListener, ToSocketAddrs};
-use std::path::Path;
+use std::net::TcpListener as StdTcpListener;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-use stateous_shared::compiler;
 use stateous_shared::graph::Graph;
 use stateous_shared::refusal::Code;
 use tokio::signal::unix::{signal, SignalKind};
@@ -51,10 +51,12 @@ use crate::api::tls::ServerTls;
 use crate::api::Api;
 use crate::control::{Checked, Control, Options};
 use crate::store::backend::{Database, Standby, STANDBY_NEEDS_POSTGRES};
-pub use clock::LOST_LINE;
+pub use args::ServeArgs;
+use first::{bind_tcp, read_graph};
+pub use options::Timings;
 use options::{check_database_folder, parse_database, Listen};
-pub use options::{ServeArgs, Timings};
 use standby::{stand_by, Waited};
+pub use ticker::LOST_LINE;
 
 /// How long a graceful stop waits for the requests in progress.
 pub const GRACE: Duration = Duration::from_secs(5);
@@ -196,9 +198,9 @@ fn start(args: &ServeArgs) -> Result<Ready, String> {
         .build()
         .map_err(|e| format!("cannot start the server's threads: {e}"))?;
     let clock = if args.dev_clock {
-        crate::clock::Clock::dev()
+        crate::time_source::Clock::dev()
     } else {
-        crate::clock::Clock::system()
+        crate::time_source::Clock::system()
     };
     let stop = Arc::new(AtomicBool::new(false));
     let options = Options {
@@ -304,100 +306,6 @@ async fn keyed_api(control: &Control, lost: &Arc<AtomicBool>) -> Result<Api, Str
         .await
         .map_err(|refused| format!("cannot read the access keys: {}", refused.error))?;
     Ok(api)
-}
-
-/// The largest graph file `serve` reads, in bytes.
-const MAX_GRAPH_FILE: u64 = 64 * 1024 * 1024;
-
-/// The graph file at `path`, loaded and checked.
-fn read_graph(path: &Path) -> Result<Graph, String> {
-    // A device or a pipe given by mistake would be read for ever; a graph file is
-    // a regular file of reasonable size.
-    if let Ok(meta) = std::fs::metadata(path) {
-        if !meta.is_file() {
-            return Err(format!(
-                "{} is not a graph file: it is not a regular file",
-                path.display()
-            ));
-        }
-        if meta.len() > MAX_GRAPH_FILE {
-            return Err(format!(
-                "{} is not a graph file: it is larger than {} MiB",
-                path.display(),
-                MAX_GRAPH_FILE / (1024 * 1024)
-            ));
-        }
-    }
-    let text = std::fs::read_to_string(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::InvalidData => {
-            format!(
-                "{} is not a graph file: it is not UTF-8 text",
-                path.display()
-            )
-        }
-        _ => format!(
-            "cannot read the graph file {}: {}",
-            path.display(),
-            os_reason(&e)
-        ),
-    })?;
-    Graph::load(&text).map_err(|e| {
-        // A workflow's flow.yaml is the likeliest wrong file: say how to get its graph.
-        if let Some(workflow) = compiler::flow_workflow(&text) {
-            return format!(
-                "{} is a workflow to compile, not a graph file: run `stateous compile {}`, \
-                 then serve {}",
-                path.display(),
-                path.display(),
-                compiler::default_target(path, &workflow).display()
-            );
-        }
-        let reason = e
-            .to_string()
-            .split_whitespace()
-            .collect::<Vec<_>>()
-            .join(" ");
-        format!("{} is not a graph file: {reason}", path.display())
-    })
-}
-
-/// An I/O error's reason without Rust's "(os error N)" tail.
-fn os_reason(error: &std::io::Error) -> String {
-    let text = error.to_string();
-    match text.find(" (os error") {
-        Some(at) => text[..at].to_string(),
-        None => text,
-    }
-}
-
-/// A listener on the address of `--listen`, bound now, before the database opens.
-fn bind_tcp(listen: &Listen) -> Result<StdTcpListener, String> {
-    let Listen { host, port } = listen;
-    let cannot = |reason: String| format!("cannot listen on {host}:{port}: {reason}");
-    let addresses: Vec<SocketAddr> = (host.as_str(), *port)
-        .to_socket_addrs()
-        .map_err(|e| cannot(os_reason(&e)))?
-        .collect();
-    // A name binds its first IPv4 address, as the reference binds names.
-    let address = addresses
-        .iter()
-        .find(|a| a.is_ipv4())
-        .or(addresses.first())
-        .ok_or_else(|| cannot("the name has no address".into()))?;
-    let listener = StdTcpListener::bind(address).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::AddrInUse {
-            cannot(
-                "another program already uses that port; stop it, or choose another port with --listen"
-                    .into(),
-            )
-        } else {
-            cannot(os_reason(&e))
-        }
-    })?;
-    listener
-        .set_nonblocking(true)
-        .map_err(|e| cannot(os_reason(&e)))?;
-    Ok(listener)
 }
 
 /// How serving ended.
@@ -549,7 +457,7 @@ impl Serving {
         } = self;
         let on_lost = Arc::new(Notify::new());
         let (stop_clock, clock_stops) = watch::channel(false);
-        let clock = clock::Clock {
+        let clock = ticker::Clock {
             control: control.clone(),
             every: timings.tick,
             lost: Arc::clone(&lost),

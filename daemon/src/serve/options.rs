@@ -10,84 +10,10 @@ use std::time::Duration;
 
 use stateous_shared::durations::{parse_timing, TimingOf};
 
+use super::args::ServeArgs;
 use crate::control::prune::RetainPass;
 pub use crate::store::backend::{without_password, Database};
 use crate::store::postgres::PgOptions;
-
-/// The flags of `stateous serve`, as text, before any check.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ServeArgs {
-    /// The graph file.
-    pub graph: PathBuf,
-    /// `--db`: the database URL. Default [`DEFAULT_DB`].
-    pub db: String,
-    /// `--listen`: `HOST:PORT`. Default [`DEFAULT_LISTEN`].
-    pub listen: String,
-    /// `--socket`: the Unix socket's path; `None` for the default path.
-    pub socket: Option<PathBuf>,
-    /// `--lease`: how long a claimed task's lease lasts. Default `2m`.
-    pub lease: String,
-    /// `--tick`: the time between two ticks of the clock. Default `1s`.
-    pub tick: String,
-    /// `--busy-timeout`: how long SQLite waits for another process's write lock.
-    /// Default `30s`.
-    pub busy_timeout: String,
-    /// `--stale-after`: accepted for scripts of older versions, and checked, but
-    /// no longer used: the file lock beside a SQLite database ends with its holder.
-    pub stale_after: String,
-    /// `--connect-timeout`: Postgres, how long making a connection may take. `10s`.
-    pub connect_timeout: String,
-    /// `--statement-timeout`: Postgres, how long one statement may run. `30s`.
-    pub statement_timeout: String,
-    /// `--lock-timeout`: Postgres, how long a statement waits for a lock. `10s`.
-    pub lock_timeout: String,
-    /// `--keepalive-idle`: Postgres, the first TCP keepalive probe after this long
-    /// without traffic. `30s`.
-    pub keepalive_idle: String,
-    /// `--keepalive-interval`: Postgres, then a probe this often. `10s`.
-    pub keepalive_interval: String,
-    /// `--keepalive-count`: Postgres, a connection is dead after this many
-    /// unanswered probes. `3`.
-    pub keepalive_count: String,
-    /// `--pool-size`: Postgres, how many connections serve requests side by side.
-    /// `16`.
-    pub pool_size: String,
-    /// `--dev-clock`: a clock that `stateous clock advance|freeze|thaw` moves, for
-    /// trying a workflow with long timeouts in seconds; refused on a database that
-    /// a control plane on the real clock served.
-    pub dev_clock: bool,
-    /// `--standby`: Postgres only; wait for the database's serving lock while answering
-    /// as a standby, then take over.
-    pub standby: bool,
-    /// `--insecure`: allow what is not secure: listening on an address other
-    /// computers reach without access keys and TLS (`Listen::refusal`), and hooks
-    /// with `verify: none`.
-    pub insecure: bool,
-    /// `--tls-cert`: serve HTTPS on `--listen` with this certificate chain (PEM);
-    /// needs `--tls-key`.
-    pub tls_cert: Option<PathBuf>,
-    /// `--tls-key`: the private key (PEM) of `--tls-cert`.
-    pub tls_key: Option<PathBuf>,
-    /// `--tls-client-ca`: also require client certificates that chain to these CA
-    /// certificates (PEM); needs `--tls-cert`.
-    pub tls_client_ca: Option<PathBuf>,
-    /// `--max-connections`: at most this many TCP connections open at once; more
-    /// wait to be accepted. Default [`DEFAULT_MAX_CONNECTIONS`].
-    pub max_connections: String,
-    /// `--header-timeout`: a request head (and a TLS handshake) must come within
-    /// this long, or the connection is closed. Default [`DEFAULT_HEADER_TIMEOUT`].
-    pub header_timeout: String,
-    /// `--hooks FILE`: the hooks file (`docs/reference/files.md`); none serves no hook.
-    pub hooks: Option<PathBuf>,
-    /// `--retain-ended`: prune the tokens that ended longer ago than this (`30d`);
-    /// `None`: keep every token.
-    pub retain_ended: Option<String>,
-    /// `--retain-every`: the time between two passes of retention. Default `1m`.
-    pub retain_every: String,
-    /// `--archive`: with `--retain-ended`, the folder each pruned token's history
-    /// goes to first.
-    pub archive: Option<PathBuf>,
-}
 
 /// The database when `--db` names none: `stateous.db` in the current folder.
 pub const DEFAULT_DB: &str = "sqlite:///stateous.db";
@@ -122,48 +48,6 @@ pub const DEFAULT_MAX_CONNECTIONS: &str = "1024";
 pub const DEFAULT_HEADER_TIMEOUT: &str = "10s";
 /// The default time between two passes of retention.
 pub const DEFAULT_RETAIN_EVERY: &str = "1m";
-
-impl ServeArgs {
-    /// The flags with their defaults, for `graph`.
-    pub fn new(graph: PathBuf) -> ServeArgs {
-        ServeArgs {
-            graph,
-            db: DEFAULT_DB.into(),
-            listen: DEFAULT_LISTEN.into(),
-            socket: None,
-            lease: DEFAULT_LEASE.into(),
-            tick: DEFAULT_TICK.into(),
-            busy_timeout: DEFAULT_BUSY_TIMEOUT.into(),
-            stale_after: DEFAULT_STALE_AFTER.into(),
-            connect_timeout: DEFAULT_CONNECT_TIMEOUT.into(),
-            statement_timeout: DEFAULT_STATEMENT_TIMEOUT.into(),
-            lock_timeout: DEFAULT_LOCK_TIMEOUT.into(),
-            keepalive_idle: DEFAULT_KEEPALIVE_IDLE.into(),
-            keepalive_interval: DEFAULT_KEEPALIVE_INTERVAL.into(),
-            keepalive_count: DEFAULT_KEEPALIVE_COUNT.into(),
-            pool_size: DEFAULT_POOL_SIZE.into(),
-            dev_clock: false,
-            standby: false,
-            insecure: false,
-            tls_cert: None,
-            tls_key: None,
-            tls_client_ca: None,
-            max_connections: DEFAULT_MAX_CONNECTIONS.into(),
-            header_timeout: DEFAULT_HEADER_TIMEOUT.into(),
-            hooks: None,
-            retain_ended: None,
-            retain_every: DEFAULT_RETAIN_EVERY.into(),
-            archive: None,
-        }
-    }
-
-    /// Whether `serve` is to serve HTTPS (`--tls-cert` given). A plain fact of the
-    /// flags, for checks that depend on it (e.g. what a wide `--listen` needs);
-    /// whether the files can be used is [`tls_files`]'s to say.
-    pub fn tls_configured(&self) -> bool {
-        self.tls_cert.is_some()
-    }
-}
 
 /// The TLS files of `args`, `None` without `--tls-cert`.
 ///

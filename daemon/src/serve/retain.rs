@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use stateous_shared::operate::span;
+use stateous_shared::durations::span;
 use stateous_shared::refusal::Code;
 use tokio::sync::watch;
 

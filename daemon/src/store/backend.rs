@@ -18,7 +18,7 @@ use super::feed::FeedMark;
 use super::postgres::{PgOptions, PgStore};
 use super::sqlite::SqliteStore;
 use super::{StoreResult, Tx};
-use crate::clock::Clock;
+use crate::time_source::Clock;
 
 /// The database a control plane serves (`serve --db`).
 #[derive(Debug, Clone, PartialEq)]

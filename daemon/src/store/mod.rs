@@ -41,6 +41,7 @@ pub mod through;
 
 use std::collections::HashMap;
 
+use stateous_shared::durations::limit_words;
 use stateous_shared::wire::Object;
 
 pub use access::{AccessKeyRow, AccessKeys};
@@ -92,16 +93,6 @@ pub enum StoreError {
     /// A stored value that cannot be read back (e.g. JSON that is not an object).
     #[error("the database holds a value that cannot be read: {0}")]
     Corrupt(String),
-}
-
-/// `2s`, `1500ms`: a time limit as a sentence says it (as the flags spell it).
-pub fn limit_words(limit: std::time::Duration) -> String {
-    let millis = limit.as_millis();
-    if millis.is_multiple_of(1000) {
-        format!("{}s", millis / 1000)
-    } else {
-        format!("{millis}ms")
-    }
 }
 
 /// A store method's result.

@@ -11,10 +11,10 @@ use std::time::Duration;
 
 use common::Db;
 use serde_json::json;
-use stateous_daemon::clock::Clock;
 use stateous_daemon::control::{Control, Options};
 use stateous_daemon::engine::serving::DEV_CLOCK_REFUSED;
-use stateous_daemon::input::{ClaimInput, StartInput};
+use stateous_daemon::time_source::Clock;
+use stateous_daemon::validated::{ClaimInput, StartInput};
 use stateous_shared::graph::Graph;
 use stateous_shared::refusal::Code;
 

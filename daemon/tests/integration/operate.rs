@@ -12,16 +12,16 @@ use std::time::Duration;
 
 use common::Db;
 use serde_json::{json, Value};
-use stateous_daemon::clock::Clock;
-use stateous_daemon::control::operate::BulkInput;
+use stateous_daemon::control::bulk::BulkInput;
 use stateous_daemon::control::{Control, Options};
 use stateous_daemon::engine::bulk::BulkStep;
 use stateous_daemon::engine::select::Selection;
-use stateous_daemon::input::{FireInput, StartInput};
 use stateous_daemon::store::TokenStatus;
+use stateous_daemon::time_source::Clock;
+use stateous_daemon::validated::{FireInput, StartInput};
+use stateous_shared::bulk::{BulkAction, Outcome};
 use stateous_shared::graph::Graph;
 use stateous_shared::guards::filter::parse_filter;
-use stateous_shared::operate::{BulkAction, Outcome};
 use stateous_shared::refusal::Code;
 use stateous_shared::time::{parse_iso, to_micros};
 use stateous_shared::wire::Object;
@@ -219,7 +219,7 @@ async fn a_bulk_cancel_previews_then_cancels_the_matches_with_the_reason(db: Db)
         assert!(run.outcomes.len() <= 3);
         applied.extend(run.outcomes.iter().map(|o| (o.token.clone(), o.outcome)));
         match run.next {
-            Some(next) => after = stateous_daemon::control::operate::cursor_of(&next),
+            Some(next) => after = stateous_daemon::control::bulk::cursor_of(&next),
             None => break,
         }
     }

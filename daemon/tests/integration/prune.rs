@@ -11,14 +11,14 @@ use std::time::Duration;
 
 use common::{Backend, Db};
 use serde_json::{json, Value};
-use stateous_daemon::control::operate::BulkInput;
+use stateous_daemon::control::bulk::BulkInput;
 use stateous_daemon::control::prune::RetainPass;
 use stateous_daemon::control::Control;
 use stateous_daemon::engine::bulk::BulkStep;
 use stateous_daemon::engine::select::Selection;
-use stateous_daemon::input::{FireInput, StartInput};
+use stateous_daemon::validated::{FireInput, StartInput};
+use stateous_shared::bulk::{BulkAction, Outcome};
 use stateous_shared::guards::filter::parse_filter;
-use stateous_shared::operate::{BulkAction, Outcome};
 use stateous_shared::refusal::Code;
 
 use crate::operate::{clock, open};

@@ -13,12 +13,12 @@ use std::time::Duration;
 
 use common::Db;
 use serde_json::{json, Value};
-use stateous_daemon::clock::Clock;
 use stateous_daemon::control::Control;
-use stateous_daemon::input::{
+use stateous_daemon::store::{Closed, TokenStatus};
+use stateous_daemon::time_source::Clock;
+use stateous_daemon::validated::{
     ClaimInput, FireInput, HeartbeatInput, MemoryInput, NoteInput, ReportInput, StartInput,
 };
-use stateous_daemon::store::{Closed, TokenStatus};
 use stateous_shared::graph::Graph;
 use stateous_shared::refusal::Refusal;
 use stateous_shared::time::{from_micros, iso, parse_iso, to_micros};

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use common::Db;
 use serde_json::json;
 use stateous_daemon::control::Control;
-use stateous_daemon::input::StartInput;
+use stateous_daemon::validated::StartInput;
 use stateous_shared::graph::Graph;
 
 /// `coding` (where a token without `urgent` starts) queues a task and sets a timer.

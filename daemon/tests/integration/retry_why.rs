@@ -9,10 +9,10 @@ use std::time::Duration;
 
 use common::Db;
 use serde_json::{json, Value};
-use stateous_daemon::clock::Clock;
 use stateous_daemon::control::{Control, Options};
-use stateous_daemon::input::RetryInput;
-use stateous_daemon::input::{ClaimInput, FireInput, ReportInput, StartInput};
+use stateous_daemon::time_source::Clock;
+use stateous_daemon::validated::RetryInput;
+use stateous_daemon::validated::{ClaimInput, FireInput, ReportInput, StartInput};
 use stateous_shared::graph::Graph;
 use stateous_shared::refusal::Code;
 use stateous_shared::time::{parse_iso, to_micros};

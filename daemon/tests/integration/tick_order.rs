@@ -13,9 +13,9 @@ use std::time::Duration;
 
 use common::Db;
 use serde_json::json;
-use stateous_daemon::clock::Clock;
 use stateous_daemon::control::Control;
-use stateous_daemon::input::StartInput;
+use stateous_daemon::time_source::Clock;
+use stateous_daemon::validated::StartInput;
 use stateous_shared::graph::Graph;
 
 /// `coding` has a 6 h timeout; `timeout` leads to `triage`, which queues a task.

@@ -1,5 +1,5 @@
-//! The graph document of a valid workflow, key for key as the reference's
-//! `compiler/codegen.py` and `compile.py` write it, so that the checksum matches.
+//! The graph document of a valid workflow, key for key and in the reference's
+//! order (`docs/reference/files.md`, "The graph file"), so that the checksum matches.
 
 use serde_json::{json, Value};
 

@@ -1,5 +1,5 @@
 //! From the YAML's shape to a workflow model: every check the reference makes as a
-//! workflow is declared (`model/workflow.py`): names, durations, retries, parallel
+//! workflow is declared (`docs/reference/cli.md`, `compile`): names, durations, retries, parallel
 //! settings, events, and each transition's ends, event and guard. Problems are
 //! collected, not raised, so that one compile lists them all.
 

@@ -1,5 +1,5 @@
 //! The workflow as a Mermaid state diagram, for `stateous token show --graph`
-//! (the reference's `compiler/plot.py` draws the same lines).
+//! (`docs/reference/cli.md`): the same lines as the reference's diagram.
 //!
 //! A pure function of the graph document. START and END are Mermaid's `[*]`; each
 //! edge is labelled with its event (Stateous's own in parentheses) and its guard or

@@ -1,7 +1,7 @@
 //! The names that must work as Python names: the reference's `stateous init
 //! supervisor` writes a `contract.py` from any graph file, and its `compile` refuses
-//! a workflow whose contract could not be written (`compiler/codegen.py`,
-//! `compile.py::_refuse_odd_names`). Our graph files stay usable by its supervisor.
+//! a workflow whose contract could not be written, so we refuse the same names.
+//! Our graph files stay usable by its supervisor.
 
 use std::collections::BTreeSet;
 

@@ -326,6 +326,8 @@ fn whole_graph_mistakes_have_their_line() {
          "the workflow 'spare' under 'workflows' is run by no parallel state; run it or remove it"),
         (BASE.replace("Receipt: {type: object", "Receipt: {type: 12"),
          "the model 'Receipt' is not valid JSON Schema: 12 is not of types \"array\", \"string\""),
+        (BASE.replace("amount: {type: number}", "amount: {type: numbr}"),
+         "the model 'Receipt' is not valid JSON Schema: properties.amount.type is 'numbr', which is not a type (array, boolean, integer, null, number, object or string)"),
     ];
     for (text, line) in cases {
         let found = problems(&text);

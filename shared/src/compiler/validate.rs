@@ -1,5 +1,5 @@
 //! Whole-graph checks: the mistakes seen only when the workflow is complete
-//! (reference `compiler/validate.py`): nesting, START and END, reachability,
+//! (`docs/reference/cli.md`, `compile`): nesting, START and END, reachability,
 //! fallbacks, overlapping guards, guards against the context, parallel states'
 //! inputs and exits, counted events, a child's START, token-id room and schemas.
 

@@ -1,5 +1,5 @@
 //! The models of a graph document as compiled JSON Schema validators (Draft 2020-12),
-//! built once when the graph loads (reference `control/graph.py`).
+//! built once when the graph loads, so that no request compiles a schema.
 //!
 //! A model `NAME` is checked as `{"$ref": "#/schemas/NAME", "schemas": {...}}`, so a
 //! model's own `$ref`s to `#/schemas/OTHER` resolve against the document's schemas.
@@ -88,7 +88,41 @@ pub(crate) fn compile(name: &str, schemas: &Object) -> Result<jsonschema::Valida
         .with_draft(jsonschema::Draft::Draft202012)
         .should_validate_formats(false)
         .build(&root)
-        .map_err(|error| format!("the model '{name}' is not valid JSON Schema: {error}"))
+        .map_err(|error| {
+            format!(
+                "the model '{name}' is not valid JSON Schema: {}",
+                unbuilt(&error)
+            )
+        })
+}
+
+/// Why the validator of model `name` could not be built. The validator's own
+/// words for a type it does not know ("Unexpected type") name neither the keyword
+/// nor the value, so that one says both: where in the model (`properties.repo.type`)
+/// and what it holds.
+fn unbuilt(error: &jsonschema::ValidationError<'_>) -> String {
+    use jsonschema::error::ValidationErrorKind;
+    let ValidationErrorKind::Custom { message } = &error.kind else {
+        return error.to_string();
+    };
+    // The validator walks the root of `compile`, `{"$ref": "#/schemas/NAME"}`, so its
+    // path starts at that `$ref`; a model another one refers to reads as a `$ref`.
+    let pointer = error.instance_path.as_str();
+    let inside = pointer.strip_prefix("/$ref").unwrap_or(pointer);
+    let at = if inside.is_empty() {
+        "the model".to_string()
+    } else {
+        dotted(inside)
+    };
+    let value = repr_json(&error.instance);
+    if message == "Unexpected type" {
+        format!(
+            "{at} is {value}, which is not a type \
+             (array, boolean, integer, null, number, object or string)"
+        )
+    } else {
+        format!("{at} is {value}: {message}")
+    }
 }
 
 /// A JSON pointer (`/items/0/name`) as a dotted path (`items.0.name`), as the
@@ -142,6 +176,20 @@ mod tests {
         assert_eq!(
             models.errors("Item", &json!({"title": "x", "tags": [{"name": 3}]})),
             ["tags.0.name: 3 is not of type 'string'"]
+        );
+    }
+
+    #[test]
+    fn an_unknown_type_names_the_model_the_keywords_path_and_the_value() {
+        let mut broken = schemas();
+        broken.insert(
+            "Ticket".into(),
+            json!({"type": "object", "properties": {"repo": {"type": "strin"}}}),
+        );
+        assert_eq!(
+            compile("Ticket", &broken).unwrap_err(),
+            "the model 'Ticket' is not valid JSON Schema: properties.repo.type is 'strin', \
+             which is not a type (array, boolean, integer, null, number, object or string)"
         );
     }
 

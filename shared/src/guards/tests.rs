@@ -1,6 +1,6 @@
 //! The guard language's unit tests: what it accepts, what it refuses and why, what
-//! a guard reads, and how it evaluates (cases after the reference's
-//! `tests/unit/model/test_guards.py`, plus Python's semantics at the edges).
+//! a guard reads, and how it evaluates (cases after the reference's own tests of
+//! its guards, plus Python's semantics at the edges: `docs/concepts/guards.md`).
 
 use proptest::prelude::*;
 use serde_json::{json, Value};

@@ -118,7 +118,7 @@ where
             reason_note(data)
         ),
         "migrated" => {
-            let graph = |key: &str| crate::live::short_checksum(&get(key));
+            let graph = |key: &str| crate::watch::short_checksum(&get(key));
             let undo = if data.contains_key("undo") {
                 " back"
             } else {

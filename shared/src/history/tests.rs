@@ -1,6 +1,6 @@
 //! Each ledger kind renders as the reference renders it (the cases mirror the
-//! reference's `tests/unit/cli/test_token_lines.py`, with the data shapes its engine
-//! writes).
+//! reference's own tests of its token lines, with the data shapes its engine
+//! writes: `docs/inside/data.md`).
 
 use chrono::FixedOffset;
 use serde_json::{json, Value};

@@ -14,7 +14,7 @@ use std::io::{BufRead, IsTerminal, Write};
 
 use crate::commands::{json_object, line, CommandError};
 use stateous_client::{Client, ClientError, TransportError};
-use stateous_shared::operate::{
+use stateous_shared::bulk::{
     left_out_words, operator_name, outcome_line, would_line, BulkAction, BulkAnswer, BulkRequest,
     Outcome, TokenOutcome,
 };

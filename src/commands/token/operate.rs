@@ -10,9 +10,10 @@ use serde_json::json;
 use super::bulk::Console;
 use crate::commands::{line, CommandError};
 use stateous_client::{Client, TokenQuery};
+use stateous_shared::bulk::{operator_name, RetryRequest};
+use stateous_shared::durations::span;
 use stateous_shared::history::{named, token_line};
-use stateous_shared::operate::why::Why;
-use stateous_shared::operate::{operator_name, span, RetryRequest};
+use stateous_shared::why::Why;
 
 /// The options of `stateous token list`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -10,8 +10,8 @@ use super::bulk::skipped_lines;
 use super::operate::why_lines;
 use super::*;
 use stateous_client::testserver::{server, Seen};
-use stateous_shared::operate::why::{Why, WhyTask, WhyTimer, WhyTransition};
-use stateous_shared::operate::{BulkAction, Outcome, TokenOutcome};
+use stateous_shared::bulk::{BulkAction, Outcome, TokenOutcome};
+use stateous_shared::why::{Why, WhyTask, WhyTimer, WhyTransition};
 
 /// A console that answers from a script and keeps what it was told.
 struct Scripted {

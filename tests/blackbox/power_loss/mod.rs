@@ -20,7 +20,7 @@ use std::time::Duration;
 use rusqlite::Connection;
 use serde_json::json;
 use stateous_daemon::control::{Control, Options};
-use stateous_daemon::input::StartInput;
+use stateous_daemon::validated::StartInput;
 use stateous_shared::graph::Graph;
 use stateous_supervisor::outbox::{Kind, Outbox};
 use vfs::Power;

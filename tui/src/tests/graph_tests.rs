@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use crossterm::event::KeyCode;
 use stateous_client::{TokenQuery, WatchEntry};
-use stateous_shared::live::{DevClock, StateCount};
+use stateous_shared::watch::{DevClock, StateCount};
 use stateous_shared::wire::{Health, HistoryEntry};
 
 use super::view_tests::{screen, snapshot};

@@ -13,7 +13,7 @@ use chrono::{DateTime, FixedOffset, Utc};
 use crossterm::event::{KeyCode, KeyEvent};
 use serde_json::json;
 use stateous_shared::graph::Graph;
-use stateous_shared::live::{
+use stateous_shared::watch::{
     HeldEvent, SupervisorList, SupervisorView, TaskView, TimerView, TokenDetail,
 };
 use stateous_shared::wire::{HistoryEntry, TokenView};

@@ -5,8 +5,8 @@
 use crossterm::event::KeyCode;
 use serde_json::json;
 use stateous_client::TokenQuery;
-use stateous_shared::operate::why::Why;
-use stateous_shared::operate::{BulkAction, BulkAnswer, Outcome, TokenOutcome};
+use stateous_shared::bulk::{BulkAction, BulkAnswer, Outcome, TokenOutcome};
+use stateous_shared::why::Why;
 
 use super::view_tests::{screen, snapshot};
 use super::*;
@@ -137,7 +137,7 @@ fn star_marks_every_match_and_acts_by_the_filter() {
     counted.applied = 4985;
     counted.refused = 15;
     counted.left_out = 50_000;
-    counted.refusals = vec![stateous_shared::operate::RefusalCount {
+    counted.refusals = vec![stateous_shared::bulk::RefusalCount {
         code: "child_token".into(),
         status: "active".into(),
         count: 15,

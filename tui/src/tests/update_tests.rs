@@ -343,7 +343,7 @@ fn a_daemon_without_the_added_routes_is_asked_once() {
         Msg::Token(
             "ORD-1".into(),
             Ok((
-                stateous_shared::live::TokenDetail {
+                stateous_shared::watch::TokenDetail {
                     token: token("ORD-1", "review", "active", 1),
                     tasks: Vec::new(),
                     timers: Vec::new(),

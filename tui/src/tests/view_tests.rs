@@ -9,7 +9,7 @@ use ratatui::Terminal;
 use super::*;
 use crate::model::{Problem, Status};
 use crate::view::view;
-use stateous_shared::live::StoppedSupervisor;
+use stateous_shared::watch::StoppedSupervisor;
 
 /// The screen's text after drawing `model`, one line per row, trailing spaces cut.
 pub fn screen(model: &Model) -> String {
@@ -275,6 +275,18 @@ fn at_80_by_24_enter_shows_every_fact_of_the_token() {
 }
 
 #[test]
+fn at_60_by_20_the_selected_tokens_state_status_and_task_stay_in_sight() {
+    let text = screen(&sized(60, 20));
+    for fact in [
+        "ORD-1: review, active",
+        "task      4 review claimed, attempt 2, box-1, lease 1m35s",
+    ] {
+        assert!(text.contains(fact), "no {fact:?} in\n{text}");
+    }
+    assert!(text.contains("more rows: v shows all"), "{text}");
+}
+
+#[test]
 fn at_60_by_20_the_panes_stack_and_nothing_vanishes_silently() {
     let model = sized(60, 20);
     let text = screen(&model);
@@ -469,7 +481,7 @@ fn a_token_on_an_older_graph_names_it_in_its_detail() {
 fn the_workflow_graph_names_the_older_graphs_with_live_tokens() {
     let mut model = full_model();
     let graph = |checksum: &str, served: bool, tokens: serde_json::Value| {
-        stateous_shared::live::GraphView {
+        stateous_shared::watch::GraphView {
             checksum: checksum.into(),
             workflow: "orders".into(),
             served,

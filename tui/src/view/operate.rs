@@ -5,8 +5,8 @@
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::Line;
 use ratatui::Frame;
+use stateous_shared::bulk::{outcome_line, would_line};
 use stateous_shared::history::named;
-use stateous_shared::operate::{outcome_line, would_line};
 
 use super::fg;
 use super::popups::{check, field, popup};

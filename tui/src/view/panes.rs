@@ -7,10 +7,11 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, Paragraph, Row, Table};
 use ratatui::Frame;
+use stateous_shared::durations::span_packed;
 use stateous_shared::history::{named, short, token_line};
-use stateous_shared::live::TokenDetail;
+use stateous_shared::watch::TokenDetail;
 
-use super::format::{age, clock, history_line, seconds_until, span};
+use super::format::{age, clock, history_line, seconds_until};
 use super::{fg, wrap::wrap};
 use crate::model::{Model, Supervisors};
 
@@ -169,8 +170,9 @@ pub fn tokens(model: &Model, frame: &mut Frame, area: Rect) {
 }
 
 /// The selected token's detail: its line, context, tasks, timers, held events and
-/// children. Rows that do not fit are counted in the last row, which names the
-/// key that shows them.
+/// children. When they do not all fit, the token's line (its state and status) and
+/// its tasks stay, then each other line in order that still fits whole, and the
+/// last row counts the rows left out and names the key that shows them.
 pub fn detail(model: &Model, frame: &mut Frame, area: Rect) {
     let title = if model.zoom {
         " Token (Esc: back to the table) "
@@ -179,10 +181,9 @@ pub fn detail(model: &Model, frame: &mut Frame, area: Rect) {
     };
     let block = Block::default().borders(Borders::ALL).title(title);
     let fit = usize::from(area.height.saturating_sub(2));
-    let mut rows = detail_rows(model, usize::from(area.width.saturating_sub(2)));
-    if rows.len() > fit && fit > 0 {
-        let left = rows.len() - (fit - 1);
-        rows.truncate(fit - 1);
+    let groups = detail_groups(model, usize::from(area.width.saturating_sub(2)));
+    let (mut rows, left) = fitted(groups, fit);
+    if left > 0 {
         let more = if model.zoom {
             format!("… {left} more rows than the terminal has")
         } else {
@@ -196,60 +197,123 @@ pub fn detail(model: &Model, frame: &mut Frame, area: Rect) {
     frame.render_widget(Paragraph::new(rows).block(block), area);
 }
 
-/// The detail pane's text as rows of `width` columns.
-pub fn detail_rows(model: &Model, width: usize) -> Vec<Line<'static>> {
-    let lines = match (&model.detail, model.selected()) {
-        (Some(detail), Some(id)) if detail.token.token == id => detail_lines(model, detail),
-        (_, Some(id)) => vec![Line::from(format!("reading {id}..."))],
-        (_, None) => vec![Line::from("no token is selected")],
-    };
-    let mut rows = Vec::new();
-    for line in lines {
-        let text: String = line.spans.iter().map(|s| s.content.as_ref()).collect();
-        for row in wrap(&text, width, LABEL) {
-            rows.push(Line::styled(row, line.style));
+/// The rows of `groups` (each line's rows, with its rank: 0 must stay in sight
+/// first, then 1, then 2) that fit in `fit` rows with one left for the count, and
+/// how many rows are left out: rank by rank, each line in order that still fits
+/// whole, shown in their order; all of them, and none left out, when they fit.
+fn fitted(groups: Vec<(u8, Vec<Line<'static>>)>, fit: usize) -> (Vec<Line<'static>>, usize) {
+    let total: usize = groups.iter().map(|(_, rows)| rows.len()).sum();
+    if total <= fit || fit == 0 {
+        return (groups.into_iter().flat_map(|(_, rows)| rows).collect(), 0);
+    }
+    let budget = fit - 1;
+    let mut keep = vec![false; groups.len()];
+    let mut used = 0;
+    for rank in 0..=2 {
+        for (n, (of, rows)) in groups.iter().enumerate() {
+            if *of == rank && used + rows.len() <= budget {
+                keep[n] = true;
+                used += rows.len();
+            }
         }
     }
-    rows
+    let mut shown: Vec<Line<'static>> = Vec::new();
+    for ((_, rows), kept) in groups.iter().zip(&keep) {
+        if *kept {
+            shown.extend(rows.iter().cloned());
+        }
+    }
+    if shown.is_empty() {
+        // Not even the token's line fits whole: its first rows, cut.
+        shown = groups
+            .into_iter()
+            .flat_map(|(_, rows)| rows)
+            .take(budget)
+            .collect();
+    }
+    let left = total - shown.len();
+    (shown, left)
 }
 
-fn detail_lines(model: &Model, detail: &TokenDetail) -> Vec<Line<'static>> {
+/// The detail pane's text as rows of `width` columns.
+pub fn detail_rows(model: &Model, width: usize) -> Vec<Line<'static>> {
+    detail_groups(model, width)
+        .into_iter()
+        .flat_map(|(_, rows)| rows)
+        .collect()
+}
+
+/// Each line of the detail pane as its rows of `width` columns, with its rank
+/// when not all fit ([`detail_lines`]).
+fn detail_groups(model: &Model, width: usize) -> Vec<(u8, Vec<Line<'static>>)> {
+    let lines = match (&model.detail, model.selected()) {
+        (Some(detail), Some(id)) if detail.token.token == id => detail_lines(model, detail),
+        (_, Some(id)) => vec![(0, Line::from(format!("reading {id}...")))],
+        (_, None) => vec![(0, Line::from("no token is selected"))],
+    };
+    lines
+        .into_iter()
+        .map(|(rank, line)| {
+            let text: String = line.spans.iter().map(|s| s.content.as_ref()).collect();
+            let rows = wrap(&text, width, LABEL)
+                .into_iter()
+                .map(|row| Line::styled(row, line.style))
+                .collect();
+            (rank, rows)
+        })
+        .collect()
+}
+
+/// The lines of the detail pane, each with its rank for a pane too short for all:
+/// 0 for the token's line (its state and status) and its tasks, which stay in
+/// sight; 1 for why it waits; 2 for the rest.
+fn detail_lines(model: &Model, detail: &TokenDetail) -> Vec<(u8, Line<'static>)> {
     let token = &detail.token;
     let mut lines = vec![
-        Line::styled(
-            token_line(token),
-            Style::default().add_modifier(Modifier::BOLD),
+        (
+            0,
+            Line::styled(
+                token_line(token),
+                Style::default().add_modifier(Modifier::BOLD),
+            ),
         ),
-        Line::from(format!(
-            "entered   {} ({} ago)",
-            clock(model, &token.entered_at),
-            age(model, &token.entered_at)
-        )),
+        (
+            2,
+            Line::from(format!(
+                "entered   {} ({} ago)",
+                clock(model, &token.entered_at),
+                age(model, &token.entered_at)
+            )),
+        ),
     ];
-    lines.extend(super::operate::why_lines(model));
+    lines.extend(super::operate::why_lines(model).into_iter().map(|l| (1, l)));
+    let mut rest = Vec::new();
     if let Some(parent) = &token.parent {
-        lines.push(Line::from(format!("parent    {parent}")));
+        rest.push(Line::from(format!("parent    {parent}")));
     }
     if let (Some(graph), false) = (&detail.graph, detail.graph_served) {
-        lines.push(Line::from(format!("graph     {graph} (not served)")));
+        rest.push(Line::from(format!("graph     {graph} (not served)")));
     }
     let context = short(&serde_json::Value::Object(token.context.clone()));
-    lines.push(Line::from(format!("context   {context}")));
+    rest.push(Line::from(format!("context   {context}")));
+    lines.extend(rest.into_iter().map(|l| (2, l)));
     if model.detail_route == Some(false) {
-        lines.push(Line::from(
-            "tasks     (this control plane does not list them)",
+        lines.push((
+            0,
+            Line::from("tasks     (this control plane does not list them)"),
         ));
     } else {
         lines.extend(work_lines(model, detail));
     }
     for child in &model.children {
-        lines.push(Line::from(format!("child     {}", token_line(child))));
+        lines.push((2, Line::from(format!("child     {}", token_line(child)))));
     }
     lines
 }
 
-/// The tasks with their lease countdown, the timers, the held events.
-fn work_lines(model: &Model, detail: &TokenDetail) -> Vec<Line<'static>> {
+/// The tasks with their lease countdown (rank 0: they stay in sight), the timers,
+/// the held events (rank 2).
+fn work_lines(model: &Model, detail: &TokenDetail) -> Vec<(u8, Line<'static>)> {
     let mut lines = Vec::new();
     for task in &detail.tasks {
         let holder = task
@@ -260,11 +324,16 @@ fn work_lines(model: &Model, detail: &TokenDetail) -> Vec<Line<'static>> {
             .lease_until
             .as_deref()
             .and_then(|until| seconds_until(model.now, until))
-            .map_or(String::new(), |left| format!(", lease {}", span(left)));
-        lines.push(Line::from(format!(
-            "task      {} {} {}, attempt {}{holder}{lease}",
-            task.task, task.state, task.status, task.attempt
-        )));
+            .map_or(String::new(), |left| {
+                format!(", lease {}", span_packed(left))
+            });
+        lines.push((
+            0,
+            Line::from(format!(
+                "task      {} {} {}, attempt {}{holder}{lease}",
+                task.task, task.state, task.status, task.attempt
+            )),
+        ));
     }
     let paused = detail.token.status == "paused";
     for timer in &detail.timers {
@@ -273,27 +342,30 @@ fn work_lines(model: &Model, detail: &TokenDetail) -> Vec<Line<'static>> {
             // time back, so their due time is not yet known.
             let left = paused_at(model, &detail.token.token)
                 .and_then(|at| seconds_until(at, &timer.due_at))
-                .map_or(String::new(), |left| format!(" with {} left", span(left)));
+                .map_or(String::new(), |left| {
+                    format!(" with {} left", span_packed(left))
+                });
             format!("timer     {} frozen{left} (paused)", timer.event)
         } else {
-            let left = seconds_until(model.now, &timer.due_at).map_or("?".into(), span);
+            let left = seconds_until(model.now, &timer.due_at).map_or("?".into(), span_packed);
             format!(
                 "timer     {} at {} (in {left})",
                 timer.event,
                 clock(model, &timer.due_at)
             )
         };
-        lines.push(Line::from(line));
+        lines.push((2, Line::from(line)));
     }
     for held in &detail.held {
         let payload = held.payload.as_ref().map_or(String::new(), |p| {
             format!(" {}", short(&serde_json::Value::Object(p.clone())))
         });
-        lines.push(Line::from(format!("held      {}{payload}", held.event)));
+        lines.push((2, Line::from(format!("held      {}{payload}", held.event))));
     }
     if lines.is_empty() {
-        lines.push(Line::from(
-            "tasks     none running; no timers; nothing held",
+        lines.push((
+            0,
+            Line::from("tasks     none running; no timers; nothing held"),
         ));
     }
     lines
@@ -390,7 +462,7 @@ pub fn supervisors(model: &Model, frame: &mut Frame, area: Rect) {
     title.push(' ');
     let running = list.iter().map(|s| {
         let stale = is_stale(&s.last_seen);
-        let seen = since(&s.last_seen).map_or("?".to_string(), span);
+        let seen = since(&s.last_seen).map_or("?".to_string(), span_packed);
         let mark = if stale { "stale" } else { "" };
         let outbox = s.outbox.map_or("?".to_string(), |d| d.to_string());
         let style = if stale {

@@ -17,7 +17,6 @@ use super::conn::{config, Answering, Manager, PgConn, Session, Unconnected};
 use super::hold::{ServingLock, Tried};
 use super::schema::{first_to_run, migrate};
 use super::{KnownClaims, PgTx, Sequences};
-use crate::clock::{micros, Clock};
 use crate::store::backend::{without_password, Inspected, StoreOptions};
 use crate::store::cached_tx::{CachedTx, Locking};
 use crate::store::facts::Cache;
@@ -26,6 +25,7 @@ use crate::store::feed::{FeedMark, Opened};
 use crate::store::schema::MigrateError;
 use crate::store::serving;
 use crate::store::{ControlPlane, StoreError, StoreResult, Tx};
+use crate::time_source::{micros, Clock};
 
 /// A Postgres database held by this control plane. Cheap to share: the pool and
 /// the lock live behind an `Arc`.

@@ -11,12 +11,12 @@ use super::reader::Reader;
 use super::schema::{first_to_run, migrate};
 use super::writer::Writer;
 use super::{open, SqliteTx};
-use crate::clock::micros;
 use crate::store::backend::{Inspected, StoreOptions};
 use crate::store::feed::FeedMark;
 use crate::store::schema::MigrateError;
 use crate::store::serving;
 use crate::store::{ControlPlane, StoreError, StoreResult, Tx};
+use crate::time_source::micros;
 
 /// A SQLite database held by this control plane.
 pub struct SqliteStore {

@@ -31,12 +31,12 @@ use rusqlite::Connection;
 
 use super::claims::{self, KnownClaims};
 use super::SqliteTx;
-use crate::clock::Clock;
 use crate::store::cached_tx::{CachedTx, Locking};
 use crate::store::facts::{Cache, Overlay};
 use crate::store::feed::FeedMark;
 use crate::store::request::{self, next_batch, Request, Waiting};
 use crate::store::{StoreError, StoreResult, Tx};
+use crate::time_source::Clock;
 
 /// How many waiting requests one transaction takes at most, so that one commit
 /// never holds answers back for long.

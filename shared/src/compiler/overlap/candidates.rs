@@ -1,4 +1,4 @@
-//! The values worth trying for one operand (reference `compiler/exclusive.py`):
+//! The values worth trying for one operand (`docs/concepts/guards.md`):
 //! the literals a guard compares an operand with divide its domain into regions
 //! where every value behaves alike, so one value from each region (each literal, a
 //! point just past it on each side, one beyond them all) stands for all of them.

@@ -1,5 +1,5 @@
 //! What two guards read, and the literals each value is compared with
-//! (reference `compiler/exclusive.py`): the input of the overlap search.
+//! (`docs/concepts/guards.md`): the input of the overlap search.
 
 use std::collections::BTreeMap;
 

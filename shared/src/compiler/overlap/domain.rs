@@ -1,5 +1,5 @@
 //! What values a guard's operand can take, as its model's JSON Schema says
-//! (reference `compiler/exclusive.py`): an `integer` is never 3.5, an enum of
+//! (`docs/concepts/guards.md`): an `integer` is never 3.5, an enum of
 //! `'high'` and `'low'` is never `'medium'`, a count is never negative.
 
 use std::collections::BTreeSet;

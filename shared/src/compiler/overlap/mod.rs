@@ -1,4 +1,4 @@
-//! The overlap check (reference `compiler/exclusive.py`, `docs/concepts/guards.md`):
+//! The overlap check (`docs/concepts/guards.md`):
 //! two guards on one state and event must never both be true, so that an event
 //! takes at most one transition. The language is small enough to decide it: each
 //! value a guard reads is tried at one point of each region its literals cut its

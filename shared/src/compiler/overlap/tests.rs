@@ -1,5 +1,5 @@
-//! The overlap check's tests: the reference's cases (`tests/unit/compiler/
-//! test_exclusive.py`, with its pydantic models written as JSON Schema), the exact
+//! The overlap check's tests: the reference's own cases of its overlap check (with
+//! its models written as JSON Schema), the exact
 //! compile lines, and a property: whenever some data makes two guards both true,
 //! the check refuses them.
 

@@ -1,8 +1,8 @@
-//! The inputs layer: every limit and refusal sentence of a request's values,
+//! The validated inputs: every limit and refusal sentence of a request's values,
 //! defined once, and the validated types the engine takes as its parameters.
 //!
 //! A value of one of these types has passed its check, so the engine never checks
-//! it again. The HTTP layer (`api/inputs.rs`) reads a body's JSON fields in their
+//! it again. The HTTP layer (`api/parse/`) reads a body's JSON fields in their
 //! order and builds each value here; a caller of `Control` in Rust builds the same
 //! types with the same checks. What needs the graph or the database (an event's
 //! name, a payload's schema, whether a task is held, whether a token exists) is
@@ -597,83 +597,6 @@ pub struct NewKeyInput {
     pub scope: Option<(Scope, std::sync::Arc<FireScope>)>,
 }
 
-impl NewKeyInput {
-    /// From the body: `name` (422 `invalid_argument` unless 1 to 64 of
-    /// `[A-Za-z0-9._-]`), `role` (one of the four), `supervisor` (a supervisor's
-    /// name, given exactly when the role is `supervise`); any other key, or a
-    /// value that is not a string, is 422 `invalid_body`.
-    pub fn parse(body: &Object) -> Result<NewKeyInput, Refusal> {
-        use stateous_shared::access::Role;
-        if let Some(other) = body
-            .keys()
-            .find(|key| !["name", "role", "supervisor", "scope"].contains(&key.as_str()))
-        {
-            let sentence =
-                format!("POST /access takes name, role, supervisor and scope, not {other:?}");
-            return Err(refuse(Code::InvalidBody, sentence));
-        }
-        let text = |field: &str| match body.get(field) {
-            None | Some(serde_json::Value::Null) => Ok(None),
-            Some(serde_json::Value::String(text)) => Ok(Some(text.clone())),
-            Some(_) => Err(refuse(
-                Code::InvalidBody,
-                format!("'{field}' must be a string"),
-            )),
-        };
-        let name = text("name")?.unwrap_or_default();
-        let name_ok = (1..=MAX_KEY_NAME).contains(&name.len())
-            && name
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
-        if !name_ok {
-            let sentence =
-                format!("a key's name is 1 to {MAX_KEY_NAME} of A-Z, a-z, 0-9, '.', '_' and '-'");
-            return Err(refuse(Code::InvalidArgument, sentence));
-        }
-        let role = text("role")?.unwrap_or_default();
-        let Some(role) = Role::parse(&role) else {
-            let sentence = "'role' is one of: read, operate, supervise, admin";
-            return Err(refuse(Code::InvalidArgument, sentence));
-        };
-        let supervisor = text("supervisor")?.map(Supervisor::new).transpose()?;
-        let scope = match body.get("scope") {
-            None | Some(serde_json::Value::Null) => None,
-            Some(value) => {
-                let scope: Scope = serde_json::from_value(value.clone()).map_err(|_| {
-                    refuse(
-                        Code::InvalidBody,
-                        "'scope' is an object: events (a list of event names), and \
-                         optionally states (a list of state names) and where (a filter)",
-                    )
-                })?;
-                if role != Role::Operate {
-                    return Err(refuse(
-                        Code::InvalidArgument,
-                        "only an operate key takes a scope: it limits what the key may change",
-                    ));
-                }
-                let checked = FireScope::new(&name, &scope)?;
-                Some((scope, std::sync::Arc::new(checked)))
-            }
-        };
-        match (role, &supervisor) {
-            (Role::Supervise, None) => Err(refuse(
-                Code::InvalidArgument,
-                "a supervise key needs the supervisor it acts for ('supervisor')",
-            )),
-            (Role::Supervise, Some(_)) | (_, None) => Ok(NewKeyInput {
-                name,
-                role,
-                supervisor,
-                scope,
-            }),
-            (_, Some(_)) => Err(refuse(
-                Code::InvalidArgument,
-                "only a supervise key names a supervisor",
-            )),
-        }
-    }
-}
 
 /// The most events, and the most states, one key's scope names.
 pub const MAX_SCOPE_NAMES: usize = 100;

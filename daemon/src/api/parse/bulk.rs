@@ -1,5 +1,5 @@
-//! The inputs of operating many tokens: `POST /tokens/bulk` and `POST
-//! /tokens/{id}/retry`, checked here as every other body is in `inputs.rs`.
+//! The bodies of the bulk actions: `POST /tokens/bulk` and `POST
+//! /tokens/{id}/retry`, checked here as every other body is in `parse/mod.rs`.
 //!
 //! A wrong shape is 422 `invalid_body`: a value of the wrong JSON type, or a key
 //! the body does not take (these routes are ours, so a misspelt `dry_run` is
@@ -11,18 +11,18 @@
 use std::collections::BTreeMap;
 
 use serde_json::Value;
+use stateous_shared::bulk::{BulkAction, DEFAULT_PER_RUN, MAX_REASON, MOST_PER_RUN};
 use stateous_shared::guards::filter::parse_filter;
-use stateous_shared::operate::{BulkAction, DEFAULT_PER_RUN, MAX_REASON, MOST_PER_RUN};
 use stateous_shared::refusal::{Code, Refusal};
 use stateous_shared::wire::Object;
 
 use super::{object_or_null, refuse, MAX_ITEMS, MAX_STATE, MAX_TOKEN};
-use crate::control::operate::{cursor_of, BulkInput};
+use crate::control::bulk::{cursor_of, BulkInput};
 use crate::engine::bulk::BulkStep;
 use crate::engine::migrate::MigrateStep;
 use crate::engine::select::Selection;
-use crate::input::Key;
-use crate::input::{RetryInput, MAX_BY};
+use crate::validated::Key;
+use crate::validated::{RetryInput, MAX_BY};
 
 /// Who asks when a body names no one.
 pub const OPERATOR: &str = "operator";

@@ -1,18 +1,12 @@
-//! The wire shapes of operating many tokens, an addition of ours to the API
-//! (`docs/reference/http.md`) that no reference client asks for: the total count of
-//! `GET /tokens`, `POST /tokens/bulk` (with its preview), `POST
-//! /tokens/{id}/retry` and `GET /tokens/{id}/why` ([`why`]).
+//! The wire shapes of bulk actions, an addition of ours to the API
+//! (`docs/reference/http.md`) that no reference client asks for: `POST /tokens/bulk`
+//! (with its preview) and `POST /tokens/{id}/retry`, a bulk retry's step on one
+//! token, with the lines that count and show what an action did or would do.
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::wire::Object;
-
-pub mod why;
-
-/// The header of `GET /tokens` that carries how many tokens match in all; the body
-/// stays the reference's list of one page.
-pub const TOTAL_COUNT: &str = "x-total-count";
 
 /// The most tokens a preview samples.
 pub const SAMPLE: usize = 20;
@@ -403,35 +397,6 @@ pub fn operator_name() -> String {
         .unwrap_or_else(|| "operator".to_string())
 }
 
-/// A span of seconds as an operator reads it: `45s`, `12m`, `1m 40s`, `3h 5m`,
-/// `2d 4h` (rounded down to whole seconds).
-pub fn span(seconds: f64) -> String {
-    #[allow(clippy::cast_possible_truncation)] // rounded down, clamped below
-    let whole = seconds.max(0.0).floor().min(1e15) as u64;
-    let (days, hours, minutes, secs) = (
-        whole / 86_400,
-        whole % 86_400 / 3600,
-        whole % 3600 / 60,
-        whole % 60,
-    );
-    let pair = |a: u64, a_unit: &str, b: u64, b_unit: &str| {
-        if b == 0 {
-            format!("{a}{a_unit}")
-        } else {
-            format!("{a}{a_unit} {b}{b_unit}")
-        }
-    };
-    if days > 0 {
-        pair(days, "d", hours, "h")
-    } else if hours > 0 {
-        pair(hours, "h", minutes, "m")
-    } else if minutes > 0 {
-        pair(minutes, "m", secs, "s")
-    } else {
-        format!("{secs}s")
-    }
-}
-
 /// `TOKEN: STATE, STATUS -> WHAT`, for previews and for tokens not applied.
 pub fn outcome_line(outcome: &TokenOutcome) -> String {
     let place = if outcome.status.is_empty() {
@@ -465,17 +430,6 @@ mod tests {
         assert_ne!(one, bulk_key(None, "reviewed", Some(&payload), "T-2"));
         assert_ne!(one, bulk_key(Some("k"), "reviewed", Some(&payload), "T-1"));
         assert_ne!(one, bulk_key(None, "reviewed", None, "T-1"));
-    }
-
-    #[test]
-    fn spans_read_short() {
-        assert_eq!(span(0.4), "0s");
-        assert_eq!(span(45.9), "45s");
-        assert_eq!(span(720.0), "12m");
-        assert_eq!(span(100.0), "1m 40s");
-        assert_eq!(span(3.0 * 3600.0 + 300.0), "3h 5m");
-        assert_eq!(span(2.0 * 86400.0 + 4.0 * 3600.0 + 59.0), "2d 4h");
-        assert_eq!(span(-5.0), "0s");
     }
 
     #[test]

@@ -192,27 +192,11 @@ impl DevClock {
     /// `stateous clock` say it.
     pub fn label(&self) -> String {
         let frozen = if self.frozen { ", frozen" } else { "" };
-        format!("dev clock {}{frozen}", signed_span(self.ahead))
+        format!(
+            "dev clock {}{frozen}",
+            crate::durations::signed_span(self.ahead)
+        )
     }
-}
-
-/// Whole seconds as `+1d2h`, `+10m`, `+1h0m5s` without the zero units, or `-30s`.
-fn signed_span(seconds: f64) -> String {
-    let total = seconds.round();
-    let sign = if total < 0.0 { '-' } else { '+' };
-    // Saturating: a clock cannot be more than i64 seconds off.
-    let mut left = total.abs() as i64;
-    if left == 0 {
-        return "+0s".to_string();
-    }
-    let mut text = String::from(sign);
-    for (unit, size) in [('d', 86_400), ('h', 3_600), ('m', 60), ('s', 1)] {
-        if left >= size {
-            text.push_str(&format!("{}{unit}", left / size));
-            left %= size;
-        }
-    }
-    text
 }
 
 /// One state's tokens by status, as `GET /states` answers (the TUI's state graph).

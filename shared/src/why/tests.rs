@@ -121,7 +121,7 @@ fn a_claimed_task_names_its_holder_lease_and_heartbeat() {
 #[test]
 fn a_paused_failed_or_ended_token_says_so_first() {
     let mut facts = why("review", "paused");
-    facts.held = vec![crate::live::HeldEvent {
+    facts.held = vec![crate::watch::HeldEvent {
         event: "approve".into(),
         payload: None,
         at: None,

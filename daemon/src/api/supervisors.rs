@@ -1,18 +1,14 @@
-//! What the routes this product adds to the reference's API keep in the API
-//! itself (`docs/reference/http.md`): the supervisors heard from, for
-//! `GET /supervisors`, `GET /tokens/{id}/why` and the watch stream, and the
-//! answer of `GET /metrics` (the families of `crate::metrics`). The other added
-//! routes (`/tokens/{id}/detail`, `/states`) are one call of `Control` each.
+//! The supervisors heard from, kept in the API itself (an addition of ours,
+//! `docs/reference/http.md`): each claim or heartbeat accepted, and each
+//! `POST /supervisors/{name}/stop`, for `GET /supervisors`, `GET /tokens/{id}/why`,
+//! the watch stream and the outbox gauge of `GET /metrics`.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use bytes::Bytes;
-use http_body_util::Full;
-use hyper::Response;
-use stateous_shared::live::{StoppedSupervisor, SupervisorList, SupervisorView};
 use stateous_shared::refusal::Refusal;
 use stateous_shared::time::{from_micros, iso};
+use stateous_shared::watch::{StoppedSupervisor, SupervisorList, SupervisorView};
 use tokio::sync::watch as signal;
 
 use super::Api;
@@ -54,6 +50,19 @@ impl Default for SupervisorsSeen {
 }
 
 impl SupervisorsSeen {
+    /// The running supervisors' outbox depths (of those that sent one) and how
+    /// many supervisors run, for the gauges of `GET /metrics`.
+    pub fn outboxes(&self) -> (Vec<(String, u64)>, usize) {
+        let seen = self.seen.lock().map(|s| s.clone()).unwrap_or_default();
+        let running: Vec<(&String, &Seen)> =
+            seen.iter().filter(|(_, s)| s.stopped.is_none()).collect();
+        let outbox = running
+            .iter()
+            .filter_map(|(name, s)| Some(((*name).clone(), s.outbox?)))
+            .collect();
+        (outbox, running.len())
+    }
+
     /// A claim or heartbeat from `name` at `now` (microseconds): the states of a
     /// claim (a heartbeat gives `None` and keeps them), the outbox depth it sent.
     pub fn heard(&self, name: &str, states: Option<&[String]>, outbox: Option<u64>, now: i64) {
@@ -177,33 +186,10 @@ impl Api {
     /// now. 204 whether or not it was listed, so that a supervisor may say it
     /// twice; a name no supervisor can have is refused as a claim's would be.
     pub(super) fn supervisor_stopped(&self, name: String) -> Result<super::Answer, Refusal> {
-        let name = crate::input::Supervisor::new(name)?;
+        let name = crate::validated::Supervisor::new(name)?;
         let now = self.control.options().clock.now();
         self.seen.gone(name.as_str(), now);
         Ok(super::no_content())
-    }
-
-    /// `GET /metrics`: the families in Prometheus's text format.
-    pub(super) async fn metrics(&self) -> Result<super::Answer, Refusal> {
-        let heard = {
-            let mut seen = self.seen.seen.lock().map(|s| s.clone()).unwrap_or_default();
-            seen.retain(|_, s| s.stopped.is_none());
-            crate::metrics::Heard {
-                outbox: seen
-                    .iter()
-                    .filter_map(|(name, s)| Some((name.clone(), s.outbox?)))
-                    .collect(),
-                supervisors: seen.len(),
-                commits: self.control.commits(),
-            }
-        };
-        let text = self.control.scrape(heard).await?;
-        let mut answer = Response::new(Full::new(Bytes::from(text)));
-        answer.headers_mut().insert(
-            hyper::header::CONTENT_TYPE,
-            hyper::header::HeaderValue::from_static(crate::metrics::CONTENT_TYPE),
-        );
-        Ok(answer)
     }
 }
 

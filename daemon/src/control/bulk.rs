@@ -1,5 +1,5 @@
-//! The control plane's calls for operating many tokens: retry, why, and bulk
-//! actions with their preview.
+//! The control plane's bulk actions: `Control::bulk`, a preview or one run of a
+//! walk over the tokens a selection matches.
 //!
 //! A real bulk run reads its page of matches once, then sends each token as its
 //! own write request, a window at a time (`Store::bulk_window`: a window shares one
@@ -10,17 +10,14 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use stateous_shared::operate::why::Why;
-use stateous_shared::operate::{tally, BulkAction, BulkAnswer, Outcome, TokenOutcome, SAMPLE};
+use stateous_shared::bulk::{tally, BulkAction, BulkAnswer, Outcome, TokenOutcome, SAMPLE};
 use stateous_shared::refusal::{Code, Refusal};
-use stateous_shared::wire::TokenView;
 
 use super::{keep, Control};
 use crate::engine::bulk::{apply, preview, refuse_whole, refused, BulkStep};
 use crate::engine::prune::PruneStep;
 use crate::engine::Rules;
 use crate::engine::{self, select};
-use crate::input::RetryInput;
 use crate::store::{StoreError, TokenRow, Tx};
 
 /// A validated `POST /tokens/bulk`.
@@ -46,24 +43,10 @@ pub struct BulkInput {
 /// The point of a walk from the answer's `next` (the last token id it went
 /// through), or `None` when it is not one.
 pub fn cursor_of(text: &str) -> Option<String> {
-    crate::input::token_id_ok(text).then(|| text.to_string())
+    crate::validated::token_id_ok(text).then(|| text.to_string())
 }
 
 impl Control {
-    /// `POST /tokens/{id}/retry`.
-    pub async fn retry(&self, input: RetryInput) -> Result<TokenView, Refusal> {
-        self.write(move |rules, tx| engine::retry::retry(rules, tx, &input))
-            .await
-    }
-
-    /// `GET /tokens/{id}/why`: the facts of the database (the HTTP layer adds the
-    /// supervisors heard from and the sentences).
-    pub async fn why(&self, token: String) -> Result<Why, Refusal> {
-        let rules = Arc::clone(&self.inner.rules);
-        self.read(move |tx| engine::why::why(&rules, tx, &token))
-            .await
-    }
-
     /// `POST /tokens/bulk`: a preview, or one run of the walk.
     pub async fn bulk(&self, input: BulkInput) -> Result<BulkAnswer, Refusal> {
         let rules = Arc::clone(&self.inner.rules);
@@ -291,7 +274,7 @@ fn listed(tx: &dyn crate::store::Tx, ids: &[String]) -> engine::Step<Vec<Found>>
     ids.iter()
         .map(|id| {
             // An id that breaks the pattern names no token, and is not looked up.
-            let row = if crate::input::token_id_ok(id) {
+            let row = if crate::validated::token_id_ok(id) {
                 tx.token(id)?
             } else {
                 None

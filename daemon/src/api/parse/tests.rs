@@ -1,7 +1,7 @@
 //! Tests of the one place where raw bodies, queries and headers become inputs.
 
 use super::*;
-use crate::input::ReportKind;
+use crate::validated::ReportKind;
 use serde_json::json;
 
 fn body(value: Value) -> Object {

@@ -6,7 +6,7 @@ use bytes::Bytes;
 use stateous_shared::refusal::{Code, Refusal};
 use stateous_shared::wire::Health;
 
-use super::inputs::AdvanceInput;
+use super::parse::AdvanceInput;
 use super::routes::ClockMove;
 use super::{body, json, json_bytes, Answer, Api};
 

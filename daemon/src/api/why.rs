@@ -1,32 +1,14 @@
-//! The handlers of operating many tokens, additions of ours that the reference's
-//! clients never call: `POST /tokens/bulk`, `POST /tokens/{id}/retry` and
-//! `GET /tokens/{id}/why` (routed by [`super::routes::TABLE`]).
+//! `GET /tokens/{id}/why`, an addition of ours (routed by [`super::routes::TABLE`]):
+//! the database's facts from `Control::why`, with the supervisors heard from that
+//! serve the task's state, and the sentences of `stateous_shared::why::explain`.
 
-use stateous_shared::operate::why::{explain, WhyStopped, WhySupervisor};
 use stateous_shared::refusal::Refusal;
 use stateous_shared::time::{parse_iso, to_micros};
+use stateous_shared::why::{explain, WhyStopped, WhySupervisor};
 
-use super::access::{self, Caller};
-use super::{body, inputs, json, Answer, Api};
+use super::{json, Answer, Api};
 
 impl Api {
-    /// `POST /tokens/bulk`.
-    /// A prune's `archive` needs a caller that may write files
-    /// ([`access::may_write_files`]).
-    pub(super) async fn bulk(&self, raw: &[u8], caller: &Caller) -> Result<Answer, Refusal> {
-        let input = inputs::operate::bulk(&body::json_object(raw)?)?;
-        if input.archive.is_some() {
-            access::may_write_files(caller)?;
-        }
-        Ok(json(200, &self.control.bulk(input).await?))
-    }
-
-    /// `POST /tokens/{id}/retry`.
-    pub(super) async fn retry(&self, token: String, raw: &[u8]) -> Result<Answer, Refusal> {
-        let input = inputs::operate::retry(token, &body::json_object(raw)?)?;
-        Ok(json(200, &self.control.retry(input).await?))
-    }
-
     /// `GET /tokens/{id}/why`: the database's facts, the supervisors heard from
     /// that serve the task's state (recent: within one lease), those of them that
     /// said they stopped, and the sentences.

@@ -1,7 +1,7 @@
 //! Every request body, query and header of the API is read here, and only here:
 //! each JSON field's type in a fixed order (the first wrong field is the one
 //! refused, so a client always hears of the same one first), each
-//! value built with its check by the inputs layer (`crate::input`, where every
+//! value built with its check by the inputs layer (`crate::validated`, where every
 //! limit and value sentence is defined), so the handlers pass validated inputs to
 //! the control plane. Checks that need the graph or the database (a payload's
 //! model, an event's name) belong to the engine.
@@ -9,18 +9,21 @@
 use std::collections::BTreeMap;
 
 use serde_json::Value;
+use stateous_shared::access::Scope;
 use stateous_shared::durations::parse_duration;
 use stateous_shared::guards::filter::{parse_filter, Filter};
 use stateous_shared::refusal::{Code, Refusal};
 use stateous_shared::wire::{Object, Outcome, Schedule};
 
 use super::fields::Fields;
-pub use crate::input::{
+pub use crate::validated::{
     ClaimInput, FireInput, HeartbeatInput, MemoryInput, NoteInput, ReportInput, StartInput,
     DEFAULT_LIMIT, MAX_ITEMS, MAX_KEY, MAX_LIMIT, MAX_MEMORY_KEY, MAX_NOTE, MAX_REQUEST, MAX_STATE,
     MAX_SUPERVISOR, MAX_TOKEN,
 };
-use crate::input::{Key, MemoryKey, RequestId, States, Supervisor};
+use crate::validated::{
+    FireScope, Key, MemoryKey, NewKeyInput, RequestId, States, Supervisor, MAX_KEY_NAME,
+};
 
 /// The statuses a listing may filter on.
 pub use stateous_shared::wire::TOKEN_STATUSES as STATUSES;
@@ -92,14 +95,9 @@ impl ListInput {
             Some(text) => parse_limit(&text)?,
         };
         let parent = last("parent");
-        if let Some(parent) = &parent {
-            if !(1..=MAX_TOKEN).contains(&parent.chars().count()) {
-                return Err(refuse(
-                    Code::InvalidArgument,
-                    format!("'parent' is a token id of 1 to {MAX_TOKEN} characters"),
-                ));
-            }
-        }
+        sized(&parent, MAX_TOKEN, || {
+            format!("'parent' is a token id of 1 to {MAX_TOKEN} characters")
+        })?;
         // Ours, after the reference's checks. A filter that does not parse is refused
         // with the parser's sentence.
         let filter = last("where")
@@ -107,14 +105,9 @@ impl ListInput {
             .transpose()
             .map_err(|error| refuse(Code::InvalidArgument, error.0))?;
         let state = last("state");
-        if let Some(state) = &state {
-            if !(1..=MAX_STATE).contains(&state.chars().count()) {
-                return Err(refuse(
-                    Code::InvalidArgument,
-                    format!("'state' must be a state's name of 1 to {MAX_STATE} characters"),
-                ));
-            }
-        }
+        sized(&state, MAX_STATE, || {
+            format!("'state' must be a state's name of 1 to {MAX_STATE} characters")
+        })?;
         let offset = match last("offset") {
             None => 0,
             Some(text) => parse_offset(&text)?,
@@ -183,7 +176,7 @@ impl FireInput {
 }
 
 impl ClaimInput {
-    /// The fields `parse` reads, and the `outbox` depth (`added::outbox_of`).
+    /// The fields `parse` reads, and the `outbox` depth (`supervisors::outbox_of`).
     pub const FIELDS: &'static [&'static str] = &["supervisor", "states", "request", "outbox"];
 
     /// In the reference's order: the supervisor, the states, the request id.
@@ -338,7 +331,7 @@ impl NoteInput {
             Some(Value::String(text)) => text.as_str(),
             _ => "",
         };
-        let text = crate::input::NoteText::new(text)?;
+        let text = crate::validated::NoteText::new(text)?;
         let attempt = attempt(body.get("attempt"))?;
         let key = key.map(Key::from_bytes).transpose()?;
         Ok(NoteInput {
@@ -393,6 +386,99 @@ impl MemoryInput {
             value: value.clone(),
             attempt,
         })
+    }
+}
+
+impl NewKeyInput {
+    /// From the body: `name` (422 `invalid_argument` unless 1 to 64 of
+    /// `[A-Za-z0-9._-]`), `role` (one of the four), `supervisor` (a supervisor's
+    /// name, given exactly when the role is `supervise`); any other key, or a
+    /// value that is not a string, is 422 `invalid_body`.
+    pub fn parse(body: &Object) -> Result<NewKeyInput, Refusal> {
+        use stateous_shared::access::Role;
+        if let Some(other) = body
+            .keys()
+            .find(|key| !["name", "role", "supervisor", "scope"].contains(&key.as_str()))
+        {
+            let sentence =
+                format!("POST /access takes name, role, supervisor and scope, not {other:?}");
+            return Err(refuse(Code::InvalidBody, sentence));
+        }
+        let text = |field: &str| match body.get(field) {
+            None | Some(serde_json::Value::Null) => Ok(None),
+            Some(serde_json::Value::String(text)) => Ok(Some(text.clone())),
+            Some(_) => Err(refuse(
+                Code::InvalidBody,
+                format!("'{field}' must be a string"),
+            )),
+        };
+        let name = text("name")?.unwrap_or_default();
+        let name_ok = (1..=MAX_KEY_NAME).contains(&name.len())
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
+        if !name_ok {
+            let sentence =
+                format!("a key's name is 1 to {MAX_KEY_NAME} of A-Z, a-z, 0-9, '.', '_' and '-'");
+            return Err(refuse(Code::InvalidArgument, sentence));
+        }
+        let role = text("role")?.unwrap_or_default();
+        let Some(role) = Role::parse(&role) else {
+            let sentence = "'role' is one of: read, operate, supervise, admin";
+            return Err(refuse(Code::InvalidArgument, sentence));
+        };
+        let supervisor = text("supervisor")?.map(Supervisor::new).transpose()?;
+        let scope = match body.get("scope") {
+            None | Some(serde_json::Value::Null) => None,
+            Some(value) => {
+                let scope: Scope = serde_json::from_value(value.clone()).map_err(|_| {
+                    refuse(
+                        Code::InvalidBody,
+                        "'scope' is an object: events (a list of event names), and \
+                         optionally states (a list of state names) and where (a filter)",
+                    )
+                })?;
+                if role != Role::Operate {
+                    return Err(refuse(
+                        Code::InvalidArgument,
+                        "only an operate key takes a scope: it limits what the key may change",
+                    ));
+                }
+                let checked = FireScope::new(&name, &scope)?;
+                Some((scope, std::sync::Arc::new(checked)))
+            }
+        };
+        match (role, &supervisor) {
+            (Role::Supervise, None) => Err(refuse(
+                Code::InvalidArgument,
+                "a supervise key needs the supervisor it acts for ('supervisor')",
+            )),
+            (Role::Supervise, Some(_)) | (_, None) => Ok(NewKeyInput {
+                name,
+                role,
+                supervisor,
+                scope,
+            }),
+            (_, Some(_)) => Err(refuse(
+                Code::InvalidArgument,
+                "only a supervise key names a supervisor",
+            )),
+        }
+    }
+}
+
+/// Nothing when `value` is absent or has 1 to `most` characters; else
+/// `invalid_argument` with the sentence `says` writes.
+fn sized(
+    value: &Option<String>,
+    most: usize,
+    says: impl FnOnce() -> String,
+) -> Result<(), Refusal> {
+    match value {
+        Some(text) if !(1..=most).contains(&text.chars().count()) => {
+            Err(refuse(Code::InvalidArgument, says()))
+        }
+        _ => Ok(()),
     }
 }
 
@@ -475,9 +561,7 @@ fn shown(value: Option<&Value>) -> String {
     }
 }
 
-#[path = "inputs_operate.rs"]
-pub mod operate;
+pub mod bulk;
 
 #[cfg(test)]
-#[path = "inputs_tests.rs"]
 mod tests;

@@ -7,9 +7,9 @@
 //! `Options::tick` and stops (exit 1) once `lost()` is true.
 
 mod access;
+pub mod bulk;
 pub mod condition;
 mod dev_clock;
-pub mod operate;
 mod owing;
 pub mod prune;
 mod versions;
@@ -23,22 +23,23 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use stateous_shared::graph::Graph;
-use stateous_shared::live::{TokenDetail, WatchEntry};
 use stateous_shared::refusal::{Code, Refusal};
+use stateous_shared::watch::{TokenDetail, WatchEntry};
+use stateous_shared::why::Why;
 use stateous_shared::wire::{Grant, HistoryEntry, TokenView};
 
-use crate::clock::{Clock, Stalls};
+use crate::time_source::{Clock, Stalls};
 use crate::engine::LOST;
 use crate::engine::{self, Rules, Step};
-use crate::input::{
-    ClaimInput, FireInput, HeartbeatInput, HookStart, MemoryInput, NoteInput, ReportInput,
-    StartInput,
-};
 use crate::metrics::Metrics;
 use crate::store::backend::{holder_name, Database, Inspected, Standby, StoreOptions};
 use crate::store::feed::FeedMark;
 use crate::store::postgres::PgOptions;
 use crate::store::{Store, StoreError, TokenStatus, Tx};
+use crate::validated::{
+    ClaimInput, FireInput, HeartbeatInput, HookStart, MemoryInput, NoteInput, ReportInput,
+    RetryInput, StartInput,
+};
 
 /// How the control plane runs; every timing is configurable
 /// (`docs/reference/limits.md`).
@@ -322,6 +323,12 @@ impl Control {
             .await
     }
 
+    /// `POST /tokens/{id}/retry`: a failed token enters a state again.
+    pub async fn retry(&self, input: RetryInput) -> Result<TokenView, Refusal> {
+        self.write(move |rules, tx| engine::retry::retry(rules, tx, &input))
+            .await
+    }
+
     /// `POST /tasks/claim`: `None` when no task is queued (204).
     pub async fn claim(&self, input: ClaimInput) -> Result<Option<Grant>, Refusal> {
         self.write(move |rules, tx| engine::claim::claim(rules, tx, &input))
@@ -389,6 +396,14 @@ impl Control {
     pub async fn detail(&self, token: String) -> Result<TokenDetail, Refusal> {
         let rules = Arc::clone(&self.inner.rules);
         self.read(move |tx| engine::detail::detail(&rules, tx, &token))
+            .await
+    }
+
+    /// `GET /tokens/{id}/why`: the facts of the database (the HTTP layer adds the
+    /// supervisors heard from and the sentences).
+    pub async fn why(&self, token: String) -> Result<Why, Refusal> {
+        let rules = Arc::clone(&self.inner.rules);
+        self.read(move |tx| engine::why::why(&rules, tx, &token))
             .await
     }
 
@@ -504,7 +519,7 @@ impl Control {
     ) -> Result<Vec<WatchEntry>, Refusal> {
         if token
             .as_deref()
-            .is_some_and(|t| !crate::input::token_id_ok(t))
+            .is_some_and(|t| !crate::validated::token_id_ok(t))
         {
             return Ok(Vec::new()); // no token has such an id
         }

@@ -5,10 +5,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::span;
+use crate::durations::span;
 use crate::history::named;
-use crate::live::HeldEvent;
 use crate::pyrepr::repr_str;
+use crate::watch::HeldEvent;
 use crate::wire::{HistoryEntry, TokenView};
 
 /// Everything that says why a token is where it is.
@@ -365,5 +365,4 @@ fn guard_sentences(why: &Why) -> Vec<String> {
 }
 
 #[cfg(test)]
-#[path = "why_tests.rs"]
 mod tests;
