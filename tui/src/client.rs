@@ -1,9 +1,8 @@
 //! The client task: carries out the commands of `update` over HTTP and sends each
 //! answer back as a message. All of the TUI's I/O with the daemon is here.
 
-use serde::de::DeserializeOwned;
-use stateous_client::{segment, Call, Client, ClientError, Steer, TokenQuery};
-use stateous_shared::live::{GraphList, StateCount, SupervisorList, TokenDetail};
+use stateous_client::{Client, ClientError, Steer, TokenQuery};
+use stateous_shared::live::{StateCount, SupervisorList, TokenDetail};
 use stateous_shared::operate::{operator_name, BulkAnswer, BulkRequest, RetryRequest};
 use stateous_shared::refusal::Code;
 use tokio::sync::mpsc::UnboundedSender;
@@ -141,7 +140,8 @@ pub async fn perform(client: &Client, command: Command) -> Msg {
         // Only the graph view reads it, as a line beside its title: a daemon
         // without the route, or a failed read, shows none.
         Command::Graphs => Msg::Graphs(
-            get::<GraphList>(client, "/graphs".into())
+            client
+                .graphs()
                 .await
                 .map_or_else(|_| Vec::new(), |list| list.graphs),
         ),
@@ -158,8 +158,7 @@ async fn read_token(
     detail: bool,
 ) -> Result<(TokenDetail, bool), Problem> {
     if detail {
-        let path = format!("/tokens/{}/detail", segment(id));
-        match get::<TokenDetail>(client, path).await {
+        match client.detail(id).await {
             Ok(detail) => return Ok((detail, true)),
             Err(error) if error.code() != Some(Code::NotFound) => return Err(problem(error)),
             Err(_) => {}
@@ -179,7 +178,7 @@ async fn read_token(
 
 /// `GET /supervisors`; `None` from a daemon without it.
 async fn supervisors(client: &Client) -> Result<Option<SupervisorList>, Problem> {
-    match get::<SupervisorList>(client, "/supervisors".into()).await {
+    match client.supervisors().await {
         Ok(list) => Ok(Some(list)),
         Err(error) if error.code() == Some(Code::NotFound) => Ok(None),
         Err(error) => Err(problem(error)),
@@ -193,22 +192,6 @@ async fn states(client: &Client) -> Result<Option<Vec<StateCount>>, Problem> {
         Err(error) if error.code() == Some(Code::NotFound) => Ok(None),
         Err(error) => Err(problem(error)),
     }
-}
-
-/// A `GET` of one of our added routes, read as `T`.
-async fn get<T: DeserializeOwned>(client: &Client, path: String) -> Result<T, ClientError> {
-    let call = Call {
-        method: "GET",
-        path,
-        body: None,
-        key: None,
-    };
-    let (status, value) = client.json(&call).await?;
-    serde_json::from_value(value).map_err(|error| ClientError::BadAnswer {
-        url: client.url().to_string(),
-        status,
-        detail: error.to_string(),
-    })
 }
 
 /// A pause, resume, cancel, fire or start.
