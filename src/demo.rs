@@ -67,11 +67,12 @@ pub fn run() -> Result<()> {
     if std::io::stdout().is_terminal() && std::io::stdin().is_terminal() {
         drop(runtime);
         let options = stateous_tui::Options {
-            tls: Default::default(),
-            url: Some(url),
+            connection: stateous_client::Connection {
+                url: Some(url),
+                ..Default::default()
+            },
             read_only: false,
             color: stateous_tui::color_wanted(),
-            key: None,
             filter: None,
         };
         stateous_tui::run(options)?;

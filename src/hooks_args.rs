@@ -61,9 +61,8 @@ pub struct BenchHooksArgs {
     /// The event each delivery names.
     #[arg(long, default_value = "submitted")]
     pub event: String,
-    /// The control plane: http://HOST:PORT or unix:///PATH [default: as every client].
-    #[arg(long)]
-    pub url: Option<String>,
+    #[command(flatten)]
+    pub url: crate::client_args::UrlArg,
     /// How many deliveries (each a new token).
     #[arg(long, default_value_t = 10_000)]
     pub deliveries: usize,

@@ -12,7 +12,7 @@ use stateous_shared::live::{DevClock, StateCount, SupervisorList, TokenDetail};
 use stateous_shared::operate::why::Why;
 use stateous_shared::operate::{BulkAnswer, BulkRequest};
 
-use crate::input::LineEdit;
+use crate::line_edit::LineEdit;
 
 /// The statuses a token can have, in the order `t` cycles through them (after "all").
 pub use stateous_shared::wire::TOKEN_STATUSES as STATUSES;

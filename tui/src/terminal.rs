@@ -18,9 +18,10 @@ const TICK: Duration = Duration::from_secs(1);
 
 /// Run the TUI against the control plane at `url` until `q`.
 pub async fn run(url: &str, options: &Options) -> Result<(), TuiError> {
-    let api = Client::with_tls(url, Duration::from_secs(5), false, &options.tls)
-        .map_err(|error| TuiError::Client(error.to_string()))?
-        .with_access_key(options.key.as_ref());
+    let api = options
+        .connection
+        .client_at(url, Duration::from_secs(5), false)
+        .map_err(|error| TuiError::Client(error.to_string()))?;
     refused_filter(&api, options).await?;
     let mut terminal = ratatui::try_init().map_err(TuiError::Terminal)?;
     let result = looping(&api, &mut terminal, options).await;

@@ -72,9 +72,9 @@ fn step(model: &mut Model, msg: Msg) -> Vec<Command> {
                 }
             }
         }
-        Msg::Previewed(request, answer) => crate::operate::previewed(model, *request, answer),
-        Msg::Ran { so_far, done } => return crate::operate::ran(model, so_far, done),
-        Msg::RunFailed(problem) => crate::operate::failed(model, &problem),
+        Msg::Previewed(request, answer) => crate::marks::previewed(model, *request, answer),
+        Msg::Ran { so_far, done } => return crate::marks::ran(model, so_far, done),
+        Msg::RunFailed(problem) => crate::marks::failed(model, &problem),
         Msg::Token(id, answer) => {
             model.in_flight.remove(&Fetch::Token(id.clone()));
             if let Some((detail, route)) = answered(model, answer) {

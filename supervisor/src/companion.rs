@@ -1,11 +1,11 @@
-//! `stateous serve GRAPH --supervise FOLDER`: a supervisor in the control plane's
-//! process, for development (`docs/reference/cli.md`).
+//! The companion: the supervisor that `stateous serve GRAPH --supervise FOLDER`
+//! runs in the control plane's process, for development (`docs/reference/cli.md`).
 //!
 //! The supervisor runs on a thread of its own and speaks HTTP to the server's
 //! address (its socket), so it behaves as any other supervisor. It listens for no
 //! signal itself: the server hands it each SIGINT and SIGTERM through
-//! [`Hooks::on_signal`] and serves on while the supervisor waits for its routines,
-//! so that they can still report; the server stops when [`Hooks::done`] fires
+//! [`Steering::on_signal`] and serves on while the supervisor waits for its routines,
+//! so that they can still report; the server stops when [`Steering::done`] fires
 //! (reference `cli/running.py`, `SupervisedServer`).
 
 use std::path::{Path, PathBuf};
@@ -18,14 +18,15 @@ use crate::log_line;
 /// How long the supervisor waits for its server to answer before it gives up.
 const SERVER_WITHIN: Duration = Duration::from_secs(60);
 
-/// A supervisor running beside the server.
-pub struct Beside {
+/// The companion running beside the server: its thread, and how to stop it.
+pub struct Companion {
     signals: Signals,
     thread: JoinHandle<i32>,
 }
 
-/// What the server needs to steer the supervisor beside it.
-pub struct Hooks {
+/// What the server needs to steer its companion: callbacks for the stop signals
+/// it receives, and the companion's exit code once it has ended.
+pub struct Steering {
     /// One stop signal: the first stops the supervisor gracefully (no new tasks,
     /// wait for the routines), a second one at once.
     pub on_signal: Box<dyn Fn() + Send + Sync>,
@@ -38,7 +39,7 @@ pub struct Hooks {
 
 /// Check `folder` now (a wrong folder refuses the start, one line), then start its
 /// supervisor on a thread; it waits until `url` answers, then runs.
-pub fn supervise_beside(folder: &Path, url: String) -> Result<(Beside, Hooks), String> {
+pub fn start(folder: &Path, url: String) -> Result<(Companion, Steering), String> {
     load_folder(folder).map_err(|e| e.to_string())?;
     // Before the supervisor's thread: the spawner is a fork of this process.
     crate::command::start_spawner();
@@ -57,12 +58,12 @@ pub fn supervise_beside(folder: &Path, url: String) -> Result<(Beside, Hooks), S
         })
         .map_err(|e| format!("cannot start the supervisor: {e}"))?;
     let (on_signal, on_stop_now) = (signals.clone(), signals.clone());
-    let hooks = Hooks {
+    let steering = Steering {
         on_signal: Box::new(move || on_signal.stop()),
         stop_now: Box::new(move || on_stop_now.stop_now()),
         done,
     };
-    Ok((Beside { signals, thread }, hooks))
+    Ok((Companion { signals, thread }, steering))
 }
 
 fn run(folder: &Path, url: &str, signals: &Signals) -> i32 {
@@ -112,7 +113,7 @@ async fn server_answers(url: &str, signals: &Signals) -> bool {
     false
 }
 
-impl Beside {
+impl Companion {
     /// The server ended with `server_code`, which already accounts for the
     /// supervisor's own end: stop the supervisor now if it still runs (the server
     /// refused to start, or lost its database), wait for its thread, and give
