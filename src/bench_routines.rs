@@ -46,7 +46,9 @@ pub fn run(options: &Options) -> Result<()> {
     stateous_shared::compiler::write_graph(&graph, &compiled.document)?;
     let url = setup.serve(&graph, &["--tick", "200ms"])?;
     let supervisor = write_supervisor(&folder, &url, &graph, options.tasks, &setup.exe)?;
-    let runtime = tokio::runtime::Runtime::new().context("cannot start the runtime")?;
+    let runtime =
+        stateous_client::runtime::runtime(stateous_client::runtime::Threads::Workers(None))
+            .context("cannot start the runtime")?;
     let client = Client::new(&url)?;
     runtime.block_on(async {
         wait_for(&client).await?;

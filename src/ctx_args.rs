@@ -129,7 +129,7 @@ pub fn run(command: CtxCommand) -> i32 {
         CtxCommand::Wait => (Helper::Wait, false),
         CtxCommand::OutcomeSchema => (Helper::OutcomeSchema, false),
     };
-    run_helper(helper, raw)
+    crate::cli_errors::exit_code(run_helper(helper, raw).map(|()| 0))
 }
 
 #[cfg(test)]

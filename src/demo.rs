@@ -59,7 +59,9 @@ pub fn run() -> Result<()> {
     let graph = write_workflow(&folder)?;
     let url = demo.serve(&graph, &["--lease", "10s", "--tick", "200ms"])?;
     let supervisor = write_supervisor(&folder, &url, &graph)?;
-    let runtime = tokio::runtime::Runtime::new().context("cannot start the runtime")?;
+    let runtime =
+        stateous_client::runtime::runtime(stateous_client::runtime::Threads::Workers(None))
+            .context("cannot start the runtime")?;
     let client = Client::new(&url)?;
     runtime.block_on(wait_for(&client))?;
     demo.supervise(&supervisor)?;

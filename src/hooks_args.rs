@@ -94,13 +94,7 @@ pub fn run(command: HooksCommand) -> i32 {
         } => sign_command(&name, &body_file, &hooks, id, timestamp),
         HooksCommand::Bench(args) => crate::commands::bench_hooks::run(args),
     };
-    match done {
-        Ok(()) => 0,
-        Err(error) => {
-            eprintln!("error: {error}");
-            1
-        }
-    }
+    crate::cli_errors::exit_code(done.map(|()| 0))
 }
 
 fn read(path: &Path, what: &str) -> Result<String, String> {

@@ -23,6 +23,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand};
+use cli_errors::{exit_code, exit_with};
 use commands::{bench, token};
 
 /// mimalloc instead of glibc's malloc: allocation and freeing were about a quarter of
@@ -200,12 +201,6 @@ enum Init {
     },
 }
 
-/// Print `error: <sentence>` on stderr and exit 1, as every command fails.
-fn exit_with(error: impl std::fmt::Display) -> ! {
-    eprintln!("error: {error}");
-    std::process::exit(1)
-}
-
 /// An exit code from a command that returns one as a number.
 fn code(code: i32) -> ExitCode {
     ExitCode::from(u8::try_from(code).unwrap_or(1))
@@ -276,18 +271,16 @@ fn main() -> ExitCode {
             source,
             folder,
             tls,
-        }) => code(stateous_supervisor::init::init_command(
-            &source,
-            &folder,
-            &tls.options(),
+        }) => code(exit_code(
+            stateous_supervisor::init::init_command(&source, &folder, &tls.options()).map(|()| 0),
         )),
         Command::Serve(flags) => code(serve_args::run(*flags)),
         Command::Backup(flags) => code(backup_args::run(flags)),
         Command::Supervise { folder, connect } => {
             let connection = connect.connection().unwrap_or_else(|e| exit_with(e));
-            code(stateous_supervisor::command::supervise_command(
+            code(exit_code(stateous_supervisor::command::supervise_command(
                 &folder, connection,
-            ))
+            )))
         }
         Command::Ctx(command) => code(ctx_args::run(command)),
         Command::BenchRoutines {

@@ -26,6 +26,7 @@ mod error;
 mod failover;
 mod follow;
 pub mod routes;
+pub mod runtime;
 mod tls;
 mod transport;
 mod urls;

@@ -50,9 +50,7 @@ pub fn run(args: BenchHooksArgs) -> Result<(), String> {
         next: AtomicUsize::new(0),
         deadline: Instant::now() + Duration::from_secs(args.max_seconds),
     });
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
+    let runtime = stateous_client::runtime::runtime(stateous_client::runtime::Threads::One)
         .map_err(|e| format!("cannot start the bench: {e}"))?;
     println!(
         "hooks bench: {} deliveries to {}{} ({}), {} clients{}",

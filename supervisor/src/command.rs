@@ -134,31 +134,21 @@ pub async fn check_health(
 }
 
 /// The body of `stateous supervise FOLDER`: the exit code (0 after a graceful
-/// stop, 1 after a forced one or when it does not start, with `error: ...`).
+/// stop, 1 after a forced one). Errors: why it did not start, one sentence,
+/// which the binary prints after `error: ` (exit code 1).
 /// `connection`: `--url`, the access key, and the TLS flags (`--cacert`,
 /// `--client-cert`, `--client-key`), which win, file by file, over
 /// `stateous.yaml`'s `cacert`, `client_cert` and `client_key`.
-pub fn supervise_command(folder: &Path, connection: Connection) -> i32 {
+pub fn supervise_command(folder: &Path, connection: Connection) -> Result<i32, String> {
     start_spawner();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            eprintln!("error: cannot start the supervisor: {e}");
-            return 1;
-        }
-    };
+    let runtime =
+        stateous_client::runtime::runtime(stateous_client::runtime::Threads::Workers(None))
+            .map_err(|e| format!("cannot start the supervisor: {e}"))?;
     let code = runtime.block_on(async {
         let Connection { url, key, tls } = connection;
-        match supervise(folder, url.as_deref(), key, &tls).await {
-            Ok(code) => code,
-            Err(e) => {
-                eprintln!("error: {e}");
-                1
-            }
-        }
+        supervise(folder, url.as_deref(), key, &tls)
+            .await
+            .map_err(|e| e.to_string())
     });
     // A routine's stdin writer or a helper connection may still hang on; do not wait.
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));

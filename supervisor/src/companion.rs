@@ -12,6 +12,9 @@ use std::path::{Path, PathBuf};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use stateous_client::runtime::Threads;
+use tokio::runtime::Runtime;
+
 use crate::command::{load_folder, supervise_with, Signals};
 use crate::log_line;
 
@@ -43,6 +46,8 @@ pub fn start(folder: &Path, url: String) -> Result<(Companion, Steering), String
     load_folder(folder).map_err(|e| e.to_string())?;
     // Before the supervisor's thread: the spawner is a fork of this process.
     crate::command::start_spawner();
+    let runtime = stateous_client::runtime::runtime(Threads::Workers(None))
+        .map_err(|e| format!("cannot start the supervisor: {e}"))?;
     let signals = Signals::new();
     let folder: PathBuf = folder.to_path_buf();
     let theirs = signals.clone();
@@ -50,7 +55,7 @@ pub fn start(folder: &Path, url: String) -> Result<(Companion, Steering), String
     let thread = std::thread::Builder::new()
         .name("stateous-supervisor".into())
         .spawn(move || {
-            let code = run(&folder, &url, &theirs);
+            let code = run(runtime, &folder, &url, &theirs);
             theirs.forget();
             // The server may have ended already; then nobody waits for the code.
             let _ = tell.send(code);
@@ -66,17 +71,7 @@ pub fn start(folder: &Path, url: String) -> Result<(Companion, Steering), String
     Ok((Companion { signals, thread }, steering))
 }
 
-fn run(folder: &Path, url: &str, signals: &Signals) -> i32 {
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            eprintln!("error: cannot start the supervisor: {e}");
-            return 1;
-        }
-    };
+fn run(runtime: Runtime, folder: &Path, url: &str, signals: &Signals) -> i32 {
     let code = runtime.block_on(async {
         if !server_answers(url, signals).await {
             return 1;

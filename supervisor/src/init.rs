@@ -195,40 +195,21 @@ pub fn stub_text(contract: &Contract, state: &str) -> String {
     )
 }
 
-/// The body of `stateous init supervisor SOURCE FOLDER`: prints the lines and
-/// returns the exit code (1 after `error: ...`). `tls` trusts an `https://` SOURCE.
-pub fn init_command(source: &str, folder: &Path, tls: &TlsOptions) -> i32 {
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return 1;
-        }
-    };
-    let (url, contract) = match runtime.block_on(contract_of(source, tls)) {
-        Ok(found) => found,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return 1;
-        }
-    };
-    match write_folder(folder, &url, &contract) {
-        Ok(lines) => {
-            for line in lines {
-                println!("{line}");
-            }
-            println!(
-                "\nWrite the routines, then run: stateous supervise {}",
-                folder.display()
-            );
-            0
-        }
-        Err(e) => {
-            eprintln!("error: cannot write {}: {e}", folder.display());
-            1
-        }
+/// The body of `stateous init supervisor SOURCE FOLDER`: prints the lines.
+/// `tls` trusts an `https://` SOURCE. Errors: one sentence, which the binary
+/// prints after `error: ` (exit code 1).
+pub fn init_command(source: &str, folder: &Path, tls: &TlsOptions) -> Result<(), String> {
+    let runtime = stateous_client::runtime::runtime(stateous_client::runtime::Threads::One)
+        .map_err(|e| e.to_string())?;
+    let (url, contract) = runtime.block_on(contract_of(source, tls))?;
+    let lines = write_folder(folder, &url, &contract)
+        .map_err(|e| format!("cannot write {}: {e}", folder.display()))?;
+    for line in lines {
+        println!("{line}");
     }
+    println!(
+        "\nWrite the routines, then run: stateous supervise {}",
+        folder.display()
+    );
+    Ok(())
 }

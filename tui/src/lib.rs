@@ -91,10 +91,8 @@ pub fn run(options: Options) -> Result<(), TuiError> {
     options.check().map_err(TuiError::Options)?;
     let url = stateous_client::resolve_url(options.connection.url.as_deref())
         .map_err(|error| TuiError::Client(error.to_string()))?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(TuiError::Runtime)?;
+    let runtime =
+        stateous_client::runtime::runtime(stateous_client::runtime::Threads::Workers(Some(2)))
+            .map_err(TuiError::Runtime)?;
     runtime.block_on(terminal::run(&url, &options))
 }
