@@ -17,7 +17,7 @@ use serde_json::json;
 use stateous_client::Client;
 use stateous_shared::history::{entry_line, token_line};
 
-use crate::children::{wait_for, Setup};
+use crate::children::{supervisor_folder, wait_for, Setup};
 
 const FLOW: &str = include_str!("../assets/demo/flow.yaml");
 const CODING: &str = include_str!("../assets/demo-supervisor/coding.sh");
@@ -101,13 +101,7 @@ fn write_supervisor(folder: &Path, url: &str, graph: &Path) -> Result<PathBuf> {
         std::fs::write(&path, text)?;
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))?;
     }
-    let settings = format!("url: {}\n{SUPERVISOR_YAML}", serde_json::to_string(url)?);
-    std::fs::write(at.join("stateous.yaml"), settings)?;
-    let document: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(graph)?)?;
-    let checksum = stateous_shared::graph::checksum(&document);
-    let contract = stateous_supervisor::contract::Contract::from_graph(&document, &checksum)
-        .map_err(|e| anyhow::anyhow!(e.0))?;
-    stateous_supervisor::init::write_folder(&at, url, &contract)?;
+    supervisor_folder(&at, url, graph, SUPERVISOR_YAML)?;
     Ok(at)
 }
 

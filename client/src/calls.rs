@@ -118,7 +118,8 @@ impl Call {
     /// `POST /clock/advance` (ours, `serve --dev-clock`) with `{"by": by}`, e.g.
     /// `10m`.
     pub fn clock_advance(by: &str) -> Call {
-        Call::post(routes::CLOCK_ADVANCE, &serde_json::json!({ "by": by }))
+        let body = serde_json::json!({ "by": by });
+        Call::new("POST", routes::CLOCK_ADVANCE.into(), Some(body))
     }
 
     /// `POST /clock/freeze` or `/clock/thaw` (ours, `serve --dev-clock`):
@@ -162,7 +163,7 @@ impl Call {
     /// `POST /tokens`: start `token` with `context`.
     pub fn start(token: &str, context: &Object) -> Call {
         let body = serde_json::json!({"token": token, "context": context});
-        Call::post(routes::TOKENS, &body)
+        Call::new("POST", routes::TOKENS.into(), Some(body))
     }
 
     /// `POST /tokens/{id}/events/{event}`, with `{"payload": ...}` when a payload is
@@ -172,7 +173,7 @@ impl Call {
             Some(payload) => serde_json::json!({ "payload": payload }),
             None => serde_json::json!({}),
         };
-        Call::post(routes::event(token, event), &body).with_key(key)
+        Call::new("POST", routes::event(token, event), Some(body)).with_key(key)
     }
 
     /// `GET /tokens/{id}`.
@@ -264,6 +265,20 @@ impl Call {
             ..Call::post(routes::of_task(task, "memory"), &body)
         }
     }
+}
+
+/// Add one page of a bulk run (`POST /tokens/bulk` sent again with the answer's
+/// `next`) to the `total` of the pages before: its tallies and its outcomes.
+pub fn add_bulk_page(
+    total: &mut stateous_shared::operate::BulkAnswer,
+    page: stateous_shared::operate::BulkAnswer,
+) {
+    total.count += page.count;
+    total.applied += page.applied;
+    total.refused += page.refused;
+    total.duplicate += page.duplicate;
+    total.skipped += page.skipped;
+    total.outcomes.extend(page.outcomes);
 }
 
 /// The body of `POST /tasks/{id}/note`.

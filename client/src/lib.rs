@@ -34,7 +34,7 @@ mod watch;
 
 pub use access::AccessKey;
 pub use api::{Client, Fired, DEFAULT_TIMEOUT};
-pub use calls::{Call, ClaimRequest, Claimed, HeartbeatRequest, Steer, TokenQuery};
+pub use calls::{add_bulk_page, Call, ClaimRequest, Claimed, HeartbeatRequest, Steer, TokenQuery};
 pub use error::{synthetic_code, ClientError};
 pub use failover::{Endpoints, Passed, Sent};
 pub use follow::{Backoff, Followed, Follower};

@@ -26,12 +26,7 @@ async fn run(client: &Client, mut request: BulkRequest, to: &UnboundedSender<Msg
         let merged = match so_far.take() {
             None => answer,
             Some(mut total) => {
-                total.count += answer.count;
-                total.applied += answer.applied;
-                total.refused += answer.refused;
-                total.duplicate += answer.duplicate;
-                total.skipped += answer.skipped;
-                total.outcomes.extend(answer.outcomes);
+                stateous_client::add_bulk_page(&mut total, answer);
                 total
             }
         };
