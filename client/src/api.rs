@@ -100,7 +100,7 @@ impl Client {
         Client::from_endpoints(self.endpoints.with_access_key(key))
     }
 
-    /// The endpoints, for a caller that reads raw answers (the supervisor).
+    /// The endpoints: which address serves, and the requests sent raw.
     pub fn endpoints(&self) -> &Endpoints {
         &self.endpoints
     }
