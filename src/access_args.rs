@@ -41,10 +41,8 @@ impl AccessArgs {
 /// `stateous access ...`: the control plane's URL, then what to do with its keys.
 #[derive(Args)]
 pub struct AccessCommandArgs {
-    /// Without --url: STATEOUS_URL, else the default Unix socket (where the
-    /// daemon's own user acts as admin, so the first key is made there); over
-    /// http(s)://HOST:PORT, an admin key (--access-key-file or
-    /// STATEOUS_ACCESS_KEY).
+    // Without --url: STATEOUS_URL, else the default Unix socket (the command's
+    // help says so); over http(s)://HOST:PORT, an admin key.
     #[command(flatten)]
     pub connect: ConnectArgs,
     #[command(subcommand)]

@@ -108,7 +108,8 @@ enum Command {
     Supervise {
         /// The supervisor's folder.
         folder: PathBuf,
-        /// --url wins over `url` of stateous.yaml, which wins over STATEOUS_URL.
+        // --url wins over `url` of stateous.yaml, which wins over STATEOUS_URL
+        // (the flag's help says so).
         #[command(flatten)]
         connect: client_args::ConnectArgs,
     },
@@ -129,8 +130,9 @@ enum Command {
     /// Make, list and revoke the control plane's access keys
     ///
     /// Over the daemon's Unix socket by default, where its own user acts as
-    /// admin (the first key is made there); `add` prints the secret once, alone
-    /// on stdout.
+    /// admin (the first key is made there); over http(s)://HOST:PORT with an
+    /// admin key (--access-key-file or STATEOUS_ACCESS_KEY). `add` prints the
+    /// secret once, alone on stdout.
     #[command(subcommand_required = true, arg_required_else_help = true)]
     Access(access_args::AccessCommandArgs),
     /// Webhooks in: check a hooks file, sign a body, measure a hook
