@@ -315,7 +315,7 @@ pub struct HeartbeatRequest {
     /// same name holds its next attempt; the reference ignores the field). Left
     /// out when empty.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub attempts: BTreeMap<String, i64>,
+    pub attempts: BTreeMap<i64, i64>,
     /// The depth of the supervisor's outbox (ours); left out when `None`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub outbox: Option<u64>,
@@ -332,10 +332,7 @@ impl HeartbeatRequest {
         HeartbeatRequest {
             supervisor: supervisor.to_string(),
             tasks: attempts.keys().copied().collect(),
-            attempts: attempts
-                .iter()
-                .map(|(task, attempt)| (task.to_string(), *attempt))
-                .collect(),
+            attempts: attempts.clone(),
             outbox,
         }
     }
@@ -443,10 +440,10 @@ mod tests {
             beat.body,
             Some(serde_json::json!({"supervisor": "box", "tasks": [1, 2], "outbox": 3}))
         );
-        let named = HeartbeatRequest::of_attempts("box", &BTreeMap::from([(7, 2)]), None);
+        let named = HeartbeatRequest::of_attempts("box", &BTreeMap::from([(10, 2), (7, 1)]), None);
         assert_eq!(
             serde_json::to_string(&Call::heartbeat(&named).body).unwrap(),
-            r#"{"supervisor":"box","tasks":[7],"attempts":{"7":2}}"#
+            r#"{"supervisor":"box","tasks":[7,10],"attempts":{"7":1,"10":2}}"#
         );
         assert_eq!(Call::steer("T", Steer::Cancel).path, "/tokens/T/cancel");
         let advance = Call::clock_advance("10m");
