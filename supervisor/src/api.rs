@@ -1,5 +1,6 @@
-//! The control plane's HTTP API as the supervisor calls it (`docs/reference/http.md`),
-//! with the reference's retry rule.
+//! The supervisor's retry layer over the client's calls: each request is a
+//! `stateous_client::Call` (its path and typed body written once, in the client),
+//! sent here with the reference's retry rule and read into what the loops need.
 //!
 //! A call that gets no answer is tried again after the backoff waits (1, 2, 4, 8,
 //! 16, then every 30 s), each moved by up to 20% either way at random so that the
