@@ -8,7 +8,7 @@ use clap::{Args, Subcommand};
 use stateous_client::AccessKey;
 use stateous_shared::access::ACCESS_KEY_ENV;
 
-use crate::client_args::ClientTlsArgs;
+use crate::client_args::ConnectArgs;
 
 /// Where a client finds its access key: `--access-key-file`, else
 /// `STATEOUS_ACCESS_KEY`; neither: it sends none (the Unix socket and a control
@@ -41,15 +41,10 @@ impl AccessArgs {
 /// `stateous access ...`: the control plane's URL, then what to do with its keys.
 #[derive(Args)]
 pub struct AccessCommandArgs {
-    /// The control plane; without it STATEOUS_URL, else the default Unix socket (where the daemon's own user
-    /// acts as admin, so the first key is made there); or http(s)://HOST:PORT
-    /// with an admin key (--access-key-file or STATEOUS_ACCESS_KEY).
-    #[arg(long, global = true)]
-    pub url: Option<String>,
+    // Without --url: STATEOUS_URL, else the default Unix socket (the command's
+    // help says so); over http(s)://HOST:PORT, an admin key.
     #[command(flatten)]
-    pub access: AccessArgs,
-    #[command(flatten)]
-    pub tls: ClientTlsArgs,
+    pub connect: ConnectArgs,
     #[command(subcommand)]
     pub action: AccessAction,
 }

@@ -38,9 +38,6 @@ pub fn run(flags: BackupFlags) -> i32 {
             );
             0
         }
-        Err(error) => {
-            eprintln!("error: {error}");
-            1
-        }
+        Err(error) => crate::cli_errors::failed(error),
     }
 }

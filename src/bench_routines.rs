@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use stateous_client::{Client, TokenQuery};
 
-use crate::children::{wait_for, Setup};
+use crate::children::{supervisor_folder, wait_for, Setup};
 
 /// The workflow: one state, `work`, whose routine emits `done`.
 const FLOW: &str = "workflow: routines\nstates:\n  work: {}\nevents:\n  done: {}\n\
@@ -46,7 +46,9 @@ pub fn run(options: &Options) -> Result<()> {
     stateous_shared::compiler::write_graph(&graph, &compiled.document)?;
     let url = setup.serve(&graph, &["--tick", "200ms"])?;
     let supervisor = write_supervisor(&folder, &url, &graph, options.tasks, &setup.exe)?;
-    let runtime = tokio::runtime::Runtime::new().context("cannot start the runtime")?;
+    let runtime =
+        stateous_client::runtime::runtime(stateous_client::runtime::Threads::Workers(None))
+            .context("cannot start the runtime")?;
     let client = Client::new(&url)?;
     runtime.block_on(async {
         wait_for(&client).await?;
@@ -101,16 +103,8 @@ fn write_supervisor(
     let quoted = format!("'{}'", exe.display().to_string().replace('\'', r"'\''"));
     std::fs::write(&routine, ROUTINE.replace("{exe}", &quoted))?;
     std::fs::set_permissions(&routine, std::fs::Permissions::from_mode(0o755))?;
-    let settings = format!(
-        "url: {}\ntasks: {tasks}\nname: bench-box\nidle: 50ms\n",
-        serde_json::to_string(url)?
-    );
-    std::fs::write(at.join("stateous.yaml"), settings)?;
-    let document: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(graph)?)?;
-    let checksum = stateous_shared::graph::checksum(&document);
-    let contract = stateous_supervisor::contract::Contract::from_graph(&document, &checksum)
-        .map_err(|e| anyhow::anyhow!(e.0))?;
-    stateous_supervisor::init::write_folder(&at, url, &contract)?;
+    let settings = format!("tasks: {tasks}\nname: bench-box\nidle: 50ms\n");
+    supervisor_folder(&at, url, graph, &settings)?;
     Ok(at)
 }
 

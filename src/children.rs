@@ -10,6 +10,20 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use stateous_client::Client;
 
+/// Finish the supervisor's folder `at`, whose routines are written: its
+/// `stateous.yaml` (`url`, then the lines of `settings`), its contract for the
+/// graph file `graph`, and what `stateous init supervisor` adds.
+pub fn supervisor_folder(at: &Path, url: &str, graph: &Path, settings: &str) -> Result<()> {
+    let settings = format!("url: {}\n{settings}", serde_json::to_string(url)?);
+    std::fs::write(at.join("stateous.yaml"), settings)?;
+    let document: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(graph)?)?;
+    let checksum = stateous_shared::graph::checksum(&document);
+    let contract = stateous_supervisor::contract::Contract::from_graph(&document, &checksum)
+        .map_err(|e| anyhow::anyhow!(e.0))?;
+    stateous_supervisor::init::write_folder(at, url, &contract)?;
+    Ok(())
+}
+
 /// A temporary folder and the processes started in it; dropping it stops them
 /// (the last started first) and removes the folder, unless it was kept.
 pub struct Setup {

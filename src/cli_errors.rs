@@ -1,8 +1,29 @@
-//! A command line clap cannot parse is refused as every other mistake is: one line
-//! `error: ...` on stderr and exit code 1 (clap's own is several lines and exit
-//! code 2). `--help` and `--version` still print to stdout with exit code 0.
+//! How every command of the binary fails: one line `error: ...` on stderr and
+//! exit code 1, printed here and nowhere else ([`failed`]).
+//!
+//! A command line clap cannot parse is refused as every other mistake is (clap's
+//! own is several lines and exit code 2). `--help` and `--version` still print to
+//! stdout with exit code 0.
+
+use std::fmt::Display;
 
 use clap::error::ErrorKind;
+
+/// Print `error: <error>` on stderr; the exit code of a failed command, 1.
+pub fn failed(error: impl Display) -> i32 {
+    eprintln!("error: {error}");
+    1
+}
+
+/// Print `error: <error>` on stderr and end the process with exit code 1.
+pub fn exit_with(error: impl Display) -> ! {
+    std::process::exit(failed(error))
+}
+
+/// The exit code of a command that returns one, or 1 after its error's line.
+pub fn exit_code<E: Display>(result: Result<i32, E>) -> i32 {
+    result.unwrap_or_else(failed)
+}
 
 /// The command line parsed as `P`, or the process ends: with the help or the
 /// version and exit code 0 when they were asked for, with the help on stderr and
@@ -15,8 +36,7 @@ pub fn parse_or_exit<P: clap::Parser>() -> P {
             .collect();
         let command = command_path(&P::command(), args.iter().cloned());
         if let Some(sentence) = own_sentence(&error, &command, &args) {
-            eprintln!("error: {sentence} (see '{command} --help')");
-            std::process::exit(1)
+            exit_with(format!("{sentence} (see '{command} --help')"))
         }
         exit(&error, &command)
     })
@@ -63,10 +83,7 @@ pub fn output_written(written: std::io::Result<()>) -> i32 {
     match written {
         Ok(()) => 0,
         Err(failed) if failed.kind() == std::io::ErrorKind::BrokenPipe => 0,
-        Err(failed) => {
-            eprintln!("error: cannot write to standard output: {failed}");
-            1
-        }
+        Err(error) => failed(format!("cannot write to standard output: {error}")),
     }
 }
 

@@ -1,12 +1,54 @@
-//! The TLS flags every client command takes (`token`, `access`, `tui`, `bench`, `clock`,
-//! `supervise`): what an `https://` control plane is trusted by, and the
-//! certificate shown to one that asks for it (`docs/reference/cli.md`, "Clients
-//! over https").
+//! The connection flags every command that talks to a daemon takes (`token`,
+//! `access`, `tui`, `bench`, `clock`, `supervise`), in one struct flattened into
+//! each ([`ConnectArgs`]): `--url`, the access key flags, and the TLS flags, what
+//! an `https://` control plane is trusted by and the certificate shown to one
+//! that asks for it (`docs/reference/cli.md`, "Clients over https").
 
 use std::path::PathBuf;
 
 use clap::Args;
-use stateous_client::{Identity, TlsOptions};
+use stateous_client::{Connection, Identity, TlsOptions};
+
+use crate::access_args::AccessArgs;
+
+/// `--url`, declared once with its help, for every command that talks to a
+/// daemon (`hooks bench` takes it alone).
+#[derive(Args, Debug, Clone, Default, PartialEq, Eq)]
+pub struct UrlArg {
+    /// The control plane's URL: http(s)://HOST:PORT or unix:///PATH, or several
+    /// separated by commas (a control plane and its standby): each is tried in
+    /// turn when it refuses the connection or answers 503 not_serving or
+    /// standby. Default: STATEOUS_URL (a list too), else the default socket when
+    /// a daemon listens there, else http://127.0.0.1:8080 (`supervise` reads
+    /// `url:` of stateous.yaml before STATEOUS_URL; `access` goes to the default
+    /// socket, where the daemon's own user acts as admin).
+    #[arg(long, global = true)]
+    pub url: Option<String>,
+}
+
+/// `--url`, `--access-key-file` and the TLS flags: how a command reaches a
+/// daemon.
+#[derive(Args, Debug, Clone, Default)]
+pub struct ConnectArgs {
+    #[command(flatten)]
+    pub url: UrlArg,
+    #[command(flatten)]
+    pub access: AccessArgs,
+    #[command(flatten)]
+    pub tls: ClientTlsArgs,
+}
+
+impl ConnectArgs {
+    /// The connection these flags name; one sentence when the access key's
+    /// file or variable does not hold a key.
+    pub fn connection(&self) -> Result<Connection, String> {
+        Ok(Connection {
+            url: self.url.url.clone(),
+            key: self.access.key()?,
+            tls: self.tls.options(),
+        })
+    }
+}
 
 /// `--cacert`, `--client-cert`, `--client-key`. Read only when an address is
 /// `https://`; a file that cannot be used is refused in one sentence before any

@@ -23,9 +23,7 @@ where
     let Ok(client) = Client::with_timeout(&url, WITHIN) else {
         return Vec::new();
     };
-    let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
+    let Ok(runtime) = stateous_client::runtime::runtime(stateous_client::runtime::Threads::One)
     else {
         return Vec::new();
     };

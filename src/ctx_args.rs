@@ -1,6 +1,6 @@
 //! The command line of `stateous ctx ...`, the helper a routine calls.
 
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 
 /// What `stateous ctx` is, in one line of `stateous --help` (no final period, as
 /// clap shows a one-paragraph doc comment).
@@ -13,23 +13,31 @@ It speaks over the Unix socket that STATEOUS_CTX names. A routine may speak that
 itself: one JSON object per line, e.g. {\"op\": \"emit\", \"event\": \"done\"}; the answer is \
 {\"ok\": true, \"value\": ...} or {\"ok\": false, \"error\": \"...\"}.";
 
+/// The arguments of `get` and `memory get`.
+#[derive(Args)]
+pub struct GetArgs {
+    /// The key.
+    key: Option<String>,
+    /// Print a string without its quotes.
+    #[arg(short, long)]
+    raw: bool,
+}
+
+/// The arguments of `set` and `memory set`.
+#[derive(Args)]
+pub struct SetArgs {
+    /// The key.
+    key: String,
+    /// The value, as JSON (`@FILE`: a file's; `-`: standard input's).
+    value: String,
+}
+
 #[derive(Subcommand)]
 pub enum CtxCommand {
     /// Print the token's context, or one key of it, as JSON.
-    Get {
-        /// The key.
-        key: Option<String>,
-        /// Print a string without its quotes.
-        #[arg(short, long)]
-        raw: bool,
-    },
+    Get(GetArgs),
     /// Change one key of the context; sent with the outcome.
-    Set {
-        /// The key.
-        key: String,
-        /// The value, as JSON (`@FILE`: a file's; `-`: standard input's).
-        value: String,
-    },
+    Set(SetArgs),
     /// Write a line of progress to the token's history.
     Note {
         /// The text (at most 500 characters).
@@ -64,20 +72,9 @@ pub enum CtxCommand {
 #[derive(Subcommand)]
 pub enum MemoryCommand {
     /// Print the memory, or one key of it.
-    Get {
-        /// The key.
-        key: Option<String>,
-        /// Print a string without its quotes.
-        #[arg(short, long)]
-        raw: bool,
-    },
+    Get(GetArgs),
     /// Save one key.
-    Set {
-        /// The key.
-        key: String,
-        /// The value, as JSON (`@FILE`: a file's; `-`: standard input's).
-        value: String,
-    },
+    Set(SetArgs),
     /// Delete one key.
     Del {
         /// The key.
@@ -112,11 +109,13 @@ pub fn parse_and_run() -> i32 {
 pub fn run(command: CtxCommand) -> i32 {
     use stateous_supervisor::ctx_socket::{run_helper, Helper};
     let (helper, raw) = match command {
-        CtxCommand::Get { key, raw } => (Helper::Get(key), raw),
-        CtxCommand::Set { key, value } => (Helper::Set(key, value), false),
+        CtxCommand::Get(GetArgs { key, raw }) => (Helper::Get(key), raw),
+        CtxCommand::Set(SetArgs { key, value }) => (Helper::Set(key, value), false),
         CtxCommand::Note { text } => (Helper::Note(text.join(" ")), false),
-        CtxCommand::Memory(MemoryCommand::Get { key, raw }) => (Helper::MemoryGet(key), raw),
-        CtxCommand::Memory(MemoryCommand::Set { key, value }) => {
+        CtxCommand::Memory(MemoryCommand::Get(GetArgs { key, raw })) => {
+            (Helper::MemoryGet(key), raw)
+        }
+        CtxCommand::Memory(MemoryCommand::Set(SetArgs { key, value })) => {
             (Helper::MemorySet(key, value), false)
         }
         CtxCommand::Memory(MemoryCommand::Del { key }) => (Helper::MemoryDel(key), false),
@@ -129,7 +128,7 @@ pub fn run(command: CtxCommand) -> i32 {
         CtxCommand::Wait => (Helper::Wait, false),
         CtxCommand::OutcomeSchema => (Helper::OutcomeSchema, false),
     };
-    run_helper(helper, raw)
+    crate::cli_errors::exit_code(run_helper(helper, raw).map(|()| 0))
 }
 
 #[cfg(test)]

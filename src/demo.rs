@@ -17,7 +17,7 @@ use serde_json::json;
 use stateous_client::Client;
 use stateous_shared::history::{entry_line, token_line};
 
-use crate::children::{wait_for, Setup};
+use crate::children::{supervisor_folder, wait_for, Setup};
 
 const FLOW: &str = include_str!("../assets/demo/flow.yaml");
 const CODING: &str = include_str!("../assets/demo-supervisor/coding.sh");
@@ -59,7 +59,9 @@ pub fn run() -> Result<()> {
     let graph = write_workflow(&folder)?;
     let url = demo.serve(&graph, &["--lease", "10s", "--tick", "200ms"])?;
     let supervisor = write_supervisor(&folder, &url, &graph)?;
-    let runtime = tokio::runtime::Runtime::new().context("cannot start the runtime")?;
+    let runtime =
+        stateous_client::runtime::runtime(stateous_client::runtime::Threads::Workers(None))
+            .context("cannot start the runtime")?;
     let client = Client::new(&url)?;
     runtime.block_on(wait_for(&client))?;
     demo.supervise(&supervisor)?;
@@ -67,11 +69,12 @@ pub fn run() -> Result<()> {
     if std::io::stdout().is_terminal() && std::io::stdin().is_terminal() {
         drop(runtime);
         let options = stateous_tui::Options {
-            tls: Default::default(),
-            url: Some(url),
+            connection: stateous_client::Connection {
+                url: Some(url),
+                ..Default::default()
+            },
             read_only: false,
             color: stateous_tui::color_wanted(),
-            key: None,
             filter: None,
         };
         stateous_tui::run(options)?;
@@ -98,13 +101,7 @@ fn write_supervisor(folder: &Path, url: &str, graph: &Path) -> Result<PathBuf> {
         std::fs::write(&path, text)?;
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))?;
     }
-    let settings = format!("url: {}\n{SUPERVISOR_YAML}", serde_json::to_string(url)?);
-    std::fs::write(at.join("stateous.yaml"), settings)?;
-    let document: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(graph)?)?;
-    let checksum = stateous_shared::graph::checksum(&document);
-    let contract = stateous_supervisor::contract::Contract::from_graph(&document, &checksum)
-        .map_err(|e| anyhow::anyhow!(e.0))?;
-    stateous_supervisor::init::write_folder(&at, url, &contract)?;
+    supervisor_folder(&at, url, graph, SUPERVISOR_YAML)?;
     Ok(at)
 }
 

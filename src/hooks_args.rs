@@ -61,9 +61,8 @@ pub struct BenchHooksArgs {
     /// The event each delivery names.
     #[arg(long, default_value = "submitted")]
     pub event: String,
-    /// The control plane: http://HOST:PORT or unix:///PATH [default: as every client].
-    #[arg(long)]
-    pub url: Option<String>,
+    #[command(flatten)]
+    pub url: crate::client_args::UrlArg,
     /// How many deliveries (each a new token).
     #[arg(long, default_value_t = 10_000)]
     pub deliveries: usize,
@@ -95,13 +94,7 @@ pub fn run(command: HooksCommand) -> i32 {
         } => sign_command(&name, &body_file, &hooks, id, timestamp),
         HooksCommand::Bench(args) => crate::commands::bench_hooks::run(args),
     };
-    match done {
-        Ok(()) => 0,
-        Err(error) => {
-            eprintln!("error: {error}");
-            1
-        }
-    }
+    crate::cli_errors::exit_code(done.map(|()| 0))
 }
 
 fn read(path: &Path, what: &str) -> Result<String, String> {

@@ -23,6 +23,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand};
+use cli_errors::{exit_code, exit_with};
 use commands::{bench, token};
 
 /// mimalloc instead of glibc's malloc: allocation and freeing were about a quarter of
@@ -107,16 +108,10 @@ enum Command {
     Supervise {
         /// The supervisor's folder.
         folder: PathBuf,
-        /// The control plane, over `url` in stateous.yaml: http(s)://HOST:PORT or
-        /// unix:///PATH, or several separated by commas (a control plane and its
-        /// standby), tried in turn. Without either: STATEOUS_URL, the default
-        /// socket, then http://127.0.0.1:8080.
-        #[arg(long)]
-        url: Option<String>,
+        // --url wins over `url` of stateous.yaml, which wins over STATEOUS_URL
+        // (the flag's help says so).
         #[command(flatten)]
-        access: access_args::AccessArgs,
-        #[command(flatten)]
-        tls: client_args::ClientTlsArgs,
+        connect: client_args::ConnectArgs,
     },
     #[command(subcommand, about = ctx_args::ABOUT, long_about = ctx_args::LONG_ABOUT)]
     Ctx(ctx_args::CtxCommand),
@@ -135,8 +130,9 @@ enum Command {
     /// Make, list and revoke the control plane's access keys
     ///
     /// Over the daemon's Unix socket by default, where its own user acts as
-    /// admin (the first key is made there); `add` prints the secret once, alone
-    /// on stdout.
+    /// admin (the first key is made there); over http(s)://HOST:PORT with an
+    /// admin key (--access-key-file or STATEOUS_ACCESS_KEY). `add` prints the
+    /// secret once, alone on stdout.
     #[command(subcommand_required = true, arg_required_else_help = true)]
     Access(access_args::AccessCommandArgs),
     /// Webhooks in: check a hooks file, sign a body, measure a hook
@@ -151,12 +147,8 @@ enum Command {
     Demo,
     /// Watch and steer tokens in a terminal UI.
     Tui {
-        /// The control plane's URL: http(s)://HOST:PORT or unix:///PATH, or several
-        /// separated by commas (a control plane and its standby), tried in turn;
-        /// the header names the one that serves. Default: STATEOUS_URL, else the
-        /// default socket when a daemon listens there, else http://127.0.0.1:8080.
-        #[arg(long)]
-        url: Option<String>,
+        #[command(flatten)]
+        connect: client_args::ConnectArgs,
         /// Watch only: no key pauses, resumes, cancels, fires or starts. Also
         /// STATEOUS_READ_ONLY=1. NO_COLOR (set, not empty) draws without colour.
         #[arg(
@@ -165,10 +157,6 @@ enum Command {
             value_parser = clap::builder::BoolishValueParser::new()
         )]
         read_only: bool,
-        #[command(flatten)]
-        access: access_args::AccessArgs,
-        #[command(flatten)]
-        tls: client_args::ClientTlsArgs,
         /// Start on this filter of the filter language (as typed after `/`), e.g.
         /// "state == 'review' and moved > 600".
         #[arg(long = "where", value_name = "EXPR")]
@@ -215,12 +203,6 @@ enum Init {
     },
 }
 
-/// Print `error: <sentence>` on stderr and exit 1, as every command fails.
-fn exit_with(error: impl std::fmt::Display) -> ! {
-    eprintln!("error: {error}");
-    std::process::exit(1)
-}
-
 /// An exit code from a command that returns one as a number.
 fn code(code: i32) -> ExitCode {
     ExitCode::from(u8::try_from(code).unwrap_or(1))
@@ -256,9 +238,7 @@ fn access_command(args: access_args::AccessCommandArgs) -> commands::access::Acc
         Given::Revoke { name } => Action::Revoke(name),
     };
     commands::access::AccessCommand {
-        url: args.url,
-        key: args.access.key().unwrap_or_else(|e| exit_with(e)),
-        tls: args.tls.options(),
+        connection: args.connect.connection().unwrap_or_else(|e| exit_with(e)),
         action,
     }
 }
@@ -305,26 +285,16 @@ fn main() -> ExitCode {
             source,
             folder,
             tls,
-        }) => code(stateous_supervisor::init::init_command(
-            &source,
-            &folder,
-            &tls.options(),
+        }) => code(exit_code(
+            stateous_supervisor::init::init_command(&source, &folder, &tls.options()).map(|()| 0),
         )),
         Command::Serve(flags) => code(serve_args::run(*flags)),
         Command::Backup(flags) => code(backup_args::run(flags)),
-        Command::Supervise {
-            folder,
-            url,
-            access,
-            tls,
-        } => {
-            let key = access.key().unwrap_or_else(|e| exit_with(e));
-            code(stateous_supervisor::command::supervise_command(
-                &folder,
-                url.as_deref(),
-                key,
-                &tls.options(),
-            ))
+        Command::Supervise { folder, connect } => {
+            let connection = connect.connection().unwrap_or_else(|e| exit_with(e));
+            code(exit_code(stateous_supervisor::command::supervise_command(
+                &folder, connection,
+            )))
         }
         Command::Ctx(command) => code(ctx_args::run(command)),
         Command::BenchRoutines {
@@ -342,12 +312,10 @@ fn main() -> ExitCode {
         }
         Command::Bench(args) => {
             let options = bench::BenchOptions {
-                url: args.url,
+                connection: args.connect.connection().unwrap_or_else(|e| exit_with(e)),
                 tokens: args.tokens,
                 clients: args.clients,
                 max_time: std::time::Duration::from_secs(args.max_seconds),
-                key: args.access.key().unwrap_or_else(|e| exit_with(e)),
-                tls: args.tls.options(),
             };
             commands::execute(async move {
                 let mut out = std::io::stdout().lock();
@@ -360,18 +328,14 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Command::Tui {
-            url,
+            connect,
             read_only,
-            access,
-            tls,
             filter,
         } => {
             let options = stateous_tui::Options {
-                url,
+                connection: connect.connection().unwrap_or_else(|e| exit_with(e)),
                 read_only,
-                tls: tls.options(),
                 color: stateous_tui::color_wanted(),
-                key: access.key().unwrap_or_else(|e| exit_with(e)),
                 filter,
             };
             stateous_tui::run(options).unwrap_or_else(|e| exit_with(e));

@@ -19,7 +19,7 @@ pub fn run(flags: ServeArgs) -> i32 {
                 .clone()
                 .unwrap_or_else(stateous_shared::socket::default_socket);
             let url = format!("unix://{}", socket.display());
-            match stateous_supervisor::beside::supervise_beside(folder, url) {
+            match stateous_supervisor::companion::start(folder, url) {
                 Ok((beside, hooks)) => Some((
                     beside,
                     stateous_daemon::serve::Companion {

@@ -1,7 +1,6 @@
 //! The command line of `stateous token ...` and `stateous bench`.
 
-use crate::access_args::AccessArgs;
-use crate::client_args::ClientTlsArgs;
+use crate::client_args::ConnectArgs;
 use crate::commands::token;
 use clap::{Args, Subcommand};
 use stateous_client::Steer;
@@ -10,11 +9,8 @@ use stateous_shared::bulk::BulkAction;
 /// `stateous bench`: its options.
 #[derive(Args)]
 pub struct BenchArgs {
-    /// The control plane's URL (it must serve the `orders` starter), or several
-    /// separated by commas, tried in turn. Default: STATEOUS_URL, else the
-    /// default socket, else http://127.0.0.1:8080.
-    #[arg(long)]
-    pub url: Option<String>,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
     /// How many tokens to run through `orders`.
     #[arg(long, default_value_t = 10_000)]
     pub tokens: usize,
@@ -24,29 +20,16 @@ pub struct BenchArgs {
     /// Give up, with exit code 1, after this many seconds.
     #[arg(long, default_value_t = 600)]
     pub max_seconds: u64,
-    #[command(flatten)]
-    pub access: AccessArgs,
-    #[command(flatten)]
-    pub tls: ClientTlsArgs,
 }
 
 /// `stateous clock ...`: the daemon's URL, then what to do with its dev clock.
 #[derive(Args)]
 pub struct ClockArgs {
-    /// The control plane's URL: http(s)://HOST:PORT or unix:///PATH, or several
-    /// separated by commas (a control plane and its standby): each is tried in
-    /// turn when it refuses the connection or answers 503 not_serving or
-    /// standby. Default: STATEOUS_URL (a list too), else the default socket when
-    /// a daemon listens there, else http://127.0.0.1:8080.
-    #[arg(long, global = true)]
-    pub url: Option<String>,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
     /// Print the control plane's JSON answer instead of the line.
     #[arg(long, global = true)]
     pub json: bool,
-    #[command(flatten)]
-    pub access: AccessArgs,
-    #[command(flatten)]
-    pub tls: ClientTlsArgs,
     #[command(subcommand)]
     pub action: ClockAction,
 }
@@ -80,11 +63,9 @@ impl TryFrom<ClockArgs> for crate::commands::clock::ClockCommand {
             ClockAction::Show => Action::Show,
         };
         Ok(crate::commands::clock::ClockCommand {
-            url: args.url,
+            connection: args.connect.connection()?,
             json: args.json,
-            tls: args.tls.options(),
             action,
-            key: args.access.key()?,
         })
     }
 }
@@ -92,20 +73,11 @@ impl TryFrom<ClockArgs> for crate::commands::clock::ClockCommand {
 /// `stateous token ...`: the options every token command takes, then the command.
 #[derive(Args)]
 pub struct TokenArgs {
-    /// The control plane's URL: http(s)://HOST:PORT or unix:///PATH, or several
-    /// separated by commas (a control plane and its standby): each is tried in
-    /// turn when it refuses the connection or answers 503 not_serving or
-    /// standby. Default: STATEOUS_URL (a list too), else the default socket when
-    /// a daemon listens there, else http://127.0.0.1:8080.
-    #[arg(long, global = true)]
-    pub url: Option<String>,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
     /// Print the control plane's JSON answer instead of the lines.
     #[arg(long, global = true)]
     pub json: bool,
-    #[command(flatten)]
-    pub access: AccessArgs,
-    #[command(flatten)]
-    pub tls: ClientTlsArgs,
     #[command(subcommand)]
     pub action: TokenCommand,
 }
@@ -505,11 +477,9 @@ impl TryFrom<TokenArgs> for token::TokenCommand {
             }),
         };
         Ok(token::TokenCommand {
-            url: args.url,
+            connection: args.connect.connection()?,
             json: args.json,
-            tls: args.tls.options(),
             action,
-            key: args.access.key()?,
         })
     }
 }

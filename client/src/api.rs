@@ -12,14 +12,16 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::access::AccessKey;
-use super::calls::{Call, ClaimRequest, Steer, TokenQuery};
+use super::calls::{Call, ClaimRequest, HeartbeatRequest, Steer, TokenQuery};
 use super::error::ClientError;
-use super::failover::Endpoints;
+use super::failover::{Endpoints, Sent};
+use super::routes;
 use super::tls::TlsOptions;
-use super::transport::Answer;
+use super::transport::{Answer, TransportError};
 use super::watch::Watch;
 use stateous_shared::access::{KeyView, NewKey};
 use stateous_shared::bulk::{BulkAnswer, BulkRequest, RetryRequest};
+use stateous_shared::watch::{GraphList, SupervisorList, TokenDetail};
 use stateous_shared::why::Why;
 use stateous_shared::wire::{Grant, Health, HistoryEntry, Lost, Object, Outcome, TokenView};
 
@@ -98,7 +100,7 @@ impl Client {
         Client::from_endpoints(self.endpoints.with_access_key(key))
     }
 
-    /// The endpoints, for a caller that reads raw answers (the supervisor).
+    /// The endpoints: which address serves, and the requests sent raw.
     pub fn endpoints(&self) -> &Endpoints {
         &self.endpoints
     }
@@ -170,6 +172,22 @@ impl Client {
     /// `DELETE /access/{name}` (ours, admin): revoke a key.
     pub async fn revoke_access_key(&self, name: &str) -> Result<(), ClientError> {
         self.send(&Call::access_revoke(name)).await.map(|_| ())
+    }
+
+    /// `GET /supervisors` (ours): each supervisor seen.
+    pub async fn supervisors(&self) -> Result<SupervisorList, ClientError> {
+        self.typed(&Call::supervisors()).await
+    }
+
+    /// `GET /graphs` (ours): the structures the database keeps.
+    pub async fn graphs(&self) -> Result<GraphList, ClientError> {
+        self.typed(&Call::graphs()).await
+    }
+
+    /// `GET /tokens/{id}/detail` (ours): the token with its tasks, timers, held
+    /// events and graph.
+    pub async fn detail(&self, token: &str) -> Result<TokenDetail, ClientError> {
+        self.typed(&Call::detail(token)).await
     }
 
     /// `GET /workflow`: the graph file the control plane serves, as JSON.
@@ -276,9 +294,13 @@ impl Client {
         tasks: &[i64],
         outbox: Option<u64>,
     ) -> Result<Vec<i64>, ClientError> {
-        let lost: Lost = self
-            .typed(&Call::heartbeat(supervisor, tasks, outbox))
-            .await?;
+        let beat = HeartbeatRequest {
+            supervisor: supervisor.to_string(),
+            tasks: tasks.to_vec(),
+            outbox,
+            ..HeartbeatRequest::default()
+        };
+        let lost: Lost = self.typed(&Call::heartbeat(&beat)).await?;
         Ok(lost.lost)
     }
 
@@ -318,10 +340,7 @@ impl Client {
         token: Option<&str>,
         last_event_id: Option<&str>,
     ) -> Result<Watch, ClientError> {
-        let path = match token {
-            Some(token) => format!("/watch?token={}", super::calls::segment(token)),
-            None => "/watch".to_string(),
-        };
+        let path = routes::watch(token);
         let headers: Vec<(&str, &str)> = last_event_id
             .map(|id| vec![("last-event-id", id)])
             .unwrap_or_default();
@@ -348,8 +367,10 @@ impl Client {
         Ok((answer.status, value))
     }
 
-    /// Send `call`; an answer of 400 or more becomes [`ClientError::Refused`].
-    pub async fn send(&self, call: &Call) -> Result<Answer, ClientError> {
+    /// Send `call` once by the rule of [`Endpoints`], whatever the answer: for a
+    /// caller with a retry policy of its own (the supervisor), which reads the
+    /// status and the addresses passed over itself.
+    pub async fn attempt(&self, call: &Call) -> Sent<Result<Answer, TransportError>> {
         let body = call.body.as_ref().map(|body| body.to_string().into_bytes());
         let key;
         let headers: &[(&str, &str)] = match &call.key {
@@ -359,10 +380,14 @@ impl Client {
             }
             None => &[],
         };
-        let sent = self
-            .endpoints
+        self.endpoints
             .send(call.method, &call.path, body, headers)
-            .await;
+            .await
+    }
+
+    /// Send `call`; an answer of 400 or more becomes [`ClientError::Refused`].
+    pub async fn send(&self, call: &Call) -> Result<Answer, ClientError> {
+        let sent = self.attempt(call).await;
         let answer = sent.result.map_err(|source| ClientError::Unreachable {
             url: sent.url.clone(),
             source,

@@ -2,12 +2,17 @@
 //!
 //! The routes are the reference's (`docs/reference/http.md`). The typed methods of
 //! [`Client`](super::Client) and the `--json` output of the `token` commands both
-//! start from these, so that each route is written down once.
+//! start from these, so that each route is written down once; the paths come
+//! from [`routes`](super::routes).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
 
 use serde::Serialize;
 use serde_json::Value;
 
-use stateous_shared::wire::{Object, Outcome};
+use super::routes::{self, segment};
+use stateous_shared::wire::{Grant, Object};
 
 /// One request to the API, not yet sent.
 #[derive(Debug, Clone, PartialEq)]
@@ -66,76 +71,110 @@ impl Call {
         }
     }
 
+    fn get(path: impl Into<String>) -> Call {
+        Call::new("GET", path.into(), None)
+    }
+
+    /// `value` as a body: every body here is a map or a struct of plain fields,
+    /// which serde_json always writes.
+    fn post<B: Serialize + ?Sized>(path: impl Into<String>, body: &B) -> Call {
+        let body = serde_json::to_value(body).unwrap_or_default();
+        Call::new("POST", path.into(), Some(body))
+    }
+
+    /// This call with the `Idempotency-Key` header `key`.
+    pub fn with_key(self, key: Option<&str>) -> Call {
+        Call {
+            key: key.map(str::to_string),
+            ..self
+        }
+    }
+
     /// `GET /health`.
     pub fn health() -> Call {
-        Call::new("GET", "/health".into(), None)
+        Call::get(routes::HEALTH)
     }
 
     /// `GET /states` (ours): how many tokens each state holds, by status.
     pub fn states() -> Call {
-        Call::new("GET", "/states".into(), None)
+        Call::get(routes::STATES)
+    }
+
+    /// `GET /graphs` (ours): the structures the database keeps.
+    pub fn graphs() -> Call {
+        Call::get(routes::GRAPHS)
+    }
+
+    /// `GET /supervisors` (ours): each supervisor seen.
+    pub fn supervisors() -> Call {
+        Call::get(routes::SUPERVISORS)
+    }
+
+    /// `POST /supervisors/{name}/stop` (ours): the supervisor stopped.
+    pub fn supervisor_stopped(name: &str) -> Call {
+        Call::new("POST", routes::supervisor_stopped(name), None)
     }
 
     /// `POST /clock/advance` (ours, `serve --dev-clock`) with `{"by": by}`, e.g.
     /// `10m`.
     pub fn clock_advance(by: &str) -> Call {
         let body = serde_json::json!({ "by": by });
-        Call::new("POST", "/clock/advance".into(), Some(body))
+        Call::new("POST", routes::CLOCK_ADVANCE.into(), Some(body))
     }
 
     /// `POST /clock/freeze` or `/clock/thaw` (ours, `serve --dev-clock`):
     /// `freeze` true stops the dev clock, false lets it run again.
     pub fn clock_freeze(freeze: bool) -> Call {
         let path = if freeze {
-            "/clock/freeze"
+            routes::CLOCK_FREEZE
         } else {
-            "/clock/thaw"
+            routes::CLOCK_THAW
         };
         Call::new("POST", path.into(), None)
     }
 
     /// `GET /access` (ours, admin): every access key, never a secret.
     pub fn access_list() -> Call {
-        Call::new("GET", "/access".into(), None)
+        Call::get(routes::ACCESS)
     }
 
     /// `POST /access` (ours, admin): a new key; the answer holds its secret.
     pub fn access_add(key: &stateous_shared::access::NewKey) -> Call {
         let body = serde_json::to_value(key).unwrap_or(Value::Null);
-        Call::new("POST", "/access".into(), Some(body))
+        Call::new("POST", routes::ACCESS.into(), Some(body))
     }
 
     /// `GET /access/callers` (ours, admin): the TCP callers served without a key
     /// lately, while no key was ever made.
     pub fn access_callers() -> Call {
-        Call::new("GET", "/access/callers".into(), None)
+        Call::new("GET", routes::ACCESS_CALLERS.into(), None)
     }
 
     /// `GET /access/self` (ours, any caller): the caller's own key.
     pub fn access_self() -> Call {
-        Call::new("GET", "/access/self".into(), None)
+        Call::new("GET", routes::ACCESS_SELF.into(), None)
     }
 
     /// `DELETE /access/{name}` (ours, admin): revoke a key.
     pub fn access_revoke(name: &str) -> Call {
-        Call::new("DELETE", format!("/access/{}", segment(name)), None)
+        Call::new("DELETE", routes::access_key(name), None)
     }
 
     /// `GET /tokens/{id}/detail` (ours): the token with its tasks, timers, held
     /// events and graph.
     pub fn detail(token: &str) -> Call {
-        Call::new("GET", format!("/tokens/{}/detail", segment(token)), None)
+        Call::get(routes::of_token(token, "detail"))
     }
 
     /// `GET /workflow`: the graph file.
     pub fn workflow() -> Call {
-        Call::new("GET", "/workflow".into(), None)
+        Call::get(routes::WORKFLOW)
     }
 
     /// `POST /tokens`: start `token` with `context`.
     pub fn start(token: &str, context: &Object) -> Call {
         let body = serde_json::json!({"token": token, "context": context});
-        Call::new("POST", "/tokens".into(), Some(body))
+        Call::new("POST", routes::TOKENS.into(), Some(body))
     }
 
     /// `POST /tokens/{id}/events/{event}`, with `{"payload": ...}` when a payload is
@@ -145,16 +184,12 @@ impl Call {
             Some(payload) => serde_json::json!({ "payload": payload }),
             None => serde_json::json!({}),
         };
-        let path = format!("/tokens/{}/events/{}", segment(token), segment(event));
-        Call {
-            key: key.map(str::to_string),
-            ..Call::new("POST", path, Some(body))
-        }
+        Call::new("POST", routes::event(token, event), Some(body)).with_key(key)
     }
 
     /// `GET /tokens/{id}`.
     pub fn token(token: &str) -> Call {
-        Call::new("GET", format!("/tokens/{}", segment(token)), None)
+        Call::get(routes::token(token))
     }
 
     /// `GET /tokens?status=&parent=&limit=&where=&state=&offset=`.
@@ -178,83 +213,164 @@ impl Call {
         if let Some(offset) = query.offset.filter(|offset| *offset > 0) {
             pairs.push(format!("offset={offset}"));
         }
-        let path = if pairs.is_empty() {
-            "/tokens".to_string()
-        } else {
-            format!("/tokens?{}", pairs.join("&"))
-        };
-        Call::new("GET", path, None)
+        Call::get(routes::tokens(&pairs))
     }
 
     /// `GET /tokens/{id}/history`.
     pub fn history(token: &str) -> Call {
-        Call::new("GET", format!("/tokens/{}/history", segment(token)), None)
+        Call::get(routes::of_token(token, "history"))
     }
 
     /// `POST /tokens/{id}/pause`, `/resume` or `/cancel` (`action`), with no body.
     pub fn steer(token: &str, action: Steer) -> Call {
-        let path = format!("/tokens/{}/{}", segment(token), action.as_str());
-        Call::new("POST", path, None)
+        Call::new("POST", routes::of_token(token, action.as_str()), None)
     }
 
     /// `POST /tokens/bulk` (`docs/reference/http.md`).
     pub fn bulk(request: &stateous_shared::bulk::BulkRequest) -> Call {
-        let body = serde_json::to_value(request).unwrap_or_default();
-        Call::new("POST", "/tokens/bulk".into(), Some(body))
+        Call::post(routes::BULK, request)
     }
 
     /// `POST /tokens/{id}/retry` (`docs/reference/http.md`).
     pub fn retry(token: &str, request: &stateous_shared::bulk::RetryRequest) -> Call {
-        let body = serde_json::to_value(request).unwrap_or_default();
-        Call::new(
-            "POST",
-            format!("/tokens/{}/retry", segment(token)),
-            Some(body),
-        )
+        Call::post(routes::of_token(token, "retry"), request)
     }
 
     /// `GET /tokens/{id}/why` (`docs/reference/http.md`).
     pub fn why(token: &str) -> Call {
-        Call::new("GET", format!("/tokens/{}/why", segment(token)), None)
+        Call::get(routes::of_token(token, "why"))
     }
 
     /// `POST /tasks/claim`.
     pub fn claim(claim: &ClaimRequest) -> Call {
-        let body = serde_json::to_value(claim).unwrap_or_default();
-        Call::new("POST", "/tasks/claim".into(), Some(body))
+        Call::post(routes::CLAIM, claim)
     }
 
-    /// `POST /tasks/heartbeat`; `outbox` (ours, `docs/reference/http.md`) only when given.
-    pub fn heartbeat(supervisor: &str, tasks: &[i64], outbox: Option<u64>) -> Call {
-        let mut body = serde_json::json!({"supervisor": supervisor, "tasks": tasks});
-        if let (Some(depth), Some(object)) = (outbox, body.as_object_mut()) {
-            object.insert("outbox".into(), depth.into());
-        }
-        Call::new("POST", "/tasks/heartbeat".into(), Some(body))
+    /// `POST /tasks/heartbeat`.
+    pub fn heartbeat(beat: &HeartbeatRequest) -> Call {
+        Call::post(routes::HEARTBEAT, beat)
     }
 
-    /// `POST /tasks/{id}/report`.
-    pub fn report(task: i64, outcome: &Outcome) -> Call {
-        let body = serde_json::to_value(outcome).unwrap_or_default();
-        Call::new("POST", format!("/tasks/{task}/report"), Some(body))
+    /// `POST /tasks/{id}/report` with the outcome `body`: an `Outcome`, or the
+    /// JSON of one as a supervisor's outbox keeps it.
+    pub fn report<B: Serialize + ?Sized>(task: i64, body: &B) -> Call {
+        Call::post(routes::of_task(task, "report"), body)
     }
 
-    /// `POST /tasks/{id}/note`.
+    /// `POST /tasks/{id}/note`; `attempt` (ours) only when given.
     pub fn note(task: i64, text: &str, attempt: Option<i64>) -> Call {
-        let mut body = serde_json::json!({ "text": text });
-        if let (Some(attempt), Some(object)) = (attempt, body.as_object_mut()) {
-            object.insert("attempt".into(), attempt.into());
-        }
-        Call::new("POST", format!("/tasks/{task}/note"), Some(body))
+        let body = NoteRequest { text, attempt };
+        Call::post(routes::of_task(task, "note"), &body)
     }
 
-    /// `PUT /tasks/{id}/memory`; a `null` value deletes the key.
+    /// `PUT /tasks/{id}/memory`; a `null` value deletes the key; `attempt` (ours)
+    /// only when given.
     pub fn set_memory(task: i64, key: &str, value: &Value, attempt: Option<i64>) -> Call {
-        let mut body = serde_json::json!({"key": key, "value": value});
-        if let (Some(attempt), Some(object)) = (attempt, body.as_object_mut()) {
-            object.insert("attempt".into(), attempt.into());
+        let body = MemoryRequest {
+            key,
+            value,
+            attempt,
+        };
+        Call {
+            method: "PUT",
+            ..Call::post(routes::of_task(task, "memory"), &body)
         }
-        Call::new("PUT", format!("/tasks/{task}/memory"), Some(body))
+    }
+}
+
+/// Add one page of a bulk run (`POST /tokens/bulk` sent again with the answer's
+/// `next`) to the `total` of the pages before: its tallies and its outcomes.
+pub fn add_bulk_page(
+    total: &mut stateous_shared::bulk::BulkAnswer,
+    page: stateous_shared::bulk::BulkAnswer,
+) {
+    total.count += page.count;
+    total.applied += page.applied;
+    total.refused += page.refused;
+    total.duplicate += page.duplicate;
+    total.skipped += page.skipped;
+    total.outcomes.extend(page.outcomes);
+}
+
+/// The body of `POST /tasks/{id}/note`.
+#[derive(Debug, Serialize)]
+struct NoteRequest<'a> {
+    /// One line of progress: 1 to 500 characters.
+    text: &'a str,
+    /// The attempt the note belongs to (ours): refused once that attempt is over.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    attempt: Option<i64>,
+}
+
+/// The body of `PUT /tasks/{id}/memory`.
+#[derive(Debug, Serialize)]
+struct MemoryRequest<'a> {
+    /// The key of the routine's memory.
+    key: &'a str,
+    /// Its new value; `null` deletes it.
+    value: &'a Value,
+    /// The attempt the write belongs to (ours): refused once that attempt is over.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    attempt: Option<i64>,
+}
+
+/// The body of `POST /tasks/heartbeat`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct HeartbeatRequest {
+    /// The supervisor's name.
+    pub supervisor: String,
+    /// The tasks whose leases to renew.
+    pub tasks: Vec<i64>,
+    /// Each task's attempt that this supervisor runs, by task id (ours: a task
+    /// whose attempt is over is answered lost even when another process of the
+    /// same name holds its next attempt; the reference ignores the field). Left
+    /// out when empty.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub attempts: BTreeMap<i64, i64>,
+    /// The depth of the supervisor's outbox (ours); left out when `None`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outbox: Option<u64>,
+}
+
+impl HeartbeatRequest {
+    /// The heartbeat of `supervisor` for the tasks of `attempts` (task id to the
+    /// attempt it runs), each named with its attempt.
+    pub fn of_attempts(
+        supervisor: &str,
+        attempts: &BTreeMap<i64, i64>,
+        outbox: Option<u64>,
+    ) -> HeartbeatRequest {
+        HeartbeatRequest {
+            supervisor: supervisor.to_string(),
+            tasks: attempts.keys().copied().collect(),
+            attempts: attempts.clone(),
+            outbox,
+        }
+    }
+}
+
+/// A claimed task, and the lease the control plane granted with it when it says
+/// (ours adds `lease_seconds` to the grant; the reference's does not).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Claimed {
+    /// The grant, as the routine gets it.
+    pub grant: Grant,
+    /// How long the lease lasts from the claim.
+    pub lease: Option<Duration>,
+}
+
+impl Claimed {
+    /// The claim answer `body` (of a status other than 204): the grant and its
+    /// lease. Errors: the serde sentence when the body is not a grant.
+    pub fn from_answer(body: &[u8]) -> Result<Claimed, serde_json::Error> {
+        let value: Value = serde_json::from_slice(body)?;
+        let lease = value
+            .get("lease_seconds")
+            .and_then(Value::as_f64)
+            .filter(|s| s.is_finite() && *s > 0.0 && *s < 1e9)
+            .map(Duration::from_secs_f64);
+        let grant = serde_json::from_value(value)?;
+        Ok(Claimed { grant, lease })
     }
 }
 
@@ -280,86 +396,6 @@ impl Steer {
     }
 }
 
-/// `name` as one path segment or query value: every byte but the unreserved ones
-/// (`A-Z a-z 0-9 - . _ ~`) percent-encoded, `/` included, as the reference's client
-/// quotes names (so a name with a `/` never reaches another route).
-pub fn segment(name: &str) -> String {
-    let mut out = String::with_capacity(name.len());
-    for byte in name.bytes() {
-        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
-            out.push(char::from(byte));
-        } else {
-            out.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    out
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_are_percent_encoded_whole() {
-        assert_eq!(segment("T-1.a_b~"), "T-1.a_b~");
-        assert_eq!(segment("a/b c"), "a%2Fb%20c");
-        assert_eq!(segment("é"), "%C3%A9");
-        assert_eq!(Call::history("a/b").path, "/tokens/a%2Fb/history");
-    }
-
-    #[test]
-    fn calls_carry_the_documented_paths_and_bodies() {
-        let query = TokenQuery {
-            status: Some("active".into()),
-            parent: Some("P 1".into()),
-            limit: Some(5),
-            ..TokenQuery::default()
-        };
-        assert_eq!(
-            Call::tokens(&query).path,
-            "/tokens?status=active&parent=P%201&limit=5"
-        );
-        assert_eq!(Call::tokens(&TokenQuery::default()).path, "/tokens");
-        let filtered = TokenQuery {
-            filter: Some("moved > 60 and state == 'a b'".into()),
-            state: Some("review".into()),
-            offset: Some(40),
-            ..TokenQuery::default()
-        };
-        assert_eq!(
-            Call::tokens(&filtered).path,
-            "/tokens?where=moved%20%3E%2060%20and%20state%20%3D%3D%20%27a%20b%27\
-             &state=review&offset=40"
-        );
-        let fire = Call::fire("T-1", "done", None, Some("k-1"));
-        assert_eq!(fire.body, Some(serde_json::json!({})));
-        assert_eq!(fire.key.as_deref(), Some("k-1"));
-        let claim = Call::claim(&ClaimRequest {
-            supervisor: "box".into(),
-            states: vec!["a".into()],
-            ..ClaimRequest::default()
-        });
-        assert_eq!(
-            claim.body,
-            Some(serde_json::json!({"supervisor": "box", "states": ["a"]}))
-        );
-        let beat = Call::heartbeat("box", &[1, 2], Some(3));
-        assert_eq!(
-            beat.body,
-            Some(serde_json::json!({"supervisor": "box", "tasks": [1, 2], "outbox": 3}))
-        );
-        assert_eq!(Call::steer("T", Steer::Cancel).path, "/tokens/T/cancel");
-        let advance = Call::clock_advance("10m");
-        assert_eq!(
-            (advance.method, advance.path.as_str()),
-            ("POST", "/clock/advance")
-        );
-        assert_eq!(advance.body, Some(serde_json::json!({"by": "10m"})));
-        assert_eq!(Call::clock_freeze(false).path, "/clock/thaw");
-        assert_eq!(Call::states().path, "/states");
-        assert_eq!(
-            Call::set_memory(4, "k", &Value::Null, Some(2)).method,
-            "PUT"
-        );
-    }
-}
+#[path = "calls_tests.rs"]
+mod tests;

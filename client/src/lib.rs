@@ -16,12 +16,17 @@
 //! it is: the request may have been applied, and only the caller knows whether
 //! sending it again is safe ([`ClientError::is_retryable`]).
 
+use std::time::Duration;
+
 mod access;
 mod api;
 mod calls;
 mod connector;
 mod error;
 mod failover;
+mod follow;
+pub mod routes;
+pub mod runtime;
 mod tls;
 mod transport;
 mod urls;
@@ -29,9 +34,11 @@ mod watch;
 
 pub use access::AccessKey;
 pub use api::{Client, Fired, DEFAULT_TIMEOUT};
-pub use calls::{segment, Call, ClaimRequest, Steer, TokenQuery};
+pub use calls::{add_bulk_page, Call, ClaimRequest, Claimed, HeartbeatRequest, Steer, TokenQuery};
 pub use error::{synthetic_code, ClientError};
 pub use failover::{Endpoints, Passed, Sent};
+pub use follow::{Backoff, Followed, Follower};
+pub use routes::segment;
 pub use stateous_shared::socket::default_socket;
 pub use tls::{Identity, TlsOptions};
 pub use transport::{Answer, Endpoint, Transport, TransportError};
@@ -44,6 +51,41 @@ mod tests;
 pub mod testserver;
 #[cfg(test)]
 mod tls_tests;
+
+/// Where and how a client reaches a control plane: what `--url`, the access key
+/// flags and the TLS flags of every client command say.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Connection {
+    /// `--url`: `None` resolves as every client does ([`resolve_url`]).
+    pub url: Option<String>,
+    /// The access key sent with every request, the watch stream's included.
+    pub key: Option<AccessKey>,
+    /// How an `https://` control plane is trusted, and the certificate shown to
+    /// one that asks.
+    pub tls: TlsOptions,
+}
+
+impl Connection {
+    /// A client of the control plane at the resolved URL, waiting at most
+    /// `timeout` for each answer, keeping its connections open between calls
+    /// when `keep_alive`, and sending the access key.
+    ///
+    /// Errors: [`ClientError::BadUrl`] or [`ClientError::BadTls`], one sentence.
+    pub fn client(&self, timeout: Duration, keep_alive: bool) -> Result<Client, ClientError> {
+        self.client_at(&resolve_url(self.url.as_deref())?, timeout, keep_alive)
+    }
+
+    /// As [`Connection::client`], at `url` (resolved by the caller).
+    pub fn client_at(
+        &self,
+        url: &str,
+        timeout: Duration,
+        keep_alive: bool,
+    ) -> Result<Client, ClientError> {
+        Ok(Client::with_tls(url, timeout, keep_alive, &self.tls)?
+            .with_access_key(self.key.as_ref()))
+    }
+}
 
 /// The address every client uses when nothing else is given.
 pub const DEFAULT_URL: &str = "http://127.0.0.1:8080";

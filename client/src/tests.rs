@@ -264,6 +264,38 @@ async fn watch_reads_entries_and_sends_the_last_event_id() {
     assert_eq!(missing.code(), Some(Code::NotFound));
 }
 
+/// The follower resumes each new stream after the last event it passed on, and
+/// says when a stream broke and when one could not be opened.
+#[tokio::test]
+async fn the_follower_resumes_after_the_last_event_and_says_what_happened() {
+    let (url, log) = server(|seen| match seen.last_event_id.as_deref() {
+        None => (
+            200,
+            "id: 4\ndata: {\"id\": 4, \"token\": \"T-1\", \"seq\": 2, \
+             \"at\": \"2026-10-07T05:43:39Z\", \"kind\": \"paused\", \"data\": {}}\n\n"
+                .into(),
+        ),
+        Some(_) => (404, r#"{"error":"no such path","code":"not_found"}"#.into()),
+    })
+    .await;
+    let client = Client::new(&url).unwrap();
+    let backoff = Backoff::new(vec![std::time::Duration::from_millis(1)]);
+    let mut follower = Follower::new(client, Some("T-1"), backoff);
+    assert!(matches!(follower.next().await, Followed::Opened));
+    assert_eq!(log.last().path, "/watch?token=T-1");
+    let Followed::Event(event) = follower.next().await else {
+        panic!("an event");
+    };
+    assert_eq!(event.id.as_deref(), Some("4"));
+    assert_eq!(follower.last_event_id(), Some("4"));
+    assert!(matches!(follower.next().await, Followed::Broke));
+    let Followed::Unopened(error) = follower.next().await else {
+        panic!("no stream");
+    };
+    assert_eq!(error.code(), Some(Code::NotFound));
+    assert_eq!(log.last().last_event_id.as_deref(), Some("4"));
+}
+
 /// A URL where nothing listens.
 fn dead_url() -> String {
     let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();

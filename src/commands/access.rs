@@ -7,19 +7,16 @@ use std::io::Write;
 
 use super::token::{Console, Terminal};
 use super::CommandError;
-use stateous_client::{AccessKey, Client, ClientError, TlsOptions, TransportError};
+use stateous_client::{Client, ClientError, TransportError};
 use stateous_shared::access::{KeyView, NewKey};
 use stateous_shared::time::to_the_minute;
 
 /// One `stateous access ...` command line.
 #[derive(Debug, Clone)]
 pub struct AccessCommand {
-    /// `--url`; `None`: `STATEOUS_URL`, else the default socket.
-    pub url: Option<String>,
-    /// The key to send (an admin key, over TCP).
-    pub key: Option<AccessKey>,
-    /// What an `https://` control plane is trusted by (`--cacert`, ...).
-    pub tls: TlsOptions,
+    /// `--url` (`None`: `STATEOUS_URL`, else the default socket), the key to send
+    /// (an admin key, over TCP) and the TLS flags.
+    pub connection: stateous_client::Connection,
     /// What to do.
     pub action: AccessAction,
 }
@@ -49,13 +46,14 @@ pub enum AccessAction {
 /// line per key (or the JSON; no key: nothing, and [`NO_KEYS`] on stderr),
 /// `revoke` nothing (a line on stderr).
 pub async fn run(command: &AccessCommand, out: &mut dyn Write) -> Result<(), CommandError> {
-    let url = match &command.url {
+    let url = match &command.connection.url {
         Some(url) => url.clone(),
         None => stateous_client::url_from_env()?
             .unwrap_or_else(|| format!("unix://{}", stateous_client::default_socket().display())),
     };
-    let client = Client::with_tls(&url, stateous_client::DEFAULT_TIMEOUT, false, &command.tls)?
-        .with_access_key(command.key.as_ref());
+    let client = command
+        .connection
+        .client_at(&url, stateous_client::DEFAULT_TIMEOUT, false)?;
     let refused = |error: ClientError| match &error {
         // Keys are made over a serving daemon's socket: say so when none answers.
         ClientError::Unreachable {

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use super::{line, CommandError};
-use stateous_client::{resolve_url, ClaimRequest, Client, ClientError};
+use stateous_client::{ClaimRequest, Client, ClientError};
 use stateous_shared::wire::{Grant, Object, Outcome};
 
 /// The workflow the bench drives: the `orders` starter of `stateous init workflow`.
@@ -26,30 +26,25 @@ pub const WORKFLOW: &str = "orders";
 /// The options of `stateous bench`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BenchOptions {
-    /// `--url`; `None` resolves as every client does (`docs/reference/cli.md`).
-    pub url: Option<String>,
+    /// `--url`, the access key and the TLS flags. The key is sent with every
+    /// request: one with the roles operate and supervise cannot be one key, so an
+    /// admin key.
+    pub connection: stateous_client::Connection,
     /// `--tokens`: how many tokens to run through the workflow.
     pub tokens: usize,
     /// `--clients`: how many workers send requests at once.
     pub clients: usize,
     /// `--max-time`: the run fails when it has not finished by then.
     pub max_time: Duration,
-    /// The access key sent with every request: one with the roles operate
-    /// and supervise cannot be one key, so an admin key.
-    pub key: Option<stateous_client::AccessKey>,
-    /// `--cacert`, `--client-cert`, `--client-key`: how an https address is trusted.
-    pub tls: stateous_client::TlsOptions,
 }
 
 impl Default for BenchOptions {
     fn default() -> BenchOptions {
         BenchOptions {
-            url: None,
+            connection: stateous_client::Connection::default(),
             tokens: 10_000,
             clients: 64,
             max_time: Duration::from_secs(600),
-            key: None,
-            tls: stateous_client::TlsOptions::default(),
         }
     }
 }
@@ -100,9 +95,9 @@ pub async fn run(options: &BenchOptions, out: &mut dyn Write) -> Result<(), Comm
             "--max-seconds must be at least 1".into(),
         ));
     }
-    let url = resolve_url(options.url.as_deref())?;
-    let client = Client::with_tls(&url, stateous_client::DEFAULT_TIMEOUT, true, &options.tls)?
-        .with_access_key(options.key.as_ref());
+    let client = options
+        .connection
+        .client(stateous_client::DEFAULT_TIMEOUT, true)?;
     let health = client.health().await?;
     if health.workflow != WORKFLOW {
         return Err(CommandError::Usage(format!(

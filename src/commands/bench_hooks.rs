@@ -33,14 +33,14 @@ pub fn run(args: BenchHooksArgs) -> Result<(), String> {
         return Err("--deliveries, --clients and --max-seconds must be at least 1".into());
     }
     let (hook, key) = hook_and_key(&args.hooks, &args.hook)?;
-    let url = resolve_url(args.url.as_deref()).map_err(|e| e.to_string())?;
+    let url = resolve_url(args.url.url.as_deref()).map_err(|e| e.to_string())?;
     let endpoint = Endpoint::parse(&url).map_err(|e| e.to_string())?;
     let since = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
     let shared = Arc::new(Shared {
         transport: Transport::keep_alive(endpoint, Duration::from_secs(30)),
-        path: format!("/hooks/{}", hook.name),
+        path: stateous_client::routes::hook(&hook.name),
         hook,
         key,
         event: args.event,
@@ -50,9 +50,7 @@ pub fn run(args: BenchHooksArgs) -> Result<(), String> {
         next: AtomicUsize::new(0),
         deadline: Instant::now() + Duration::from_secs(args.max_seconds),
     });
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
+    let runtime = stateous_client::runtime::runtime(stateous_client::runtime::Threads::One)
         .map_err(|e| format!("cannot start the bench: {e}"))?;
     println!(
         "hooks bench: {} deliveries to {}{} ({}), {} clients{}",

@@ -8,7 +8,7 @@ use std::io::Write;
 use std::time::Duration;
 
 use super::CommandError;
-use stateous_client::{resolve_url, Client};
+
 use stateous_shared::durations::parse_duration;
 use stateous_shared::refusal::Code;
 use stateous_shared::watch::DevClock;
@@ -20,16 +20,12 @@ pub const ADVANCE_WITHIN: Duration = Duration::from_secs(600);
 /// One `stateous clock ...` command line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClockCommand {
-    /// `--url`; `None` resolves as every client does.
-    pub url: Option<String>,
+    /// `--url`, the access key (an admin key over TCP) and the TLS flags.
+    pub connection: stateous_client::Connection,
     /// `--json`: print the daemon's answer.
     pub json: bool,
-    /// `--cacert`, `--client-cert`, `--client-key`: how an https address is trusted.
-    pub tls: stateous_client::TlsOptions,
     /// What to do.
     pub action: ClockAction,
-    /// The access key sent with every request (an admin key over TCP).
-    pub key: Option<stateous_client::AccessKey>,
 }
 
 /// The sub-command.
@@ -47,9 +43,7 @@ pub enum ClockAction {
 
 /// Run `command`, writing the clock's line (or its JSON) to `out`.
 pub async fn run(command: &ClockCommand, out: &mut dyn Write) -> Result<(), CommandError> {
-    let url = resolve_url(command.url.as_deref())?;
-    let client = Client::with_tls(&url, ADVANCE_WITHIN, false, &command.tls)?
-        .with_access_key(command.key.as_ref());
+    let client = command.connection.client(ADVANCE_WITHIN, false)?;
     let answered = match &command.action {
         ClockAction::Advance(by) => {
             parse_duration(by).map_err(CommandError::Usage)?;

@@ -90,10 +90,7 @@ pub fn execute<F>(command: F) -> ExitCode
 where
     F: std::future::Future<Output = Result<(), CommandError>>,
 {
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match stateous_client::runtime::runtime(stateous_client::runtime::Threads::One) {
         Ok(runtime) => runtime,
         Err(error) => return report(CommandError::Output(error)),
     };
@@ -108,7 +105,7 @@ pub fn report(error: CommandError) -> ExitCode {
     let closed_pipe = matches!(&error, CommandError::Output(io)
         if io.kind() == std::io::ErrorKind::BrokenPipe);
     if !closed_pipe {
-        eprintln!("error: {error}");
+        crate::cli_errors::failed(error);
     }
     ExitCode::from(1)
 }

@@ -9,7 +9,7 @@ use std::io::Write;
 use serde_json::json;
 
 use super::{json_object, line, CommandError};
-use stateous_client::{resolve_url, Call, Client, ClientError, Steer, TokenQuery, TransportError};
+use stateous_client::{Call, Client, ClientError, Steer, TokenQuery, TransportError};
 use stateous_shared::history::{entry_line, token_line};
 use stateous_shared::wire::{HistoryEntry, Object, TokenView};
 
@@ -26,18 +26,12 @@ pub const MOST_CHILDREN: u32 = 1000;
 /// One `stateous token ...` command line, parsed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TokenCommand {
-    /// `--url`; `None` resolves as every client does (`STATEOUS_URL`, the default
-    /// socket, `http://127.0.0.1:8080`).
-    pub url: Option<String>,
+    /// `--url`, the access key and the TLS flags: how to reach the daemon.
+    pub connection: stateous_client::Connection,
     /// `--json`: print the daemon's JSON answer instead of the lines.
     pub json: bool,
-    /// `--cacert`, `--client-cert`, `--client-key`: how an https address is trusted.
-    pub tls: stateous_client::TlsOptions,
     /// What to do.
     pub action: TokenAction,
-    /// The access key sent with every request (`--access-key-file`,
-    /// `STATEOUS_ACCESS_KEY`).
-    pub key: Option<stateous_client::AccessKey>,
 }
 
 /// The sub-command and its arguments, as given on the command line.
@@ -151,9 +145,9 @@ pub async fn run_with(
             ));
         }
     }
-    let url = resolve_url(command.url.as_deref())?;
-    let client = Client::with_tls(&url, stateous_client::DEFAULT_TIMEOUT, false, &command.tls)?
-        .with_access_key(command.key.as_ref());
+    let client = command
+        .connection
+        .client(stateous_client::DEFAULT_TIMEOUT, false)?;
     // The commands of ours name a refusal's code; the reference's print its line.
     let ours = match &command.action {
         TokenAction::List(options) => {

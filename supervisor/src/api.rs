@@ -1,5 +1,6 @@
-//! The control plane's HTTP API as the supervisor calls it (`docs/reference/http.md`),
-//! with the reference's retry rule.
+//! The supervisor's retry layer over the client's calls: each request is a
+//! `stateous_client::Call` (its path and typed body written once, in the client),
+//! sent here with the reference's retry rule and read into what the loops need.
 //!
 //! A call that gets no answer is tried again after the backoff waits (1, 2, 4, 8,
 //! 16, then every 30 s), each moved by up to 20% either way at random so that the
@@ -21,9 +22,11 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde_json::{json, Value};
-use stateous_client::{segment, Answer, Client, ClientError, Passed, TlsOptions, Watch};
-use stateous_shared::wire::{Grant, Health};
+use serde_json::Value;
+use stateous_client::{
+    Answer, Backoff, Call, ClaimRequest, Claimed, Client, HeartbeatRequest, Passed, TlsOptions,
+};
+use stateous_shared::wire::{Health, Lost};
 
 use crate::log::seconds;
 use crate::log_line;
@@ -60,31 +63,12 @@ impl CallError {
 /// The most a backoff wait moves either way, as a share of it.
 const JITTER: f64 = 0.2;
 
-/// A claimed task, and the lease the control plane granted with it when it says
-/// (ours adds `lease_seconds` to the grant; the reference's does not).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Claimed {
-    /// The grant, as the routine gets it.
-    pub grant: Grant,
-    /// How long the lease lasts from the claim.
-    pub lease: Option<Duration>,
-}
-
-/// Why the watch stream cannot be followed now.
-#[derive(Debug)]
-pub enum WatchError {
-    /// The control plane has no `GET /watch` (the reference answers 404).
-    Absent,
-    /// No stream now: unreachable, or an answer other than the stream.
-    NotNow(String),
-}
-
 /// The control plane, reached over HTTP or a Unix socket at one of its addresses.
 #[derive(Debug, Clone)]
 pub struct Api {
     /// The addresses and which one serves; its endpoints send the raw requests.
     client: Client,
-    backoff: Vec<Duration>,
+    backoff: Backoff,
     /// The address the log last named as serving, shared by the clones, so that
     /// a move to another address is logged once.
     announced: Arc<Mutex<String>>,
@@ -108,11 +92,7 @@ impl Api {
         backoff: Vec<Duration>,
         tls: &TlsOptions,
     ) -> Result<Api, String> {
-        let backoff = if backoff.is_empty() {
-            vec![Duration::from_secs(1)]
-        } else {
-            backoff
-        };
+        let backoff = Backoff::new(backoff).with_jitter(JITTER);
         let client = Client::with_tls(url, timeout, false, tls).map_err(|e| e.to_string())?;
         let announced = Arc::new(Mutex::new(client.url().to_string()));
         Ok(Api {
@@ -134,9 +114,15 @@ impl Api {
         self.client.urls()
     }
 
-    /// The backoff waits, as configured (the jitter is added per wait).
-    pub fn backoff(&self) -> &[Duration] {
+    /// The backoff waits, as configured, and the jitter added per wait.
+    pub fn backoff(&self) -> &Backoff {
         &self.backoff
+    }
+
+    /// The client underneath, for what has no retry here (the watch stream,
+    /// which [`stateous_client::Follower`] follows).
+    pub fn client(&self) -> &Client {
+        &self.client
     }
 
     /// The URL of the address that served last, as log lines name it.
@@ -146,14 +132,14 @@ impl Api {
 
     /// `GET /health`: the served workflow and its checksum.
     pub async fn health(&self, stop: Option<&Stop>) -> Result<Health, CallError> {
-        let answer = self.call("GET", "/health", None, stop).await?;
+        let answer = self.call(&Call::health(), stop).await?;
         serde_json::from_slice(&answer.body)
             .map_err(|_| CallError::refused(answer.status, "its /health answer is not Stateous's"))
     }
 
     /// `GET /workflow`: the served graph document.
     pub async fn workflow(&self) -> Result<Value, CallError> {
-        let answer = self.call("GET", "/workflow", None, None).await?;
+        let answer = self.call(&Call::workflow(), None).await?;
         serde_json::from_slice(&answer.body)
             .map_err(|_| CallError::refused(answer.status, "its /workflow answer is not JSON"))
     }
@@ -166,30 +152,22 @@ impl Api {
         supervisor: &str,
         states: &[String],
         request: &str,
-        outbox: Option<i64>,
+        outbox: Option<u64>,
         stop: &Stop,
     ) -> Result<Option<Claimed>, CallError> {
-        let mut body = json!({"supervisor": supervisor, "states": states, "request": request});
-        if let Some(depth) = outbox {
-            body["outbox"] = json!(depth);
-        }
-        let answer = self
-            .call("POST", "/tasks/claim", Some(&body), Some(stop))
-            .await?;
+        let claim = ClaimRequest {
+            supervisor: supervisor.to_string(),
+            states: states.to_vec(),
+            request: Some(request.to_string()),
+            outbox,
+        };
+        let answer = self.call(&Call::claim(&claim), Some(stop)).await?;
         if answer.status == 204 {
             return Ok(None);
         }
-        let invalid = |e: serde_json::Error| {
+        Claimed::from_answer(&answer.body).map(Some).map_err(|e| {
             CallError::refused(answer.status, format!("the claimed task is not valid: {e}"))
-        };
-        let value: Value = serde_json::from_slice(&answer.body).map_err(invalid)?;
-        let lease = value
-            .get("lease_seconds")
-            .and_then(Value::as_f64)
-            .filter(|s| s.is_finite() && *s > 0.0 && *s < 1e9)
-            .map(Duration::from_secs_f64);
-        let grant = serde_json::from_value(value).map_err(invalid)?;
-        Ok(Some(Claimed { grant, lease }))
+        })
     }
 
     /// `POST /tasks/heartbeat`: the ids among `tasks` no longer held. Each task is
@@ -201,22 +179,12 @@ impl Api {
         &self,
         supervisor: &str,
         tasks: &BTreeMap<i64, i64>,
-        outbox: Option<i64>,
+        outbox: Option<u64>,
         stop: Option<&Stop>,
     ) -> Result<Vec<i64>, CallError> {
-        let ids: Vec<i64> = tasks.keys().copied().collect();
-        let attempts: serde_json::Map<String, Value> = tasks
-            .iter()
-            .map(|(task, attempt)| (task.to_string(), json!(attempt)))
-            .collect();
-        let mut body = json!({"supervisor": supervisor, "tasks": ids, "attempts": attempts});
-        if let Some(depth) = outbox {
-            body["outbox"] = json!(depth);
-        }
-        let answer = self
-            .call("POST", "/tasks/heartbeat", Some(&body), stop)
-            .await?;
-        let lost: Result<stateous_shared::wire::Lost, _> = serde_json::from_slice(&answer.body);
+        let beat = HeartbeatRequest::of_attempts(supervisor, tasks, outbox);
+        let answer = self.call(&Call::heartbeat(&beat), stop).await?;
+        let lost: Result<Lost, _> = serde_json::from_slice(&answer.body);
         lost.map(|l| l.lost).map_err(|_| {
             CallError::refused(
                 answer.status,
@@ -225,37 +193,10 @@ impl Api {
         })
     }
 
-    /// `POST /tasks/{id}/report` with the outcome `body` (it names its attempt).
-    pub async fn report(&self, task: i64, body: &Value, stop: &Stop) -> Result<(), CallError> {
-        let path = format!("/tasks/{task}/report");
-        self.call("POST", &path, Some(body), Some(stop))
-            .await
-            .map(|_| ())
-    }
-
-    /// `POST /tasks/{id}/note` with its `Idempotency-Key` (ours: a control plane of
-    /// ours writes a note sent again after a lost answer once; the reference's
-    /// ignores the header).
-    pub async fn note(
-        &self,
-        task: i64,
-        body: &Value,
-        key: &str,
-        stop: &Stop,
-    ) -> Result<(), CallError> {
-        let path = format!("/tasks/{task}/note");
-        let headers = [("idempotency-key", key)];
-        self.call_with("POST", &path, Some(body), Some(stop), &headers)
-            .await
-            .map(|_| ())
-    }
-
-    /// `PUT /tasks/{id}/memory`.
-    pub async fn memory(&self, task: i64, body: &Value, stop: &Stop) -> Result<(), CallError> {
-        let path = format!("/tasks/{task}/memory");
-        self.call("PUT", &path, Some(body), Some(stop))
-            .await
-            .map(|_| ())
+    /// Send `call` (a report, note or memory write of the outbox), answered or
+    /// given up at the stop.
+    pub async fn deliver(&self, call: &Call, stop: &Stop) -> Result<(), CallError> {
+        self.call(call, Some(stop)).await.map(|_| ())
     }
 
     /// `POST /supervisors/{name}/stop` (ours): tell the control plane this
@@ -264,9 +205,8 @@ impl Api {
     /// as a stop must not wait for the control plane; one that is not told marks
     /// the supervisor stale once its heartbeat is overdue.
     pub async fn say_stopped(&self, name: &str, within: Duration) {
-        let path = format!("/supervisors/{}/stop", segment(name));
-        let sent = self.client.endpoints().send("POST", &path, None, &[]);
-        if let Ok(sent) = tokio::time::timeout(within, sent).await {
+        let call = Call::supervisor_stopped(name);
+        if let Ok(sent) = tokio::time::timeout(within, self.client.attempt(&call)).await {
             if let Ok(answer) = sent.result {
                 if answer.status >= 400 && answer.status != 404 {
                     let (message, _) = error_of(&answer);
@@ -276,50 +216,17 @@ impl Api {
         }
     }
 
-    /// `GET /watch`, the stream of every ledger entry (our addition), resumed
-    /// after the event `after` when given.
-    pub async fn watch(&self, after: Option<&str>) -> Result<Watch, WatchError> {
-        match self.client.watch(None, after).await {
-            Ok(watch) => Ok(watch),
-            Err(ClientError::Refused { status: 404, .. }) => Err(WatchError::Absent),
-            Err(e) => Err(WatchError::NotNow(e.to_string())),
-        }
-    }
-
     /// The `failures`-th wait before a new try (from 0), moved by up to
     /// [`JITTER`] either way.
     pub fn wait_before_try(&self, failures: usize) -> Duration {
-        let wait = self.backoff[failures.min(self.backoff.len() - 1)];
-        wait.mul_f64(1.0 + JITTER * (2.0 * rand::random::<f64>() - 1.0))
+        self.backoff.wait(failures)
     }
 
-    async fn call(
-        &self,
-        method: &str,
-        path: &str,
-        body: Option<&Value>,
-        stop: Option<&Stop>,
-    ) -> Result<Answer, CallError> {
-        self.call_with(method, path, body, stop, &[]).await
-    }
-
-    /// [`Self::call`] with these headers.
-    async fn call_with(
-        &self,
-        method: &str,
-        path: &str,
-        body: Option<&Value>,
-        stop: Option<&Stop>,
-        headers: &[(&str, &str)],
-    ) -> Result<Answer, CallError> {
-        let bytes = body.map(|b| serde_json::to_vec(b).unwrap_or_default());
+    /// Send `call` until it is answered, by the rule at the top of this file.
+    async fn call(&self, call: &Call, stop: Option<&Stop>) -> Result<Answer, CallError> {
         let mut failures = 0usize;
         loop {
-            let sent = self
-                .client
-                .endpoints()
-                .send(method, path, bytes.clone(), headers)
-                .await;
+            let sent = self.client.attempt(call).await;
             let problem = match sent.result {
                 Err(e) => format!("cannot reach the control plane at {} ({e})", sent.url),
                 Ok(answer) if matches!(answer.status, 502..=504) => unavailable(&sent.url, &answer),

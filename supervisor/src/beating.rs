@@ -19,10 +19,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
-use stateous_client::WatchEntry;
+use stateous_client::{Followed, Follower, WatchEntry};
 use tokio::time::Instant;
 
-use crate::api::{CallError, WatchError};
+use crate::api::CallError;
 use crate::log_line;
 use crate::supervisor::{Core, Running};
 
@@ -121,11 +121,11 @@ impl Core {
     /// last event seen when the stream breaks; return when the control plane has
     /// no such stream.
     pub(crate) async fn watch_forever(self: Arc<Core>) {
-        let mut last: Option<String> = None;
-        let mut failures = 0usize;
+        let client = self.api.client().clone();
+        let mut follower = Follower::new(client, None, self.api.backoff().clone());
         loop {
-            match self.api.watch(last.as_deref()).await {
-                Err(WatchError::Absent) => {
+            match follower.next().await {
+                Followed::Unopened(error) if error.status() == Some(404) => {
                     log_line!(
                         "the control plane at {} has no /watch stream; a routine whose task \
                          ended is stopped at the next heartbeat",
@@ -133,23 +133,14 @@ impl Core {
                     );
                     return;
                 }
-                // The claim loop and the heartbeat say when the control plane
-                // cannot be reached; this loop only tries again, quietly.
-                Err(WatchError::NotNow(_)) => {
-                    tokio::time::sleep(self.api.wait_before_try(failures)).await;
-                    failures += 1;
-                }
-                Ok(mut stream) => {
-                    failures = 0;
-                    while let Ok(Some(event)) = stream.next().await {
-                        if event.id.is_some() {
-                            last.clone_from(&event.id);
-                        }
-                        if let Some(entry) = event.entry() {
-                            self.heard(&entry);
-                        }
+                Followed::Event(event) => {
+                    if let Some(entry) = event.entry() {
+                        self.heard(&entry);
                     }
                 }
+                // The claim loop and the heartbeat say when the control plane
+                // cannot be reached; this loop only tries again, quietly.
+                Followed::Opened | Followed::Broke | Followed::Unopened(_) => {}
             }
         }
     }

@@ -13,7 +13,7 @@ use crate::outbox::{outbox_path, Outbox, OutboxError};
 use crate::routines;
 use crate::stop::Stop;
 use crate::supervisor::{Handle, Parts, Supervisor};
-use stateous_client::{AccessKey, TlsOptions};
+use stateous_client::{AccessKey, Connection, TlsOptions};
 
 /// Why a supervisor does not start: one sentence for `error: ...`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -134,34 +134,21 @@ pub async fn check_health(
 }
 
 /// The body of `stateous supervise FOLDER`: the exit code (0 after a graceful
-/// stop, 1 after a forced one or when it does not start, with `error: ...`).
-/// `tls` (`--cacert`, `--client-cert`, `--client-key`) wins, file by file, over
+/// stop, 1 after a forced one). Errors: why it did not start, one sentence,
+/// which the binary prints after `error: ` (exit code 1).
+/// `connection`: `--url`, the access key, and the TLS flags (`--cacert`,
+/// `--client-cert`, `--client-key`), which win, file by file, over
 /// `stateous.yaml`'s `cacert`, `client_cert` and `client_key`.
-pub fn supervise_command(
-    folder: &Path,
-    url: Option<&str>,
-    key: Option<AccessKey>,
-    tls: &TlsOptions,
-) -> i32 {
+pub fn supervise_command(folder: &Path, connection: Connection) -> Result<i32, String> {
     start_spawner();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            eprintln!("error: cannot start the supervisor: {e}");
-            return 1;
-        }
-    };
+    let runtime =
+        stateous_client::runtime::runtime(stateous_client::runtime::Threads::Workers(None))
+            .map_err(|e| format!("cannot start the supervisor: {e}"))?;
     let code = runtime.block_on(async {
-        match supervise(folder, url, key, tls).await {
-            Ok(code) => code,
-            Err(e) => {
-                eprintln!("error: {e}");
-                1
-            }
-        }
+        let Connection { url, key, tls } = connection;
+        supervise(folder, url.as_deref(), key, &tls)
+            .await
+            .map_err(|e| e.to_string())
     });
     // A routine's stdin writer or a helper connection may still hang on; do not wait.
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));

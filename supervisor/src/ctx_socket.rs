@@ -138,37 +138,25 @@ impl Helper {
 }
 
 /// Run one helper call: send it to the socket `STATEOUS_CTX` names and print the
-/// answer's value (JSON; with `raw`, a string without its quotes). Returns the
-/// exit code: 0, or 1 after `error: ...` on stderr.
-pub fn run_helper(helper: Helper, raw: bool) -> i32 {
+/// answer's value (JSON; with `raw`, a string without its quotes). Errors: one
+/// sentence, which the binary prints after `error: ` (exit code 1).
+pub fn run_helper(helper: Helper, raw: bool) -> Result<(), String> {
     let Some(socket) = std::env::var_os(CTX_ENV) else {
-        eprintln!(
-            "error: {CTX_ENV} is not set: `stateous ctx` works inside a routine that \
+        return Err(format!(
+            "{CTX_ENV} is not set: `stateous ctx` works inside a routine that \
              `stateous supervise` runs"
-        );
-        return 1;
+        ));
     };
-    let answer = helper
-        .request()
-        .and_then(|request| call(Path::new(&socket), &request));
-    match answer {
-        Ok(Value::Null) => 0,
-        Ok(Value::String(text)) if raw => {
-            println!("{text}");
-            0
-        }
-        Ok(value) => {
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&value).unwrap_or_default()
-            );
-            0
-        }
-        Err(error) => {
-            eprintln!("error: {error}");
-            1
-        }
+    let request = helper.request()?;
+    match call(Path::new(&socket), &request)? {
+        Value::Null => {}
+        Value::String(text) if raw => println!("{text}"),
+        value => println!(
+            "{}",
+            serde_json::to_string_pretty(&value).unwrap_or_default()
+        ),
     }
+    Ok(())
 }
 
 /// Send one request over the socket at `path` and read its answer.

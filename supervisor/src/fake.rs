@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
+use stateous_client::routes;
 
 /// One request the fake received.
 #[derive(Debug, Clone, PartialEq)]
@@ -154,14 +155,14 @@ fn answer(s: &mut Script, seen: &Seen) -> Option<(u16, Value)> {
     }
     let path = seen.path.as_str();
     Some(match (seen.method.as_str(), path) {
-        ("GET", "/health") => (200, json!({"workflow": "w", "checksum": s.checksum})),
-        ("GET", "/workflow") => (200, s.workflow.clone()),
+        ("GET", routes::HEALTH) => (200, json!({"workflow": "w", "checksum": s.checksum})),
+        ("GET", routes::WORKFLOW) => (200, s.workflow.clone()),
         // As the reference's control plane: no watch stream.
-        ("GET", "/watch") => (
+        ("GET", routes::WATCH) => (
             404,
             json!({"error": "there is no route GET /watch", "code": "not_found"}),
         ),
-        ("POST", "/tasks/claim") => match s.grants.pop_front() {
+        ("POST", routes::CLAIM) => match s.grants.pop_front() {
             None => (204, Value::Null),
             Some(grant) if s.drop_claims > 0 => {
                 s.drop_claims -= 1;
@@ -171,7 +172,7 @@ fn answer(s: &mut Script, seen: &Seen) -> Option<(u16, Value)> {
             }
             Some(grant) => (200, grant),
         },
-        ("POST", "/tasks/heartbeat") => {
+        ("POST", routes::HEARTBEAT) => {
             let asked: Vec<i64> = seen.body["tasks"]
                 .as_array()
                 .map(|a| a.iter().filter_map(Value::as_i64).collect())

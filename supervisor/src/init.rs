@@ -9,7 +9,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use serde_json::Value;
-use stateous_client::{Endpoints, TlsOptions, DEFAULT_URL};
+use stateous_client::{Call, Client, TlsOptions, DEFAULT_URL};
 
 use crate::config::{Config, CONFIG_FILE, DEFAULT_TASKS};
 use crate::contract::{Contract, CONTRACT_FILE};
@@ -61,13 +61,14 @@ pub async fn contract_of(source: &str, tls: &TlsOptions) -> Result<(String, Cont
 async fn fetch(url: &str, tls: &TlsOptions) -> Result<Contract, String> {
     // One address or several (a control plane and its standbys): the first that
     // serves answers.
-    let endpoints = Endpoints::parse_with_tls(url, Duration::from_secs(30), false, tls)
-        .map_err(|e| e.to_string())?;
-    let get = |path: &'static str| {
-        let endpoints = endpoints.clone();
+    let client =
+        Client::with_tls(url, Duration::from_secs(30), false, tls).map_err(|e| e.to_string())?;
+    let get = |call: Call| {
+        let client = client.clone();
         async move {
-            let answer = endpoints
-                .send("GET", path, None, &[])
+            let path = &call.path;
+            let answer = client
+                .attempt(&call)
                 .await
                 .result
                 .map_err(|e| e.to_string())?;
@@ -78,8 +79,8 @@ async fn fetch(url: &str, tls: &TlsOptions) -> Result<Contract, String> {
                 .map_err(|_| format!("the answer of GET {path} is not JSON"))
         }
     };
-    let document = get("/workflow").await?;
-    let health = get("/health").await?;
+    let document = get(Call::workflow()).await?;
+    let health = get(Call::health()).await?;
     let checksum = health["checksum"]
         .as_str()
         .ok_or("GET /health has no checksum")?;
@@ -194,40 +195,21 @@ pub fn stub_text(contract: &Contract, state: &str) -> String {
     )
 }
 
-/// The body of `stateous init supervisor SOURCE FOLDER`: prints the lines and
-/// returns the exit code (1 after `error: ...`). `tls` trusts an `https://` SOURCE.
-pub fn init_command(source: &str, folder: &Path, tls: &TlsOptions) -> i32 {
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return 1;
-        }
-    };
-    let (url, contract) = match runtime.block_on(contract_of(source, tls)) {
-        Ok(found) => found,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return 1;
-        }
-    };
-    match write_folder(folder, &url, &contract) {
-        Ok(lines) => {
-            for line in lines {
-                println!("{line}");
-            }
-            println!(
-                "\nWrite the routines, then run: stateous supervise {}",
-                folder.display()
-            );
-            0
-        }
-        Err(e) => {
-            eprintln!("error: cannot write {}: {e}", folder.display());
-            1
-        }
+/// The body of `stateous init supervisor SOURCE FOLDER`: prints the lines.
+/// `tls` trusts an `https://` SOURCE. Errors: one sentence, which the binary
+/// prints after `error: ` (exit code 1).
+pub fn init_command(source: &str, folder: &Path, tls: &TlsOptions) -> Result<(), String> {
+    let runtime = stateous_client::runtime::runtime(stateous_client::runtime::Threads::One)
+        .map_err(|e| e.to_string())?;
+    let (url, contract) = runtime.block_on(contract_of(source, tls))?;
+    let lines = write_folder(folder, &url, &contract)
+        .map_err(|e| format!("cannot write {}: {e}", folder.display()))?;
+    for line in lines {
+        println!("{line}");
     }
+    println!(
+        "\nWrite the routines, then run: stateous supervise {}",
+        folder.display()
+    );
+    Ok(())
 }

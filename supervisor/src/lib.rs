@@ -2,12 +2,14 @@
 //! routines, and reports outcomes through a durable outbox (`docs/design.md`,
 //! "The supervisor").
 //!
-//! It depends only on `stateous-shared`; it meets the daemon only over HTTP.
+//! It depends on `stateous-shared` and on `stateous-client`, whose calls it
+//! makes (this crate keeps only its own retry policy: the outbox and the
+//! backoff); it never depends on the daemon, and meets it only over HTTP.
 
 pub mod api;
 mod beating;
-pub mod beside;
 pub mod command;
+pub mod companion;
 pub mod config;
 pub mod contract;
 pub mod ctx;

@@ -257,51 +257,5 @@ impl Outbox {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn messages_survive_a_reopen_in_order() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = outbox_path(dir.path());
-        {
-            let outbox = Outbox::open(&path).unwrap();
-            outbox
-                .append(1, 1, "T-1", Kind::Note, &json!({"text": "a"}))
-                .unwrap();
-            outbox
-                .append(1, 1, "T-1", Kind::Memory, &json!({"key": "k", "value": 1}))
-                .unwrap();
-            outbox
-                .append(2, 3, "T-2", Kind::Report, &json!({"kind": "waiting"}))
-                .unwrap();
-        }
-        let outbox = Outbox::open(&path).unwrap();
-        let left = outbox.pending().unwrap();
-        assert_eq!(left.len(), 3);
-        assert_eq!(left[0].kind, Kind::Note);
-        assert_eq!(left[1].body, json!({"key": "k", "value": 1}));
-        assert_eq!((left[2].task, left[2].attempt), (2, 3));
-        assert!(left[0].id < left[1].id && left[1].id < left[2].id);
-        outbox.remove(left[1].id).unwrap();
-        outbox.drop_attempt(1, 1).unwrap();
-        assert_eq!(outbox.depth().unwrap(), 1);
-    }
-
-    #[test]
-    fn a_second_outbox_on_the_same_file_is_refused() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = outbox_path(dir.path());
-        let first = Outbox::open(&path).unwrap();
-        first
-            .append(1, 1, "T", Kind::Note, &json!({"text": "x"}))
-            .unwrap();
-        match Outbox::open(&path) {
-            Err(OutboxError::Busy(p)) => assert_eq!(p, path),
-            other => panic!("expected Busy, got {other:?}"),
-        }
-        drop(first);
-        assert_eq!(Outbox::open(&path).unwrap().depth().unwrap(), 1);
-    }
-}
+#[path = "outbox_tests.rs"]
+mod tests;

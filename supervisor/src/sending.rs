@@ -14,6 +14,7 @@
 use std::collections::{BTreeMap, HashSet};
 
 use serde_json::{json, Value};
+use stateous_client::Call;
 
 use crate::api::CallError;
 use crate::log_line;
@@ -96,16 +97,18 @@ impl Core {
         let result = match message.kind {
             Kind::Report => return self.send_report(message).await,
             Kind::Memory => {
-                let mut body = message.body.clone();
-                body["attempt"] = json!(message.attempt);
-                self.api.memory(message.task, &body, &self.stopping).await
+                let (key, value) = (&message.body["key"], &message.body["value"]);
+                let key = key.as_str().unwrap_or_default();
+                let call = Call::set_memory(message.task, key, value, Some(message.attempt));
+                self.api.deliver(&call, &self.stopping).await
             }
             Kind::Note => {
-                let mut body = message.body.clone();
-                body["attempt"] = json!(message.attempt);
-                self.api
-                    .note(message.task, &body, &note_key(message), &self.stopping)
-                    .await
+                let text = message.body["text"].as_str().unwrap_or_default();
+                // Ours: a control plane of ours writes a note sent again after a
+                // lost answer once; the reference's ignores the header.
+                let call = Call::note(message.task, text, Some(message.attempt))
+                    .with_key(Some(&note_key(message)));
+                self.api.deliver(&call, &self.stopping).await
             }
         };
         let delivery = match result {
@@ -164,7 +167,8 @@ impl Core {
         body["attempt"] = json!(message.attempt);
         body["supervisor"] = json!(self.name);
         let kind = body["kind"].as_str().unwrap_or("").to_string();
-        match self.api.report(task, &body, &self.stopping).await {
+        let call = Call::report(task, &body);
+        match self.api.deliver(&call, &self.stopping).await {
             Ok(()) => {
                 let said = if kind == "event" {
                     body["event"].as_str().unwrap_or("").to_string()

@@ -62,7 +62,7 @@ use serde_json::Value;
 use stateous_shared::wire::Grant;
 use tokio::sync::{mpsc, Notify};
 
-use crate::api::{Api, CallError, Claimed};
+use crate::api::{Api, CallError};
 use crate::config::Timings;
 use crate::contract::Contract;
 use crate::ctx::{RunCtx, Sink};
@@ -72,6 +72,7 @@ use crate::outbox::{Kind, Message, Outbox, OutboxError};
 use crate::runner::{self, RunSpec};
 use crate::sending::Delivery;
 use crate::stop::Stop;
+use stateous_client::Claimed;
 
 /// One running routine. The control plane can grant a task again while an old
 /// routine of it still ends, so two may share a task id.
@@ -308,8 +309,10 @@ impl Core {
         self.running.lock().map(|r| r.len()).unwrap_or(0)
     }
 
-    pub(crate) fn depth(&self) -> Option<i64> {
-        self.with_outbox(|o| o.depth()).ok()
+    pub(crate) fn depth(&self) -> Option<u64> {
+        self.with_outbox(|o| o.depth())
+            .ok()
+            .and_then(|depth| u64::try_from(depth).ok())
     }
 
     async fn claim_forever(self: Arc<Core>) {

@@ -1,11 +1,10 @@
 //! The client task: carries out the commands of `update` over HTTP and sends each
 //! answer back as a message. All of the TUI's I/O with the daemon is here.
 
-use serde::de::DeserializeOwned;
-use stateous_client::{segment, Call, Client, ClientError, Steer, TokenQuery};
+use stateous_client::{Client, ClientError, Steer, TokenQuery};
 use stateous_shared::bulk::{operator_name, BulkAnswer, BulkRequest, RetryRequest};
 use stateous_shared::refusal::Code;
-use stateous_shared::watch::{GraphList, StateCount, SupervisorList, TokenDetail};
+use stateous_shared::watch::{StateCount, SupervisorList, TokenDetail};
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::message::{Acted, Command, Msg};
@@ -27,12 +26,7 @@ async fn run(client: &Client, mut request: BulkRequest, to: &UnboundedSender<Msg
         let merged = match so_far.take() {
             None => answer,
             Some(mut total) => {
-                total.count += answer.count;
-                total.applied += answer.applied;
-                total.refused += answer.refused;
-                total.duplicate += answer.duplicate;
-                total.skipped += answer.skipped;
-                total.outcomes.extend(answer.outcomes);
+                stateous_client::add_bulk_page(&mut total, answer);
                 total
             }
         };
@@ -141,7 +135,8 @@ pub async fn perform(client: &Client, command: Command) -> Msg {
         // Only the graph view reads it, as a line beside its title: a daemon
         // without the route, or a failed read, shows none.
         Command::Graphs => Msg::Graphs(
-            get::<GraphList>(client, "/graphs".into())
+            client
+                .graphs()
                 .await
                 .map_or_else(|_| Vec::new(), |list| list.graphs),
         ),
@@ -159,8 +154,7 @@ async fn read_token(
     detail: bool,
 ) -> Result<(TokenDetail, bool), Problem> {
     if detail {
-        let path = format!("/tokens/{}/detail", segment(id));
-        match get::<TokenDetail>(client, path).await {
+        match client.detail(id).await {
             Ok(detail) => return Ok((detail, true)),
             Err(error) if error.code() != Some(Code::NotFound) => return Err(problem(error)),
             Err(_) => {}
@@ -180,7 +174,7 @@ async fn read_token(
 
 /// `GET /supervisors`; `None` from a daemon without it.
 async fn supervisors(client: &Client) -> Result<Option<SupervisorList>, Problem> {
-    match get::<SupervisorList>(client, "/supervisors".into()).await {
+    match client.supervisors().await {
         Ok(list) => Ok(Some(list)),
         Err(error) if error.code() == Some(Code::NotFound) => Ok(None),
         Err(error) => Err(problem(error)),
@@ -194,22 +188,6 @@ async fn states(client: &Client) -> Result<Option<Vec<StateCount>>, Problem> {
         Err(error) if error.code() == Some(Code::NotFound) => Ok(None),
         Err(error) => Err(problem(error)),
     }
-}
-
-/// A `GET` of one of our added routes, read as `T`.
-async fn get<T: DeserializeOwned>(client: &Client, path: String) -> Result<T, ClientError> {
-    let call = Call {
-        method: "GET",
-        path,
-        body: None,
-        key: None,
-    };
-    let (status, value) = client.json(&call).await?;
-    serde_json::from_value(value).map_err(|error| ClientError::BadAnswer {
-        url: client.url().to_string(),
-        status,
-        detail: error.to_string(),
-    })
 }
 
 /// A pause, resume, cancel, fire or start.

@@ -6,8 +6,8 @@ use crossterm::event::{KeyCode, KeyEvent};
 use stateous_shared::graph::{Workflow, END, OWN_EVENTS};
 use stateous_shared::wire::Object;
 
-use crate::input::LineEdit;
 use crate::keys::selected_or_say;
+use crate::line_edit::LineEdit;
 use crate::message::Command;
 use crate::model::{FireForm, Mode, Model, StartForm};
 
@@ -15,7 +15,7 @@ use crate::model::{FireForm, Mode, Model, StartForm};
 /// every event of the main workflow, for a bulk fire (the picker's token is then
 /// empty: the marked tokens).
 pub fn open_pick(model: &mut Model) {
-    if crate::operate::has_marks(model) {
+    if crate::marks::has_marks(model) {
         let events: Vec<String> = model.graph.as_ref().map_or_else(Vec::new, |graph| {
             graph.main.events.keys().cloned().collect()
         });
@@ -136,7 +136,7 @@ pub fn fire(model: &mut Model, mut form: FireForm, key: KeyEvent) -> Vec<Command
             Ok(payload) if form.token.is_empty() => {
                 let key = form.key.text().trim();
                 let key = (!key.is_empty()).then(|| key.to_string());
-                return crate::operate::open_fire(model, form.event, payload, key);
+                return crate::marks::open_fire(model, form.event, payload, key);
             }
             Ok(payload) => {
                 let key = form.key.text().trim();

@@ -1,7 +1,7 @@
 //! What each key does, in each mode (README.md, "Watch and steer"): arrows or `j` `k` move,
 //! `/` filters (the filter language, or text), `t` by status, `p` `r` `c` steer,
 //! `f` fires, `R` retries, space and `*` mark (then `p` `r` `c` `f` `R` act on
-//! the marked tokens through a preview, `crate::operate`), `s` starts,
+//! the marked tokens through a preview, `crate::marks`), `s` starts,
 //! `d` or Enter describes the token as JSON (`crate::describe`), `v` gives its
 //! panes the main area, `F` the screen without the supervisors pane, `o` `O` sort
 //! the table, PgUp PgDn Home End scroll its history, `z`
@@ -13,10 +13,10 @@ use stateous_client::Steer;
 use stateous_shared::bulk::BulkAction;
 
 use crate::forms;
-use crate::input::LineEdit;
+use crate::line_edit::LineEdit;
+use crate::marks::{self, has_marks, Typed};
 use crate::message::Command;
 use crate::model::{Mode, Model, MOST_TOKENS, STATUSES};
-use crate::operate::{self, has_marks, Typed};
 use crate::update::refresh;
 
 /// Apply a key to `model`.
@@ -33,7 +33,7 @@ pub fn key(model: &mut Model, key: KeyEvent) -> Vec<Command> {
         Mode::Fire(form) => forms::fire(model, form, key),
         Mode::Start(form) => forms::start(model, form, key),
         Mode::Graph => crate::states::key(model, key),
-        Mode::Bulk(form) => operate::key(model, form, key),
+        Mode::Bulk(form) => marks::key(model, form, key),
         Mode::Help => Vec::new(),
         Mode::Describe(top) => crate::describe::key(model, top, key),
     }
@@ -91,14 +91,14 @@ fn normal(model: &mut Model, key: KeyEvent) -> Vec<Command> {
             model.mode = Mode::Filter(LineEdit::new(typed));
         }
         KeyCode::Char('t') => return next_status(model),
-        KeyCode::Char(' ') => return operate::toggle(model),
-        KeyCode::Char('*') => operate::toggle_all(model),
-        KeyCode::Char('p') if has_marks(model) => return operate::open(model, BulkAction::Pause),
-        KeyCode::Char('r') if has_marks(model) => return operate::open(model, BulkAction::Resume),
-        KeyCode::Char('c') if has_marks(model) => return operate::open(model, BulkAction::Cancel),
-        KeyCode::Char('R') if has_marks(model) => return operate::open(model, BulkAction::Retry),
-        KeyCode::Char('M') if has_marks(model) => return operate::open(model, BulkAction::Migrate),
-        KeyCode::Char('R') => return operate::retry(model),
+        KeyCode::Char(' ') => return marks::toggle(model),
+        KeyCode::Char('*') => marks::toggle_all(model),
+        KeyCode::Char('p') if has_marks(model) => return marks::open(model, BulkAction::Pause),
+        KeyCode::Char('r') if has_marks(model) => return marks::open(model, BulkAction::Resume),
+        KeyCode::Char('c') if has_marks(model) => return marks::open(model, BulkAction::Cancel),
+        KeyCode::Char('R') if has_marks(model) => return marks::open(model, BulkAction::Retry),
+        KeyCode::Char('M') if has_marks(model) => return marks::open(model, BulkAction::Migrate),
+        KeyCode::Char('R') => return marks::retry(model),
         KeyCode::Char('p') => return steer(model, Steer::Pause),
         KeyCode::Char('r') => return steer(model, Steer::Resume),
         KeyCode::Char('c') => {
@@ -301,7 +301,7 @@ fn filter(model: &mut Model, mut edit: LineEdit, key: KeyEvent) -> Vec<Command> 
 /// leaves the status filter as it was. One that applies clears an error from
 /// the status line.
 fn apply_filter(model: &mut Model, typed: &str) {
-    let typed_filter = operate::typed_filter(typed);
+    let typed_filter = marks::typed_filter(typed);
     // A filter that applies ends the error of an earlier one.
     if !matches!(typed_filter, Typed::Wrong(_)) && model.status.as_ref().is_some_and(|s| s.error) {
         model.status = None;

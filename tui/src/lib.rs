@@ -8,11 +8,11 @@
 mod client;
 pub mod describe;
 mod forms;
-mod input;
 mod keys;
+mod line_edit;
+pub mod marks;
 pub mod message;
 pub mod model;
-pub mod operate;
 pub mod states;
 mod terminal;
 pub mod update;
@@ -21,7 +21,7 @@ pub mod view;
 #[cfg(test)]
 mod tests;
 
-pub use input::LineEdit;
+pub use line_edit::LineEdit;
 
 /// Why the TUI could not run.
 #[derive(Debug, thiserror::Error)]
@@ -43,21 +43,18 @@ pub enum TuiError {
 /// How the TUI runs: `stateous tui [--url URL] [--read-only]`.
 #[derive(Debug, Clone, Default)]
 pub struct Options {
-    /// The control plane's URL, resolved as every client does: `--url`,
-    /// `STATEOUS_URL`, the default socket, `http://127.0.0.1:8080`. The first two
-    /// may list several addresses separated by commas, tried in turn.
-    pub url: Option<String>,
+    /// How to reach the control plane: its URL, resolved as every client does
+    /// (`--url`, `STATEOUS_URL`, the default socket, `http://127.0.0.1:8080`;
+    /// the first two may list several addresses separated by commas, tried in
+    /// turn), the access key sent with every request (the watch stream's
+    /// included), and how an `https://` control plane is trusted.
+    pub connection: stateous_client::Connection,
     /// No key changes a token (`--read-only`, `STATEOUS_READ_ONLY=1`): for
     /// watching a production daemon without the risk of a stray key.
     pub read_only: bool,
     /// Draw in colour; false when `NO_COLOR` is set and not empty
     /// (<https://no-color.org>). See [`color_wanted`].
     pub color: bool,
-    /// The access key sent with every request, the watch stream's included.
-    pub key: Option<stateous_client::AccessKey>,
-    /// How an `https://` control plane is trusted (`--cacert`, `--client-cert`,
-    /// `--client-key`).
-    pub tls: stateous_client::TlsOptions,
     /// `--where`: start on this filter of the filter language, as if typed after
     /// `/` (parsed by [`Options::check`]; one the daemon answers with a 422 is
     /// refused too, before the screen is taken).
@@ -92,12 +89,10 @@ pub fn color_wanted() -> bool {
 /// Run the TUI with `options` until `q`.
 pub fn run(options: Options) -> Result<(), TuiError> {
     options.check().map_err(TuiError::Options)?;
-    let url = stateous_client::resolve_url(options.url.as_deref())
+    let url = stateous_client::resolve_url(options.connection.url.as_deref())
         .map_err(|error| TuiError::Client(error.to_string()))?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(TuiError::Runtime)?;
+    let runtime =
+        stateous_client::runtime::runtime(stateous_client::runtime::Threads::Workers(Some(2)))
+            .map_err(TuiError::Runtime)?;
     runtime.block_on(terminal::run(&url, &options))
 }

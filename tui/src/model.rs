@@ -12,7 +12,7 @@ use stateous_shared::bulk::{BulkAnswer, BulkRequest};
 use stateous_shared::watch::{DevClock, StateCount, SupervisorList, TokenDetail};
 use stateous_shared::why::Why;
 
-use crate::input::LineEdit;
+use crate::line_edit::LineEdit;
 
 /// The statuses a token can have, in the order `t` cycles through them (after "all").
 pub use stateous_shared::wire::TOKEN_STATUSES as STATUSES;

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use chrono::Utc;
 use crossterm::event::{Event, KeyEventKind};
-use stateous_client::{Client, ClientError, TokenQuery};
+use stateous_client::{Backoff, Client, ClientError, Followed, Follower, TokenQuery};
 use stateous_shared::refusal::Code;
 use tokio::sync::mpsc::{self, UnboundedSender};
 
@@ -18,9 +18,10 @@ const TICK: Duration = Duration::from_secs(1);
 
 /// Run the TUI against the control plane at `url` until `q`.
 pub async fn run(url: &str, options: &Options) -> Result<(), TuiError> {
-    let api = Client::with_tls(url, Duration::from_secs(5), false, &options.tls)
-        .map_err(|error| TuiError::Client(error.to_string()))?
-        .with_access_key(options.key.as_ref());
+    let api = options
+        .connection
+        .client_at(url, Duration::from_secs(5), false)
+        .map_err(|error| TuiError::Client(error.to_string()))?;
     refused_filter(&api, options).await?;
     let mut terminal = ratatui::try_init().map_err(TuiError::Terminal)?;
     let result = looping(&api, &mut terminal, options).await;
@@ -116,33 +117,24 @@ fn copy(terminal: &mut ratatui::DefaultTerminal, text: &str) -> Result<(), TuiEr
 /// event id (so nothing is lost); given up only on a daemon that has none.
 fn watch_stream(api: Client, to: UnboundedSender<Msg>) {
     tokio::spawn(async move {
-        let mut last: Option<String> = None;
+        let mut follower = Follower::new(api, None, Backoff::new(vec![TICK]));
         loop {
-            match api.watch(None, last.as_deref()).await {
-                Ok(mut watch) => {
-                    let _ = to.send(Msg::Stream(StreamState::Live));
-                    while let Ok(Some(event)) = watch.next().await {
-                        if event.id.is_some() {
-                            last = event.id.clone();
-                        }
-                        if let Some(entry) = event.entry() {
-                            if to.send(Msg::Entry(entry)).is_err() {
-                                return;
-                            }
-                        }
-                    }
-                    let _ = to.send(Msg::Stream(StreamState::Off));
-                }
-                Err(error) if error.code() == Some(Code::NotFound) => {
+            let sent = match follower.next().await {
+                Followed::Opened => to.send(Msg::Stream(StreamState::Live)),
+                Followed::Event(event) => match event.entry() {
+                    Some(entry) => to.send(Msg::Entry(entry)),
+                    None => Ok(()),
+                },
+                Followed::Broke => to.send(Msg::Stream(StreamState::Off)),
+                Followed::Unopened(error) if error.code() == Some(Code::NotFound) => {
                     let _ = to.send(Msg::Stream(StreamState::Unsupported));
                     return;
                 }
-                Err(_) => {}
-            }
-            if to.is_closed() {
+                Followed::Unopened(_) => Ok(()),
+            };
+            if sent.is_err() || to.is_closed() {
                 return;
             }
-            tokio::time::sleep(TICK).await;
         }
     });
 }

@@ -72,9 +72,9 @@ fn step(model: &mut Model, msg: Msg) -> Vec<Command> {
                 }
             }
         }
-        Msg::Previewed(request, answer) => crate::operate::previewed(model, *request, answer),
-        Msg::Ran { so_far, done } => return crate::operate::ran(model, so_far, done),
-        Msg::RunFailed(problem) => crate::operate::failed(model, &problem),
+        Msg::Previewed(request, answer) => crate::marks::previewed(model, *request, answer),
+        Msg::Ran { so_far, done } => return crate::marks::ran(model, so_far, done),
+        Msg::RunFailed(problem) => crate::marks::failed(model, &problem),
         Msg::Token(id, answer) => {
             model.in_flight.remove(&Fetch::Token(id.clone()));
             if let Some((detail, route)) = answered(model, answer) {
@@ -177,12 +177,8 @@ fn tick(model: &mut Model) -> Vec<Command> {
     }
     if let Some(id) = model.selected() {
         if stale.token {
-            let detail = model.detail_route != Some(false);
-            let read = Command::Token {
-                id: id.clone(),
-                detail,
-            };
-            want(model, Fetch::Token(id.clone()), read);
+            let (fetch, read) = token_read(model, &id);
+            want(model, fetch, read);
             want(
                 model,
                 Fetch::Children(id.clone()),
@@ -256,12 +252,8 @@ pub fn refresh(model: &mut Model) -> Vec<Command> {
         want(model, Fetch::States, Command::States);
     }
     if let Some(id) = model.selected() {
-        let detail = model.detail_route != Some(false);
-        let read = Command::Token {
-            id: id.clone(),
-            detail,
-        };
-        want(model, Fetch::Token(id.clone()), read);
+        let (fetch, read) = token_read(model, &id);
+        want(model, fetch, read);
         want(
             model,
             Fetch::History(id.clone()),
@@ -275,6 +267,16 @@ pub fn refresh(model: &mut Model) -> Vec<Command> {
         want(model, Fetch::Why(id.clone()), Command::Why(id));
     }
     commands
+}
+
+/// The read of the token `id`: with its tasks, timers and held events unless
+/// the daemon showed it has no detail route.
+fn token_read(model: &Model, id: &str) -> (Fetch, Command) {
+    let read = Command::Token {
+        id: id.to_string(),
+        detail: model.detail_route != Some(false),
+    };
+    (Fetch::Token(id.to_string()), read)
 }
 
 /// The page of tokens to ask for: the status filter, the filter language's

@@ -234,18 +234,14 @@ async fn walk(
             }
             out.flush()?;
         }
-        total.count += answer.count;
-        total.applied += answer.applied;
-        total.refused += answer.refused;
-        total.duplicate += answer.duplicate;
-        total.skipped += answer.skipped;
-        total.outcomes.extend(answer.outcomes);
-        if answer.count == 0 {
+        let (count, next) = (answer.count, answer.next.clone());
+        stateous_client::add_bulk_page(&mut total, answer);
+        if count == 0 {
             // The page before ended at its limit on the last match.
             return Ok(total);
         }
         console.note(&format!("{verb}: {}", so_far(&total, expected)));
-        match answer.next {
+        match next {
             Some(next) => request.after = Some(next),
             None => return Ok(total),
         }

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use super::{children_of, print_show};
 use crate::commands::{line, CommandError};
-use stateous_client::{Client, Watch};
+use stateous_client::{Backoff, Client, Followed, Follower};
 use stateous_shared::history::entry_line;
 use stateous_shared::wire::HistoryEntry;
 
@@ -32,7 +32,11 @@ pub(super) async fn show_and_follow(
     id: &str,
     out: &mut dyn Write,
 ) -> Result<(), CommandError> {
-    let watch = client.watch(Some(id), None).await?;
+    let backoff = Backoff::new(BACKOFF.iter().copied().map(Duration::from_secs).collect());
+    let mut follower = Follower::new(client.clone(), Some(id), backoff);
+    if let Followed::Unopened(error) = follower.next().await {
+        return Err(error.into());
+    }
     let token = client.token(id).await?;
     let children = client.tokens(&children_of(id)).await?;
     let history = client.history(id).await?;
@@ -42,43 +46,48 @@ pub(super) async fn show_and_follow(
         return Ok(());
     }
     let printed = history.last().map_or(0, |entry| entry.seq);
-    Follower {
+    Printer {
         client,
         id,
         printed,
-        last_event: None,
     }
-    .run(watch, out)
+    .run(follower, out)
     .await
 }
 
-/// Where following stands: the last `seq` printed and the last event id seen.
-struct Follower<'a> {
+/// Where following stands: the last `seq` printed.
+struct Printer<'a> {
     client: &'a Client,
     id: &'a str,
     printed: i64,
-    last_event: Option<String>,
 }
 
-impl Follower<'_> {
-    async fn run(mut self, mut watch: Watch, out: &mut dyn Write) -> Result<(), CommandError> {
+impl Printer<'_> {
+    async fn run(
+        mut self,
+        mut follower: Follower,
+        out: &mut dyn Write,
+    ) -> Result<(), CommandError> {
         loop {
-            match watch.next().await {
-                Ok(Some(event)) => {
-                    if event.id.is_some() {
-                        self.last_event = event.id.clone();
-                    }
+            match follower.next().await {
+                Followed::Event(event) => {
                     let Some(entry) = event.entry() else { continue };
                     if entry.token == self.id && self.print(&entry.entry, out)? {
                         return Ok(());
                     }
                 }
-                Err(error) if !error.is_retryable() => return Err(error.into()),
-                // The stream ended or broke: the daemon stopped or restarted.
-                Ok(None) | Err(_) => match self.reconnect(out).await? {
-                    Some(again) => watch = again,
-                    None => return Ok(()),
+                // A new stream after a break (the daemon stopped or restarted):
+                // print what the history has that was missed.
+                Followed::Opened => match self.catch_up(out).await {
+                    Ok(true) => return Ok(()),
+                    Ok(false) => {}
+                    Err(CommandError::Client(error)) if error.is_retryable() => {
+                        follower.drop_stream();
+                    }
+                    Err(error) => return Err(error),
                 },
+                Followed::Unopened(error) if !error.is_retryable() => return Err(error.into()),
+                Followed::Broke | Followed::Unopened(_) => {}
             }
         }
     }
@@ -94,31 +103,14 @@ impl Follower<'_> {
         Ok(FINAL_KINDS.contains(&entry.kind.as_str()))
     }
 
-    /// Open the stream again, then print what the history has that was missed;
-    /// `None` when that history shows the token ended.
-    async fn reconnect(&mut self, out: &mut dyn Write) -> Result<Option<Watch>, CommandError> {
-        let mut tries = 0;
-        loop {
-            let wait = BACKOFF[tries.min(BACKOFF.len() - 1)];
-            tokio::time::sleep(Duration::from_secs(wait)).await;
-            tries += 1;
-            match self.catch_up(out).await {
-                Err(CommandError::Client(error)) if error.is_retryable() => continue,
-                done => return done,
-            }
-        }
-    }
-
-    async fn catch_up(&mut self, out: &mut dyn Write) -> Result<Option<Watch>, CommandError> {
-        let watch = self
-            .client
-            .watch(Some(self.id), self.last_event.as_deref())
-            .await?;
+    /// Print what the history has that was not printed; true when it shows the
+    /// token ended.
+    async fn catch_up(&mut self, out: &mut dyn Write) -> Result<bool, CommandError> {
         for entry in self.client.history(self.id).await? {
             if self.print(&entry, out)? {
-                return Ok(None);
+                return Ok(true);
             }
         }
-        Ok(Some(watch))
+        Ok(false)
     }
 }

@@ -94,10 +94,11 @@ async fn run_scripted(
     console: &mut Scripted,
 ) -> Result<String, CommandError> {
     let command = TokenCommand {
-        key: None,
-        url: Some(url.to_string()),
+        connection: stateous_client::Connection {
+            url: Some(url.to_string()),
+            ..Default::default()
+        },
         json: false,
-        tls: Default::default(),
         action,
     };
     let mut out = Vec::new();

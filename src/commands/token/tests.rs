@@ -52,10 +52,11 @@ fn answers(children: usize) -> impl Fn(&Seen) -> (u16, String) + Send + Sync + '
 
 async fn run_at(url: &str, json: bool, action: TokenAction) -> Result<String, CommandError> {
     let command = TokenCommand {
-        key: None,
-        url: Some(url.to_string()),
+        connection: stateous_client::Connection {
+            url: Some(url.to_string()),
+            ..Default::default()
+        },
         json,
-        tls: Default::default(),
         action,
     };
     let mut out = Vec::new();

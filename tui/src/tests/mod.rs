@@ -5,7 +5,7 @@
 mod describe_tests;
 mod graph_tests;
 mod keys_tests;
-mod operate_tests;
+mod marks_tests;
 mod update_tests;
 mod view_tests;
 

@@ -55,7 +55,7 @@ pub fn bulk(model: &Model, frame: &mut Frame, form: &BulkForm) {
     lines.push(Line::from(""));
     lines.push(field("reason   ", &form.reason, !form.on_typed));
     lines.push(field("count    ", &form.typed, form.on_typed));
-    let ready = crate::operate::ready(form).map(|()| format!("✓ ready to {action} {count}"));
+    let ready = crate::marks::ready(form).map(|()| format!("✓ ready to {action} {count}"));
     lines.push(check(model, ready));
     lines.push(Line::from(""));
     lines.push(Line::from(

@@ -85,8 +85,8 @@ pub fn tokens(model: &Model, frame: &mut Frame, area: Rect) {
             };
             // A mark column only while something is marked, so the table is as
             // before otherwise.
-            let id = if crate::operate::has_marks(model) {
-                let mark = if crate::operate::is_marked(model, &token.token) {
+            let id = if crate::marks::has_marks(model) {
+                let mark = if crate::marks::is_marked(model, &token.token) {
                     "* "
                 } else {
                     "  "
@@ -123,7 +123,7 @@ pub fn tokens(model: &Model, frame: &mut Frame, area: Rect) {
         Some(total) => format!(" Tokens: {total} (status {status}{text})"),
         None => format!(" Tokens: {} shown (status {status}{text})", shown.len()),
     };
-    match crate::operate::marked_count(model) {
+    match crate::marks::marked_count(model) {
         Some(0) => {}
         Some(n) => title.push_str(&format!(", {n} marked")),
         None => title.push_str(", all marked"),

@@ -10,7 +10,7 @@ use ratatui::Frame;
 use super::fg;
 use super::graph::{graph_rows, RowKind};
 use crate::forms::{payload_check, start_check};
-use crate::input::LineEdit;
+use crate::line_edit::LineEdit;
 use crate::model::{FireForm, Model, StartForm};
 
 /// The keys, as `?` shows them.

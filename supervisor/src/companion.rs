@@ -1,16 +1,19 @@
-//! `stateous serve GRAPH --supervise FOLDER`: a supervisor in the control plane's
-//! process, for development (`docs/reference/cli.md`).
+//! The companion: the supervisor that `stateous serve GRAPH --supervise FOLDER`
+//! runs in the control plane's process, for development (`docs/reference/cli.md`).
 //!
 //! The supervisor runs on a thread of its own and speaks HTTP to the server's
 //! address (its socket), so it behaves as any other supervisor. It listens for no
 //! signal itself: the server hands it each SIGINT and SIGTERM through
-//! [`Hooks::on_signal`] and serves on while the supervisor waits for its routines,
-//! so that they can still report; the server stops when [`Hooks::done`] fires
+//! [`Steering::on_signal`] and serves on while the supervisor waits for its routines,
+//! so that they can still report; the server stops when [`Steering::done`] fires
 //! (reference `cli/running.py`, `SupervisedServer`).
 
 use std::path::{Path, PathBuf};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+
+use stateous_client::runtime::Threads;
+use tokio::runtime::Runtime;
 
 use crate::command::{load_folder, supervise_with, Signals};
 use crate::log_line;
@@ -18,14 +21,15 @@ use crate::log_line;
 /// How long the supervisor waits for its server to answer before it gives up.
 const SERVER_WITHIN: Duration = Duration::from_secs(60);
 
-/// A supervisor running beside the server.
-pub struct Beside {
+/// The companion running beside the server: its thread, and how to stop it.
+pub struct Companion {
     signals: Signals,
     thread: JoinHandle<i32>,
 }
 
-/// What the server needs to steer the supervisor beside it.
-pub struct Hooks {
+/// What the server needs to steer its companion: callbacks for the stop signals
+/// it receives, and the companion's exit code once it has ended.
+pub struct Steering {
     /// One stop signal: the first stops the supervisor gracefully (no new tasks,
     /// wait for the routines), a second one at once.
     pub on_signal: Box<dyn Fn() + Send + Sync>,
@@ -38,10 +42,12 @@ pub struct Hooks {
 
 /// Check `folder` now (a wrong folder refuses the start, one line), then start its
 /// supervisor on a thread; it waits until `url` answers, then runs.
-pub fn supervise_beside(folder: &Path, url: String) -> Result<(Beside, Hooks), String> {
+pub fn start(folder: &Path, url: String) -> Result<(Companion, Steering), String> {
     load_folder(folder).map_err(|e| e.to_string())?;
     // Before the supervisor's thread: the spawner is a fork of this process.
     crate::command::start_spawner();
+    let runtime = stateous_client::runtime::runtime(Threads::Workers(None))
+        .map_err(|e| format!("cannot start the supervisor: {e}"))?;
     let signals = Signals::new();
     let folder: PathBuf = folder.to_path_buf();
     let theirs = signals.clone();
@@ -49,7 +55,7 @@ pub fn supervise_beside(folder: &Path, url: String) -> Result<(Beside, Hooks), S
     let thread = std::thread::Builder::new()
         .name("stateous-supervisor".into())
         .spawn(move || {
-            let code = run(&folder, &url, &theirs);
+            let code = run(runtime, &folder, &url, &theirs);
             theirs.forget();
             // The server may have ended already; then nobody waits for the code.
             let _ = tell.send(code);
@@ -57,25 +63,15 @@ pub fn supervise_beside(folder: &Path, url: String) -> Result<(Beside, Hooks), S
         })
         .map_err(|e| format!("cannot start the supervisor: {e}"))?;
     let (on_signal, on_stop_now) = (signals.clone(), signals.clone());
-    let hooks = Hooks {
+    let steering = Steering {
         on_signal: Box::new(move || on_signal.stop()),
         stop_now: Box::new(move || on_stop_now.stop_now()),
         done,
     };
-    Ok((Beside { signals, thread }, hooks))
+    Ok((Companion { signals, thread }, steering))
 }
 
-fn run(folder: &Path, url: &str, signals: &Signals) -> i32 {
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            eprintln!("error: cannot start the supervisor: {e}");
-            return 1;
-        }
-    };
+fn run(runtime: Runtime, folder: &Path, url: &str, signals: &Signals) -> i32 {
     let code = runtime.block_on(async {
         if !server_answers(url, signals).await {
             return 1;
@@ -112,7 +108,7 @@ async fn server_answers(url: &str, signals: &Signals) -> bool {
     false
 }
 
-impl Beside {
+impl Companion {
     /// The server ended with `server_code`, which already accounts for the
     /// supervisor's own end: stop the supervisor now if it still runs (the server
     /// refused to start, or lost its database), wait for its thread, and give

@@ -15,7 +15,7 @@ use stateous_shared::guards::filter::parse_filter;
 use stateous_shared::pyrepr::repr_str;
 use stateous_shared::wire::Object;
 
-use crate::input::LineEdit;
+use crate::line_edit::LineEdit;
 use crate::message::Command;
 use crate::model::{BulkForm, Fetch, Mode, Model, Problem};
 use crate::update::{answered, describe, refresh};
