@@ -597,7 +597,6 @@ pub struct NewKeyInput {
     pub scope: Option<(Scope, std::sync::Arc<FireScope>)>,
 }
 
-
 /// The most events, and the most states, one key's scope names.
 pub const MAX_SCOPE_NAMES: usize = 100;
 

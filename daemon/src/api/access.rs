@@ -33,8 +33,8 @@ use stateous_shared::time::{from_micros, iso};
 use subtle::ConstantTimeEq;
 
 use super::routes::{Access, Route};
-use crate::validated::FireScope;
 use crate::store::AccessKeyRow;
+use crate::validated::FireScope;
 
 /// How often a key's "last used" moment is written, at most: a minute, in
 /// microseconds.

@@ -6,11 +6,11 @@ use stateous_shared::refusal::{Code, Refusal};
 
 use super::{store_options, Control, Options};
 use crate::engine::{refuse, Fail};
-use crate::validated::FireScope;
 use crate::store::backend::Inspected;
 use crate::store::schema::ACCESS_KEYS_FROM;
 use crate::store::AccessKeyRow;
 use crate::store::Store;
+use crate::validated::FireScope;
 use std::sync::Arc;
 
 impl Control {

@@ -28,7 +28,6 @@ use stateous_shared::watch::{TokenDetail, WatchEntry};
 use stateous_shared::why::Why;
 use stateous_shared::wire::{Grant, HistoryEntry, TokenView};
 
-use crate::time_source::{Clock, Stalls};
 use crate::engine::LOST;
 use crate::engine::{self, Rules, Step};
 use crate::metrics::Metrics;
@@ -36,6 +35,7 @@ use crate::store::backend::{holder_name, Database, Inspected, Standby, StoreOpti
 use crate::store::feed::FeedMark;
 use crate::store::postgres::PgOptions;
 use crate::store::{Store, StoreError, TokenStatus, Tx};
+use crate::time_source::{Clock, Stalls};
 use crate::validated::{
     ClaimInput, FireInput, HeartbeatInput, HookStart, MemoryInput, NoteInput, ReportInput,
     RetryInput, StartInput,

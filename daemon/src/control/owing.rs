@@ -5,9 +5,9 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::time_source::{Owed, Sent, Stalls};
 use crate::engine::{self, Step};
 use crate::store::Tx;
+use crate::time_source::{Owed, Sent, Stalls};
 
 /// One write's share of what stalls owe: made when the write is sent.
 pub(super) struct Owing {

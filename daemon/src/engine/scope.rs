@@ -9,8 +9,8 @@ use stateous_shared::refusal::{Code, Refusal};
 
 use super::select::{facts, unknown_name, Selection};
 use super::{py, Rules, OWN_EVENTS};
-use crate::validated::FireScope;
 use crate::store::TokenRow;
+use crate::validated::FireScope;
 
 /// Why `scope` cannot mean what it says: it names an event that no workflow of
 /// the served graphs declares (or one of Stateous's own), a state no workflow has,

@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use common::Db;
 use serde_json::json;
-use stateous_daemon::time_source::Clock;
 use stateous_daemon::control::Control;
+use stateous_daemon::time_source::Clock;
 use stateous_daemon::validated::{ClaimInput, HeartbeatInput, StartInput};
 use stateous_shared::graph::Graph;
 use stateous_shared::time::{parse_iso, to_micros};
