@@ -7,8 +7,7 @@ use stateous_daemon::serve::ServeArgs;
 pub fn run(flags: ServeArgs) -> i32 {
     log_to_stderr();
     if flags.standby && flags.supervise.is_some() {
-        eprintln!("error: {}", stateous_daemon::serve::STANDBY_NO_COMPANION);
-        return 1;
+        return crate::cli_errors::failed(stateous_daemon::serve::STANDBY_NO_COMPANION);
     }
     // The supervisor reaches this server over its socket, known before it binds.
     let beside = match &flags.supervise {
@@ -28,10 +27,7 @@ pub fn run(flags: ServeArgs) -> i32 {
                         done: hooks.done,
                     },
                 )),
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    return 1;
-                }
+                Err(e) => return crate::cli_errors::failed(e),
             }
         }
     };
@@ -39,7 +35,8 @@ pub fn run(flags: ServeArgs) -> i32 {
         Some((beside, companion)) => (Some(beside), Some(companion)),
         None => (None, None),
     };
-    let code = stateous_daemon::serve::run_with(flags, companion);
+    // The error line comes before the companion's last lines, as the stop does.
+    let code = crate::cli_errors::exit_code(stateous_daemon::serve::run_with(flags, companion));
     match beside {
         Some(beside) => beside.finish(code),
         None => code,

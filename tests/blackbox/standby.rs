@@ -500,9 +500,10 @@ fn a_stopped_active_keeps_the_database_and_once_its_sessions_end_commits_nothing
         let status = active.wait(Duration::from_secs(10));
         assert_eq!(status.code(), Some(1), "{}", active.report());
         assert!(
-            active
-                .stderr()
-                .ends_with(&format!("{}\n", stateous_daemon::serve::LOST_EXIT_LINE)),
+            active.stderr().ends_with(&format!(
+                "error: {}\n",
+                stateous_daemon::serve::LOST_SENTENCE
+            )),
             "{}",
             active.report()
         );
@@ -536,7 +537,10 @@ fn a_stopped_active_that_lost_the_database_exits_1_even_with_a_sigterm_pending()
         let stderr = active.stderr();
         assert_eq!(status.code(), Some(1), "{}", active.report());
         assert!(
-            stderr.ends_with(&format!("{}\n", stateous_daemon::serve::LOST_EXIT_LINE)),
+            stderr.ends_with(&format!(
+                "error: {}\n",
+                stateous_daemon::serve::LOST_SENTENCE
+            )),
             "{}",
             active.report()
         );

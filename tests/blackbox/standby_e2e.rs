@@ -517,9 +517,10 @@ fn a_stopped_active_keeps_the_database_until_its_sessions_end_and_then_commits_n
     let status = active.wait(Duration::from_secs(10));
     assert_eq!(status.code(), Some(1), "{}", active.report());
     assert!(
-        active
-            .stderr()
-            .ends_with(&format!("{}\n", stateous_daemon::serve::LOST_EXIT_LINE)),
+        active.stderr().ends_with(&format!(
+            "error: {}\n",
+            stateous_daemon::serve::LOST_SENTENCE
+        )),
         "{}",
         active.report()
     );

@@ -86,14 +86,16 @@ pub const STANDBY_TOOK_LINE: &str =
 pub const STANDBY_NO_COMPANION: &str = "--standby does not take --supervise: run the supervisor \
      as its own process (stateous supervise), given both control planes' addresses";
 
-/// The last line when another control plane took the database, or the hold ended.
-pub const LOST_EXIT_LINE: &str = "error: another control plane took the database, or this \
-                                  control plane's hold on it ended; this control plane stopped";
+/// The sentence of the last line (`error: ...`) when another control plane took
+/// the database, or the hold ended.
+pub const LOST_SENTENCE: &str = "another control plane took the database, or this control \
+                                 plane's hold on it ended; this control plane stopped";
 
-/// Run `stateous serve` to its end; the process's exit code (0 after a graceful
-/// stop, 1 after a refusal at start or a lost database). Every line goes to
-/// stderr.
-pub fn run(args: ServeArgs) -> i32 {
+/// Run `stateous serve` to its end: the process's exit code (0 after a graceful
+/// stop, a companion's code when it failed), or the sentence of the `error:` line
+/// that ends it with exit code 1 (a refusal at start, a lost database), which the
+/// binary prints (`src/cli_errors.rs`). Every other line goes to stderr.
+pub fn run(args: ServeArgs) -> Result<i32, String> {
     run_with(args, None)
 }
 
@@ -113,21 +115,14 @@ pub struct Companion {
 /// [`run`] with a companion. When the companion ends with exit code 0 the server
 /// stops gracefully and prints `stopped`; with another code it stops at once and
 /// exits with that code, without `stopped`, as the reference's `serve` does.
-pub fn run_with(args: ServeArgs, companion: Option<Companion>) -> i32 {
+pub fn run_with(args: ServeArgs, companion: Option<Companion>) -> Result<i32, String> {
     if args.standby {
         if let Some(companion) = companion {
             (companion.stop_now)();
-            eprintln!("error: {STANDBY_NO_COMPANION}");
-            return 1;
+            return Err(STANDBY_NO_COMPANION.to_string());
         }
     }
-    match start(&args) {
-        Ok(ready) => ready.serve(companion),
-        Err(sentence) => {
-            eprintln!("error: {sentence}");
-            1
-        }
-    }
+    start(&args)?.serve(companion)
 }
 
 /// A control plane ready to serve: bound, with its database held or (a standby)
@@ -320,8 +315,8 @@ enum Ending {
 
 impl Ready {
     /// Serve (a standby: first wait for the database) until a signal or a lost
-    /// database; the exit code.
-    fn serve(self, companion: Option<Companion>) -> i32 {
+    /// database; the exit code, or the sentence of the line that ends it.
+    fn serve(self, companion: Option<Companion>) -> Result<i32, String> {
         let Ready {
             runtime,
             holding,
@@ -412,20 +407,13 @@ impl Ready {
         } else {
             runtime.shutdown_timeout(Duration::from_secs(1));
         }
-        match ending {
-            Ok(Ending::Stopped) => {
+        match ending? {
+            Ending::Stopped => {
                 eprintln!("stopped");
-                0
+                Ok(0)
             }
-            Ok(Ending::Lost) => {
-                eprintln!("{LOST_EXIT_LINE}");
-                1
-            }
-            Ok(Ending::CompanionFailed(code)) => code,
-            Err(sentence) => {
-                eprintln!("error: {sentence}");
-                1
-            }
+            Ending::Lost => Err(LOST_SENTENCE.to_string()),
+            Ending::CompanionFailed(code) => Ok(code),
         }
     }
 }

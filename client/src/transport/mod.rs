@@ -346,5 +346,4 @@ fn after_handshake(cause: Option<&(dyn std::error::Error + 'static)>) -> String 
 }
 
 #[cfg(test)]
-#[path = "transport_tests.rs"]
 mod tests;

@@ -257,5 +257,4 @@ impl Outbox {
 }
 
 #[cfg(test)]
-#[path = "outbox_tests.rs"]
 mod tests;

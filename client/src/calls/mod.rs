@@ -397,5 +397,4 @@ impl Steer {
 }
 
 #[cfg(test)]
-#[path = "calls_tests.rs"]
 mod tests;
