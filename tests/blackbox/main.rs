@@ -44,6 +44,7 @@ mod power_loss;
 mod reliability;
 mod retention;
 mod serve;
+mod soak;
 mod standby;
 mod standby_clients;
 mod standby_e2e;

@@ -568,13 +568,13 @@ impl Daemon {
         );
         let old = self.stderr();
         std::fs::write(self.log_path("stderr.before-restart.log"), old).expect("a log file");
-        self.args.retain(|a| a != "127.0.0.1:0");
+        // The same port again (also on a second restart, when `--listen` names it).
         let at = self
             .args
             .iter()
             .position(|a| a == "--listen")
             .expect("--listen");
-        self.args.insert(at + 1, self.authority.clone());
+        self.args[at + 1] = self.authority.clone();
         self.spawn();
     }
 
