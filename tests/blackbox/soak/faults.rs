@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::harness::{Backend, Daemon};
 use crate::supervising::Supervise;
@@ -133,6 +133,18 @@ impl Target {
             }
             Fault::EndSessions => {
                 self.daemon.end_sessions();
+                // The daemon's hold on the database is one of its sessions. When it
+                // ends, the daemon stops by design (it cannot know whether another
+                // took over), and is started again as a service manager would.
+                let deadline = Instant::now() + Duration::from_secs(5);
+                while self.daemon.is_running() && Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                if !self.daemon.is_running() {
+                    *self.counts.entry("daemon start after its hold ended").or_default() += 1;
+                    self.old_logs.push(self.daemon.stderr());
+                    self.daemon.start_again();
+                }
             }
         }
     }
