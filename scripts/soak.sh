@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # A long soak: the black-box test `soak::faults_keep_every_guarantee` (real serve and
 # supervise processes, seeded faults, then a checker of the guarantees) run for
-# SECONDS of faults on one backend, and its figures: the seed, faults by kind,
+# SECONDS of faults on one backend, and its figures: the run's seed, faults by kind,
 # changes acknowledged, violations.
 #
 #   scripts/soak.sh [SECONDS] [sqlite|postgres] [SEED]
 #
-# SECONDS defaults to 180, the backend to sqlite, the seed to the clock's. Postgres:
+# SECONDS defaults to 180, the backend to sqlite, its seed to the clock's. Postgres:
 # the server at $STATEOUS_TEST_POSTGRES (default
 # postgresql://postgres@127.0.0.1:5432/test). The whole output is kept in
 # target/soak-BACKEND-SEED.log; a failed run prints its violations and the seed

@@ -37,7 +37,7 @@ fn ledgers(daemon: &Daemon) -> BTreeMap<String, Vec<Entry>> {
 }
 
 /// The grants the routines logged, each `{"token", "attempt", "memory", ...}`.
-fn grants(folders: &[PathBuf]) -> Vec<Value> {
+pub fn grants(folders: &[PathBuf]) -> Vec<Value> {
     let mut grants = Vec::new();
     for folder in folders {
         let Ok(files) = std::fs::read_dir(folder.join("grants")) else {

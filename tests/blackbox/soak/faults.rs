@@ -14,8 +14,8 @@ use super::proxy::Proxy;
 pub struct Rng(u64);
 
 impl Rng {
-    pub fn new(seed: u64) -> Rng {
-        Rng(seed)
+    pub fn new(start: u64) -> Rng {
+        Rng(start)
     }
 
     pub fn next(&mut self) -> u64 {
@@ -37,7 +37,7 @@ impl Rng {
     }
 }
 
-/// One fault, with what the seed chose for it.
+/// One fault, with what the random numbers chose for it.
 #[derive(Debug, Clone, Copy)]
 pub enum Fault {
     /// SIGKILL of the daemon, then a start on the same folder and port.
@@ -70,7 +70,7 @@ impl Fault {
         }
     }
 
-    /// The next fault the seed picks, among those `backend` allows.
+    /// The next fault `rng` picks, among those `backend` allows.
     pub fn pick(rng: &mut Rng, backend: Backend, supervisors: usize) -> Fault {
         let kinds = if backend == Backend::Postgres { 7 } else { 6 };
         let which = rng.between(0, supervisors as u64 - 1) as usize;
@@ -96,6 +96,8 @@ pub struct Target {
     pub old_logs: Vec<String>,
     /// How many faults of each kind.
     pub counts: BTreeMap<&'static str, u64>,
+    /// How many times the daemon was started again after its hold ended.
+    pub restarts: u64,
 }
 
 impl Target {
@@ -141,7 +143,7 @@ impl Target {
                     std::thread::sleep(Duration::from_millis(50));
                 }
                 if !self.daemon.is_running() {
-                    *self.counts.entry("daemon start after its hold ended").or_default() += 1;
+                    self.restarts += 1;
                     self.old_logs.push(self.daemon.stderr());
                     self.daemon.start_again();
                 }

@@ -70,8 +70,8 @@ if attempt <= context.get("fails", 0):
 subprocess.run(["stateous", "ctx", "emit", "done"], check=True)
 "#;
 
-/// The seed: `STATEOUS_SOAK_SEED`, or the clock's nanoseconds.
-fn seed() -> u64 {
+/// The run's seed: `STATEOUS_SOAK_SEED`, or the clock's nanoseconds.
+fn run_seed() -> u64 {
     match std::env::var("STATEOUS_SOAK_SEED") {
         Ok(text) => text.trim().parse().expect("STATEOUS_SOAK_SEED is a u64"),
         Err(_) => std::time::SystemTime::now()
@@ -115,7 +115,8 @@ fn supervisor_folder(daemon: &crate::harness::Daemon, proxy: &Proxy, name: &str)
 }
 
 fn faults_keep_every_guarantee() {
-    let (seed, seconds, backend) = (seed(), seconds(), backend());
+    let seed = run_seed();
+    let (seconds, backend) = (seconds(), backend());
     eprintln!(
         "soak: seed {seed} on {backend:?}, {seconds} s of faults (STATEOUS_SOAK_SEED={seed})"
     );
@@ -144,6 +145,7 @@ fn faults_keep_every_guarantee() {
         proxy,
         old_logs: Vec::new(),
         counts: BTreeMap::new(),
+        restarts: 0,
     };
     let mut rng = Rng::new(seed);
     let started = Instant::now();
@@ -163,12 +165,16 @@ fn faults_keep_every_guarantee() {
     let found = check::violations(&target.daemon, &record, &target.folders, &target.logs());
     let total: u64 = target.counts.values().sum();
     eprintln!(
-        "soak figures: seed {seed}, {backend:?}, {seconds} s; faults {total}: {:?}; tokens {}; \
-         changes acknowledged {}; requests unanswered (sent again) {}; violations {}",
+        "soak figures: seed {seed}, {backend:?}, {seconds} s; faults {total}: {:?}; \
+         daemon started again after its hold ended {}; tokens {}; changes acknowledged {}; duplicates answered {}; requests unanswered (sent again) {}; \
+         attempts logged {}; violations {}",
         target.counts,
+        target.restarts,
         record.tokens.len(),
         record.changes,
+        record.duplicates,
         record.unanswered,
+        check::grants(&target.folders).len(),
         found.len()
     );
     assert!(

@@ -51,6 +51,8 @@ pub struct Record {
     pub changes: u64,
     /// Requests that got no answer (sent again later).
     pub unanswered: u64,
+    /// Sends of a key answered as a duplicate.
+    pub duplicates: u64,
 }
 
 /// The clients' settings.
@@ -143,7 +145,9 @@ impl Clients {
         ];
         if let Some(reply) = self.send(record, "POST", &path, &headers, &json!({})) {
             let body: Value = serde_json::from_slice(&reply.body).unwrap_or(Value::Null);
-            if reply.status == 200 && body["duplicate"] != true {
+            if reply.status == 200 && body["duplicate"] == true {
+                record.duplicates += 1;
+            } else if reply.status == 200 {
                 record.changes += 1;
             }
             record.tokens[i].answers.push(reply.status);
