@@ -45,6 +45,7 @@ mod power_loss;
 mod reliability;
 mod retention;
 mod serve;
+mod soak;
 mod stall;
 mod standby;
 mod standby_clients;

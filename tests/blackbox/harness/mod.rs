@@ -566,15 +566,22 @@ impl Daemon {
             "SIGKILL ends the daemon\n{}",
             self.report()
         );
+        self.start_again();
+    }
+
+    /// Start the daemon again after it ended (a kill, or its own exit), on the same
+    /// folder, database, socket, port and flags; its old stderr is kept in
+    /// `stderr.before-restart.log`.
+    pub fn start_again(&mut self) {
         let old = self.stderr();
         std::fs::write(self.log_path("stderr.before-restart.log"), old).expect("a log file");
-        self.args.retain(|a| a != "127.0.0.1:0");
+        // The same port again (also on a second restart, when `--listen` names it).
         let at = self
             .args
             .iter()
             .position(|a| a == "--listen")
             .expect("--listen");
-        self.args.insert(at + 1, self.authority.clone());
+        self.args[at + 1] = self.authority.clone();
         self.spawn();
     }
 
