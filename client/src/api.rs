@@ -179,6 +179,17 @@ impl Client {
         self.typed(&Call::supervisors()).await
     }
 
+    /// `GET /journal` (ours): a page of the journal of `subject` (and of the one
+    /// named `name`), after the entry with id `after`, in id order.
+    pub async fn journal(
+        &self,
+        subject: &str,
+        name: Option<&str>,
+        after: i64,
+    ) -> Result<stateous_shared::journal::JournalPage, ClientError> {
+        self.typed(&Call::journal(subject, name, after)).await
+    }
+
     /// `GET /graphs` (ours): the structures the database keeps.
     pub async fn graphs(&self) -> Result<GraphList, ClientError> {
         self.typed(&Call::graphs()).await

@@ -66,6 +66,18 @@ pub fn tokens(pairs: &[String]) -> String {
     }
 }
 
+/// `GET /journal?subject=S[&name=N][&after=ID]` (ours): a page of the journal.
+pub fn journal(subject: &str, name: Option<&str>, after: i64) -> String {
+    let mut path = format!("/journal?subject={}", segment(subject));
+    if let Some(name) = name {
+        path.push_str(&format!("&name={}", segment(name)));
+    }
+    if after > 0 {
+        path.push_str(&format!("&after={after}"));
+    }
+    path
+}
+
 /// `/tasks/{id}/{what}`: `report`, `note` or `memory`.
 pub fn of_task(task: i64, what: &str) -> String {
     format!("/tasks/{task}/{what}")

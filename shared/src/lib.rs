@@ -13,6 +13,7 @@ pub mod graph;
 pub mod guards;
 pub mod history;
 pub mod hooks;
+pub mod journal;
 pub mod json_arg;
 pub mod limits;
 pub mod pem;

@@ -395,3 +395,21 @@ fn the_added_routes_answer_head_another_method_and_a_trailing_slash_as_the_other
         .request("GET", "/nothing/", &[], b"")
         .refused(404, "not_found");
 }
+
+#[test]
+fn the_journal_is_read_a_page_at_a_time_and_a_bad_query_is_refused() {
+    let daemon = Daemon::tickets();
+    let page = daemon.get("/journal?subject=limit").expect(200);
+    assert_eq!(page, json!({"entries": []}));
+    let page = daemon
+        .get("/journal?subject=schedule&name=nightly&after=3&limit=10")
+        .expect(200);
+    assert_eq!(page, json!({"entries": []}));
+    daemon.get("/journal").refused(422, "invalid_argument");
+    daemon
+        .get("/journal?subject=Limit")
+        .refused(422, "invalid_argument");
+    daemon
+        .get("/journal?subject=limit&limit=0")
+        .refused(422, "invalid_argument");
+}

@@ -105,6 +105,12 @@ impl Call {
         Call::get(routes::GRAPHS)
     }
 
+    /// `GET /journal` (ours): a page of the journal of `subject` (and of the one
+    /// named `name`), after the entry with id `after`.
+    pub fn journal(subject: &str, name: Option<&str>, after: i64) -> Call {
+        Call::get(routes::journal(subject, name, after))
+    }
+
     /// `GET /supervisors` (ours): each supervisor seen.
     pub fn supervisors() -> Call {
         Call::get(routes::SUPERVISORS)

@@ -334,6 +334,14 @@ impl Api {
             }
             Route::States => Ok(json(200, &control.states().await?)),
             Route::Graphs => Ok(json(200, &control.graphs().await?)),
+            Route::Journal => {
+                let pairs = routes::query_pairs(parts.uri.query().unwrap_or(""));
+                let query = parse::JournalQuery::parse(&pairs)?;
+                let page = control
+                    .journal(query.subject, query.name, query.after, query.limit)
+                    .await?;
+                Ok(json(200, &page))
+            }
             Route::Graph(checksum) => Ok(json(200, &control.graph_document(checksum).await?)),
             Route::Metrics => self.metrics().await,
             Route::AccessList => self.access_list().await,

@@ -105,6 +105,8 @@ pub enum Route {
     States,
     /// Ours: `GET /graphs`, every graph served, with its tokens by status.
     Graphs,
+    /// Ours: `GET /journal`, the ledger of what is not a token.
+    Journal,
     /// Ours: `GET /graphs/{checksum}`, a kept graph's document.
     Graph(String),
     /// Ours: `GET /metrics`.
@@ -210,6 +212,7 @@ pub static TABLE: &[Entry] = &[
     entry!("GET" "/graphs", Read, |_| Some(Route::Graphs)),
     entry!("GET" "/graphs/:checksum", Read, |p| Some(Route::Graph(p[0].into()))),
     entry!("GET" "/metrics", Read, |_| Some(Route::Metrics)),
+    entry!("GET" "/journal", Read, |_| Some(Route::Journal)),
     // A delivery needs no access key: its signature, checked against the hook's
     // secret, is its authentication (`api/hooks.rs`).
     entry!("POST" "/hooks/:name", Public, |p| Some(Route::Hook(p[0].into()))),
@@ -404,6 +407,7 @@ mod tests {
                 "GET /graphs read",
                 "GET /graphs/:checksum read",
                 "GET /metrics read",
+                "GET /journal read",
                 "POST /hooks/:name public",
                 "GET /hooks read",
                 "POST /clock/advance admin",

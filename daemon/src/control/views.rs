@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 
+use stateous_shared::journal::{JournalEntry, JournalPage};
 use stateous_shared::refusal::Refusal;
 use stateous_shared::time::{from_micros, iso};
 use stateous_shared::watch::{StateCount, StateList, WatchEntry};
@@ -14,6 +15,33 @@ use crate::metrics::Heard;
 use crate::store::LedgerRow;
 
 impl Control {
+    /// `GET /journal`: at most `limit` entries of `subject` (and of `name`, when
+    /// given) with an id above `after`, in id order.
+    pub async fn journal(
+        &self,
+        subject: String,
+        name: Option<String>,
+        after: i64,
+        limit: i64,
+    ) -> Result<JournalPage, Refusal> {
+        let rows = self
+            .read(move |tx| Ok(tx.journal(&subject, name.as_deref(), after, limit)?))
+            .await?;
+        let entries = rows
+            .into_iter()
+            .map(|row| JournalEntry {
+                id: row.id,
+                at: iso(from_micros(row.at)),
+                subject: row.subject,
+                name: row.name,
+                kind: row.kind,
+                by: row.by,
+                data: row.data,
+            })
+            .collect();
+        Ok(JournalPage { entries })
+    }
+
     /// How many tasks each supervisor holds now, by name (for `GET /supervisors`).
     pub async fn running_by_supervisor(&self) -> Result<BTreeMap<String, i64>, Refusal> {
         let running = self.read(|tx| Ok(tx.running_by_supervisor()?)).await?;

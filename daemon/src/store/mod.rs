@@ -28,6 +28,7 @@ pub mod facts;
 pub mod family;
 pub mod feed;
 pub mod guard;
+pub mod journal;
 pub mod json;
 pub mod locked;
 pub mod postgres;
@@ -46,6 +47,7 @@ use stateous_shared::wire::Object;
 
 pub use access::{AccessKeyRow, AccessKeys};
 pub use backend::Store;
+pub use journal::{Journal, JournalRow};
 pub use locked::Head;
 pub use rows::{
     ClaimRow, ControlPlaneRow, GraphRow, LedgerRow, NewEntry, NewTimer, TaskRow, TimerRow, TokenRow,
@@ -454,6 +456,7 @@ pub trait Tx:
     + Counts
     + AccessKeys
     + Graphs
+    + Journal
 {
     /// The moment of the transaction, in microseconds since 1970.
     fn now(&self) -> i64;

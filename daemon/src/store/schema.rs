@@ -16,8 +16,8 @@ use std::collections::BTreeSet;
 use super::StoreError;
 
 /// The versions, oldest first; the migration of each makes the database that.
-pub const VERSIONS: [&str; 11] = [
-    "0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008", "0009", "0010", "0011",
+pub const VERSIONS: [&str; 12] = [
+    "0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008", "0009", "0010", "0011", "0012",
 ];
 
 /// The table where the version is recorded: its own name, so that an application
@@ -48,6 +48,10 @@ const FEED: &str = "ledger_feed";
 
 /// Version 0010 keeps every graph served, by checksum (`docs/inside/data.md`).
 const GRAPHS: &str = "graphs";
+
+/// Version 0012 adds the journal: the ledger of what is not a token
+/// (`docs/inside/data.md`, `journal`).
+const JOURNAL: &str = "journal";
 
 /// Version 0006, the same SQL on both backends: indexes for the write path's hot
 /// reads: the queue in id order (a claim takes the oldest queued task), the claimed
@@ -82,7 +86,7 @@ pub fn newest() -> &'static str {
 /// The tables of ours that a database at `version` has. Version 0005 adds a
 /// column (`control_plane.clock`), no table; 0009 adds `access_keys`; 0010 adds
 /// `graphs` (and the column `tokens.graph`); 0011 adds a column
-/// (`access_keys.scope`), no table.
+/// (`access_keys.scope`), no table; 0012 adds `journal`.
 pub fn tables_at(version: &str) -> BTreeSet<&'static str> {
     let mut tables: BTreeSet<&'static str> = BASELINE.into_iter().collect();
     if version == "0002" || version == "0003" {
@@ -94,6 +98,9 @@ pub fn tables_at(version: &str) -> BTreeSet<&'static str> {
     }
     if version >= "0010" {
         tables.insert(GRAPHS);
+    }
+    if version >= "0012" {
+        tables.insert(JOURNAL);
     }
     tables
 }

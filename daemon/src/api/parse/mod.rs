@@ -123,6 +123,61 @@ impl ListInput {
     }
 }
 
+/// `GET /journal`: which entries of the journal, a page at a time.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JournalQuery {
+    /// The subject (`limit`, `schedule`, ...): 1 to 64 of `a-z` and `_`.
+    pub subject: String,
+    /// Only the entries of the one with this name.
+    pub name: Option<String>,
+    /// Only the entries with an id above this; 0 by default.
+    pub after: i64,
+    /// At most this many entries, 1 to 1000; 100 by default.
+    pub limit: i64,
+}
+
+impl JournalQuery {
+    /// From the query pairs (the last value of a repeated name wins). Each bad
+    /// value is `invalid_argument`.
+    pub fn parse(query: &[(String, String)]) -> Result<JournalQuery, Refusal> {
+        let last = |name: &str| {
+            query
+                .iter()
+                .rev()
+                .find(|(key, _)| key == name)
+                .map(|(_, value)| value.clone())
+        };
+        let subject = last("subject").unwrap_or_default();
+        let subject_ok = (1..=64).contains(&subject.len())
+            && subject.bytes().all(|b| b.is_ascii_lowercase() || b == b'_');
+        if !subject_ok {
+            return Err(refuse(
+                Code::InvalidArgument,
+                "'subject' is 1 to 64 of a-z and _, such as limit or schedule",
+            ));
+        }
+        let name = last("name");
+        sized(&name, MAX_TOKEN, || {
+            format!("'name' is a name of 1 to {MAX_TOKEN} characters")
+        })?;
+        let after = match last("after") {
+            None => 0,
+            Some(text) => parse_offset(&text)
+                .map_err(|_| refuse(Code::InvalidArgument, "'after' is an entry's id, from 0"))?,
+        };
+        let limit = match last("limit") {
+            None => stateous_shared::journal::DEFAULT_ENTRIES,
+            Some(text) => parse_limit(&text)?,
+        };
+        Ok(JournalQuery {
+            subject,
+            name,
+            after,
+            limit,
+        })
+    }
+}
+
 fn parse_offset(text: &str) -> Result<i64, Refusal> {
     if text.is_empty() || text.len() > 15 || !text.bytes().all(|b| b.is_ascii_digit()) {
         return Err(refuse(

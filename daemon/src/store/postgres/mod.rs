@@ -18,6 +18,7 @@ mod counts;
 mod durability;
 mod graphs;
 pub mod hold;
+mod journal;
 mod ledger;
 mod memory;
 mod params;

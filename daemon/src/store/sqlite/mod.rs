@@ -10,6 +10,7 @@ mod control_plane;
 mod counts;
 mod graphs;
 pub mod hold;
+mod journal;
 mod ledger;
 mod memory;
 pub mod reader;

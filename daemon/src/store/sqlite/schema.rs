@@ -37,7 +37,7 @@ impl Migration {
 }
 
 /// The migration of each version, in the order of [`VERSIONS`].
-pub fn migrations() -> [Migration; 11] {
+pub fn migrations() -> [Migration; 12] {
     [
         Migration::sql(baseline()),
         Migration::sql(FEED),
@@ -56,8 +56,28 @@ pub fn migrations() -> [Migration; 11] {
         Migration::sql(access_keys()),
         Migration::sql(GRAPHS),
         Migration::sql(KEY_SCOPES),
+        Migration::sql(JOURNAL),
     ]
 }
+
+/// Version 0012, the journal (`docs/inside/data.md`, `journal`): the ledger of what
+/// is not a token, one row for each change to a runtime setting (a limit, a
+/// schedule, a subscription) and for each thing that happens to one, with the
+/// access key that made it (`key_name`, as `ledger.key_name`). The subjects and
+/// kinds grow with the features that write them, so they have no CHECK list: each
+/// feature writes and reads its own. `store/postgres/schema.rs` makes the same.
+const JOURNAL: &str = "
+CREATE TABLE journal (
+    id INTEGER PRIMARY KEY,
+    at INTEGER NOT NULL,
+    subject TEXT NOT NULL,
+    name TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    key_name TEXT,
+    data TEXT NOT NULL
+);
+CREATE INDEX journal_subject ON journal (subject, name, id);
+";
 
 /// Version 0011, scoped keys (`docs/inside/data.md`, `access_keys`): an `operate`
 /// key may be limited to firing named events, in named states, for tokens a
