@@ -72,13 +72,7 @@ impl ListInput {
     /// From the query pairs (the last value of a repeated name wins, as the
     /// reference reads queries). Each bad value is `invalid_argument`.
     pub fn parse(query: &[(String, String)]) -> Result<ListInput, Refusal> {
-        let last = |name: &str| {
-            query
-                .iter()
-                .rev()
-                .find(|(key, _)| key == name)
-                .map(|(_, value)| value.clone())
-        };
+        let last = |name: &str| last_value(query, name);
         // The order of the checks, and each sentence word for word, are the
         // reference's: the token commands and its client show them to people.
         let status = last("status");
@@ -140,13 +134,7 @@ impl JournalQuery {
     /// From the query pairs (the last value of a repeated name wins). Each bad
     /// value is `invalid_argument`.
     pub fn parse(query: &[(String, String)]) -> Result<JournalQuery, Refusal> {
-        let last = |name: &str| {
-            query
-                .iter()
-                .rev()
-                .find(|(key, _)| key == name)
-                .map(|(_, value)| value.clone())
-        };
+        let last = |name: &str| last_value(query, name);
         let subject = last("subject").unwrap_or_default();
         let subject_ok = (1..=64).contains(&subject.len())
             && subject.bytes().all(|b| b.is_ascii_lowercase() || b == b'_');
@@ -176,6 +164,16 @@ impl JournalQuery {
             limit,
         })
     }
+}
+
+/// The last value of `name` in the query pairs: a repeated name's last value wins,
+/// as the reference reads queries.
+fn last_value(query: &[(String, String)], name: &str) -> Option<String> {
+    query
+        .iter()
+        .rev()
+        .find(|(key, _)| key == name)
+        .map(|(_, value)| value.clone())
 }
 
 fn parse_offset(text: &str) -> Result<i64, Refusal> {
