@@ -67,6 +67,17 @@ pub enum CtxCommand {
     Wait,
     /// Print the events this state may emit, with their payloads, as JSON Schema.
     OutcomeSchema,
+    /// Report what the routine spent (sent at once; counts even if it then fails)
+    ///
+    /// Each NAME=NUMBER adds NUMBER to the token's sum of NAME: a name is 1 to 64
+    /// of a-z, 0-9, _ and ., a number from 0 to 1e15, e.g. `stateous ctx usage
+    /// cost_usd=0.12 input_tokens=1200`. A token over its budget is paused and its
+    /// routine stopped.
+    Usage {
+        /// NAME=NUMBER, one or more.
+        #[arg(required = true, value_name = "NAME=NUMBER")]
+        amounts: Vec<String>,
+    },
 }
 
 #[derive(Subcommand)]
@@ -127,6 +138,7 @@ pub fn run(command: CtxCommand) -> i32 {
         CtxCommand::Emit { event, payload } => (Helper::Emit(event, payload), false),
         CtxCommand::Wait => (Helper::Wait, false),
         CtxCommand::OutcomeSchema => (Helper::OutcomeSchema, false),
+        CtxCommand::Usage { amounts } => (Helper::Usage(amounts), false),
     };
     crate::cli_errors::exit_code(run_helper(helper, raw).map(|()| 0))
 }

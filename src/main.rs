@@ -7,6 +7,7 @@
 mod access_args;
 mod backup_args;
 mod bench_routines;
+mod budget_args;
 mod children;
 mod cli_errors;
 mod client_args;
@@ -162,6 +163,14 @@ enum Command {
         #[arg(long = "where", value_name = "EXPR")]
         filter: Option<String>,
     },
+    /// Set, list and remove the workflows' default budgets
+    ///
+    /// A budget is the most a token (with its children) may use of what its
+    /// routines report (`stateous ctx usage cost_usd=0.12`); crossing it pauses the
+    /// token and stops its routine. A token's own budget (`token start --budget`,
+    /// `token budget`) wins over its workflow's default.
+    #[command(subcommand_required = true, arg_required_else_help = true)]
+    Budget(budget_args::BudgetArgs),
     /// Measure a control plane: tokens/s and request latency
     ///
     /// Run tokens of the `orders` starter through it as many supervisors without
@@ -361,6 +370,14 @@ fn main() -> ExitCode {
             commands::execute(async move {
                 let mut out = std::io::stdout().lock();
                 token::run(&command, &mut out).await
+            })
+        }
+        Command::Budget(args) => {
+            let command =
+                commands::budget::BudgetCommand::try_from(args).unwrap_or_else(|e| exit_with(e));
+            commands::execute(async move {
+                let mut out = std::io::stdout().lock();
+                commands::budget::run(&command, &mut out).await
             })
         }
     }

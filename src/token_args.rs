@@ -121,6 +121,11 @@ pub enum TokenCommand {
         /// to read it from standard input.
         #[arg(value_name = "CONTEXT_JSON")]
         context: Option<String>,
+        /// The token's own budget, NAME=NUMBER (repeat it, or separate with commas):
+        /// a usage report that takes it over pauses the token and stops its routine,
+        /// e.g. --budget cost_usd=5. Without it, the workflow's default applies.
+        #[arg(long, value_name = "NAME=NUMBER", value_delimiter = ',')]
+        budget: Vec<String>,
     },
     /// Fire an event on a token; with --where, on every token the filter matches
     /// (then the arguments are EVENT [PAYLOAD_JSON], and each token's idempotency
@@ -273,6 +278,17 @@ pub enum TokenCommand {
         #[arg(long, value_name = "DIR")]
         archive: Option<std::path::PathBuf>,
     },
+    /// Change a token's budget: each NAME=NUMBER sets the most its family may use
+    /// of NAME, NAME=none removes it; the other names stay. It does not resume a
+    /// token paused over its budget: resume it then.
+    Budget {
+        /// The token's id (a top token: its budget covers its children).
+        #[arg(value_name = "ID", add = ids())]
+        id: String,
+        /// NAME=NUMBER or NAME=none, one or more, e.g. cost_usd=8.
+        #[arg(required = true, value_name = "NAME=NUMBER")]
+        amounts: Vec<String>,
+    },
 }
 
 /// Token ids, completed from the daemon (`completing.rs`).
@@ -383,7 +399,16 @@ impl TryFrom<TokenArgs> for token::TokenCommand {
             })
         };
         let action = match args.action {
-            TokenCommand::Start { id, context } => A::Start { id, context },
+            TokenCommand::Start {
+                id,
+                context,
+                budget,
+            } => A::Start {
+                id,
+                context,
+                budget,
+            },
+            TokenCommand::Budget { id, amounts } => A::Budget { id, amounts },
             TokenCommand::Fire {
                 id,
                 event,

@@ -409,6 +409,49 @@ impl Client {
         Ok(answer)
     }
 
+    // Usage and budgets (ours; `docs/concepts/budgets.md`).
+
+    /// `POST /tokens` with the token's own budget.
+    pub async fn start_with_budget(
+        &self,
+        token: &str,
+        context: &Object,
+        budget: &Object,
+    ) -> Result<TokenView, ClientError> {
+        self.typed(&Call::start_with_budget(token, context, budget))
+            .await
+    }
+
+    /// `PUT /tokens/{id}/budget`: set (or, null, remove) names of a token's budget;
+    /// the answer is its usage and budget.
+    pub async fn token_budget(
+        &self,
+        token: &str,
+        budget: &Object,
+    ) -> Result<stateous_shared::usage::TokenBudget, ClientError> {
+        self.typed(&Call::token_budget(token, budget)).await
+    }
+
+    /// `GET /budgets`: the workflows' default budgets.
+    pub async fn budgets(&self) -> Result<stateous_shared::usage::BudgetDefaults, ClientError> {
+        self.typed(&Call::budgets()).await
+    }
+
+    /// `PUT /budgets/{workflow}`: a workflow's default budget, whole.
+    pub async fn set_budget(
+        &self,
+        workflow: &str,
+        budget: &Object,
+    ) -> Result<stateous_shared::usage::BudgetDefault, ClientError> {
+        self.typed(&Call::set_budget(workflow, budget)).await
+    }
+
+    /// `DELETE /budgets/{workflow}`: whether the workflow had a default budget.
+    pub async fn remove_budget(&self, workflow: &str) -> Result<bool, ClientError> {
+        let answer: serde_json::Value = self.typed(&Call::remove_budget(workflow)).await?;
+        Ok(answer["removed"].as_bool().unwrap_or(false))
+    }
+
     async fn typed<T: DeserializeOwned>(&self, call: &Call) -> Result<T, ClientError> {
         let answer = self.send(call).await?;
         serde_json::from_slice(&answer.body)

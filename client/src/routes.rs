@@ -107,6 +107,14 @@ pub fn hook(name: &str) -> String {
     format!("/hooks/{name}")
 }
 
+/// `GET /budgets` (ours): the workflows' default budgets.
+pub const BUDGETS: &str = "/budgets";
+
+/// `/budgets/{workflow}` (ours): one workflow's default budget.
+pub fn budget(workflow: &str) -> String {
+    format!("{BUDGETS}/{}", segment(workflow))
+}
+
 /// `name` as one path segment or query value: every byte but the unreserved ones
 /// (`A-Z a-z 0-9 - . _ ~`) percent-encoded, `/` included, as the reference's client
 /// quotes names (so a name with a `/` never reaches another route).

@@ -23,8 +23,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use prometheus::{
-    Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts,
-    Registry, TextEncoder,
+    CounterVec, Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
+    IntGaugeVec, Opts, Registry, TextEncoder,
 };
 use stateous_shared::refusal::{Code, Refusal};
 
@@ -38,6 +38,9 @@ const LATENCY_BUCKETS: [f64; 14] = [
 
 /// The ledger kind of a failed attempt that runs again (`engine::route`).
 const RETRY_KIND: &str = "task_retrying";
+
+/// The ledger kind of a budget crossed (`engine::usage`).
+const CROSSING_KIND: &str = "budget_exceeded";
 
 /// The server's connections: how many TCP connections are open, and how many
 /// connections (TCP or the Unix socket) it closed without an answer, by reason. Made before the control plane holds the
@@ -128,6 +131,10 @@ struct Families {
     supervisors: IntGauge,
     hook_deliveries: IntCounterVec,
     bad_signatures: IntCounterVec,
+    /// Ours: usage reported, summed by name, and budgets crossed (the
+    /// `budget_exceeded` entries; `docs/concepts/budgets.md`).
+    usage: CounterVec,
+    budget_crossings: IntCounter,
     /// One scrape at a time, so that the gauges are cleared and set whole, and a
     /// ledger entry is counted once; holds the id counted up to.
     scrape: tokio::sync::Mutex<i64>,
@@ -272,6 +279,24 @@ impl Metrics {
                     "Webhook deliveries refused for their signature, by hook and reason.",
                     &["hook", "reason"],
                 ),
+                usage: registered(
+                    r,
+                    CounterVec::new(
+                        Opts::new(
+                            "stateous_usage_total",
+                            "Usage that routines reported (POST /tasks/{id}/usage), summed \
+                             over tokens, by usage name.",
+                        ),
+                        &["name"],
+                    )
+                    .expect("a valid metric name"),
+                ),
+                budget_crossings: counter(
+                    r,
+                    "stateous_budget_crossings_total",
+                    "Usage reports that took a token over its budget (budget_exceeded \
+                     entries): each stopped its running attempts and paused it.",
+                ),
                 registry,
                 scrape: tokio::sync::Mutex::new(last),
             }),
@@ -328,6 +353,13 @@ impl Metrics {
             .get()
     }
 
+    /// A usage report was recorded with `amounts`.
+    pub fn used(&self, amounts: &stateous_shared::usage::Amounts) {
+        for (name, amount) in amounts {
+            self.inner.usage.with_label_values(&[name]).inc_by(*amount);
+        }
+    }
+
     /// The clock ended `leases` leases and fired `timers` timers.
     pub fn ticked(&self, leases: u64, timers: u64) {
         self.inner.lease_ends.inc_by(leases);
@@ -355,6 +387,9 @@ impl Metrics {
             inner.entries.with_label_values(&[kind]).inc_by(count);
             if kind == RETRY_KIND {
                 inner.retries.inc_by(count);
+            }
+            if kind == CROSSING_KIND {
+                inner.budget_crossings.inc_by(count);
             }
         }
         // Gauges are set whole: a state that emptied since the last scrape goes.

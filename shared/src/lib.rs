@@ -25,3 +25,5 @@ pub mod time;
 pub mod watch;
 pub mod why;
 pub mod wire;
+// Usage and budgets (`docs/concepts/budgets.md`).
+pub mod usage;

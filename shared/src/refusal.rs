@@ -65,11 +65,14 @@ pub enum Code {
     KeyNotFound,
     /// 409: an access key with this name exists already. Ours.
     KeyExists,
+    /// 409: the token has used more than its budget, so it is not resumed until
+    /// its budget is raised (`docs/concepts/budgets.md`). Ours.
+    OverBudget,
 }
 
 impl Code {
     /// Every code, in the order of the reference's table.
-    pub const ALL: [Code; 24] = [
+    pub const ALL: [Code; 25] = [
         Code::TokenNotFound,
         Code::TaskNotFound,
         Code::NotFound,
@@ -94,6 +97,7 @@ impl Code {
         Code::Forbidden,
         Code::KeyNotFound,
         Code::KeyExists,
+        Code::OverBudget,
     ];
 
     /// The HTTP status that carries this code (`bad_request` may also travel as 413,
@@ -120,6 +124,7 @@ impl Code {
             Code::Forbidden => 403,
             Code::KeyNotFound => 404,
             Code::KeyExists => 409,
+            Code::OverBudget => 409,
         }
     }
 
@@ -150,6 +155,7 @@ impl Code {
             Code::Forbidden => "forbidden",
             Code::KeyNotFound => "key_not_found",
             Code::KeyExists => "key_exists",
+            Code::OverBudget => "over_budget",
         }
     }
 
@@ -222,6 +228,7 @@ mod tests {
             ("forbidden", 403),
             ("key_not_found", 404),
             ("key_exists", 409),
+            ("over_budget", 409),
         ];
         assert_eq!(Code::ALL.len(), documented.len());
         for (code, (text, status)) in Code::ALL.iter().zip(documented) {

@@ -27,6 +27,10 @@ pub struct TokenDetail {
     /// Whether that graph is the served one (or of its structure).
     #[serde(default = "yes")]
     pub graph_served: bool,
+    /// Ours: what its routines used and its budget, when it reported usage or has
+    /// a budget (`docs/concepts/budgets.md`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<Box<crate::usage::TokenBudget>>,
 }
 
 fn yes() -> bool {

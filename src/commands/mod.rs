@@ -9,6 +9,8 @@
 pub mod access;
 pub mod bench;
 pub mod bench_hooks;
+// Usage and budgets (`docs/concepts/budgets.md`).
+pub mod budget;
 pub mod clock;
 pub mod token;
 

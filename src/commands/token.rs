@@ -13,6 +13,7 @@ use stateous_client::{Call, Client, ClientError, Steer, TokenQuery, TransportErr
 use stateous_shared::history::{entry_line, token_line};
 use stateous_shared::wire::{HistoryEntry, Object, TokenView};
 
+mod budget;
 mod bulk;
 mod follow;
 mod operate;
@@ -43,6 +44,9 @@ pub enum TokenAction {
         id: String,
         /// The context, a JSON object; none is `{}`.
         context: Option<String>,
+        /// Ours: `--budget NAME=NUMBER`, the token's own budget; none: the
+        /// workflow's default.
+        budget: Vec<String>,
     },
     /// `fire ID EVENT [PAYLOAD_JSON] [--key KEY]`.
     Fire {
@@ -91,6 +95,13 @@ pub enum TokenAction {
     },
     /// `pause|resume|cancel|fire|retry --where EXPR --reason TEXT`.
     Bulk(BulkOptions),
+    /// `budget ID NAME=NUMBER...` (ours): change a token's budget.
+    Budget {
+        /// The token's id.
+        id: String,
+        /// `NAME=NUMBER` or `NAME=none`.
+        amounts: Vec<String>,
+    },
 }
 
 pub use stateous_shared::limits::{is_token_id, TOKEN_ID_RULE};
@@ -107,6 +118,7 @@ fn check_id(action: &TokenAction) -> Result<(), CommandError> {
         | TokenAction::Steer { id, .. }
         | TokenAction::Why { id }
         | TokenAction::Retry { id, .. }
+        | TokenAction::Budget { id, .. }
         | TokenAction::Show { id: Some(id), .. } => id,
         TokenAction::Start { .. }
         | TokenAction::Show { id: None, .. }
@@ -161,6 +173,9 @@ pub async fn run_with(
         TokenAction::Bulk(options) => {
             Some(bulk::run(&client, options, command.json, out, console).await)
         }
+        TokenAction::Budget { id, amounts } => {
+            Some(budget::set(&client, id, amounts, command.json, out).await)
+        }
         _ => None,
     };
     if let Some(done) = ours {
@@ -211,6 +226,7 @@ fn unanswered(action: &TokenAction, error: CommandError) -> CommandError {
         | TokenAction::List(_)
         | TokenAction::Why { .. }
         | TokenAction::Retry { .. }
+        | TokenAction::Budget { .. }
         | TokenAction::Bulk(_) => return error,
     };
     CommandError::Unanswered {
@@ -227,9 +243,17 @@ async fn reference_command(
     out: &mut dyn Write,
 ) -> Result<(), CommandError> {
     match action {
-        TokenAction::Start { id, context } => {
+        TokenAction::Start {
+            id,
+            context,
+            budget,
+        } => {
             let context = parsed(context.as_deref(), "CONTEXT_JSON")?.unwrap_or_default();
-            line(out, &token_line(&client.start(id, &context).await?))
+            let started = match budget::given(budget)? {
+                Some(budget) => client.start_with_budget(id, &context, &budget).await?,
+                None => client.start(id, &context).await?,
+            };
+            line(out, &token_line(&started))
         }
         TokenAction::Fire {
             id,
@@ -276,7 +300,7 @@ async fn reference_command(
         }
         // Answered above, before the reference's commands.
         TokenAction::List(_) | TokenAction::Why { .. } | TokenAction::Retry { .. } => Ok(()),
-        TokenAction::Bulk(_) => Ok(()),
+        TokenAction::Bulk(_) | TokenAction::Budget { .. } => Ok(()),
     }
 }
 
@@ -312,36 +336,48 @@ async fn show(client: &Client, id: &str, out: &mut dyn Write) -> Result<(), Comm
     let token = client.token(id).await?;
     let children = client.tokens(&children_of(id)).await?;
     let history = client.history(id).await?;
-    let graph = old_graph(client, id).await;
-    print_show(&token, graph.as_deref(), &children, &history, out)
+    let detail = detail_of(client, id).await;
+    print_show(&token, &detail, &children, &history, out)
+}
+
+/// `GET /tokens/{id}/detail` (ours); `Null` from a control plane without that
+/// route (the reference's).
+async fn detail_of(client: &Client, id: &str) -> serde_json::Value {
+    match client.json(&Call::detail(id)).await {
+        Ok((200, detail)) => detail,
+        _ => serde_json::Value::Null,
+    }
 }
 
 /// The short checksum of the graph the token runs on when it is not the served
-/// one (`GET /tokens/{id}/detail`, ours); `None` too from a control plane without
-/// that route (the reference's), which knows one graph only.
-async fn old_graph(client: &Client, id: &str) -> Option<String> {
-    let (status, detail) = client.json(&Call::detail(id)).await.ok()?;
+/// one (the detail's); `None` too from a control plane without the detail's
+/// route (the reference's), which knows one graph only.
+fn old_graph(detail: &serde_json::Value) -> Option<&str> {
     let served = detail["graph_served"].as_bool().unwrap_or(true);
-    if status != 200 || served {
+    if served {
         return None;
     }
-    detail["graph"].as_str().map(str::to_string)
+    detail["graph"].as_str()
 }
 
 /// The lines of `show ID`.
 fn print_show(
     token: &TokenView,
-    old_graph: Option<&str>,
+    detail: &serde_json::Value,
     children: &[TokenView],
     history: &[HistoryEntry],
     out: &mut dyn Write,
 ) -> Result<(), CommandError> {
     line(out, &token_line(token))?;
-    if let Some(graph) = old_graph {
+    if let Some(graph) = old_graph(detail) {
         line(
             out,
             &format!("  runs on graph {graph}, not the served one (token migrate moves it)"),
         )?;
+    }
+    // Ours: what it used and its budget (`docs/concepts/budgets.md`).
+    for shown in budget::lines_of(detail) {
+        line(out, &format!("  {shown}"))?;
     }
     for child in children {
         line(out, &format!("  child {}", token_line(child)))?;
@@ -377,9 +413,17 @@ async fn print_json(
     out: &mut dyn Write,
 ) -> Result<(), CommandError> {
     let answer = match action {
-        TokenAction::Start { id, context } => {
+        TokenAction::Start {
+            id,
+            context,
+            budget,
+        } => {
             let context = parsed(context.as_deref(), "CONTEXT_JSON")?.unwrap_or_default();
-            client.json(&Call::start(id, &context)).await?.1
+            let call = match budget::given(budget)? {
+                Some(budget) => Call::start_with_budget(id, &context, &budget),
+                None => Call::start(id, &context),
+            };
+            client.json(&call).await?.1
         }
         TokenAction::Fire {
             id,
@@ -399,13 +443,19 @@ async fn print_json(
             let token = client.json(&Call::token(id)).await?.1;
             let children = client.json(&Call::tokens(&children_of(id))).await?.1;
             let history = client.json(&Call::history(id)).await?.1;
-            json!({"token": token, "children": children, "history": history})
+            let mut shown = json!({"token": token, "children": children, "history": history});
+            // Ours: its usage and budget, from the detail, when it has either.
+            if let Some(budget) = detail_of(client, id).await.get("budget") {
+                shown["budget"] = budget.clone();
+            }
+            shown
         }
         TokenAction::Steer { id, action } => client.json(&Call::steer(id, *action)).await?.1,
         // Answered in `run_with`, before the reference's commands.
         TokenAction::List(_)
         | TokenAction::Why { .. }
         | TokenAction::Retry { .. }
+        | TokenAction::Budget { .. }
         | TokenAction::Bulk(_) => serde_json::Value::Null,
     };
     let text = serde_json::to_string_pretty(&answer)

@@ -28,6 +28,8 @@ use crate::supervisor::{Core, Running};
 
 /// The ledger entries that end a task's attempt.
 const ENDS: [&str; 3] = ["task_done", "task_failed", "task_cancelled"];
+/// The ledger entry of a budget crossed, which names the tasks it stopped.
+const STOPPED_OVER_BUDGET: &str = "budget_exceeded";
 /// The shortest period, whatever lease is granted: no heartbeat storm.
 const MIN_PERIOD: Duration = Duration::from_millis(10);
 
@@ -145,16 +147,26 @@ impl Core {
         }
     }
 
-    /// An entry of the stream: a held task's end asks for a heartbeat now.
+    /// An entry of the stream: a held task's end asks for a heartbeat now; so does
+    /// a budget crossed that stopped a held task (ours, `budget_exceeded`, whose
+    /// `stopped` lists the tasks).
     fn heard(&self, entry: &WatchEntry) {
-        if !ENDS.contains(&entry.entry.kind.as_str()) {
-            return;
-        }
-        let Some(task) = entry.entry.data.get("task").and_then(Value::as_i64) else {
-            return;
+        let data = &entry.entry.data;
+        let tasks: Vec<i64> = match entry.entry.kind.as_str() {
+            kind if ENDS.contains(&kind) => data
+                .get("task")
+                .and_then(Value::as_i64)
+                .into_iter()
+                .collect(),
+            STOPPED_OVER_BUDGET => data
+                .get("stopped")
+                .and_then(Value::as_array)
+                .map(|list| list.iter().filter_map(|one| one["task"].as_i64()).collect())
+                .unwrap_or_default(),
+            _ => return,
         };
         let held = self.running_list().into_iter().any(|running| {
-            running.grant.task == task
+            tasks.contains(&running.grant.task)
                 && !running.lost.load(Ordering::SeqCst)
                 && !running.reporting.load(Ordering::SeqCst)
         });

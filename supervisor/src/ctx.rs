@@ -82,6 +82,12 @@ pub enum Request {
     Wait,
     /// The events the state may emit, with their payloads, as one JSON Schema.
     OutcomeSchema,
+    /// Ours: what the routine spent, sent at once (`docs/concepts/budgets.md`).
+    Usage {
+        /// Amounts by usage name: JSON numbers from 0 to 1e15, names of 1 to 64
+        /// of `a-z 0-9 _ .`.
+        usage: Object,
+    },
 }
 
 /// What the routine said its outcome is.
@@ -274,7 +280,20 @@ impl RunCtx {
                 .contract
                 .outcome_schema(&self.grant.state)
                 .map_err(|e| e.0),
+            Request::Usage { usage } => self.usage(usage),
         }
+    }
+
+    /// What the routine spent: checked by the control plane's rule, then
+    /// committed to the outbox and sent at once. It counts even if the attempt
+    /// then fails or is lost.
+    fn usage(&self, usage: Object) -> Result<Value, String> {
+        if usage.is_empty() {
+            return Err("a usage report names at least one NAME=NUMBER".into());
+        }
+        stateous_shared::usage::amounts_of(&usage, "usage", false)?;
+        self.sink.put(Kind::Usage, json!({ "usage": usage }))?;
+        Ok(Value::Null)
     }
 
     fn note(&self, text: &str) -> Result<Value, String> {
@@ -580,5 +599,29 @@ mod tests {
         .is_err());
         let schema = ask(&ctx, json!({"op": "outcome_schema"})).unwrap();
         assert_eq!(schema["oneOf"][0]["properties"]["event"]["const"], "done");
+    }
+
+    #[test]
+    fn usage_goes_to_the_outbox_when_every_name_and_amount_is_right() {
+        let (ctx, sink) = run_ctx("coding");
+        let spent = json!({"op": "usage", "usage": {"cost_usd": 0.12, "input_tokens": 1200}});
+        ask(&ctx, spent).unwrap();
+        for bad in [
+            json!({}),
+            json!({"Cost": 1}),
+            json!({"cost_usd": -1}),
+            json!({"cost_usd": "1"}),
+        ] {
+            let asked = ask(&ctx, json!({"op": "usage", "usage": bad}));
+            assert!(asked.is_err(), "{bad}");
+        }
+        let kept = sink.0.lock().unwrap().clone();
+        assert_eq!(
+            kept,
+            [(
+                Kind::Usage,
+                json!({"usage": {"cost_usd": 0.12, "input_tokens": 1200}})
+            )]
+        );
     }
 }

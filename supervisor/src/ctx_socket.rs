@@ -95,6 +95,8 @@ pub enum Helper {
     Wait,
     /// `outcome-schema`.
     OutcomeSchema,
+    /// `usage NAME=NUMBER ...` (ours).
+    Usage(Vec<String>),
 }
 
 fn json_arg(what: &str, given: &str) -> Result<Value, String> {
@@ -133,6 +135,9 @@ impl Helper {
             },
             Helper::Wait => Request::Wait,
             Helper::OutcomeSchema => Request::OutcomeSchema,
+            Helper::Usage(pairs) => Request::Usage {
+                usage: stateous_shared::usage::parse_pairs(&pairs, false)?,
+            },
         })
     }
 }

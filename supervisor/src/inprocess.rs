@@ -132,6 +132,19 @@ impl Ctx {
     pub fn outcome_schema(&self) -> Result<Value, String> {
         self.ask(Request::OutcomeSchema)
     }
+
+    /// What the routine spent, by usage name (`[("cost_usd", 0.12)]`): committed
+    /// to the outbox and sent at once, as `stateous ctx usage` does; it counts even
+    /// if the attempt then fails (`docs/concepts/budgets.md`).
+    pub fn usage(&self, spent: &[(&str, f64)]) -> Result<(), String> {
+        let mut usage = stateous_shared::wire::Object::new();
+        for (name, amount) in spent {
+            let number = serde_json::Number::from_f64(*amount)
+                .ok_or_else(|| format!("the amount of {name} is a finite number"))?;
+            usage.insert((*name).to_string(), Value::Number(number));
+        }
+        self.ask(Request::Usage { usage }).map(drop)
+    }
 }
 
 /// Run an in-process routine until it ends or `kill` is set (then it is dropped

@@ -46,6 +46,15 @@ pub(crate) fn note_key(message: &Message) -> String {
     )
 }
 
+/// The idempotency key of a usage report of the outbox (ours), made as a note's
+/// is: sent again after a lost answer or a crash, it is counted once.
+pub(crate) fn usage_key(message: &Message) -> String {
+    format!(
+        "stateous-usage/{}/{}/{}",
+        message.task, message.attempt, message.id
+    )
+}
+
 /// Whether a refusal of a note or memory write says its attempt is over.
 fn attempt_is_over(status: u16, code: Option<&str>) -> bool {
     status == 404
@@ -73,7 +82,10 @@ impl Core {
         let mut held = HashSet::new();
         let mut over = HashSet::new();
         for message in left {
-            if held.contains(&message.task) || over.contains(&(message.task, message.attempt)) {
+            // What an attempt spent counts after its attempt is over.
+            let spent = message.kind == Kind::Usage;
+            let skipped = !spent && over.contains(&(message.task, message.attempt));
+            if held.contains(&message.task) || skipped {
                 continue;
             }
             match self.send(&message).await {
@@ -102,6 +114,19 @@ impl Core {
                 let call = Call::set_memory(message.task, key, value, Some(message.attempt));
                 self.api.deliver(&call, &self.stopping).await
             }
+            Kind::Usage => {
+                let usage = message.body["usage"]
+                    .as_object()
+                    .cloned()
+                    .unwrap_or_default();
+                let report = stateous_shared::usage::UsageReport {
+                    usage,
+                    attempt: Some(message.attempt),
+                    supervisor: Some(self.name.clone()),
+                };
+                let call = Call::usage(message.task, &report).with_key(Some(&usage_key(message)));
+                self.api.deliver(&call, &self.stopping).await
+            }
             Kind::Note => {
                 let text = message.body["text"].as_str().unwrap_or_default();
                 // Ours: a control plane of ours writes a note sent again after a
@@ -120,7 +145,7 @@ impl Core {
                 status,
                 code,
                 message: said,
-            }) if attempt_is_over(status, code.as_deref()) => {
+            }) if message.kind != Kind::Usage && attempt_is_over(status, code.as_deref()) => {
                 log_line!(
                     "task {} of {}: the control plane refused a {} as attempt {} is over \
                      ({said}); the attempt's other messages are dropped unsent",

@@ -555,7 +555,9 @@ impl Core {
     ) -> bool {
         let mut held = false;
         while let Some(message) = deliveries.recv().await {
-            if held || running.lost.load(Ordering::SeqCst) {
+            // A usage report is sent after the attempt is lost too: spent is spent.
+            let lost = running.lost.load(Ordering::SeqCst) && message.kind != Kind::Usage;
+            if held || lost {
                 continue;
             }
             match self.send(&message).await {
@@ -608,7 +610,7 @@ impl Sink for Sends {
         let Some(queue) = queue.as_ref() else {
             return Err("the routine's task is over".into());
         };
-        if self.running.lost.load(Ordering::SeqCst) {
+        if self.running.lost.load(Ordering::SeqCst) && kind != Kind::Usage {
             return Err(format!(
                 "the control plane took this task back: attempt {} is over",
                 self.running.grant.attempt

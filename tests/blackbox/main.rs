@@ -18,6 +18,7 @@ mod approvals;
 mod backup;
 mod bad_input;
 mod bench_routines;
+mod budgets;
 mod bulk_preview;
 mod compile;
 mod demo;

@@ -168,6 +168,7 @@ async fn read_token(
         held: Vec::new(),
         graph: None,
         graph_served: true,
+        budget: None,
     };
     Ok((plain, false))
 }

@@ -402,5 +402,8 @@ impl Steer {
     }
 }
 
+// Usage and budgets (`docs/concepts/budgets.md`).
+mod budgets;
+
 #[cfg(test)]
 mod tests;

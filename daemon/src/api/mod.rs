@@ -25,6 +25,8 @@ pub mod supervisors;
 pub mod tls;
 mod watch;
 mod why;
+// Usage and budgets (`docs/concepts/budgets.md`).
+mod budgets;
 
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -351,6 +353,11 @@ impl Api {
             Route::AccessSelf => Ok(access_self(caller)),
             Route::Hooks => Ok(self.list_hooks()),
             Route::Hook(name) => self.hook(&name, parts, raw).await,
+            route @ (Route::Usage(_)
+            | Route::TokenBudget(_)
+            | Route::Budgets
+            | Route::BudgetSet(_)
+            | Route::BudgetRemove(_)) => self.budgets(route, parts, raw, caller).await,
             route => self.dispatch_task(route, parts, raw, caller).await,
         }
     }

@@ -125,6 +125,16 @@ pub enum Route {
     Hook(String),
     /// Ours: `GET /hooks`, the hooks served.
     Hooks,
+    /// Ours: `POST /tasks/{id}/usage`, what an attempt spent.
+    Usage(TaskId),
+    /// Ours: `PUT /tokens/{id}/budget`, change a token's budget.
+    TokenBudget(String),
+    /// Ours: `GET /budgets`, the workflows' default budgets.
+    Budgets,
+    /// Ours: `PUT /budgets/{workflow}`, set a workflow's default budget.
+    BudgetSet(String),
+    /// Ours: `DELETE /budgets/{workflow}`, remove it.
+    BudgetRemove(String),
 }
 
 /// How `POST /clock/...` moves the dev clock.
@@ -225,6 +235,12 @@ pub static TABLE: &[Entry] = &[
     entry!("DELETE" "/access/:name", Admin, |p| Some(Route::AccessRevoke(p[0].into()))),
     entry!("GET" "/access/callers", Admin, |_| Some(Route::AccessCallers)),
     entry!("GET" "/access/self", Follow, |_| Some(Route::AccessSelf)),
+    // Usage and budgets (`docs/concepts/budgets.md`).
+    entry!("POST" "/tasks/:id/usage", Supervise, |p| Some(Route::Usage(task_id(p[0])?))),
+    entry!("PUT" "/tokens/:id/budget", Operate, |p| Some(Route::TokenBudget(p[0].into()))),
+    entry!("GET" "/budgets", Read, |_| Some(Route::Budgets)),
+    entry!("PUT" "/budgets/:name", Admin, |p| Some(Route::BudgetSet(p[0].into()))),
+    entry!("DELETE" "/budgets/:name", Admin, |p| Some(Route::BudgetRemove(p[0].into()))),
 ];
 
 /// The most parameters a template has.
@@ -418,6 +434,11 @@ mod tests {
                 "DELETE /access/:name admin",
                 "GET /access/callers admin",
                 "GET /access/self follow",
+                "POST /tasks/:id/usage supervise",
+                "PUT /tokens/:id/budget operate",
+                "GET /budgets read",
+                "PUT /budgets/:name admin",
+                "DELETE /budgets/:name admin",
             ]
         );
     }

@@ -14,6 +14,8 @@ mod owing;
 pub mod prune;
 mod versions;
 mod views;
+// Usage and budgets (`docs/concepts/budgets.md`).
+mod budgets;
 
 pub use dev_clock::{no_dev_clock, MOST_ADVANCE};
 

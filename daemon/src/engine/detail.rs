@@ -62,5 +62,9 @@ pub fn detail(rules: &Rules, tx: &dyn Tx, token: &str) -> Step<TokenDetail> {
         held,
         graph: row.graph.as_deref().map(short_checksum),
         graph_served: rules.graph_of(&row).checksum == rules.graph.checksum,
+        budget: {
+            let view = super::budget::view_of(rules, tx, &row)?;
+            (!view.usage.is_empty() || !view.budget.is_empty()).then(|| Box::new(view))
+        },
     })
 }

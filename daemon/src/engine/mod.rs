@@ -33,6 +33,9 @@ pub mod serving;
 pub mod start;
 pub mod timers;
 pub mod why;
+// Usage and budgets (`docs/concepts/budgets.md`).
+pub mod budget;
+pub mod usage;
 
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};

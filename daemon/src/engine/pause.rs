@@ -96,7 +96,7 @@ pub fn pause(rules: &Rules, tx: &dyn Tx, token: &str) -> Step<TokenView> {
 }
 
 /// Pause the token, then each active child of its state, depth first.
-fn pause_row(rules: &Rules, tx: &dyn Tx, row: &mut TokenRow) -> Step<()> {
+pub(super) fn pause_row(rules: &Rules, tx: &dyn Tx, row: &mut TokenRow) -> Step<()> {
     row.status = TokenStatus::Paused;
     tx.update_token(row)?;
     append(tx, &row.token, EntryKind::Paused, None, json!({}))?;
@@ -120,6 +120,8 @@ pub fn resume(rules: &Rules, tx: &dyn Tx, token: &str) -> Step<TokenView> {
         paused,
         "only a paused token can be resumed",
     )?;
+    // Ours: a token over its budget stays paused until its budget is raised.
+    super::budget::refuse_over_budget(rules, tx, &row)?;
     let mut held = Vec::new();
     for mut member in family(rules, tx, &row)? {
         if member.status == TokenStatus::Paused {

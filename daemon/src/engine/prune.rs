@@ -145,6 +145,7 @@ pub fn prune(rules: &Rules, tx: &dyn Tx, token: &str, step: &PruneStep) -> Step<
     }
     // The children first, so that no row is left naming a parent that is gone.
     for row in rows.iter().rev() {
+        tx.forget_usage(&row.token)?;
         tx.delete_token(&row.token)?;
     }
     let detail = match rows.len() - 1 {

@@ -431,7 +431,11 @@ pub fn task_failed(
         json!({"task": task.id, "error": error}),
     )?;
     task.lease_until = None;
-    let retries = i64::from(rules.state(row, &task.state)?.retries);
+    let mut retries = i64::from(rules.state(row, &task.state)?.retries);
+    if task.attempt > retries {
+        // Ours: attempts a budget stopped do not count (`engine/usage.rs`).
+        retries += super::usage::spared_attempts(tx, row, task.id)?;
+    }
     if task.attempt <= retries {
         task.status = TaskStatus::Queued;
         task.claimed_by = None;

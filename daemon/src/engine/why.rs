@@ -141,7 +141,18 @@ pub fn why(rules: &Rules, tx: &dyn Tx, token: &str) -> Step<Why> {
         failure,
         children,
         join,
+        budget: budget_facts(rules, tx, &row)?,
     })
+}
+
+/// Ours: the token's usage and budget, when it has either.
+fn budget_facts(
+    rules: &Rules,
+    tx: &dyn Tx,
+    row: &TokenRow,
+) -> Step<Option<stateous_shared::usage::TokenBudget>> {
+    let view = super::budget::view_of(rules, tx, row)?;
+    Ok((!view.usage.is_empty() || !view.budget.is_empty()).then_some(view))
 }
 
 /// The spec of an ended token's state, if the served graph has it. A token ends
@@ -204,7 +215,8 @@ fn task(rules: &Rules, tx: &dyn Tx, row: &TokenRow, now: i64) -> Step<Option<Why
     let Some(task) = tx.open_tasks(&row.token)?.into_iter().next() else {
         return Ok(None);
     };
-    let retries = i64::from(rules.state(row, &task.state)?.retries);
+    let retries = i64::from(rules.state(row, &task.state)?.retries)
+        + super::usage::spared_attempts(tx, row, task.id)?;
     // The attempt running now, or the one the next claim starts.
     let current = match task.status {
         TaskStatus::Claimed | TaskStatus::Waiting => task.attempt,

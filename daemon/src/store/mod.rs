@@ -39,6 +39,7 @@ pub mod serving;
 pub mod sqlite;
 pub mod status;
 pub mod through;
+pub mod usage;
 
 use std::collections::HashMap;
 
@@ -48,12 +49,14 @@ use stateous_shared::wire::Object;
 pub use access::{AccessKeyRow, AccessKeys};
 pub use backend::Store;
 pub use journal::{Journal, JournalRow};
+// Usage and budgets (`docs/concepts/budgets.md`).
 pub use locked::Head;
 pub use rows::{
     ClaimRow, ControlPlaneRow, GraphRow, LedgerRow, NewEntry, NewTimer, TaskRow, TimerRow, TokenRow,
 };
 pub use status::{ClockKind, Closed, EntryKind, TaskStatus, TimerKind, TimerStatus, TokenStatus};
 use through::passed_through;
+pub use usage::{BudgetRow, Budgets, Usage};
 
 /// What can go wrong in the store. Busy and locked errors are their own variant,
 /// so that the layers above can answer them as a request to try again later.
@@ -457,6 +460,8 @@ pub trait Tx:
     + AccessKeys
     + Graphs
     + Journal
+    + Usage
+    + Budgets
 {
     /// The moment of the transaction, in microseconds since 1970.
     fn now(&self) -> i64;

@@ -16,8 +16,9 @@ use std::collections::BTreeSet;
 use super::StoreError;
 
 /// The versions, oldest first; the migration of each makes the database that.
-pub const VERSIONS: [&str; 12] = [
+pub const VERSIONS: [&str; 13] = [
     "0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008", "0009", "0010", "0011", "0012",
+    "0014",
 ];
 
 /// The table where the version is recorded: its own name, so that an application
@@ -53,6 +54,10 @@ const GRAPHS: &str = "graphs";
 /// (`docs/inside/data.md`, `journal`).
 const JOURNAL: &str = "journal";
 
+/// Version 0014 adds usage and budgets: each token's sums of what its routines
+/// spent, and the budgets of tokens and of workflows (`docs/inside/data.md`).
+const USAGE: [&str; 2] = ["usage", "budgets"];
+
 /// Version 0006, the same SQL on both backends: indexes for the write path's hot
 /// reads: the queue in id order (a claim takes the oldest queued task), the claimed
 /// tasks by the end of their leases and the pending timers by their due time (the
@@ -86,7 +91,8 @@ pub fn newest() -> &'static str {
 /// The tables of ours that a database at `version` has. Version 0005 adds a
 /// column (`control_plane.clock`), no table; 0009 adds `access_keys`; 0010 adds
 /// `graphs` (and the column `tokens.graph`); 0011 adds a column
-/// (`access_keys.scope`), no table; 0012 adds `journal`.
+/// (`access_keys.scope`), no table; 0012 adds `journal`; 0014 adds `usage` and
+/// `budgets`.
 pub fn tables_at(version: &str) -> BTreeSet<&'static str> {
     let mut tables: BTreeSet<&'static str> = BASELINE.into_iter().collect();
     if version == "0002" || version == "0003" {
@@ -101,6 +107,9 @@ pub fn tables_at(version: &str) -> BTreeSet<&'static str> {
     }
     if version >= "0012" {
         tables.insert(JOURNAL);
+    }
+    if version >= "0014" {
+        tables.extend(USAGE);
     }
     tables
 }

@@ -216,6 +216,13 @@ closed! {
         Failed => "failed",
         /// The token was cancelled.
         Cancelled => "cancelled",
+        /// Ours: a routine reported what it spent (`docs/concepts/budgets.md`).
+        UsageReported => "usage_reported",
+        /// Ours: a usage report took the token over its budget: its running
+        /// attempts were stopped and it was paused.
+        BudgetExceeded => "budget_exceeded",
+        /// Ours: the token's own budget was given or changed.
+        BudgetSet => "budget_set",
     }
 }
 

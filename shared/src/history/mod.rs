@@ -142,7 +142,54 @@ where
             };
             format!("{} asked to {asked}{}", get("by"), reason_note(data))
         }
+        // Ours: usage and budgets (`docs/concepts/budgets.md`).
+        "usage_reported" | "budget_exceeded" | "budget_set" => budget_line(kind, data),
         _ => format!("{kind} {}", short(&Value::Object(data.clone()))),
+    }
+}
+
+/// The lines of the usage and budget entries (ours): `task 7 (attempt 2) reported
+/// usage: cost_usd 0.12`, `over budget: cost_usd 5.12 of 5; task 7 (attempt 2)
+/// stopped, not counted as a retry`, `budget set: cost_usd 8`.
+fn budget_line(kind: &str, data: &Object) -> String {
+    let get = |key: &str| data.get(key).map_or_else(|| "?".to_string(), str_json);
+    let amounts = |key: &str| match data.get(key).and_then(Value::as_object) {
+        Some(object) if !object.is_empty() => object
+            .iter()
+            .map(|(name, amount)| format!("{name} {}", str_json(amount)))
+            .collect::<Vec<_>>()
+            .join(", "),
+        Some(_) => "none".to_string(),
+        None => "?".to_string(),
+    };
+    match kind {
+        "usage_reported" => format!(
+            "task {} (attempt {}) reported usage: {}",
+            get("task"),
+            get("attempt"),
+            amounts("usage")
+        ),
+        "budget_set" => format!("budget set: {}", amounts("budget")),
+        _ => {
+            let stopped: Vec<String> = data
+                .get("stopped")
+                .and_then(Value::as_array)
+                .map(|list| {
+                    list.iter()
+                        .map(|one| {
+                            let part =
+                                |key: &str| one.get(key).map_or_else(|| "?".to_string(), str_json);
+                            format!(
+                                "; task {} (attempt {}) stopped, not counted as a retry",
+                                part("task"),
+                                part("attempt")
+                            )
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            format!("{}{}", get("reason"), stopped.concat())
+        }
     }
 }
 

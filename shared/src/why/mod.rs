@@ -53,6 +53,10 @@ pub struct Why {
     /// In a parallel state: the join's progress.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub join: Option<WhyJoin>,
+    /// Ours: what it used and its budget, when it reported usage or has a budget
+    /// (`docs/concepts/budgets.md`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<crate::usage::TokenBudget>,
 }
 
 /// One transition out of the token's state, and its guard on the current context.
@@ -198,6 +202,9 @@ pub fn explain(why: &Why) -> Vec<String> {
     if matches!(token.status.as_str(), "completed" | "cancelled" | "failed") {
         return reasons;
     }
+    if let Some(sentence) = budget_sentence(why) {
+        reasons.push(sentence);
+    }
     if let Some(join) = &why.join {
         reasons.push(join_sentence(join));
     }
@@ -226,6 +233,40 @@ pub fn explain(why: &Why) -> Vec<String> {
         ));
     }
     reasons
+}
+
+/// Ours: `it is over its budget: cost_usd 5.12 of 5; ...` for a token whose usage
+/// is over its budget; a paused one is not resumed until the budget is raised.
+fn budget_sentence(why: &Why) -> Option<String> {
+    let budget = why.budget.as_ref().filter(|b| !b.over.is_empty())?;
+    let over: Vec<String> = budget
+        .over
+        .iter()
+        .map(|name| {
+            let amount = |object: &crate::wire::Object| {
+                object
+                    .get(name)
+                    .and_then(serde_json::Value::as_f64)
+                    .map_or_else(|| "?".to_string(), crate::usage::shown)
+            };
+            format!(
+                "{name} {} of {}",
+                amount(&budget.usage),
+                amount(&budget.budget)
+            )
+        })
+        .collect();
+    let first = &budget.over[0];
+    let then = if why.token.status == "paused" {
+        "it stays paused until its budget is raised"
+    } else {
+        "its next usage report pauses it"
+    };
+    Some(format!(
+        "it is over budget: {}; {then} (stateous token budget {} {first}=N, then resume it)",
+        over.join(", "),
+        why.token.token
+    ))
 }
 
 fn join_sentence(join: &WhyJoin) -> String {

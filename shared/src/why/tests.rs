@@ -23,6 +23,7 @@ fn why(state: &str, status: &str) -> Why {
         failure: None,
         children: Vec::new(),
         join: None,
+        budget: None,
     }
 }
 

@@ -40,7 +40,7 @@ pub(super) async fn show_and_follow(
     let token = client.token(id).await?;
     let children = client.tokens(&children_of(id)).await?;
     let history = client.history(id).await?;
-    print_show(&token, None, &children, &history, out)?;
+    print_show(&token, &serde_json::Value::Null, &children, &history, out)?;
     out.flush()?;
     if FINAL_STATUSES.contains(&token.status.as_str()) {
         return Ok(());

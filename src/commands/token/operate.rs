@@ -193,6 +193,10 @@ pub fn why_lines(why: &Why) -> Vec<String> {
         }
         lines.push(text);
     }
+    // Ours: what it used and its budget.
+    if let Some(view) = &why.budget {
+        lines.extend(super::budget::lines(view));
+    }
     for supervisor in &why.supervisors {
         let quiet = if supervisor.recent { "" } else { ", quiet" };
         lines.push(format!(

@@ -249,6 +249,7 @@ fn why_reads_as_lines_reasons_first() {
         failure: None,
         children: Vec::new(),
         join: None,
+        budget: None,
     };
     assert_eq!(
         why_lines(&why),

@@ -87,6 +87,7 @@ async fn start_fire_and_steer_print_token_lines() {
     let start = TokenAction::Start {
         id: "T-1".into(),
         context: Some(r#"{"repo": "acme/api"}"#.into()),
+        budget: Vec::new(),
     };
     assert_eq!(
         run_at(&url, false, start).await.unwrap(),
@@ -173,6 +174,7 @@ async fn refusals_and_mistakes_are_one_sentence() {
     let bad = TokenAction::Start {
         id: "T-1".into(),
         context: Some("[1]".into()),
+        budget: Vec::new(),
     };
     let error = run_at(&url, false, bad).await.unwrap_err().to_string();
     assert!(error.starts_with("CONTEXT_JSON must be a JSON object"));
@@ -243,6 +245,7 @@ async fn a_change_without_an_answer_says_it_may_have_been_applied_and_what_is_sa
     let start = TokenAction::Start {
         id: "T-1".into(),
         context: None,
+        budget: Vec::new(),
     };
     let text = said(run_at(&url, false, start).await.unwrap_err());
     assert!(

@@ -1,5 +1,5 @@
-//! The supervisor's outbox: the reports, notes and memory writes that the control
-//! plane has not answered yet (`docs/guarantees.md`, "The supervisor's outbox";
+//! The supervisor's outbox: the reports, notes, memory writes and usage reports
+//! that the control plane has not answered yet (`docs/guarantees.md`, "The supervisor's outbox";
 //! `docs/inside/data.md`).
 //!
 //! One SQLite file, `<folder>/.stateous/outbox.db`, with one table `messages`.
@@ -25,7 +25,7 @@ CREATE TABLE IF NOT EXISTS messages (
     task INTEGER NOT NULL,
     attempt INTEGER NOT NULL,
     token TEXT NOT NULL,
-    kind TEXT NOT NULL CHECK (kind IN ('report', 'note', 'memory')),
+    kind TEXT NOT NULL CHECK (kind IN ('report', 'note', 'memory', 'usage')),
     body TEXT NOT NULL,
     created_at TEXT NOT NULL
 )";
@@ -58,6 +58,10 @@ pub enum Kind {
     Note,
     /// A memory write for `PUT /tasks/{id}/memory`; the body is `{"key", "value"}`.
     Memory,
+    /// Ours: a usage report for `POST /tasks/{id}/usage`; the body is `{"usage"}`.
+    /// Spent is spent: it is sent even after its attempt is over
+    /// (`docs/concepts/budgets.md`).
+    Usage,
 }
 
 impl Kind {
@@ -67,6 +71,7 @@ impl Kind {
             Kind::Report => "report",
             Kind::Note => "note",
             Kind::Memory => "memory",
+            Kind::Usage => "usage",
         }
     }
 
@@ -75,6 +80,7 @@ impl Kind {
             "report" => Some(Kind::Report),
             "note" => Some(Kind::Note),
             "memory" => Some(Kind::Memory),
+            "usage" => Some(Kind::Usage),
             _ => None,
         }
     }
@@ -141,7 +147,7 @@ impl Outbox {
             "PRAGMA locking_mode = EXCLUSIVE; PRAGMA journal_mode = WAL;
              PRAGMA synchronous = FULL; BEGIN EXCLUSIVE; {SCHEMA}; COMMIT;"
         ));
-        match taken {
+        match taken.and_then(|()| take_usage(&db)) {
             Ok(()) => Ok(Outbox { db }),
             Err(rusqlite::Error::SqliteFailure(e, _))
                 if matches!(e.code, ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) =>
@@ -234,11 +240,12 @@ impl Outbox {
         self.forget("DELETE FROM messages WHERE id = ?1", params![id])
     }
 
-    /// Remove every message of one attempt of a task: the control plane took the
-    /// task back, so it would refuse them.
+    /// Remove every message of one attempt of a task but its usage reports: the
+    /// control plane took the task back, so it would refuse them, while what the
+    /// attempt spent still counts.
     pub fn drop_attempt(&self, task: i64, attempt: i64) -> Result<(), OutboxError> {
         self.forget(
-            "DELETE FROM messages WHERE task = ?1 AND attempt = ?2",
+            "DELETE FROM messages WHERE task = ?1 AND attempt = ?2 AND kind <> 'usage'",
             params![task, attempt],
         )
     }
@@ -254,6 +261,37 @@ impl Outbox {
         done?;
         Ok(())
     }
+}
+
+/// An outbox made before usage reports existed has a `kind` CHECK without
+/// `usage`: its table is made again with the new CHECK, its messages and its
+/// sequence of ids kept, in one transaction.
+fn take_usage(db: &Connection) -> rusqlite::Result<()> {
+    let sql: String = db.query_row(
+        "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'messages'",
+        [],
+        |row| row.get(0),
+    )?;
+    if sql.contains("'usage'") {
+        return Ok(());
+    }
+    let seq: i64 = db
+        .query_row(
+            "SELECT coalesce(max(seq), 0) FROM sqlite_sequence WHERE name = 'messages'",
+            [],
+            |row| row.get(0),
+        )
+        .unwrap_or(0);
+    let new = SCHEMA.replace("IF NOT EXISTS messages", "messages_usage");
+    db.execute_batch(&format!(
+        "BEGIN EXCLUSIVE; {new};
+         INSERT INTO messages_usage SELECT * FROM messages;
+         DROP TABLE messages;
+         ALTER TABLE messages_usage RENAME TO messages;
+         DELETE FROM sqlite_sequence WHERE name = 'messages';
+         INSERT INTO sqlite_sequence (name, seq) VALUES ('messages', {seq});
+         COMMIT;"
+    ))
 }
 
 #[cfg(test)]

@@ -46,3 +46,34 @@ fn a_second_outbox_on_the_same_file_is_refused() {
     drop(first);
     assert_eq!(Outbox::open(&path).unwrap().depth().unwrap(), 1);
 }
+
+#[test]
+fn an_outbox_without_usage_takes_it_and_keeps_its_messages() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = outbox_path(dir.path());
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    {
+        let old = Connection::open(&path).unwrap();
+        old.execute_batch(&SCHEMA.replace(", 'usage'", "")).unwrap();
+        for text in ["a", "b", "c"] {
+            old.execute(
+                "INSERT INTO messages (task, attempt, token, kind, body, created_at)
+                 VALUES (1, 1, 'T', 'note', ?1, 'x')",
+                [json!({"text": text}).to_string()],
+            )
+            .unwrap();
+        }
+        old.execute("DELETE FROM messages WHERE id = 3", [])
+            .unwrap();
+    }
+    let outbox = Outbox::open(&path).unwrap();
+    assert_eq!(outbox.depth().unwrap(), 2);
+    let usage = outbox
+        .append(1, 1, "T", Kind::Usage, &json!({"usage": {"cost_usd": 1}}))
+        .unwrap();
+    assert_eq!(usage.id, 4, "ids are never handed out twice");
+    outbox.drop_attempt(1, 1).unwrap();
+    let left = outbox.pending().unwrap();
+    assert_eq!(left.len(), 1, "a usage report outlives its attempt");
+    assert_eq!(left[0].kind, Kind::Usage);
+}

@@ -110,6 +110,7 @@ pub fn full_model() -> Model {
         }],
         graph: None,
         graph_served: true,
+        budget: None,
     });
     let entry = |seq, ago: i64, kind: &str, data: serde_json::Value| HistoryEntry {
         seq,

@@ -233,6 +233,24 @@ fn a_token_with_nothing_running_says_so() {
 }
 
 #[test]
+fn a_token_over_its_budget_shows_what_it_used_against_it() {
+    let mut model = full_model();
+    if let Some(detail) = model.detail.as_mut() {
+        let view = serde_json::json!({"usage": {"cost_usd": 5.12, "input_tokens": 1200},
+            "budget": {"cost_usd": 5}, "budget_from": "token", "over": ["cost_usd"]});
+        detail.budget = Some(serde_json::from_value(view).unwrap());
+    }
+    let rows: Vec<String> = crate::view::detail_rows(&model, 100)
+        .iter()
+        .map(|row| row.spans.iter().map(|s| s.content.as_ref()).collect())
+        .collect();
+    assert!(
+        rows.contains(&"usage     cost_usd 5.12 of 5, input_tokens 1200 (over budget)".to_string()),
+        "{rows:?}"
+    );
+}
+
+#[test]
 fn a_parent_with_children_on_a_live_stream() {
     let mut model = full_model();
     model.stream = crate::model::StreamState::Live;

@@ -297,6 +297,16 @@ fn detail_lines(model: &Model, detail: &TokenDetail) -> Vec<(u8, Line<'static>)>
     let context = short(&serde_json::Value::Object(token.context.clone()));
     rest.push(Line::from(format!("context   {context}")));
     lines.extend(rest.into_iter().map(|l| (2, l)));
+    // Ours: what it used against its budget; over it, it tells why it is paused.
+    if let Some(view) = &detail.budget {
+        if let Some(used) = stateous_shared::usage::against(view) {
+            let (rank, over) = match view.over.is_empty() {
+                true => (2, String::new()),
+                false => (1, " (over budget)".to_string()),
+            };
+            lines.push((rank, Line::from(format!("usage     {used}{over}"))));
+        }
+    }
     if model.detail_route == Some(false) {
         lines.push((
             0,

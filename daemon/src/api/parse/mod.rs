@@ -34,7 +34,7 @@ fn refuse(code: Code, sentence: impl Into<String>) -> Refusal {
 
 impl StartInput {
     /// The fields `parse` reads.
-    pub const FIELDS: &'static [&'static str] = &["token", "context"];
+    pub const FIELDS: &'static [&'static str] = &["token", "context", "budget"];
 
     /// From the body: `token` must be a string (`invalid_token_id`), `context` an
     /// object or null (`invalid_context`), then the id must match the pattern
@@ -47,7 +47,10 @@ impl StartInput {
             ));
         };
         let context = object_or_null(body.field("context"), "context", Code::InvalidContext)?;
-        StartInput::new(token.clone(), context.unwrap_or_default())
+        let mut input = StartInput::new(token.clone(), context.unwrap_or_default())?;
+        // Ours: the token's budget (`docs/concepts/budgets.md`).
+        input.budget = budgets::start_budget(body.field("budget"))?;
+        Ok(input)
     }
 }
 
@@ -615,6 +618,8 @@ fn shown(value: Option<&Value>) -> String {
 }
 
 pub mod bulk;
+// Usage and budgets (`docs/concepts/budgets.md`).
+pub mod budgets;
 
 #[cfg(test)]
 mod tests;

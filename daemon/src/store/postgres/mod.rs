@@ -31,6 +31,7 @@ mod tasks;
 mod timers;
 pub mod tls;
 mod tokens;
+mod usage;
 
 use std::cell::{Cell, RefCell};
 use std::collections::{HashSet, VecDeque};

@@ -30,7 +30,7 @@ pub const SERVING_LOCK: &str = "hashtextextended('@stateous/serve', 0)";
 pub const EPOCH_LOCK: &str = "hashtextextended('@stateous/epoch', 0)";
 
 /// The SQL of each version, in the order of [`VERSIONS`].
-pub fn migrations() -> [String; 12] {
+pub fn migrations() -> [String; 13] {
     [
         baseline(),
         FEED.to_string(),
@@ -44,8 +44,27 @@ pub fn migrations() -> [String; 12] {
         GRAPHS.to_string(),
         KEY_SCOPES.to_string(),
         JOURNAL.to_string(),
+        USAGE.to_string(),
     ]
 }
+
+/// Version 0014: `usage` and `budgets`, as SQLite's 0014 (`store/sqlite/schema.rs`,
+/// `USAGE`); a sum is a `DOUBLE PRECISION`, as SQLite's `REAL`.
+const USAGE: &str = r#"
+CREATE TABLE usage (
+    token TEXT COLLATE "C" NOT NULL,
+    name TEXT COLLATE "C" NOT NULL,
+    total DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (token, name)
+);
+CREATE TABLE budgets (
+    subject TEXT COLLATE "C" NOT NULL CHECK (subject IN ('token', 'workflow')),
+    name TEXT COLLATE "C" NOT NULL,
+    budget TEXT COLLATE "C" NOT NULL,
+    set_at BIGINT NOT NULL,
+    PRIMARY KEY (subject, name)
+);
+"#;
 
 /// Version 0012: `journal`, as SQLite's 0012 (`store/sqlite/schema.rs`,
 /// `JOURNAL`).

@@ -19,6 +19,7 @@ pub mod store;
 mod tasks;
 mod timers;
 mod tokens;
+mod usage;
 pub mod writer;
 
 use std::cell::{Cell, RefCell};

@@ -37,7 +37,7 @@ impl Migration {
 }
 
 /// The migration of each version, in the order of [`VERSIONS`].
-pub fn migrations() -> [Migration; 12] {
+pub fn migrations() -> [Migration; 13] {
     [
         Migration::sql(baseline()),
         Migration::sql(FEED),
@@ -57,8 +57,30 @@ pub fn migrations() -> [Migration; 12] {
         Migration::sql(GRAPHS),
         Migration::sql(KEY_SCOPES),
         Migration::sql(JOURNAL),
+        Migration::sql(USAGE),
     ]
 }
+
+/// Version 0014, usage and budgets (`docs/inside/data.md`, `usage` and `budgets`):
+/// each token's sums of what its routines reported they spent, by usage name; and
+/// the budgets, a token's own (`subject` `token`, named by its id) or a workflow's
+/// default (`workflow`, named by the main workflow's name), as a JSON object of
+/// numbers. `store/postgres/schema.rs` makes the same.
+const USAGE: &str = "
+CREATE TABLE usage (
+    token TEXT NOT NULL,
+    name TEXT NOT NULL,
+    total REAL NOT NULL,
+    PRIMARY KEY (token, name)
+);
+CREATE TABLE budgets (
+    subject TEXT NOT NULL CHECK (subject IN ('token', 'workflow')),
+    name TEXT NOT NULL,
+    budget TEXT NOT NULL,
+    set_at INTEGER NOT NULL,
+    PRIMARY KEY (subject, name)
+);
+";
 
 /// Version 0012, the journal (`docs/inside/data.md`, `journal`): the ledger of what
 /// is not a token, one row for each change to a runtime setting (a limit, a

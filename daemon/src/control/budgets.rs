@@ -1,0 +1,54 @@
+//! The requests of usage and budgets (`docs/concepts/budgets.md`): a usage
+//! report, a token's budget, and the workflows' default budgets. Each is one
+//! transaction of `engine::usage` or `engine::budget`; a usage report that was
+//! recorded is counted in `/metrics` after its commit.
+
+use stateous_shared::refusal::Refusal;
+use stateous_shared::usage::{BudgetDefault, BudgetDefaults, TokenBudget, UsageAnswer};
+
+use super::Control;
+use crate::engine;
+use crate::validated::budgets::{DefaultBudgetInput, TokenBudgetInput, UsageInput};
+
+impl Control {
+    /// `POST /tasks/{id}/usage`: record what an attempt spent; a report that took
+    /// its token over its budget stopped its family's running attempts and paused it.
+    pub async fn report_usage(&self, input: UsageInput) -> Result<UsageAnswer, Refusal> {
+        let amounts = input.usage.amounts().clone();
+        let answer = self
+            .write(move |rules, tx| engine::usage::report_usage(rules, tx, &input))
+            .await?;
+        if answer.recorded {
+            self.inner.metrics.used(&amounts);
+        }
+        Ok(answer)
+    }
+
+    /// `PUT /tokens/{id}/budget`: change a top token's own budget.
+    pub async fn set_token_budget(&self, input: TokenBudgetInput) -> Result<TokenBudget, Refusal> {
+        self.write(move |rules, tx| engine::budget::set_token_budget(rules, tx, &input))
+            .await
+    }
+
+    /// `PUT /budgets/{workflow}`: set a workflow's default budget, whole.
+    pub async fn set_default_budget(
+        &self,
+        input: DefaultBudgetInput,
+    ) -> Result<BudgetDefault, Refusal> {
+        self.write(move |rules, tx| engine::budget::set_default(rules, tx, &input))
+            .await
+    }
+
+    /// `DELETE /budgets/{workflow}`: remove a workflow's default budget; whether
+    /// it had one.
+    pub async fn remove_default_budget(&self, workflow: String) -> Result<bool, Refusal> {
+        self.write(move |_, tx| engine::budget::remove_default(tx, &workflow))
+            .await
+    }
+
+    /// `GET /budgets`: every workflow's default budget.
+    pub async fn default_budgets(&self) -> Result<BudgetDefaults, Refusal> {
+        let budgets = self.read(engine::budget::defaults).await?;
+        Ok(BudgetDefaults { budgets })
+    }
+}
