@@ -139,9 +139,11 @@ impl Ctx {
     pub fn usage(&self, spent: &[(&str, f64)]) -> Result<(), String> {
         let mut usage = stateous_shared::wire::Object::new();
         for (name, amount) in spent {
-            let number = serde_json::Number::from_f64(*amount)
-                .ok_or_else(|| format!("the amount of {name} is a finite number"))?;
-            usage.insert((*name).to_string(), Value::Number(number));
+            if let Some(problem) = stateous_shared::usage::amount_problem(name, *amount) {
+                return Err(problem);
+            }
+            // A whole amount goes as an integer, as the helper sends `1200`.
+            usage.insert((*name).to_string(), stateous_shared::usage::number(*amount));
         }
         self.ask(Request::Usage { usage }).map(drop)
     }

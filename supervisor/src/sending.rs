@@ -9,7 +9,9 @@
 //! dropped, with one log line. Another 409 (`task_not_held`) is checked with a
 //! heartbeat first for a report; a note or memory write names its attempt, so the
 //! refusal says that attempt is over. A message that gets no answer before the
-//! stop stays, with the later messages of its task behind it.
+//! stop stays, with the later messages of its task behind it. A usage report
+//! (ours) is sent for an attempt that is over too: the control plane takes it, and
+//! any refusal drops it alone (`docs/concepts/budgets.md`).
 
 use std::collections::{BTreeMap, HashSet};
 

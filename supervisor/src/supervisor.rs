@@ -8,7 +8,8 @@
 //! the shortest granted lease apart, and stops the routines of lost ones; the
 //! watch loop asks it to beat at once when the control plane's `/watch` stream
 //! tells that a held task ended. A lost attempt's routine is stopped and every
-//! message of that attempt leaves the outbox unsent. Each routine's notes and
+//! message of that attempt leaves the outbox unsent, but its usage reports, which
+//! count for an attempt that is over (`docs/concepts/budgets.md`). Each routine's notes and
 //! memory writes go through the outbox in order, before its report. The first
 //! stop signal ends the claims and waits for the routines; the second kills them,
 //! and each killed routine's attempt is reported failed ("the supervisor was

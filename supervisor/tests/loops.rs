@@ -241,6 +241,36 @@ async fn a_lost_task_is_cancelled_and_its_messages_dropped() {
 }
 
 #[tokio::test]
+async fn an_in_process_routines_usage_is_sent_at_once_and_outlives_its_lost_task() {
+    let sup = start(routine(|ctx: Ctx| async move {
+        ctx.usage(&[("cost_usd", 0.5), ("input_tokens", 1200.0)])?;
+        assert!(
+            ctx.usage(&[("Cost", 1.0)]).is_err(),
+            "a bad name is refused at once"
+        );
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        ctx.emit("done", None)
+    }));
+    sup.fake.set_lost(vec![6]);
+    sup.fake.grant(grant(6, 1));
+    until(&sup.fake, |seen| {
+        seen.iter().any(|s| s.path == "/tasks/6/usage")
+            && seen.iter().any(|s| s.path == "/tasks/heartbeat")
+    })
+    .await;
+    let usage: Vec<Seen> = sup.fake.seen_at("/tasks/6/usage");
+    assert_eq!(usage.len(), 1, "{usage:#?}");
+    assert_eq!(
+        usage[0].body,
+        json!({"usage": {"cost_usd": 0.5, "input_tokens": 1200}, "attempt": 1,
+               "supervisor": "box-1"})
+    );
+    assert!(reports(&sup.fake.seen()).is_empty());
+    let (_, folder) = sup.stop().await;
+    assert_eq!(Running::depth(&folder), 0);
+}
+
+#[tokio::test]
 async fn leftovers_go_in_order_before_the_first_claim() {
     let folder = tempfile::tempdir().unwrap();
     {

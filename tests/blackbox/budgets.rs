@@ -352,3 +352,43 @@ fn usage_and_budgets_refuse_bad_input_and_change_nothing() {
     let outside = run(dir, &["ctx", "usage", "cost_usd=1"]);
     assert_eq!(outside.code(), 1, "{outside}");
 }
+
+/// The reference's `token show` reads the entries of ours as it reads any kind it
+/// does not know: the kind and its data, on one line each.
+#[test]
+fn the_references_token_show_reads_the_usage_and_budget_entries() {
+    let daemon = Daemon::orders();
+    let body = json!({"token": "O-1", "context": {"title": "t"}, "budget": {"cost_usd": 5}});
+    daemon.post("/tokens", &body).expect(201);
+    let claim = json!({"supervisor": "box", "states": ["draft"]});
+    let grant = daemon.post("/tasks/claim", &claim).expect(200);
+    let report =
+        json!({"usage": {"cost_usd": 6}, "attempt": grant["attempt"], "supervisor": "box"});
+    let path = format!("/tasks/{}/usage", grant["task"]);
+    let answer = daemon.post(&path, &report).expect(200);
+    assert_eq!(answer["stopped"], json!([grant["task"]]));
+    let beat = json!({"supervisor": "box", "tasks": [grant["task"]]});
+    let lost = daemon.post("/tasks/heartbeat", &beat).expect(200);
+    assert_eq!(
+        lost["lost"],
+        json!([grant["task"]]),
+        "the stopped attempt is lost"
+    );
+    let theirs = crate::reference::reference_stateous();
+    let shown = std::process::Command::new(theirs)
+        .args(["token", "show", "O-1", "--url", &daemon.url])
+        .env_remove("STATEOUS_URL")
+        .output()
+        .expect("the reference's command runs");
+    let stdout = String::from_utf8_lossy(&shown.stdout);
+    assert_eq!(shown.status.code(), Some(0), "{stdout}");
+    for part in [
+        "O-1: draft, paused",
+        "budget_set {\"budget\": {\"cost_usd\": 5}}",
+        "usage_reported {",
+        "budget_exceeded {",
+        "paused",
+    ] {
+        assert!(stdout.contains(part), "{part:?} in\n{stdout}");
+    }
+}

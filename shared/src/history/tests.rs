@@ -217,6 +217,26 @@ fn every_kind_says_what_happened() {
             json!({"a": 1}),
             r#"something_new {"a": 1}"#,
         ),
+        (
+            "usage_reported",
+            json!({"task": 7, "attempt": 2, "supervisor": "box-1",
+                   "usage": {"cost_usd": 0.12, "input_tokens": 1200}}),
+            "task 7 (attempt 2) reported usage: cost_usd 0.12, input_tokens 1200",
+        ),
+        (
+            "budget_exceeded",
+            json!({"reason": "over budget: cost_usd 5.12 of 5", "task": 7, "attempt": 2,
+                   "over": {"cost_usd": {"used": 5.12, "budget": 5}},
+                   "stopped": [{"token": "T-1", "task": 7, "attempt": 2}]}),
+            "over budget: cost_usd 5.12 of 5; task 7 (attempt 2) stopped, not counted \
+             as a retry",
+        ),
+        (
+            "budget_set",
+            json!({"budget": {"cost_usd": 8}}),
+            "budget set: cost_usd 8",
+        ),
+        ("budget_set", json!({"budget": {}}), "budget set: none"),
     ];
     for (kind, data, text) in cases {
         let line = entry_line_in(&entry(kind, data), &plus_two());
