@@ -20,7 +20,7 @@
 
 use serde_json::{json, Value};
 use stateous_shared::refusal::Code;
-use stateous_shared::usage::{number, over_reason, UsageAnswer};
+use stateous_shared::usage::{number, over_reason, Amounts, UsageAnswer};
 use stateous_shared::wire::Object;
 
 use super::budget::overspent;
@@ -69,17 +69,24 @@ pub fn report_usage(rules: &Rules, tx: &dyn Tx, input: &UsageInput) -> Step<Usag
         map.insert("supervisor".into(), json!(Supervisor::as_str(supervisor)));
     }
     append(tx, &row.token, EntryKind::UsageReported, key, data)?;
+    let mut top = add_to_sums(tx, row, input.usage.amounts())?;
+    answer.recorded = true;
+    answer.stopped = enforce(rules, tx, &mut top, (task.id, attempt))?;
+    Ok(answer)
+}
+
+/// Add `amounts` to the sums of `row` and of each token above it; the top token.
+/// The one place where usage is summed: a sum by another key (a pool of a limit)
+/// is added here too.
+fn add_to_sums(tx: &dyn Tx, row: TokenRow, amounts: &Amounts) -> Step<TokenRow> {
     let mut member = row;
     loop {
-        tx.add_usage(&member.token, input.usage.amounts())?;
+        tx.add_usage(&member.token, amounts)?;
         match &member.parent {
             Some(parent) => member = existing(tx, parent)?,
-            None => break,
+            None => return Ok(member),
         }
     }
-    answer.recorded = true;
-    answer.stopped = enforce(rules, tx, &mut member, (task.id, attempt))?;
-    Ok(answer)
 }
 
 /// If the top token `top` is over its budget and still spends (it is active, or

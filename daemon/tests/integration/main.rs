@@ -10,6 +10,7 @@
 mod common;
 
 mod api_server;
+mod budgets;
 mod control;
 mod dev_clock;
 mod heartbeat_attempts;
