@@ -45,7 +45,6 @@ fn refuse(code: Code, sentence: impl Into<String>) -> Refusal {
 
 pub use stateous_shared::limits::is_token_id as token_id_ok;
 
-// Usage and budgets (`docs/concepts/budgets.md`).
 pub mod budgets;
 
 /// A supervisor's name: 1 to 256 characters, none of them NUL (Postgres text
@@ -218,8 +217,6 @@ pub struct StartInput {
     pub token: String,
     /// The context.
     pub context: Object,
-    /// Ours: the token's own budget (`docs/concepts/budgets.md`), if given.
-    pub budget: Option<budgets::UsageAmounts>,
 }
 
 impl StartInput {
@@ -231,11 +228,7 @@ impl StartInput {
                 stateous_shared::limits::TOKEN_ID_RULE,
             ));
         }
-        Ok(StartInput {
-            token,
-            context,
-            budget: None,
-        })
+        Ok(StartInput { token, context })
     }
 }
 

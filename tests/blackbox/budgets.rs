@@ -239,6 +239,12 @@ fn a_budget_crossed_pauses_the_token_and_stops_its_routine_without_a_retry() {
     let log = routine_log(&folder);
     assert!(log.contains("attempt 4 started"), "{log}");
     assert_eq!(entries(&daemon, "B-1", "task_failed").len(), 2);
+    let metrics = daemon.get("/metrics").body;
+    let metrics = String::from_utf8_lossy(&metrics);
+    assert!(
+        metrics.contains("stateous_budget_crossings_total 1\n"),
+        "{metrics}"
+    );
 }
 
 fn a_crossing_is_kept_through_a_sigkill_of_the_daemon() {

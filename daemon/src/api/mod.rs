@@ -275,8 +275,13 @@ impl Api {
         let control = &self.control;
         match route {
             Route::Start => {
-                let input = StartInput::parse(&named_fields(raw, StartInput::FIELDS)?)?;
-                let started = control.start(input).await?;
+                let fields = named_fields(raw, StartInput::FIELDS)?;
+                let input = StartInput::parse(&fields)?;
+                // Ours: the token's own budget (`docs/concepts/budgets.md`).
+                let started = match parse::budgets::start_budget(&fields)? {
+                    Some(budget) => control.start_with_budget(input, budget).await?,
+                    None => control.start(input).await?,
+                };
                 let status = if started.created { 201 } else { 200 };
                 Ok(json(status, &started.token))
             }

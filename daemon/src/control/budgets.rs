@@ -6,11 +6,32 @@
 use stateous_shared::refusal::Refusal;
 use stateous_shared::usage::{BudgetDefault, BudgetDefaults, TokenBudget, UsageAnswer};
 
-use super::Control;
+use super::{Control, Started};
 use crate::engine;
-use crate::validated::budgets::{DefaultBudgetInput, TokenBudgetInput, UsageInput};
+use crate::validated::budgets::{DefaultBudgetInput, TokenBudgetInput, UsageAmounts, UsageInput};
+use crate::validated::StartInput;
 
 impl Control {
+    /// `POST /tokens` with the token's own budget: the start, then (for a token
+    /// it made) the budget and its `budget_set` entry, in one transaction.
+    pub async fn start_with_budget(
+        &self,
+        input: StartInput,
+        budget: UsageAmounts,
+    ) -> Result<Started, Refusal> {
+        let about = input.token.clone();
+        let (token, created) = self
+            .write_about(Some(&about), move |rules, tx| {
+                let (token, created) = engine::start::start(rules, tx, &input)?;
+                if created {
+                    engine::budget::given_at_start(tx, &token.token, &budget)?;
+                }
+                Ok((token, created))
+            })
+            .await?;
+        Ok(Started { token, created })
+    }
+
     /// `POST /tasks/{id}/usage`: record what an attempt spent; a report that took
     /// its token over its budget stopped its family's running attempts and paused it.
     pub async fn report_usage(&self, input: UsageInput) -> Result<UsageAnswer, Refusal> {

@@ -34,9 +34,6 @@ pub fn start(rules: &Rules, tx: &dyn Tx, input: &StartInput) -> Step<(TokenView,
     }
     let graph = (&*rules.graph, &rules.graph.main);
     let row = create(rules, tx, &input.token, &input.context, graph, None)?;
-    if let Some(budget) = &input.budget {
-        super::budget::given_at_start(tx, &row.token, budget)?;
-    }
     Ok((view(&row), true))
 }
 

@@ -45,9 +45,9 @@ async fn a_familys_usage_counts_against_its_top_tokens_budget(db: Db) {
     let graph = Arc::new(Graph::load(&std::fs::read_to_string(path).unwrap()).unwrap());
     let control = Control::open(graph, db.options()).await.unwrap();
     let context = object(json!({"customer": "acme", "score": 5}));
-    let mut start = StartInput::new("C-1".into(), context).unwrap();
-    start.budget = Some(UsageAmounts::new(object(json!({"cost_usd": 5})), "budget", true).unwrap());
-    control.start(start).await.unwrap();
+    let start = StartInput::new("C-1".into(), context).unwrap();
+    let five = UsageAmounts::new(object(json!({"cost_usd": 5})), "budget", true).unwrap();
+    control.start_with_budget(start, five).await.unwrap();
     let claim = |states: &[&str]| {
         let states = states.iter().map(|s| s.to_string()).collect();
         control.claim(ClaimInput::new("box".into(), states, None).unwrap())

@@ -10,6 +10,7 @@ use stateous_shared::refusal::{Code, Refusal};
 use stateous_shared::wire::Object;
 
 use super::{attempt, refuse};
+use crate::api::fields::Fields;
 use crate::validated::budgets::{
     BudgetChanges, DefaultBudgetInput, TokenBudgetInput, UsageAmounts, UsageInput,
 };
@@ -73,8 +74,8 @@ impl UsageInput {
 /// The `budget` of a `POST /tokens` body: absent or null for none; else a map
 /// of usage names to amounts, which may be empty (no budget, not even the
 /// workflow's default).
-pub fn start_budget(value: Option<&Value>) -> Result<Option<UsageAmounts>, Refusal> {
-    match value {
+pub fn start_budget(body: &impl Fields) -> Result<Option<UsageAmounts>, Refusal> {
+    match body.field("budget") {
         None | Some(Value::Null) => Ok(None),
         value => UsageAmounts::new(map(value, "budget")?.clone(), "budget", true).map(Some),
     }
@@ -146,10 +147,11 @@ mod tests {
 
     #[test]
     fn budgets_are_maps_of_numbers() {
-        assert_eq!(start_budget(None).unwrap(), None);
-        let empty = json!({});
-        assert!(start_budget(Some(&empty)).unwrap().is_some());
-        assert_eq!(code(start_budget(Some(&json!(5)))), Code::InvalidArgument);
+        assert_eq!(start_budget(&object(json!({"token": "T"}))).unwrap(), None);
+        let empty = object(json!({"budget": {}}));
+        assert!(start_budget(&empty).unwrap().is_some());
+        let five = object(json!({"budget": 5}));
+        assert_eq!(code(start_budget(&five)), Code::InvalidArgument);
         let changes = object(json!({"budget": {"cost_usd": 8, "n": null}}));
         let input = TokenBudgetInput::parse("T-1".into(), &changes).unwrap();
         assert_eq!(input.changes.changes()["n"], None);

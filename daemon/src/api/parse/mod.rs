@@ -33,7 +33,7 @@ fn refuse(code: Code, sentence: impl Into<String>) -> Refusal {
 }
 
 impl StartInput {
-    /// The fields `parse` reads.
+    /// The fields `parse` reads, and ours, `budget` (`budgets::start_budget`).
     pub const FIELDS: &'static [&'static str] = &["token", "context", "budget"];
 
     /// From the body: `token` must be a string (`invalid_token_id`), `context` an
@@ -47,10 +47,7 @@ impl StartInput {
             ));
         };
         let context = object_or_null(body.field("context"), "context", Code::InvalidContext)?;
-        let mut input = StartInput::new(token.clone(), context.unwrap_or_default())?;
-        // Ours: the token's budget (`docs/concepts/budgets.md`).
-        input.budget = budgets::start_budget(body.field("budget"))?;
-        Ok(input)
+        StartInput::new(token.clone(), context.unwrap_or_default())
     }
 }
 
