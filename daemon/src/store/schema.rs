@@ -18,7 +18,7 @@ use super::StoreError;
 /// The versions, oldest first; the migration of each makes the database that.
 pub const VERSIONS: [&str; 13] = [
     "0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008", "0009", "0010", "0011", "0012",
-    "0014",
+    "0013",
 ];
 
 /// The table where the version is recorded: its own name, so that an application
@@ -54,7 +54,7 @@ const GRAPHS: &str = "graphs";
 /// (`docs/inside/data.md`, `journal`).
 const JOURNAL: &str = "journal";
 
-/// Version 0014 adds usage and budgets: each token's sums of what its routines
+/// Version 0013 adds usage and budgets: each token's sums of what its routines
 /// spent, and the budgets of tokens and of workflows (`docs/inside/data.md`).
 const USAGE: [&str; 2] = ["usage", "budgets"];
 
@@ -91,7 +91,7 @@ pub fn newest() -> &'static str {
 /// The tables of ours that a database at `version` has. Version 0005 adds a
 /// column (`control_plane.clock`), no table; 0009 adds `access_keys`; 0010 adds
 /// `graphs` (and the column `tokens.graph`); 0011 adds a column
-/// (`access_keys.scope`), no table; 0012 adds `journal`; 0014 adds `usage` and
+/// (`access_keys.scope`), no table; 0012 adds `journal`; 0013 adds `usage` and
 /// `budgets`.
 pub fn tables_at(version: &str) -> BTreeSet<&'static str> {
     let mut tables: BTreeSet<&'static str> = BASELINE.into_iter().collect();
@@ -108,7 +108,7 @@ pub fn tables_at(version: &str) -> BTreeSet<&'static str> {
     if version >= "0012" {
         tables.insert(JOURNAL);
     }
-    if version >= "0014" {
+    if version >= "0013" {
         tables.extend(USAGE);
     }
     tables

@@ -48,7 +48,7 @@ pub fn migrations() -> [String; 13] {
     ]
 }
 
-/// Version 0014: `usage` and `budgets`, as SQLite's 0014 (`store/sqlite/schema.rs`,
+/// Version 0013: `usage` and `budgets`, as SQLite's 0013 (`store/sqlite/schema.rs`,
 /// `USAGE`); a sum is a `DOUBLE PRECISION`, as SQLite's `REAL`.
 const USAGE: &str = r#"
 CREATE TABLE usage (

@@ -61,7 +61,7 @@ pub fn migrations() -> [Migration; 13] {
     ]
 }
 
-/// Version 0014, usage and budgets (`docs/inside/data.md`, `usage` and `budgets`):
+/// Version 0013, usage and budgets (`docs/inside/data.md`, `usage` and `budgets`):
 /// each token's sums of what its routines reported they spent, by usage name; and
 /// the budgets, a token's own (`subject` `token`, named by its id) or a workflow's
 /// default (`workflow`, named by the main workflow's name), as a JSON object of
