@@ -16,8 +16,8 @@ use std::collections::BTreeSet;
 use super::StoreError;
 
 /// The versions, oldest first; the migration of each makes the database that.
-pub const VERSIONS: [&str; 11] = [
-    "0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008", "0009", "0010", "0011",
+pub const VERSIONS: [&str; 12] = [
+    "0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008", "0009", "0010", "0011", "0016",
 ];
 
 /// The table where the version is recorded: its own name, so that an application
@@ -82,7 +82,7 @@ pub fn newest() -> &'static str {
 /// The tables of ours that a database at `version` has. Version 0005 adds a
 /// column (`control_plane.clock`), no table; 0009 adds `access_keys`; 0010 adds
 /// `graphs` (and the column `tokens.graph`); 0011 adds a column
-/// (`access_keys.scope`), no table.
+/// (`access_keys.scope`), no table; 0016 adds a column (`tokens.trace`), no table.
 pub fn tables_at(version: &str) -> BTreeSet<&'static str> {
     let mut tables: BTreeSet<&'static str> = BASELINE.into_iter().collect();
     if version == "0002" || version == "0003" {

@@ -30,7 +30,7 @@ pub const SERVING_LOCK: &str = "hashtextextended('@stateous/serve', 0)";
 pub const EPOCH_LOCK: &str = "hashtextextended('@stateous/epoch', 0)";
 
 /// The SQL of each version, in the order of [`VERSIONS`].
-pub fn migrations() -> [String; 11] {
+pub fn migrations() -> [String; 12] {
     [
         baseline(),
         FEED.to_string(),
@@ -43,8 +43,15 @@ pub fn migrations() -> [String; 11] {
         access_keys(),
         GRAPHS.to_string(),
         KEY_SCOPES.to_string(),
+        TOKEN_TRACES.to_string(),
     ]
 }
+
+/// Version 0016: `tokens.trace`, as SQLite's 0016 (`store/sqlite/schema.rs`,
+/// `TOKEN_TRACES`).
+const TOKEN_TRACES: &str = r#"
+ALTER TABLE tokens ADD COLUMN trace TEXT COLLATE "C";
+"#;
 
 /// Version 0011: `access_keys.scope`, as SQLite's 0011 (`store/sqlite/schema.rs`,
 /// `KEY_SCOPES`); the check is a table constraint here, as Postgres wants one

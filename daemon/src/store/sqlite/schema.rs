@@ -37,7 +37,7 @@ impl Migration {
 }
 
 /// The migration of each version, in the order of [`VERSIONS`].
-pub fn migrations() -> [Migration; 11] {
+pub fn migrations() -> [Migration; 12] {
     [
         Migration::sql(baseline()),
         Migration::sql(FEED),
@@ -56,8 +56,17 @@ pub fn migrations() -> [Migration; 11] {
         Migration::sql(access_keys()),
         Migration::sql(GRAPHS),
         Migration::sql(KEY_SCOPES),
+        Migration::sql(TOKEN_TRACES),
     ]
 }
+
+/// Version 0016, traces (`docs/inside/data.md`, `tokens`): each token keeps the
+/// trace it was started in (`stateous_shared::trace_context::TokenTrace::stored`);
+/// null for a token made before, whose trace is derived from its id.
+/// `store/postgres/schema.rs` adds the same column.
+const TOKEN_TRACES: &str = "
+ALTER TABLE tokens ADD COLUMN trace TEXT;
+";
 
 /// Version 0011, scoped keys (`docs/inside/data.md`, `access_keys`): an `operate`
 /// key may be limited to firing named events, in named states, for tokens a
