@@ -23,6 +23,7 @@ pub mod routes;
 pub mod server;
 pub mod supervisors;
 pub mod tls;
+mod trace_header;
 mod watch;
 mod why;
 
@@ -274,7 +275,8 @@ impl Api {
         match route {
             Route::Start => {
                 let input = StartInput::parse(&named_fields(raw, StartInput::FIELDS)?)?;
-                let started = control.start(input).await?;
+                let trace = trace_header::caller_trace(parts, control.metrics());
+                let started = control.start(input.in_trace(trace)).await?;
                 let status = if started.created { 201 } else { 200 };
                 Ok(json(status, &started.token))
             }

@@ -70,9 +70,9 @@ impl Listener for Counted {
 
     fn line(&self, text: &str, warning: bool) {
         if warning {
-            tracing::warn!(target: "stateous.traces", "{text}");
+            tracing::warn!(target: "stateous.serve", "{text}");
         } else {
-            tracing::info!(target: "stateous.traces", "{text}");
+            tracing::info!(target: "stateous.serve", "{text}");
         }
     }
 }
@@ -83,34 +83,38 @@ pub struct Tracer {
     pub control: Control,
     /// Where ended spans go.
     pub spans: Spans,
+    /// The ledger id after which it reads: the feed's safe point when the API
+    /// began to serve, so that no row committed since is missed.
+    pub from: i64,
 }
 
 impl Tracer {
-    /// Follow the feed until `stop` turns true (or its sender goes).
+    /// Follow the feed from [`Tracer::from`] until `stop` turns true (or its sender
+    /// goes), and then up to the safe point of that moment.
     pub async fn run(self, mut stop: watch::Receiver<bool>) {
         let mark = self.control.mark().clone();
         let mut wake = mark.subscribe();
-        let mut after = mark.safe();
+        let mut after = self.from;
         let capacity = NonZeroUsize::new(MAX_BOOKS).unwrap_or(NonZeroUsize::MIN);
         let mut books = lru::LruCache::new(capacity);
         loop {
-            if *stop.borrow() {
-                return;
-            }
+            // A stop still reads what committed before it, then ends.
+            let stopping = *stop.borrow();
             let upto = mark.safe();
             if upto > after {
-                match self.control.trace_page(after, upto, PAGE).await {
-                    Ok(rows) => {
-                        let full = rows.len() >= usize::try_from(PAGE).unwrap_or(usize::MAX);
-                        after = rows.last().map_or(upto, |row| row.id);
-                        self.read(rows, &mut books).await;
-                        if full {
-                            continue;
-                        }
+                // A read that fails (the database cannot be read now) is tried
+                // again in a while.
+                if let Ok(rows) = self.control.trace_page(after, upto, PAGE).await {
+                    let full = rows.len() >= usize::try_from(PAGE).unwrap_or(usize::MAX);
+                    after = rows.last().map_or(upto, |row| row.id);
+                    self.read(rows, &mut books).await;
+                    if full || stopping {
+                        continue;
                     }
-                    // The database cannot be read now: look again in a while.
-                    Err(_) => {}
                 }
+            }
+            if stopping {
+                return;
             }
             tokio::select! {
                 changed = wake.changed() => {

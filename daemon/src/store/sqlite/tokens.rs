@@ -56,13 +56,23 @@ impl Tokens for SqliteTx<'_> {
     }
 
     fn update_token(&self, row: &TokenRow) -> StoreResult<()> {
-        // The same values as an insert's: `parent`, `workflow` and `trace` (`?7`,
-        // `?8`, `?10`) never change.
+        // The values of an insert but the last: `parent` and `workflow` (`?7`, `?8`)
+        // never change, nor does `trace`, which is left out.
         let mut statement = self.prepare(
             "UPDATE tokens SET state = ?2, status = ?3, visit = ?4, context = ?5, entered_at = ?6,
              graph = ?9 WHERE token = ?1",
         )?;
-        statement.execute(values(row))?;
+        statement.execute((
+            &row.token,
+            &row.state,
+            row.status.as_str(),
+            row.visit,
+            to_text(&row.context),
+            row.entered_at,
+            &row.parent,
+            &row.workflow,
+            row.graph.as_deref(),
+        ))?;
         Ok(())
     }
 
