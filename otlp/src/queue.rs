@@ -127,13 +127,7 @@ pub fn start(
     options: Options,
     listener: Arc<dyn Listener>,
 ) -> Result<(Spans, tokio::task::JoinHandle<()>), String> {
-    let mut exporter = opentelemetry_otlp::SpanExporter::builder()
-        .with_http()
-        .with_http_client(Http::new(options.timeout))
-        .with_endpoint(options.endpoint.url.clone())
-        .with_timeout(options.timeout)
-        .build()
-        .map_err(|e| format!("cannot set up the export of traces: {e}"))?;
+    let mut exporter = exporter(&options)?;
     exporter.set_resource(&resource(options.service));
     let (queue, taken) = mpsc::channel(options.capacity.max(1));
     let drops = Arc::new(Drops {
@@ -147,6 +141,18 @@ pub fn start(
     };
     let task = tokio::spawn(run(exporter, taken, options, listener, drops));
     Ok((spans, task))
+}
+
+/// The OTLP exporter of `options`; the error is one sentence (a variable the
+/// exporter reads, such as `OTEL_EXPORTER_OTLP_COMPRESSION`, that it cannot use).
+pub fn exporter(options: &Options) -> Result<opentelemetry_otlp::SpanExporter, String> {
+    opentelemetry_otlp::SpanExporter::builder()
+        .with_http()
+        .with_http_client(Http::new(options.timeout))
+        .with_endpoint(options.endpoint.url.clone())
+        .with_timeout(options.timeout)
+        .build()
+        .map_err(|e| format!("cannot set up the export of traces: {e}"))
 }
 
 /// The service's resource: `service.name` from `OTEL_SERVICE_NAME`, else `service`;

@@ -159,6 +159,7 @@ pub fn supervise_command(
             .await
             .map_err(|e| e.to_string());
         // The spans still queued get a short while to go out.
+        crate::traces::stop_sending();
         if let Some(queue) = queue {
             let _ = tokio::time::timeout(std::time::Duration::from_secs(2), queue).await;
         }
@@ -252,7 +253,7 @@ pub(crate) async fn supervise_with(
     })
     .map_err(|e| StartError(format!("cannot make the ctx sockets' folder: {e}")))?;
     if let Some(spans) = spans {
-        supervisor.trace_to(spans);
+        crate::traces::send_to(spans);
     }
     signals.forward(supervisor.handle());
     Ok(supervisor.run().await)

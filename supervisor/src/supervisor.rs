@@ -131,8 +131,6 @@ pub struct Core {
     /// The control plane refused this supervisor's key for good (401, or 403 on a
     /// claim): it stopped by itself, and `run` returns 1.
     shut_out: AtomicBool,
-    /// Where the routines' spans go (`supervise --otlp-endpoint`), once set.
-    spans: std::sync::OnceLock<stateous_otlp::Spans>,
 }
 
 /// What a supervisor runs with, checked by `supervise` (or a Rust caller).
@@ -190,17 +188,10 @@ impl Supervisor {
             next_run: std::sync::atomic::AtomicU64::new(1),
             signals: std::sync::atomic::AtomicUsize::new(0),
             shut_out: AtomicBool::new(false),
-            spans: std::sync::OnceLock::new(),
         };
         Ok(Supervisor {
             core: Arc::new(core),
         })
-    }
-
-    /// Send a span for each run of a program routine to `spans`
-    /// (`docs/reference/traces.md`); set once, before [`Supervisor::run`].
-    pub fn trace_to(&self, spans: stateous_otlp::Spans) {
-        let _ = self.core.spans.set(spans);
     }
 
     /// A handle that stops this supervisor.
@@ -545,13 +536,7 @@ impl Core {
                 };
                 let started = std::time::SystemTime::now();
                 let exit = runner::run(program, grant, &spec, &running.kill).await;
-                if let Some(spans) = self.spans.get() {
-                    let ran = (started, std::time::SystemTime::now());
-                    let span = crate::traces::routine_span(grant, &program.describe(), ran, &exit);
-                    if let Some(span) = span {
-                        spans.send(span);
-                    }
-                }
+                crate::traces::ran(grant, program, started, &exit);
                 server.abort();
                 let _ = std::fs::remove_file(&socket);
                 exit.failure()

@@ -6,7 +6,7 @@
 
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use stateous_otlp::{Endpoint, KeyValue, Listener, SpanData, SpanKind, Spans, Status};
@@ -14,7 +14,44 @@ use stateous_shared::trace_context::TraceParent;
 use stateous_shared::wire::Grant;
 
 use crate::log_line;
+use crate::routines::Program;
 use crate::runner::{Ended, Exit};
+
+/// Where this process's routine spans go while `supervise --otlp-endpoint` runs:
+/// one exporter for the process, as its log is one.
+static SPANS: Mutex<Option<Spans>> = Mutex::new(None);
+
+/// Send a span for each run of a program routine to `spans` from now on.
+pub fn send_to(spans: Spans) {
+    if let Ok(mut held) = SPANS.lock() {
+        *held = Some(spans);
+    }
+}
+
+/// Send no more spans: once the queue's last handle is gone, it sends what it
+/// holds and ends.
+pub fn stop_sending() {
+    if let Ok(mut held) = SPANS.lock() {
+        held.take();
+    }
+}
+
+/// A program ran for `grant` from `started` to now and ended as `exit`: send its
+/// span, when spans are sent and the grant is in a recorded trace.
+pub fn ran(grant: &Grant, program: &Program, started: SystemTime, exit: &Exit) {
+    let Some(spans) = SPANS.lock().ok().and_then(|held| held.clone()) else {
+        return;
+    };
+    let span = routine_span(
+        grant,
+        &program.describe(),
+        (started, SystemTime::now()),
+        exit,
+    );
+    if let Some(span) = span {
+        spans.send(span);
+    }
+}
 
 /// The instrumentation scope of the supervisor's spans.
 const SCOPE: &str = "stateous.supervisor";

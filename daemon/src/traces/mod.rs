@@ -42,9 +42,19 @@ const RECHECK: Duration = Duration::from_secs(1);
 pub const FLUSH_WITHIN: Duration = Duration::from_secs(2);
 
 /// The collector of `serve --otlp-endpoint` (or of the `OTEL_EXPORTER_OTLP_*`
-/// variables); `None`: traces are off. The error is the `error:` line's sentence.
+/// variables); `None`: traces are off. The error is the `error:` line's sentence:
+/// a value that is not a URL, or an exporter that cannot be set up.
 pub fn endpoint(flag: Option<&str>) -> Result<Option<Endpoint>, String> {
-    Endpoint::resolve(flag, "--otlp-endpoint", |name| std::env::var(name).ok())
+    let endpoint = Endpoint::resolve(flag, "--otlp-endpoint", |name| std::env::var(name).ok())?;
+    if let Some(endpoint) = &endpoint {
+        stateous_otlp::queue::exporter(&options(endpoint.clone()))?;
+    }
+    Ok(endpoint)
+}
+
+/// The queue's shape for the control plane.
+fn options(endpoint: Endpoint) -> stateous_otlp::Options {
+    stateous_otlp::Options::new(endpoint, "stateous")
 }
 
 /// Start the queue to `endpoint` on the current runtime, counting into `metrics`.
@@ -52,8 +62,7 @@ pub fn queue(
     endpoint: Endpoint,
     metrics: Metrics,
 ) -> Result<(Spans, tokio::task::JoinHandle<()>), String> {
-    let options = stateous_otlp::Options::new(endpoint, "stateous");
-    stateous_otlp::start(options, Arc::new(Counted(metrics)))
+    stateous_otlp::start(options(endpoint), Arc::new(Counted(metrics)))
 }
 
 /// The queue's outcomes, into `GET /metrics` and the log.
