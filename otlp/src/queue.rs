@@ -146,8 +146,12 @@ pub fn start(
 /// The OTLP exporter of `options`; the error is one sentence (a variable the
 /// exporter reads, such as `OTEL_EXPORTER_OTLP_COMPRESSION`, that it cannot use).
 pub fn exporter(options: &Options) -> Result<opentelemetry_otlp::SpanExporter, String> {
+    // No retries: the exporter's would sleep on the caller's thread (without a
+    // runtime feature it sleeps with `std::thread::sleep`), and a batch that failed
+    // is dropped and counted here rather than sent again behind later ones.
     opentelemetry_otlp::SpanExporter::builder()
         .with_http()
+        .with_retry_policy(opentelemetry_otlp::RetryPolicy::disabled())
         .with_http_client(Http::new(options.timeout))
         .with_endpoint(options.endpoint.url.clone())
         .with_timeout(options.timeout)
