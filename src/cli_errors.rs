@@ -11,7 +11,11 @@ use clap::error::ErrorKind;
 
 /// Print `error: <error>` on stderr; the exit code of a failed command, 1.
 pub fn failed(error: impl Display) -> i32 {
-    eprintln!("error: {error}");
+    if crate::logging::json() {
+        tracing::error!(target: "stateous", "error: {error}");
+    } else {
+        eprintln!("error: {error}");
+    }
     1
 }
 

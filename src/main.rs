@@ -16,6 +16,7 @@ mod completing;
 mod ctx_args;
 mod demo;
 mod hooks_args;
+mod logging;
 mod manual;
 mod serve_args;
 mod token_args;
@@ -113,6 +114,16 @@ enum Command {
         // (the flag's help says so).
         #[command(flatten)]
         connect: client_args::ConnectArgs,
+        /// Send a span for each run of a routine (OpenTelemetry, OTLP over HTTP as
+        /// protobuf) to the collector at this base URL, e.g. http://127.0.0.1:4318;
+        /// without it, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or
+        /// OTEL_EXPORTER_OTLP_ENDPOINT turn them on (docs/reference/traces.md).
+        #[arg(long, value_name = "URL")]
+        otlp_endpoint: Option<String>,
+        /// The log's format on stderr: text (the lines as they are) or json (one
+        /// object per line, with task, token and trace_id for a task's lines).
+        #[arg(long, value_name = "FORMAT", env = "STATEOUS_LOG_FORMAT", default_value = "text", value_parser = ["text", "json"])]
+        log_format: String,
     },
     #[command(subcommand, about = ctx_args::ABOUT, long_about = ctx_args::LONG_ABOUT)]
     Ctx(ctx_args::CtxCommand),
@@ -299,10 +310,18 @@ fn main() -> ExitCode {
         )),
         Command::Serve(flags) => code(serve_args::run(*flags)),
         Command::Backup(flags) => code(backup_args::run(flags)),
-        Command::Supervise { folder, connect } => {
+        Command::Supervise {
+            folder,
+            connect,
+            otlp_endpoint,
+            log_format,
+        } => {
+            logging::to_stderr(&log_format);
             let connection = connect.connection().unwrap_or_else(|e| exit_with(e));
             code(exit_code(stateous_supervisor::command::supervise_command(
-                &folder, connection,
+                &folder,
+                connection,
+                otlp_endpoint.as_deref(),
             )))
         }
         Command::Ctx(command) => code(ctx_args::run(command)),

@@ -5,7 +5,7 @@ use stateous_daemon::serve::ServeArgs;
 
 /// Run `stateous serve`; its exit code.
 pub fn run(flags: ServeArgs) -> i32 {
-    log_to_stderr();
+    crate::logging::to_stderr(&flags.log_format);
     if flags.standby && flags.supervise.is_some() {
         return crate::cli_errors::failed(stateous_daemon::serve::STANDBY_NO_COMPANION);
     }
@@ -41,15 +41,4 @@ pub fn run(flags: ServeArgs) -> i32 {
         Some(beside) => beside.finish(code),
         None => code,
     }
-}
-
-/// Log lines (`stateous.*` targets at INFO) go to stderr, one line each.
-pub fn log_to_stderr() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("STATEOUS_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .with_env_filter(filter)
-        .try_init();
 }

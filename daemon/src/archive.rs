@@ -154,6 +154,7 @@ pub(crate) fn example(id: &str) -> Kept {
         parent: None,
         workflow: None,
         graph: None,
+        trace: None,
     };
     let entry = LedgerRow {
         id: 7,

@@ -13,4 +13,5 @@ pub mod serve;
 pub mod store;
 pub mod testing;
 pub mod time_source;
+pub mod traces;
 pub mod validated;

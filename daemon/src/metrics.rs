@@ -138,6 +138,11 @@ struct Families {
     /// One scrape at a time, so that the gauges are cleared and set whole, and a
     /// ledger entry is counted once; holds the id counted up to.
     scrape: tokio::sync::Mutex<i64>,
+    /// Traces (`traces/mod.rs`): spans sent, spans dropped by reason, and
+    /// `traceparent` headers ignored.
+    trace_spans: IntCounter,
+    trace_drops: IntCounterVec,
+    traceparents_ignored: IntCounter,
 }
 
 /// The counts one scrape reads from the tables, in one snapshot.
@@ -297,6 +302,18 @@ impl Metrics {
                     "Usage reports that took a token over its budget (budget_exceeded \
                      entries): each stopped its running attempts and paused it.",
                 ),
+                trace_spans: counter(
+                    r,
+                    "stateous_trace_spans_exported_total",
+                    "Spans the collector of serve --otlp-endpoint took.",
+                ),
+                trace_drops: trace_drops(r),
+                traceparents_ignored: counter(
+                    r,
+                    "stateous_traceparent_ignored_total",
+                    "traceparent headers (of a start or a webhook delivery) that did not \
+                     parse and were ignored: the token began a trace of its own.",
+                ),
                 registry,
                 scrape: tokio::sync::Mutex::new(last),
             }),
@@ -371,6 +388,24 @@ impl Metrics {
         self.inner.pruned.inc_by(tokens);
     }
 
+    /// The collector took `spans` spans.
+    pub fn trace_spans_exported(&self, spans: u64) {
+        self.inner.trace_spans.inc_by(spans);
+    }
+
+    /// `spans` spans were dropped, for `reason` (`queue_full`, `export_failed`).
+    pub fn trace_spans_dropped(&self, spans: u64, reason: &str) {
+        self.inner
+            .trace_drops
+            .with_label_values(&[reason])
+            .inc_by(spans);
+    }
+
+    /// A `traceparent` header did not parse and was ignored.
+    pub fn traceparent_ignored(&self) {
+        self.inner.traceparents_ignored.inc();
+    }
+
     /// The text of a scrape: the tables read by `read` (given the ledger id
     /// counted up to, it returns the counts), and what the API layer heard.
     pub async fn render<F, Fut>(&self, read: F, heard: Heard) -> Result<String, Refusal>
@@ -426,6 +461,22 @@ impl Metrics {
             })?;
         Ok(String::from_utf8_lossy(&text).into_owned())
     }
+}
+
+/// `stateous_trace_spans_dropped_total`, each reason listed at zero.
+fn trace_drops(registry: &Registry) -> IntCounterVec {
+    let family = counters(
+        registry,
+        "stateous_trace_spans_dropped_total",
+        "Spans not sent, by reason: queue_full (the collector is slow or down and the \
+         queue of 2048 spans was full), export_failed (the collector refused a batch or \
+         did not answer within 10 s).",
+        &["reason"],
+    );
+    for reason in ["queue_full", "export_failed"] {
+        family.with_label_values(&[reason]);
+    }
+    family
 }
 
 /// The tables' counts in one snapshot, the main workflow named `main`; entries

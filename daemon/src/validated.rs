@@ -217,6 +217,9 @@ pub struct StartInput {
     pub token: String,
     /// The context.
     pub context: Object,
+    /// The trace the token continues (a caller's `traceparent`); `None`: a trace
+    /// of its own (`docs/reference/traces.md`).
+    pub trace: Option<stateous_shared::trace_context::TokenTrace>,
 }
 
 impl StartInput {
@@ -228,7 +231,16 @@ impl StartInput {
                 stateous_shared::limits::TOKEN_ID_RULE,
             ));
         }
-        Ok(StartInput { token, context })
+        Ok(StartInput {
+            token,
+            context,
+            trace: None,
+        })
+    }
+
+    /// The same start, continuing the trace of a caller's `traceparent`.
+    pub fn in_trace(self, trace: Option<stateous_shared::trace_context::TokenTrace>) -> Self {
+        StartInput { trace, ..self }
     }
 }
 

@@ -22,6 +22,7 @@ pub mod refusal;
 pub mod socket;
 pub mod testing;
 pub mod time;
+pub mod trace_context;
 pub mod watch;
 pub mod why;
 pub mod wire;

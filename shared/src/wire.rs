@@ -102,6 +102,11 @@ pub struct Grant {
     /// The event that moved the token into the state.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub entered_by: Option<EventRecord>,
+    /// Ours: the W3C `traceparent` of the attempt's span, which the routine's
+    /// spans are children of (`docs/reference/traces.md`); left out by a control
+    /// plane that keeps no traces (the reference's clients ignore it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
 }
 
 /// A timer that a routine sets: the clock fires `event` on the token `after` from

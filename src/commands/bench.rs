@@ -366,6 +366,7 @@ mod tests {
             context: Object::new(),
             memory: Object::new(),
             entered_by: None,
+            traceparent: None,
         };
         let draft = outcome(&grant("draft"), "bench-0").unwrap();
         assert_eq!(draft.event.as_deref(), Some("submitted"));

@@ -139,16 +139,31 @@ pub async fn check_health(
 /// `connection`: `--url`, the access key, and the TLS flags (`--cacert`,
 /// `--client-cert`, `--client-key`), which win, file by file, over
 /// `stateous.yaml`'s `cacert`, `client_cert` and `client_key`.
-pub fn supervise_command(folder: &Path, connection: Connection) -> Result<i32, String> {
+pub fn supervise_command(
+    folder: &Path,
+    connection: Connection,
+    otlp_endpoint: Option<&str>,
+) -> Result<i32, String> {
+    let endpoint = crate::traces::endpoint(otlp_endpoint)?;
     start_spawner();
     let runtime =
         stateous_client::runtime::runtime(stateous_client::runtime::Threads::Workers(None))
             .map_err(|e| format!("cannot start the supervisor: {e}"))?;
     let code = runtime.block_on(async {
         let Connection { url, key, tls } = connection;
-        supervise(folder, url.as_deref(), key, &tls)
+        let (spans, queue) = match endpoint.map(crate::traces::queue).transpose()? {
+            Some((spans, queue)) => (Some(spans), Some(queue)),
+            None => (None, None),
+        };
+        let code = supervise(folder, url.as_deref(), key, &tls, spans)
             .await
-            .map_err(|e| e.to_string())
+            .map_err(|e| e.to_string());
+        // The spans still queued get a short while to go out.
+        crate::traces::stop_sending();
+        if let Some(queue) = queue {
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(2), queue).await;
+        }
+        code
     });
     // A routine's stdin writer or a helper connection may still hang on; do not wait.
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));
@@ -171,10 +186,11 @@ pub async fn supervise(
     url: Option<&str>,
     key: Option<AccessKey>,
     tls: &TlsOptions,
+    spans: Option<stateous_otlp::Spans>,
 ) -> Result<i32, StartError> {
     let signals = Signals::new();
     signals.listen()?;
-    supervise_with(folder, url, key, tls, &signals).await
+    supervise_with(folder, url, key, tls, &signals, spans).await
 }
 
 /// [`supervise`], stopped by `signals` (which something else may feed).
@@ -184,6 +200,7 @@ pub(crate) async fn supervise_with(
     key: Option<AccessKey>,
     tls: &TlsOptions,
     signals: &Signals,
+    spans: Option<stateous_otlp::Spans>,
 ) -> Result<i32, StartError> {
     let loaded = load_folder(folder)?;
     let outbox = open_outbox(&loaded.path)?;
@@ -235,6 +252,9 @@ pub(crate) async fn supervise_with(
         timings,
     })
     .map_err(|e| StartError(format!("cannot make the ctx sockets' folder: {e}")))?;
+    if let Some(spans) = spans {
+        crate::traces::send_to(spans);
+    }
     signals.forward(supervisor.handle());
     Ok(supervisor.run().await)
 }

@@ -76,7 +76,7 @@ fn run(runtime: Runtime, folder: &Path, url: &str, signals: &Signals) -> i32 {
         if !server_answers(url, signals).await {
             return 1;
         }
-        match supervise_with(folder, Some(url), None, &Default::default(), signals).await {
+        match supervise_with(folder, Some(url), None, &Default::default(), signals, None).await {
             Ok(code) => code,
             Err(e) => {
                 log_line!("the supervisor did not start: {e}");

@@ -28,3 +28,4 @@ mod sending;
 pub mod spawner;
 pub mod stop;
 pub mod supervisor;
+pub mod traces;

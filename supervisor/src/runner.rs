@@ -4,7 +4,7 @@
 //! (so a signal to the supervisor's terminal does not reach it, and a stop can
 //! reach all of its children), with the grant as one JSON object on stdin and
 //! `STATEOUS_TOKEN`, `_TASK`, `_STATE`, `_VISIT`, `_ATTEMPT` and `_CTX` in its
-//! environment. The folder of the running `stateous` binary comes first on its
+//! environment, and `TRACEPARENT` when the grant has the attempt's. The folder of the running `stateous` binary comes first on its
 //! `PATH`, so `stateous ctx ...` is the same binary. Each line it writes goes to
 //! the supervisor's log, prefixed with the task, and to a file under
 //! `.stateous/logs/`, within the caps of `output.rs`. A kill sends SIGTERM to the
@@ -101,7 +101,7 @@ pub async fn run(program: &Program, grant: &Grant, spec: &RunSpec, kill: &Stop) 
             vec![OsString::from("-c"), OsString::from(line)],
         ),
     };
-    let env = [
+    let mut env = vec![
         ("STATEOUS_TOKEN", OsString::from(&grant.token)),
         ("STATEOUS_TASK", grant.task.to_string().into()),
         ("STATEOUS_STATE", OsString::from(&grant.state)),
@@ -110,6 +110,11 @@ pub async fn run(program: &Program, grant: &Grant, spec: &RunSpec, kill: &Stop) 
         (crate::ctx_socket::CTX_ENV, spec.ctx_socket.clone().into()),
         ("PATH", path_with_own_folder().to_os_string()),
     ];
+    // The attempt's span, which the routine's own spans join (W3C Trace Context's
+    // name for the variable; `docs/reference/traces.md`).
+    if let Some(traceparent) = &grant.traceparent {
+        env.push(("TRACEPARENT", OsString::from(traceparent)));
+    }
     let mut child = match start(path, &args, &spec.folder, &env, spec.grace).await {
         Ok(child) => child,
         Err(e) => {

@@ -402,6 +402,7 @@ impl Core {
                 self.lose(&old);
             }
         }
+        crate::log::task_began(grant.task, &grant.token, grant.traceparent.as_deref());
         log_line!(
             "task {}: {} of {}, attempt {}",
             grant.task,
@@ -431,6 +432,7 @@ impl Core {
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .retain(|r| !Arc::ptr_eq(r, &running));
+            crate::log::task_ended(running.grant.task);
             self.freed.notify_one();
         });
     }
@@ -533,7 +535,9 @@ impl Core {
                     ctx_socket: socket.clone(),
                     grace: self.timings.grace,
                 };
+                let started = std::time::SystemTime::now();
                 let exit = runner::run(program, grant, &spec, &running.kill).await;
+                crate::traces::ran(grant, program, started, &exit);
                 server.abort();
                 let _ = std::fs::remove_file(&socket);
                 exit.failure()

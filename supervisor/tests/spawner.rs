@@ -69,6 +69,7 @@ fn grant(task: i64) -> Grant {
         context: serde_json::from_str(r#"{"repo": "acme"}"#).expect("an object"),
         memory: Default::default(),
         entered_by: None,
+        traceparent: None,
     }
 }
 

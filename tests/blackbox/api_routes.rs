@@ -194,7 +194,17 @@ fn a_claim_grants_the_oldest_task_or_answers_204() {
     let none = claim(&daemon, "box-1");
     assert_eq!((none.status, none.body.len()), (204, 0), "{none}");
     start(&daemon, "T-1");
-    let grant = claim(&daemon, "box-1").expect(200);
+    let mut grant = claim(&daemon, "box-1").expect(200);
+    // Our addition `traceparent`: the attempt's span, in the token's trace.
+    let traceparent = grant["traceparent"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        traceparent.starts_with("00-") && traceparent.ends_with("-01"),
+        "{grant}"
+    );
+    grant.as_object_mut().unwrap().remove("traceparent");
     // The reference's fields, and our addition `lease_seconds` (the harness serves
     // with leases of 2 s), which the reference's supervisor ignores.
     assert_eq!(

@@ -62,6 +62,7 @@ mod tls;
 mod token_commands;
 mod token_interop;
 mod token_why;
+mod traces;
 mod tui_tmux;
 mod values;
 mod versions;

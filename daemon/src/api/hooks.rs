@@ -265,7 +265,15 @@ impl Api {
             };
             return Ok((json(202, &ignored), Outcome::Ignored));
         };
-        let made = make(spec, &delivery, event.to_string())?;
+        let mut made = make(spec, &delivery, event.to_string())?;
+        // A token the delivery starts continues the sender's trace.
+        made.start = match made.start {
+            Some(HookStart::Start(input)) => {
+                let trace = super::trace_header::caller_trace(parts, self.control.metrics());
+                Some(HookStart::Start(input.in_trace(trace)))
+            }
+            other => other,
+        };
         let fired = self.control.hook(made.start, made.fire).await?;
         if fired.duplicate {
             let duplicate = Duplicate {

@@ -23,6 +23,7 @@ pub mod routes;
 pub mod server;
 pub mod supervisors;
 pub mod tls;
+mod trace_header;
 mod watch;
 mod why;
 // Usage and budgets (`docs/concepts/budgets.md`).
@@ -277,6 +278,8 @@ impl Api {
             Route::Start => {
                 let fields = named_fields(raw, StartInput::FIELDS)?;
                 let input = StartInput::parse(&fields)?;
+                let trace = trace_header::caller_trace(parts, control.metrics());
+                let input = input.in_trace(trace);
                 // Ours: the token's own budget (`docs/concepts/budgets.md`).
                 let started = match parse::budgets::start_budget(&fields)? {
                     Some(budget) => control.start_with_budget(input, budget).await?,

@@ -12,6 +12,7 @@ pub mod condition;
 mod dev_clock;
 mod owing;
 pub mod prune;
+pub mod traces;
 mod versions;
 mod views;
 // Usage and budgets (`docs/concepts/budgets.md`).

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use serde_json::{json, Value};
+use stateous_shared::trace_context::TokenTrace;
 use stateous_shared::wire::{EventRecord, Grant};
 
 use super::{append, existing, Rules, Step};
@@ -143,7 +144,9 @@ pub fn grant(tx: &dyn Tx, task: &TaskRow) -> Step<Grant> {
         None => task.state.clone(),
         Some(workflow) => format!("{workflow}/{}", task.state),
     };
+    let trace = TokenTrace::of(&task.token, row.trace.as_deref());
     Ok(Grant {
+        traceparent: Some(trace.attempt_header(&task.token, task.id, task.attempt)),
         task: task.id,
         token: task.token.clone(),
         state,

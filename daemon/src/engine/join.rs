@@ -9,6 +9,7 @@
 use serde_json::{json, Value};
 use stateous_shared::graph::{Graph, StateSpec, Workflow, END, JOINED, START};
 use stateous_shared::refusal::{Code, Refusal};
+use stateous_shared::trace_context::TokenTrace;
 use stateous_shared::wire::Object;
 
 use super::route::{fail, route};
@@ -135,6 +136,8 @@ pub fn start_children(
         append(tx, &row.token, EntryKind::BranchStarted, None, data)?;
         let graph = rules.graph_of(row);
         let workflow = child_workflow(graph, name)?;
+        // A child's spans sit under its parent's visit of the parallel state.
+        let trace = TokenTrace::of(&row.token, row.trace.as_deref());
         create(
             rules,
             tx,
@@ -142,6 +145,7 @@ pub fn start_children(
             &inputs,
             (graph, workflow),
             Some(&row.token),
+            trace.child(&row.token, &spec.name, visit),
         )?;
         *row = existing(tx, &row.token)?;
     }

@@ -6,6 +6,7 @@ use serde_json::{json, Value};
 use stateous_shared::graph::{Graph, TransitionSpec, Workflow, END, START, STARTED};
 use stateous_shared::guards::GuardInput;
 use stateous_shared::refusal::Code;
+use stateous_shared::trace_context::TokenTrace;
 use stateous_shared::wire::{Object, TokenView};
 
 use super::join::cannot_enter;
@@ -33,13 +34,14 @@ pub fn start(rules: &Rules, tx: &dyn Tx, input: &StartInput) -> Step<(TokenView,
         );
     }
     let graph = (&*rules.graph, &rules.graph.main);
-    let row = create(rules, tx, &input.token, &input.context, graph, None)?;
+    let trace = (input.trace).unwrap_or_else(|| TokenTrace::started(&input.token, tx.now()));
+    let row = create(rules, tx, &input.token, &input.context, graph, None, trace)?;
     Ok((view(&row), true))
 }
 
 /// A new token of `workflow` (of `graph`, which the token then runs on), moved out
 /// of START to where its context leads. With `parent`, it is a child of that
-/// token's parallel state (reference `_create`).
+/// token's parallel state (reference `_create`). It keeps `trace` for good.
 pub fn create(
     rules: &Rules,
     tx: &dyn Tx,
@@ -47,6 +49,7 @@ pub fn create(
     context: &Object,
     (graph, workflow): (&Graph, &Workflow),
     parent: Option<&str>,
+    trace: TokenTrace,
 ) -> Step<TokenRow> {
     let values = workflow.with_defaults(context);
     let errors = workflow.context_errors(&values);
@@ -65,6 +68,7 @@ pub fn create(
         parent: parent.map(str::to_string),
         workflow: parent.map(|_| workflow.name.clone()),
         graph: Some(Arc::from(graph.checksum.as_str())),
+        trace: Some(Arc::from(trace.stored())),
     };
     if chosen.target != END {
         if let Some(problem) = cannot_enter(graph, tx, token, workflow, &chosen.target, &values)? {

@@ -148,6 +148,18 @@ pub struct ServeArgs {
     /// gzipped JSON-lines file in this folder, synced before its rows are deleted.
     #[arg(long, value_name = "DIR")]
     pub archive: Option<PathBuf>,
+    /// Send traces (OpenTelemetry, OTLP over HTTP as protobuf) to the collector at
+    /// this base URL, e.g. http://127.0.0.1:4318 (spans go to URL/v1/traces).
+    /// Without it, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT
+    /// turn traces on; OTEL_EXPORTER_OTLP_HEADERS and OTEL_SERVICE_NAME are read
+    /// too (docs/reference/traces.md). Off by default.
+    #[arg(long, value_name = "URL")]
+    pub otlp_endpoint: Option<String>,
+    /// The log's format on stderr: text (lines for people) or json (one object per
+    /// line: timestamp, level, target, message, and token, task and trace_id where
+    /// a line has them).
+    #[arg(long, value_name = "FORMAT", env = "STATEOUS_LOG_FORMAT", default_value = "text", value_parser = ["text", "json"])]
+    pub log_format: String,
 }
 
 impl ServeArgs {
@@ -182,6 +194,8 @@ impl ServeArgs {
             retain_ended: None,
             retain_every: DEFAULT_RETAIN_EVERY.into(),
             archive: None,
+            otlp_endpoint: None,
+            log_format: "text".into(),
         }
     }
 

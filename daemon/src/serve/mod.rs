@@ -35,6 +35,7 @@ pub mod retain;
 mod socket;
 mod standby;
 mod ticker;
+mod tracer;
 
 use std::net::TcpListener as StdTcpListener;
 use std::sync::atomic::AtomicBool;
@@ -116,6 +117,9 @@ pub struct Companion {
 /// stops gracefully and prints `stopped`; with another code it stops at once and
 /// exits with that code, without `stopped`, as the reference's `serve` does.
 pub fn run_with(args: ServeArgs, companion: Option<Companion>) -> Result<i32, String> {
+    if args.log_format == "json" {
+        JSON_LINES.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
     if args.standby {
         if let Some(companion) = companion {
             (companion.stop_now)();
@@ -123,6 +127,20 @@ pub fn run_with(args: ServeArgs, companion: Option<Companion>) -> Result<i32, St
         }
     }
     start(&args)?.serve(companion)
+}
+
+/// Whether serve's own lines (`serving on URL`, `stopped`, ...) are events of the
+/// JSON log (`--log-format json`), as the binary set it up, rather than text.
+static JSON_LINES: AtomicBool = AtomicBool::new(false);
+
+/// Write one of serve's own lines to stderr: as text, or with `--log-format json`
+/// as an event of the log, so that every line of stderr is one JSON object.
+pub(crate) fn say(line: &str) {
+    if JSON_LINES.load(std::sync::atomic::Ordering::Relaxed) {
+        tracing::info!(target: "stateous.serve", "{line}");
+    } else {
+        eprintln!("{line}");
+    }
 }
 
 /// A control plane ready to serve: bound, with its database held or (a standby)
@@ -139,6 +157,8 @@ struct Ready {
     guard: Guard,
     /// The hooks of `--hooks FILE`.
     hooks: crate::api::hooks::Hooks,
+    /// Where traces go (`--otlp-endpoint`); `None`: off.
+    traces: Option<stateous_otlp::Endpoint>,
 }
 
 /// The database of a bound control plane.
@@ -159,6 +179,7 @@ enum Holding {
 fn start(args: &ServeArgs) -> Result<Ready, String> {
     let listen = Listen::parse(&args.listen)?;
     let timings = Timings::parse(args)?;
+    let traces = crate::traces::endpoint(args.otlp_endpoint.as_deref())?;
     // The certificate files are read before anything is bound: a wrong one is the
     // first thing to say.
     let tls_files = options::tls_files(args)?;
@@ -256,12 +277,12 @@ fn start(args: &ServeArgs) -> Result<Ready, String> {
         return Err(refusal);
     }
     if let Some(warning) = listen.warning(keys, tls.is_some()) {
-        eprintln!("{warning}");
+        say(&warning);
     }
     if args.dev_clock {
-        eprintln!(
+        say(
             "dev clock: stateous clock advance DURATION, freeze and thaw move this control \
-             plane's time"
+             plane's time",
         );
     }
     let port = tcp
@@ -291,6 +312,7 @@ fn start(args: &ServeArgs) -> Result<Ready, String> {
         },
         timings,
         hooks,
+        traces,
     })
 }
 
@@ -327,6 +349,7 @@ impl Ready {
             timings,
             guard,
             hooks,
+            traces,
         } = self;
         let socket_path = socket.path().display().to_string();
         let standby = matches!(holding, Holding::Waiting { .. });
@@ -346,8 +369,11 @@ impl Ready {
             let lost = Arc::new(AtomicBool::new(false));
             let front = Front::standby();
             let counts = guard.counts.clone();
+            // The traces begin with what commits once the API serves.
+            let mut traced_from = 0;
             if let Holding::Held(control) = &holding {
                 control.metrics().adopt(&counts);
+                traced_from = control.mark().safe();
                 front.serve(keyed_api(control, &lost).await?.with_hooks(hooks.clone()));
             }
             let (stop_server, server_stops) = watch::channel(Stop::Serving);
@@ -363,8 +389,9 @@ impl Ready {
                 {
                     Waited::Took(control) => {
                         control.metrics().adopt(&counts);
+                        traced_from = control.mark().safe();
                         front.serve(keyed_api(&control, &lost).await?.with_hooks(hooks.clone()));
-                        eprintln!("{STANDBY_TOOK_LINE}");
+                        say(STANDBY_TOOK_LINE);
                         control
                     }
                     waited => {
@@ -377,7 +404,7 @@ impl Ready {
                     }
                 },
             };
-            eprintln!("serving on {url} (Ctrl-C stops)");
+            say(&format!("serving on {url} (Ctrl-C stops)"));
             // Under systemd (Type=notify) the database is open now: READY (a
             // standby said it when it stood by, and now says what it does).
             // Without NOTIFY_SOCKET this does nothing; should it fail, systemd's
@@ -388,7 +415,7 @@ impl Ready {
                 sd_notify::NotifyState::Ready
             };
             let _ = sd_notify::notify(&[state]);
-            eprintln!("the same API on unix://{socket_path}");
+            say(&format!("the same API on unix://{socket_path}"));
             let serving = Serving {
                 control,
                 server,
@@ -396,6 +423,7 @@ impl Ready {
                 lost,
                 timings,
                 signals,
+                traces: traces.map(|endpoint| (endpoint, traced_from)),
             };
             Ok::<Ending, String>(serving.until_stopped(companion).await)
         });
@@ -409,7 +437,7 @@ impl Ready {
         }
         match ending? {
             Ending::Stopped => {
-                eprintln!("stopped");
+                say("stopped");
                 Ok(0)
             }
             Ending::Lost => Err(LOST_SENTENCE.to_string()),
@@ -427,6 +455,8 @@ struct Serving {
     lost: Arc<AtomicBool>,
     timings: Timings,
     signals: Signals,
+    /// Where traces go, and the ledger id after which they begin.
+    traces: Option<(stateous_otlp::Endpoint, i64)>,
 }
 
 impl Serving {
@@ -442,6 +472,7 @@ impl Serving {
             lost,
             timings,
             mut signals,
+            traces,
         } = self;
         let on_lost = Arc::new(Notify::new());
         let (stop_clock, clock_stops) = watch::channel(false);
@@ -452,6 +483,8 @@ impl Serving {
             on_lost: on_lost.clone(),
         };
         let clock = tokio::spawn(clock.run(clock_stops.clone()));
+        let tracing =
+            traces.and_then(|(to, from)| tracer::start(&control, (to, from), &clock_stops));
         let retention = timings.retention.clone().map(|(pass, every)| {
             let retention = retain::Retention {
                 control: control.clone(),
@@ -476,6 +509,9 @@ impl Serving {
         let _ = clock.await;
         if let Some(retention) = retention {
             let _ = retention.await;
+        }
+        if let Some(tracing) = tracing {
+            tracing.finish().await;
         }
         if !matches!(ending, Ending::Lost) && give_up_hold(&control, &lost).await {
             // A stop signal can come together with the loss (a control plane

@@ -33,9 +33,9 @@ pub(super) async fn stand_by(
     url: &str,
     socket_path: &str,
 ) -> Waited {
-    eprintln!("standby on {url} (Ctrl-C stops)");
-    eprintln!("{STANDBY_WAITING_LINE}");
-    eprintln!("the same API on unix://{socket_path}");
+    super::say(&format!("standby on {url} (Ctrl-C stops)"));
+    super::say(STANDBY_WAITING_LINE);
+    super::say(&format!("the same API on unix://{socket_path}"));
     // Under systemd a standby is up once it answers as one.
     let _ = sd_notify::notify(&[
         sd_notify::NotifyState::Ready,

@@ -203,6 +203,10 @@ passed_through! {
             after: Option<&str>,
             limit: i64,
         ) -> StoreResult<Vec<TokenRow>>;
+        /// `(token, trace)` of those of `tokens` that exist (`tokens.trace`, null for
+        /// a token made before version 0014): the trace exporter's one read for the
+        /// tokens a page of the feed brings (`docs/reference/traces.md`).
+        fn traces_of(&self, tokens: &[String]) -> StoreResult<Vec<(String, Option<String>)>>;
     }
 }
 

@@ -40,6 +40,10 @@ pub struct TokenRow {
     /// it started, a child's its parent's, or the one a migration moved it to.
     /// `None` only for a row that names none, which runs on the served graph.
     pub graph: Option<Arc<str>>,
+    /// The trace the token runs in, as `TokenTrace::stored` writes it
+    /// (`stateous_shared::trace_context`); `None` for a token made before version
+    /// 0014. Never changes.
+    pub trace: Option<Arc<str>>,
 }
 
 /// A row of `ledger`: one thing that happened to a token.
@@ -273,7 +277,8 @@ pub trait Stored {
 }
 
 impl TokenRow {
-    /// From token, state, status, visit, context, entered_at, parent, workflow, graph.
+    /// From token, state, status, visit, context, entered_at, parent, workflow, graph,
+    /// trace.
     pub fn read<R: Stored>(row: &R) -> Result<TokenRow, R::Error> {
         Ok(TokenRow {
             token: row.text(0)?,
@@ -285,6 +290,7 @@ impl TokenRow {
             parent: row.maybe_text(6)?,
             workflow: row.maybe_text(7)?,
             graph: row.maybe_text(8)?.map(Arc::from),
+            trace: row.maybe_text(9)?.map(Arc::from),
         })
     }
 }

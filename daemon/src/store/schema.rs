@@ -16,9 +16,9 @@ use std::collections::BTreeSet;
 use super::StoreError;
 
 /// The versions, oldest first; the migration of each makes the database that.
-pub const VERSIONS: [&str; 13] = [
+pub const VERSIONS: [&str; 14] = [
     "0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008", "0009", "0010", "0011", "0012",
-    "0013",
+    "0013", "0014",
 ];
 
 /// The table where the version is recorded: its own name, so that an application
@@ -92,7 +92,7 @@ pub fn newest() -> &'static str {
 /// column (`control_plane.clock`), no table; 0009 adds `access_keys`; 0010 adds
 /// `graphs` (and the column `tokens.graph`); 0011 adds a column
 /// (`access_keys.scope`), no table; 0012 adds `journal`; 0013 adds `usage` and
-/// `budgets`.
+/// `budgets`; 0014 adds a column (`tokens.trace`), no table.
 pub fn tables_at(version: &str) -> BTreeSet<&'static str> {
     let mut tables: BTreeSet<&'static str> = BASELINE.into_iter().collect();
     if version == "0002" || version == "0003" {

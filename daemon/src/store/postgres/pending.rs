@@ -397,6 +397,7 @@ mod tests {
             parent: None,
             workflow: None,
             graph: None,
+            trace: None,
         }
     }
 
@@ -468,15 +469,15 @@ mod tests {
 
     #[test]
     fn a_flush_numbers_the_parameters_of_its_parts_in_turn() {
-        // The ledger's 8 parameters, a new token's 9, a claim's 4.
+        // The ledger's 8 parameters, a new token's 10, a claim's 4.
         let text = flush_text(0b1_0000_0011, 0);
         assert!(text.starts_with("WITH l AS (INSERT INTO ledger"), "{text}");
         assert!(text.contains("$8::text[]))"), "{text}");
         assert!(text.contains("$9::text[], $10::text[]"), "{text}");
-        assert!(text.contains("$16::text[], $17::text[]))"), "{text}");
+        assert!(text.contains("$17::text[], $18::text[]))"), "{text}");
         assert!(!text.contains("tu AS"), "{text}");
         assert!(
-            text.contains("$18::text[], $19::text[], $20::bigint[], $21::bigint[]"),
+            text.contains("$19::text[], $20::text[], $21::bigint[], $22::bigint[]"),
             "{text}"
         );
         assert!(text.ends_with("\nSELECT 1"), "{text}");

@@ -30,7 +30,7 @@ pub const SERVING_LOCK: &str = "hashtextextended('@stateous/serve', 0)";
 pub const EPOCH_LOCK: &str = "hashtextextended('@stateous/epoch', 0)";
 
 /// The SQL of each version, in the order of [`VERSIONS`].
-pub fn migrations() -> [String; 13] {
+pub fn migrations() -> [String; 14] {
     [
         baseline(),
         FEED.to_string(),
@@ -45,8 +45,15 @@ pub fn migrations() -> [String; 13] {
         KEY_SCOPES.to_string(),
         JOURNAL.to_string(),
         USAGE.to_string(),
+        TOKEN_TRACES.to_string(),
     ]
 }
+
+/// Version 0014: `tokens.trace`, as SQLite's 0014 (`store/sqlite/schema.rs`,
+/// `TOKEN_TRACES`).
+const TOKEN_TRACES: &str = r#"
+ALTER TABLE tokens ADD COLUMN trace TEXT COLLATE "C";
+"#;
 
 /// Version 0013: `usage` and `budgets`, as SQLite's 0013 (`store/sqlite/schema.rs`,
 /// `USAGE`); a sum is a `DOUBLE PRECISION`, as SQLite's `REAL`.

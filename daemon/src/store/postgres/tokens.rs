@@ -15,7 +15,8 @@ use crate::store::{
 };
 
 const SELECT: &str =
-    "SELECT token, state, status, visit, context, entered_at, parent, workflow, graph FROM tokens";
+    "SELECT token, state, status, visit, context, entered_at, parent, workflow, graph, trace
+     FROM tokens";
 
 impl PgTx<'_> {
     /// The writer's batch: read the rows of `tokens` (or of tokens whose ids differ
@@ -90,20 +91,21 @@ enum Step {
 }
 
 /// The flush's part of new tokens (`pending.rs`): token, state, status, visit,
-/// context, entered_at, parent, workflow, graph, as [`flush_columns`] packs them.
+/// context, entered_at, parent, workflow, graph, trace, as [`flush_columns`] packs
+/// them.
 pub(super) const FLUSH_NEW: &str =
     "tn AS (INSERT INTO tokens (token, state, status, visit, context, entered_at, parent, workflow,
-                           graph)
+                           graph, trace)
        SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[],
-                            $6::bigint[], $7::text[], $8::text[], $9::text[]))";
+                            $6::bigint[], $7::text[], $8::text[], $9::text[], $10::text[]))";
 
 /// The flush's part of changed tokens: the columns of [`FLUSH_NEW`], and the ones
 /// that change set.
 pub(super) const FLUSH_CHANGED: &str =
     "tu AS (INSERT INTO tokens (token, state, status, visit, context, entered_at, parent, workflow,
-                           graph)
+                           graph, trace)
        SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[],
-                            $6::bigint[], $7::text[], $8::text[], $9::text[])
+                            $6::bigint[], $7::text[], $8::text[], $9::text[], $10::text[])
        ON CONFLICT (token) DO UPDATE SET state = excluded.state, status = excluded.status,
            visit = excluded.visit, context = excluded.context, entered_at = excluded.entered_at,
            graph = excluded.graph)";
@@ -120,7 +122,8 @@ pub(super) fn flush_columns<'r>(rows: impl Iterator<Item = &'r TokenRow>) -> Opt
             .put(row.entered_at)
             .put(row.parent.clone())
             .put(row.workflow.clone())
-            .put(row.graph.as_deref().map(str::to_string));
+            .put(row.graph.as_deref().map(str::to_string))
+            .put(row.trace.as_deref().map(str::to_string));
     })
 }
 
@@ -317,6 +320,18 @@ impl TokenReads for PgTx<'_> {
     fn holds_newest_id(&self, _token: &str) -> StoreResult<bool> {
         // The sequences never hand out an id twice, whatever is deleted.
         Ok(false)
+    }
+
+    fn traces_of(&self, tokens: &[String]) -> StoreResult<Vec<(String, Option<String>)>> {
+        // The whole list in one statement, one round trip (SQLite reads a token at
+        // a time).
+        let rows = self.query(
+            "SELECT token, trace FROM tokens WHERE token = ANY($1)",
+            &[&tokens],
+        )?;
+        rows.iter()
+            .map(|row| Ok((get(row, 0)?, get(row, 1)?)))
+            .collect()
     }
 }
 

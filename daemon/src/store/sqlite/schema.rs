@@ -37,7 +37,7 @@ impl Migration {
 }
 
 /// The migration of each version, in the order of [`VERSIONS`].
-pub fn migrations() -> [Migration; 13] {
+pub fn migrations() -> [Migration; 14] {
     [
         Migration::sql(baseline()),
         Migration::sql(FEED),
@@ -58,8 +58,17 @@ pub fn migrations() -> [Migration; 13] {
         Migration::sql(KEY_SCOPES),
         Migration::sql(JOURNAL),
         Migration::sql(USAGE),
+        Migration::sql(TOKEN_TRACES),
     ]
 }
+
+/// Version 0014, traces (`docs/inside/data.md`, `tokens`): each token keeps the
+/// trace it was started in (`stateous_shared::trace_context::TokenTrace::stored`);
+/// null for a token made before, whose trace is derived from its id.
+/// `store/postgres/schema.rs` adds the same column.
+const TOKEN_TRACES: &str = "
+ALTER TABLE tokens ADD COLUMN trace TEXT;
+";
 
 /// Version 0013, usage and budgets (`docs/inside/data.md`, `usage` and `budgets`):
 /// each token's sums of what its routines reported they spent, by usage name; and

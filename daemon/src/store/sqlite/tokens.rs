@@ -8,13 +8,14 @@ use crate::store::{
     Closed, Cursor, StoreResult, TokenReads, TokenRow, TokenScan, TokenStatus, Tokens,
 };
 
-const COLUMNS: &str = "token, state, status, visit, context, entered_at, parent, workflow, graph";
+const COLUMNS: &str =
+    "token, state, status, visit, context, entered_at, parent, workflow, graph, trace";
 
 fn read(row: &Row<'_>) -> rusqlite::Result<TokenRow> {
     TokenRow::read(row)
 }
 
-/// A row's values, in the order of [`COLUMNS`] (`?1` to `?9`).
+/// A row's values, in the order of [`COLUMNS`] (`?1` to `?10`).
 fn values(row: &TokenRow) -> impl Params + '_ {
     (
         &row.token,
@@ -26,6 +27,7 @@ fn values(row: &TokenRow) -> impl Params + '_ {
         &row.parent,
         &row.workflow,
         row.graph.as_deref(),
+        row.trace.as_deref(),
     )
 }
 
@@ -46,20 +48,31 @@ impl Tokens for SqliteTx<'_> {
     }
 
     fn insert_token(&self, row: &TokenRow) -> StoreResult<()> {
-        let sql =
-            format!("INSERT INTO tokens ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)");
+        let sql = format!(
+            "INSERT INTO tokens ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
+        );
         self.prepare(&sql)?.execute(values(row))?;
         Ok(())
     }
 
     fn update_token(&self, row: &TokenRow) -> StoreResult<()> {
-        // The same values as an insert's: `parent` and `workflow` (`?7`, `?8`)
-        // never change.
+        // The values of an insert but the last: `parent` and `workflow` (`?7`, `?8`)
+        // never change, nor does `trace`, which is left out.
         let mut statement = self.prepare(
             "UPDATE tokens SET state = ?2, status = ?3, visit = ?4, context = ?5, entered_at = ?6,
              graph = ?9 WHERE token = ?1",
         )?;
-        statement.execute(values(row))?;
+        statement.execute((
+            &row.token,
+            &row.state,
+            row.status.as_str(),
+            row.visit,
+            to_text(&row.context),
+            row.entered_at,
+            &row.parent,
+            &row.workflow,
+            row.graph.as_deref(),
+        ))?;
         Ok(())
     }
 
@@ -156,6 +169,20 @@ impl TokenReads for SqliteTx<'_> {
         )?;
         let holds: Option<bool> = statement.query_row([token], |row| row.get(0))?;
         Ok(holds.unwrap_or(false))
+    }
+
+    fn traces_of(&self, tokens: &[String]) -> StoreResult<Vec<(String, Option<String>)>> {
+        // One prepared statement per token: SQLite's reads are calls in this
+        // process, where Postgres takes the list in one statement.
+        let mut statement = self.prepare("SELECT token, trace FROM tokens WHERE token = ?1")?;
+        let mut found = Vec::with_capacity(tokens.len());
+        for token in tokens {
+            let row = statement
+                .query_row([token], |row| Ok((row.get(0)?, row.get(1)?)))
+                .optional()?;
+            found.extend(row);
+        }
+        Ok(found)
     }
 }
 

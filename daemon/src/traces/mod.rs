@@ -1,0 +1,188 @@
+//! The export of traces (`serve --otlp-endpoint`; `docs/reference/traces.md`): one
+//! trace per token, its spans built after the commit from the committed ledger, the
+//! feed `GET /watch` reads, and sent to a collector through `stateous-otlp`'s
+//! bounded queue.
+//!
+//! The [`Tracer`] follows the feed from the safe point it finds at its start
+//! (`Control::trace_page`, woken by `FeedMark::subscribe`). It keeps the open spans
+//! of each token in a [`spans::Book`]; a token it meets after its start (open
+//! before this control plane started, or forgotten to bound memory) is read back
+//! from its history first, quietly, so that a span that began before a restart or a
+//! takeover ends with its true start and events. Nothing here is on the write
+//! path: a slow reader is further back in the table, and a full queue drops spans
+//! and counts them (`stateous_trace_spans_dropped_total`). Spans that ended but
+//! were not sent when the process died are not sent again.
+
+pub mod attributes;
+pub mod spans;
+
+use std::num::NonZeroUsize;
+use std::sync::Arc;
+use std::time::Duration;
+
+use stateous_otlp::{Endpoint, Listener, Spans};
+use stateous_shared::trace_context::TokenTrace;
+use tokio::sync::watch;
+
+use crate::control::traces::Unknown;
+use crate::control::Control;
+use crate::metrics::Metrics;
+use crate::store::LedgerRow;
+use spans::Book;
+
+/// The most rows one read of the feed takes.
+const PAGE: i64 = 1000;
+/// The most tokens whose open spans are kept; the least recently met is forgotten
+/// (and read back from its history when it moves again).
+const MAX_BOOKS: usize = 100_000;
+/// How long the tracer sleeps when the database cannot be read, or when nothing
+/// wakes it.
+const RECHECK: Duration = Duration::from_secs(1);
+/// How long a stop waits for the spans still queued to go out.
+pub const FLUSH_WITHIN: Duration = Duration::from_secs(2);
+
+/// The collector of `serve --otlp-endpoint` (or of the `OTEL_EXPORTER_OTLP_*`
+/// variables); `None`: traces are off. The error is the `error:` line's sentence:
+/// a value that is not a URL, or an exporter that cannot be set up.
+pub fn endpoint(flag: Option<&str>) -> Result<Option<Endpoint>, String> {
+    let endpoint = Endpoint::resolve(flag, "--otlp-endpoint", |name| std::env::var(name).ok())?;
+    if let Some(endpoint) = &endpoint {
+        stateous_otlp::queue::exporter(&options(endpoint.clone()))?;
+    }
+    Ok(endpoint)
+}
+
+/// The queue's shape for the control plane.
+fn options(endpoint: Endpoint) -> stateous_otlp::Options {
+    stateous_otlp::Options::new(endpoint, "stateous")
+}
+
+/// Start the queue to `endpoint` on the current runtime, counting into `metrics`.
+pub fn queue(
+    endpoint: Endpoint,
+    metrics: Metrics,
+) -> Result<(Spans, tokio::task::JoinHandle<()>), String> {
+    stateous_otlp::start(options(endpoint), Arc::new(Counted(metrics)))
+}
+
+/// The queue's outcomes, into `GET /metrics` and the log.
+struct Counted(Metrics);
+
+impl Listener for Counted {
+    fn exported(&self, spans: u64) {
+        self.0.trace_spans_exported(spans);
+    }
+
+    fn dropped(&self, spans: u64, reason: &'static str) {
+        self.0.trace_spans_dropped(spans, reason);
+    }
+
+    fn line(&self, text: &str, warning: bool) {
+        if warning {
+            tracing::warn!(target: "stateous.serve", "{text}");
+        } else {
+            tracing::info!(target: "stateous.serve", "{text}");
+        }
+    }
+}
+
+/// Follows the committed ledger and sends each span as it ends.
+pub struct Tracer {
+    /// The control plane whose ledger it reads.
+    pub control: Control,
+    /// Where ended spans go.
+    pub spans: Spans,
+    /// The ledger id after which it reads: the feed's safe point when the API
+    /// began to serve, so that no row committed since is missed.
+    pub from: i64,
+}
+
+impl Tracer {
+    /// Follow the feed from [`Tracer::from`] until `stop` turns true (or its sender
+    /// goes), and then up to the safe point of that moment.
+    pub async fn run(self, mut stop: watch::Receiver<bool>) {
+        let mark = self.control.mark().clone();
+        let mut wake = mark.subscribe();
+        let mut after = self.from;
+        let capacity = NonZeroUsize::new(MAX_BOOKS).unwrap_or(NonZeroUsize::MIN);
+        let mut books = lru::LruCache::new(capacity);
+        loop {
+            // A stop still reads what committed before it, then ends.
+            let stopping = *stop.borrow();
+            let upto = mark.safe();
+            if upto > after {
+                // A read that fails (the database cannot be read now) is tried
+                // again in a while.
+                if let Ok(rows) = self.control.trace_page(after, upto, PAGE).await {
+                    let full = rows.len() >= usize::try_from(PAGE).unwrap_or(usize::MAX);
+                    after = rows.last().map_or(upto, |row| row.id);
+                    self.read(rows, &mut books).await;
+                    if full || stopping {
+                        continue;
+                    }
+                }
+            }
+            if stopping {
+                return;
+            }
+            tokio::select! {
+                changed = wake.changed() => {
+                    if changed.is_err() {
+                        tokio::time::sleep(RECHECK).await;
+                    }
+                }
+                _ = stop.changed() => {}
+                _ = tokio::time::sleep(RECHECK) => {}
+            }
+        }
+    }
+
+    /// Read a page: first learn the tokens it brings that are not known, then
+    /// give each row to its token's book and send the spans it ends.
+    async fn read(&self, rows: Vec<LedgerRow>, books: &mut lru::LruCache<String, Book>) {
+        let mut unknown: Vec<Unknown> = Vec::new();
+        for row in &rows {
+            let met = books.contains(&row.token) || unknown.iter().any(|u| u.token == row.token);
+            if !met {
+                unknown.push(Unknown {
+                    token: row.token.clone(),
+                    first: row.clone(),
+                });
+            }
+        }
+        if !unknown.is_empty() {
+            // Should the read fail, these tokens are read from their own rows on:
+            // their trace derived, spans begun before this page not sent.
+            let fallback: Vec<String> = unknown.iter().map(|u| u.token.clone()).collect();
+            match self.control.trace_books(unknown).await {
+                Ok(known) => {
+                    for known in known {
+                        let trace = TokenTrace::of(&known.token, known.trace.as_deref());
+                        let mut book = Book::new(&known.token, trace);
+                        for row in &known.before {
+                            book.read(row, true);
+                        }
+                        books.put(known.token, book);
+                    }
+                }
+                Err(_) => {
+                    for token in fallback {
+                        let book = Book::new(&token, TokenTrace::of(&token, None));
+                        books.put(token, book);
+                    }
+                }
+            }
+        }
+        for row in &rows {
+            let Some(book) = books.get_mut(&row.token) else {
+                continue;
+            };
+            for span in book.read(row, false) {
+                self.spans.send(span);
+            }
+            if book.ended() {
+                books.pop(&row.token);
+            }
+        }
+    }
+}
