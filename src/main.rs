@@ -18,6 +18,7 @@ mod demo;
 mod hooks_args;
 mod logging;
 mod manual;
+mod schedule_args;
 mod serve_args;
 mod token_args;
 
@@ -147,6 +148,13 @@ enum Command {
     /// secret once, alone on stdout.
     #[command(subcommand_required = true, arg_required_else_help = true)]
     Access(access_args::AccessCommandArgs),
+    /// Schedules: start tokens on a clock, once per occurrence
+    ///
+    /// A schedule starts a token at each occurrence of a cron expression in an
+    /// IANA time zone, or of an interval, once per occurrence through restarts
+    /// (docs/schedules.md).
+    #[command(subcommand_required = true, arg_required_else_help = true)]
+    Schedule(schedule_args::ScheduleArgs),
     /// Webhooks in: check a hooks file, sign a body, measure a hook
     ///
     /// The hooks file is what `serve --hooks FILE` serves at POST /hooks/NAME.
@@ -382,6 +390,14 @@ fn main() -> ExitCode {
             commands::execute(async move {
                 let mut out = std::io::stdout().lock();
                 commands::access::run(&command, &mut out).await
+            })
+        }
+        Command::Schedule(args) => {
+            let command = commands::schedule::ScheduleCommand::try_from(args)
+                .unwrap_or_else(|e| exit_with(e));
+            commands::execute(async move {
+                let mut out = std::io::stdout().lock();
+                commands::schedule::run(&command, &mut out).await
             })
         }
         Command::Token(args) => {

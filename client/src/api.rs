@@ -190,6 +190,51 @@ impl Client {
         self.typed(&Call::journal(subject, name, after)).await
     }
 
+    /// `POST /schedules` (ours): add a schedule (or change one, with `replace`);
+    /// its view.
+    pub async fn add_schedule(
+        &self,
+        schedule: &stateous_shared::schedules::NewSchedule,
+    ) -> Result<stateous_shared::schedules::ScheduleView, ClientError> {
+        self.typed(&Call::schedule_add(schedule)).await
+    }
+
+    /// `GET /schedules` (ours): every schedule.
+    pub async fn schedules(&self) -> Result<stateous_shared::schedules::ScheduleList, ClientError> {
+        self.typed(&Call::schedules()).await
+    }
+
+    /// `GET /schedules/{name}` (ours).
+    pub async fn schedule(
+        &self,
+        name: &str,
+    ) -> Result<stateous_shared::schedules::ScheduleView, ClientError> {
+        self.typed(&Call::schedule(name)).await
+    }
+
+    /// `POST /schedules/{name}/pause` (`pause` true) or `/resume` (ours).
+    pub async fn pause_schedule(
+        &self,
+        name: &str,
+        pause: bool,
+    ) -> Result<stateous_shared::schedules::ScheduleView, ClientError> {
+        let what = if pause { "pause" } else { "resume" };
+        self.typed(&Call::schedule_steer(name, what)).await
+    }
+
+    /// `POST /schedules/{name}/trigger` (ours): an occurrence now.
+    pub async fn trigger_schedule(
+        &self,
+        name: &str,
+    ) -> Result<stateous_shared::schedules::Triggered, ClientError> {
+        self.typed(&Call::schedule_steer(name, "trigger")).await
+    }
+
+    /// `DELETE /schedules/{name}` (ours).
+    pub async fn remove_schedule(&self, name: &str) -> Result<(), ClientError> {
+        self.send(&Call::schedule_remove(name)).await.map(|_| ())
+    }
+
     /// `GET /graphs` (ours): the structures the database keeps.
     pub async fn graphs(&self) -> Result<GraphList, ClientError> {
         self.typed(&Call::graphs()).await

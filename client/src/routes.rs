@@ -130,6 +130,18 @@ pub fn segment(name: &str) -> String {
     out
 }
 
+/// `GET /schedules` and `POST /schedules` (ours, `docs/schedules.md`).
+pub const SCHEDULES: &str = "/schedules";
+
+/// `/schedules/{name}`, or `/schedules/{name}/{what}` (`pause`, `resume`,
+/// `trigger`) when `what` is given.
+pub fn schedule(name: &str, what: Option<&str>) -> String {
+    match what {
+        Some(what) => format!("{SCHEDULES}/{}/{what}", segment(name)),
+        None => format!("{SCHEDULES}/{}", segment(name)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,6 +9,7 @@ pub mod backup;
 pub mod control;
 pub mod engine;
 pub mod metrics;
+pub mod schedule;
 pub mod serve;
 pub mod store;
 pub mod testing;

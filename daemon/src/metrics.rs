@@ -135,6 +135,8 @@ struct Families {
     /// `budget_exceeded` entries; `docs/concepts/budgets.md`).
     usage: CounterVec,
     budget_crossings: IntCounter,
+    schedule_occurrences: IntCounterVec,
+    schedule_late: IntCounter,
     /// One scrape at a time, so that the gauges are cleared and set whole, and a
     /// ledger entry is counted once; holds the id counted up to.
     scrape: tokio::sync::Mutex<i64>,
@@ -314,6 +316,19 @@ impl Metrics {
                     "traceparent headers (of a start or a webhook delivery) that did not \
                      parse and were ignored: the token began a trace of its own.",
                 ),
+                schedule_occurrences: counters(
+                    r,
+                    "stateous_schedule_occurrences_total",
+                    "Schedules' occurrences by outcome: fired (a token started), skipped \
+                     (overlap, catch-up, a token of that id), buffered (waits for a live token).",
+                    &["outcome"],
+                ),
+                schedule_late: counter(
+                    r,
+                    "stateous_schedule_late_total",
+                    "Schedules' occurrences that fired later than 10 s after they were due \
+                     (a catch-up after no control plane ran).",
+                ),
                 registry,
                 scrape: tokio::sync::Mutex::new(last),
             }),
@@ -381,6 +396,23 @@ impl Metrics {
     pub fn ticked(&self, leases: u64, timers: u64) {
         self.inner.lease_ends.inc_by(leases);
         self.inner.timer_fires.inc_by(timers);
+    }
+
+    /// A schedule's write started, skipped and buffered these occurrences
+    /// (`docs/schedules.md`).
+    pub fn schedules_fired(&self, fired: &crate::engine::occurrence::Fired) {
+        let inner = &self.inner;
+        for (outcome, count) in [
+            ("fired", fired.started),
+            ("skipped", fired.skipped),
+            ("buffered", fired.buffered),
+        ] {
+            inner
+                .schedule_occurrences
+                .with_label_values(&[outcome])
+                .inc_by(count);
+        }
+        inner.schedule_late.inc_by(fired.late);
     }
 
     /// A prune deleted `tokens` ended tokens (each with its children).

@@ -81,6 +81,18 @@ impl Clock {
         }
     }
 
+    /// The dev clock, standing at `micros` (microseconds since 1970) at first and
+    /// running from there (`serve --dev-clock-at`).
+    pub fn dev_at(micros: i64) -> Clock {
+        let dev = Dev {
+            ahead: micros - wall(),
+            frozen: None,
+        };
+        Clock {
+            source: Source::Dev(Arc::new(Mutex::new(dev))),
+        }
+    }
+
     fn locked_dev(&self) -> Option<std::sync::MutexGuard<'_, Dev>> {
         match &self.source {
             // A panic while the lock was held leaves plain numbers behind.

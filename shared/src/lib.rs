@@ -19,6 +19,7 @@ pub mod limits;
 pub mod pem;
 pub mod pyrepr;
 pub mod refusal;
+pub mod schedules;
 pub mod socket;
 pub mod testing;
 pub mod time;

@@ -68,11 +68,19 @@ pub enum Code {
     /// 409: the token has used more than its budget, so it is not resumed until
     /// its budget is raised (`docs/concepts/budgets.md`). Ours.
     OverBudget,
+    /// 422: a schedule's cron expression, time zone, interval, template or policy
+    /// is not valid (`docs/schedules.md`). Ours.
+    InvalidSchedule,
+    /// 404: no schedule has this name. Ours.
+    ScheduleNotFound,
+    /// 409: a schedule with this name exists already (add it with `replace` to
+    /// change it). Ours.
+    ScheduleExists,
 }
 
 impl Code {
     /// Every code, in the order of the reference's table.
-    pub const ALL: [Code; 25] = [
+    pub const ALL: [Code; 28] = [
         Code::TokenNotFound,
         Code::TaskNotFound,
         Code::NotFound,
@@ -98,6 +106,9 @@ impl Code {
         Code::KeyNotFound,
         Code::KeyExists,
         Code::OverBudget,
+        Code::InvalidSchedule,
+        Code::ScheduleNotFound,
+        Code::ScheduleExists,
     ];
 
     /// The HTTP status that carries this code (`bad_request` may also travel as 413,
@@ -125,6 +136,9 @@ impl Code {
             Code::KeyNotFound => 404,
             Code::KeyExists => 409,
             Code::OverBudget => 409,
+            Code::InvalidSchedule => 422,
+            Code::ScheduleNotFound => 404,
+            Code::ScheduleExists => 409,
         }
     }
 
@@ -156,6 +170,9 @@ impl Code {
             Code::KeyNotFound => "key_not_found",
             Code::KeyExists => "key_exists",
             Code::OverBudget => "over_budget",
+            Code::InvalidSchedule => "invalid_schedule",
+            Code::ScheduleNotFound => "schedule_not_found",
+            Code::ScheduleExists => "schedule_exists",
         }
     }
 
@@ -229,6 +246,9 @@ mod tests {
             ("key_not_found", 404),
             ("key_exists", 409),
             ("over_budget", 409),
+            ("invalid_schedule", 422),
+            ("schedule_not_found", 404),
+            ("schedule_exists", 409),
         ];
         assert_eq!(Code::ALL.len(), documented.len());
         for (code, (text, status)) in Code::ALL.iter().zip(documented) {

@@ -45,6 +45,7 @@ mod postgres_tls;
 mod power_loss;
 mod reliability;
 mod retention;
+mod schedules;
 mod serve;
 mod soak;
 mod stall;

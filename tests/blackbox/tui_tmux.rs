@@ -358,6 +358,8 @@ fn d_describes_a_token_y_copies_its_json_into_tmux_and_f_and_o_change_the_screen
         "{copied}"
     );
     tmux.keys("Escape");
+    // Waited for: an Esc and an F read together are Alt-F, which closes nothing.
+    tmux.wait_for("the JSON view closed", |s| !s.contains("ORD-1 as JSON"));
     tmux.keys("F");
     tmux.wait_for("the supervisors pane again", |s| s.contains("Supervisors"));
     tmux.keys("q");

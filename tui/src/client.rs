@@ -142,6 +142,16 @@ pub async fn perform(client: &Client, command: Command) -> Msg {
         ),
         Command::Health => Msg::Health(client.health().await.map_err(problem)),
         Command::OwnKey => Msg::OwnKey(client.own_key().await.ok()),
+        Command::Schedules => Msg::Schedules(
+            client
+                .schedules()
+                .await
+                .map(|list| list.schedules)
+                .map_err(problem),
+        ),
+        Command::PauseSchedule { name, pause } => {
+            Msg::ScheduleSteered(client.pause_schedule(&name, pause).await.map_err(problem))
+        }
         other => Msg::Done(act(client, other).await),
     }
 }

@@ -5,7 +5,8 @@
 //! `d` or Enter describes the token as JSON (`crate::describe`), `v` gives its
 //! panes the main area, `F` the screen without the supervisors pane, `o` `O` sort
 //! the table, PgUp PgDn Home End scroll its history, `z`
-//! switches UTC and local time, `w` shows the graph, `?` the keys, `q` quits.
+//! switches UTC and local time, `w` shows the graph, `S` the schedules, `?` the
+//! keys, `q` quits.
 //! While read-only, the keys that would change a token only say that they are off.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
@@ -36,6 +37,7 @@ pub fn key(model: &mut Model, key: KeyEvent) -> Vec<Command> {
         Mode::Bulk(form) => marks::key(model, form, key),
         Mode::Help => Vec::new(),
         Mode::Describe(top) => crate::describe::key(model, top, key),
+        Mode::Schedules => crate::schedules::key(model, key),
     }
 }
 
@@ -113,6 +115,7 @@ fn normal(model: &mut Model, key: KeyEvent) -> Vec<Command> {
         KeyCode::Char('f') => forms::open_pick(model),
         KeyCode::Char('s') => model.mode = Mode::Start(forms::new_start()),
         KeyCode::Char('w') => return crate::states::open(model),
+        KeyCode::Char('S') => return crate::schedules::open(model),
         KeyCode::Char('?') => model.mode = Mode::Help,
         KeyCode::Esc if model.zoom => model.zoom = false,
         KeyCode::Esc => model.status = None,

@@ -77,6 +77,10 @@ pub enum Msg {
     Entry(WatchEntry),
     /// Of several addresses, another one serves now (the client moved to it).
     Serving(String),
+    /// `GET /schedules` answered.
+    Schedules(Result<Vec<stateous_shared::schedules::ScheduleView>, Problem>),
+    /// A schedule's pause or resume answered: the schedule.
+    ScheduleSteered(Result<stateous_shared::schedules::ScheduleView, Problem>),
 }
 
 /// The answer to an action.
@@ -149,11 +153,21 @@ pub enum Command {
     /// Put this text on the terminal's clipboard (OSC 52, `crate::describe`):
     /// the loop writes it to the terminal, no request is made.
     Copy(String),
+    /// `GET /schedules`.
+    Schedules,
+    /// Pause (`pause` true) or resume the schedule `name`.
+    PauseSchedule {
+        /// The schedule.
+        name: String,
+        /// Pause, or resume.
+        pause: bool,
+    },
 }
 
 impl Command {
     /// Whether the command changes a token (pause, resume, cancel, fire, start,
-    /// retry, a bulk run) rather than reads: none is sent while the TUI is read-only.
+    /// retry, a bulk run), or a schedule (which starts tokens), rather than reads:
+    /// none is sent while the TUI is read-only.
     pub fn changes_a_token(&self) -> bool {
         matches!(
             self,
@@ -162,6 +176,7 @@ impl Command {
                 | Command::Start { .. }
                 | Command::Retry(_)
                 | Command::Run(_)
+                | Command::PauseSchedule { .. }
         )
     }
 }

@@ -109,6 +109,8 @@ pub enum Fetch {
     Health,
     /// `GET /tokens/{id}/why`: the selected token's reasons.
     Why(String),
+    /// `GET /schedules`: the schedules view's list.
+    Schedules,
     /// `POST /tokens/bulk` with `dry_run`: the preview of a bulk action.
     Preview,
 }
@@ -202,6 +204,8 @@ pub enum Mode {
     /// its history with every payload), from this line of the text on
     /// (`crate::describe`).
     Describe(usize),
+    /// `S`: the schedules, live (`crate::schedules`).
+    Schedules,
 }
 
 /// A column the token table can be sorted by (`o` cycles, `O` flips the order).
@@ -340,6 +344,10 @@ pub struct Model {
     pub state_filter: Option<StateKey>,
     /// The daemon's dev clock (`serve --dev-clock`), as `/health` said it.
     pub dev_clock: Option<DevClock>,
+    /// The schedules, as `GET /schedules` last said (`None` until read).
+    pub schedules: Option<Vec<stateous_shared::schedules::ScheduleView>>,
+    /// The schedules view's picked row.
+    pub schedules_at: usize,
     /// A filter in the filter language (`/` with an expression), sent as `where`
     /// so that the daemon matches every token, not only those loaded.
     pub filter: Option<String>,
@@ -410,6 +418,8 @@ impl Model {
             graph_at: 0,
             state_filter: None,
             dev_clock: None,
+            schedules: None,
+            schedules_at: 0,
             filter: None,
             total: None,
             marks: BTreeSet::new(),

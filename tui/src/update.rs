@@ -137,6 +137,8 @@ fn step(model: &mut Model, msg: Msg) -> Vec<Command> {
         }
         Msg::Health(answer) => crate::states::health(model, answer),
         Msg::Done(answer) => return done(model, answer),
+        Msg::Schedules(answer) => crate::schedules::answered(model, answer),
+        Msg::ScheduleSteered(answer) => return crate::schedules::steered(model, answer),
     }
     Vec::new()
 }
@@ -170,6 +172,10 @@ fn tick(model: &mut Model) -> Vec<Command> {
     }
     if stale.states && crate::states::wanted(model) {
         want(model, Fetch::States, Command::States);
+    }
+    // The schedules move with the clock, not with the ledger: read each tick.
+    if model.mode == crate::model::Mode::Schedules {
+        want(model, Fetch::Schedules, Command::Schedules);
     }
     if stale.table {
         let query = tokens_query(model);
@@ -250,6 +256,9 @@ pub fn refresh(model: &mut Model) -> Vec<Command> {
     want(model, Fetch::Health, Command::Health);
     if crate::states::wanted(model) {
         want(model, Fetch::States, Command::States);
+    }
+    if model.mode == crate::model::Mode::Schedules {
+        want(model, Fetch::Schedules, Command::Schedules);
     }
     if let Some(id) = model.selected() {
         let (fetch, read) = token_read(model, &id);

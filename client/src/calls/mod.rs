@@ -111,6 +111,31 @@ impl Call {
         Call::get(routes::journal(subject, name, after))
     }
 
+    /// `POST /schedules` (ours): add a schedule, or change one with `replace`.
+    pub fn schedule_add(schedule: &stateous_shared::schedules::NewSchedule) -> Call {
+        Call::post(routes::SCHEDULES, schedule)
+    }
+
+    /// `GET /schedules` (ours): every schedule.
+    pub fn schedules() -> Call {
+        Call::get(routes::SCHEDULES)
+    }
+
+    /// `GET /schedules/{name}` (ours).
+    pub fn schedule(name: &str) -> Call {
+        Call::get(routes::schedule(name, None))
+    }
+
+    /// `POST /schedules/{name}/{what}` (ours): `pause`, `resume` or `trigger`.
+    pub fn schedule_steer(name: &str, what: &str) -> Call {
+        Call::new("POST", routes::schedule(name, Some(what)), None)
+    }
+
+    /// `DELETE /schedules/{name}` (ours).
+    pub fn schedule_remove(name: &str) -> Call {
+        Call::new("DELETE", routes::schedule(name, None), None)
+    }
+
     /// `GET /supervisors` (ours): each supervisor seen.
     pub fn supervisors() -> Call {
         Call::get(routes::SUPERVISORS)

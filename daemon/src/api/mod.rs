@@ -20,6 +20,7 @@ pub mod hooks;
 pub mod measure;
 pub mod parse;
 pub mod routes;
+mod schedules;
 pub mod server;
 pub mod supervisors;
 pub mod tls;
@@ -366,6 +367,7 @@ impl Api {
             | Route::Budgets
             | Route::BudgetSet(_)
             | Route::BudgetRemove(_)) => self.budgets(route, parts, raw, caller).await,
+            Route::Schedule(route) => self.schedule(route, raw).await,
             route => self.dispatch_task(route, parts, raw, caller).await,
         }
     }

@@ -135,6 +135,27 @@ pub enum Route {
     BudgetSet(String),
     /// Ours: `DELETE /budgets/{workflow}`, remove it.
     BudgetRemove(String),
+    /// Ours: `/schedules...`, the schedules (`docs/schedules.md`).
+    Schedule(ScheduleRoute),
+}
+
+/// What a request of `/schedules` asks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ScheduleRoute {
+    /// `POST /schedules`: add or change one.
+    Add,
+    /// `GET /schedules`: every schedule.
+    List,
+    /// `GET /schedules/{name}`.
+    Show(String),
+    /// `DELETE /schedules/{name}`.
+    Remove(String),
+    /// `POST /schedules/{name}/pause`.
+    Pause(String),
+    /// `POST /schedules/{name}/resume`.
+    Resume(String),
+    /// `POST /schedules/{name}/trigger`: an occurrence now.
+    Trigger(String),
 }
 
 /// How `POST /clock/...` moves the dev clock.
@@ -241,6 +262,24 @@ pub static TABLE: &[Entry] = &[
     entry!("GET" "/budgets", Read, |_| Some(Route::Budgets)),
     entry!("PUT" "/budgets/:name", Admin, |p| Some(Route::BudgetSet(p[0].into()))),
     entry!("DELETE" "/budgets/:name", Admin, |p| Some(Route::BudgetRemove(p[0].into()))),
+    // Schedules start tokens: operating them is starting tokens (`docs/schedules.md`).
+    entry!("POST" "/schedules", Operate, |_| Some(Route::Schedule(ScheduleRoute::Add))),
+    entry!("GET" "/schedules", Read, |_| Some(Route::Schedule(ScheduleRoute::List))),
+    entry!("GET" "/schedules/:name", Read, |p| {
+        Some(Route::Schedule(ScheduleRoute::Show(p[0].into())))
+    }),
+    entry!("DELETE" "/schedules/:name", Operate, |p| {
+        Some(Route::Schedule(ScheduleRoute::Remove(p[0].into())))
+    }),
+    entry!("POST" "/schedules/:name/pause", Operate, |p| {
+        Some(Route::Schedule(ScheduleRoute::Pause(p[0].into())))
+    }),
+    entry!("POST" "/schedules/:name/resume", Operate, |p| {
+        Some(Route::Schedule(ScheduleRoute::Resume(p[0].into())))
+    }),
+    entry!("POST" "/schedules/:name/trigger", Operate, |p| {
+        Some(Route::Schedule(ScheduleRoute::Trigger(p[0].into())))
+    }),
 ];
 
 /// The most parameters a template has.
@@ -439,6 +478,13 @@ mod tests {
                 "GET /budgets read",
                 "PUT /budgets/:name admin",
                 "DELETE /budgets/:name admin",
+                "POST /schedules operate",
+                "GET /schedules read",
+                "GET /schedules/:name read",
+                "DELETE /schedules/:name operate",
+                "POST /schedules/:name/pause operate",
+                "POST /schedules/:name/resume operate",
+                "POST /schedules/:name/trigger operate",
             ]
         );
     }

@@ -2,7 +2,8 @@
 //! plane's time.
 //!
 //! An advance steps from one due moment to the next (the earliest pending timer of
-//! an active token, or the earliest end of a claimed task's lease) and ticks at
+//! an active token, the earliest end of a claimed task's lease, or the earliest
+//! due occurrence of an active schedule) and ticks at
 //! each, so that what falls due inside it happens in due order, each once (the
 //! engine fires a timer and ends a lease only while it is still pending and
 //! over). A timer that an earlier step set, inside the advance, is found by the
@@ -71,6 +72,8 @@ impl Control {
                     Ok(timer.into_iter().chain(lease).min())
                 })
                 .await?;
+            let (schedule, _) = self.schedules_due(now).await?;
+            let next = next.into_iter().chain(schedule).min();
             match next {
                 Some(at) if at <= target => {
                     clock.move_to(at);
@@ -113,6 +116,8 @@ impl Control {
             let left = self
                 .read_now(|tx| Ok(tx.due_timers()?.len() + tx.expired_leases()?.len()))
                 .await?;
+            let (_, schedules) = self.schedules_due(i64::MAX).await?;
+            let left = left + schedules;
             if left == 0 {
                 return Ok(());
             }

@@ -12,6 +12,7 @@ pub mod condition;
 mod dev_clock;
 mod owing;
 pub mod prune;
+mod schedules;
 pub mod traces;
 mod versions;
 mod views;
@@ -416,7 +417,8 @@ impl Control {
     }
 
     /// One tick of the clock: check and renew the hold on the database, end the
-    /// leases that are over, fire the timers that are due (each its own request).
+    /// leases that are over, fire the timers that are due (each its own request),
+    /// then the schedules' occurrences that are due (`docs/schedules.md`).
     /// After this control plane lost the database it answers `not_serving`.
     pub async fn tick(&self) -> Result<(), Refusal> {
         self.serving()?;
@@ -437,7 +439,9 @@ impl Control {
         let due = self.read_now(|tx| Ok(tx.due_timers()?)).await?;
         let (fired, failed) = self.each(due, engine::timers::fire_timer).await;
         self.inner.metrics.ticked(0, fired);
-        failed
+        failed?;
+        // Schedules last: a token an occurrence starts is not in the tick's reads.
+        self.fire_schedules().await
     }
 
     /// Why the database cannot take requests now, if it cannot (`GET /health`):
@@ -569,6 +573,17 @@ impl Control {
         R: Send + 'static,
         F: Fn(&Rules, &dyn Tx) -> Step<R> + Send + Sync + 'static,
     {
+        self.write_deciding(about, move |rules, tx| keep(work(rules, tx)))
+            .await
+    }
+
+    /// [`Control::write_about`] of a `work` that says itself whether its changes
+    /// stay (the first of its pair), also when it succeeds.
+    async fn write_deciding<R, F>(&self, about: Option<&str>, work: F) -> Result<R, Refusal>
+    where
+        R: Send + 'static,
+        F: Fn(&Rules, &dyn Tx) -> (bool, Step<R>) + Send + Sync + 'static,
+    {
         self.serving()?;
         let rules = Arc::clone(&self.inner.rules);
         let by = self.by.clone();
@@ -576,7 +591,7 @@ impl Control {
         let during = Arc::clone(&owing);
         let work = move |tx: &dyn Tx| {
             tx.act_for(by.as_deref());
-            let done = during.run(tx, || keep(work(&rules, tx)));
+            let done = during.run(tx, || work(&rules, tx));
             tx.act_for(None);
             done
         };

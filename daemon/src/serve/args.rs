@@ -83,6 +83,11 @@ pub struct ServeArgs {
     /// database that a control plane on the real clock served.
     #[arg(long)]
     pub dev_clock: bool,
+    /// With a dev clock: start it at this moment (ISO 8601, e.g.
+    /// 2027-03-28T00:00:00Z) instead of now; implies --dev-clock. For trying
+    /// schedules across a date, or a restart after a day away.
+    #[arg(long, value_name = "TIME", env = "STATEOUS_DEV_CLOCK_AT")]
+    pub dev_clock_at: Option<String>,
     /// Postgres: wait as a hot standby, and take over once the serving control
     /// plane's hold on the database ends; meanwhile GET /health answers 503
     /// standby and every other route 503 not_serving.
@@ -183,6 +188,7 @@ impl ServeArgs {
             pool_size: DEFAULT_POOL_SIZE.into(),
             supervise: None,
             dev_clock: false,
+            dev_clock_at: None,
             standby: false,
             insecure: false,
             tls_cert: None,

@@ -213,10 +213,10 @@ fn start(args: &ServeArgs) -> Result<Ready, String> {
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the server's threads: {e}"))?;
-    let clock = if args.dev_clock {
-        crate::time_source::Clock::dev()
-    } else {
-        crate::time_source::Clock::system()
+    let clock = match (&args.dev_clock_at, args.dev_clock) {
+        (Some(at), _) => crate::time_source::Clock::dev_at(dev_clock_start(at)?),
+        (None, true) => crate::time_source::Clock::dev(),
+        (None, false) => crate::time_source::Clock::system(),
     };
     let stop = Arc::new(AtomicBool::new(false));
     let options = Options {
@@ -279,7 +279,7 @@ fn start(args: &ServeArgs) -> Result<Ready, String> {
     if let Some(warning) = listen.warning(keys, tls.is_some()) {
         say(&warning);
     }
-    if args.dev_clock {
+    if args.dev_clock || args.dev_clock_at.is_some() {
         say(
             "dev clock: stateous clock advance DURATION, freeze and thaw move this control \
              plane's time",
@@ -630,4 +630,13 @@ impl Signals {
             _ = terminate => {}
         }
     }
+}
+
+/// The moment `--dev-clock-at` names, in microseconds since 1970.
+fn dev_clock_start(text: &str) -> Result<i64, String> {
+    stateous_shared::time::parse_iso(text)
+        .map(stateous_shared::time::to_micros)
+        .ok_or_else(|| {
+            format!("--dev-clock-at {text:?} is not a moment; write e.g. 2027-03-28T00:00:00Z")
+        })
 }

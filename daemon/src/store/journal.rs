@@ -71,5 +71,14 @@ passed_through! {
             after: i64,
             limit: i64,
         ) -> StoreResult<Vec<JournalRow>>;
+        /// At most `limit` rows of `subject`, `name` and `kind`, newest first (a
+        /// schedule's latest skipped occurrences).
+        fn journal_latest(
+            &self,
+            subject: &str,
+            name: &str,
+            kind: &str,
+            limit: i64,
+        ) -> StoreResult<Vec<JournalRow>>;
     }
 }

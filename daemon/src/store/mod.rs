@@ -34,6 +34,7 @@ pub mod locked;
 pub mod postgres;
 pub mod request;
 pub mod rows;
+pub mod schedules;
 pub mod schema;
 pub mod serving;
 pub mod sqlite;
@@ -54,6 +55,8 @@ pub use locked::Head;
 pub use rows::{
     ClaimRow, ControlPlaneRow, GraphRow, LedgerRow, NewEntry, NewTimer, TaskRow, TimerRow, TokenRow,
 };
+pub use schedules::{ScheduleRow, Schedules};
+pub use status::{CatchUp, Overlap, ScheduleStatus};
 pub use status::{ClockKind, Closed, EntryKind, TaskStatus, TimerKind, TimerStatus, TokenStatus};
 use through::passed_through;
 pub use usage::{BudgetRow, Budgets, Usage};
@@ -466,6 +469,7 @@ pub trait Tx:
     + Journal
     + Usage
     + Budgets
+    + Schedules
 {
     /// The moment of the transaction, in microseconds since 1970.
     fn now(&self) -> i64;

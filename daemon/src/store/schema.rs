@@ -16,9 +16,9 @@ use std::collections::BTreeSet;
 use super::StoreError;
 
 /// The versions, oldest first; the migration of each makes the database that.
-pub const VERSIONS: [&str; 14] = [
+pub const VERSIONS: [&str; 15] = [
     "0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008", "0009", "0010", "0011", "0012",
-    "0013", "0014",
+    "0013", "0014", "0015",
 ];
 
 /// The table where the version is recorded: its own name, so that an application
@@ -58,6 +58,9 @@ const JOURNAL: &str = "journal";
 /// spent, and the budgets of tokens and of workflows (`docs/inside/data.md`).
 const USAGE: [&str; 2] = ["usage", "budgets"];
 
+/// Version 0015 adds schedules (`docs/inside/data.md`, `schedules`).
+const SCHEDULES: &str = "schedules";
+
 /// Version 0006, the same SQL on both backends: indexes for the write path's hot
 /// reads: the queue in id order (a claim takes the oldest queued task), the claimed
 /// tasks by the end of their leases and the pending timers by their due time (the
@@ -70,6 +73,16 @@ DROP INDEX timers_due;
 CREATE INDEX timers_due ON timers (due_at) WHERE status = 'pending';
 DROP INDEX ledger_key;
 CREATE UNIQUE INDEX ledger_key ON ledger (token, key) WHERE key IS NOT NULL;
+";
+
+/// Version 0015's indexes, the same SQL on both backends: the active schedules by
+/// due moment (a tick reads the due ones from the head of it), the few with an
+/// occurrence waiting for a live token, and a subject's journal entries of one kind
+/// newest first (a schedule's latest skipped occurrences).
+pub const SCHEDULE_INDEXES: &str = "
+CREATE INDEX schedules_due ON schedules (next_due) WHERE status = 'active';
+CREATE INDEX schedules_buffered ON schedules (name) WHERE buffered IS NOT NULL AND status = 'active';
+CREATE INDEX journal_kind ON journal (subject, name, kind, id);
 ";
 
 /// Why the schema cannot be brought to this version.
@@ -92,7 +105,7 @@ pub fn newest() -> &'static str {
 /// column (`control_plane.clock`), no table; 0009 adds `access_keys`; 0010 adds
 /// `graphs` (and the column `tokens.graph`); 0011 adds a column
 /// (`access_keys.scope`), no table; 0012 adds `journal`; 0013 adds `usage` and
-/// `budgets`; 0014 adds a column (`tokens.trace`), no table.
+/// `budgets`; 0014 adds a column (`tokens.trace`), no table; 0015 adds `schedules`.
 pub fn tables_at(version: &str) -> BTreeSet<&'static str> {
     let mut tables: BTreeSet<&'static str> = BASELINE.into_iter().collect();
     if version == "0002" || version == "0003" {
@@ -110,6 +123,9 @@ pub fn tables_at(version: &str) -> BTreeSet<&'static str> {
     }
     if version >= "0013" {
         tables.extend(USAGE);
+    }
+    if version >= "0015" {
+        tables.insert(SCHEDULES);
     }
     tables
 }

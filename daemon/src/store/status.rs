@@ -237,6 +237,42 @@ impl EntryKind {
     }
 }
 
+closed! {
+    /// Whether a schedule starts tokens (schema 0015, `schedules.status`).
+    ScheduleStatus {
+        /// Its occurrences start tokens.
+        Active => "active",
+        /// An operator paused it: no occurrence starts until it resumes.
+        Paused => "paused",
+    }
+}
+
+closed! {
+    /// What an occurrence does while a token of an earlier one of its schedule
+    /// is live (`docs/schedules.md`, "Overlap").
+    Overlap {
+        /// It starts nothing, and is recorded as skipped with the reason.
+        Skip => "skip",
+        /// It waits, and starts once the live token ends; at most one waits.
+        BufferOne => "buffer_one",
+        /// It starts its token all the same.
+        Allow => "allow",
+    }
+}
+
+closed! {
+    /// What happens to the occurrences a schedule missed while no control plane
+    /// ran (`docs/schedules.md`, "Catch-up").
+    CatchUp {
+        /// None of them starts.
+        None => "none",
+        /// One start, of the latest of them.
+        Latest => "latest",
+        /// Each one within the window starts, at most the cap.
+        All => "all",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

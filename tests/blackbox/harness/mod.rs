@@ -585,6 +585,15 @@ impl Daemon {
         self.spawn();
     }
 
+    /// Give the next start `flag` with `value` (in place of the value it had, or
+    /// added): a restart with another `--dev-clock-at`, say.
+    pub fn set_arg(&mut self, flag: &str, value: &str) {
+        match self.args.iter().position(|a| a == flag) {
+            Some(at) => self.args[at + 1] = value.to_string(),
+            None => self.args.extend([flag.to_string(), value.to_string()]),
+        }
+    }
+
     /// A request over TCP (over the Unix socket when the daemon serves https:
     /// the harness speaks plain HTTP only). `body` is sent as is, with its length.
     pub fn request(

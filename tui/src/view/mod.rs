@@ -12,6 +12,7 @@ mod graph;
 mod operate;
 mod panes;
 mod popups;
+mod schedules;
 mod wrap;
 
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -231,6 +232,7 @@ pub fn view(model: &Model, frame: &mut Frame) {
         Mode::Start(form) => popups::start(model, frame, form),
         Mode::Bulk(form) => operate::bulk(model, frame, form),
         Mode::Describe(top) => describe(model, frame, *top),
+        Mode::Schedules => schedules::schedules(model, frame),
         Mode::Normal | Mode::Filter(_) | Mode::Confirm(_) => {}
     }
 }

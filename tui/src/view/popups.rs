@@ -14,7 +14,7 @@ use crate::line_edit::LineEdit;
 use crate::model::{FireForm, Model, StartForm};
 
 /// The keys, as `?` shows them.
-pub const HELP: [&str; 26] = [
+pub const HELP: [&str; 27] = [
     "↑ ↓  j k      move; J K: a page; g G: top, bottom",
     "d  Enter      the token as JSON, scrolled; y copies it (OSC 52)",
     "v  F          its panes on the whole screen; hide the supervisors",
@@ -37,6 +37,7 @@ pub const HELP: [&str; 26] = [
     "s             start a token: its id, Tab, its context",
     "z             times in UTC or in local time",
     "w             the live state graph; Enter there picks a state",
+    "S             the schedules; p r there pause and resume one",
     "?             these keys",
     "Esc           clear the status line; close a form",
     "q  Ctrl-C     quit",
@@ -182,7 +183,7 @@ fn every(model: &Model) -> [i64; 3] {
 }
 
 /// `text` cut or padded to `width` columns.
-fn fit(text: &str, width: usize) -> String {
+pub(super) fn fit(text: &str, width: usize) -> String {
     use unicode_width::UnicodeWidthChar;
     let mut out = String::new();
     let mut used = 0;

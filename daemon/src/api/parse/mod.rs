@@ -617,6 +617,7 @@ fn shown(value: Option<&Value>) -> String {
 pub mod bulk;
 // Usage and budgets (`docs/concepts/budgets.md`).
 pub mod budgets;
+pub mod schedule;
 
 #[cfg(test)]
 mod tests;

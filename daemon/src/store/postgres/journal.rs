@@ -42,4 +42,22 @@ impl Journal for PgTx<'_> {
         )?;
         rows.iter().map(JournalRow::read).collect()
     }
+
+    fn journal_latest(
+        &self,
+        subject: &str,
+        name: &str,
+        kind: &str,
+        limit: i64,
+    ) -> StoreResult<Vec<JournalRow>> {
+        let rows = self.query(
+            &format!(
+                "SELECT {COLUMNS} FROM journal
+                 WHERE subject = $1 AND name = $2 AND kind = $3
+                 ORDER BY id DESC LIMIT $4"
+            ),
+            &[&subject, &name, &kind, &limit],
+        )?;
+        rows.iter().map(JournalRow::read).collect()
+    }
 }

@@ -25,6 +25,7 @@ mod params;
 mod pending;
 #[cfg(test)]
 mod plan_tests;
+mod schedules;
 pub mod schema;
 pub mod store;
 mod tasks;

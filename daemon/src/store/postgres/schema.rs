@@ -17,9 +17,12 @@
 use std::collections::BTreeSet;
 
 use super::conn::PgConn;
-use crate::store::schema::{plan, MigrateError, HOT_INDEXES, VERSIONS, VERSION_TABLE};
+use crate::store::schema::{
+    plan, MigrateError, HOT_INDEXES, SCHEDULE_INDEXES, VERSIONS, VERSION_TABLE,
+};
 use crate::store::status::{
-    check_list, ClockKind, TaskStatus, TimerKind, TimerStatus, TokenStatus,
+    check_list, CatchUp, ClockKind, Overlap, ScheduleStatus, TaskStatus, TimerKind, TimerStatus,
+    TokenStatus,
 };
 use crate::store::StoreResult;
 
@@ -30,7 +33,7 @@ pub const SERVING_LOCK: &str = "hashtextextended('@stateous/serve', 0)";
 pub const EPOCH_LOCK: &str = "hashtextextended('@stateous/epoch', 0)";
 
 /// The SQL of each version, in the order of [`VERSIONS`].
-pub fn migrations() -> [String; 14] {
+pub fn migrations() -> [String; 15] {
     [
         baseline(),
         FEED.to_string(),
@@ -46,6 +49,7 @@ pub fn migrations() -> [String; 14] {
         JOURNAL.to_string(),
         USAGE.to_string(),
         TOKEN_TRACES.to_string(),
+        schedules(),
     ]
 }
 
@@ -72,6 +76,39 @@ CREATE TABLE budgets (
     PRIMARY KEY (subject, name)
 );
 "#;
+
+/// Version 0015: `schedules` and its indexes, as SQLite's 0015
+/// (`store/sqlite/schema.rs`, `schedules`); text in the "C" collation as every
+/// table here, so that names sort as SQLite sorts them.
+fn schedules() -> String {
+    let overlap = check_list::<Overlap>();
+    let catch_up = check_list::<CatchUp>();
+    let status = check_list::<ScheduleStatus>();
+    format!(
+        r#"
+CREATE TABLE schedules (
+    name TEXT COLLATE "C" PRIMARY KEY,
+    spec TEXT COLLATE "C" NOT NULL,
+    zone TEXT COLLATE "C" NOT NULL,
+    token TEXT COLLATE "C" NOT NULL,
+    context TEXT COLLATE "C" NOT NULL,
+    jitter BIGINT NOT NULL,
+    overlap TEXT COLLATE "C" NOT NULL CHECK (overlap IN ({overlap})),
+    catch_up TEXT COLLATE "C" NOT NULL CHECK (catch_up IN ({catch_up})),
+    catch_up_window BIGINT NOT NULL,
+    catch_up_cap BIGINT NOT NULL,
+    status TEXT COLLATE "C" NOT NULL CHECK (status IN ({status})),
+    next_at BIGINT,
+    next_due BIGINT,
+    last_token TEXT COLLATE "C",
+    last_at BIGINT,
+    buffered BIGINT,
+    created_at BIGINT NOT NULL,
+    changed_at BIGINT NOT NULL
+);
+{SCHEDULE_INDEXES}"#
+    )
+}
 
 /// Version 0012: `journal`, as SQLite's 0012 (`store/sqlite/schema.rs`,
 /// `JOURNAL`).

@@ -47,4 +47,22 @@ impl Journal for SqliteTx<'_> {
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
+
+    fn journal_latest(
+        &self,
+        subject: &str,
+        name: &str,
+        kind: &str,
+        limit: i64,
+    ) -> StoreResult<Vec<JournalRow>> {
+        let mut statement = self.prepare(&format!(
+            "SELECT {COLUMNS} FROM journal
+             WHERE subject = ?1 AND name = ?2 AND kind = ?3
+             ORDER BY id DESC LIMIT ?4"
+        ))?;
+        let rows = statement.query_map(params![subject, name, kind, limit], |row| {
+            JournalRow::read(row)
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
 }

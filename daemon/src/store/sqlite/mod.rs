@@ -14,6 +14,7 @@ mod journal;
 mod ledger;
 mod memory;
 pub mod reader;
+mod schedules;
 pub mod schema;
 pub mod store;
 mod tasks;

@@ -10,9 +10,12 @@ use std::collections::BTreeSet;
 
 use rusqlite::{Connection, OptionalExtension};
 
-use crate::store::schema::{plan, MigrateError, HOT_INDEXES, VERSIONS, VERSION_TABLE};
+use crate::store::schema::{
+    plan, MigrateError, HOT_INDEXES, SCHEDULE_INDEXES, VERSIONS, VERSION_TABLE,
+};
 use crate::store::status::{
-    check_list, ClockKind, TaskStatus, TimerKind, TimerStatus, TokenStatus,
+    check_list, CatchUp, ClockKind, Overlap, ScheduleStatus, TaskStatus, TimerKind, TimerStatus,
+    TokenStatus,
 };
 use crate::store::{StoreError, StoreResult};
 
@@ -37,7 +40,7 @@ impl Migration {
 }
 
 /// The migration of each version, in the order of [`VERSIONS`].
-pub fn migrations() -> [Migration; 14] {
+pub fn migrations() -> [Migration; 15] {
     [
         Migration::sql(baseline()),
         Migration::sql(FEED),
@@ -59,6 +62,7 @@ pub fn migrations() -> [Migration; 14] {
         Migration::sql(JOURNAL),
         Migration::sql(USAGE),
         Migration::sql(TOKEN_TRACES),
+        Migration::sql(schedules()),
     ]
 }
 
@@ -90,6 +94,45 @@ CREATE TABLE budgets (
     PRIMARY KEY (subject, name)
 );
 ";
+
+/// Version 0015, schedules (`docs/inside/data.md`, `schedules`; `docs/schedules.md`):
+/// each schedule's settings and where it stands. The clock reads the active ones
+/// by due moment through `schedules_due`, so a tick costs the same with ten or ten
+/// thousand schedules; `schedules_buffered` holds the few with an occurrence
+/// waiting. What happens to a schedule is in `journal`, where
+/// `journal_kind` finds a schedule's latest entries of one kind (its skipped
+/// occurrences) without reading its others. `store/postgres/schema.rs` makes the
+/// same.
+pub fn schedules() -> String {
+    format!(
+        "
+CREATE TABLE schedules (
+    name TEXT PRIMARY KEY,
+    spec TEXT NOT NULL,
+    zone TEXT NOT NULL,
+    token TEXT NOT NULL,
+    context TEXT NOT NULL,
+    jitter INTEGER NOT NULL,
+    overlap TEXT NOT NULL CHECK ({overlap}),
+    catch_up TEXT NOT NULL CHECK ({catch_up}),
+    catch_up_window INTEGER NOT NULL,
+    catch_up_cap INTEGER NOT NULL,
+    status TEXT NOT NULL CHECK ({status}),
+    next_at INTEGER,
+    next_due INTEGER,
+    last_token TEXT,
+    last_at INTEGER,
+    buffered INTEGER,
+    created_at INTEGER NOT NULL,
+    changed_at INTEGER NOT NULL
+);
+{indexes}",
+        overlap = any_of("overlap", &check_list::<Overlap>()),
+        catch_up = any_of("catch_up", &check_list::<CatchUp>()),
+        status = any_of("status", &check_list::<ScheduleStatus>()),
+        indexes = SCHEDULE_INDEXES,
+    )
+}
 
 /// Version 0012, the journal (`docs/inside/data.md`, `journal`): the ledger of what
 /// is not a token, one row for each change to a runtime setting (a limit, a
