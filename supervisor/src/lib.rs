@@ -13,6 +13,7 @@ pub mod companion;
 pub mod config;
 pub mod contract;
 pub mod ctx;
+mod ctx_dir;
 pub mod ctx_socket;
 pub mod examples;
 #[cfg(any(test, feature = "fake"))]

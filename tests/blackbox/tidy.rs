@@ -1,8 +1,9 @@
 //! Tidy is a test: every Rust file opens with a `//!` line; code outside tests has
 //! no `unwrap()`, `dbg!`, `todo!` or `unimplemented!`; no test is ignored; the file
 //! and test names that ARCHITECTURE.md gives exist; every `docs/` page that is
-//! named exists; and nothing cites a document a reader of the repository cannot
-//! open, nor an issue of the tracker.
+//! named exists; nothing cites a document a reader of the repository cannot
+//! open, nor an issue of the tracker; and the front doors and the files stay short
+//! enough to read.
 
 use std::path::{Path, PathBuf};
 
@@ -87,6 +88,31 @@ fn code_outside_tests_has_no_unwrap_dbg_or_placeholders() {
         }
     }
     assert!(found.is_empty(), "outside tests: {found:#?}");
+}
+
+/// The most lines of code outside tests one file may hold: past it, a file holds
+/// more than one thing and is split by what each part holds.
+const MOST_LINES: usize = 700;
+
+#[test]
+fn no_file_outside_tests_is_longer_than_most_lines() {
+    let mut found = Vec::new();
+    for path in rust_files().into_iter().filter(|p| !is_test_file(p)) {
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        let lines = code_outside_tests(&text).count();
+        if lines > MOST_LINES {
+            found.push(format!("{}: {lines} lines", relative(&path)));
+        }
+    }
+    assert!(found.is_empty(), "over {MOST_LINES} lines: {found:#?}");
+}
+
+#[test]
+fn the_front_doors_stay_short() {
+    for (name, most) in [("README.md", 20_000), ("ARCHITECTURE.md", 30_000)] {
+        let bytes = std::fs::metadata(root().join(name)).map_or(0, |m| m.len());
+        assert!(bytes < most, "{name} is {bytes} bytes, over {most}");
+    }
 }
 
 #[test]
