@@ -115,7 +115,7 @@ pub fn fire(
             row.next_due = plan.next.map(|at| compiled.due(at));
         }
     }
-    tx.update_schedule(&row)?;
+    tx.put_schedule(&row)?;
     Ok(Ok(run.fired))
 }
 
@@ -142,7 +142,7 @@ pub fn trigger(rules: &Rules, tx: &dyn Tx, name: &str) -> Step<(Triggered, Fired
     if let Err(refused) = outcome {
         return Err(refused.refusal.into());
     }
-    tx.update_schedule(&row)?;
+    tx.put_schedule(&row)?;
     let token = compiled.token_id(at);
     let fired = run.fired;
     let (outcome, reason) = if fired.started > 0 {

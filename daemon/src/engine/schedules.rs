@@ -72,11 +72,11 @@ pub fn add(rules: &Rules, tx: &dyn Tx, input: &ScheduleInput) -> Step<(ScheduleR
             row.last_at = old.last_at;
             row.buffered = old.buffered;
             row.created_at = old.created_at;
-            tx.update_schedule(&row)?;
+            tx.put_schedule(&row)?;
             "changed"
         }
         None => {
-            tx.insert_schedule(&row)?;
+            tx.put_schedule(&row)?;
             "added"
         }
     };
@@ -136,7 +136,7 @@ pub fn pause(tx: &dyn Tx, name: &str) -> Step<ScheduleRow> {
     }
     row.status = ScheduleStatus::Paused;
     row.changed_at = tx.now();
-    tx.update_schedule(&row)?;
+    tx.put_schedule(&row)?;
     journal(tx, name, "paused", json!({}))?;
     Ok(row)
 }
@@ -155,7 +155,7 @@ pub fn resume(tx: &dyn Tx, name: &str) -> Step<ScheduleRow> {
     row.next_at = compiled.calendar.next_after(now);
     row.next_due = row.next_at.map(|at| compiled.due(at));
     row.changed_at = now;
-    tx.update_schedule(&row)?;
+    tx.put_schedule(&row)?;
     let next = row.next_at.map(iso);
     journal(tx, name, "resumed", json!({"next": next}))?;
     Ok(row)

@@ -63,6 +63,24 @@ pub fn columns_of(alias: &str) -> String {
         .join(", ")
 }
 
+/// The statement of `Schedules::put_schedule`, the same on both backends but for
+/// its placeholders: `placeholder(n)` writes the nth value, from 1, in the order of
+/// [`COLUMNS`].
+pub fn put_sql(placeholder: fn(usize) -> String) -> String {
+    let columns: Vec<&str> = COLUMNS.split(',').map(str::trim).collect();
+    let values: Vec<String> = (1..=columns.len()).map(placeholder).collect();
+    let sets: Vec<String> = columns
+        .iter()
+        .filter(|c| !matches!(**c, "name" | "created_at"))
+        .map(|c| format!("{c} = excluded.{c}"))
+        .collect();
+    format!(
+        "INSERT INTO schedules ({COLUMNS}) VALUES ({}) ON CONFLICT (name) DO UPDATE SET {}",
+        values.join(", "),
+        sets.join(", ")
+    )
+}
+
 impl ScheduleRow {
     /// From [`COLUMNS`].
     pub fn read<R: Stored>(row: &R) -> Result<ScheduleRow, R::Error> {
@@ -99,10 +117,9 @@ passed_through! {
         /// (Postgres: `FOR UPDATE`; SQLite's one writer holds every row), so that
         /// two transactions never both act on one occurrence.
         fn lock_schedule(&self, name: &str) -> StoreResult<Option<ScheduleRow>>;
-        /// Add a schedule.
-        fn insert_schedule(&self, row: &ScheduleRow) -> StoreResult<()>;
-        /// Write every column of the schedule but its name and `created_at`.
-        fn update_schedule(&self, row: &ScheduleRow) -> StoreResult<()>;
+        /// Add the schedule, or write every column of the one of its name but
+        /// `created_at` ([`put_sql`]).
+        fn put_schedule(&self, row: &ScheduleRow) -> StoreResult<()>;
         /// Delete the schedule; false when there was none.
         fn delete_schedule(&self, name: &str) -> StoreResult<bool>;
         /// The schedule with its last token's status, read without a lock.

@@ -4,7 +4,7 @@
 use rusqlite::{params, OptionalExtension, Row};
 
 use super::{closed, SqliteTx};
-use crate::store::schedules::{columns_of, ScheduleRow, Schedules, WithLast, COLUMNS};
+use crate::store::schedules::{columns_of, put_sql, ScheduleRow, Schedules, WithLast, COLUMNS};
 use crate::store::StoreResult;
 
 fn read(row: &Row<'_>) -> rusqlite::Result<ScheduleRow> {
@@ -32,13 +32,10 @@ impl Schedules for SqliteTx<'_> {
         Ok(statement.query_row([name], read).optional()?)
     }
 
-    fn insert_schedule(&self, row: &ScheduleRow) -> StoreResult<()> {
-        let sql = format!(
-            "INSERT INTO schedules ({COLUMNS})
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
-                     ?17, ?18)"
-        );
-        self.prepare(&sql)?.execute(params![
+    fn put_schedule(&self, row: &ScheduleRow) -> StoreResult<()> {
+        static PUT: std::sync::LazyLock<String> =
+            std::sync::LazyLock::new(|| put_sql(|n| format!("?{n}")));
+        self.prepare(&PUT)?.execute(params![
             row.name,
             row.spec,
             row.zone,
@@ -56,36 +53,6 @@ impl Schedules for SqliteTx<'_> {
             row.last_at,
             row.buffered,
             row.created_at,
-            row.changed_at
-        ])?;
-        Ok(())
-    }
-
-    fn update_schedule(&self, row: &ScheduleRow) -> StoreResult<()> {
-        self.prepare(
-            "UPDATE schedules SET spec = ?2, zone = ?3, token = ?4, context = ?5, jitter = ?6,
-                 overlap = ?7, catch_up = ?8, catch_up_window = ?9, catch_up_cap = ?10, status = ?11,
-                 next_at = ?12, next_due = ?13, last_token = ?14, last_at = ?15,
-                 buffered = ?16, changed_at = ?17
-             WHERE name = ?1",
-        )?
-        .execute(params![
-            row.name,
-            row.spec,
-            row.zone,
-            row.token,
-            row.context,
-            row.jitter,
-            row.overlap.as_str(),
-            row.catch_up.as_str(),
-            row.window,
-            row.cap,
-            row.status.as_str(),
-            row.next_at,
-            row.next_due,
-            row.last_token,
-            row.last_at,
-            row.buffered,
             row.changed_at
         ])?;
         Ok(())
