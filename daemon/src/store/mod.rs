@@ -31,6 +31,7 @@ pub mod guard;
 pub mod journal;
 pub mod json;
 pub mod locked;
+pub mod notifications;
 pub mod postgres;
 pub mod request;
 pub mod rows;
@@ -55,6 +56,7 @@ pub use locked::Head;
 pub use rows::{
     ClaimRow, ControlPlaneRow, GraphRow, LedgerRow, NewEntry, NewTimer, TaskRow, TimerRow, TokenRow,
 };
+pub use notifications::Notifications;
 pub use schedules::{ScheduleRow, Schedules};
 pub use status::{CatchUp, Overlap, ScheduleStatus};
 pub use status::{ClockKind, Closed, EntryKind, TaskStatus, TimerKind, TimerStatus, TokenStatus};
@@ -470,6 +472,7 @@ pub trait Tx:
     + Usage
     + Budgets
     + Schedules
+    + Notifications
 {
     /// The moment of the transaction, in microseconds since 1970.
     fn now(&self) -> i64;

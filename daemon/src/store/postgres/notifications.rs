@@ -1,0 +1,211 @@
+//! The SQL of `subscriptions`, `notifications` and `notification_attempts`, as
+//! SQLite's (`store/sqlite/notifications.rs`).
+
+use super::{get, PgTx};
+use crate::store::notifications::{
+    AttemptRow, NewNotification, NotificationCount, NotificationRow, Notifications, Outcome,
+    Stalled, SubscriptionRow, ATTEMPT_COLUMNS, NOTIFICATION_COLUMNS, SUBSCRIPTION_COLUMNS,
+};
+use crate::store::StoreResult;
+
+impl Notifications for PgTx<'_> {
+    fn insert_subscription(&self, row: &SubscriptionRow) -> StoreResult<()> {
+        self.execute(
+            &format!(
+                "INSERT INTO subscriptions ({SUBSCRIPTION_COLUMNS})
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
+            ),
+            &[
+                &row.name,
+                &row.url,
+                &row.kinds,
+                &row.states,
+                &row.workflow,
+                &row.filter,
+                &row.format,
+                &row.no_move_for,
+                &row.status,
+                &row.secrets,
+                &row.created_at,
+                &row.changed_at,
+            ],
+        )?;
+        Ok(())
+    }
+
+    fn update_subscription(&self, row: &SubscriptionRow) -> StoreResult<()> {
+        self.execute(
+            "UPDATE subscriptions SET status = $2, secrets = $3, changed_at = $4 WHERE name = $1",
+            &[&row.name, &row.status, &row.secrets, &row.changed_at],
+        )?;
+        Ok(())
+    }
+
+    fn delete_subscription(&self, name: &str) -> StoreResult<bool> {
+        self.execute(
+            "DELETE FROM notification_attempts WHERE subscription = $1",
+            &[&name],
+        )?;
+        self.execute("DELETE FROM notifications WHERE subscription = $1", &[&name])?;
+        Ok(self.execute("DELETE FROM subscriptions WHERE name = $1", &[&name])? > 0)
+    }
+
+    fn subscription(&self, name: &str) -> StoreResult<Option<SubscriptionRow>> {
+        let rows = self.query(
+            &format!("SELECT {SUBSCRIPTION_COLUMNS} FROM subscriptions WHERE name = $1"),
+            &[&name],
+        )?;
+        rows.first().map(SubscriptionRow::read).transpose()
+    }
+
+    fn subscriptions(&self) -> StoreResult<Vec<SubscriptionRow>> {
+        let rows = self.query(
+            &format!("SELECT {SUBSCRIPTION_COLUMNS} FROM subscriptions ORDER BY name"),
+            &[],
+        )?;
+        rows.iter().map(SubscriptionRow::read).collect()
+    }
+
+    fn insert_notification(&self, row: &NewNotification<'_>) -> StoreResult<Option<i64>> {
+        let rows = self.query(
+            "INSERT INTO notifications
+                 (subscription, entry, token, kind, state, visit, at, status, attempts, next_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', 0, $7)
+             ON CONFLICT DO NOTHING RETURNING id",
+            &[
+                &row.subscription,
+                &row.entry,
+                &row.token,
+                &row.kind,
+                &row.state,
+                &row.visit,
+                &self.now.get(),
+            ],
+        )?;
+        rows.first().map(|row| get(row, 0)).transpose()
+    }
+
+    fn pending_notifications(
+        &self,
+        subscription: &str,
+        limit: i64,
+    ) -> StoreResult<Vec<NotificationRow>> {
+        let rows = self.query(
+            &format!(
+                "SELECT {NOTIFICATION_COLUMNS} FROM notifications
+                 WHERE subscription = $1 AND status = 'pending' ORDER BY id LIMIT $2"
+            ),
+            &[&subscription, &limit],
+        )?;
+        rows.iter().map(NotificationRow::read).collect()
+    }
+
+    fn record_attempt(&self, attempt: &AttemptRow, outcome: &Outcome) -> StoreResult<()> {
+        self.execute(
+            &format!(
+                "INSERT INTO notification_attempts ({ATTEMPT_COLUMNS})
+                 VALUES ($1, $2, $3, $4, $5, $6, $7)
+                 ON CONFLICT (notification, attempt) DO UPDATE SET at = EXCLUDED.at,
+                     status = EXCLUDED.status, latency = EXCLUDED.latency,
+                     reason = EXCLUDED.reason"
+            ),
+            &[
+                &attempt.subscription,
+                &attempt.notification,
+                &attempt.attempt,
+                &attempt.at,
+                &attempt.status,
+                &attempt.latency,
+                &attempt.reason,
+            ],
+        )?;
+        let (status, next_at) = match outcome {
+            Outcome::Delivered => ("delivered", None),
+            Outcome::Again(at) => ("pending", Some(*at)),
+            Outcome::Dead => ("dead", None),
+        };
+        self.execute(
+            "UPDATE notifications SET status = $2, attempts = $3,
+                 next_at = coalesce($4, next_at), last_error = $5
+             WHERE id = $1",
+            &[
+                &attempt.notification,
+                &status,
+                &attempt.attempt,
+                &next_at,
+                &attempt.reason,
+            ],
+        )?;
+        Ok(())
+    }
+
+    fn notification_counts(&self) -> StoreResult<Vec<NotificationCount>> {
+        let rows = self.query(
+            "SELECT subscription, status, attempts > 0, count(*) FROM notifications
+             GROUP BY subscription, status, attempts > 0",
+            &[],
+        )?;
+        rows.iter()
+            .map(|row| Ok((get(row, 0)?, get(row, 1)?, get(row, 2)?, get(row, 3)?)))
+            .collect()
+    }
+
+    fn latest_attempts(&self, subscription: &str, limit: i64) -> StoreResult<Vec<AttemptRow>> {
+        let rows = self.query(
+            &format!(
+                "SELECT {ATTEMPT_COLUMNS} FROM notification_attempts WHERE subscription = $1
+                 ORDER BY at DESC, notification DESC, attempt DESC LIMIT $2"
+            ),
+            &[&subscription, &limit],
+        )?;
+        rows.iter().map(AttemptRow::read).collect()
+    }
+
+    fn dead_notifications(
+        &self,
+        subscription: Option<&str>,
+        limit: i64,
+    ) -> StoreResult<Vec<NotificationRow>> {
+        let rows = self.query(
+            &format!(
+                "SELECT {NOTIFICATION_COLUMNS} FROM notifications
+                 WHERE status = 'dead' AND ($1::text IS NULL OR subscription = $1)
+                 ORDER BY id LIMIT $2"
+            ),
+            &[&subscription, &limit],
+        )?;
+        rows.iter().map(NotificationRow::read).collect()
+    }
+
+    fn revive_notifications(&self, subscription: &str, id: Option<i64>) -> StoreResult<i64> {
+        let changed = self.execute(
+            "UPDATE notifications SET status = 'pending', next_at = $3, at = $3
+             WHERE status = 'dead' AND subscription = $1 AND ($2::bigint IS NULL OR id = $2)",
+            &[&subscription, &id, &self.now.get()],
+        )?;
+        Ok(changed as i64)
+    }
+
+    fn stalled_tokens(
+        &self,
+        subscription: &str,
+        states: &[String],
+        until: i64,
+        limit: i64,
+    ) -> StoreResult<Vec<Stalled>> {
+        let states: Vec<&str> = states.iter().map(String::as_str).collect();
+        let rows = self.query(
+            "SELECT k.token, k.state, k.visit FROM tokens k
+             WHERE k.status IN ('active', 'paused') AND k.entered_at <= $3
+               AND (cardinality($2::text[]) = 0 OR k.state = ANY($2::text[]))
+               AND NOT EXISTS (SELECT 1 FROM notifications n
+                    WHERE n.subscription = $1 AND n.kind = 'no_move' AND n.token = k.token
+                      AND n.state = k.state AND n.visit = k.visit)
+             ORDER BY k.entered_at LIMIT $4",
+            &[&subscription, &states, &until, &limit],
+        )?;
+        rows.iter()
+            .map(|row| Ok((get(row, 0)?, get(row, 1)?, get(row, 2)?)))
+            .collect()
+    }
+}
