@@ -20,6 +20,7 @@ pub mod hooks;
 pub mod measure;
 pub mod parse;
 pub mod routes;
+mod notify;
 mod schedules;
 pub mod server;
 pub mod supervisors;
@@ -368,6 +369,7 @@ impl Api {
             | Route::BudgetSet(_)
             | Route::BudgetRemove(_)) => self.budgets(route, parts, raw, caller).await,
             Route::Schedule(route) => self.schedule(route, raw).await,
+            Route::Notify(route) => self.notify(route, raw).await,
             route => self.dispatch_task(route, parts, raw, caller).await,
         }
     }

@@ -10,6 +10,7 @@ mod access;
 pub mod bulk;
 pub mod condition;
 mod dev_clock;
+mod notify;
 mod owing;
 pub mod prune;
 mod schedules;
@@ -208,6 +209,10 @@ impl Control {
             .map_err(|refusal| format!("cannot use the database: {}", refusal.error))?;
         control
             .write(|rules, tx| engine::lease::grace_after_restart(rules, tx))
+            .await
+            .map_err(|refusal| format!("cannot use the database: {}", refusal.error))?;
+        control
+            .reload_subscriptions()
             .await
             .map_err(|refusal| format!("cannot use the database: {}", refusal.error))?;
         Ok(control)
@@ -446,7 +451,9 @@ impl Control {
         self.inner.metrics.ticked(0, fired);
         failed?;
         // Schedules last: a token an occurrence starts is not in the tick's reads.
-        self.fire_schedules().await
+        self.fire_schedules().await?;
+        // Tokens that did not move (`docs/notifications.md`, "No move").
+        self.scan_no_move().await
     }
 
     /// Why the database cannot take requests now, if it cannot (`GET /health`):

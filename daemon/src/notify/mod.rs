@@ -12,10 +12,10 @@
 //! - `send.rs`: one HTTP request with a deadline and a cap on the answer.
 //! - `sender.rs`: the queues, the backoff and the dead letters.
 
-// pub mod body;
-// pub mod input;
-// pub mod send;
-// pub mod sender;
+pub mod body;
+pub mod input;
+pub mod send;
+pub mod sender;
 
 use std::sync::{Arc, RwLock};
 

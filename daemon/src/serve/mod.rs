@@ -35,6 +35,7 @@ pub mod retain;
 mod socket;
 mod standby;
 mod ticker;
+mod notifier;
 mod tracer;
 
 use std::net::TcpListener as StdTcpListener;
@@ -485,6 +486,7 @@ impl Serving {
         let clock = tokio::spawn(clock.run(clock_stops.clone()));
         let tracing =
             traces.and_then(|(to, from)| tracer::start(&control, (to, from), &clock_stops));
+        let notifying = notifier::start(&control, timings.notify.clone(), &clock_stops);
         let retention = timings.retention.clone().map(|(pass, every)| {
             let retention = retain::Retention {
                 control: control.clone(),
@@ -512,6 +514,9 @@ impl Serving {
         }
         if let Some(tracing) = tracing {
             tracing.finish().await;
+        }
+        if let Some(notifying) = notifying {
+            notifying.finish().await;
         }
         if !matches!(ending, Ending::Lost) && give_up_hold(&control, &lost).await {
             // A stop signal can come together with the loss (a control plane
