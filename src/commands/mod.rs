@@ -12,6 +12,7 @@ pub mod bench_hooks;
 // Usage and budgets (`docs/concepts/budgets.md`).
 pub mod budget;
 pub mod clock;
+pub mod notify;
 pub mod schedule;
 pub mod token;
 
