@@ -31,7 +31,8 @@ pub enum NotifyAction {
         /// The subscription's name: 1 to 64 of A-Z a-z 0-9 . _ -.
         name: String,
         /// Where notifications go: an http:// or https:// URL.
-        url: String,
+        #[arg(value_name = "URL")]
+        target: String,
         /// The ledger entry kinds it is about, comma-separated (entered,
         /// completed, failed, paused, task_failed, task_retrying,
         /// budget_exceeded, ...); completed,failed by default.
@@ -106,7 +107,7 @@ impl TryFrom<NotifyArgs> for NotifyCommand {
         let action = match args.action {
             NotifyAction::Add {
                 name,
-                url,
+                target,
                 kinds,
                 states,
                 workflow,
@@ -115,7 +116,7 @@ impl TryFrom<NotifyArgs> for NotifyCommand {
                 no_move_for,
             } => Action::Add(Box::new(NewSubscription {
                 name,
-                url,
+                url: target,
                 kinds,
                 states,
                 workflow,
