@@ -389,6 +389,43 @@ fn bad_subscriptions_are_refused_and_change_nothing() {
     assert_eq!(daemon.count("SELECT count(*) FROM subscriptions"), 0);
 }
 
+#[test]
+fn a_standby_that_takes_over_delivers_what_the_old_control_plane_left() {
+    harness::on(harness::Backend::Postgres, || {
+        let receiver = Receiver::start(usize::MAX);
+        let mut active = Setup::new(asset_graph("orders"))
+            .args(&harness::KEEPALIVES)
+            .args(&["--notify-backoff", "100ms"])
+            .start();
+        subscribe(&active, &receiver, json!({"name": "all", "kinds": ["entered"]}));
+        for token in ["s-1", "s-2", "s-3"] {
+            start(&active, token);
+        }
+        let standby = Setup::new(asset_graph("orders"))
+            .database_of(&active)
+            .args(&harness::KEEPALIVES)
+            .args(&["--notify-backoff", "100ms"])
+            .start_standby();
+        wait_for(Duration::from_secs(10), "the first attempts fail", || {
+            receiver.seen().len() >= 3
+        });
+        assert!(receiver.got().is_empty());
+        let status = active.stop_with(libc::SIGKILL);
+        assert_eq!(status.code(), None);
+        standby.wait_for_line("serving on ", Duration::from_secs(30));
+        receiver.fail_first.store(0, Ordering::SeqCst);
+        wait_for(Duration::from_secs(20), "the standby delivers them", || {
+            receiver.got().len() >= 3
+        });
+        let tokens: BTreeSet<String> = receiver
+            .got()
+            .iter()
+            .map(|g| g.body["entry"]["token"].as_str().unwrap_or("").to_string())
+            .collect();
+        assert_eq!(tokens, BTreeSet::from(["s-1".into(), "s-2".into(), "s-3".into()]));
+    });
+}
+
 both!(
     a_failing_receiver_gets_the_entry_later_with_the_same_webhook_id,
     every_matching_entry_arrives_through_two_sigkills,
