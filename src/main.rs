@@ -361,6 +361,7 @@ fn main() -> ExitCode {
                 tokens: args.tokens,
                 clients: args.clients,
                 max_time: std::time::Duration::from_secs(args.max_seconds),
+                notify: args.notify,
             };
             commands::execute(async move {
                 let mut out = std::io::stdout().lock();

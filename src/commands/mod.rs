@@ -9,6 +9,7 @@
 pub mod access;
 pub mod bench;
 pub mod bench_hooks;
+pub mod bench_notify;
 // Usage and budgets (`docs/concepts/budgets.md`).
 pub mod budget;
 pub mod clock;
