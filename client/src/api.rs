@@ -295,7 +295,9 @@ impl Client {
 
     /// `DELETE /notify/{name}` (ours).
     pub async fn remove_subscription(&self, name: &str) -> Result<(), ClientError> {
-        self.send(&Call::subscription_remove(name)).await.map(|_| ())
+        self.send(&Call::subscription_remove(name))
+            .await
+            .map(|_| ())
     }
 
     /// `GET /notifications/failed` (ours): the dead notifications.

@@ -150,7 +150,10 @@ pub async fn run(
         .add_subscription(&subscription("bench-all", url))
         .await
         .map_err(failed)?;
-    line(out, "pass 2: one subscription matching every entry, a receiver here")?;
+    line(
+        out,
+        "pass 2: one subscription matching every entry, a receiver here",
+    )?;
     let began = Instant::now();
     let with = pass(options, client.clone(), out).await?;
     let deadline = Instant::now() + DRAIN_WITHIN;
@@ -172,7 +175,10 @@ pub async fn run(
         .add_subscription(&subscription("bench-dead", url))
         .await
         .map_err(failed)?;
-    line(out, "pass 3: one subscription matching every entry, a receiver that never answers")?;
+    line(
+        out,
+        "pass 3: one subscription matching every entry, a receiver that never answers",
+    )?;
     let dead = pass(options, client.clone(), out).await?;
     client
         .remove_subscription("bench-dead")
@@ -181,7 +187,10 @@ pub async fn run(
 
     let share = |figure: f64| figure / without.max(1e-9) * 100.0;
     line(out, "notifications:")?;
-    line(out, &format!("  without subscriptions:   {without:.1} tokens/s"))?;
+    line(
+        out,
+        &format!("  without subscriptions:   {without:.1} tokens/s"),
+    )?;
     line(
         out,
         &format!(

@@ -105,7 +105,11 @@ pub async fn run(command: &NotifyCommand, out: &mut dyn Write) -> Result<(), Com
                 writeln!(out, "  where: {filter}")?;
             }
             if let Some(seconds) = view.no_move_seconds {
-                writeln!(out, "  no move for: {}", stateous_shared::durations::span(seconds))?;
+                writeln!(
+                    out,
+                    "  no move for: {}",
+                    stateous_shared::durations::span(seconds)
+                )?;
             }
             for attempt in &detail.attempts {
                 writeln!(
@@ -141,7 +145,7 @@ pub async fn run(command: &NotifyCommand, out: &mut dyn Write) -> Result<(), Com
         NotifyAction::Test(name) => {
             let queued = client.test_subscription(name).await.map_err(refused)?;
             if json {
-                return print_json(out, serde_json::to_value(&queued).unwrap_or_default());
+                return print_json(out, serde_json::to_value(queued).unwrap_or_default());
             }
             writeln!(out, "queued a test notification for {name}")?;
         }
@@ -160,9 +164,13 @@ pub async fn run(command: &NotifyCommand, out: &mut dyn Write) -> Result<(), Com
         NotifyAction::Redeliver(name, id) => {
             let queued = client.redeliver(name, *id).await.map_err(refused)?;
             if json {
-                return print_json(out, serde_json::to_value(&queued).unwrap_or_default());
+                return print_json(out, serde_json::to_value(queued).unwrap_or_default());
             }
-            writeln!(out, "queued {} dead notification(s) of {name} again", queued.queued)?;
+            writeln!(
+                out,
+                "queued {} dead notification(s) of {name} again",
+                queued.queued
+            )?;
         }
     }
     Ok(())
@@ -173,14 +181,7 @@ pub fn line(view: &SubscriptionView) -> String {
     let c = &view.counts;
     format!(
         "{}  {}  {}  {}  pending {}, retrying {}, delivered {}, dead {}",
-        view.name,
-        view.status,
-        view.format,
-        view.url,
-        c.pending,
-        c.retrying,
-        c.delivered,
-        c.dead
+        view.name, view.status, view.format, view.url, c.pending, c.retrying, c.delivered, c.dead
     )
 }
 

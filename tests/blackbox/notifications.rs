@@ -43,7 +43,10 @@ struct Receiver {
 impl Receiver {
     fn start(fail_first: usize) -> Receiver {
         let listener = TcpListener::bind("127.0.0.1:0").expect("a port for the receiver");
-        let url = format!("http://{}/hook", listener.local_addr().expect("its address"));
+        let url = format!(
+            "http://{}/hook",
+            listener.local_addr().expect("its address")
+        );
         let receiver = Receiver {
             url,
             got: Arc::default(),
@@ -193,7 +196,10 @@ fn subscribe(daemon: &Daemon, receiver: &Receiver, body: Value) -> String {
 
 fn start(daemon: &Daemon, token: &str) {
     daemon
-        .post("/tokens", &json!({"token": token, "context": {"title": token}}))
+        .post(
+            "/tokens",
+            &json!({"token": token, "context": {"title": token}}),
+        )
         .expect(201);
 }
 
@@ -215,15 +221,24 @@ fn complete(daemon: &Daemon, token: &str) {
 fn a_failing_receiver_gets_the_entry_later_with_the_same_webhook_id() {
     let receiver = Receiver::start(3);
     let daemon = orders(&[]);
-    subscribe(&daemon, &receiver, json!({"name": "done", "kinds": ["completed"]}));
+    subscribe(
+        &daemon,
+        &receiver,
+        json!({"name": "done", "kinds": ["completed"]}),
+    );
     start(&daemon, "o-1");
     complete(&daemon, "o-1");
-    wait_for(Duration::from_secs(20), "the fourth attempt delivers", || {
-        !receiver.got().is_empty()
-    });
+    wait_for(
+        Duration::from_secs(20),
+        "the fourth attempt delivers",
+        || !receiver.got().is_empty(),
+    );
     let seen = receiver.seen();
     assert_eq!(seen.len(), 4, "three failures, then the delivery: {seen:?}");
-    assert!(seen.iter().all(|id| id == &seen[0]), "one webhook-id: {seen:?}");
+    assert!(
+        seen.iter().all(|id| id == &seen[0]),
+        "one webhook-id: {seen:?}"
+    );
     let got = receiver.got();
     assert_eq!(got[0].body["type"], "completed");
     assert_eq!(got[0].body["token"]["token"], "o-1");
@@ -335,7 +350,11 @@ fn no_move_fires_once_per_visit() {
 fn a_dead_notification_is_listed_and_sent_again_by_hand() {
     let receiver = Receiver::start(1000);
     let daemon = orders(&["--notify-dead-after", "1s"]);
-    subscribe(&daemon, &receiver, json!({"name": "late", "kinds": ["entered"], "format": "slack"}));
+    subscribe(
+        &daemon,
+        &receiver,
+        json!({"name": "late", "kinds": ["entered"], "format": "slack"}),
+    );
     start(&daemon, "d-1");
     wait_for(Duration::from_secs(10), "it dies", || {
         daemon.get("/notifications/failed").expect(200)["failed"]
@@ -347,7 +366,11 @@ fn a_dead_notification_is_listed_and_sent_again_by_hand() {
         &["notify", "--url", &daemon.url, "failed"],
     );
     assert_eq!(failed.code(), 0, "{}", failed.stderr);
-    assert!(failed.stdout.contains("late") && failed.stdout.contains("answered 500"), "{}", failed.stdout);
+    assert!(
+        failed.stdout.contains("late") && failed.stdout.contains("answered 500"),
+        "{}",
+        failed.stdout
+    );
     let dead_id = receiver.seen()[0].clone();
     receiver.fail_first.store(0, Ordering::SeqCst);
     let again = run(
@@ -355,7 +378,9 @@ fn a_dead_notification_is_listed_and_sent_again_by_hand() {
         &["notify", "--url", &daemon.url, "redeliver", "late"],
     );
     assert_eq!(again.code(), 0, "{}", again.stderr);
-    wait_for(Duration::from_secs(10), "it arrives", || !receiver.got().is_empty());
+    wait_for(Duration::from_secs(10), "it arrives", || {
+        !receiver.got().is_empty()
+    });
     let got = receiver.got();
     assert_eq!(got[0].id, dead_id, "the same webhook-id");
     assert_eq!(got[0].body, json!({"text": "Token d-1 entered draft."}));
@@ -372,20 +397,37 @@ fn bad_subscriptions_are_refused_and_change_nothing() {
         json!({"name": "a", "url": "http://127.0.0.1:9/x", "format": "xml"}),
     ];
     for body in cases {
-        let sentence = daemon.post("/notify", &body).refused(422, "invalid_subscription");
+        let sentence = daemon
+            .post("/notify", &body)
+            .refused(422, "invalid_subscription");
         assert!(!sentence.contains('\n'), "{sentence}");
     }
     daemon
-        .post("/notify", &json!({"name": "a", "url": "http://127.0.0.1:9/x", "colour": 1}))
+        .post(
+            "/notify",
+            &json!({"name": "a", "url": "http://127.0.0.1:9/x", "colour": 1}),
+        )
         .refused(422, "invalid_body");
-    daemon.get("/notify/nope").refused(404, "subscription_not_found");
+    daemon
+        .get("/notify/nope")
+        .refused(404, "subscription_not_found");
     let cli = run(
         daemon.dir.path(),
-        &["notify", "--url", &daemon.url, "add", "a", "file:///etc/passwd"],
+        &[
+            "notify",
+            "--url",
+            &daemon.url,
+            "add",
+            "a",
+            "file:///etc/passwd",
+        ],
     );
     assert_eq!(cli.code(), 1);
     assert!(cli.stderr.starts_with("error: "), "{}", cli.stderr);
-    assert_eq!(daemon.get("/notify").expect(200), json!({"subscriptions": []}));
+    assert_eq!(
+        daemon.get("/notify").expect(200),
+        json!({"subscriptions": []})
+    );
     assert_eq!(daemon.count("SELECT count(*) FROM subscriptions"), 0);
 }
 
@@ -397,7 +439,11 @@ fn a_standby_that_takes_over_delivers_what_the_old_control_plane_left() {
             .args(&harness::KEEPALIVES)
             .args(&["--notify-backoff", "100ms"])
             .start();
-        subscribe(&active, &receiver, json!({"name": "all", "kinds": ["entered"]}));
+        subscribe(
+            &active,
+            &receiver,
+            json!({"name": "all", "kinds": ["entered"]}),
+        );
         for token in ["s-1", "s-2", "s-3"] {
             start(&active, token);
         }
@@ -422,7 +468,10 @@ fn a_standby_that_takes_over_delivers_what_the_old_control_plane_left() {
             .iter()
             .map(|g| g.body["entry"]["token"].as_str().unwrap_or("").to_string())
             .collect();
-        assert_eq!(tokens, BTreeSet::from(["s-1".into(), "s-2".into(), "s-3".into()]));
+        assert_eq!(
+            tokens,
+            BTreeSet::from(["s-1".into(), "s-2".into(), "s-3".into()])
+        );
     });
 }
 

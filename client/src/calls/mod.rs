@@ -162,7 +162,7 @@ impl Call {
             Some(id) => serde_json::json!({ "id": id }),
             None => serde_json::json!({}),
         };
-        Call::post(&routes::subscription(name, Some("redeliver")), &body)
+        Call::post(routes::subscription(name, Some("redeliver")), &body)
     }
 
     /// `DELETE /notify/{name}` (ours).

@@ -33,10 +33,10 @@ use stateous_shared::watch::{TokenDetail, WatchEntry};
 use stateous_shared::why::Why;
 use stateous_shared::wire::{Grant, HistoryEntry, TokenView};
 
-use crate::notify::Subscribed;
 use crate::engine::LOST;
 use crate::engine::{self, Rules, Step};
 use crate::metrics::Metrics;
+use crate::notify::Subscribed;
 use crate::store::backend::{holder_name, Database, Inspected, Standby, StoreOptions};
 use crate::store::feed::FeedMark;
 use crate::store::postgres::PgOptions;

@@ -9,8 +9,8 @@ use std::collections::HashMap;
 
 use serde_json::json;
 use stateous_shared::notify::{
-    AttemptView, Counts, FailedList, NewSubscription, NotificationView, Queued,
-    SubscriptionAdded, SubscriptionDetail, SubscriptionList, SubscriptionView, NO_MOVE, TEST,
+    AttemptView, Counts, FailedList, NewSubscription, NotificationView, Queued, SubscriptionAdded,
+    SubscriptionDetail, SubscriptionList, SubscriptionView, NO_MOVE, TEST,
 };
 use stateous_shared::refusal::{Code, Refusal};
 use stateous_shared::time::{from_micros, iso};
@@ -227,7 +227,12 @@ impl Control {
             row.status = if pause { "paused" } else { "active" }.into();
             row.changed_at = tx.now();
             tx.update_subscription(&row)?;
-            journal(tx, &asked, if pause { "paused" } else { "resumed" }, json!({}))
+            journal(
+                tx,
+                &asked,
+                if pause { "paused" } else { "resumed" },
+                json!({}),
+            )
         })
         .await?;
         self.reload_subscriptions().await?;

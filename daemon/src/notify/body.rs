@@ -41,7 +41,10 @@ pub fn sentence(row: &NotificationRow, parts: &Parts, no_move_for: Option<i64>) 
         .or_else(|| parts.token.as_ref().map(|t| t.state.clone()))
         .unwrap_or_default();
     match row.kind.as_str() {
-        TEST => format!("A test notification of the subscription {}.", row.subscription),
+        TEST => format!(
+            "A test notification of the subscription {}.",
+            row.subscription
+        ),
         NO_MOVE => {
             let seconds = no_move_for.unwrap_or(0) / 1_000_000;
             format!(

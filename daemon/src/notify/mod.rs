@@ -64,7 +64,14 @@ impl Matcher {
     /// Whether the entry of `kind` (about `state`, for `entered`) of the token
     /// `row`, as the transaction leaves it, is one of its notifications; `main`
     /// is the main workflow's name.
-    pub fn matches(&self, kind: &str, state: Option<&str>, row: &TokenRow, main: &str, now: i64) -> bool {
+    pub fn matches(
+        &self,
+        kind: &str,
+        state: Option<&str>,
+        row: &TokenRow,
+        main: &str,
+        now: i64,
+    ) -> bool {
         if !self.wants(kind) {
             return false;
         }

@@ -55,7 +55,10 @@ async fn connect(uri: &hyper::Uri) -> Result<SendRequest<Full<Bytes>>, String> {
     let https = uri.scheme_str() == Some("https");
     let host = uri.host().ok_or("the URL has no host")?.to_string();
     let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
-    let bare = host.trim_start_matches('[').trim_end_matches(']').to_string();
+    let bare = host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_string();
     let stream = TcpStream::connect((bare.as_str(), port))
         .await
         .map_err(|error| format!("cannot connect: {error}"))?;
@@ -122,7 +125,10 @@ async fn exchange(
     }
     let path = uri.path_and_query().map_or("/", |p| p.as_str());
     let mut request = hyper::Request::post(path)
-        .header(hyper::header::HOST, uri.authority().map_or("", |a| a.as_str()))
+        .header(
+            hyper::header::HOST,
+            uri.authority().map_or("", |a| a.as_str()),
+        )
         .header(hyper::header::CONTENT_TYPE, "application/json")
         .header(hyper::header::USER_AGENT, "stateous-notify");
     for (name, value) in headers {

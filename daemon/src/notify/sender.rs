@@ -74,9 +74,9 @@ pub async fn run(control: Control, options: SenderOptions, mut stop: watch::Rece
         queues.retain(|_, task| !task.is_finished());
         if let Ok(rows) = control.active_subscriptions().await {
             for row in rows {
-                if !queues.contains_key(&row.name) {
-                    let task = tokio::spawn(queue(control.clone(), row.name.clone(), options.clone()));
-                    queues.insert(row.name, task);
+                if let std::collections::hash_map::Entry::Vacant(slot) = queues.entry(row.name) {
+                    let name = slot.key().clone();
+                    slot.insert(tokio::spawn(queue(control.clone(), name, options.clone())));
                 }
             }
         }
@@ -135,20 +135,30 @@ async fn queue(control: Control, name: String, options: SenderOptions) {
             let headers = [
                 ("webhook-id", id.clone()),
                 ("webhook-timestamp", timestamp.to_string()),
-                ("webhook-signature", signature(&secrets, &id, timestamp, &payload)),
+                (
+                    "webhook-signature",
+                    signature(&secrets, &id, timestamp, &payload),
+                ),
             ];
             let started = Instant::now();
             let at = control.now();
-            let answered = post(&mut kept, &subscription.url, &headers, payload, options.timeout).await;
+            let answered = post(
+                &mut kept,
+                &subscription.url,
+                &headers,
+                payload,
+                options.timeout,
+            )
+            .await;
             let latency = i64::try_from(started.elapsed().as_micros()).unwrap_or(i64::MAX);
             let attempt = row.attempts + 1;
             let outcome = match &answered.failure {
                 None => Outcome::Delivered,
                 Some(_) => {
                     held.insert(row.token.clone());
-                    let dead_at = row
-                        .at
-                        .saturating_add(i64::try_from(options.dead_after.as_micros()).unwrap_or(i64::MAX));
+                    let dead_at = row.at.saturating_add(
+                        i64::try_from(options.dead_after.as_micros()).unwrap_or(i64::MAX),
+                    );
                     let delay = jittered(backoff(options.first_backoff, attempt));
                     let next = control
                         .now()
@@ -182,7 +192,11 @@ async fn queue(control: Control, name: String, options: SenderOptions) {
         if sent == 0 {
             // Nothing due: wait for the soonest retry, or for new notifications.
             let wait = soonest
-                .map(|at| Duration::from_micros(u64::try_from(at.saturating_sub(control.now())).unwrap_or(0)))
+                .map(|at| {
+                    Duration::from_micros(
+                        u64::try_from(at.saturating_sub(control.now())).unwrap_or(0),
+                    )
+                })
                 .unwrap_or(options.poll)
                 .min(options.poll);
             tokio::time::sleep(wait).await;

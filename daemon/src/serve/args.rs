@@ -167,15 +167,33 @@ pub struct ServeArgs {
     pub log_format: String,
     /// Notifications: the deadline of one delivery attempt, from connecting to
     /// the end of the answer (docs/notifications.md).
-    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, env = "STATEOUS_NOTIFY_TIMEOUT", default_value = "10s")]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        allow_hyphen_values = true,
+        env = "STATEOUS_NOTIFY_TIMEOUT",
+        default_value = "10s"
+    )]
     pub notify_timeout: String,
     /// Notifications: how long after it was written a notification not yet
     /// delivered is dead (listed by stateous notify failed, sent again by hand).
-    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, env = "STATEOUS_NOTIFY_DEAD_AFTER", default_value = "24h")]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        allow_hyphen_values = true,
+        env = "STATEOUS_NOTIFY_DEAD_AFTER",
+        default_value = "24h"
+    )]
     pub notify_dead_after: String,
     /// Notifications: the first backoff after a failed attempt; each failure
     /// doubles it, up to 10 minutes. Shorter for tests.
-    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, env = "STATEOUS_NOTIFY_BACKOFF", default_value = "1s")]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        allow_hyphen_values = true,
+        env = "STATEOUS_NOTIFY_BACKOFF",
+        default_value = "1s"
+    )]
     pub notify_backoff: String,
 }
 

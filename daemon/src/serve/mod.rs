@@ -30,12 +30,12 @@
 mod args;
 mod first;
 mod hooks;
+mod notifier;
 pub mod options;
 pub mod retain;
 mod socket;
 mod standby;
 mod ticker;
-mod notifier;
 mod tracer;
 
 use std::net::TcpListener as StdTcpListener;

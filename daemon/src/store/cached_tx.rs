@@ -28,14 +28,14 @@ use serde_json::Value;
 use stateous_shared::wire::Object;
 
 use super::facts::{Facts, Layer};
-use super::notifications::NewNotification;
-use crate::notify::{Snapshot, Subscribed};
 use super::locked::Head;
+use super::notifications::NewNotification;
 use super::through::Through;
 use super::{
     EntryKind, Ledger, LedgerRow, Memory, NewEntry, NewTimer, StoreResult, TaskRow, Tasks,
     TimerRow, TimerStatus, Timers, TokenRow, Tokens, Tx,
 };
+use crate::notify::{Snapshot, Subscribed};
 
 /// Facts this transaction read or changed.
 #[derive(Debug, Clone, Default)]

@@ -53,10 +53,10 @@ pub use backend::Store;
 pub use journal::{Journal, JournalRow};
 // Usage and budgets (`docs/concepts/budgets.md`).
 pub use locked::Head;
+pub use notifications::Notifications;
 pub use rows::{
     ClaimRow, ControlPlaneRow, GraphRow, LedgerRow, NewEntry, NewTimer, TaskRow, TimerRow, TokenRow,
 };
-pub use notifications::Notifications;
 pub use schedules::{ScheduleRow, Schedules};
 pub use status::{CatchUp, Overlap, ScheduleStatus};
 pub use status::{ClockKind, Closed, EntryKind, TaskStatus, TimerKind, TimerStatus, TokenStatus};

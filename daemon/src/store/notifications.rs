@@ -155,7 +155,8 @@ pub struct AttemptRow {
 }
 
 /// The columns of `notification_attempts` in the order [`AttemptRow::read`] takes them.
-pub const ATTEMPT_COLUMNS: &str = "subscription, notification, attempt, at, status, latency, reason";
+pub const ATTEMPT_COLUMNS: &str =
+    "subscription, notification, attempt, at, status, latency, reason";
 
 impl AttemptRow {
     /// From [`ATTEMPT_COLUMNS`].

@@ -46,7 +46,10 @@ impl Notifications for PgTx<'_> {
             "DELETE FROM notification_attempts WHERE subscription = $1",
             &[&name],
         )?;
-        self.execute("DELETE FROM notifications WHERE subscription = $1", &[&name])?;
+        self.execute(
+            "DELETE FROM notifications WHERE subscription = $1",
+            &[&name],
+        )?;
         Ok(self.execute("DELETE FROM subscriptions WHERE name = $1", &[&name])? > 0)
     }
 

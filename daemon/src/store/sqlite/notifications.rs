@@ -153,7 +153,8 @@ impl Notifications for SqliteTx<'_> {
              ORDER BY at DESC, notification DESC, attempt DESC LIMIT ?2"
         );
         let mut statement = self.prepare(&sql)?;
-        let rows = statement.query_map(params![subscription, limit], |row| AttemptRow::read(row))?;
+        let rows =
+            statement.query_map(params![subscription, limit], |row| AttemptRow::read(row))?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 

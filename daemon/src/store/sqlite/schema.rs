@@ -11,7 +11,8 @@ use std::collections::BTreeSet;
 use rusqlite::{Connection, OptionalExtension};
 
 use crate::store::schema::{
-    plan, MigrateError, HOT_INDEXES, NOTIFICATION_INDEXES, SCHEDULE_INDEXES, VERSIONS, VERSION_TABLE,
+    plan, MigrateError, HOT_INDEXES, NOTIFICATION_INDEXES, SCHEDULE_INDEXES, VERSIONS,
+    VERSION_TABLE,
 };
 use crate::store::status::{
     check_list, CatchUp, ClockKind, Overlap, ScheduleStatus, TaskStatus, TimerKind, TimerStatus,

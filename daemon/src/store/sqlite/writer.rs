@@ -29,10 +29,10 @@ use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 
-use crate::notify::Subscribed;
-use crate::store::cached_tx::outboxed;
 use super::claims::{self, KnownClaims};
 use super::SqliteTx;
+use crate::notify::Subscribed;
+use crate::store::cached_tx::outboxed;
 use crate::store::cached_tx::{CachedTx, Locking};
 use crate::store::facts::{Cache, Overlay};
 use crate::store::feed::FeedMark;
@@ -265,7 +265,14 @@ fn run_plain<'c>(
     let mut last_id = 0;
     for request in requests.iter_mut() {
         let before = conn.total_changes();
-        let keep = one_request(&tx, clock, request.as_mut(), &overlay, &mut last_id, &shared.subscribed);
+        let keep = one_request(
+            &tx,
+            clock,
+            request.as_mut(),
+            &overlay,
+            &mut last_id,
+            &shared.subscribed,
+        );
         if !keep && conn.total_changes() != before {
             return None;
         }
@@ -287,7 +294,14 @@ fn run_each_in_savepoint<'c>(
         if let Err(error) = control(conn, "SAVEPOINT request") {
             tracing::error!("cannot open a savepoint: {error}");
         }
-        if !one_request(&tx, clock, request.as_mut(), &overlay, &mut last_id, &shared.subscribed) {
+        if !one_request(
+            &tx,
+            clock,
+            request.as_mut(),
+            &overlay,
+            &mut last_id,
+            &shared.subscribed,
+        ) {
             let _ = control(conn, "ROLLBACK TO request");
         }
         let _ = control(conn, "RELEASE request");
