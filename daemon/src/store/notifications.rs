@@ -81,6 +81,25 @@ pub struct NewNotification<'a> {
     pub visit: Option<i64>,
 }
 
+/// A [`NewNotification`] with its moment, as the Postgres flush holds it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WaitingNotification {
+    /// See [`NewNotification`].
+    pub subscription: String,
+    /// See [`NewNotification`].
+    pub entry: Option<i64>,
+    /// See [`NewNotification`].
+    pub token: String,
+    /// See [`NewNotification`].
+    pub kind: String,
+    /// See [`NewNotification`].
+    pub state: Option<String>,
+    /// See [`NewNotification`].
+    pub visit: Option<i64>,
+    /// `Tx::now` of the transaction that wrote it.
+    pub at: i64,
+}
+
 /// A row of `notifications`: the outbox of the notifications.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NotificationRow {
@@ -205,9 +224,10 @@ passed_through! {
         fn subscription(&self, name: &str) -> StoreResult<Option<SubscriptionRow>>;
         /// Every subscription, by name.
         fn subscriptions(&self) -> StoreResult<Vec<SubscriptionRow>>;
-        /// Write a notification at `Tx::now`, due now; its id. A `no_move` of a
-        /// visit that has one already writes nothing (`None`).
-        fn insert_notification(&self, row: &NewNotification<'_>) -> StoreResult<Option<i64>>;
+        /// Write a notification at `Tx::now`, due now (on Postgres with the
+        /// transaction's other writes, `postgres/pending.rs`). A `no_move` of a
+        /// visit that has one already writes nothing.
+        fn insert_notification(&self, row: &NewNotification<'_>) -> StoreResult<()>;
         /// At most `limit` pending notifications of the subscription, by id.
         fn pending_notifications(
             &self,

@@ -1,12 +1,38 @@
 //! The SQL of `subscriptions`, `notifications` and `notification_attempts`, as
 //! SQLite's (`store/sqlite/notifications.rs`).
 
+use super::columns::Columns;
 use super::{get, PgTx};
 use crate::store::notifications::{
     AttemptRow, NewNotification, NotificationCount, NotificationRow, Notifications, Outcome,
-    Stalled, SubscriptionRow, ATTEMPT_COLUMNS, NOTIFICATION_COLUMNS, SUBSCRIPTION_COLUMNS,
+    Stalled, SubscriptionRow, WaitingNotification, ATTEMPT_COLUMNS, NOTIFICATION_COLUMNS,
+    SUBSCRIPTION_COLUMNS,
 };
 use crate::store::StoreResult;
+
+/// The flush's part of new notifications (`pending.rs`): subscription, entry,
+/// token, kind, state, visit, at, as [`flush_columns`] packs them. A `no_move` of
+/// a visit that has one already is left out by the unique index.
+pub(super) const FLUSH_NEW: &str = "n AS (INSERT INTO notifications
+          (subscription, entry, token, kind, state, visit, at, status, attempts, next_at)
+      SELECT s, e, t, k, st, v, a, 'pending', 0, a
+      FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[],
+                  $6::bigint[], $7::bigint[]) AS w(s, e, t, k, st, v, a)
+      ON CONFLICT DO NOTHING)";
+
+/// New notifications as the columns of [`FLUSH_NEW`].
+pub(super) fn flush_columns(rows: &[WaitingNotification]) -> Option<Columns> {
+    Columns::of(rows, |cells, row| {
+        cells
+            .put(row.subscription.clone())
+            .put(row.entry)
+            .put(row.token.clone())
+            .put(row.kind.clone())
+            .put(row.state.clone())
+            .put(row.visit)
+            .put(row.at);
+    })
+}
 
 impl Notifications for PgTx<'_> {
     fn insert_subscription(&self, row: &SubscriptionRow) -> StoreResult<()> {
@@ -69,23 +95,22 @@ impl Notifications for PgTx<'_> {
         rows.iter().map(SubscriptionRow::read).collect()
     }
 
-    fn insert_notification(&self, row: &NewNotification<'_>) -> StoreResult<Option<i64>> {
-        let rows = self.query(
-            "INSERT INTO notifications
-                 (subscription, entry, token, kind, state, visit, at, status, attempts, next_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', 0, $7)
-             ON CONFLICT DO NOTHING RETURNING id",
-            &[
-                &row.subscription,
-                &row.entry,
-                &row.token,
-                &row.kind,
-                &row.state,
-                &row.visit,
-                &self.now.get(),
-            ],
-        )?;
-        rows.first().map(|row| get(row, 0)).transpose()
+    fn insert_notification(&self, row: &NewNotification<'_>) -> StoreResult<()> {
+        // Written with the transaction's other writes (`pending.rs`): no round
+        // trip of its own on the write path.
+        self.pending
+            .borrow_mut()
+            .notifications
+            .push(WaitingNotification {
+                subscription: row.subscription.to_string(),
+                entry: row.entry,
+                token: row.token.to_string(),
+                kind: row.kind.to_string(),
+                state: row.state.map(str::to_string),
+                visit: row.visit,
+                at: self.now.get(),
+            });
+        Ok(())
     }
 
     fn pending_notifications(

@@ -65,25 +65,24 @@ impl Notifications for SqliteTx<'_> {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
-    fn insert_notification(&self, row: &NewNotification<'_>) -> StoreResult<Option<i64>> {
-        let inserted = self
-            .prepare(
-                "INSERT INTO notifications
+    fn insert_notification(&self, row: &NewNotification<'_>) -> StoreResult<()> {
+        self.prepare(
+            "INSERT INTO notifications
                      (subscription, entry, token, kind, state, visit, at, status, attempts,
                       next_at)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending', 0, ?7)
                  ON CONFLICT DO NOTHING",
-            )?
-            .execute(params![
-                row.subscription,
-                row.entry,
-                row.token,
-                row.kind,
-                row.state,
-                row.visit,
-                self.now()
-            ])?;
-        Ok((inserted > 0).then(|| self.conn.last_insert_rowid()))
+        )?
+        .execute(params![
+            row.subscription,
+            row.entry,
+            row.token,
+            row.kind,
+            row.state,
+            row.visit,
+            self.now()
+        ])?;
+        Ok(())
     }
 
     fn pending_notifications(
