@@ -337,13 +337,8 @@ impl Control {
 
     /// The sender's write: the attempts made, each with what it did.
     pub async fn record_attempts(&self, done: Vec<(AttemptRow, Outcome)>) -> Result<(), Refusal> {
-        self.write(move |_, tx| {
-            for (attempt, outcome) in &done {
-                tx.record_attempt(attempt, outcome)?;
-            }
-            Ok(())
-        })
-        .await
+        self.write(move |_, tx| Ok(tx.record_attempts(&done)?))
+            .await
     }
 
     /// The clock's part: for each active `no_move` subscription, one

@@ -203,6 +203,17 @@ pub enum Outcome {
     Dead,
 }
 
+impl Outcome {
+    /// The notification's status after it, and its next moment if it is sent again.
+    pub fn status(&self) -> (&'static str, Option<i64>) {
+        match self {
+            Outcome::Delivered => ("delivered", None),
+            Outcome::Again(at) => ("pending", Some(*at)),
+            Outcome::Dead => ("dead", None),
+        }
+    }
+}
+
 /// `(subscription, status, retried, count)`: how many notifications of a
 /// subscription have a status, split by whether they were tried.
 pub type NotificationCount = (String, String, bool, i64);
@@ -234,8 +245,9 @@ passed_through! {
             subscription: &str,
             limit: i64,
         ) -> StoreResult<Vec<NotificationRow>>;
-        /// Record one attempt and what it did to its notification.
-        fn record_attempt(&self, attempt: &AttemptRow, outcome: &Outcome) -> StoreResult<()>;
+        /// Record attempts and what each did to its notification, in two
+        /// statements whatever their number (the sender's batch).
+        fn record_attempts(&self, done: &[(AttemptRow, Outcome)]) -> StoreResult<()>;
         /// How many notifications there are by subscription and status.
         fn notification_counts(&self) -> StoreResult<Vec<NotificationCount>>;
         /// At most `limit` latest attempts of the subscription, newest first.

@@ -128,41 +128,51 @@ impl Notifications for PgTx<'_> {
         rows.iter().map(NotificationRow::read).collect()
     }
 
-    fn record_attempt(&self, attempt: &AttemptRow, outcome: &Outcome) -> StoreResult<()> {
+    fn record_attempts(&self, done: &[(AttemptRow, Outcome)]) -> StoreResult<()> {
+        if done.is_empty() {
+            return Ok(());
+        }
+        let column = |f: &dyn Fn(&AttemptRow, &Outcome) -> Option<i64>| -> Vec<Option<i64>> {
+            done.iter().map(|(a, o)| f(a, o)).collect()
+        };
+        let subscriptions: Vec<&str> = done.iter().map(|(a, _)| a.subscription.as_str()).collect();
+        let ids: Vec<i64> = done.iter().map(|(a, _)| a.notification).collect();
+        let attempts: Vec<i64> = done.iter().map(|(a, _)| a.attempt).collect();
+        let ats: Vec<i64> = done.iter().map(|(a, _)| a.at).collect();
+        let statuses = column(&|a, _| a.status);
+        let latencies: Vec<i64> = done.iter().map(|(a, _)| a.latency).collect();
+        let reasons: Vec<Option<&str>> = done.iter().map(|(a, _)| a.reason.as_deref()).collect();
+        let states: Vec<&str> = done.iter().map(|(_, o)| o.status().0).collect();
+        let nexts = column(&|_, o| o.status().1);
         self.execute(
             &format!(
                 "INSERT INTO notification_attempts ({ATTEMPT_COLUMNS})
-                 VALUES ($1, $2, $3, $4, $5, $6, $7)
+                 SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[],
+                                      $5::bigint[], $6::bigint[], $7::text[])
                  ON CONFLICT (notification, attempt) DO UPDATE SET at = EXCLUDED.at,
                      status = EXCLUDED.status, latency = EXCLUDED.latency,
                      reason = EXCLUDED.reason"
             ),
             &[
-                &attempt.subscription,
-                &attempt.notification,
-                &attempt.attempt,
-                &attempt.at,
-                &attempt.status,
-                &attempt.latency,
-                &attempt.reason,
+                &subscriptions,
+                &ids,
+                &attempts,
+                &ats,
+                &statuses,
+                &latencies,
+                &reasons,
             ],
         )?;
-        let (status, next_at) = match outcome {
-            Outcome::Delivered => ("delivered", None),
-            Outcome::Again(at) => ("pending", Some(*at)),
-            Outcome::Dead => ("dead", None),
-        };
+        // `id = ANY($1)` as well as the join, so that the plan probes the key's
+        // index (as `pending.rs` explains, a join alone may be planned as a read
+        // of the whole table).
         self.execute(
-            "UPDATE notifications SET status = $2, attempts = $3,
-                 next_at = coalesce($4, next_at), last_error = $5
-             WHERE id = $1",
-            &[
-                &attempt.notification,
-                &status,
-                &attempt.attempt,
-                &next_at,
-                &attempt.reason,
-            ],
+            "UPDATE notifications n SET status = u.status, attempts = u.attempt,
+                 next_at = coalesce(u.next_at, n.next_at), last_error = u.reason
+             FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::bigint[], $5::text[])
+                  AS u(id, status, attempt, next_at, reason)
+             WHERE n.id = u.id AND n.id = ANY($1)",
+            &[&ids, &states, &attempts, &nexts, &reasons],
         )?;
         Ok(())
     }

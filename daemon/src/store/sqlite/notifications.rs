@@ -101,37 +101,45 @@ impl Notifications for SqliteTx<'_> {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
-    fn record_attempt(&self, attempt: &AttemptRow, outcome: &Outcome) -> StoreResult<()> {
-        let sql = format!(
+    fn record_attempts(&self, done: &[(AttemptRow, Outcome)]) -> StoreResult<()> {
+        if done.is_empty() {
+            return Ok(());
+        }
+        // One statement each for the whole batch: the rows as a JSON array.
+        let rows: Vec<serde_json::Value> = done
+            .iter()
+            .map(|(attempt, outcome)| {
+                let (status, next_at) = outcome.status();
+                serde_json::json!([
+                    attempt.subscription,
+                    attempt.notification,
+                    attempt.attempt,
+                    attempt.at,
+                    attempt.status,
+                    attempt.latency,
+                    attempt.reason,
+                    status,
+                    next_at
+                ])
+            })
+            .collect();
+        let rows = serde_json::Value::Array(rows).to_string();
+        self.prepare(&format!(
             "INSERT OR REPLACE INTO notification_attempts ({ATTEMPT_COLUMNS})
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
-        );
-        self.prepare(&sql)?.execute(params![
-            attempt.subscription,
-            attempt.notification,
-            attempt.attempt,
-            attempt.at,
-            attempt.status,
-            attempt.latency,
-            attempt.reason
-        ])?;
-        let (status, next_at) = match outcome {
-            Outcome::Delivered => ("delivered", None),
-            Outcome::Again(at) => ("pending", Some(*at)),
-            Outcome::Dead => ("dead", None),
-        };
+             SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4,
+                    value ->> 5, value ->> 6
+             FROM json_each(?1)"
+        ))?
+        .execute([&rows])?;
         self.prepare(
-            "UPDATE notifications SET status = ?2, attempts = ?3,
-                 next_at = coalesce(?4, next_at), last_error = ?5
-             WHERE id = ?1",
+            "UPDATE notifications SET status = u.status, attempts = u.attempt,
+                 next_at = coalesce(u.next_at, notifications.next_at), last_error = u.reason
+             FROM (SELECT value ->> 1 AS id, value ->> 2 AS attempt, value ->> 6 AS reason,
+                          value ->> 7 AS status, value ->> 8 AS next_at
+                   FROM json_each(?1)) AS u
+             WHERE notifications.id = u.id",
         )?
-        .execute(params![
-            attempt.notification,
-            status,
-            attempt.attempt,
-            next_at,
-            attempt.reason
-        ])?;
+        .execute([&rows])?;
         Ok(())
     }
 
