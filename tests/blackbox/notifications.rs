@@ -38,6 +38,8 @@ struct Receiver {
     secrets: Arc<Mutex<Vec<String>>>,
     fail_first: Arc<AtomicUsize>,
     bad_signatures: Arc<AtomicUsize>,
+    /// Milliseconds each answer waits (a slow receiver keeps a backlog).
+    delay: Arc<AtomicUsize>,
 }
 
 impl Receiver {
@@ -54,24 +56,29 @@ impl Receiver {
             secrets: Arc::default(),
             fail_first: Arc::new(AtomicUsize::new(fail_first)),
             bad_signatures: Arc::default(),
+            delay: Arc::default(),
         };
-        let (got, seen, secrets, fail, bad) = (
+        let (got, seen, secrets, fail, bad, delay) = (
             Arc::clone(&receiver.got),
             Arc::clone(&receiver.seen),
             Arc::clone(&receiver.secrets),
             Arc::clone(&receiver.fail_first),
             Arc::clone(&receiver.bad_signatures),
+            Arc::clone(&receiver.delay),
         );
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
-                let (got, seen, secrets, fail, bad) = (
+                let (got, seen, secrets, fail, bad, delay) = (
                     Arc::clone(&got),
                     Arc::clone(&seen),
                     Arc::clone(&secrets),
                     Arc::clone(&fail),
                     Arc::clone(&bad),
+                    Arc::clone(&delay),
                 );
-                std::thread::spawn(move || serve(stream, &got, &seen, &secrets, &fail, &bad));
+                std::thread::spawn(move || {
+                    serve(stream, &got, &seen, &secrets, (&fail, &bad, &delay))
+                });
             }
         });
         receiver
@@ -96,8 +103,7 @@ fn serve(
     got: &Mutex<Vec<Got>>,
     seen: &Mutex<Vec<String>>,
     secrets: &Mutex<Vec<String>>,
-    fail: &AtomicUsize,
-    bad: &AtomicUsize,
+    (fail, bad, delay): (&AtomicUsize, &AtomicUsize, &AtomicUsize),
 ) {
     let mut writer = stream.try_clone().expect("a second handle");
     let mut reader = BufReader::new(stream);
@@ -129,6 +135,7 @@ fn serve(
             return;
         }
         let id = headers.get("webhook-id").cloned().unwrap_or_default();
+        std::thread::sleep(Duration::from_millis(delay.load(Ordering::SeqCst) as u64));
         seen.lock().unwrap().push(id.clone());
         let failing = fail
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
@@ -267,6 +274,8 @@ fn a_failing_receiver_gets_the_entry_later_with_the_same_webhook_id() {
 
 fn every_matching_entry_arrives_through_two_sigkills() {
     let receiver = Receiver::start(0);
+    // A slow receiver: notifications wait in the outbox when the daemon is killed.
+    receiver.delay.store(10, Ordering::SeqCst);
     let mut daemon = orders(&[]);
     subscribe(
         &daemon,
@@ -277,6 +286,8 @@ fn every_matching_entry_arrives_through_two_sigkills() {
     for token in &tokens {
         start(&daemon, token);
     }
+    let waiting = daemon.count("SELECT count(*) FROM notifications WHERE status = 'pending'");
+    assert!(waiting > 0, "a backlog when the daemon is killed");
     daemon.crash_and_restart();
     for token in &tokens {
         fire(&daemon, token, "submitted", json!({}));
