@@ -18,6 +18,7 @@ mod demo;
 mod hooks_args;
 mod logging;
 mod manual;
+mod notify_args;
 mod schedule_args;
 mod serve_args;
 mod token_args;
@@ -155,6 +156,14 @@ enum Command {
     /// (docs/schedules.md).
     #[command(subcommand_required = true, arg_required_else_help = true)]
     Schedule(schedule_args::ScheduleArgs),
+    /// Notifications out: signed webhooks when a token fails, waits or is done
+    ///
+    /// A subscription POSTs a notification (Standard Webhooks signatures) for
+    /// each ledger entry it is about, or for each visit that stayed too long in
+    /// a state; written in the transaction of the entry, sent after the commit,
+    /// retried until a 2xx (docs/notifications.md). Admin key or the socket.
+    #[command(subcommand_required = true, arg_required_else_help = true)]
+    Notify(notify_args::NotifyArgs),
     /// Webhooks in: check a hooks file, sign a body, measure a hook
     ///
     /// The hooks file is what `serve --hooks FILE` serves at POST /hooks/NAME.
@@ -352,6 +361,7 @@ fn main() -> ExitCode {
                 tokens: args.tokens,
                 clients: args.clients,
                 max_time: std::time::Duration::from_secs(args.max_seconds),
+                notify: args.notify,
             };
             commands::execute(async move {
                 let mut out = std::io::stdout().lock();
@@ -390,6 +400,14 @@ fn main() -> ExitCode {
             commands::execute(async move {
                 let mut out = std::io::stdout().lock();
                 commands::access::run(&command, &mut out).await
+            })
+        }
+        Command::Notify(args) => {
+            let command =
+                commands::notify::NotifyCommand::try_from(args).unwrap_or_else(|e| exit_with(e));
+            commands::execute(async move {
+                let mut out = std::io::stdout().lock();
+                commands::notify::run(&command, &mut out).await
             })
         }
         Command::Schedule(args) => {

@@ -20,6 +20,12 @@ pub struct BenchArgs {
     /// Give up, with exit code 1, after this many seconds.
     #[arg(long, default_value_t = 600)]
     pub max_seconds: u64,
+    /// Run three passes: without subscriptions, with one matching every entry
+    /// to a receiver in this process, and with one to a receiver that never
+    /// answers; print the figures side by side and the notifications delivered
+    /// per second (needs an admin key or the socket).
+    #[arg(long)]
+    pub notify: bool,
 }
 
 /// `stateous clock ...`: the daemon's URL, then what to do with its dev clock.

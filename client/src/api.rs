@@ -235,6 +235,78 @@ impl Client {
         self.send(&Call::schedule_remove(name)).await.map(|_| ())
     }
 
+    /// `POST /notify` (ours): add a subscription; its view and its secret.
+    pub async fn add_subscription(
+        &self,
+        body: &stateous_shared::notify::NewSubscription,
+    ) -> Result<stateous_shared::notify::SubscriptionAdded, ClientError> {
+        self.typed(&Call::subscription_add(body)).await
+    }
+
+    /// `GET /notify` (ours): every subscription with its counts.
+    pub async fn subscriptions(
+        &self,
+    ) -> Result<stateous_shared::notify::SubscriptionList, ClientError> {
+        self.typed(&Call::subscriptions()).await
+    }
+
+    /// `GET /notify/{name}` (ours): one, with its latest attempts.
+    pub async fn subscription(
+        &self,
+        name: &str,
+    ) -> Result<stateous_shared::notify::SubscriptionDetail, ClientError> {
+        self.typed(&Call::subscription(name)).await
+    }
+
+    /// `POST /notify/{name}/pause` (`pause` true) or `/resume` (ours).
+    pub async fn pause_subscription(
+        &self,
+        name: &str,
+        pause: bool,
+    ) -> Result<stateous_shared::notify::SubscriptionView, ClientError> {
+        let what = if pause { "pause" } else { "resume" };
+        self.typed(&Call::subscription_steer(name, what)).await
+    }
+
+    /// `POST /notify/{name}/rotate` (ours): a new secret beside the last.
+    pub async fn rotate_subscription(
+        &self,
+        name: &str,
+    ) -> Result<stateous_shared::notify::SubscriptionAdded, ClientError> {
+        self.typed(&Call::subscription_steer(name, "rotate")).await
+    }
+
+    /// `POST /notify/{name}/test` (ours): a test notification.
+    pub async fn test_subscription(
+        &self,
+        name: &str,
+    ) -> Result<stateous_shared::notify::Queued, ClientError> {
+        self.typed(&Call::subscription_steer(name, "test")).await
+    }
+
+    /// `POST /notify/{name}/redeliver` (ours): its dead notifications (or `id`).
+    pub async fn redeliver(
+        &self,
+        name: &str,
+        id: Option<i64>,
+    ) -> Result<stateous_shared::notify::Queued, ClientError> {
+        self.typed(&Call::subscription_redeliver(name, id)).await
+    }
+
+    /// `DELETE /notify/{name}` (ours).
+    pub async fn remove_subscription(&self, name: &str) -> Result<(), ClientError> {
+        self.send(&Call::subscription_remove(name))
+            .await
+            .map(|_| ())
+    }
+
+    /// `GET /notifications/failed` (ours): the dead notifications.
+    pub async fn failed_notifications(
+        &self,
+    ) -> Result<stateous_shared::notify::FailedList, ClientError> {
+        self.typed(&Call::notifications_failed()).await
+    }
+
     /// `GET /graphs` (ours): the structures the database keeps.
     pub async fn graphs(&self) -> Result<GraphList, ClientError> {
         self.typed(&Call::graphs()).await

@@ -142,6 +142,21 @@ pub fn schedule(name: &str, what: Option<&str>) -> String {
     }
 }
 
+/// `GET /notify` and `POST /notify` (ours, `docs/notifications.md`).
+pub const NOTIFY: &str = "/notify";
+
+/// `GET /notifications/failed` (ours): the dead notifications.
+pub const NOTIFICATIONS_FAILED: &str = "/notifications/failed";
+
+/// `/notify/{name}`, or `/notify/{name}/{what}` (`pause`, `resume`, `rotate`,
+/// `test`, `redeliver`) when `what` is given.
+pub fn subscription(name: &str, what: Option<&str>) -> String {
+    match what {
+        Some(what) => format!("{NOTIFY}/{}/{what}", segment(name)),
+        None => format!("{NOTIFY}/{}", segment(name)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

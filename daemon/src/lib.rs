@@ -9,6 +9,7 @@ pub mod backup;
 pub mod control;
 pub mod engine;
 pub mod metrics;
+pub mod notify;
 pub mod schedule;
 pub mod serve;
 pub mod store;

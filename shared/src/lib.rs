@@ -16,6 +16,7 @@ pub mod hooks;
 pub mod journal;
 pub mod json_arg;
 pub mod limits;
+pub mod notify;
 pub mod pem;
 pub mod pyrepr;
 pub mod refusal;

@@ -76,11 +76,19 @@ pub enum Code {
     /// 409: a schedule with this name exists already (add it with `replace` to
     /// change it). Ours.
     ScheduleExists,
+    /// 422: a subscription's URL is not http(s), its filter does not parse, it
+    /// names an unknown state, workflow or kind, or its `no_move_for` is under
+    /// 1 s (`docs/notifications.md`). Ours.
+    InvalidSubscription,
+    /// 404: no subscription has this name. Ours.
+    SubscriptionNotFound,
+    /// 409: a subscription with this name exists already. Ours.
+    SubscriptionExists,
 }
 
 impl Code {
     /// Every code, in the order of the reference's table.
-    pub const ALL: [Code; 28] = [
+    pub const ALL: [Code; 31] = [
         Code::TokenNotFound,
         Code::TaskNotFound,
         Code::NotFound,
@@ -109,6 +117,9 @@ impl Code {
         Code::InvalidSchedule,
         Code::ScheduleNotFound,
         Code::ScheduleExists,
+        Code::InvalidSubscription,
+        Code::SubscriptionNotFound,
+        Code::SubscriptionExists,
     ];
 
     /// The HTTP status that carries this code (`bad_request` may also travel as 413,
@@ -139,6 +150,9 @@ impl Code {
             Code::InvalidSchedule => 422,
             Code::ScheduleNotFound => 404,
             Code::ScheduleExists => 409,
+            Code::InvalidSubscription => 422,
+            Code::SubscriptionNotFound => 404,
+            Code::SubscriptionExists => 409,
         }
     }
 
@@ -173,6 +187,9 @@ impl Code {
             Code::InvalidSchedule => "invalid_schedule",
             Code::ScheduleNotFound => "schedule_not_found",
             Code::ScheduleExists => "schedule_exists",
+            Code::InvalidSubscription => "invalid_subscription",
+            Code::SubscriptionNotFound => "subscription_not_found",
+            Code::SubscriptionExists => "subscription_exists",
         }
     }
 
@@ -249,6 +266,9 @@ mod tests {
             ("invalid_schedule", 422),
             ("schedule_not_found", 404),
             ("schedule_exists", 409),
+            ("invalid_subscription", 422),
+            ("subscription_not_found", 404),
+            ("subscription_exists", 409),
         ];
         assert_eq!(Code::ALL.len(), documented.len());
         for (code, (text, status)) in Code::ALL.iter().zip(documented) {

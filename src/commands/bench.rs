@@ -36,6 +36,11 @@ pub struct BenchOptions {
     pub clients: usize,
     /// `--max-time`: the run fails when it has not finished by then.
     pub max_time: Duration,
+    /// `--notify`: run three times in one run, without subscriptions, with one
+    /// that matches every entry to a receiver in this process, and with one to a
+    /// receiver that never answers; print the figures side by side and the
+    /// notifications delivered per second (`super::bench_notify`).
+    pub notify: bool,
 }
 
 impl Default for BenchOptions {
@@ -45,6 +50,7 @@ impl Default for BenchOptions {
             tokens: 10_000,
             clients: 64,
             max_time: Duration::from_secs(600),
+            notify: false,
         }
     }
 }
@@ -116,6 +122,19 @@ pub async fn run(options: &BenchOptions, out: &mut dyn Write) -> Result<(), Comm
             options.clients
         ),
     )?;
+    if options.notify {
+        return super::bench_notify::run(options, client, out).await;
+    }
+    pass(options, client, out).await.map(|_| ())
+}
+
+/// One pass of the bench: `options.tokens` tokens until each completed; prints
+/// its figures and answers its tokens per second.
+pub(super) async fn pass(
+    options: &BenchOptions,
+    client: Client,
+    out: &mut dyn Write,
+) -> Result<f64, CommandError> {
     let shared = Arc::new(Shared {
         client,
         run: run_id(),
@@ -147,6 +166,7 @@ pub async fn run(options: &BenchOptions, out: &mut dyn Write) -> Result<(), Comm
     }
     let elapsed = began.elapsed();
     print_results(out, options.tokens, elapsed, &all)?;
+    let per_second = options.tokens as f64 / elapsed.as_secs_f64().max(1e-9);
     if let (Some(before), Some(after)) = (cpu_before, own_cpu()) {
         let (user, system) = (after.0 - before.0, after.1 - before.1);
         let per_request = (user + system) / all.samples.len().max(1) as f64 * 1e6;
@@ -158,7 +178,7 @@ pub async fn run(options: &BenchOptions, out: &mut dyn Write) -> Result<(), Comm
             ),
         )?;
     }
-    Ok(())
+    Ok(per_second)
 }
 
 /// The CPU time this process has taken so far: user and system seconds.

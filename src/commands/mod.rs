@@ -9,9 +9,11 @@
 pub mod access;
 pub mod bench;
 pub mod bench_hooks;
+pub mod bench_notify;
 // Usage and budgets (`docs/concepts/budgets.md`).
 pub mod budget;
 pub mod clock;
+pub mod notify;
 pub mod schedule;
 pub mod token;
 

@@ -34,6 +34,7 @@ mod interop_windows;
 mod json_args;
 mod manual;
 mod metrics;
+mod notifications;
 mod operate_many;
 mod operate_mistakes;
 mod parallel;

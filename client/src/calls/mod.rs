@@ -136,6 +136,45 @@ impl Call {
         Call::new("DELETE", routes::schedule(name, None), None)
     }
 
+    /// `POST /notify` (ours): add a subscription.
+    pub fn subscription_add(body: &stateous_shared::notify::NewSubscription) -> Call {
+        Call::post(routes::NOTIFY, body)
+    }
+
+    /// `GET /notify` (ours): every subscription.
+    pub fn subscriptions() -> Call {
+        Call::get(routes::NOTIFY)
+    }
+
+    /// `GET /notify/{name}` (ours).
+    pub fn subscription(name: &str) -> Call {
+        Call::get(routes::subscription(name, None))
+    }
+
+    /// `POST /notify/{name}/{what}` (ours): `pause`, `resume`, `rotate` or `test`.
+    pub fn subscription_steer(name: &str, what: &str) -> Call {
+        Call::new("POST", routes::subscription(name, Some(what)), None)
+    }
+
+    /// `POST /notify/{name}/redeliver` (ours): its dead notifications (or `id`).
+    pub fn subscription_redeliver(name: &str, id: Option<i64>) -> Call {
+        let body = match id {
+            Some(id) => serde_json::json!({ "id": id }),
+            None => serde_json::json!({}),
+        };
+        Call::post(routes::subscription(name, Some("redeliver")), &body)
+    }
+
+    /// `DELETE /notify/{name}` (ours).
+    pub fn subscription_remove(name: &str) -> Call {
+        Call::new("DELETE", routes::subscription(name, None), None)
+    }
+
+    /// `GET /notifications/failed` (ours): the dead notifications.
+    pub fn notifications_failed() -> Call {
+        Call::get(routes::NOTIFICATIONS_FAILED)
+    }
+
     /// `GET /supervisors` (ours): each supervisor seen.
     pub fn supervisors() -> Call {
         Call::get(routes::SUPERVISORS)

@@ -65,7 +65,10 @@ impl Api {
             supervisors,
             commits: self.control.commits(),
         };
-        let text = self.control.scrape(heard).await?;
+        let mut text = self.control.scrape(heard).await?;
+        text.push_str(&notification_gauges(
+            &self.control.notification_counts().await?,
+        ));
         let mut answer = Response::new(Full::new(Bytes::from(text)));
         answer.headers_mut().insert(
             hyper::header::CONTENT_TYPE,
@@ -73,4 +76,27 @@ impl Api {
         );
         Ok(answer)
     }
+}
+
+/// The family `stateous_notifications` (`docs/notifications.md`, "Seen"): each
+/// subscription's notifications by where they are, read at the scrape. A
+/// subscription's name needs no escaping (`A-Z a-z 0-9 . _ -`); no secret is here.
+fn notification_gauges(counts: &[(String, stateous_shared::notify::Counts)]) -> String {
+    let mut text = String::from(
+        "# HELP stateous_notifications Notifications of each subscription: pending, retrying, delivered, dead.\n\
+         # TYPE stateous_notifications gauge\n",
+    );
+    for (name, c) in counts {
+        for (status, count) in [
+            ("pending", c.pending),
+            ("retrying", c.retrying),
+            ("delivered", c.delivered),
+            ("dead", c.dead),
+        ] {
+            text.push_str(&format!(
+                "stateous_notifications{{subscription=\"{name}\",status=\"{status}\"}} {count}\n"
+            ));
+        }
+    }
+    text
 }

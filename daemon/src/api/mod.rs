@@ -18,6 +18,7 @@ pub mod fields;
 mod head_check;
 pub mod hooks;
 pub mod measure;
+mod notify;
 pub mod parse;
 pub mod routes;
 mod schedules;
@@ -368,6 +369,7 @@ impl Api {
             | Route::BudgetSet(_)
             | Route::BudgetRemove(_)) => self.budgets(route, parts, raw, caller).await,
             Route::Schedule(route) => self.schedule(route, raw).await,
+            Route::Notify(route) => self.notify(route, raw).await,
             route => self.dispatch_task(route, parts, raw, caller).await,
         }
     }

@@ -137,6 +137,33 @@ pub enum Route {
     BudgetRemove(String),
     /// Ours: `/schedules...`, the schedules (`docs/schedules.md`).
     Schedule(ScheduleRoute),
+    /// Ours: `/notify...`, the subscriptions (`docs/notifications.md`).
+    Notify(NotifyRoute),
+}
+
+/// What a request of `/notify` asks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotifyRoute {
+    /// `POST /notify`: add one.
+    Add,
+    /// `GET /notify`: every subscription.
+    List,
+    /// `GET /notify/{name}`: one, with its latest attempts.
+    Show(String),
+    /// `DELETE /notify/{name}`.
+    Remove(String),
+    /// `POST /notify/{name}/pause`.
+    Pause(String),
+    /// `POST /notify/{name}/resume`.
+    Resume(String),
+    /// `POST /notify/{name}/rotate`: a new secret beside the last.
+    Rotate(String),
+    /// `POST /notify/{name}/test`: a test notification.
+    Test(String),
+    /// `POST /notify/{name}/redeliver`: its dead notifications again.
+    Redeliver(String),
+    /// `GET /notifications/failed`: the dead notifications.
+    Failed,
 }
 
 /// What a request of `/schedules` asks.
@@ -280,6 +307,30 @@ pub static TABLE: &[Entry] = &[
     entry!("POST" "/schedules/:name/trigger", Operate, |p| {
         Some(Route::Schedule(ScheduleRoute::Trigger(p[0].into())))
     }),
+    // A subscription's URL makes the daemon send requests: admin only
+    // (`docs/notifications.md`).
+    entry!("POST" "/notify", Admin, |_| Some(Route::Notify(NotifyRoute::Add))),
+    entry!("GET" "/notify", Admin, |_| Some(Route::Notify(NotifyRoute::List))),
+    entry!("GET" "/notify/:name", Admin, |p| Some(Route::Notify(NotifyRoute::Show(p[0].into())))),
+    entry!("DELETE" "/notify/:name", Admin, |p| {
+        Some(Route::Notify(NotifyRoute::Remove(p[0].into())))
+    }),
+    entry!("POST" "/notify/:name/pause", Admin, |p| {
+        Some(Route::Notify(NotifyRoute::Pause(p[0].into())))
+    }),
+    entry!("POST" "/notify/:name/resume", Admin, |p| {
+        Some(Route::Notify(NotifyRoute::Resume(p[0].into())))
+    }),
+    entry!("POST" "/notify/:name/rotate", Admin, |p| {
+        Some(Route::Notify(NotifyRoute::Rotate(p[0].into())))
+    }),
+    entry!("POST" "/notify/:name/test", Admin, |p| {
+        Some(Route::Notify(NotifyRoute::Test(p[0].into())))
+    }),
+    entry!("POST" "/notify/:name/redeliver", Admin, |p| {
+        Some(Route::Notify(NotifyRoute::Redeliver(p[0].into())))
+    }),
+    entry!("GET" "/notifications/failed", Admin, |_| Some(Route::Notify(NotifyRoute::Failed))),
 ];
 
 /// The most parameters a template has.
@@ -485,6 +536,16 @@ mod tests {
                 "POST /schedules/:name/pause operate",
                 "POST /schedules/:name/resume operate",
                 "POST /schedules/:name/trigger operate",
+                "POST /notify admin",
+                "GET /notify admin",
+                "GET /notify/:name admin",
+                "DELETE /notify/:name admin",
+                "POST /notify/:name/pause admin",
+                "POST /notify/:name/resume admin",
+                "POST /notify/:name/rotate admin",
+                "POST /notify/:name/test admin",
+                "POST /notify/:name/redeliver admin",
+                "GET /notifications/failed admin",
             ]
         );
     }

@@ -28,7 +28,7 @@ impl Control {
     /// exist yet, or whose schema is older than the access keys; `None` for
     /// another older schema, which the open upgrades first.
     pub async fn keys_known(options: &Options) -> Result<Option<bool>, String> {
-        let store_options = store_options(options, String::new());
+        let store_options = store_options(options, String::new(), &Default::default());
         let inspected = tokio::task::spawn_blocking(move || {
             Store::inspect(&store_options, |tx| {
                 let keys = tx.access_keys()?;

@@ -10,6 +10,7 @@ mod access;
 pub mod bulk;
 pub mod condition;
 mod dev_clock;
+mod notify;
 mod owing;
 pub mod prune;
 mod schedules;
@@ -35,6 +36,7 @@ use stateous_shared::wire::{Grant, HistoryEntry, TokenView};
 use crate::engine::LOST;
 use crate::engine::{self, Rules, Step};
 use crate::metrics::Metrics;
+use crate::notify::Subscribed;
 use crate::store::backend::{holder_name, Database, Inspected, Standby, StoreOptions};
 use crate::store::feed::FeedMark;
 use crate::store::postgres::PgOptions;
@@ -130,6 +132,8 @@ struct Inner {
     /// The time in which this control plane did not run, owed to the claimed
     /// leases: every write gives it before it judges a lease.
     stalls: Stalls,
+    /// The write path's copy of the active subscriptions (`docs/notifications.md`).
+    subscribed: Subscribed,
 }
 
 /// What [`Control::check`] found; each sentence is one line's worth.
@@ -163,7 +167,8 @@ impl Control {
     /// standby's takeover is this same call, step for step.
     pub async fn open(graph: Arc<Graph>, options: Options) -> Result<Control, String> {
         let holder = options.holder.clone().unwrap_or_else(holder_name);
-        let store_options = store_options(&options, holder.clone());
+        let subscribed = Subscribed::default();
+        let store_options = store_options(&options, holder.clone(), &subscribed);
         // Opening connects, locks and migrates: blocking work, off the async threads.
         let store = tokio::task::spawn_blocking(move || Store::open(&store_options))
             .await
@@ -179,6 +184,7 @@ impl Control {
                 holder,
                 lost: AtomicBool::new(false),
                 lost_seen: tokio::sync::Notify::new(),
+                subscribed,
                 metrics,
                 advancing: tokio::sync::Mutex::new(()),
                 disk: condition::DiskWatch::default(),
@@ -205,6 +211,10 @@ impl Control {
             .write(|rules, tx| engine::lease::grace_after_restart(rules, tx))
             .await
             .map_err(|refusal| format!("cannot use the database: {}", refusal.error))?;
+        control
+            .reload_subscriptions()
+            .await
+            .map_err(|refusal| format!("cannot use the database: {}", refusal.error))?;
         Ok(control)
     }
 
@@ -216,7 +226,7 @@ impl Control {
     /// cannot be read says nothing about the graph: [`Checked::Unread`], apart
     /// from a refusal. Postgres only.
     pub async fn check(graph: Arc<Graph>, options: &Options) -> Checked {
-        let store_options = store_options(options, String::new());
+        let store_options = store_options(options, String::new(), &Default::default());
         let kind = options.clock.kind();
         let inspected = tokio::task::spawn_blocking(move || {
             Store::inspect(&store_options, |tx| {
@@ -441,7 +451,9 @@ impl Control {
         self.inner.metrics.ticked(0, fired);
         failed?;
         // Schedules last: a token an occurrence starts is not in the tick's reads.
-        self.fire_schedules().await
+        self.fire_schedules().await?;
+        // Tokens that did not move (`docs/notifications.md`, "No move").
+        self.scan_no_move().await
     }
 
     /// Why the database cannot take requests now, if it cannot (`GET /health`):
@@ -638,7 +650,7 @@ impl Control {
 }
 
 /// The store's options of a control plane's options, naming it `holder`.
-fn store_options(options: &Options, holder: String) -> StoreOptions {
+fn store_options(options: &Options, holder: String, subscribed: &Subscribed) -> StoreOptions {
     StoreOptions {
         database: options.database.clone(),
         clock: options.clock.clone(),
@@ -646,6 +658,7 @@ fn store_options(options: &Options, holder: String) -> StoreOptions {
         busy_timeout: options.busy_timeout,
         postgres: options.postgres.clone(),
         standby: options.standby.clone(),
+        subscribed: subscribed.clone(),
     }
 }
 

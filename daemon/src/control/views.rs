@@ -86,7 +86,7 @@ impl Control {
 }
 
 /// A committed ledger row as `GET /watch` sends it.
-pub(super) fn watch_entry(row: &LedgerRow) -> WatchEntry {
+pub(crate) fn watch_entry(row: &LedgerRow) -> WatchEntry {
     WatchEntry {
         id: row.id,
         token: row.token.clone(),

@@ -169,7 +169,7 @@ fn unknown_state(rules: &Rules, selection: &Selection) -> Option<Refusal> {
 
 /// Every workflow of the graphs tokens run on: each graph's main one and its
 /// child workflows.
-fn workflows(rules: &Rules) -> impl Iterator<Item = &Workflow> {
+pub(crate) fn workflows(rules: &Rules) -> impl Iterator<Item = &Workflow> {
     rules
         .graphs()
         .into_iter()

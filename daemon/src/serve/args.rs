@@ -165,6 +165,36 @@ pub struct ServeArgs {
     /// a line has them).
     #[arg(long, value_name = "FORMAT", env = "STATEOUS_LOG_FORMAT", default_value = "text", value_parser = ["text", "json"])]
     pub log_format: String,
+    /// Notifications: the deadline of one delivery attempt, from connecting to
+    /// the end of the answer (docs/notifications.md).
+    #[arg(
+        long,
+        value_name = "DURATION",
+        allow_hyphen_values = true,
+        env = "STATEOUS_NOTIFY_TIMEOUT",
+        default_value = "10s"
+    )]
+    pub notify_timeout: String,
+    /// Notifications: how long after it was written a notification not yet
+    /// delivered is dead (listed by stateous notify failed, sent again by hand).
+    #[arg(
+        long,
+        value_name = "DURATION",
+        allow_hyphen_values = true,
+        env = "STATEOUS_NOTIFY_DEAD_AFTER",
+        default_value = "24h"
+    )]
+    pub notify_dead_after: String,
+    /// Notifications: the first backoff after a failed attempt; each failure
+    /// doubles it, up to 10 minutes. Shorter for tests.
+    #[arg(
+        long,
+        value_name = "DURATION",
+        allow_hyphen_values = true,
+        env = "STATEOUS_NOTIFY_BACKOFF",
+        default_value = "1s"
+    )]
+    pub notify_backoff: String,
 }
 
 impl ServeArgs {
@@ -202,6 +232,9 @@ impl ServeArgs {
             archive: None,
             otlp_endpoint: None,
             log_format: "text".into(),
+            notify_timeout: "10s".into(),
+            notify_dead_after: "24h".into(),
+            notify_backoff: "1s".into(),
         }
     }
 

@@ -30,6 +30,7 @@
 mod args;
 mod first;
 mod hooks;
+mod notifier;
 pub mod options;
 pub mod retain;
 mod socket;
@@ -485,6 +486,7 @@ impl Serving {
         let clock = tokio::spawn(clock.run(clock_stops.clone()));
         let tracing =
             traces.and_then(|(to, from)| tracer::start(&control, (to, from), &clock_stops));
+        let notifying = notifier::start(&control, timings.notify.clone(), &clock_stops);
         let retention = timings.retention.clone().map(|(pass, every)| {
             let retention = retain::Retention {
                 control: control.clone(),
@@ -512,6 +514,9 @@ impl Serving {
         }
         if let Some(tracing) = tracing {
             tracing.finish().await;
+        }
+        if let Some(notifying) = notifying {
+            notifying.finish().await;
         }
         if !matches!(ending, Ending::Lost) && give_up_hold(&control, &lost).await {
             // A stop signal can come together with the loss (a control plane

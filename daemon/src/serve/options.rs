@@ -91,6 +91,8 @@ pub struct Timings {
     /// `--retain-ended`: what each pass of retention prunes, and the time between
     /// two passes; `None`: no retention.
     pub retention: Option<(RetainPass, Duration)>,
+    /// The notifications' sender (`--notify-*`).
+    pub notify: crate::notify::sender::SenderOptions,
 }
 
 impl Timings {
@@ -118,6 +120,12 @@ impl Timings {
                 as usize,
             header_timeout: flag_duration("--header-timeout", &args.header_timeout)?,
             retention: retention(args)?,
+            notify: crate::notify::sender::SenderOptions {
+                timeout: flag_duration("--notify-timeout", &args.notify_timeout)?,
+                dead_after: flag_duration("--notify-dead-after", &args.notify_dead_after)?,
+                first_backoff: flag_duration("--notify-backoff", &args.notify_backoff)?,
+                ..Default::default()
+            },
         })
     }
 }

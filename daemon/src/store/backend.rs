@@ -45,6 +45,9 @@ pub struct StoreOptions {
     /// `serve --standby`: wait for the database's hold instead of being refused
     /// when another control plane has it. Postgres only.
     pub standby: Option<Standby>,
+    /// The active subscriptions the write path matches each appended entry
+    /// against (`docs/notifications.md`).
+    pub subscribed: crate::notify::Subscribed,
 }
 
 /// How a standby waits for the database (`serve --standby`): it asks for the serving

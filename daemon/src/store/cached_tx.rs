@@ -29,11 +29,13 @@ use stateous_shared::wire::Object;
 
 use super::facts::{Facts, Layer};
 use super::locked::Head;
+use super::notifications::NewNotification;
 use super::through::Through;
 use super::{
     EntryKind, Ledger, LedgerRow, Memory, NewEntry, NewTimer, StoreResult, TaskRow, Tasks,
     TimerRow, TimerStatus, Timers, TokenRow, Tokens, Tx,
 };
+use crate::notify::{Snapshot, Subscribed};
 
 /// Facts this transaction read or changed.
 #[derive(Debug, Clone, Default)]
@@ -72,6 +74,35 @@ pub struct CachedTx<'a> {
     clear: Cell<bool>,
     /// The access key whose request writes the next ledger entries.
     by: RefCell<Option<String>>,
+    /// The active subscriptions (`notify::Subscribed`), taken at the start.
+    outbox: Option<Arc<Snapshot>>,
+    /// The entries appended that a subscription may want: written to the
+    /// outbox by [`CachedTx::write_outbox`] before the commit.
+    candidates: RefCell<Vec<Candidate>>,
+}
+
+/// [`CachedTx::write_outbox`] after a request that keeps its changes: true when
+/// written; on a failure the request's answer is forgotten (its caller is told it
+/// failed) and false, so that nothing of it stays.
+pub fn outboxed(cached: &CachedTx<'_>, request: &mut dyn super::request::Request) -> bool {
+    match cached.write_outbox() {
+        Ok(()) => true,
+        Err(error) => {
+            tracing::error!("cannot write the outbox of notifications: {error}");
+            request.forget();
+            false
+        }
+    }
+}
+
+/// An appended entry that a subscription may want.
+#[derive(Debug)]
+struct Candidate {
+    id: i64,
+    token: String,
+    kind: EntryKind,
+    /// The state, for `entered`.
+    state: Option<String>,
 }
 
 impl<'a> CachedTx<'a> {
@@ -87,7 +118,49 @@ impl<'a> CachedTx<'a> {
             tops: RefCell::new(FastSet::default()),
             clear: Cell::new(false),
             by: RefCell::new(None),
+            outbox: None,
+            candidates: RefCell::new(Vec::new()),
         }
+    }
+
+    /// Match the entries this transaction appends against `subscribed`'s
+    /// active subscriptions (`docs/notifications.md`); none when it has none.
+    pub fn notifying(mut self, subscribed: &Subscribed) -> CachedTx<'a> {
+        let snapshot = subscribed.snapshot();
+        if !snapshot.matchers.is_empty() {
+            self.outbox = Some(snapshot);
+        }
+        self
+    }
+
+    /// Write to the outbox, in this transaction, a notification for each entry
+    /// appended and each subscription that wants it, judged on the token as the
+    /// transaction leaves it. Called once the request ran and keeps its changes.
+    pub fn write_outbox(&self) -> StoreResult<()> {
+        let Some(snapshot) = &self.outbox else {
+            return Ok(());
+        };
+        let candidates = std::mem::take(&mut *self.candidates.borrow_mut());
+        let now = self.now();
+        for candidate in candidates {
+            let Some(row) = self.token(&candidate.token)? else {
+                continue;
+            };
+            let kind = candidate.kind.as_str();
+            for matcher in &snapshot.matchers {
+                if matcher.matches(kind, candidate.state.as_deref(), &row, &snapshot.main, now) {
+                    self.inner.insert_notification(&NewNotification {
+                        subscription: &matcher.name,
+                        entry: Some(candidate.id),
+                        token: &candidate.token,
+                        kind,
+                        state: None,
+                        visit: None,
+                    })?;
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Run `work` on the staged facts of `token` (taken from the base first).
@@ -276,6 +349,18 @@ impl Ledger for CachedTx<'_> {
         let id = self.inner.insert_entry(token, seq, entry)?;
         let by = self.by.borrow().clone();
         let text = |name: &str| data.get(name).and_then(Value::as_str).map(str::to_string);
+        if self.outbox.as_ref().is_some_and(|s| s.wants(kind.as_str())) {
+            let state = match kind {
+                EntryKind::Entered => text("state"),
+                _ => None,
+            };
+            self.candidates.borrow_mut().push(Candidate {
+                id,
+                token: token.to_string(),
+                kind,
+                state,
+            });
+        }
         self.change(token, |facts| {
             facts.seq = Some(seq);
             match kind {

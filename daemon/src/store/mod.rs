@@ -31,6 +31,7 @@ pub mod guard;
 pub mod journal;
 pub mod json;
 pub mod locked;
+pub mod notifications;
 pub mod postgres;
 pub mod request;
 pub mod rows;
@@ -52,6 +53,7 @@ pub use backend::Store;
 pub use journal::{Journal, JournalRow};
 // Usage and budgets (`docs/concepts/budgets.md`).
 pub use locked::Head;
+pub use notifications::Notifications;
 pub use rows::{
     ClaimRow, ControlPlaneRow, GraphRow, LedgerRow, NewEntry, NewTimer, TaskRow, TimerRow, TokenRow,
 };
@@ -470,6 +472,7 @@ pub trait Tx:
     + Usage
     + Budgets
     + Schedules
+    + Notifications
 {
     /// The moment of the transaction, in microseconds since 1970.
     fn now(&self) -> i64;

@@ -618,6 +618,7 @@ pub mod bulk;
 // Usage and budgets (`docs/concepts/budgets.md`).
 pub mod budgets;
 pub mod schedule;
+pub mod subscription;
 
 #[cfg(test)]
 mod tests;

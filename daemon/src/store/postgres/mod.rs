@@ -21,6 +21,7 @@ pub mod hold;
 mod journal;
 mod ledger;
 mod memory;
+mod notifications;
 mod params;
 mod pending;
 #[cfg(test)]

@@ -19,8 +19,9 @@ use postgres::types::ToSql;
 use super::columns::Columns;
 use super::conn::PgConn;
 use super::params::placeholder;
-use super::{claims, ledger, memory, tasks, timers, tokens};
+use super::{claims, ledger, memory, notifications, tasks, timers, tokens};
 use crate::store::guard::{as_it_is, locked};
+use crate::store::notifications::WaitingNotification;
 use crate::store::{ClaimRow, LedgerRow, StoreResult, TaskRow, TimerRow, TokenRow};
 
 /// How many ids one round trip takes from a sequence.
@@ -162,6 +163,8 @@ pub struct Pending {
     pub forget_memory: Vec<String>,
     /// Each supervisor's last claim.
     pub claims: BTreeMap<String, ClaimRow>,
+    /// New notifications (`docs/notifications.md`), in the order written.
+    pub notifications: Vec<WaitingNotification>,
 }
 
 impl Pending {
@@ -173,6 +176,7 @@ impl Pending {
             && self.timers.is_empty()
             && self.forget_memory.is_empty()
             && self.claims.is_empty()
+            && self.notifications.is_empty()
     }
 
     /// A new token whose id differs from `token`'s only in case (ids are ASCII).
@@ -208,6 +212,7 @@ impl Pending {
         self.timers.absorb(later.timers);
         self.forget_memory.extend(later.forget_memory);
         self.claims.extend(later.claims);
+        self.notifications.extend(later.notifications);
     }
 
     /// Send everything in one statement, and forget it. The statement holds only
@@ -226,7 +231,7 @@ impl Pending {
         send: impl FnOnce(&str, &[&(dyn ToSql + Sync)]) -> StoreResult<T>,
     ) -> StoreResult<T> {
         // Each part's columns, in the order of `PARTS`; `None`: no rows.
-        let all: [Option<Columns>; 9] = [
+        let all: [Option<Columns>; 10] = [
             ledger::flush_columns(&self.ledger),
             tokens::flush_columns(self.tokens.new.values()),
             tokens::flush_columns(self.tokens.changed.values()),
@@ -236,6 +241,7 @@ impl Pending {
             timers::flush_columns(self.timers.changed.values()),
             None,
             claims::flush_columns(self.claims.values()),
+            notifications::flush_columns(&self.notifications),
         ];
         let mut parts = 0;
         let mut params: Vec<&(dyn ToSql + Sync)> = Vec::new();
@@ -277,7 +283,7 @@ impl Pending {
 /// bench` on a new database). Naming the keys with `= ANY(keys)` too did not
 /// prevent it: Postgres counts an array parameter as 10 keys, and 10 probes of an
 /// index cost more than reading a table of a few pages.
-const PARTS: [&str; 9] = [
+const PARTS: [&str; 10] = [
     ledger::FLUSH_NEW,
     tokens::FLUSH_NEW,
     tokens::FLUSH_CHANGED,
@@ -287,6 +293,7 @@ const PARTS: [&str; 9] = [
     timers::FLUSH_CHANGED,
     memory::FLUSH_FORGET,
     claims::FLUSH,
+    notifications::FLUSH_NEW,
 ];
 
 /// The place in [`PARTS`] of the memory's part, written once for each token whose

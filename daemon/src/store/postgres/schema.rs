@@ -18,7 +18,8 @@ use std::collections::BTreeSet;
 
 use super::conn::PgConn;
 use crate::store::schema::{
-    plan, MigrateError, HOT_INDEXES, SCHEDULE_INDEXES, VERSIONS, VERSION_TABLE,
+    plan, MigrateError, HOT_INDEXES, NOTIFICATION_INDEXES, SCHEDULE_INDEXES, VERSIONS,
+    VERSION_TABLE,
 };
 use crate::store::status::{
     check_list, CatchUp, ClockKind, Overlap, ScheduleStatus, TaskStatus, TimerKind, TimerStatus,
@@ -33,7 +34,7 @@ pub const SERVING_LOCK: &str = "hashtextextended('@stateous/serve', 0)";
 pub const EPOCH_LOCK: &str = "hashtextextended('@stateous/epoch', 0)";
 
 /// The SQL of each version, in the order of [`VERSIONS`].
-pub fn migrations() -> [String; 15] {
+pub fn migrations() -> [String; 16] {
     [
         baseline(),
         FEED.to_string(),
@@ -50,6 +51,7 @@ pub fn migrations() -> [String; 15] {
         USAGE.to_string(),
         TOKEN_TRACES.to_string(),
         schedules(),
+        NOTIFICATIONS.to_string() + NOTIFICATION_INDEXES,
     ]
 }
 
@@ -74,6 +76,49 @@ CREATE TABLE budgets (
     budget TEXT COLLATE "C" NOT NULL,
     set_at BIGINT NOT NULL,
     PRIMARY KEY (subject, name)
+);
+"#;
+
+/// Version 0016: `subscriptions`, `notifications` and `notification_attempts`, as
+/// SQLite's 0016 (`store/sqlite/schema.rs`, `notifications`).
+const NOTIFICATIONS: &str = r#"
+CREATE TABLE subscriptions (
+    name TEXT COLLATE "C" PRIMARY KEY,
+    url TEXT COLLATE "C" NOT NULL,
+    kinds TEXT COLLATE "C" NOT NULL,
+    states TEXT COLLATE "C" NOT NULL,
+    workflow TEXT COLLATE "C",
+    filter TEXT COLLATE "C",
+    format TEXT COLLATE "C" NOT NULL CHECK (format IN ('json', 'slack')),
+    no_move_for BIGINT,
+    status TEXT COLLATE "C" NOT NULL CHECK (status IN ('active', 'paused')),
+    secrets TEXT COLLATE "C" NOT NULL,
+    created_at BIGINT NOT NULL,
+    changed_at BIGINT NOT NULL
+);
+CREATE TABLE notifications (
+    id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    subscription TEXT COLLATE "C" NOT NULL,
+    entry BIGINT,
+    token TEXT COLLATE "C" NOT NULL,
+    kind TEXT COLLATE "C" NOT NULL,
+    state TEXT COLLATE "C",
+    visit BIGINT,
+    at BIGINT NOT NULL,
+    status TEXT COLLATE "C" NOT NULL CHECK (status IN ('pending', 'delivered', 'dead')),
+    attempts BIGINT NOT NULL,
+    next_at BIGINT NOT NULL,
+    last_error TEXT COLLATE "C"
+);
+CREATE TABLE notification_attempts (
+    subscription TEXT COLLATE "C" NOT NULL,
+    notification BIGINT NOT NULL,
+    attempt BIGINT NOT NULL,
+    at BIGINT NOT NULL,
+    status BIGINT,
+    latency BIGINT NOT NULL,
+    reason TEXT COLLATE "C",
+    PRIMARY KEY (notification, attempt)
 );
 "#;
 

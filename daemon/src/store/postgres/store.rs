@@ -57,6 +57,8 @@ struct Inner {
     solo: SoloTransactions,
     /// The rows of `claims` this control plane committed.
     claims: KnownClaims,
+    /// The active subscriptions (`docs/notifications.md`).
+    pub(super) subscribed: crate::notify::Subscribed,
     /// How long a transaction waits for a family (the lock limit).
     lock_wait: Duration,
     /// Ids for new rows, taken from their sequences a block at a time.
@@ -146,6 +148,7 @@ impl PgStore {
             families: FamilyLocks::default(),
             solo: SoloTransactions::default(),
             claims: KnownClaims::default(),
+            subscribed: options.subscribed.clone(),
             lock_wait: pg.lock_timeout,
             ids: Sequences::default(),
             answering: connector.answering.clone(),
@@ -459,8 +462,18 @@ impl Inner {
         let settled = self.settled();
         let tx = PgTx::new(&mut conn, now, &self.mark, &self.ids);
         let locking = Locking::Rows(&self.families, self.lock_wait);
-        let cached = CachedTx::new(&tx, &self.cache, locking);
-        let ran = catch_unwind(AssertUnwindSafe(|| work(&cached)));
+        let cached = CachedTx::new(&tx, &self.cache, locking).notifying(&self.subscribed);
+        let ran = catch_unwind(AssertUnwindSafe(|| {
+            let (keep, answer) = work(&cached);
+            match cached.write_outbox() {
+                Ok(()) => (keep, answer),
+                Err(error) => {
+                    // The transaction keeps the failure (`PgTx::failed`): it rolls back.
+                    tracing::error!("cannot write the outbox of notifications: {error}");
+                    (false, answer)
+                }
+            }
+        }));
         let finished = cached.finish();
         if matches!(ran, Ok((true, _))) {
             // The writes that waited; an error is kept as the transaction's.

@@ -13,6 +13,7 @@ pub mod hold;
 mod journal;
 mod ledger;
 mod memory;
+mod notifications;
 pub mod reader;
 mod schedules;
 pub mod schema;

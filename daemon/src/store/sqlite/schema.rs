@@ -11,7 +11,8 @@ use std::collections::BTreeSet;
 use rusqlite::{Connection, OptionalExtension};
 
 use crate::store::schema::{
-    plan, MigrateError, HOT_INDEXES, SCHEDULE_INDEXES, VERSIONS, VERSION_TABLE,
+    plan, MigrateError, HOT_INDEXES, NOTIFICATION_INDEXES, SCHEDULE_INDEXES, VERSIONS,
+    VERSION_TABLE,
 };
 use crate::store::status::{
     check_list, CatchUp, ClockKind, Overlap, ScheduleStatus, TaskStatus, TimerKind, TimerStatus,
@@ -40,7 +41,7 @@ impl Migration {
 }
 
 /// The migration of each version, in the order of [`VERSIONS`].
-pub fn migrations() -> [Migration; 15] {
+pub fn migrations() -> [Migration; 16] {
     [
         Migration::sql(baseline()),
         Migration::sql(FEED),
@@ -63,6 +64,7 @@ pub fn migrations() -> [Migration; 15] {
         Migration::sql(USAGE),
         Migration::sql(TOKEN_TRACES),
         Migration::sql(schedules()),
+        Migration::sql(notifications()),
     ]
 }
 
@@ -94,6 +96,55 @@ CREATE TABLE budgets (
     PRIMARY KEY (subject, name)
 );
 ";
+
+/// Version 0016, notifications (`docs/inside/data.md`; `docs/notifications.md`):
+/// the subscriptions, the outbox of their notifications (ids never reused: the
+/// `webhook-id` names one) and each delivery attempt. `store/postgres/schema.rs`
+/// makes the same.
+pub fn notifications() -> String {
+    format!(
+        "
+CREATE TABLE subscriptions (
+    name TEXT PRIMARY KEY,
+    url TEXT NOT NULL,
+    kinds TEXT NOT NULL,
+    states TEXT NOT NULL,
+    workflow TEXT,
+    filter TEXT,
+    format TEXT NOT NULL CHECK (format = 'json' OR format = 'slack'),
+    no_move_for INTEGER,
+    status TEXT NOT NULL CHECK (status = 'active' OR status = 'paused'),
+    secrets TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    changed_at INTEGER NOT NULL
+);
+CREATE TABLE notifications (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    subscription TEXT NOT NULL,
+    entry INTEGER,
+    token TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    state TEXT,
+    visit INTEGER,
+    at INTEGER NOT NULL,
+    status TEXT NOT NULL CHECK (status = 'pending' OR status = 'delivered' OR status = 'dead'),
+    attempts INTEGER NOT NULL,
+    next_at INTEGER NOT NULL,
+    last_error TEXT
+);
+CREATE TABLE notification_attempts (
+    subscription TEXT NOT NULL,
+    notification INTEGER NOT NULL,
+    attempt INTEGER NOT NULL,
+    at INTEGER NOT NULL,
+    status INTEGER,
+    latency INTEGER NOT NULL,
+    reason TEXT,
+    PRIMARY KEY (notification, attempt)
+);
+{NOTIFICATION_INDEXES}"
+    )
+}
 
 /// Version 0015, schedules (`docs/inside/data.md`, `schedules`; `docs/schedules.md`):
 /// each schedule's settings and where it stands. The clock reads the active ones

@@ -57,6 +57,7 @@ impl SqliteStore {
             options.clock.clone(),
             options.busy_timeout,
             mark.clone(),
+            options.subscribed.clone(),
         )
         .map_err(|e| format!("cannot start the writer thread: {e}"))?;
         writer.fence(epoch);

@@ -31,6 +31,8 @@ use rusqlite::Connection;
 
 use super::claims::{self, KnownClaims};
 use super::SqliteTx;
+use crate::notify::Subscribed;
+use crate::store::cached_tx::outboxed;
 use crate::store::cached_tx::{CachedTx, Locking};
 use crate::store::facts::{Cache, Overlay};
 use crate::store::feed::FeedMark;
@@ -73,6 +75,8 @@ struct Shared {
     cache: Cache,
     /// The rows of `claims` the writer knows (`claims.rs`).
     claims: KnownClaims,
+    /// The active subscriptions (`docs/notifications.md`).
+    subscribed: Subscribed,
 }
 
 /// A cheap, cloneable handle to the writer thread.
@@ -90,6 +94,7 @@ impl Writer {
         clock: Clock,
         busy_timeout: Duration,
         mark: FeedMark,
+        subscribed: Subscribed,
     ) -> std::io::Result<(Writer, JoinHandle<()>)> {
         let (jobs, queue) = mpsc::sync_channel::<Job>(MOST_WAITING);
         let shared = Arc::new(Shared {
@@ -101,6 +106,7 @@ impl Writer {
             busy_timeout,
             cache: Cache::default(),
             claims: KnownClaims::default(),
+            subscribed,
         });
         let inside = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
@@ -259,7 +265,14 @@ fn run_plain<'c>(
     let mut last_id = 0;
     for request in requests.iter_mut() {
         let before = conn.total_changes();
-        let keep = one_request(&tx, clock, request.as_mut(), &overlay, &mut last_id);
+        let keep = one_request(
+            &tx,
+            clock,
+            request.as_mut(),
+            &overlay,
+            &mut last_id,
+            &shared.subscribed,
+        );
         if !keep && conn.total_changes() != before {
             return None;
         }
@@ -281,7 +294,14 @@ fn run_each_in_savepoint<'c>(
         if let Err(error) = control(conn, "SAVEPOINT request") {
             tracing::error!("cannot open a savepoint: {error}");
         }
-        if !one_request(&tx, clock, request.as_mut(), &overlay, &mut last_id) {
+        if !one_request(
+            &tx,
+            clock,
+            request.as_mut(),
+            &overlay,
+            &mut last_id,
+            &shared.subscribed,
+        ) {
             let _ = control(conn, "ROLLBACK TO request");
         }
         let _ = control(conn, "RELEASE request");
@@ -298,10 +318,13 @@ fn one_request(
     request: &mut dyn Request,
     overlay: &Overlay<'_>,
     last_id: &mut i64,
+    subscribed: &Subscribed,
 ) -> bool {
     tx.next_request(clock.now());
-    let cached = CachedTx::new(tx, overlay, Locking::Serial);
-    let ran = catch_unwind(AssertUnwindSafe(|| request.run(&cached)));
+    let cached = CachedTx::new(tx, overlay, Locking::Serial).notifying(subscribed);
+    let ran = catch_unwind(AssertUnwindSafe(|| {
+        request.run(&cached) && outboxed(&cached, request)
+    }));
     let finished = cached.finish();
     let kept = match ran {
         Ok(true) => {
@@ -361,6 +384,7 @@ mod tests {
             Clock::manual(1_000_000),
             Duration::from_secs(5),
             FeedMark::new(0),
+            Subscribed::default(),
         )
         .unwrap()
         .0

@@ -34,6 +34,7 @@ use foldhash::HashSet as FastSet;
 use tokio::runtime::Handle;
 
 use super::{Inner, PgTx};
+use crate::store::cached_tx::outboxed;
 use crate::store::cached_tx::{BatchLocks, CachedTx, Locking};
 use crate::store::facts::Overlay;
 use crate::store::request::{self, next_batch, Request, Waiting};
@@ -216,8 +217,11 @@ fn run_batch(inner: &Arc<Inner>, batch: Vec<Job>) {
             break;
         }
         tx.begin_request(inner.clock.now());
-        let cached = CachedTx::new(&tx, &overlay, Locking::Batch(&locks));
-        let ran = catch_unwind(AssertUnwindSafe(|| request.run(&cached)));
+        let cached =
+            CachedTx::new(&tx, &overlay, Locking::Batch(&locks)).notifying(&inner.subscribed);
+        let ran = catch_unwind(AssertUnwindSafe(|| {
+            request.run(&cached) && outboxed(&cached, request.as_mut())
+        }));
         let mut finished = cached.finish();
         locks
             .held

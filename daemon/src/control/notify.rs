@@ -1,0 +1,437 @@
+//! Notifications on the control plane (`docs/notifications.md`): the requests of
+//! `/notify`, each change in the journal (with the key's name, never a secret),
+//! the write path's copy of the active subscriptions kept current
+//! ([`Control::reload_subscriptions`]), and the clock's part, which writes a
+//! `no_move` notification for each visit that stayed too long
+//! ([`Control::scan_no_move`]).
+
+use std::collections::HashMap;
+
+use serde_json::json;
+use stateous_shared::notify::{
+    AttemptView, Counts, FailedList, NewSubscription, NotificationView, Queued, SubscriptionAdded,
+    SubscriptionDetail, SubscriptionList, SubscriptionView, NO_MOVE, TEST,
+};
+use stateous_shared::refusal::{Code, Refusal};
+use stateous_shared::time::{from_micros, iso};
+use stateous_shared::wire::Object;
+
+use super::Control;
+use crate::engine::{refuse, Step};
+use crate::notify::input::{new_secret, new_subscription};
+use crate::store::notifications::{
+    AttemptRow, NewNotification, NotificationRow, Outcome, SubscriptionRow,
+};
+use crate::store::Tx;
+
+/// The most attempts `GET /notify/{name}` shows.
+const MOST_ATTEMPTS_SHOWN: i64 = 50;
+
+/// The most dead notifications `GET /notify/failed` lists.
+const MOST_FAILED_LISTED: i64 = 1000;
+
+/// The most `no_move` notifications one tick writes per subscription.
+const MOST_NO_MOVE_PER_TICK: i64 = 1000;
+
+/// The journal's subject of subscriptions.
+const SUBJECT: &str = "subscription";
+
+fn not_found(name: &str) -> Refusal {
+    Refusal::new(
+        Code::SubscriptionNotFound,
+        format!("no subscription is named {name}"),
+    )
+}
+
+fn existing(tx: &dyn Tx, name: &str) -> Step<SubscriptionRow> {
+    match tx.subscription(name)? {
+        Some(row) => Ok(row),
+        None => Err(not_found(name).into()),
+    }
+}
+
+fn list(text: &str) -> Vec<String> {
+    serde_json::from_str(text).unwrap_or_default()
+}
+
+fn journal(tx: &dyn Tx, name: &str, kind: &str, data: serde_json::Value) -> Step<()> {
+    let data: Object = match data {
+        serde_json::Value::Object(map) => map,
+        _ => Object::new(),
+    };
+    tx.journal_append(SUBJECT, name, kind, &data)?;
+    Ok(())
+}
+
+/// Each subscription's counts, by name.
+fn counts(tx: &dyn Tx) -> Step<HashMap<String, Counts>> {
+    let mut all: HashMap<String, Counts> = HashMap::new();
+    for (name, status, tried, count) in tx.notification_counts()? {
+        let counts = all.entry(name).or_default();
+        match (status.as_str(), tried) {
+            ("pending", false) => counts.pending += count,
+            ("pending", true) => counts.retrying += count,
+            ("delivered", _) => counts.delivered += count,
+            _ => counts.dead += count,
+        }
+    }
+    Ok(all)
+}
+
+/// What the API says of a subscription: never its secrets.
+pub fn view(row: &SubscriptionRow, counts: Counts) -> SubscriptionView {
+    SubscriptionView {
+        name: row.name.clone(),
+        url: row.url.clone(),
+        kinds: list(&row.kinds),
+        states: list(&row.states),
+        workflow: row.workflow.clone(),
+        filter: row.filter.clone(),
+        format: row.format.clone(),
+        no_move_seconds: row.no_move_for.map(|micros| micros as f64 / 1e6),
+        status: row.status.clone(),
+        secrets: list(&row.secrets).len(),
+        counts,
+        created: iso(from_micros(row.created_at)),
+        changed: iso(from_micros(row.changed_at)),
+    }
+}
+
+/// What the API says of a notification.
+pub fn notification_view(row: &NotificationRow) -> NotificationView {
+    NotificationView {
+        id: row.id,
+        subscription: row.subscription.clone(),
+        token: row.token.clone(),
+        kind: row.kind.clone(),
+        entry: row.entry,
+        status: row.status.clone(),
+        attempts: row.attempts,
+        last_error: row.last_error.clone(),
+        created: iso(from_micros(row.at)),
+    }
+}
+
+fn attempt_view(row: &AttemptRow) -> AttemptView {
+    AttemptView {
+        notification: row.notification,
+        attempt: row.attempt,
+        at: iso(from_micros(row.at)),
+        status: row.status.and_then(|s| u16::try_from(s).ok()),
+        latency_ms: row.latency as f64 / 1000.0,
+        reason: row.reason.clone(),
+    }
+}
+
+fn show(tx: &dyn Tx, name: &str) -> Step<SubscriptionView> {
+    let row = existing(tx, name)?;
+    let counts = counts(tx)?.remove(name).unwrap_or_default();
+    Ok(view(&row, counts))
+}
+
+impl Control {
+    /// Read the subscriptions into the write path's copy (at the start, and after
+    /// each change to one).
+    pub async fn reload_subscriptions(&self) -> Result<(), Refusal> {
+        let rows = self.read_now(|tx| Ok(tx.subscriptions()?)).await?;
+        let main = self.inner.rules.graph.main.name.clone();
+        self.inner.subscribed.replace(&rows, &main);
+        Ok(())
+    }
+
+    /// The active subscriptions' rows (the sender's list).
+    pub async fn active_subscriptions(&self) -> Result<Vec<SubscriptionRow>, Refusal> {
+        let rows = self.read(|tx| Ok(tx.subscriptions()?)).await?;
+        Ok(rows.into_iter().filter(|r| r.status == "active").collect())
+    }
+
+    /// `POST /notify`: add a subscription; its view and its secret, shown once.
+    pub async fn add_subscription(
+        &self,
+        body: NewSubscription,
+    ) -> Result<SubscriptionAdded, Refusal> {
+        let now = self.inner.options.clock.now();
+        let (row, secret) = new_subscription(&self.inner.rules, &body, now)?;
+        let name = row.name.clone();
+        self.write(move |_, tx| {
+            if tx.subscription(&row.name)?.is_some() {
+                return refuse(
+                    Code::SubscriptionExists,
+                    format!(
+                        "a subscription named {} exists already; remove it first",
+                        row.name
+                    ),
+                );
+            }
+            let mut written = row.clone();
+            written.created_at = tx.now();
+            written.changed_at = tx.now();
+            tx.insert_subscription(&written)?;
+            let data = json!({
+                "url": written.url, "kinds": list(&written.kinds),
+                "states": list(&written.states), "workflow": written.workflow,
+                "filter": written.filter, "format": written.format,
+                "no_move_for": written.no_move_for.map(|m| m as f64 / 1e6),
+            });
+            journal(tx, &written.name, "added", data)
+        })
+        .await?;
+        self.reload_subscriptions().await?;
+        let subscription = self.read(move |tx| show(tx, &name)).await?;
+        Ok(SubscriptionAdded {
+            subscription,
+            secret,
+        })
+    }
+
+    /// `GET /notify`: every subscription with its counts.
+    pub async fn subscriptions(&self) -> Result<SubscriptionList, Refusal> {
+        self.read(|tx| {
+            let mut counts = counts(tx)?;
+            let subscriptions = tx
+                .subscriptions()?
+                .iter()
+                .map(|row| view(row, counts.remove(&row.name).unwrap_or_default()))
+                .collect();
+            Ok(SubscriptionList { subscriptions })
+        })
+        .await
+    }
+
+    /// `GET /notify/{name}`: the subscription and its latest attempts.
+    pub async fn subscription(&self, name: String) -> Result<SubscriptionDetail, Refusal> {
+        self.read(move |tx| {
+            let subscription = show(tx, &name)?;
+            let attempts = tx
+                .latest_attempts(&name, MOST_ATTEMPTS_SHOWN)?
+                .iter()
+                .map(attempt_view)
+                .collect();
+            Ok(SubscriptionDetail {
+                subscription,
+                attempts,
+            })
+        })
+        .await
+    }
+
+    /// `POST /notify/{name}/pause` (`pause` true) or `/resume`.
+    pub async fn pause_subscription(
+        &self,
+        name: String,
+        pause: bool,
+    ) -> Result<SubscriptionView, Refusal> {
+        let asked = name.clone();
+        self.write(move |_, tx| {
+            let mut row = existing(tx, &asked)?;
+            row.status = if pause { "paused" } else { "active" }.into();
+            row.changed_at = tx.now();
+            tx.update_subscription(&row)?;
+            journal(
+                tx,
+                &asked,
+                if pause { "paused" } else { "resumed" },
+                json!({}),
+            )
+        })
+        .await?;
+        self.reload_subscriptions().await?;
+        self.read(move |tx| show(tx, &name)).await
+    }
+
+    /// `POST /notify/{name}/rotate`: a new secret signs from now on beside the
+    /// newest one before it (two signatures in each header) until the next
+    /// rotation; the new one, shown once.
+    pub async fn rotate_subscription(&self, name: String) -> Result<SubscriptionAdded, Refusal> {
+        let secret = new_secret();
+        let asked = name.clone();
+        let given = secret.clone();
+        self.write(move |_, tx| {
+            let mut row = existing(tx, &asked)?;
+            let mut secrets = list(&row.secrets);
+            secrets.insert(0, given.clone());
+            secrets.truncate(2);
+            row.secrets = serde_json::to_string(&secrets).unwrap_or_default();
+            row.changed_at = tx.now();
+            tx.update_subscription(&row)?;
+            journal(tx, &asked, "rotated", json!({}))
+        })
+        .await?;
+        let subscription = self.read(move |tx| show(tx, &name)).await?;
+        Ok(SubscriptionAdded {
+            subscription,
+            secret,
+        })
+    }
+
+    /// `DELETE /notify/{name}`: the subscription and its notifications.
+    pub async fn remove_subscription(&self, name: String) -> Result<(), Refusal> {
+        self.write(move |_, tx| {
+            if !tx.delete_subscription(&name)? {
+                return Err(not_found(&name).into());
+            }
+            journal(tx, &name, "removed", json!({}))
+        })
+        .await?;
+        self.reload_subscriptions().await
+    }
+
+    /// `POST /notify/{name}/test`: one notification of the kind `test`, sent
+    /// as the others are.
+    pub async fn test_subscription(&self, name: String) -> Result<Queued, Refusal> {
+        self.write(move |_, tx| {
+            existing(tx, &name)?;
+            tx.insert_notification(&NewNotification {
+                subscription: &name,
+                entry: None,
+                token: "",
+                kind: TEST,
+                state: None,
+                visit: None,
+            })?;
+            Ok(Queued { queued: 1 })
+        })
+        .await
+    }
+
+    /// `GET /notify/failed`: the dead notifications, oldest first.
+    pub async fn failed_notifications(&self) -> Result<FailedList, Refusal> {
+        self.read(|tx| {
+            let failed = tx
+                .dead_notifications(None, MOST_FAILED_LISTED)?
+                .iter()
+                .map(notification_view)
+                .collect();
+            Ok(FailedList { failed })
+        })
+        .await
+    }
+
+    /// `POST /notify/{name}/redeliver`: the subscription's dead notifications
+    /// (or only `id`) are pending again, due now, with the same `webhook-id`.
+    pub async fn redeliver(&self, name: String, id: Option<i64>) -> Result<Queued, Refusal> {
+        self.write(move |_, tx| {
+            existing(tx, &name)?;
+            let queued = tx.revive_notifications(&name, id)?;
+            journal(tx, &name, "redelivered", json!({"count": queued, "id": id}))?;
+            Ok(Queued { queued })
+        })
+        .await
+    }
+
+    /// The sender's read: at most `limit` pending notifications of a
+    /// subscription, by id, with the subscription as it is now (`None`: gone).
+    pub async fn pending_notifications(
+        &self,
+        name: String,
+        limit: i64,
+    ) -> Result<Option<(SubscriptionRow, Vec<NotificationRow>)>, Refusal> {
+        self.read(move |tx| {
+            let Some(row) = tx.subscription(&name)? else {
+                return Ok(None);
+            };
+            Ok(Some((row, tx.pending_notifications(&name, limit)?)))
+        })
+        .await
+    }
+
+    /// The sender's write: the attempts made, each with what it did.
+    pub async fn record_attempts(&self, done: Vec<(AttemptRow, Outcome)>) -> Result<(), Refusal> {
+        self.write(move |_, tx| Ok(tx.record_attempts(&done)?))
+            .await
+    }
+
+    /// The clock's part: for each active `no_move` subscription, one
+    /// notification for each visit of a live token that stayed in its state
+    /// longer than `no_move_for` (the unique index keeps it to one per visit,
+    /// through restarts).
+    pub(super) async fn scan_no_move(&self) -> Result<(), Refusal> {
+        let snapshot = self.inner.subscribed.snapshot();
+        if snapshot.matchers.iter().all(|m| !m.wants(NO_MOVE)) {
+            return Ok(());
+        }
+        self.write(|rules, tx| {
+            let main = rules.graph.main.name.clone();
+            for row in tx.subscriptions()? {
+                let Some(after) = row.no_move_for else {
+                    continue;
+                };
+                if row.status != "active" {
+                    continue;
+                }
+                let Some(matcher) = crate::notify::Matcher::of(&row) else {
+                    continue;
+                };
+                let until = tx.now().saturating_sub(after);
+                let states = list(&row.states);
+                for (token, state, visit) in
+                    tx.stalled_tokens(&row.name, &states, until, MOST_NO_MOVE_PER_TICK)?
+                {
+                    let Some(found) = tx.token(&token)? else {
+                        continue;
+                    };
+                    // The workflow and the filter judge the token as it is now.
+                    if !matcher.matches(NO_MOVE, Some(&state), &found, &main, tx.now()) {
+                        continue;
+                    }
+                    tx.insert_notification(&NewNotification {
+                        subscription: &row.name,
+                        entry: None,
+                        token: &token,
+                        kind: NO_MOVE,
+                        state: Some(&state),
+                        visit: Some(visit),
+                    })?;
+                }
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    /// Each subscription's counts (for `/metrics`).
+    pub async fn notification_counts(&self) -> Result<Vec<(String, Counts)>, Refusal> {
+        self.read(|tx| {
+            let mut all: Vec<(String, Counts)> = counts(tx)?.into_iter().collect();
+            all.sort_by(|a, b| a.0.cmp(&b.0));
+            Ok(all)
+        })
+        .await
+    }
+}
+
+impl Control {
+    /// The control plane's `now`, in microseconds.
+    pub fn now(&self) -> i64 {
+        self.inner.options.clock.now()
+    }
+
+    /// The sender's read of what each notification's body is made of, in the
+    /// order asked: the ledger entry (when one is named and still kept) and the
+    /// token as `GET /tokens/{id}` shows it (when it is still kept).
+    pub async fn notification_parts(
+        &self,
+        wanted: Vec<(Option<i64>, String)>,
+    ) -> Result<Vec<crate::notify::body::Parts>, Refusal> {
+        self.read(move |tx| {
+            let mut all = Vec::with_capacity(wanted.len());
+            for (entry, token) in &wanted {
+                let entry = match entry {
+                    Some(id) => tx
+                        .entries_since(id - 1, *id, Some(token), 1)?
+                        .first()
+                        .map(super::views::watch_entry),
+                    None => None,
+                };
+                let token = if token.is_empty() {
+                    None
+                } else {
+                    tx.token(token)?.map(|row| crate::engine::view(&row))
+                };
+                all.push(crate::notify::body::Parts { entry, token });
+            }
+            Ok(all)
+        })
+        .await
+    }
+}

@@ -1,0 +1,189 @@
+//! A new subscription's checks (`docs/notifications.md`, "Subscriptions"): each
+//! refusal is 422 `invalid_subscription` with one sentence (a name that is not one
+//! is `invalid_argument`, as a schedule's), and nothing is changed.
+
+use std::collections::BTreeSet;
+
+use base64::engine::general_purpose::STANDARD as BASE64;
+use base64::Engine;
+use stateous_shared::durations::parse_duration;
+use stateous_shared::graph::{END, START};
+use stateous_shared::guards::filter::parse_filter;
+use stateous_shared::notify::{NewSubscription, NO_MOVE};
+use stateous_shared::refusal::{Code, Refusal};
+
+use crate::engine::select::workflows;
+use crate::engine::Rules;
+use crate::schedule::input::{bad_name, name_ok};
+use crate::store::notifications::SubscriptionRow;
+use crate::store::{Closed, EntryKind};
+
+/// The kinds a subscription is about when it names none.
+pub const DEFAULT_KINDS: [&str; 2] = ["completed", "failed"];
+
+/// The shortest `no_move_for`, in microseconds.
+pub const SHORTEST_NO_MOVE: i64 = 1_000_000;
+
+/// The longest URL, in bytes.
+const LONGEST_URL: usize = 2048;
+
+fn invalid(sentence: String) -> Refusal {
+    Refusal::new(Code::InvalidSubscription, sentence)
+}
+
+/// A new signing secret: `whsec_` and the base64 of 32 random bytes.
+pub fn new_secret() -> String {
+    let bytes: [u8; 32] = rand::random();
+    format!("whsec_{}", BASE64.encode(bytes))
+}
+
+/// Whether `url` is one a subscription may send to: `http://` or `https://` with
+/// a host.
+pub fn url_ok(url: &str) -> bool {
+    if url.len() > LONGEST_URL {
+        return false;
+    }
+    match url.parse::<hyper::Uri>() {
+        Ok(uri) => {
+            matches!(uri.scheme_str(), Some("http" | "https"))
+                && uri.host().is_some_and(|host| !host.is_empty())
+        }
+        Err(_) => false,
+    }
+}
+
+/// The row of a new subscription at `now`, and its secret (shown once).
+///
+/// Errors: 422 `invalid_subscription` for a URL that is not http(s), a kind that
+/// is neither a ledger entry kind nor `no_move`, a state or workflow the served
+/// graph does not have, a filter that does not parse, a format other than `json`
+/// and `slack`, a `no_move_for` that does not parse or is under 1 s (or is given
+/// without `no_move`, or missing with it); 422 `invalid_argument` for a name.
+pub fn new_subscription(
+    rules: &Rules,
+    body: &NewSubscription,
+    now: i64,
+) -> Result<(SubscriptionRow, String), Refusal> {
+    if !name_ok(&body.name) {
+        return Err(bad_name(&body.name));
+    }
+    if !url_ok(&body.url) {
+        return Err(invalid(format!(
+            "the URL {:?} is not an http:// or https:// URL with a host",
+            body.url
+        )));
+    }
+    let mut kinds: Vec<String> = if body.kinds.is_empty() {
+        DEFAULT_KINDS.iter().map(|k| k.to_string()).collect()
+    } else {
+        body.kinds.clone()
+    };
+    if body.no_move_for.is_some() && body.kinds.is_empty() {
+        kinds = vec![NO_MOVE.to_string()];
+    }
+    for kind in &kinds {
+        if kind != NO_MOVE && EntryKind::parse(kind).is_none() {
+            return Err(invalid(format!(
+                "{kind:?} is not a kind of ledger entry nor no_move (kinds: entered, completed, \
+                 failed, paused, task_failed, task_retrying, budget_exceeded, ...)"
+            )));
+        }
+    }
+    kinds.dedup();
+    let no_move_for = match (&body.no_move_for, kinds.iter().any(|k| k == NO_MOVE)) {
+        (Some(text), true) => {
+            let span = parse_duration(text)
+                .map_err(|why| invalid(format!("no_move_for {text:?}: {why}")))?;
+            let micros = i64::try_from(span.as_micros()).unwrap_or(i64::MAX);
+            if micros < SHORTEST_NO_MOVE {
+                return Err(invalid(format!(
+                    "no_move_for {text:?} is under 1 second, the shortest"
+                )));
+            }
+            Some(micros)
+        }
+        (Some(_), false) => {
+            return Err(invalid(
+                "no_move_for is given but the kinds do not have no_move".into(),
+            ))
+        }
+        (None, true) => {
+            return Err(invalid(
+                "the kind no_move needs no_move_for, how long a token stays in a state".into(),
+            ))
+        }
+        (None, false) => None,
+    };
+    let states: BTreeSet<&str> = workflows(rules)
+        .flat_map(|workflow| workflow.states.keys())
+        .map(String::as_str)
+        .filter(|state| *state != START && *state != END)
+        .collect();
+    for state in &body.states {
+        if !states.contains(state.as_str()) {
+            let known: Vec<&str> = states.iter().copied().collect();
+            return Err(invalid(format!(
+                "the served graph has no state {state:?} (its states: {})",
+                known.join(", ")
+            )));
+        }
+    }
+    if let Some(workflow) = &body.workflow {
+        if !workflows(rules).any(|w| &w.name == workflow) {
+            return Err(invalid(format!(
+                "the served graph has no workflow {workflow:?}"
+            )));
+        }
+    }
+    if let Some(filter) = &body.filter {
+        parse_filter(filter).map_err(|error| invalid(error.0))?;
+    }
+    let format = body.format.clone().unwrap_or_else(|| "json".into());
+    if format != "json" && format != "slack" {
+        return Err(invalid(format!(
+            "the format {format:?} is not json or slack"
+        )));
+    }
+    let secret = new_secret();
+    let list = |items: &[String]| serde_json::to_string(items).unwrap_or_else(|_| "[]".into());
+    let row = SubscriptionRow {
+        name: body.name.clone(),
+        url: body.url.clone(),
+        kinds: list(&kinds),
+        states: list(&body.states),
+        workflow: body.workflow.clone(),
+        filter: body.filter.clone(),
+        format,
+        no_move_for,
+        status: "active".into(),
+        secrets: list(std::slice::from_ref(&secret)),
+        created_at: now,
+        changed_at: now,
+    };
+    Ok((row, secret))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_http_and_https_urls_with_a_host_are_taken() {
+        assert!(url_ok("http://127.0.0.1:9/x"));
+        assert!(url_ok("https://hooks.example.com/a?b=c"));
+        assert!(!url_ok("ftp://example.com/"));
+        assert!(!url_ok("example.com/path"));
+        assert!(!url_ok("http://"));
+        assert!(!url_ok("file:///etc/passwd"));
+    }
+
+    #[test]
+    fn a_secret_is_whsec_and_32_bytes_of_base64() {
+        let secret = new_secret();
+        let key = stateous_shared::hooks::sign::Verify::Standard
+            .key(&secret)
+            .unwrap();
+        assert_eq!(key.len(), 32);
+        assert_ne!(secret, new_secret());
+    }
+}

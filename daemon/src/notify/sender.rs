@@ -1,0 +1,221 @@
+//! The sender (`docs/notifications.md`, "Delivery"): after the commit, a queue per
+//! subscription reads its pending notifications by id and sends each once it is
+//! due, one at a time, so that a slow or dead receiver holds up only its own
+//! subscription. A token's notifications go in ledger order: one of a token
+//! that failed holds back that token's later ones until it is delivered or dead.
+//! A failed attempt is tried again after a backoff (1 s doubling to at most
+//! 10 minutes, each moved by up to a fifth at random); past the limit (24 hours
+//! by default) since it was written, the notification is dead. Every attempt is
+//! recorded; a notification sent whose record did not commit (a SIGKILL) is sent
+//! again with the same `webhook-id`: delivery is at least once.
+
+use std::collections::{HashMap, HashSet};
+use std::time::{Duration, Instant};
+
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use super::body::{body, signature, webhook_id};
+use super::send::{post, Kept};
+use crate::control::Control;
+use crate::store::notifications::{AttemptRow, Outcome};
+
+/// The sender's timings (`serve --notify-*`, `docs/reference/limits.md`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SenderOptions {
+    /// The deadline of one attempt, from connecting to the end of the answer.
+    pub timeout: Duration,
+    /// How long after it was written a notification not yet delivered is dead.
+    pub dead_after: Duration,
+    /// The first backoff; each failure doubles it, up to [`LONGEST_BACKOFF`].
+    pub first_backoff: Duration,
+    /// How often an idle queue looks for new notifications.
+    pub poll: Duration,
+}
+
+impl Default for SenderOptions {
+    fn default() -> SenderOptions {
+        SenderOptions {
+            timeout: Duration::from_secs(10),
+            dead_after: Duration::from_secs(24 * 3600),
+            first_backoff: Duration::from_secs(1),
+            poll: Duration::from_millis(100),
+        }
+    }
+}
+
+/// The longest backoff between two attempts.
+pub const LONGEST_BACKOFF: Duration = Duration::from_secs(600);
+
+/// The most notifications a queue reads at once.
+const BATCH: i64 = 256;
+
+/// The backoff after the `attempts`th failed attempt, before jitter.
+pub fn backoff(first: Duration, attempts: i64) -> Duration {
+    let doublings = u32::try_from(attempts.saturating_sub(1).clamp(0, 30)).unwrap_or(30);
+    first
+        .saturating_mul(2u32.saturating_pow(doublings))
+        .min(LONGEST_BACKOFF.max(first))
+}
+
+/// `backoff` moved by up to a fifth either way, at random.
+fn jittered(delay: Duration) -> Duration {
+    let factor: f64 = 0.8 + rand::random::<f64>() * 0.4;
+    delay.mul_f64(factor)
+}
+
+/// The queues, one task per active subscription, until `stop` turns true.
+pub async fn run(control: Control, options: SenderOptions, mut stop: watch::Receiver<bool>) {
+    let mut queues: HashMap<String, JoinHandle<()>> = HashMap::new();
+    loop {
+        if *stop.borrow() {
+            break;
+        }
+        queues.retain(|_, task| !task.is_finished());
+        if let Ok(rows) = control.active_subscriptions().await {
+            for row in rows {
+                if let std::collections::hash_map::Entry::Vacant(slot) = queues.entry(row.name) {
+                    let name = slot.key().clone();
+                    slot.insert(tokio::spawn(queue(control.clone(), name, options.clone())));
+                }
+            }
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(options.poll.max(Duration::from_millis(10)) * 5) => {}
+            _ = stop.changed() => {}
+        }
+    }
+    for (_, task) in queues {
+        task.abort();
+    }
+}
+
+/// One subscription's queue, until it is paused or removed.
+async fn queue(control: Control, name: String, options: SenderOptions) {
+    let mut kept: Option<Kept> = None;
+    loop {
+        let read = control.pending_notifications(name.clone(), BATCH).await;
+        let (subscription, pending) = match read {
+            Ok(Some((row, pending))) if row.status == "active" => (row, pending),
+            Ok(_) => return,
+            Err(_) => {
+                tokio::time::sleep(options.poll).await;
+                continue;
+            }
+        };
+        let now = control.now();
+        let due: Vec<_> = pending.into_iter().collect();
+        if due.is_empty() {
+            tokio::time::sleep(options.poll).await;
+            continue;
+        }
+        let wanted: Vec<(Option<i64>, String)> = due
+            .iter()
+            .map(|row| (row.entry, row.token.clone()))
+            .collect();
+        let parts = control.notification_parts(wanted).await.unwrap_or_default();
+        let secrets: Vec<String> = serde_json::from_str(&subscription.secrets).unwrap_or_default();
+        let mut held: HashSet<String> = HashSet::new();
+        let mut done = Vec::new();
+        let mut soonest: Option<i64> = None;
+        for (index, row) in due.iter().enumerate() {
+            if held.contains(&row.token) {
+                continue;
+            }
+            if row.next_at > now {
+                // A token's later notifications wait behind its first.
+                held.insert(row.token.clone());
+                soonest = Some(soonest.map_or(row.next_at, |s| s.min(row.next_at)));
+                continue;
+            }
+            let part = parts.get(index).cloned().unwrap_or_default();
+            let payload = body(row, &part, &subscription.format, subscription.no_move_for);
+            let id = webhook_id(row.id);
+            let timestamp = control.now().div_euclid(1_000_000);
+            let headers = [
+                ("webhook-id", id.clone()),
+                ("webhook-timestamp", timestamp.to_string()),
+                (
+                    "webhook-signature",
+                    signature(&secrets, &id, timestamp, &payload),
+                ),
+            ];
+            let started = Instant::now();
+            let at = control.now();
+            let answered = post(
+                &mut kept,
+                &subscription.url,
+                &headers,
+                payload,
+                options.timeout,
+            )
+            .await;
+            let latency = i64::try_from(started.elapsed().as_micros()).unwrap_or(i64::MAX);
+            let attempt = row.attempts + 1;
+            let outcome = match &answered.failure {
+                None => Outcome::Delivered,
+                Some(_) => {
+                    held.insert(row.token.clone());
+                    let dead_at = row.at.saturating_add(
+                        i64::try_from(options.dead_after.as_micros()).unwrap_or(i64::MAX),
+                    );
+                    let delay = jittered(backoff(options.first_backoff, attempt));
+                    let next = control
+                        .now()
+                        .saturating_add(i64::try_from(delay.as_micros()).unwrap_or(i64::MAX));
+                    if next >= dead_at {
+                        Outcome::Dead
+                    } else {
+                        soonest = Some(soonest.map_or(next, |s| s.min(next)));
+                        Outcome::Again(next)
+                    }
+                }
+            };
+            done.push((
+                AttemptRow {
+                    subscription: name.clone(),
+                    notification: row.id,
+                    attempt,
+                    at,
+                    status: answered.status.map(i64::from),
+                    latency,
+                    reason: answered.failure.clone(),
+                },
+                outcome,
+            ));
+        }
+        let sent = done.len();
+        if !done.is_empty() && control.record_attempts(done).await.is_err() {
+            tokio::time::sleep(options.poll).await;
+            continue;
+        }
+        if sent == 0 {
+            // Nothing due: wait for the soonest retry, or for new notifications.
+            let wait = soonest
+                .map(|at| {
+                    Duration::from_micros(
+                        u64::try_from(at.saturating_sub(control.now())).unwrap_or(0),
+                    )
+                })
+                .unwrap_or(options.poll)
+                .min(options.poll);
+            tokio::time::sleep(wait).await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_backoff_doubles_from_one_second_to_ten_minutes() {
+        let first = Duration::from_secs(1);
+        assert_eq!(backoff(first, 1), Duration::from_secs(1));
+        assert_eq!(backoff(first, 2), Duration::from_secs(2));
+        assert_eq!(backoff(first, 4), Duration::from_secs(8));
+        assert_eq!(backoff(first, 10), Duration::from_secs(512));
+        assert_eq!(backoff(first, 11), LONGEST_BACKOFF);
+        assert_eq!(backoff(first, 1000), LONGEST_BACKOFF);
+    }
+}

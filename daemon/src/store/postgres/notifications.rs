@@ -1,0 +1,249 @@
+//! The SQL of `subscriptions`, `notifications` and `notification_attempts`, as
+//! SQLite's (`store/sqlite/notifications.rs`).
+
+use super::columns::Columns;
+use super::{get, PgTx};
+use crate::store::notifications::{
+    AttemptRow, NewNotification, NotificationCount, NotificationRow, Notifications, Outcome,
+    Stalled, SubscriptionRow, WaitingNotification, ATTEMPT_COLUMNS, NOTIFICATION_COLUMNS,
+    SUBSCRIPTION_COLUMNS,
+};
+use crate::store::StoreResult;
+
+/// The flush's part of new notifications (`pending.rs`): subscription, entry,
+/// token, kind, state, visit, at, as [`flush_columns`] packs them. A `no_move` of
+/// a visit that has one already is left out by the unique index.
+pub(super) const FLUSH_NEW: &str = "n AS (INSERT INTO notifications
+          (subscription, entry, token, kind, state, visit, at, status, attempts, next_at)
+      SELECT s, e, t, k, st, v, a, 'pending', 0, a
+      FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[],
+                  $6::bigint[], $7::bigint[]) AS w(s, e, t, k, st, v, a)
+      ON CONFLICT DO NOTHING)";
+
+/// New notifications as the columns of [`FLUSH_NEW`].
+pub(super) fn flush_columns(rows: &[WaitingNotification]) -> Option<Columns> {
+    Columns::of(rows, |cells, row| {
+        cells
+            .put(row.subscription.clone())
+            .put(row.entry)
+            .put(row.token.clone())
+            .put(row.kind.clone())
+            .put(row.state.clone())
+            .put(row.visit)
+            .put(row.at);
+    })
+}
+
+impl Notifications for PgTx<'_> {
+    fn insert_subscription(&self, row: &SubscriptionRow) -> StoreResult<()> {
+        self.execute(
+            &format!(
+                "INSERT INTO subscriptions ({SUBSCRIPTION_COLUMNS})
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
+            ),
+            &[
+                &row.name,
+                &row.url,
+                &row.kinds,
+                &row.states,
+                &row.workflow,
+                &row.filter,
+                &row.format,
+                &row.no_move_for,
+                &row.status,
+                &row.secrets,
+                &row.created_at,
+                &row.changed_at,
+            ],
+        )?;
+        Ok(())
+    }
+
+    fn update_subscription(&self, row: &SubscriptionRow) -> StoreResult<()> {
+        self.execute(
+            "UPDATE subscriptions SET status = $2, secrets = $3, changed_at = $4 WHERE name = $1",
+            &[&row.name, &row.status, &row.secrets, &row.changed_at],
+        )?;
+        Ok(())
+    }
+
+    fn delete_subscription(&self, name: &str) -> StoreResult<bool> {
+        self.execute(
+            "DELETE FROM notification_attempts WHERE subscription = $1",
+            &[&name],
+        )?;
+        self.execute(
+            "DELETE FROM notifications WHERE subscription = $1",
+            &[&name],
+        )?;
+        Ok(self.execute("DELETE FROM subscriptions WHERE name = $1", &[&name])? > 0)
+    }
+
+    fn subscription(&self, name: &str) -> StoreResult<Option<SubscriptionRow>> {
+        let rows = self.query(
+            &format!("SELECT {SUBSCRIPTION_COLUMNS} FROM subscriptions WHERE name = $1"),
+            &[&name],
+        )?;
+        rows.first().map(SubscriptionRow::read).transpose()
+    }
+
+    fn subscriptions(&self) -> StoreResult<Vec<SubscriptionRow>> {
+        let rows = self.query(
+            &format!("SELECT {SUBSCRIPTION_COLUMNS} FROM subscriptions ORDER BY name"),
+            &[],
+        )?;
+        rows.iter().map(SubscriptionRow::read).collect()
+    }
+
+    fn insert_notification(&self, row: &NewNotification<'_>) -> StoreResult<()> {
+        // Written with the transaction's other writes (`pending.rs`): no round
+        // trip of its own on the write path.
+        self.pending
+            .borrow_mut()
+            .notifications
+            .push(WaitingNotification {
+                subscription: row.subscription.to_string(),
+                entry: row.entry,
+                token: row.token.to_string(),
+                kind: row.kind.to_string(),
+                state: row.state.map(str::to_string),
+                visit: row.visit,
+                at: self.now.get(),
+            });
+        Ok(())
+    }
+
+    fn pending_notifications(
+        &self,
+        subscription: &str,
+        limit: i64,
+    ) -> StoreResult<Vec<NotificationRow>> {
+        let rows = self.query(
+            &format!(
+                "SELECT {NOTIFICATION_COLUMNS} FROM notifications
+                 WHERE subscription = $1 AND status = 'pending' ORDER BY id LIMIT $2"
+            ),
+            &[&subscription, &limit],
+        )?;
+        rows.iter().map(NotificationRow::read).collect()
+    }
+
+    fn record_attempts(&self, done: &[(AttemptRow, Outcome)]) -> StoreResult<()> {
+        if done.is_empty() {
+            return Ok(());
+        }
+        let column = |f: &dyn Fn(&AttemptRow, &Outcome) -> Option<i64>| -> Vec<Option<i64>> {
+            done.iter().map(|(a, o)| f(a, o)).collect()
+        };
+        let subscriptions: Vec<&str> = done.iter().map(|(a, _)| a.subscription.as_str()).collect();
+        let ids: Vec<i64> = done.iter().map(|(a, _)| a.notification).collect();
+        let attempts: Vec<i64> = done.iter().map(|(a, _)| a.attempt).collect();
+        let ats: Vec<i64> = done.iter().map(|(a, _)| a.at).collect();
+        let statuses = column(&|a, _| a.status);
+        let latencies: Vec<i64> = done.iter().map(|(a, _)| a.latency).collect();
+        let reasons: Vec<Option<&str>> = done.iter().map(|(a, _)| a.reason.as_deref()).collect();
+        let states: Vec<&str> = done.iter().map(|(_, o)| o.status().0).collect();
+        let nexts = column(&|_, o| o.status().1);
+        self.execute(
+            &format!(
+                "INSERT INTO notification_attempts ({ATTEMPT_COLUMNS})
+                 SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[],
+                                      $5::bigint[], $6::bigint[], $7::text[])
+                 ON CONFLICT (notification, attempt) DO UPDATE SET at = EXCLUDED.at,
+                     status = EXCLUDED.status, latency = EXCLUDED.latency,
+                     reason = EXCLUDED.reason"
+            ),
+            &[
+                &subscriptions,
+                &ids,
+                &attempts,
+                &ats,
+                &statuses,
+                &latencies,
+                &reasons,
+            ],
+        )?;
+        // `id = ANY($1)` as well as the join, so that the plan probes the key's
+        // index (as `pending.rs` explains, a join alone may be planned as a read
+        // of the whole table).
+        self.execute(
+            "UPDATE notifications n SET status = u.status, attempts = u.attempt,
+                 next_at = coalesce(u.next_at, n.next_at), last_error = u.reason
+             FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::bigint[], $5::text[])
+                  AS u(id, status, attempt, next_at, reason)
+             WHERE n.id = u.id AND n.id = ANY($1)",
+            &[&ids, &states, &attempts, &nexts, &reasons],
+        )?;
+        Ok(())
+    }
+
+    fn notification_counts(&self) -> StoreResult<Vec<NotificationCount>> {
+        let rows = self.query(
+            "SELECT subscription, status, attempts > 0, count(*) FROM notifications
+             GROUP BY subscription, status, attempts > 0",
+            &[],
+        )?;
+        rows.iter()
+            .map(|row| Ok((get(row, 0)?, get(row, 1)?, get(row, 2)?, get(row, 3)?)))
+            .collect()
+    }
+
+    fn latest_attempts(&self, subscription: &str, limit: i64) -> StoreResult<Vec<AttemptRow>> {
+        let rows = self.query(
+            &format!(
+                "SELECT {ATTEMPT_COLUMNS} FROM notification_attempts WHERE subscription = $1
+                 ORDER BY at DESC, notification DESC, attempt DESC LIMIT $2"
+            ),
+            &[&subscription, &limit],
+        )?;
+        rows.iter().map(AttemptRow::read).collect()
+    }
+
+    fn dead_notifications(
+        &self,
+        subscription: Option<&str>,
+        limit: i64,
+    ) -> StoreResult<Vec<NotificationRow>> {
+        let rows = self.query(
+            &format!(
+                "SELECT {NOTIFICATION_COLUMNS} FROM notifications
+                 WHERE status = 'dead' AND ($1::text IS NULL OR subscription = $1)
+                 ORDER BY id LIMIT $2"
+            ),
+            &[&subscription, &limit],
+        )?;
+        rows.iter().map(NotificationRow::read).collect()
+    }
+
+    fn revive_notifications(&self, subscription: &str, id: Option<i64>) -> StoreResult<i64> {
+        let changed = self.execute(
+            "UPDATE notifications SET status = 'pending', next_at = $3, at = $3
+             WHERE status = 'dead' AND subscription = $1 AND ($2::bigint IS NULL OR id = $2)",
+            &[&subscription, &id, &self.now.get()],
+        )?;
+        Ok(changed as i64)
+    }
+
+    fn stalled_tokens(
+        &self,
+        subscription: &str,
+        states: &[String],
+        until: i64,
+        limit: i64,
+    ) -> StoreResult<Vec<Stalled>> {
+        let states: Vec<&str> = states.iter().map(String::as_str).collect();
+        let rows = self.query(
+            "SELECT k.token, k.state, k.visit FROM tokens k
+             WHERE k.status IN ('active', 'paused') AND k.entered_at <= $3
+               AND (cardinality($2::text[]) = 0 OR k.state = ANY($2::text[]))
+               AND NOT EXISTS (SELECT 1 FROM notifications n
+                    WHERE n.subscription = $1 AND n.kind = 'no_move' AND n.token = k.token
+                      AND n.state = k.state AND n.visit = k.visit)
+             ORDER BY k.entered_at LIMIT $4",
+            &[&subscription, &states, &until, &limit],
+        )?;
+        rows.iter()
+            .map(|row| Ok((get(row, 0)?, get(row, 1)?, get(row, 2)?)))
+            .collect()
+    }
+}

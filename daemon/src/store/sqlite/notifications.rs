@@ -1,0 +1,217 @@
+//! The SQL of `subscriptions`, `notifications` and `notification_attempts`
+//! (`store/notifications.rs`).
+
+use rusqlite::{params, OptionalExtension};
+
+use super::SqliteTx;
+use crate::store::notifications::{
+    AttemptRow, NewNotification, NotificationCount, NotificationRow, Notifications, Outcome,
+    Stalled, SubscriptionRow, ATTEMPT_COLUMNS, NOTIFICATION_COLUMNS, SUBSCRIPTION_COLUMNS,
+};
+use crate::store::StoreResult;
+
+impl Notifications for SqliteTx<'_> {
+    fn insert_subscription(&self, row: &SubscriptionRow) -> StoreResult<()> {
+        let sql = format!(
+            "INSERT INTO subscriptions ({SUBSCRIPTION_COLUMNS})
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"
+        );
+        self.prepare(&sql)?.execute(params![
+            row.name,
+            row.url,
+            row.kinds,
+            row.states,
+            row.workflow,
+            row.filter,
+            row.format,
+            row.no_move_for,
+            row.status,
+            row.secrets,
+            row.created_at,
+            row.changed_at
+        ])?;
+        Ok(())
+    }
+
+    fn update_subscription(&self, row: &SubscriptionRow) -> StoreResult<()> {
+        self.prepare(
+            "UPDATE subscriptions SET status = ?2, secrets = ?3, changed_at = ?4 WHERE name = ?1",
+        )?
+        .execute(params![row.name, row.status, row.secrets, row.changed_at])?;
+        Ok(())
+    }
+
+    fn delete_subscription(&self, name: &str) -> StoreResult<bool> {
+        self.prepare("DELETE FROM notification_attempts WHERE subscription = ?1")?
+            .execute([name])?;
+        self.prepare("DELETE FROM notifications WHERE subscription = ?1")?
+            .execute([name])?;
+        let mut statement = self.prepare("DELETE FROM subscriptions WHERE name = ?1")?;
+        Ok(statement.execute([name])? > 0)
+    }
+
+    fn subscription(&self, name: &str) -> StoreResult<Option<SubscriptionRow>> {
+        let sql = format!("SELECT {SUBSCRIPTION_COLUMNS} FROM subscriptions WHERE name = ?1");
+        let mut statement = self.prepare(&sql)?;
+        Ok(statement
+            .query_row([name], |row| SubscriptionRow::read(row))
+            .optional()?)
+    }
+
+    fn subscriptions(&self) -> StoreResult<Vec<SubscriptionRow>> {
+        let sql = format!("SELECT {SUBSCRIPTION_COLUMNS} FROM subscriptions ORDER BY name");
+        let mut statement = self.prepare(&sql)?;
+        let rows = statement.query_map([], |row| SubscriptionRow::read(row))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    fn insert_notification(&self, row: &NewNotification<'_>) -> StoreResult<()> {
+        self.prepare(
+            "INSERT INTO notifications
+                     (subscription, entry, token, kind, state, visit, at, status, attempts,
+                      next_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending', 0, ?7)
+                 ON CONFLICT DO NOTHING",
+        )?
+        .execute(params![
+            row.subscription,
+            row.entry,
+            row.token,
+            row.kind,
+            row.state,
+            row.visit,
+            self.now()
+        ])?;
+        Ok(())
+    }
+
+    fn pending_notifications(
+        &self,
+        subscription: &str,
+        limit: i64,
+    ) -> StoreResult<Vec<NotificationRow>> {
+        let sql = format!(
+            "SELECT {NOTIFICATION_COLUMNS} FROM notifications
+             WHERE subscription = ?1 AND status = 'pending' ORDER BY id LIMIT ?2"
+        );
+        let mut statement = self.prepare(&sql)?;
+        let rows = statement.query_map(params![subscription, limit], |row| {
+            NotificationRow::read(row)
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    fn record_attempts(&self, done: &[(AttemptRow, Outcome)]) -> StoreResult<()> {
+        if done.is_empty() {
+            return Ok(());
+        }
+        // One statement each for the whole batch: the rows as a JSON array.
+        let rows: Vec<serde_json::Value> = done
+            .iter()
+            .map(|(attempt, outcome)| {
+                let (status, next_at) = outcome.status();
+                serde_json::json!([
+                    attempt.subscription,
+                    attempt.notification,
+                    attempt.attempt,
+                    attempt.at,
+                    attempt.status,
+                    attempt.latency,
+                    attempt.reason,
+                    status,
+                    next_at
+                ])
+            })
+            .collect();
+        let rows = serde_json::Value::Array(rows).to_string();
+        self.prepare(&format!(
+            "INSERT OR REPLACE INTO notification_attempts ({ATTEMPT_COLUMNS})
+             SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4,
+                    value ->> 5, value ->> 6
+             FROM json_each(?1)"
+        ))?
+        .execute([&rows])?;
+        self.prepare(
+            "UPDATE notifications SET status = u.status, attempts = u.attempt,
+                 next_at = coalesce(u.next_at, notifications.next_at), last_error = u.reason
+             FROM (SELECT value ->> 1 AS id, value ->> 2 AS attempt, value ->> 6 AS reason,
+                          value ->> 7 AS status, value ->> 8 AS next_at
+                   FROM json_each(?1)) AS u
+             WHERE notifications.id = u.id",
+        )?
+        .execute([&rows])?;
+        Ok(())
+    }
+
+    fn notification_counts(&self) -> StoreResult<Vec<NotificationCount>> {
+        let mut statement = self.prepare(
+            "SELECT subscription, status, attempts > 0, count(*) FROM notifications
+             GROUP BY subscription, status, attempts > 0",
+        )?;
+        let rows = statement.query_map([], |row| {
+            Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    fn latest_attempts(&self, subscription: &str, limit: i64) -> StoreResult<Vec<AttemptRow>> {
+        let sql = format!(
+            "SELECT {ATTEMPT_COLUMNS} FROM notification_attempts WHERE subscription = ?1
+             ORDER BY at DESC, notification DESC, attempt DESC LIMIT ?2"
+        );
+        let mut statement = self.prepare(&sql)?;
+        let rows =
+            statement.query_map(params![subscription, limit], |row| AttemptRow::read(row))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    fn dead_notifications(
+        &self,
+        subscription: Option<&str>,
+        limit: i64,
+    ) -> StoreResult<Vec<NotificationRow>> {
+        let sql = format!(
+            "SELECT {NOTIFICATION_COLUMNS} FROM notifications
+             WHERE status = 'dead' AND (?1 IS NULL OR subscription = ?1) ORDER BY id LIMIT ?2"
+        );
+        let mut statement = self.prepare(&sql)?;
+        let rows = statement.query_map(params![subscription, limit], |row| {
+            NotificationRow::read(row)
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    fn revive_notifications(&self, subscription: &str, id: Option<i64>) -> StoreResult<i64> {
+        let changed = self
+            .prepare(
+                "UPDATE notifications SET status = 'pending', next_at = ?3, at = ?3
+                 WHERE status = 'dead' AND subscription = ?1 AND (?2 IS NULL OR id = ?2)",
+            )?
+            .execute(params![subscription, id, self.now()])?;
+        Ok(changed as i64)
+    }
+
+    fn stalled_tokens(
+        &self,
+        subscription: &str,
+        states: &[String],
+        until: i64,
+        limit: i64,
+    ) -> StoreResult<Vec<Stalled>> {
+        let states = serde_json::to_string(states).unwrap_or_else(|_| "[]".into());
+        let mut statement = self.prepare(
+            "SELECT k.token, k.state, k.visit FROM tokens k
+             WHERE k.status IN ('active', 'paused') AND k.entered_at <= ?3
+               AND (json_array_length(?2) = 0
+                    OR k.state IN (SELECT value FROM json_each(?2)))
+               AND NOT EXISTS (SELECT 1 FROM notifications n
+                    WHERE n.subscription = ?1 AND n.kind = 'no_move' AND n.token = k.token
+                      AND n.state = k.state AND n.visit = k.visit)
+             ORDER BY k.entered_at LIMIT ?4",
+        )?;
+        let rows = statement.query_map(params![subscription, states, until, limit], |row| {
+            Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+}

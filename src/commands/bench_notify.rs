@@ -1,0 +1,219 @@
+//! `stateous bench --notify` (`docs/how-to/measure.md`, "Notifications"): the
+//! bench three times in one run against one control plane: without
+//! subscriptions; with one subscription that matches every ledger entry, to a
+//! receiver in this process that answers 204 at once; and with one to a receiver
+//! that accepts connections and never answers (each attempt waits for the
+//! daemon's `--notify-timeout`). It prints each pass's tokens per second beside
+//! the first's, and how many notifications a second reached the receiver.
+
+use std::io::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::TcpListener;
+
+use super::bench::{pass, BenchOptions};
+use super::{line, CommandError};
+use stateous_client::Client;
+use stateous_shared::notify::NewSubscription;
+
+/// Every kind of ledger entry: a subscription to all of them matches every entry.
+const EVERY_KIND: [&str; 32] = [
+    "started",
+    "entered",
+    "event_accepted",
+    "event_deferred",
+    "event_dropped",
+    "event_rejected",
+    "event_replayed",
+    "timer_set",
+    "timer_fired",
+    "task_queued",
+    "task_claimed",
+    "task_waiting",
+    "task_done",
+    "task_cancelled",
+    "task_failed",
+    "task_retrying",
+    "context_changed",
+    "memory_set",
+    "memory_deleted",
+    "note",
+    "paused",
+    "resumed",
+    "retried",
+    "operator",
+    "migrated",
+    "branch_started",
+    "completed",
+    "failed",
+    "cancelled",
+    "usage_reported",
+    "budget_exceeded",
+    "budget_set",
+];
+
+/// How long the bench waits for the receiver to get every notification.
+const DRAIN_WITHIN: Duration = Duration::from_secs(600);
+
+/// A receiver that answers each request 204 at once, over kept-alive
+/// connections, counting them; its URL.
+async fn live_receiver(count: Arc<AtomicU64>) -> Result<String, CommandError> {
+    let listener = TcpListener::bind("127.0.0.1:0").await?;
+    let url = format!("http://{}/bench", listener.local_addr()?);
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let count = Arc::clone(&count);
+            tokio::spawn(async move {
+                let (read, mut write) = stream.into_split();
+                let mut reader = BufReader::new(read);
+                let mut line = String::new();
+                loop {
+                    let mut length = 0usize;
+                    line.clear();
+                    if reader.read_line(&mut line).await.unwrap_or(0) == 0 {
+                        return;
+                    }
+                    loop {
+                        line.clear();
+                        if reader.read_line(&mut line).await.unwrap_or(0) == 0 {
+                            return;
+                        }
+                        let header = line.trim_end();
+                        if header.is_empty() {
+                            break;
+                        }
+                        if let Some((name, value)) = header.split_once(':') {
+                            if name.eq_ignore_ascii_case("content-length") {
+                                length = value.trim().parse().unwrap_or(0);
+                            }
+                        }
+                    }
+                    let mut body = vec![0; length];
+                    if reader.read_exact(&mut body).await.is_err() {
+                        return;
+                    }
+                    count.fetch_add(1, Ordering::Relaxed);
+                    let answer = b"HTTP/1.1 204 No Content\r\ncontent-length: 0\r\n\r\n";
+                    if write.write_all(answer).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    Ok(url)
+}
+
+/// A receiver that accepts connections and never answers; its URL.
+async fn dead_receiver() -> Result<String, CommandError> {
+    let listener = TcpListener::bind("127.0.0.1:0").await?;
+    let url = format!("http://{}/dead", listener.local_addr()?);
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((stream, _)) = listener.accept().await {
+            held.push(stream);
+        }
+    });
+    Ok(url)
+}
+
+fn subscription(name: &str, url: String) -> NewSubscription {
+    let kinds: Vec<String> = EVERY_KIND.iter().map(|k| k.to_string()).collect();
+    NewSubscription {
+        name: name.into(),
+        url,
+        kinds,
+        ..NewSubscription::default()
+    }
+}
+
+/// The three passes and the figures side by side.
+pub async fn run(
+    options: &BenchOptions,
+    client: Client,
+    out: &mut dyn Write,
+) -> Result<(), CommandError> {
+    let failed = |error| CommandError::Client(error).with_code();
+    for name in ["bench-all", "bench-dead"] {
+        // Left by an earlier run that stopped: gone before the first pass.
+        let _ = client.remove_subscription(name).await;
+    }
+    line(out, "pass 1: no subscription")?;
+    let without = pass(options, client.clone(), out).await?;
+
+    let count = Arc::new(AtomicU64::new(0));
+    let url = live_receiver(Arc::clone(&count)).await?;
+    client
+        .add_subscription(&subscription("bench-all", url))
+        .await
+        .map_err(failed)?;
+    line(
+        out,
+        "pass 2: one subscription matching every entry, a receiver here",
+    )?;
+    let began = Instant::now();
+    let with = pass(options, client.clone(), out).await?;
+    let deadline = Instant::now() + DRAIN_WITHIN;
+    let (delivered, drained) = loop {
+        let shown = client.subscription("bench-all").await.map_err(failed)?;
+        let counts = shown.subscription.counts;
+        if counts.pending + counts.retrying == 0 || Instant::now() > deadline {
+            break (counts.delivered, began.elapsed());
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    client
+        .remove_subscription("bench-all")
+        .await
+        .map_err(failed)?;
+
+    let url = dead_receiver().await?;
+    client
+        .add_subscription(&subscription("bench-dead", url))
+        .await
+        .map_err(failed)?;
+    line(
+        out,
+        "pass 3: one subscription matching every entry, a receiver that never answers",
+    )?;
+    let dead = pass(options, client.clone(), out).await?;
+    client
+        .remove_subscription("bench-dead")
+        .await
+        .map_err(failed)?;
+
+    let share = |figure: f64| figure / without.max(1e-9) * 100.0;
+    line(out, "notifications:")?;
+    line(
+        out,
+        &format!("  without subscriptions:   {without:.1} tokens/s"),
+    )?;
+    line(
+        out,
+        &format!(
+            "  matching every entry:    {with:.1} tokens/s ({:.0}% of without)",
+            share(with)
+        ),
+    )?;
+    line(
+        out,
+        &format!(
+            "  to a dead receiver:      {dead:.1} tokens/s ({:.0}% of without)",
+            share(dead)
+        ),
+    )?;
+    let seconds = drained.as_secs_f64().max(1e-9);
+    line(
+        out,
+        &format!(
+            "  delivered: {delivered} notifications in {seconds:.2} s from the pass's start: \
+             {:.0}/s (the receiver counted {})",
+            delivered as f64 / seconds,
+            count.load(Ordering::Relaxed)
+        ),
+    )?;
+    Ok(())
+}

@@ -1,0 +1,495 @@
+//! Black-box: notifications (`docs/notifications.md`). A receiver inside the test
+//! checks each delivery's signature by the Standard Webhooks rules and records
+//! what it got: a receiver that fails its first attempts gets the entry later
+//! with the same `webhook-id`; every matching ledger entry arrives through two
+//! SIGKILLs of the daemon, each token's in ledger order; `no_move` fires once
+//! per visit; a dead notification is listed and sent again by hand; bad
+//! subscriptions are refused and change nothing; a standby's takeover on
+//! Postgres delivers what the old control plane left.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crate::harness;
+
+use harness::{asset_graph, eventually, run, Daemon, Setup};
+use serde_json::{json, Value};
+use stateous_shared::hooks::sign::{verify, Verify};
+
+/// One delivery the receiver accepted (its signature checked).
+#[derive(Debug, Clone)]
+struct Got {
+    id: String,
+    body: Value,
+}
+
+/// A receiver of notifications on 127.0.0.1: it refuses its first `fail_first`
+/// requests with 500, checks each signature against `secrets` once they are set,
+/// and records the rest.
+struct Receiver {
+    url: String,
+    got: Arc<Mutex<Vec<Got>>>,
+    /// Every request's `webhook-id`, the failed ones too, in arrival order.
+    seen: Arc<Mutex<Vec<String>>>,
+    secrets: Arc<Mutex<Vec<String>>>,
+    fail_first: Arc<AtomicUsize>,
+    bad_signatures: Arc<AtomicUsize>,
+    /// Milliseconds each answer waits (a slow receiver keeps a backlog).
+    delay: Arc<AtomicUsize>,
+}
+
+impl Receiver {
+    fn start(fail_first: usize) -> Receiver {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("a port for the receiver");
+        let url = format!(
+            "http://{}/hook",
+            listener.local_addr().expect("its address")
+        );
+        let receiver = Receiver {
+            url,
+            got: Arc::default(),
+            seen: Arc::default(),
+            secrets: Arc::default(),
+            fail_first: Arc::new(AtomicUsize::new(fail_first)),
+            bad_signatures: Arc::default(),
+            delay: Arc::default(),
+        };
+        let (got, seen, secrets, fail, bad, delay) = (
+            Arc::clone(&receiver.got),
+            Arc::clone(&receiver.seen),
+            Arc::clone(&receiver.secrets),
+            Arc::clone(&receiver.fail_first),
+            Arc::clone(&receiver.bad_signatures),
+            Arc::clone(&receiver.delay),
+        );
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let (got, seen, secrets, fail, bad, delay) = (
+                    Arc::clone(&got),
+                    Arc::clone(&seen),
+                    Arc::clone(&secrets),
+                    Arc::clone(&fail),
+                    Arc::clone(&bad),
+                    Arc::clone(&delay),
+                );
+                std::thread::spawn(move || {
+                    serve(stream, &got, &seen, &secrets, (&fail, &bad, &delay))
+                });
+            }
+        });
+        receiver
+    }
+
+    fn trust(&self, secret: &str) {
+        self.secrets.lock().unwrap().push(secret.to_string());
+    }
+
+    fn got(&self) -> Vec<Got> {
+        self.got.lock().unwrap().clone()
+    }
+
+    fn seen(&self) -> Vec<String> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+/// Answer the requests of one connection (kept alive) until it closes.
+fn serve(
+    stream: TcpStream,
+    got: &Mutex<Vec<Got>>,
+    seen: &Mutex<Vec<String>>,
+    secrets: &Mutex<Vec<String>>,
+    (fail, bad, delay): (&AtomicUsize, &AtomicUsize, &AtomicUsize),
+) {
+    let mut writer = stream.try_clone().expect("a second handle");
+    let mut reader = BufReader::new(stream);
+    loop {
+        let mut headers: BTreeMap<String, String> = BTreeMap::new();
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        loop {
+            line.clear();
+            if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                return;
+            }
+            let trimmed = line.trim_end();
+            if trimmed.is_empty() {
+                break;
+            }
+            if let Some((name, value)) = trimmed.split_once(':') {
+                headers.insert(name.trim().to_ascii_lowercase(), value.trim().to_string());
+            }
+        }
+        let length: usize = headers
+            .get("content-length")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        let mut body = vec![0; length];
+        if reader.read_exact(&mut body).is_err() {
+            return;
+        }
+        let id = headers.get("webhook-id").cloned().unwrap_or_default();
+        std::thread::sleep(Duration::from_millis(delay.load(Ordering::SeqCst) as u64));
+        seen.lock().unwrap().push(id.clone());
+        let failing = fail
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok();
+        let status = if failing {
+            "500 Internal Server Error"
+        } else {
+            let keys: Vec<Vec<u8>> = secrets
+                .lock()
+                .unwrap()
+                .iter()
+                .map(|s| Verify::Standard.key(s).expect("a whsec_ secret"))
+                .collect();
+            let now = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .unwrap()
+                .as_secs() as i64;
+            let checked = verify(
+                Verify::Standard,
+                &keys,
+                |name| headers.get(name).map(String::as_str),
+                &body,
+                now,
+            );
+            if checked.is_err() {
+                bad.fetch_add(1, Ordering::SeqCst);
+                "401 Unauthorized"
+            } else {
+                let value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                got.lock().unwrap().push(Got { id, body: value });
+                "200 OK"
+            }
+        };
+        let answer = format!("HTTP/1.1 {status}\r\ncontent-length: 0\r\n\r\n");
+        if writer.write_all(answer.as_bytes()).is_err() {
+            return;
+        }
+    }
+}
+
+/// Wait until `check` holds (at most `within`).
+fn wait_for(within: Duration, what: &str, check: impl Fn() -> bool) {
+    eventually(within, what, String::new, check);
+}
+
+/// A daemon serving `orders` (draft, then review on `submitted`, then END on an
+/// approving `reviewed`, else draft again) with short notification timings.
+fn orders(args: &[&str]) -> Daemon {
+    Setup::new(asset_graph("orders"))
+        .args(&["--notify-backoff", "100ms", "--notify-timeout", "2s"])
+        .args(args)
+        .start()
+}
+
+/// Add a subscription; its secret, which the receiver then trusts.
+fn subscribe(daemon: &Daemon, receiver: &Receiver, body: Value) -> String {
+    let mut body = body;
+    body["url"] = json!(receiver.url);
+    let added = daemon.post("/notify", &body).expect(201);
+    let secret = added["secret"].as_str().expect("a secret").to_string();
+    assert!(secret.starts_with("whsec_"), "{added}");
+    receiver.trust(&secret);
+    secret
+}
+
+fn start(daemon: &Daemon, token: &str) {
+    daemon
+        .post(
+            "/tokens",
+            &json!({"token": token, "context": {"title": token}}),
+        )
+        .expect(201);
+}
+
+fn fire(daemon: &Daemon, token: &str, event: &str, payload: Value) {
+    daemon
+        .post(
+            &format!("/tokens/{token}/events/{event}"),
+            &json!({"payload": payload}),
+        )
+        .expect(200);
+}
+
+/// Submit and approve: the token completes.
+fn complete(daemon: &Daemon, token: &str) {
+    fire(daemon, token, "submitted", json!({}));
+    fire(daemon, token, "reviewed", json!({"approved": true}));
+}
+
+fn a_failing_receiver_gets_the_entry_later_with_the_same_webhook_id() {
+    let receiver = Receiver::start(3);
+    let daemon = orders(&[]);
+    subscribe(
+        &daemon,
+        &receiver,
+        json!({"name": "done", "kinds": ["completed"]}),
+    );
+    start(&daemon, "o-1");
+    complete(&daemon, "o-1");
+    wait_for(
+        Duration::from_secs(20),
+        "the fourth attempt delivers",
+        || !receiver.got().is_empty(),
+    );
+    let seen = receiver.seen();
+    assert_eq!(seen.len(), 4, "three failures, then the delivery: {seen:?}");
+    assert!(
+        seen.iter().all(|id| id == &seen[0]),
+        "one webhook-id: {seen:?}"
+    );
+    let got = receiver.got();
+    assert_eq!(got[0].body["type"], "completed");
+    assert_eq!(got[0].body["token"]["token"], "o-1");
+    assert_eq!(got[0].body["token"]["status"], "completed");
+    assert_eq!(got[0].body["entry"]["kind"], "completed");
+    assert_eq!(receiver.bad_signatures.load(Ordering::SeqCst), 0);
+    // Each attempt with its status, newest first.
+    let shown = daemon.get("/notify/done").expect(200);
+    let statuses: Vec<i64> = shown["attempts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["status"].as_i64().unwrap_or(0))
+        .collect();
+    assert_eq!(statuses, [200, 500, 500, 500], "{shown}");
+    assert_eq!(shown["subscription"]["counts"]["delivered"], 1, "{shown}");
+    // Never a secret in a listing or /metrics.
+    let listing = daemon.get("/notify").expect(200).to_string();
+    let metrics = String::from_utf8_lossy(&daemon.get("/metrics").body).into_owned();
+    assert!(!listing.contains("whsec_") && !metrics.contains("whsec_"));
+    assert!(
+        metrics.contains("stateous_notifications{subscription=\"done\",status=\"delivered\"} 1"),
+        "{metrics}"
+    );
+}
+
+fn every_matching_entry_arrives_through_two_sigkills() {
+    let receiver = Receiver::start(0);
+    // A slow receiver: notifications wait in the outbox when the daemon is killed.
+    receiver.delay.store(10, Ordering::SeqCst);
+    let mut daemon = orders(&[]);
+    subscribe(
+        &daemon,
+        &receiver,
+        json!({"name": "all", "kinds": ["entered", "completed"]}),
+    );
+    let tokens: Vec<String> = (0..150).map(|i| format!("k-{i:03}")).collect();
+    for token in &tokens {
+        start(&daemon, token);
+    }
+    let waiting = daemon.count("SELECT count(*) FROM notifications WHERE status = 'pending'");
+    assert!(waiting > 0, "a backlog when the daemon is killed");
+    daemon.crash_and_restart();
+    for token in &tokens {
+        fire(&daemon, token, "submitted", json!({}));
+    }
+    daemon.crash_and_restart();
+    for token in &tokens {
+        fire(&daemon, token, "reviewed", json!({"approved": true}));
+    }
+    let wanted: BTreeSet<i64> = daemon
+        .rows("SELECT id FROM ledger WHERE kind IN ('entered', 'completed')")
+        .iter()
+        .map(|row| row[0].as_deref().unwrap_or("0").parse().unwrap())
+        .collect();
+    // Each token: draft, review, completed.
+    assert_eq!(wanted.len(), tokens.len() * 3);
+    wait_for(Duration::from_secs(60), "every entry arrives", || {
+        let arrived: BTreeSet<i64> = receiver
+            .got()
+            .iter()
+            .filter_map(|g| g.body["entry"]["id"].as_i64())
+            .collect();
+        wanted.is_subset(&arrived)
+    });
+    // Each token's entries first arrived in ledger order.
+    let mut last: BTreeMap<String, i64> = BTreeMap::new();
+    let mut firsts = BTreeSet::new();
+    for got in receiver.got() {
+        if !firsts.insert(got.id.clone()) {
+            continue;
+        }
+        let token = got.body["entry"]["token"].as_str().unwrap().to_string();
+        let seq = got.body["entry"]["seq"].as_i64().unwrap();
+        let before = last.insert(token.clone(), seq).unwrap_or(0);
+        assert!(seq > before, "{token}: seq {seq} after {before}");
+    }
+    assert_eq!(receiver.bad_signatures.load(Ordering::SeqCst), 0);
+}
+
+fn no_move_fires_once_per_visit() {
+    let receiver = Receiver::start(0);
+    let daemon = orders(&[]);
+    subscribe(
+        &daemon,
+        &receiver,
+        json!({"name": "stuck", "states": ["review"], "no_move_for": "2s"}),
+    );
+    start(&daemon, "r-1");
+    fire(&daemon, "r-1", "submitted", json!({}));
+    wait_for(Duration::from_secs(10), "the first visit's", || {
+        receiver.got().len() == 1
+    });
+    // Sent back to draft, then in review again: a second visit.
+    fire(&daemon, "r-1", "reviewed", json!({"approved": false}));
+    fire(&daemon, "r-1", "submitted", json!({}));
+    wait_for(Duration::from_secs(10), "the second visit's", || {
+        receiver.got().len() == 2
+    });
+    std::thread::sleep(Duration::from_millis(2500));
+    let got = receiver.got();
+    assert_eq!(got.len(), 2, "once per visit: {got:?}");
+    let visits: Vec<i64> = got
+        .iter()
+        .map(|g| g.body["no_move"]["visit"].as_i64().unwrap())
+        .collect();
+    assert_eq!(visits, [1, 2]);
+    assert!(got.iter().all(|g| g.body["type"] == "no_move"
+        && g.body["no_move"]["state"] == "review"
+        && g.body["token"]["token"] == "r-1"));
+}
+
+fn a_dead_notification_is_listed_and_sent_again_by_hand() {
+    let receiver = Receiver::start(1000);
+    let daemon = orders(&["--notify-dead-after", "1s"]);
+    subscribe(
+        &daemon,
+        &receiver,
+        json!({"name": "late", "kinds": ["entered"], "format": "slack"}),
+    );
+    start(&daemon, "d-1");
+    wait_for(Duration::from_secs(10), "it dies", || {
+        daemon.get("/notifications/failed").expect(200)["failed"]
+            .as_array()
+            .is_some_and(|f| !f.is_empty())
+    });
+    let failed = run(
+        daemon.dir.path(),
+        &["notify", "--url", &daemon.url, "failed"],
+    );
+    assert_eq!(failed.code(), 0, "{}", failed.stderr);
+    assert!(
+        failed.stdout.contains("late") && failed.stdout.contains("answered 500"),
+        "{}",
+        failed.stdout
+    );
+    let dead_id = receiver.seen()[0].clone();
+    receiver.fail_first.store(0, Ordering::SeqCst);
+    let again = run(
+        daemon.dir.path(),
+        &["notify", "--url", &daemon.url, "redeliver", "late"],
+    );
+    assert_eq!(again.code(), 0, "{}", again.stderr);
+    wait_for(Duration::from_secs(10), "it arrives", || {
+        !receiver.got().is_empty()
+    });
+    let got = receiver.got();
+    assert_eq!(got[0].id, dead_id, "the same webhook-id");
+    assert_eq!(got[0].body, json!({"text": "Token d-1 entered draft."}));
+}
+
+fn bad_subscriptions_are_refused_and_change_nothing() {
+    let daemon = orders(&[]);
+    let cases = [
+        json!({"name": "a", "url": "ftp://example.com/x"}),
+        json!({"name": "a", "url": "http://127.0.0.1:9/x", "filter": "state =="}),
+        json!({"name": "a", "url": "http://127.0.0.1:9/x", "states": ["reveiw"]}),
+        json!({"name": "a", "url": "http://127.0.0.1:9/x", "kinds": ["finished"]}),
+        json!({"name": "a", "url": "http://127.0.0.1:9/x", "no_move_for": "500ms"}),
+        json!({"name": "a", "url": "http://127.0.0.1:9/x", "format": "xml"}),
+    ];
+    for body in cases {
+        let sentence = daemon
+            .post("/notify", &body)
+            .refused(422, "invalid_subscription");
+        assert!(!sentence.contains('\n'), "{sentence}");
+    }
+    daemon
+        .post(
+            "/notify",
+            &json!({"name": "a", "url": "http://127.0.0.1:9/x", "colour": 1}),
+        )
+        .refused(422, "invalid_body");
+    daemon
+        .get("/notify/nope")
+        .refused(404, "subscription_not_found");
+    let cli = run(
+        daemon.dir.path(),
+        &[
+            "notify",
+            "--url",
+            &daemon.url,
+            "add",
+            "a",
+            "file:///etc/passwd",
+        ],
+    );
+    assert_eq!(cli.code(), 1);
+    assert!(cli.stderr.starts_with("error: "), "{}", cli.stderr);
+    assert_eq!(
+        daemon.get("/notify").expect(200),
+        json!({"subscriptions": []})
+    );
+    assert_eq!(daemon.count("SELECT count(*) FROM subscriptions"), 0);
+}
+
+#[test]
+fn a_standby_that_takes_over_delivers_what_the_old_control_plane_left() {
+    harness::on(harness::Backend::Postgres, || {
+        let receiver = Receiver::start(usize::MAX);
+        let mut active = Setup::new(asset_graph("orders"))
+            .args(&harness::KEEPALIVES)
+            .args(&["--notify-backoff", "100ms"])
+            .start();
+        subscribe(
+            &active,
+            &receiver,
+            json!({"name": "all", "kinds": ["entered"]}),
+        );
+        for token in ["s-1", "s-2", "s-3"] {
+            start(&active, token);
+        }
+        let standby = Setup::new(asset_graph("orders"))
+            .database_of(&active)
+            .args(&harness::KEEPALIVES)
+            .args(&["--notify-backoff", "100ms"])
+            .start_standby();
+        wait_for(Duration::from_secs(10), "the first attempts fail", || {
+            receiver.seen().len() >= 3
+        });
+        assert!(receiver.got().is_empty());
+        let status = active.stop_with(libc::SIGKILL);
+        assert_eq!(status.code(), None);
+        standby.wait_for_line("serving on ", Duration::from_secs(30));
+        receiver.fail_first.store(0, Ordering::SeqCst);
+        wait_for(Duration::from_secs(20), "the standby delivers them", || {
+            receiver.got().len() >= 3
+        });
+        let tokens: BTreeSet<String> = receiver
+            .got()
+            .iter()
+            .map(|g| g.body["entry"]["token"].as_str().unwrap_or("").to_string())
+            .collect();
+        assert_eq!(
+            tokens,
+            BTreeSet::from(["s-1".into(), "s-2".into(), "s-3".into()])
+        );
+    });
+}
+
+both!(
+    a_failing_receiver_gets_the_entry_later_with_the_same_webhook_id,
+    every_matching_entry_arrives_through_two_sigkills,
+    no_move_fires_once_per_visit,
+    a_dead_notification_is_listed_and_sent_again_by_hand,
+    bad_subscriptions_are_refused_and_change_nothing,
+);
