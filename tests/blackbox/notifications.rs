@@ -253,7 +253,10 @@ fn a_failing_receiver_gets_the_entry_later_with_the_same_webhook_id() {
     assert_eq!(got[0].body["token"]["status"], "completed");
     assert_eq!(got[0].body["entry"]["kind"], "completed");
     assert_eq!(receiver.bad_signatures.load(Ordering::SeqCst), 0);
-    // Each attempt with its status, newest first.
+    // Each attempt with its status, newest first (recorded after it was sent).
+    wait_for(Duration::from_secs(10), "the delivery is recorded", || {
+        daemon.get("/notify/done").expect(200)["subscription"]["counts"]["delivered"] == 1
+    });
     let shown = daemon.get("/notify/done").expect(200);
     let statuses: Vec<i64> = shown["attempts"]
         .as_array()
@@ -267,6 +270,15 @@ fn a_failing_receiver_gets_the_entry_later_with_the_same_webhook_id() {
     let listing = daemon.get("/notify").expect(200).to_string();
     let metrics = String::from_utf8_lossy(&daemon.get("/metrics").body).into_owned();
     assert!(!listing.contains("whsec_") && !metrics.contains("whsec_"));
+    let journal = daemon
+        .get("/journal?subject=subscription&name=done")
+        .expect(200)
+        .to_string();
+    assert!(
+        journal.contains("\"added\"") && !journal.contains("whsec_"),
+        "{journal}"
+    );
+    assert!(!daemon.stderr().contains("whsec_"));
     assert!(
         metrics.contains("stateous_notifications{subscription=\"done\",status=\"delivered\"} 1"),
         "{metrics}"
