@@ -1,9 +1,10 @@
 //! `stateous bench --notify` (`docs/how-to/measure.md`, "Notifications"): the
-//! bench three times in one run against one control plane: without
+//! bench four times in one run against one control plane: without
 //! subscriptions; with one subscription that matches every ledger entry, to a
-//! receiver in this process that answers 204 at once; and with one to a receiver
+//! receiver in this process that answers 204 at once; with one to a receiver
 //! that accepts connections and never answers (each attempt waits for the
-//! daemon's `--notify-timeout`). It prints each pass's tokens per second beside
+//! daemon's `--notify-timeout`); and without again, on the database the passes
+//! grew. It prints each pass's tokens per second beside
 //! the first's, and how many notifications a second reached the receiver.
 
 use std::io::Write;
@@ -184,6 +185,10 @@ pub async fn run(
         .remove_subscription("bench-dead")
         .await
         .map_err(failed)?;
+    // The database grew over the passes: a last pass without subscriptions shows
+    // how much of a difference that alone makes.
+    line(out, "pass 4: no subscription again, on the grown database")?;
+    let again = pass(options, client.clone(), out).await?;
 
     let share = |figure: f64| figure / without.max(1e-9) * 100.0;
     line(out, "notifications:")?;
@@ -203,6 +208,13 @@ pub async fn run(
         &format!(
             "  to a dead receiver:      {dead:.1} tokens/s ({:.0}% of without)",
             share(dead)
+        ),
+    )?;
+    line(
+        out,
+        &format!(
+            "  without, again:         {again:.1} tokens/s ({:.0}% of without)",
+            share(again)
         ),
     )?;
     let seconds = drained.as_secs_f64().max(1e-9);

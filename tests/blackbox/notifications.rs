@@ -3,7 +3,8 @@
 //! what it got: a receiver that fails its first attempts gets the entry later
 //! with the same `webhook-id`; every matching ledger entry arrives through two
 //! SIGKILLs of the daemon, each token's in ledger order; `no_move` fires once
-//! per visit; a dead notification is listed and sent again by hand; bad
+//! per visit; a dead notification is listed and sent again by hand; a receiver
+//! that never answers holds up only its own subscription; bad
 //! subscriptions are refused and change nothing; a standby's takeover on
 //! Postgres delivers what the old control plane left.
 
@@ -252,7 +253,10 @@ fn a_failing_receiver_gets_the_entry_later_with_the_same_webhook_id() {
     assert_eq!(got[0].body["token"]["status"], "completed");
     assert_eq!(got[0].body["entry"]["kind"], "completed");
     assert_eq!(receiver.bad_signatures.load(Ordering::SeqCst), 0);
-    // Each attempt with its status, newest first.
+    // Each attempt with its status, newest first (recorded after it was sent).
+    wait_for(Duration::from_secs(10), "the delivery is recorded", || {
+        daemon.get("/notify/done").expect(200)["subscription"]["counts"]["delivered"] == 1
+    });
     let shown = daemon.get("/notify/done").expect(200);
     let statuses: Vec<i64> = shown["attempts"]
         .as_array()
@@ -266,6 +270,15 @@ fn a_failing_receiver_gets_the_entry_later_with_the_same_webhook_id() {
     let listing = daemon.get("/notify").expect(200).to_string();
     let metrics = String::from_utf8_lossy(&daemon.get("/metrics").body).into_owned();
     assert!(!listing.contains("whsec_") && !metrics.contains("whsec_"));
+    let journal = daemon
+        .get("/journal?subject=subscription&name=done")
+        .expect(200)
+        .to_string();
+    assert!(
+        journal.contains("\"added\"") && !journal.contains("whsec_"),
+        "{journal}"
+    );
+    assert!(!daemon.stderr().contains("whsec_"));
     assert!(
         metrics.contains("stateous_notifications{subscription=\"done\",status=\"delivered\"} 1"),
         "{metrics}"
@@ -397,6 +410,44 @@ fn a_dead_notification_is_listed_and_sent_again_by_hand() {
     assert_eq!(got[0].body, json!({"text": "Token d-1 entered draft."}));
 }
 
+fn a_receiver_that_never_answers_holds_up_only_its_own_subscription() {
+    // Accepts connections and never answers: each attempt waits for the timeout.
+    let silent = TcpListener::bind("127.0.0.1:0").expect("a port");
+    let silent_url = format!("http://{}/never", silent.local_addr().unwrap());
+    let held = Arc::new(Mutex::new(Vec::new()));
+    let holder = Arc::clone(&held);
+    std::thread::spawn(move || {
+        for stream in silent.incoming().flatten() {
+            holder.lock().unwrap().push(stream);
+        }
+    });
+    let receiver = Receiver::start(0);
+    let daemon = orders(&["--notify-timeout", "60s"]);
+    daemon
+        .post(
+            "/notify",
+            &json!({"name": "silent", "url": silent_url, "kinds": ["entered"]}),
+        )
+        .expect(201);
+    subscribe(
+        &daemon,
+        &receiver,
+        json!({"name": "live", "kinds": ["entered"]}),
+    );
+    for token in ["h-1", "h-2"] {
+        start(&daemon, token);
+    }
+    // Both arrive while the silent one's first attempt still waits (60 s).
+    wait_for(
+        Duration::from_secs(20),
+        "the live receiver gets both",
+        || receiver.got().len() == 2,
+    );
+    assert!(!held.lock().unwrap().is_empty(), "the silent one was tried");
+    let silent = daemon.get("/notify/silent").expect(200);
+    assert_eq!(silent["subscription"]["counts"]["delivered"], 0, "{silent}");
+}
+
 fn bad_subscriptions_are_refused_and_change_nothing() {
     let daemon = orders(&[]);
     let cases = [
@@ -491,5 +542,6 @@ both!(
     every_matching_entry_arrives_through_two_sigkills,
     no_move_fires_once_per_visit,
     a_dead_notification_is_listed_and_sent_again_by_hand,
+    a_receiver_that_never_answers_holds_up_only_its_own_subscription,
     bad_subscriptions_are_refused_and_change_nothing,
 );

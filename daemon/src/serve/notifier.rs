@@ -2,7 +2,9 @@
 //! started once the database is held (after a standby's takeover too), stopped
 //! after the clock. It runs on a thread of its own with a runtime of its own, so
 //! that no receiver, however slow, holds up a request's thread: the write path
-//! only writes the outbox rows.
+//! only writes the outbox rows. It runs at a lower priority, as the trace
+//! exporter does: under load it falls behind in its queues rather than slowing
+//! the write path, and catches up when the load passes.
 
 use std::time::Duration;
 
@@ -14,6 +16,17 @@ use crate::notify::sender::{run, SenderOptions};
 /// How long the stop waits for the sender's thread: an attempt under way is
 /// dropped (it is sent again by the next control plane).
 const STOP_WITHIN: Duration = Duration::from_secs(1);
+
+/// How much lower than the server's the sender's scheduling priority is: when the
+/// machine is busy, the requests go first and the sender catches up after.
+const NICER: i32 = 10;
+
+/// This thread, and the threads it starts (its runtime's), at a lower priority;
+/// should the system refuse, at the same priority.
+fn lower_priority() {
+    let thread = rustix::thread::gettid();
+    let _ = rustix::process::setpriority_process(Some(thread), NICER);
+}
 
 /// The running sender: told when its thread has ended.
 pub struct Notifying {
@@ -32,6 +45,7 @@ pub fn start(
     let started = std::thread::Builder::new()
         .name("stateous-notify".into())
         .spawn(move || {
+            lower_priority();
             match tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(1)
                 .thread_name("stateous-notify")
