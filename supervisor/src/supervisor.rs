@@ -325,10 +325,8 @@ impl Core {
                 self.rest(None).await;
                 continue;
             }
-            let claimed = self
-                .api
-                .claim(&self.name, &served, &request, self.depth(), &self.stopping)
-                .await;
+            let asked = std::time::Instant::now();
+            let claimed = self.waiting_claim(&served, &request).await;
             match claimed {
                 Ok(Some(claimed)) => {
                     request = new_request_id();
@@ -337,7 +335,13 @@ impl Core {
                 }
                 Ok(None) => {
                     request = new_request_id();
-                    self.rest(Some(self.timings.idle)).await;
+                    // A claim that waited its whole wait asks again at once; one
+                    // answered sooner (a control plane that does not wait, one
+                    // that stops) rests first, as a claim without `wait` does.
+                    let wait = self.timings.claim_wait;
+                    if wait.is_zero() || asked.elapsed() < wait {
+                        self.rest(Some(self.timings.idle)).await;
+                    }
                 }
                 Err(CallError::Refused {
                     status: status @ (401 | 403),
@@ -360,6 +364,33 @@ impl Core {
                 }
                 Err(CallError::GaveUp) => {}
             }
+        }
+    }
+
+    /// One claim for all the free slots (`docs/reference/files.md`, `claim_wait`):
+    /// with no free task the control plane holds it until one is queued or
+    /// `claim_wait` ends. A stop ends the wait: the request is dropped, so the
+    /// control plane stops waiting for it too.
+    async fn waiting_claim(
+        &self,
+        served: &[String],
+        request: &str,
+    ) -> Result<Option<Claimed>, CallError> {
+        let wait = Some(self.timings.claim_wait).filter(|wait| !wait.is_zero());
+        let claim = self.api.claim(
+            &self.name,
+            served,
+            request,
+            self.depth(),
+            wait,
+            &self.stopping,
+        );
+        if wait.is_none() {
+            return claim.await;
+        }
+        tokio::select! {
+            claimed = claim => claimed,
+            _ = self.stopping.wait() => Err(CallError::GaveUp),
         }
     }
 
