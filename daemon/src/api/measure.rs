@@ -64,6 +64,7 @@ impl Api {
             outbox,
             supervisors,
             commits: self.control.commits(),
+            claims_waiting: self.control.waiting_claims(),
         };
         let text = self.control.scrape(heard).await?;
         let mut answer = Response::new(Full::new(Bytes::from(text)));
