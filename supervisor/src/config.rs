@@ -528,6 +528,26 @@ mod tests {
     }
 
     #[test]
+    fn claim_wait_is_at_most_60_seconds_and_0_turns_it_off() {
+        let default = Config::parse("url: http://x:1").unwrap();
+        assert_eq!(default.timings.claim_wait, DEFAULT_CLAIM_WAIT);
+        for (text, wait) in [("0", 0), ("0s", 0), ("250ms", 250), ("60", 60_000)] {
+            let config = Config::parse(&format!("claim_wait: {text}")).unwrap();
+            assert_eq!(
+                config.timings.claim_wait,
+                Duration::from_millis(wait),
+                "{text}"
+            );
+        }
+        let err = Config::parse("claim_wait: 61s").unwrap_err();
+        assert_eq!(
+            err,
+            "claim_wait: '61s' is longer than a claim may wait (60s)"
+        );
+        assert!(Config::parse("claim_wait: soon").is_err());
+    }
+
+    #[test]
     fn defaults_fill_what_is_not_given() {
         let config = Config::parse("url: unix:///run/s.sock").unwrap();
         assert_eq!(config.tasks, DEFAULT_TASKS);
