@@ -25,6 +25,8 @@ stop() {
   return 0
 }
 trap 'stop; rm -rf "$dir"' EXIT
+# The routines call `stateous ctx`: this binary, by that name.
+mkdir -p "$dir/bin"; ln -s "$bin" "$dir/bin/stateous"
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) cores, $backend, $tokens tokens"
 for wait in $waits; do
   port=$((18000 + RANDOM % 1000)); run=$dir/run-$wait; mkdir -p "$run"
@@ -41,7 +43,7 @@ for wait in $waits; do
   cp -r "$root/assets/orders-supervisor" "$run/sup"
   printf 'url: "http://127.0.0.1:%s"\nname: bench\nclaim_wait: %s\n' "$port" "$wait" \
     >"$run/sup/stateous.yaml"
-  PATH=$(dirname "$bin"):$PATH "$bin" supervise "$run/sup" >"$run/sup.log" 2>&1 &
+  PATH=$dir/bin:$PATH "$bin" supervise "$run/sup" >"$run/sup.log" 2>&1 &
   sup=$!
   sleep 2 # the supervisor is up and idle
   for n in $(seq "$tokens"); do
