@@ -338,7 +338,7 @@ impl Core {
                     // A claim that waited its whole wait asks again at once; one
                     // answered sooner (a control plane that does not wait, one
                     // that stops) rests first, as a claim without `wait` does.
-                    let wait = self.timings.claim_wait;
+                    let wait = self.claim_wait();
                     if wait.is_zero() || asked.elapsed() < wait {
                         self.rest(Some(self.timings.idle)).await;
                     }
@@ -367,6 +367,14 @@ impl Core {
         }
     }
 
+    /// How long a claim waits at the control plane: `claim_wait`, at most
+    /// `request_timeout`, so that a control plane that froze (SIGSTOP, a frozen
+    /// VM) while the claim waited is given up after twice `request_timeout` at
+    /// most, and the next address tried.
+    fn claim_wait(&self) -> std::time::Duration {
+        self.timings.claim_wait.min(self.timings.request_timeout)
+    }
+
     /// One claim for all the free slots (`docs/reference/files.md`, `claim_wait`):
     /// with no free task the control plane holds it until one is queued or
     /// `claim_wait` ends. A stop ends the wait: the request is dropped, so the
@@ -376,7 +384,7 @@ impl Core {
         served: &[String],
         request: &str,
     ) -> Result<Option<Claimed>, CallError> {
-        let wait = Some(self.timings.claim_wait).filter(|wait| !wait.is_zero());
+        let wait = Some(self.claim_wait()).filter(|wait| !wait.is_zero());
         let claim = self.api.claim(
             &self.name,
             served,
