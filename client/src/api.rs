@@ -508,8 +508,9 @@ impl Client {
             }
             None => &[],
         };
+        let longer = call.waits.unwrap_or_default();
         self.endpoints
-            .send(call.method, &call.path, body, headers)
+            .send(call.method, &call.path, body, headers, longer)
             .await
     }
 

@@ -166,16 +166,23 @@ impl Endpoints {
         self.addresses[0].transport.timeout()
     }
 
-    /// Send one request (as [`Transport::send`]) by the rule of this module.
+    /// Send one request (as [`Transport::send_waiting`]: its answer may come
+    /// `longer` after the timeout) by the rule of this module.
     pub async fn send(
         &self,
         method: &str,
         path: &str,
         body: Option<Vec<u8>>,
         headers: &[(&str, &str)],
+        longer: Duration,
     ) -> Sent<Result<Answer, TransportError>> {
         self.each(
-            |address| address.transport.send(method, path, body.clone(), headers),
+            |address| {
+                let body = body.clone();
+                address
+                    .transport
+                    .send_waiting(method, path, body, headers, longer)
+            },
             |result| match result {
                 Err(TransportError::Connect(error)) => {
                     Verdict::Passes(format!("cannot connect: {error}"))

@@ -129,6 +129,7 @@ struct Families {
     timers: IntGaugeVec,
     outbox: IntGaugeVec,
     supervisors: IntGauge,
+    claims_waiting: IntGauge,
     hook_deliveries: IntCounterVec,
     bad_signatures: IntCounterVec,
     /// Ours: usage reported, summed by name, and budgets crossed (the
@@ -170,6 +171,8 @@ pub struct Heard {
     pub supervisors: usize,
     /// How many write transactions committed.
     pub commits: u64,
+    /// How many claims wait for a task now (`POST /tasks/claim` with `wait`).
+    pub claims_waiting: usize,
 }
 
 fn registered<T: prometheus::core::Collector + Clone + 'static>(
@@ -271,6 +274,14 @@ impl Metrics {
                     IntGauge::new(
                         "stateous_supervisors",
                         "Supervisors heard from since the control plane started, less those that said they stopped.",
+                    )
+                    .expect("a valid metric name"),
+                ),
+                claims_waiting: registered(
+                    r,
+                    IntGauge::new(
+                        "stateous_claims_waiting",
+                        "Claims waiting for a task now (POST /tasks/claim with wait).",
                     )
                     .expect("a valid metric name"),
                 ),
@@ -483,6 +494,9 @@ impl Metrics {
         inner
             .supervisors
             .set(i64::try_from(heard.supervisors).unwrap_or(i64::MAX));
+        inner
+            .claims_waiting
+            .set(i64::try_from(heard.claims_waiting).unwrap_or(i64::MAX));
         let commits = heard.commits.saturating_sub(inner.commits.get());
         inner.commits.inc_by(commits);
         let mut text = Vec::new();

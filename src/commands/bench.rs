@@ -212,6 +212,7 @@ async fn work(shared: Arc<Shared>, index: usize) -> Result<Measured, CommandErro
         states: vec!["draft".into(), "review".into()],
         request: None,
         outbox: None,
+        wait: None,
     };
     let context: Object = json!({"title": "bench"})
         .as_object()

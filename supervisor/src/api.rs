@@ -146,13 +146,15 @@ impl Api {
 
     /// `POST /tasks/claim`: a task of `states`, or `None` (204). Every try sends the
     /// same `request` id, so a lost answer gets the same task again. `outbox` as in
-    /// [`Api::heartbeat`].
+    /// [`Api::heartbeat`]. `wait` (our addition): with no free task, the control
+    /// plane answers once one is queued or the wait ends (none: at once).
     pub async fn claim(
         &self,
         supervisor: &str,
         states: &[String],
         request: &str,
         outbox: Option<u64>,
+        wait: Option<Duration>,
         stop: &Stop,
     ) -> Result<Option<Claimed>, CallError> {
         let claim = ClaimRequest {
@@ -160,6 +162,7 @@ impl Api {
             states: states.to_vec(),
             request: Some(request.to_string()),
             outbox,
+            wait,
         };
         let answer = self.call(&Call::claim(&claim), Some(stop)).await?;
         if answer.status == 204 {

@@ -7,8 +7,8 @@
 //! relative to the folder, that holds the supervisor's access key; `--access-key-file`
 //! and `STATEOUS_ACCESS_KEY` win), `routines` (state to command line), `cacert`,
 //! `client_cert` and `client_key` (PEM files for an `https://` control plane, relative
-//! to the folder), and the timing keys `heartbeat`, `idle`, `grace`, `cancel_wait`,
-//! `request_timeout` and `backoff`. Each timing key may also come from the environment
+//! to the folder), and the timing keys `heartbeat`, `idle`, `claim_wait`, `grace`,
+//! `cancel_wait`, `request_timeout` and `backoff`. Each timing key may also come from the environment
 //! (`STATEOUS_SUPERVISOR_HEARTBEAT`, ...), which wins over the file so that tests can
 //! shorten a folder's timings. Every key is checked; a wrong one stops the supervisor
 //! with one line naming it.
@@ -29,6 +29,11 @@ pub const MAX_TASKS: u32 = 1000;
 /// The longest supervisor name the API takes here (the reference's rule).
 pub const MAX_NAME: usize = 128;
 
+/// [`Timings::claim_wait`] when `stateous.yaml` names none.
+pub const DEFAULT_CLAIM_WAIT: Duration = Duration::from_secs(30);
+/// The longest [`Timings::claim_wait`]: the longest wait a claim may ask for.
+pub const MOST_CLAIM_WAIT: Duration = Duration::from_secs(60);
+
 /// How long the supervisor waits between its steps. Defaults are in
 /// `docs/reference/limits.md`.
 #[derive(Debug, Clone, PartialEq)]
@@ -37,6 +42,10 @@ pub struct Timings {
     pub heartbeat: Duration,
     /// After a claim that got no task: 1 s.
     pub idle: Duration,
+    /// How long a claim waits for a task at the control plane (the claim's
+    /// `wait`): 30 s, at most 60 s; 0 asks without waiting, and `idle` paces the
+    /// claims as the reference's supervisor does.
+    pub claim_wait: Duration,
     /// From SIGTERM to SIGKILL of a routine's process group: 10 s.
     pub grace: Duration,
     /// After the second stop signal, how long to wait for killed routines: 5 s.
@@ -52,6 +61,7 @@ impl Default for Timings {
         Timings {
             heartbeat: Duration::from_secs(30),
             idle: Duration::from_secs(1),
+            claim_wait: DEFAULT_CLAIM_WAIT,
             grace: Duration::from_secs(10),
             cancel_wait: Duration::from_secs(5),
             request_timeout: Duration::from_secs(30),
@@ -171,6 +181,7 @@ impl Config {
                 "heartbeat" | "idle" | "grace" | "cancel_wait" | "request_timeout" => {
                     check_span(value).map(|span| set_timing(&mut config.timings, key, span))
                 }
+                "claim_wait" => check_claim_wait(value).map(|w| config.timings.claim_wait = w),
                 _ => Err("there is no such setting".to_string()),
             };
             if let Err(problem) = result {
@@ -222,6 +233,7 @@ fn set_timing(timings: &mut Timings, key: &str, span: Duration) {
         "idle" => timings.idle = span,
         "grace" => timings.grace = span,
         "cancel_wait" => timings.cancel_wait = span,
+        "claim_wait" => timings.claim_wait = span,
         _ => timings.request_timeout = span,
     }
 }
@@ -232,12 +244,18 @@ fn apply_env(mut timings: Timings) -> Result<Timings, String> {
     for key in [
         "heartbeat",
         "idle",
+        "claim_wait",
         "grace",
         "cancel_wait",
         "request_timeout",
     ] {
         let var = format!("STATEOUS_SUPERVISOR_{}", key.to_uppercase());
         if let Ok(text) = std::env::var(&var) {
+            if key == "claim_wait" {
+                let wait = check_claim_wait(&Value::String(text));
+                timings.claim_wait = wait.map_err(|e| format!("{var}: {e}"))?;
+                continue;
+            }
             let span = parse_span(&text).map_err(|e| format!("{var}: {e}"))?;
             set_timing(&mut timings, key, span);
         }
@@ -267,6 +285,26 @@ fn check_span(value: &Value) -> Result<Duration, String> {
             .ok_or_else(|| format!("{n} is not a positive number of seconds")),
         other => Err(format!("{} is not a duration", plain(other))),
     }
+}
+
+/// `claim_wait`: a duration of at most 60 s, or 0 (no waiting claims).
+fn check_claim_wait(value: &Value) -> Result<Duration, String> {
+    let zero = match value {
+        Value::Number(n) => n.as_f64() == Some(0.0),
+        Value::String(text) => matches!(text.trim(), "0" | "0s" | "0ms"),
+        _ => false,
+    };
+    if zero {
+        return Ok(Duration::ZERO);
+    }
+    let wait = check_span(value)?;
+    if wait > MOST_CLAIM_WAIT {
+        return Err(format!(
+            "{} is longer than a claim may wait (60s)",
+            plain(value)
+        ));
+    }
+    Ok(wait)
 }
 
 fn check_backoff(value: &Value) -> Result<Vec<Duration>, String> {
@@ -487,6 +525,26 @@ mod tests {
             vec![Duration::from_millis(100), Duration::from_secs(1)]
         );
         assert_eq!(config.routines["testing"], "./run-tests --fast");
+    }
+
+    #[test]
+    fn claim_wait_is_at_most_60_seconds_and_0_turns_it_off() {
+        let default = Config::parse("url: http://x:1").unwrap();
+        assert_eq!(default.timings.claim_wait, DEFAULT_CLAIM_WAIT);
+        for (text, wait) in [("0", 0), ("0s", 0), ("250ms", 250), ("60", 60_000)] {
+            let config = Config::parse(&format!("claim_wait: {text}")).unwrap();
+            assert_eq!(
+                config.timings.claim_wait,
+                Duration::from_millis(wait),
+                "{text}"
+            );
+        }
+        let err = Config::parse("claim_wait: 61s").unwrap_err();
+        assert_eq!(
+            err,
+            "claim_wait: '61s' is longer than a claim may wait (60s)"
+        );
+        assert!(Config::parse("claim_wait: soon").is_err());
     }
 
     #[test]

@@ -326,10 +326,8 @@ impl Core {
                 self.rest(None).await;
                 continue;
             }
-            let claimed = self
-                .api
-                .claim(&self.name, &served, &request, self.depth(), &self.stopping)
-                .await;
+            let asked = std::time::Instant::now();
+            let claimed = self.waiting_claim(&served, &request).await;
             match claimed {
                 Ok(Some(claimed)) => {
                     request = new_request_id();
@@ -338,7 +336,13 @@ impl Core {
                 }
                 Ok(None) => {
                     request = new_request_id();
-                    self.rest(Some(self.timings.idle)).await;
+                    // A claim that waited its whole wait asks again at once; one
+                    // answered sooner (a control plane that does not wait, one
+                    // that stops) rests first, as a claim without `wait` does.
+                    let wait = self.claim_wait();
+                    if wait.is_zero() || asked.elapsed() < wait {
+                        self.rest(Some(self.timings.idle)).await;
+                    }
                 }
                 Err(CallError::Refused {
                     status: status @ (401 | 403),
@@ -361,6 +365,41 @@ impl Core {
                 }
                 Err(CallError::GaveUp) => {}
             }
+        }
+    }
+
+    /// How long a claim waits at the control plane: `claim_wait`, at most
+    /// `request_timeout`, so that a control plane that froze (SIGSTOP, a frozen
+    /// VM) while the claim waited is given up after twice `request_timeout` at
+    /// most, and the next address tried.
+    fn claim_wait(&self) -> std::time::Duration {
+        self.timings.claim_wait.min(self.timings.request_timeout)
+    }
+
+    /// One claim for all the free slots (`docs/reference/files.md`, `claim_wait`):
+    /// with no free task the control plane holds it until one is queued or
+    /// `claim_wait` ends. A stop ends the wait: the request is dropped, so the
+    /// control plane stops waiting for it too.
+    async fn waiting_claim(
+        &self,
+        served: &[String],
+        request: &str,
+    ) -> Result<Option<Claimed>, CallError> {
+        let wait = Some(self.claim_wait()).filter(|wait| !wait.is_zero());
+        let claim = self.api.claim(
+            &self.name,
+            served,
+            request,
+            self.depth(),
+            wait,
+            &self.stopping,
+        );
+        if wait.is_none() {
+            return claim.await;
+        }
+        tokio::select! {
+            claimed = claim => claimed,
+            _ = self.stopping.wait() => Err(CallError::GaveUp),
         }
     }
 

@@ -33,6 +33,8 @@ fn timings() -> Timings {
     Timings {
         heartbeat: Duration::from_millis(150),
         idle: Duration::from_millis(30),
+        // The fake answers at once, as a control plane that does not wait does.
+        claim_wait: Duration::from_secs(30),
         grace: Duration::from_millis(500),
         cancel_wait: Duration::from_millis(500),
         request_timeout: Duration::from_secs(5),

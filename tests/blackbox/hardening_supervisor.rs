@@ -80,7 +80,10 @@ const RUN_ON: &str = "echo $$ > \"$STATEOUS_STATE-$STATEOUS_ATTEMPT.pid\"\nexec 
 fn a_stalled_supervisor_whose_attempt_another_of_its_name_took_stops_its_routine_on_waking() {
     // Two folders on one host share the default name; here both say it.
     let daemon = Setup::new(asset_graph("sdlc")).start(); // leases of 2 s
-    let timings = "heartbeat: 200ms\nidle: 50ms\ngrace: 1s\nbackoff: [100ms]\n";
+                                                          // Claims that do not wait: a claim of the stopped supervisor that waits at the
+                                                          // control plane would take attempt 2 for it (an attempt its lease then ends,
+                                                          // `docs/reference/http.md`), and this test is about the one that wakes.
+    let timings = "heartbeat: 200ms\nidle: 50ms\nclaim_wait: 0\ngrace: 1s\nbackoff: [100ms]\n";
     let first = folder(
         &daemon,
         "box-a",
@@ -344,7 +347,8 @@ fn a_busy_database_is_logged_as_what_the_control_plane_answered() {
         &daemon,
         "sup",
         "box-1",
-        "idle: 50ms\nbackoff: [100ms]\n",
+        // Claims that do not wait: each asks again at once, and meets the lock.
+        "idle: 50ms\nclaim_wait: 0\nbackoff: [100ms]\n",
         &[("coding.sh", "exit 0"), ("testing.sh", "exit 0")],
     );
     let sup = Supervise::start(&sup_folder);

@@ -20,6 +20,7 @@ mod bad_input;
 mod bench_routines;
 mod budgets;
 mod bulk_preview;
+mod claim_wait;
 mod compile;
 mod demo;
 mod dev_clock;

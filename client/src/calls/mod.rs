@@ -25,6 +25,9 @@ pub struct Call {
     pub body: Option<Value>,
     /// The `Idempotency-Key` header, if any.
     pub key: Option<String>,
+    /// How much longer than the client's timeout the answer may take: the
+    /// `wait` of a claim that waits for a task (`docs/reference/http.md`).
+    pub waits: Option<Duration>,
 }
 
 /// The filters of `GET /tokens`. All `None`: the 100 most recently moved tokens.
@@ -59,6 +62,19 @@ pub struct ClaimRequest {
     /// (`docs/reference/http.md`); left out when `None`, and the reference ignores it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub outbox: Option<u64>,
+    /// How long a claim with no free task waits for one, an addition of ours (0
+    /// to 60 s, `docs/reference/http.md`); left out when `None` (an answer at
+    /// once). Sent in seconds.
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "seconds_of")]
+    pub wait: Option<Duration>,
+}
+
+/// A wait as a number of seconds (fractions kept to the millisecond).
+fn seconds_of<S: serde::Serializer>(wait: &Option<Duration>, to: S) -> Result<S::Ok, S::Error> {
+    match wait {
+        Some(wait) => to.serialize_f64((wait.as_millis() as f64) / 1000.0),
+        None => to.serialize_none(),
+    }
 }
 
 impl Call {
@@ -68,6 +84,7 @@ impl Call {
             path,
             body,
             key: None,
+            waits: None,
         }
     }
 
@@ -311,9 +328,12 @@ impl Call {
         Call::get(routes::of_token(token, "why"))
     }
 
-    /// `POST /tasks/claim`.
+    /// `POST /tasks/claim`; with `wait`, the answer may take that much longer.
     pub fn claim(claim: &ClaimRequest) -> Call {
-        Call::post(routes::CLAIM, claim)
+        Call {
+            waits: claim.wait,
+            ..Call::post(routes::CLAIM, claim)
+        }
     }
 
     /// `POST /tasks/heartbeat`.

@@ -43,6 +43,22 @@ fn calls_carry_the_documented_paths_and_bodies() {
         claim.body,
         Some(serde_json::json!({"supervisor": "box", "states": ["a"]}))
     );
+    assert_eq!(claim.waits, None);
+    let waiting = Call::claim(&ClaimRequest {
+        supervisor: "box".into(),
+        states: vec!["a".into()],
+        wait: Some(std::time::Duration::from_millis(2500)),
+        ..ClaimRequest::default()
+    });
+    assert_eq!(
+        waiting.body,
+        Some(serde_json::json!({"supervisor": "box", "states": ["a"], "wait": 2.5}))
+    );
+    assert_eq!(
+        waiting.waits,
+        Some(std::time::Duration::from_millis(2500)),
+        "the answer may take the wait longer than the timeout"
+    );
     let beat = Call::heartbeat(&HeartbeatRequest {
         supervisor: "box".into(),
         tasks: vec![1, 2],

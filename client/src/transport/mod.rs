@@ -214,6 +214,21 @@ impl Transport {
         body: Option<Vec<u8>>,
         headers: &[(&str, &str)],
     ) -> Result<Answer, TransportError> {
+        self.send_waiting(method, path, body, headers, Duration::ZERO)
+            .await
+    }
+
+    /// [`Transport::send`] of a request whose answer may come `longer` after the
+    /// transport's timeout (a claim that waits for a task,
+    /// `docs/reference/http.md`).
+    pub async fn send_waiting(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<Vec<u8>>,
+        headers: &[(&str, &str)],
+        longer: Duration,
+    ) -> Result<Answer, TransportError> {
         let mut request = self.request(method, path, body, headers)?;
         let connection = capture_connection(&mut request);
         let exchange = async {
@@ -236,7 +251,7 @@ impl Transport {
                 total,
             })
         };
-        self.within(&connection, exchange).await
+        self.within_longer(&connection, exchange, longer).await
     }
 
     /// `work` on the request whose connection `connection` captures, given the
@@ -248,10 +263,21 @@ impl Transport {
         connection: &CaptureConnection,
         work: impl Future<Output = Result<T, TransportError>>,
     ) -> Result<T, TransportError> {
-        match tokio::time::timeout(self.timeout, work).await {
+        self.within_longer(connection, work, Duration::ZERO).await
+    }
+
+    /// [`Transport::within`], the timeout `longer` by that much.
+    async fn within_longer<T>(
+        &self,
+        connection: &CaptureConnection,
+        work: impl Future<Output = Result<T, TransportError>>,
+        longer: Duration,
+    ) -> Result<T, TransportError> {
+        let timeout = self.timeout.saturating_add(longer);
+        match tokio::time::timeout(timeout, work).await {
             Ok(done) => done,
             Err(_) if connection.connection_metadata().is_some() => {
-                Err(TransportError::Timeout(self.timeout))
+                Err(TransportError::Timeout(timeout))
             }
             Err(_) => Err(TransportError::Connect(io::Error::new(
                 io::ErrorKind::TimedOut,

@@ -64,6 +64,7 @@ impl Api {
             outbox,
             supervisors,
             commits: self.control.commits(),
+            claims_waiting: self.control.waiting_claims(),
         };
         let mut text = self.control.scrape(heard).await?;
         text.push_str(&notification_gauges(

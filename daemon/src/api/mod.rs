@@ -61,6 +61,16 @@ use server::Stop;
 
 pub use body::{MAX_BODY, MAX_DEPTH};
 
+/// Ends once the server leaves [`Stop::Serving`] (or its sender is gone): a
+/// waiting claim then answers at once.
+async fn server_stops(mut stop: signal::Receiver<Stop>) {
+    while *stop.borrow_and_update() == Stop::Serving {
+        if stop.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
 /// A whole answer of the API: the status and the bytes of its JSON body (none
 /// for 204).
 pub type Answer = Response<Full<Bytes>>;
@@ -216,9 +226,9 @@ impl Api {
         let answer = match caller.key_name() {
             Some(name) => {
                 let acting = self.acting_as(name);
-                acting.dispatch(route, parts, &raw, &caller).await
+                acting.dispatch(route, parts, &raw, &caller, &stop).await
             }
-            None => self.dispatch(route, parts, &raw, &caller).await,
+            None => self.dispatch(route, parts, &raw, &caller, &stop).await,
         };
         whole(answer.unwrap_or_else(|refused| refusal(&refused)))
     }
@@ -274,6 +284,7 @@ impl Api {
         parts: &Parts,
         raw: &[u8],
         caller: &Caller,
+        stop: &signal::Receiver<Stop>,
     ) -> Result<Answer, Refusal> {
         let control = &self.control;
         match route {
@@ -370,7 +381,7 @@ impl Api {
             | Route::BudgetRemove(_)) => self.budgets(route, parts, raw, caller).await,
             Route::Schedule(route) => self.schedule(route, raw).await,
             Route::Notify(route) => self.notify(route, raw).await,
-            route => self.dispatch_task(route, parts, raw, caller).await,
+            route => self.dispatch_task(route, parts, raw, caller, stop).await,
         }
     }
 
@@ -393,19 +404,36 @@ impl Api {
         parts: &Parts,
         raw: &[u8],
         caller: &Caller,
+        stop: &signal::Receiver<Stop>,
     ) -> Result<Answer, Refusal> {
         let control = &self.control;
         match route {
             Route::Claim => {
                 let object = named_fields(raw, ClaimInput::FIELDS)?;
                 let input = ClaimInput::parse(&object)?;
+                let wait = parse::claim_wait(&object)?;
                 caller.may_act_for(input.supervisor.as_str())?;
                 let now = self.control.options().clock.now();
                 let outbox = supervisors::outbox_of(&object);
                 let (name, states) = (input.supervisor.clone(), input.states.clone());
                 // Heard only once the claim was accepted: a refused request
                 // changes nothing, not even the list of supervisors.
-                let claimed = control.claim(input).await?;
+                let claimed = if wait.is_zero() {
+                    control.claim(input).await?
+                } else {
+                    // A waiting claim is heard as it starts too, so that an idle
+                    // supervisor is listed while its claim waits.
+                    let served = Some(states.names());
+                    self.seen.heard(name.as_str(), served, outbox, now);
+                    control
+                        .claim_waiting(input, wait, server_stops(stop.clone()))
+                        .await?
+                };
+                let now = if wait.is_zero() {
+                    now
+                } else {
+                    self.control.options().clock.now()
+                };
                 self.seen
                     .heard(name.as_str(), Some(states.names()), outbox, now);
                 match claimed {

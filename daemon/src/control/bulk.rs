@@ -156,17 +156,21 @@ impl Control {
                 .iter()
                 .map(|found| {
                     let write = work(Arc::clone(&self.inner.rules), found);
+                    let made = super::claim_wait::Made::new();
+                    let making = Arc::clone(&made);
+                    let write = move |tx: &dyn Tx| making.run(|| write(tx));
                     // A task of its own, so that each write starts now: a Postgres
                     // write starts only once its future is polled.
-                    tokio::spawn(self.inner.store.write(write))
+                    (made, tokio::spawn(self.inner.store.write(write)))
                 })
                 .collect();
-            for (found, answer) in window.iter().zip(answers) {
+            for (found, (made, answer)) in window.iter().zip(answers) {
                 let answer = answer.await.unwrap_or_else(|_| {
                     Err(StoreError::Database(
                         "a bulk write stopped unexpectedly".into(),
                     ))
                 });
+                self.after_commit(&made.taken(), answer.is_ok());
                 if matches!(answer, Err(StoreError::NotServing)) {
                     self.inner.lost.store(true, Ordering::SeqCst);
                 }

@@ -19,6 +19,7 @@ mod versions;
 mod views;
 // Usage and budgets (`docs/concepts/budgets.md`).
 mod budgets;
+pub mod claim_wait;
 
 pub use dev_clock::{no_dev_clock, MOST_ADVANCE};
 
@@ -71,6 +72,9 @@ pub struct Options {
     /// `serve --standby`: [`Control::open`] waits for the database's hold instead
     /// of being refused. `None` for a normal start.
     pub standby: Option<Standby>,
+    /// How many claims may wait at once (`POST /tasks/claim` with `wait`); one
+    /// beyond them answers at once. `serve` makes it half of `--max-connections`.
+    pub waiting_claims: usize,
 }
 
 impl Options {
@@ -91,9 +95,14 @@ impl Options {
             clock: Clock::system(),
             holder: None,
             standby: None,
+            waiting_claims: DEFAULT_WAITING_CLAIMS,
         }
     }
 }
+
+/// [`Options::waiting_claims`] by default: half of the server's default cap on
+/// connections.
+pub const DEFAULT_WAITING_CLAIMS: usize = crate::api::server::DEFAULT_MAX_CONNECTIONS / 2;
 
 /// The answer of a start: the token, and whether this request made it (201) or
 /// found it (200).
@@ -134,6 +143,8 @@ struct Inner {
     stalls: Stalls,
     /// The write path's copy of the active subscriptions (`docs/notifications.md`).
     subscribed: Subscribed,
+    /// The claims waiting for a task (`claim_wait.rs`).
+    waiters: claim_wait::Waiters,
 }
 
 /// What [`Control::check`] found; each sentence is one line's worth.
@@ -189,6 +200,7 @@ impl Control {
                 advancing: tokio::sync::Mutex::new(()),
                 disk: condition::DiskWatch::default(),
                 stalls,
+                waiters: claim_wait::Waiters::default(),
             }),
             by: None,
         };
@@ -283,6 +295,7 @@ impl Control {
     fn notice_lost(&self) {
         if self.lost() {
             self.inner.lost_seen.notify_one();
+            self.inner.waiters.close();
         }
     }
 
@@ -481,6 +494,7 @@ impl Control {
     pub async fn shutdown(&self) -> Result<(), Refusal> {
         let released = self.inner.store.release().await.map_err(Refusal::from);
         self.inner.lost.store(true, Ordering::SeqCst);
+        self.inner.waiters.close();
         released
     }
 
@@ -501,14 +515,16 @@ impl Control {
             .map(|id| {
                 let rules = Arc::clone(&self.inner.rules);
                 let owing = owing::Owing::new(&self.inner.stalls);
-                owings.push(Arc::clone(&owing));
-                move |tx: &dyn Tx| owing.run(tx, || keep(step(&rules, tx, id)))
+                let made = claim_wait::Made::new();
+                owings.push((Arc::clone(&owing), Arc::clone(&made)));
+                move |tx: &dyn Tx| made.run(|| owing.run(tx, || keep(step(&rules, tx, id))))
             })
             .collect();
         let answers = self.inner.store.write_in_order(works).await;
-        for (answer, owing) in answers.iter().zip(owings) {
+        for (answer, (owing, made)) in answers.iter().zip(owings) {
             self.inner.disk.note(answer);
             owing.answered(answer.is_ok());
+            self.after_commit(&made.taken(), answer.is_ok());
         }
         let mut first_error = None;
         let mut done = 0;
@@ -601,9 +617,11 @@ impl Control {
         let by = self.by.clone();
         let owing = owing::Owing::new(&self.inner.stalls);
         let during = Arc::clone(&owing);
+        let made = claim_wait::Made::new();
+        let making = Arc::clone(&made);
         let work = move |tx: &dyn Tx| {
             tx.act_for(by.as_deref());
-            let done = during.run(tx, || work(&rules, tx));
+            let done = making.run(|| during.run(tx, || work(&rules, tx)));
             tx.act_for(None);
             done
         };
@@ -612,6 +630,7 @@ impl Control {
             None => self.inner.store.write(work).await,
         };
         owing.answered(answer.is_ok());
+        self.after_commit(&made.taken(), answer.is_ok());
         self.inner.disk.note(&answer);
         if matches!(answer, Err(StoreError::NotServing)) {
             self.inner.lost.store(true, Ordering::SeqCst);

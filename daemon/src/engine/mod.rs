@@ -13,6 +13,7 @@
 pub mod bulk;
 pub mod cancel;
 pub mod claim;
+pub mod claimable;
 pub mod detail;
 pub mod fire;
 pub mod heartbeat;
@@ -360,6 +361,7 @@ pub fn append(
         Value::Object(map) => map,
         _ => Object::new(),
     };
+    claimable::note_entry(kind, &data);
     tx.append(token, kind, key, &data)?;
     Ok(())
 }

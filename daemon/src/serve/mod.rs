@@ -230,6 +230,8 @@ fn start(args: &ServeArgs) -> Result<Ready, String> {
             every: STANDBY_EVERY,
             stop: Arc::clone(&stop),
         }),
+        // Waiting claims take at most half the connections (`docs/reference/http.md`).
+        waiting_claims: (timings.max_connections / 2).max(1),
         ..Options::on(database)
     };
     // A wide address is judged before the database is opened, so that a refusal

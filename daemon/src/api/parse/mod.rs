@@ -230,7 +230,8 @@ impl FireInput {
 
 impl ClaimInput {
     /// The fields `parse` reads, and the `outbox` depth (`supervisors::outbox_of`).
-    pub const FIELDS: &'static [&'static str] = &["supervisor", "states", "request", "outbox"];
+    pub const FIELDS: &'static [&'static str] =
+        &["supervisor", "states", "request", "outbox", "wait"];
 
     /// In the reference's order: the supervisor, the states, the request id.
     pub fn parse(body: &impl Fields) -> Result<ClaimInput, Refusal> {
@@ -242,6 +243,27 @@ impl ClaimInput {
             states,
             request,
         })
+    }
+}
+
+/// A claim's `wait` (ours, `docs/reference/http.md`): how long a claim with no
+/// free task waits for one, a number of seconds from 0 to 60 (fractions
+/// allowed); absent or null is 0, an answer at once. Anything else is 422
+/// `invalid_argument`.
+pub fn claim_wait(body: &impl Fields) -> Result<std::time::Duration, Refusal> {
+    let most = crate::control::claim_wait::MOST_WAIT.as_secs_f64();
+    match body.field("wait") {
+        None | Some(Value::Null) => Ok(std::time::Duration::ZERO),
+        Some(value) => value
+            .as_f64()
+            .filter(|seconds| (0.0..=most).contains(seconds))
+            .map(std::time::Duration::from_secs_f64)
+            .ok_or_else(|| {
+                refuse(
+                    Code::InvalidArgument,
+                    "'wait' must be a number of seconds from 0 to 60",
+                )
+            }),
     }
 }
 

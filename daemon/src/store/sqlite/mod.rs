@@ -5,6 +5,7 @@
 //! table's module.
 
 mod access_keys;
+pub mod checkpointer;
 pub mod claims;
 mod control_plane;
 mod counts;

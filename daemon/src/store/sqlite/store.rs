@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use rusqlite::Connection;
 
+use super::checkpointer::Checkpointer;
 use super::hold::{self, FileHold, Taken};
 use super::reader::Reader;
 use super::schema::{first_to_run, migrate};
@@ -52,12 +53,15 @@ impl SqliteStore {
             Ok((epoch, last))
         })?;
         let mark = FeedMark::new(last);
-        let (writer, _thread) = Writer::spawn(
+        let checkpoints = Checkpointer::spawn(path, options.busy_timeout)
+            .map_err(|e| format!("cannot open the database {shown}: {e}"))?;
+        let (writer, _thread) = Writer::spawn_checkpointed(
             conn,
             options.clock.clone(),
             options.busy_timeout,
             mark.clone(),
             options.subscribed.clone(),
+            Some(checkpoints),
         )
         .map_err(|e| format!("cannot start the writer thread: {e}"))?;
         writer.fence(epoch);

@@ -29,6 +29,7 @@ use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 
+use super::checkpointer::{self, Checkpointer};
 use super::claims::{self, KnownClaims};
 use super::SqliteTx;
 use crate::notify::Subscribed;
@@ -77,6 +78,9 @@ struct Shared {
     claims: KnownClaims,
     /// The active subscriptions (`docs/notifications.md`).
     subscribed: Subscribed,
+    /// The WAL's checkpoints, off this thread (`checkpointer.rs`); `None`: the
+    /// connection's own.
+    checkpoints: Option<Checkpointer>,
 }
 
 /// A cheap, cloneable handle to the writer thread.
@@ -96,6 +100,24 @@ impl Writer {
         mark: FeedMark,
         subscribed: Subscribed,
     ) -> std::io::Result<(Writer, JoinHandle<()>)> {
+        Writer::spawn_checkpointed(conn, clock, busy_timeout, mark, subscribed, None)
+    }
+
+    /// [`Writer::spawn`], the WAL checkpointed by `checkpoints` after commits
+    /// instead of inside them (its own checkpoint only past
+    /// [`checkpointer::WRITER_PAGES`]).
+    pub fn spawn_checkpointed(
+        conn: Connection,
+        clock: Clock,
+        busy_timeout: Duration,
+        mark: FeedMark,
+        subscribed: Subscribed,
+        checkpoints: Option<Checkpointer>,
+    ) -> std::io::Result<(Writer, JoinHandle<()>)> {
+        if checkpoints.is_some() {
+            conn.pragma_update(None, "wal_autocheckpoint", checkpointer::WRITER_PAGES)
+                .map_err(std::io::Error::other)?;
+        }
         let (jobs, queue) = mpsc::sync_channel::<Job>(MOST_WAITING);
         let shared = Arc::new(Shared {
             commits: AtomicU64::new(0),
@@ -107,6 +129,7 @@ impl Writer {
             cache: Cache::default(),
             claims: KnownClaims::default(),
             subscribed,
+            checkpoints,
         });
         let inside = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
@@ -228,6 +251,9 @@ fn commit_batch(conn: &Connection, clock: &Clock, batch: Vec<Job>, shared: &Shar
     let answer = match committed {
         Ok((overlay, last_id, claims)) => {
             shared.commits.fetch_add(1, Ordering::Relaxed);
+            if let Some(checkpoints) = &shared.checkpoints {
+                checkpoints.nudge();
+            }
             overlay.publish();
             shared.claims.publish(claims);
             if last_id > 0 {
