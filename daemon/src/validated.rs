@@ -46,6 +46,7 @@ fn refuse(code: Code, sentence: impl Into<String>) -> Refusal {
 pub use stateous_shared::limits::is_token_id as token_id_ok;
 
 pub mod budgets;
+pub mod claim_limits;
 
 /// A supervisor's name: 1 to 256 characters, none of them NUL (Postgres text
 /// cannot keep it, so both backends refuse it); 422 `invalid_argument`.

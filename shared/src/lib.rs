@@ -7,6 +7,7 @@
 
 pub mod access;
 pub mod bulk;
+pub mod claim_limits;
 pub mod compiler;
 pub mod durations;
 pub mod graph;

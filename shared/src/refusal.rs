@@ -76,11 +76,16 @@ pub enum Code {
     /// 409: a schedule with this name exists already (add it with `replace` to
     /// change it). Ours.
     ScheduleExists,
+    /// 422: a limit's name, states, `max`, `per` expression or rate is not valid
+    /// (`docs/limits.md`). Ours.
+    InvalidLimit,
+    /// 404: no limit has this name. Ours.
+    LimitNotFound,
 }
 
 impl Code {
     /// Every code, in the order of the reference's table.
-    pub const ALL: [Code; 28] = [
+    pub const ALL: [Code; 30] = [
         Code::TokenNotFound,
         Code::TaskNotFound,
         Code::NotFound,
@@ -109,6 +114,8 @@ impl Code {
         Code::InvalidSchedule,
         Code::ScheduleNotFound,
         Code::ScheduleExists,
+        Code::InvalidLimit,
+        Code::LimitNotFound,
     ];
 
     /// The HTTP status that carries this code (`bad_request` may also travel as 413,
@@ -139,6 +146,8 @@ impl Code {
             Code::InvalidSchedule => 422,
             Code::ScheduleNotFound => 404,
             Code::ScheduleExists => 409,
+            Code::InvalidLimit => 422,
+            Code::LimitNotFound => 404,
         }
     }
 
@@ -173,6 +182,8 @@ impl Code {
             Code::InvalidSchedule => "invalid_schedule",
             Code::ScheduleNotFound => "schedule_not_found",
             Code::ScheduleExists => "schedule_exists",
+            Code::InvalidLimit => "invalid_limit",
+            Code::LimitNotFound => "limit_not_found",
         }
     }
 

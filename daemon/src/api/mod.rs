@@ -30,6 +30,8 @@ mod why;
 // Usage and budgets (`docs/concepts/budgets.md`).
 mod budgets;
 
+use crate::validated::claim_limits::LimitInput;
+
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -368,6 +370,15 @@ impl Api {
             | Route::BudgetSet(_)
             | Route::BudgetRemove(_)) => self.budgets(route, parts, raw, caller).await,
             Route::Schedule(route) => self.schedule(route, raw).await,
+            Route::Limits => Ok(json(200, &control.limits().await?)),
+            Route::LimitSet(name) => {
+                let input = LimitInput::parse(&name, &body::json_object(raw)?)?;
+                Ok(json(200, &control.set_limit(input).await?))
+            }
+            Route::LimitRemove(name) => {
+                control.remove_limit(name).await?;
+                Ok(json(200, &serde_json::json!({ "removed": true })))
+            }
             route => self.dispatch_task(route, parts, raw, caller).await,
         }
     }

@@ -137,6 +137,12 @@ pub enum Route {
     BudgetRemove(String),
     /// Ours: `/schedules...`, the schedules (`docs/schedules.md`).
     Schedule(ScheduleRoute),
+    /// Ours: `GET /limits`, every limit on claims (`docs/limits.md`).
+    Limits,
+    /// Ours: `PUT /limits/{name}`, set a limit whole.
+    LimitSet(String),
+    /// Ours: `DELETE /limits/{name}`, remove a limit.
+    LimitRemove(String),
 }
 
 /// What a request of `/schedules` asks.
@@ -280,6 +286,10 @@ pub static TABLE: &[Entry] = &[
     entry!("POST" "/schedules/:name/trigger", Operate, |p| {
         Some(Route::Schedule(ScheduleRoute::Trigger(p[0].into())))
     }),
+    // Limits govern the whole fleet: changing one is an admin's (`docs/limits.md`).
+    entry!("GET" "/limits", Read, |_| Some(Route::Limits)),
+    entry!("PUT" "/limits/:name", Admin, |p| Some(Route::LimitSet(p[0].into()))),
+    entry!("DELETE" "/limits/:name", Admin, |p| Some(Route::LimitRemove(p[0].into()))),
 ];
 
 /// The most parameters a template has.
@@ -485,6 +495,9 @@ mod tests {
                 "POST /schedules/:name/pause operate",
                 "POST /schedules/:name/resume operate",
                 "POST /schedules/:name/trigger operate",
+                "GET /limits read",
+                "PUT /limits/:name admin",
+                "DELETE /limits/:name admin",
             ]
         );
     }

@@ -18,6 +18,8 @@ mod versions;
 mod views;
 // Usage and budgets (`docs/concepts/budgets.md`).
 mod budgets;
+// Limits on claims (`docs/limits.md`).
+mod claim_limits;
 
 pub use dev_clock::{no_dev_clock, MOST_ADVANCE};
 

@@ -7,6 +7,7 @@ use serde_json::{json, Value};
 use stateous_shared::trace_context::TokenTrace;
 use stateous_shared::wire::{EventRecord, Grant};
 
+use super::claim_limits::{self, LOOK_PAST};
 use super::{append, existing, Rules, Step};
 use crate::store::{ClaimRow, EntryKind, Head, TaskRow, TaskStatus, TokenStatus, Tx};
 use crate::validated::ClaimInput;
@@ -31,10 +32,16 @@ pub fn claim(rules: &Rules, tx: &dyn Tx, input: &ClaimInput) -> Step<Option<Gran
             return Ok(Some(grant));
         }
     }
-    let mut task = if states.is_empty() {
+    // Ours: the pools of slots that cover these states (`docs/limits.md`).
+    let mut admission = if states.is_empty() {
         None
     } else {
-        first_free(tx, states)?
+        claim_limits::admission(tx, states)?
+    };
+    let (mut task, slots) = match &admission {
+        _ if states.is_empty() => (None, Vec::new()),
+        None => (first_free(tx, states)?, Vec::new()),
+        Some(admission) => first_admitted(tx, states, admission)?,
     };
     if let Some(task) = task.as_mut() {
         task.status = TaskStatus::Claimed;
@@ -42,6 +49,9 @@ pub fn claim(rules: &Rules, tx: &dyn Tx, input: &ClaimInput) -> Step<Option<Gran
         task.attempt += 1;
         task.lease_until = Some(tx.now().saturating_add(rules.lease));
         tx.update_task(task)?;
+        if let Some(admission) = admission.as_mut() {
+            admission.take(tx, task, slots)?;
+        }
     }
     if let Some(request) = &input.request {
         tx.remember_claim(&ClaimRow {
@@ -97,6 +107,47 @@ fn first_free(tx: &dyn Tx, states: &[(Option<String>, String)]) -> Step<Option<T
         }
     }
     Ok(None)
+}
+
+/// The oldest queued task of these states that can take a slot of each pool that
+/// covers it, with those slots: the states whose pool is full (or whose rate is
+/// spent) are left out, and a task whose key is full is passed over for the next
+/// (a full key never holds back another key's tasks), up to [`LOOK_PAST`] tasks.
+fn first_admitted(
+    tx: &dyn Tx,
+    states: &[(Option<String>, String)],
+    admission: &claim_limits::Admission,
+) -> Step<(Option<TaskRow>, Vec<(usize, String)>)> {
+    let open = admission.open_states(tx.now(), states);
+    if open.is_empty() {
+        return Ok((None, Vec::new()));
+    }
+    if !admission.keyed(&open) {
+        let Some(task) = first_free(tx, &open)? else {
+            return Ok((None, Vec::new()));
+        };
+        let row = existing(tx, &task.token)?;
+        let slots = admission.slots_for(&task, &row).unwrap_or_default();
+        return Ok((Some(task), slots));
+    }
+    for id in tx.queued_tasks(&open, LOOK_PAST)? {
+        let Some(task) = tx.lock_task(id, false)? else {
+            continue;
+        };
+        if task.status != TaskStatus::Queued {
+            continue;
+        }
+        let Some(row) = tx.token(&task.token)? else {
+            continue;
+        };
+        if row.status != TokenStatus::Active {
+            continue;
+        }
+        if let Some(slots) = admission.slots_for(&task, &row) {
+            return Ok((Some(task), slots));
+        }
+    }
+    Ok((None, Vec::new()))
 }
 
 /// The grant of the supervisor's last claim again, with its lease renewed, if

@@ -37,6 +37,7 @@ pub mod timers;
 pub mod why;
 // Usage and budgets (`docs/concepts/budgets.md`).
 pub mod budget;
+pub mod claim_limits;
 pub mod usage;
 
 use std::collections::HashMap;

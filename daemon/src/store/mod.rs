@@ -24,6 +24,7 @@
 pub mod access;
 pub mod backend;
 pub mod cached_tx;
+pub mod claim_limits;
 pub mod facts;
 pub mod family;
 pub mod feed;
@@ -49,6 +50,7 @@ use stateous_shared::wire::Object;
 
 pub use access::{AccessKeyRow, AccessKeys};
 pub use backend::Store;
+pub use claim_limits::{HeldSlot, LimitRow, Limits, SlotRow};
 pub use journal::{Journal, JournalRow};
 // Usage and budgets (`docs/concepts/budgets.md`).
 pub use locked::Head;
@@ -470,6 +472,7 @@ pub trait Tx:
     + Usage
     + Budgets
     + Schedules
+    + Limits
 {
     /// The moment of the transaction, in microseconds since 1970.
     fn now(&self) -> i64;

@@ -16,9 +16,9 @@ use std::collections::BTreeSet;
 use super::StoreError;
 
 /// The versions, oldest first; the migration of each makes the database that.
-pub const VERSIONS: [&str; 15] = [
+pub const VERSIONS: [&str; 16] = [
     "0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008", "0009", "0010", "0011", "0012",
-    "0013", "0014", "0015",
+    "0013", "0014", "0015", "0016",
 ];
 
 /// The table where the version is recorded: its own name, so that an application
@@ -60,6 +60,17 @@ const USAGE: [&str; 2] = ["usage", "budgets"];
 
 /// Version 0015 adds schedules (`docs/inside/data.md`, `schedules`).
 const SCHEDULES: &str = "schedules";
+
+/// Version 0016 adds limits on claims and their slots (`docs/inside/data.md`,
+/// `limits` and `slots`; `docs/limits.md`).
+const LIMITS: [&str; 2] = ["limits", "slots"];
+
+/// Version 0016, the same SQL on both backends but for the types (each backend's
+/// `schema.rs` writes its own): a limit's settings and its rate's bucket, and the
+/// slots claims took, by pool and key.
+pub const LIMITS_INDEXES: &str = "
+CREATE INDEX slots_pool ON slots (pool, key);
+";
 
 /// Version 0006, the same SQL on both backends: indexes for the write path's hot
 /// reads: the queue in id order (a claim takes the oldest queued task), the claimed
@@ -105,7 +116,8 @@ pub fn newest() -> &'static str {
 /// column (`control_plane.clock`), no table; 0009 adds `access_keys`; 0010 adds
 /// `graphs` (and the column `tokens.graph`); 0011 adds a column
 /// (`access_keys.scope`), no table; 0012 adds `journal`; 0013 adds `usage` and
-/// `budgets`; 0014 adds a column (`tokens.trace`), no table; 0015 adds `schedules`.
+/// `budgets`; 0014 adds a column (`tokens.trace`), no table; 0015 adds `schedules`; 0016 adds
+/// `limits` and `slots`.
 pub fn tables_at(version: &str) -> BTreeSet<&'static str> {
     let mut tables: BTreeSet<&'static str> = BASELINE.into_iter().collect();
     if version == "0002" || version == "0003" {
@@ -126,6 +138,9 @@ pub fn tables_at(version: &str) -> BTreeSet<&'static str> {
     }
     if version >= "0015" {
         tables.insert(SCHEDULES);
+    }
+    if version >= "0016" {
+        tables.extend(LIMITS);
     }
     tables
 }

@@ -10,6 +10,7 @@
 //! reorder keys) and `\u0000` inside JSON stays storable.
 
 mod access_keys;
+mod claim_limits;
 mod claims;
 mod columns;
 mod conn;

@@ -18,7 +18,7 @@ use std::collections::BTreeSet;
 
 use super::conn::PgConn;
 use crate::store::schema::{
-    plan, MigrateError, HOT_INDEXES, SCHEDULE_INDEXES, VERSIONS, VERSION_TABLE,
+    plan, MigrateError, HOT_INDEXES, LIMITS_INDEXES, SCHEDULE_INDEXES, VERSIONS, VERSION_TABLE,
 };
 use crate::store::status::{
     check_list, CatchUp, ClockKind, Overlap, ScheduleStatus, TaskStatus, TimerKind, TimerStatus,
@@ -33,7 +33,7 @@ pub const SERVING_LOCK: &str = "hashtextextended('@stateous/serve', 0)";
 pub const EPOCH_LOCK: &str = "hashtextextended('@stateous/epoch', 0)";
 
 /// The SQL of each version, in the order of [`VERSIONS`].
-pub fn migrations() -> [String; 15] {
+pub fn migrations() -> [String; 16] {
     [
         baseline(),
         FEED.to_string(),
@@ -50,7 +50,35 @@ pub fn migrations() -> [String; 15] {
         USAGE.to_string(),
         TOKEN_TRACES.to_string(),
         schedules(),
+        limits(),
     ]
+}
+
+/// Version 0016: `limits` and `slots`, as SQLite's 0016 (`store/sqlite/schema.rs`,
+/// `limits`).
+fn limits() -> String {
+    format!(
+        r#"
+CREATE TABLE limits (
+    name TEXT COLLATE "C" PRIMARY KEY,
+    states TEXT COLLATE "C" NOT NULL,
+    max BIGINT NOT NULL CHECK (max >= 1),
+    per TEXT COLLATE "C",
+    rate_count BIGINT,
+    rate_period BIGINT,
+    bucket DOUBLE PRECISION NOT NULL,
+    bucket_at BIGINT NOT NULL,
+    set_at BIGINT NOT NULL
+);
+CREATE TABLE slots (
+    task BIGINT NOT NULL,
+    pool TEXT COLLATE "C" NOT NULL,
+    attempt BIGINT NOT NULL,
+    key TEXT COLLATE "C" NOT NULL,
+    PRIMARY KEY (task, pool)
+);
+{LIMITS_INDEXES}"#
+    )
 }
 
 /// Version 0014: `tokens.trace`, as SQLite's 0014 (`store/sqlite/schema.rs`,

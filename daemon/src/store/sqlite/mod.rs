@@ -5,6 +5,7 @@
 //! table's module.
 
 mod access_keys;
+mod claim_limits;
 pub mod claims;
 mod control_plane;
 mod counts;

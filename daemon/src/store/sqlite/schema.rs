@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 use rusqlite::{Connection, OptionalExtension};
 
 use crate::store::schema::{
-    plan, MigrateError, HOT_INDEXES, SCHEDULE_INDEXES, VERSIONS, VERSION_TABLE,
+    plan, MigrateError, HOT_INDEXES, LIMITS_INDEXES, SCHEDULE_INDEXES, VERSIONS, VERSION_TABLE,
 };
 use crate::store::status::{
     check_list, CatchUp, ClockKind, Overlap, ScheduleStatus, TaskStatus, TimerKind, TimerStatus,
@@ -40,7 +40,7 @@ impl Migration {
 }
 
 /// The migration of each version, in the order of [`VERSIONS`].
-pub fn migrations() -> [Migration; 15] {
+pub fn migrations() -> [Migration; 16] {
     [
         Migration::sql(baseline()),
         Migration::sql(FEED),
@@ -63,7 +63,37 @@ pub fn migrations() -> [Migration; 15] {
         Migration::sql(USAGE),
         Migration::sql(TOKEN_TRACES),
         Migration::sql(schedules()),
+        Migration::sql(limits()),
     ]
+}
+
+/// Version 0016, limits on claims (`docs/inside/data.md`, `limits` and `slots`;
+/// `docs/limits.md`): each limit's settings and its rate's bucket, and the slots
+/// claims took. A slot counts only while its task is claimed with its attempt
+/// (`store/claim_limits.rs`). `store/postgres/schema.rs` makes the same.
+pub fn limits() -> String {
+    format!(
+        "
+CREATE TABLE limits (
+    name TEXT PRIMARY KEY,
+    states TEXT NOT NULL,
+    max INTEGER NOT NULL CHECK (max >= 1),
+    per TEXT,
+    rate_count INTEGER,
+    rate_period INTEGER,
+    bucket REAL NOT NULL,
+    bucket_at INTEGER NOT NULL,
+    set_at INTEGER NOT NULL
+);
+CREATE TABLE slots (
+    task INTEGER NOT NULL,
+    pool TEXT NOT NULL,
+    attempt INTEGER NOT NULL,
+    key TEXT NOT NULL,
+    PRIMARY KEY (task, pool)
+);
+{LIMITS_INDEXES}"
+    )
 }
 
 /// Version 0014, traces (`docs/inside/data.md`, `tokens`): each token keeps the
