@@ -497,6 +497,26 @@ impl Client {
         Ok(answer["removed"].as_bool().unwrap_or(false))
     }
 
+    /// `GET /limits` (ours): every limit with the slots it holds now.
+    pub async fn limits(&self) -> Result<stateous_shared::claim_limits::LimitList, ClientError> {
+        self.typed(&Call::limits()).await
+    }
+
+    /// `PUT /limits/{name}` (ours): set a limit whole.
+    pub async fn set_limit(
+        &self,
+        name: &str,
+        limit: &stateous_shared::claim_limits::LimitRequest,
+    ) -> Result<stateous_shared::claim_limits::LimitView, ClientError> {
+        self.typed(&Call::set_limit(name, limit)).await
+    }
+
+    /// `DELETE /limits/{name}` (ours): remove a limit (404 `limit_not_found`).
+    pub async fn remove_limit(&self, name: &str) -> Result<(), ClientError> {
+        let _: serde_json::Value = self.typed(&Call::remove_limit(name)).await?;
+        Ok(())
+    }
+
     async fn typed<T: DeserializeOwned>(&self, call: &Call) -> Result<T, ClientError> {
         let answer = self.send(call).await?;
         serde_json::from_slice(&answer.body)

@@ -115,6 +115,14 @@ pub fn budget(workflow: &str) -> String {
     format!("{BUDGETS}/{}", segment(workflow))
 }
 
+/// `GET /limits` (ours): every limit on claims (`docs/limits.md`).
+pub const LIMITS: &str = "/limits";
+
+/// `/limits/{name}` (ours): one limit.
+pub fn limit(name: &str) -> String {
+    format!("{LIMITS}/{}", segment(name))
+}
+
 /// `name` as one path segment or query value: every byte but the unreserved ones
 /// (`A-Z a-z 0-9 - . _ ~`) percent-encoded, `/` included, as the reference's client
 /// quotes names (so a name with a `/` never reaches another route).

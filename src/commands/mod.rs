@@ -11,6 +11,8 @@ pub mod bench;
 pub mod bench_hooks;
 // Usage and budgets (`docs/concepts/budgets.md`).
 pub mod budget;
+// Limits on claims (`docs/limits.md`).
+pub mod limit;
 pub mod clock;
 pub mod schedule;
 pub mod token;
