@@ -28,6 +28,7 @@ mod failover;
 mod hardening_control;
 mod hardening_supervisor;
 mod hooks;
+mod limits;
 mod interop_reference;
 mod interop_supervisor;
 mod interop_windows;
