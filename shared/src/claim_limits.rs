@@ -157,7 +157,10 @@ mod tests {
                 period: 60
             })
         );
-        assert_eq!(parse_rate("10 per second").map(|r| r.words()), Ok("10 per second".into()));
+        assert_eq!(
+            parse_rate("10 per second").map(|r| r.words()),
+            Ok("10 per second".into())
+        );
         assert!(parse_rate("0 per second").is_err());
         assert!(parse_rate("5 per fortnight").is_err());
         assert!(parse_rate("five per hour").is_err());

@@ -12,8 +12,8 @@ pub mod bench_hooks;
 // Usage and budgets (`docs/concepts/budgets.md`).
 pub mod budget;
 // Limits on claims (`docs/limits.md`).
-pub mod limit;
 pub mod clock;
+pub mod limit;
 pub mod schedule;
 pub mod token;
 

@@ -123,7 +123,10 @@ fn most_running(
 
 fn a_global_limit_of_2_over_3_supervisors_never_runs_more_than_2() {
     let daemon = sdlc();
-    let set = limit(&daemon, &["set", "coding", "--states", "coding", "--max", "2"]);
+    let set = limit(
+        &daemon,
+        &["set", "coding", "--states", "coding", "--max", "2"],
+    );
     assert_eq!(set.code(), 0, "{set}");
     assert!(set.stdout.contains("coding  coding  0 used of 2"), "{set}");
     let _sups = supervisors(&daemon, 3, "0.3");
@@ -168,13 +171,21 @@ fn a_per_repo_limit_runs_repos_side_by_side_and_never_two_of_one() {
     };
     let (most, by_key) = most_running(&daemon, &key_of);
     assert!(by_key.values().all(|most| *most == 1), "{by_key:?}");
-    assert!(most >= 2, "the repos ran one at a time: {:?}", events(&daemon));
+    assert!(
+        most >= 2,
+        "the repos ran one at a time: {:?}",
+        events(&daemon)
+    );
 }
 
 fn a_sigkill_of_a_supervisor_holding_a_slot_frees_it_at_its_lease_end() {
     let daemon = sdlc();
     assert_eq!(
-        limit(&daemon, &["set", "coding", "--states", "coding", "--max", "1"]).code(),
+        limit(
+            &daemon,
+            &["set", "coding", "--states", "coding", "--max", "1"]
+        )
+        .code(),
         0
     );
     let mut first = supervisors(&daemon, 1, "30");
@@ -220,7 +231,11 @@ fn a_sigkill_of_a_supervisor_holding_a_slot_frees_it_at_its_lease_end() {
 fn a_sigkill_of_the_daemon_over_admits_nothing() {
     let mut daemon = sdlc();
     assert_eq!(
-        limit(&daemon, &["set", "coding", "--states", "coding", "--max", "1"]).code(),
+        limit(
+            &daemon,
+            &["set", "coding", "--states", "coding", "--max", "1"]
+        )
+        .code(),
         0
     );
     let _sups = supervisors(&daemon, 2, "0.5");
@@ -244,7 +259,11 @@ fn a_sigkill_of_the_daemon_over_admits_nothing() {
 fn a_lowered_limit_admits_nothing_until_below() {
     let daemon = sdlc();
     assert_eq!(
-        limit(&daemon, &["set", "coding", "--states", "coding", "--max", "3"]).code(),
+        limit(
+            &daemon,
+            &["set", "coding", "--states", "coding", "--max", "3"]
+        )
+        .code(),
         0
     );
     let _sups = supervisors(&daemon, 1, "1");
@@ -258,7 +277,11 @@ fn a_lowered_limit_admits_nothing_until_below() {
         || events(&daemon).iter().filter(|(k, _)| k == "start").count() >= 3,
     );
     assert_eq!(
-        limit(&daemon, &["set", "coding", "--states", "coding", "--max", "1"]).code(),
+        limit(
+            &daemon,
+            &["set", "coding", "--states", "coding", "--max", "1"]
+        )
+        .code(),
         0
     );
     let marked = events(&daemon).len();
@@ -331,11 +354,23 @@ both!(
 fn limits_refuse_bad_input_and_change_nothing() {
     let daemon = sdlc();
     let bad = [
-        (json!({"states": ["coding"], "max": 2, "per": "ctx['repo"}), "per"),
-        (json!({"states": ["nowhere"], "max": 2}), "no state 'nowhere'"),
+        (
+            json!({"states": ["coding"], "max": 2, "per": "ctx['repo"}),
+            "per",
+        ),
+        (
+            json!({"states": ["nowhere"], "max": 2}),
+            "no state 'nowhere'",
+        ),
         (json!({"states": ["coding"], "max": 0}), "from 1 to 1000000"),
-        (json!({"states": ["coding"], "max": 1_000_001}), "from 1 to 1000000"),
-        (json!({"states": ["coding"], "max": 2, "rate": "0 per second"}), "a rate is"),
+        (
+            json!({"states": ["coding"], "max": 1_000_001}),
+            "from 1 to 1000000",
+        ),
+        (
+            json!({"states": ["coding"], "max": 2, "rate": "0 per second"}),
+            "a rate is",
+        ),
         (json!({"states": [], "max": 2}), "'states'"),
     ];
     for (body, words) in bad {
@@ -345,7 +380,10 @@ fn limits_refuse_bad_input_and_change_nothing() {
         assert!(sentence.contains(words), "{sentence} for {body}");
     }
     daemon
-        .put("/limits/Bad%20Name", &json!({"states": ["coding"], "max": 1}))
+        .put(
+            "/limits/Bad%20Name",
+            &json!({"states": ["coding"], "max": 1}),
+        )
         .refused(422, "invalid_limit");
     let listed = daemon.get("/limits").expect(200);
     assert_eq!(listed, json!({"limits": []}));
@@ -366,7 +404,9 @@ fn limits_refuse_bad_input_and_change_nothing() {
     assert!(journal.to_string().contains("\"coding\""), "{journal}");
     let listed = limit(&daemon, &["list"]);
     assert!(
-        listed.stdout.contains("coding  coding  0 used of 3 per ctx['repo']"),
+        listed
+            .stdout
+            .contains("coding  coding  0 used of 3 per ctx['repo']"),
         "{listed}"
     );
     assert_eq!(limit(&daemon, &["remove", "coding"]).code(), 0);

@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 use stateous_shared::trace_context::TokenTrace;
 use stateous_shared::wire::{EventRecord, Grant};
 
-use super::claim_limits::{self, LOOK_PAST};
+use super::claim_limits::{self, Slots, LOOK_PAST};
 use super::{append, existing, Rules, Step};
 use crate::store::{ClaimRow, EntryKind, Head, TaskRow, TaskStatus, TokenStatus, Tx};
 use crate::validated::ClaimInput;
@@ -117,7 +117,7 @@ fn first_admitted(
     tx: &dyn Tx,
     states: &[(Option<String>, String)],
     admission: &claim_limits::Admission,
-) -> Step<(Option<TaskRow>, Vec<(usize, String)>)> {
+) -> Step<(Option<TaskRow>, Slots)> {
     let open = admission.open_states(tx.now(), states);
     if open.is_empty() {
         return Ok((None, Vec::new()));

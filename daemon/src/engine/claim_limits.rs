@@ -114,6 +114,9 @@ pub fn pools(tx: &dyn Tx) -> Step<Vec<Pool>> {
     Ok(tx.limits()?.into_iter().map(Pool::of).collect())
 }
 
+/// The slots a claim takes: each pool's index in the [`Admission`] and its key.
+pub type Slots = Vec<(usize, String)>;
+
 /// What a claim knows of the pools that cover the states it asks for: the slots
 /// held now by key, under the slots' lock.
 #[derive(Debug)]
@@ -149,7 +152,10 @@ pub fn admission(tx: &dyn Tx, states: &[(Option<String>, String)]) -> Step<Optio
 
 impl Admission {
     fn used(&self, index: usize, key: &str) -> i64 {
-        self.held.get(&(index, key.to_string())).copied().unwrap_or(0)
+        self.held
+            .get(&(index, key.to_string()))
+            .copied()
+            .unwrap_or(0)
     }
 
     /// The states of `states` that a claim may still take a task of: none of
@@ -184,7 +190,7 @@ impl Admission {
 
     /// The slots a claim of `task` (of the token `row`) takes, or `None` when one
     /// of its keys is full.
-    pub fn slots_for(&self, task: &TaskRow, row: &TokenRow) -> Option<Vec<(usize, String)>> {
+    pub fn slots_for(&self, task: &TaskRow, row: &TokenRow) -> Option<Slots> {
         let mut slots = Vec::new();
         for (index, pool) in self.pools.iter().enumerate() {
             if !pool.covers(row.workflow.as_deref(), &task.state) {
@@ -201,7 +207,7 @@ impl Admission {
 
     /// Take the slots of a claimed `task` (its attempt already counted), and
     /// spend a claim of each rate.
-    pub fn take(&mut self, tx: &dyn Tx, task: &TaskRow, slots: Vec<(usize, String)>) -> Step<()> {
+    pub fn take(&mut self, tx: &dyn Tx, task: &TaskRow, slots: Slots) -> Step<()> {
         let now = tx.now();
         for (index, key) in slots {
             let Some(pool) = self.pools.get_mut(index) else {
@@ -232,10 +238,7 @@ pub fn set_limit(rules: &Rules, tx: &dyn Tx, input: &LimitInput) -> Step<LimitVi
         known_state(rules, state)?;
     }
     let now = tx.now();
-    let before = tx
-        .limits()?
-        .into_iter()
-        .find(|row| row.name == input.name);
+    let before = tx.limits()?.into_iter().find(|row| row.name == input.name);
     let rate = input.rate;
     // A bucket carries over while the rate stays; a new rate starts full.
     let (bucket, bucket_at) = match &before {

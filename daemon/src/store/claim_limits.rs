@@ -9,6 +9,15 @@
 use super::through::passed_through;
 use super::{StoreError, StoreResult};
 
+/// The one place where a slot comes back: called, inside the transaction, for
+/// every write of a task that has been claimed (`attempt` above 0) and is not
+/// claimed now (`CachedTx::update_task`, through which every task's write on the
+/// write path goes). The slot itself needs nothing done: it stopped counting with
+/// that write (see above). A wake-up of claims that wait for a slot belongs here.
+pub fn slot_returned(task: &super::TaskRow) {
+    let _ = task;
+}
+
 /// A row of `limits`. Times are microseconds since 1970.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LimitRow {

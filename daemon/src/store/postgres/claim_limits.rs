@@ -13,8 +13,7 @@ use crate::store::StoreResult;
 /// The advisory lock of the slots.
 pub const SLOTS_LOCK: &str = "hashtextextended('@stateous/slots', 0)";
 
-const COLUMNS: &str =
-    "name, states, max, per, rate_count, rate_period, bucket, bucket_at, set_at";
+const COLUMNS: &str = "name, states, max, per, rate_count, rate_period, bucket, bucket_at, set_at";
 
 fn read(row: &Row) -> StoreResult<LimitRow> {
     let states: String = get(row, 1)?;

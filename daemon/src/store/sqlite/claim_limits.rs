@@ -7,8 +7,7 @@ use super::SqliteTx;
 use crate::store::claim_limits::{states_of, states_text, HeldSlot, LimitRow, Limits, SlotRow};
 use crate::store::StoreResult;
 
-const COLUMNS: &str =
-    "name, states, max, per, rate_count, rate_period, bucket, bucket_at, set_at";
+const COLUMNS: &str = "name, states, max, per, rate_count, rate_period, bucket, bucket_at, set_at";
 
 fn read(row: &Row<'_>) -> rusqlite::Result<(LimitRow, String)> {
     let states: String = row.get(1)?;
