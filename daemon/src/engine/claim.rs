@@ -38,10 +38,13 @@ pub fn claim(rules: &Rules, tx: &dyn Tx, input: &ClaimInput) -> Step<Option<Gran
     } else {
         claim_limits::admission(tx, states)?
     };
+    // Ours: priorities (`docs/limits.md`, "Priorities"); none set, none read.
+    let prioritized = !states.is_empty() && tx.any_priority()?;
     let (mut task, slots) = match &admission {
         _ if states.is_empty() => (None, Vec::new()),
-        None => (first_free(tx, states)?, Vec::new()),
-        Some(admission) => first_admitted(tx, states, admission)?,
+        None if !prioritized => (first_free(tx, states)?, Vec::new()),
+        None => ranked(tx, states, None, true)?,
+        Some(admission) => first_admitted(tx, states, admission, prioritized)?,
     };
     if let Some(task) = task.as_mut() {
         task.status = TaskStatus::Claimed;
@@ -112,17 +115,19 @@ fn first_free(tx: &dyn Tx, states: &[(Option<String>, String)]) -> Step<Option<T
 /// The oldest queued task of these states that can take a slot of each pool that
 /// covers it, with those slots: the states whose pool is full (or whose rate is
 /// spent) are left out, and a task whose key is full is passed over for the next
-/// (a full key never holds back another key's tasks), up to [`LOOK_PAST`] tasks.
+/// (a full key never holds back another key's tasks), among [`LOOK_PAST`] tasks
+/// of each state.
 fn first_admitted(
     tx: &dyn Tx,
     states: &[(Option<String>, String)],
     admission: &claim_limits::Admission,
+    prioritized: bool,
 ) -> Step<(Option<TaskRow>, Slots)> {
     let open = admission.open_states(tx.now(), states);
     if open.is_empty() {
         return Ok((None, Vec::new()));
     }
-    if !admission.keyed(&open) {
+    if !admission.keyed(&open) && !prioritized {
         let Some(task) = first_free(tx, &open)? else {
             return Ok((None, Vec::new()));
         };
@@ -130,7 +135,42 @@ fn first_admitted(
         let slots = admission.slots_for(&task, &row).unwrap_or_default();
         return Ok((Some(task), slots));
     }
-    for id in tx.queued_tasks(&open, LOOK_PAST)? {
+    ranked(tx, &open, Some(admission), prioritized)
+}
+
+/// The queued task a claim takes in turn: the highest priority first; within a
+/// priority, the task whose keys hold the fewest slots (keys with queued tasks
+/// take turns); then the oldest. Candidates are read without locks; the one
+/// taken is locked and judged again (another claim may have taken it).
+fn ranked(
+    tx: &dyn Tx,
+    states: &[(Option<String>, String)],
+    admission: Option<&claim_limits::Admission>,
+    prioritized: bool,
+) -> Step<(Option<TaskRow>, Slots)> {
+    let mut order = Vec::new();
+    for candidate in tx.queued_candidates(states, LOOK_PAST, prioritized)? {
+        let served = states.iter().any(|(workflow, state)| {
+            workflow.as_deref() == candidate.workflow.as_deref() && *state == candidate.state
+        });
+        if !served {
+            continue;
+        }
+        let load = match admission {
+            None => 0,
+            Some(admission) => {
+                let context = crate::store::json::object(&candidate.context)?;
+                let workflow = candidate.workflow.as_deref();
+                match admission.slots_of(workflow, &candidate.state, &context) {
+                    Some(slots) => admission.load(&slots),
+                    None => continue,
+                }
+            }
+        };
+        order.push((-candidate.priority, load, candidate.task));
+    }
+    order.sort_unstable();
+    for (_, _, id) in order {
         let Some(task) = tx.lock_task(id, false)? else {
             continue;
         };
@@ -143,9 +183,14 @@ fn first_admitted(
         if row.status != TokenStatus::Active {
             continue;
         }
-        if let Some(slots) = admission.slots_for(&task, &row) {
-            return Ok((Some(task), slots));
-        }
+        let slots = match admission {
+            None => Vec::new(),
+            Some(admission) => match admission.slots_for(&task, &row) {
+                Some(slots) => slots,
+                None => continue,
+            },
+        };
+        return Ok((Some(task), slots));
     }
     Ok((None, Vec::new()))
 }

@@ -191,18 +191,35 @@ impl Admission {
     /// The slots a claim of `task` (of the token `row`) takes, or `None` when one
     /// of its keys is full.
     pub fn slots_for(&self, task: &TaskRow, row: &TokenRow) -> Option<Slots> {
+        self.slots_of(row.workflow.as_deref(), &task.state, &row.context)
+    }
+
+    /// The slots a claim of a task of `state` (of a token of `workflow` with
+    /// `context`) takes, or `None` when one of its keys is full.
+    pub fn slots_of(&self, workflow: Option<&str>, state: &str, context: &Object) -> Option<Slots> {
         let mut slots = Vec::new();
         for (index, pool) in self.pools.iter().enumerate() {
-            if !pool.covers(row.workflow.as_deref(), &task.state) {
+            if !pool.covers(workflow, state) {
                 continue;
             }
-            let key = pool.key_of(&row.context);
+            let key = pool.key_of(context);
             if self.used(index, &key) >= pool.row.max {
                 return None;
             }
             slots.push((index, key));
         }
         Some(slots)
+    }
+
+    /// How many slots the keys of `slots` hold now (pools with `per` only): of
+    /// two tasks of one priority, the one whose keys hold fewer goes first, so
+    /// keys with queued tasks take turns.
+    pub fn load(&self, slots: &Slots) -> i64 {
+        slots
+            .iter()
+            .filter(|(index, _)| self.pools.get(*index).is_some_and(|p| p.per.is_some()))
+            .map(|(index, key)| self.used(*index, key))
+            .sum()
     }
 
     /// Take the slots of a claimed `task` (its attempt already counted), and

@@ -33,6 +33,7 @@ pub mod journal;
 pub mod json;
 pub mod locked;
 pub mod postgres;
+pub mod priorities;
 pub mod request;
 pub mod rows;
 pub mod schedules;
@@ -51,6 +52,7 @@ use stateous_shared::wire::Object;
 pub use access::{AccessKeyRow, AccessKeys};
 pub use backend::Store;
 pub use claim_limits::{HeldSlot, LimitRow, Limits, SlotRow};
+pub use priorities::{Candidate, Priorities};
 pub use journal::{Journal, JournalRow};
 // Usage and budgets (`docs/concepts/budgets.md`).
 pub use locked::Head;
@@ -473,6 +475,7 @@ pub trait Tx:
     + Budgets
     + Schedules
     + Limits
+    + Priorities
 {
     /// The moment of the transaction, in microseconds since 1970.
     fn now(&self) -> i64;

@@ -11,6 +11,7 @@
 
 mod access_keys;
 mod claim_limits;
+mod priorities;
 mod claims;
 mod columns;
 mod conn;

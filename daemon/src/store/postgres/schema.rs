@@ -77,6 +77,10 @@ CREATE TABLE slots (
     key TEXT COLLATE "C" NOT NULL,
     PRIMARY KEY (task, pool)
 );
+CREATE TABLE priorities (
+    token TEXT COLLATE "C" PRIMARY KEY,
+    priority BIGINT NOT NULL
+);
 {LIMITS_INDEXES}"#
     )
 }

@@ -6,6 +6,7 @@
 
 mod access_keys;
 mod claim_limits;
+mod priorities;
 pub mod claims;
 mod control_plane;
 mod counts;

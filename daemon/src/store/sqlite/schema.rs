@@ -92,6 +92,10 @@ CREATE TABLE slots (
     key TEXT NOT NULL,
     PRIMARY KEY (task, pool)
 );
+CREATE TABLE priorities (
+    token TEXT PRIMARY KEY,
+    priority INTEGER NOT NULL
+);
 {LIMITS_INDEXES}"
     )
 }
