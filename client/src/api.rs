@@ -497,6 +497,27 @@ impl Client {
         Ok(answer["removed"].as_bool().unwrap_or(false))
     }
 
+    /// `POST /tokens` with ours, the token's own budget and its priority.
+    pub async fn start_with(
+        &self,
+        token: &str,
+        context: &Object,
+        budget: Option<&Object>,
+        priority: Option<i64>,
+    ) -> Result<TokenView, ClientError> {
+        self.typed(&Call::start_with(token, context, budget, priority))
+            .await
+    }
+
+    /// `PUT /tokens/{id}/priority` (ours): the answer is `{"token", "priority"}`.
+    pub async fn token_priority(
+        &self,
+        token: &str,
+        priority: i64,
+    ) -> Result<serde_json::Value, ClientError> {
+        self.typed(&Call::token_priority(token, priority)).await
+    }
+
     /// `GET /limits` (ours): every limit with the slots it holds now.
     pub async fn limits(&self) -> Result<stateous_shared::claim_limits::LimitList, ClientError> {
         self.typed(&Call::limits()).await

@@ -341,7 +341,78 @@ fn a_rate_spaces_the_claims() {
     assert!(spread >= 1.7, "{starts:?}");
 }
 
+/// The tokens in the order their routines started.
+fn start_order(daemon: &Daemon) -> Vec<String> {
+    events(daemon)
+        .into_iter()
+        .filter(|(kind, _)| kind == "start")
+        .map(|(_, token)| token)
+        .collect()
+}
+
+fn claims_take_higher_priorities_first_then_the_oldest() {
+    let daemon = sdlc();
+    assert_eq!(
+        limit(&daemon, &["set", "one", "--states", "coding", "--max", "1"]).code(),
+        0
+    );
+    for (id, priority) in [
+        ("P-1", "0"),
+        ("P-2", "0"),
+        ("P-3", "5"),
+        ("P-4", "-1"),
+        ("P-5", "5"),
+    ] {
+        let started = daemon.token(&["start", id, r#"{"repo": "acme"}"#, "--priority", priority]);
+        assert_eq!(started.code(), 0, "{started}");
+    }
+    // Changed later: P-2 goes before P-1.
+    let changed = daemon.token(&["priority", "P-2", "1"]);
+    assert_eq!(changed.code(), 0, "{changed}");
+    assert!(changed.stdout.contains("P-2: priority 1"), "{changed}");
+    let _sups = supervisors(&daemon, 1, "0");
+    for n in 1..=5 {
+        wait_for_status(&daemon, &format!("P-{n}"), "completed");
+    }
+    assert_eq!(start_order(&daemon), ["P-3", "P-5", "P-2", "P-1", "P-4"]);
+}
+
+fn within_a_priority_keys_with_queued_tasks_take_turns() {
+    let daemon = sdlc();
+    assert_eq!(
+        limit(&daemon, &["set", "one", "--states", "coding", "--max", "1"]).code(),
+        0
+    );
+    let set = limit(
+        &daemon,
+        &[
+            "set",
+            "per-repo",
+            "--states",
+            "coding",
+            "--max",
+            "5",
+            "--per",
+            "ctx['repo']",
+        ],
+    );
+    assert_eq!(set.code(), 0, "{set}");
+    for n in 1..=3 {
+        start(&daemon, &format!("A-{n}"), "a");
+    }
+    start(&daemon, "B-1", "b");
+    // Repo a took the first turn: B-1 goes next, ahead of the older A-2.
+    let _sups = supervisors(&daemon, 1, "0");
+    for id in ["A-1", "A-2", "A-3", "B-1"] {
+        wait_for_status(&daemon, id, "completed");
+    }
+    let order = start_order(&daemon);
+    assert_eq!(order, ["A-1", "B-1", "A-2", "A-3"]);
+}
+
 both!(
+    claims_take_higher_priorities_first_then_the_oldest,
+    within_a_priority_keys_with_queued_tasks_take_turns,
     a_global_limit_of_2_over_3_supervisors_never_runs_more_than_2,
     a_per_repo_limit_runs_repos_side_by_side_and_never_two_of_one,
     a_sigkill_of_a_supervisor_holding_a_slot_frees_it_at_its_lease_end,

@@ -1,7 +1,8 @@
 //! The calls of limits on claims (ours; `docs/reference/http.md`, "Limits";
-//! `docs/limits.md`): list, set and remove.
+//! `docs/limits.md`): list, set and remove; and tokens' priorities.
 
 use stateous_shared::claim_limits::LimitRequest;
+use stateous_shared::wire::Object;
 
 use super::Call;
 use crate::routes;
@@ -23,5 +24,32 @@ impl Call {
     /// `DELETE /limits/{name}` (ours): remove a limit.
     pub fn remove_limit(name: &str) -> Call {
         Call::new("DELETE", routes::limit(name), None)
+    }
+
+    /// `POST /tokens` with ours, the token's own budget and its priority, each
+    /// when given.
+    pub fn start_with(
+        token: &str,
+        context: &Object,
+        budget: Option<&Object>,
+        priority: Option<i64>,
+    ) -> Call {
+        let mut body = serde_json::json!({"token": token, "context": context});
+        if let Some(budget) = budget {
+            body["budget"] = serde_json::json!(budget);
+        }
+        if let Some(priority) = priority {
+            body["priority"] = serde_json::json!(priority);
+        }
+        Call::new("POST", routes::TOKENS.into(), Some(body))
+    }
+
+    /// `PUT /tokens/{id}/priority` (ours): change a token's priority.
+    pub fn token_priority(token: &str, priority: i64) -> Call {
+        let body = serde_json::json!({ "priority": priority });
+        Call {
+            method: "PUT",
+            ..Call::post(routes::of_token(token, "priority"), &body)
+        }
     }
 }

@@ -284,9 +284,18 @@ impl Api {
                 let trace = trace_header::caller_trace(parts, control.metrics());
                 let input = input.in_trace(trace);
                 // Ours: the token's own budget (`docs/concepts/budgets.md`).
-                let started = match parse::budgets::start_budget(&fields)? {
-                    Some(budget) => control.start_with_budget(input, budget).await?,
-                    None => control.start(input).await?,
+                let budget = parse::budgets::start_budget(&fields)?;
+                // Ours: the token's priority (`docs/limits.md`).
+                let priority = match crate::api::fields::Fields::field(&fields, "priority") {
+                    None | Some(serde_json::Value::Null) => None,
+                    Some(value) => {
+                        Some(crate::engine::priority::priority_of(value).map_err(|f| f.refusal())?)
+                    }
+                };
+                let started = if budget.is_some() || priority.is_some() {
+                    control.start_with_budget(input, budget, priority).await?
+                } else {
+                    control.start(input).await?
                 };
                 let status = if started.created { 201 } else { 200 };
                 Ok(json(status, &started.token))
@@ -371,6 +380,22 @@ impl Api {
             | Route::BudgetRemove(_)) => self.budgets(route, parts, raw, caller).await,
             Route::Schedule(route) => self.schedule(route, raw).await,
             Route::Limits => Ok(json(200, &control.limits().await?)),
+            Route::TokenPriority(token) => {
+                let body = body::json_object(raw)?;
+                if let Some(key) = body.keys().find(|k| *k != "priority") {
+                    return Err(Refusal::new(
+                        Code::InvalidBody,
+                        format!("a token's priority takes no field '{key}'; its field is priority"),
+                    ));
+                }
+                let value = body.get("priority").cloned().unwrap_or_default();
+                let priority =
+                    crate::engine::priority::priority_of(&value).map_err(|f| f.refusal())?;
+                Ok(json(
+                    200,
+                    &control.set_token_priority(token, priority).await?,
+                ))
+            }
             Route::LimitSet(name) => {
                 let input = LimitInput::parse(&name, &body::json_object(raw)?)?;
                 Ok(json(200, &control.set_limit(input).await?))

@@ -139,6 +139,8 @@ pub enum Route {
     Schedule(ScheduleRoute),
     /// Ours: `GET /limits`, every limit on claims (`docs/limits.md`).
     Limits,
+    /// Ours: `PUT /tokens/{id}/priority`, change a token's priority.
+    TokenPriority(String),
     /// Ours: `PUT /limits/{name}`, set a limit whole.
     LimitSet(String),
     /// Ours: `DELETE /limits/{name}`, remove a limit.
@@ -288,6 +290,7 @@ pub static TABLE: &[Entry] = &[
     }),
     // Limits govern the whole fleet: changing one is an admin's (`docs/limits.md`).
     entry!("GET" "/limits", Read, |_| Some(Route::Limits)),
+    entry!("PUT" "/tokens/:id/priority", Operate, |p| Some(Route::TokenPriority(p[0].into()))),
     entry!("PUT" "/limits/:name", Admin, |p| Some(Route::LimitSet(p[0].into()))),
     entry!("DELETE" "/limits/:name", Admin, |p| Some(Route::LimitRemove(p[0].into()))),
 ];
@@ -496,6 +499,7 @@ mod tests {
                 "POST /schedules/:name/resume operate",
                 "POST /schedules/:name/trigger operate",
                 "GET /limits read",
+                "PUT /tokens/:id/priority operate",
                 "PUT /limits/:name admin",
                 "DELETE /limits/:name admin",
             ]

@@ -139,8 +139,8 @@ fn first_admitted(
 }
 
 /// The queued task a claim takes in turn: the highest priority first; within a
-/// priority, the task whose keys hold the fewest slots (keys with queued tasks
-/// take turns); then the oldest. Candidates are read without locks; the one
+/// priority, the task whose keys hold the fewest slots, then whose keys took a
+/// slot longest ago (keys with queued tasks take turns); then the oldest. Candidates are read without locks; the one
 /// taken is locked and judged again (another claim may have taken it).
 fn ranked(
     tx: &dyn Tx,
@@ -156,21 +156,21 @@ fn ranked(
         if !served {
             continue;
         }
-        let load = match admission {
-            None => 0,
+        let (load, turn) = match admission {
+            None => (0, 0),
             Some(admission) => {
                 let context = crate::store::json::object(&candidate.context)?;
                 let workflow = candidate.workflow.as_deref();
                 match admission.slots_of(workflow, &candidate.state, &context) {
-                    Some(slots) => admission.load(&slots),
+                    Some(slots) => (admission.load(&slots), admission.last_turn(&slots)),
                     None => continue,
                 }
             }
         };
-        order.push((-candidate.priority, load, candidate.task));
+        order.push((-candidate.priority, load, turn, candidate.task));
     }
     order.sort_unstable();
-    for (_, _, id) in order {
+    for (_, _, _, id) in order {
         let Some(task) = tx.lock_task(id, false)? else {
             continue;
         };

@@ -123,6 +123,7 @@ pub type Slots = Vec<(usize, String)>;
 pub struct Admission {
     pools: Vec<Pool>,
     held: HashMap<(usize, String), i64>,
+    turns: HashMap<(usize, String), i64>,
 }
 
 /// The admission of a claim of `states`, under the slots' lock; `None` when no
@@ -140,14 +141,19 @@ pub fn admission(tx: &dyn Tx, states: &[(Option<String>, String)]) -> Step<Optio
         return Ok(None);
     }
     tx.lock_slots()?;
-    let mut held = HashMap::new();
+    let (mut held, mut turns) = (HashMap::new(), HashMap::new());
     for (index, pool) in pools.iter().enumerate() {
         tx.sweep_slots(&pool.row.name)?;
         for slot in tx.held_slots(&pool.row.name)? {
             *held.entry((index, slot.slot.key)).or_insert(0) += 1;
         }
+        if pool.per.is_some() {
+            for (key, at) in tx.key_turns(&pool.row.name)? {
+                turns.insert((index, key), at);
+            }
+        }
     }
-    Ok(Some(Admission { pools, held }))
+    Ok(Some(Admission { pools, held, turns }))
 }
 
 impl Admission {
@@ -222,6 +228,18 @@ impl Admission {
             .sum()
     }
 
+    /// When the keys of `slots` last took a slot (pools with `per` only; 0 for
+    /// never): of two tasks of one priority and load, the one whose keys waited
+    /// longest goes first.
+    pub fn last_turn(&self, slots: &Slots) -> i64 {
+        slots
+            .iter()
+            .filter_map(|slot| self.turns.get(slot))
+            .copied()
+            .max()
+            .unwrap_or(0)
+    }
+
     /// Take the slots of a claimed `task` (its attempt already counted), and
     /// spend a claim of each rate.
     pub fn take(&mut self, tx: &dyn Tx, task: &TaskRow, slots: Slots) -> Step<()> {
@@ -236,6 +254,10 @@ impl Admission {
                 pool: pool.row.name.clone(),
                 key: key.clone(),
             })?;
+            if pool.per.is_some() {
+                tx.take_turn(&pool.row.name, &key, now)?;
+                self.turns.insert((index, key.clone()), now);
+            }
             if pool.rate.is_some() {
                 let bucket = pool.bucket_at(now) - 1.0;
                 tx.set_bucket(&pool.row.name, bucket, now)?;

@@ -38,6 +38,7 @@ pub mod why;
 // Usage and budgets (`docs/concepts/budgets.md`).
 pub mod budget;
 pub mod claim_limits;
+pub mod priority;
 pub mod usage;
 
 use std::collections::HashMap;

@@ -97,5 +97,9 @@ passed_through! {
         fn take_slot(&self, slot: &SlotRow) -> StoreResult<()>;
         /// Delete the rows of `pool` whose attempt is no longer claimed; how many.
         fn sweep_slots(&self, pool: &str) -> StoreResult<u64>;
+        /// When each key of `pool` last took a slot: `(key, at)`.
+        fn key_turns(&self, pool: &str) -> StoreResult<Vec<(String, i64)>>;
+        /// Record that `key` of `pool` took a slot at `at`.
+        fn take_turn(&self, pool: &str, key: &str, at: i64) -> StoreResult<()>;
     }
 }

@@ -52,8 +52,8 @@ use stateous_shared::wire::Object;
 pub use access::{AccessKeyRow, AccessKeys};
 pub use backend::Store;
 pub use claim_limits::{HeldSlot, LimitRow, Limits, SlotRow};
-pub use priorities::{Candidate, Priorities};
 pub use journal::{Journal, JournalRow};
+pub use priorities::{Candidate, Priorities};
 // Usage and budgets (`docs/concepts/budgets.md`).
 pub use locked::Head;
 pub use rows::{

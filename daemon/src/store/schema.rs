@@ -63,7 +63,7 @@ const SCHEDULES: &str = "schedules";
 
 /// Version 0016 adds limits on claims, their slots and the tokens' priorities
 /// (`docs/inside/data.md`, `limits`, `slots` and `priorities`; `docs/limits.md`).
-const LIMITS: [&str; 3] = ["limits", "slots", "priorities"];
+const LIMITS: [&str; 4] = ["limits", "slots", "priorities", "key_turns"];
 
 /// Version 0016, the same SQL on both backends but for the types (each backend's
 /// `schema.rs` writes its own): a limit's settings and its rate's bucket, and the
@@ -117,7 +117,7 @@ pub fn newest() -> &'static str {
 /// `graphs` (and the column `tokens.graph`); 0011 adds a column
 /// (`access_keys.scope`), no table; 0012 adds `journal`; 0013 adds `usage` and
 /// `budgets`; 0014 adds a column (`tokens.trace`), no table; 0015 adds `schedules`; 0016 adds
-/// `limits`, `slots` and `priorities`.
+/// `limits`, `slots`, `priorities` and `key_turns`.
 pub fn tables_at(version: &str) -> BTreeSet<&'static str> {
     let mut tables: BTreeSet<&'static str> = BASELINE.into_iter().collect();
     if version == "0002" || version == "0003" {

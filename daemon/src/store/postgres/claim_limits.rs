@@ -63,6 +63,7 @@ impl Limits for PgTx<'_> {
 
     fn remove_limit(&self, name: &str) -> StoreResult<bool> {
         self.execute("DELETE FROM slots WHERE pool = $1", &[&name])?;
+        self.execute("DELETE FROM key_turns WHERE pool = $1", &[&name])?;
         Ok(self.execute("DELETE FROM limits WHERE name = $1", &[&name])? > 0)
     }
 
@@ -119,5 +120,24 @@ impl Limits for PgTx<'_> {
                      AND t.status = 'claimed' AND t.attempt = slots.attempt)",
             &[&pool],
         )
+    }
+
+    fn key_turns(&self, pool: &str) -> StoreResult<Vec<(String, i64)>> {
+        let rows = self.query(
+            "SELECT key, last_at FROM key_turns WHERE pool = $1",
+            &[&pool],
+        )?;
+        rows.iter()
+            .map(|row| Ok((get(row, 0)?, get(row, 1)?)))
+            .collect()
+    }
+
+    fn take_turn(&self, pool: &str, key: &str, at: i64) -> StoreResult<()> {
+        self.execute(
+            "INSERT INTO key_turns (pool, key, last_at) VALUES ($1, $2, $3)
+             ON CONFLICT (pool, key) DO UPDATE SET last_at = excluded.last_at",
+            &[&pool, &key, &at],
+        )?;
+        Ok(())
     }
 }

@@ -11,7 +11,6 @@
 
 mod access_keys;
 mod claim_limits;
-mod priorities;
 mod claims;
 mod columns;
 mod conn;
@@ -27,6 +26,7 @@ mod params;
 mod pending;
 #[cfg(test)]
 mod plan_tests;
+mod priorities;
 mod schedules;
 pub mod schema;
 pub mod store;

@@ -6,7 +6,10 @@ use crate::store::StoreResult;
 
 impl Priorities for PgTx<'_> {
     fn priority(&self, token: &str) -> StoreResult<i64> {
-        let row = self.query_opt("SELECT priority FROM priorities WHERE token = $1", &[&token])?;
+        let row = self.query_opt(
+            "SELECT priority FROM priorities WHERE token = $1",
+            &[&token],
+        )?;
         match row {
             Some(row) => get(&row, 0),
             None => Ok(0),

@@ -81,6 +81,12 @@ CREATE TABLE priorities (
     token TEXT COLLATE "C" PRIMARY KEY,
     priority BIGINT NOT NULL
 );
+CREATE TABLE key_turns (
+    pool TEXT COLLATE "C" NOT NULL,
+    key TEXT COLLATE "C" NOT NULL,
+    last_at BIGINT NOT NULL,
+    PRIMARY KEY (pool, key)
+);
 {LIMITS_INDEXES}"#
     )
 }

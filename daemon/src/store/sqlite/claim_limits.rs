@@ -70,6 +70,8 @@ impl Limits for SqliteTx<'_> {
     fn remove_limit(&self, name: &str) -> StoreResult<bool> {
         self.prepare("DELETE FROM slots WHERE pool = ?1")?
             .execute([name])?;
+        self.prepare("DELETE FROM key_turns WHERE pool = ?1")?
+            .execute([name])?;
         let gone = self
             .prepare("DELETE FROM limits WHERE name = ?1")?
             .execute([name])?;
@@ -122,5 +124,20 @@ impl Limits for SqliteTx<'_> {
             )?
             .execute([pool])?;
         Ok(gone as u64)
+    }
+
+    fn key_turns(&self, pool: &str) -> StoreResult<Vec<(String, i64)>> {
+        let mut statement = self.prepare("SELECT key, last_at FROM key_turns WHERE pool = ?1")?;
+        let rows = statement.query_map([pool], |row| Ok((row.get(0)?, row.get(1)?)))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    fn take_turn(&self, pool: &str, key: &str, at: i64) -> StoreResult<()> {
+        self.prepare(
+            "INSERT INTO key_turns (pool, key, last_at) VALUES (?1, ?2, ?3)
+             ON CONFLICT (pool, key) DO UPDATE SET last_at = excluded.last_at",
+        )?
+        .execute(params![pool, key, at])?;
+        Ok(())
     }
 }

@@ -6,7 +6,6 @@
 
 mod access_keys;
 mod claim_limits;
-mod priorities;
 pub mod claims;
 mod control_plane;
 mod counts;
@@ -15,6 +14,7 @@ pub mod hold;
 mod journal;
 mod ledger;
 mod memory;
+mod priorities;
 pub mod reader;
 mod schedules;
 pub mod schema;

@@ -99,9 +99,8 @@ impl Priorities for SqliteTx<'_> {
         let mut statement = self.prepare("SELECT priority FROM priorities WHERE token = ?1")?;
         let mut found = Vec::new();
         for token in tokens {
-            let priority: Option<i64> = statement
-                .query_row([token], |row| row.get(0))
-                .optional()?;
+            let priority: Option<i64> =
+                statement.query_row([token], |row| row.get(0)).optional()?;
             if let Some(priority) = priority {
                 found.push((token.clone(), priority));
             }

@@ -96,6 +96,12 @@ CREATE TABLE priorities (
     token TEXT PRIMARY KEY,
     priority INTEGER NOT NULL
 );
+CREATE TABLE key_turns (
+    pool TEXT NOT NULL,
+    key TEXT NOT NULL,
+    last_at INTEGER NOT NULL,
+    PRIMARY KEY (pool, key)
+);
 {LIMITS_INDEXES}"
     )
 }
