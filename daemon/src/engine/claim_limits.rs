@@ -302,6 +302,7 @@ pub fn set_limit(rules: &Rules, tx: &dyn Tx, input: &LimitInput) -> Step<LimitVi
         set_at: now,
     };
     tx.put_limit(&row)?;
+    adopt(tx, &Pool::of(row.clone()))?;
     let data = json!({
         "states": row.states,
         "max": row.max,
@@ -315,6 +316,28 @@ pub fn set_limit(rules: &Rules, tx: &dyn Tx, input: &LimitInput) -> Step<LimitVi
         data.as_object().unwrap_or(&Object::new()),
     )?;
     view(tx, Pool::of(row))
+}
+
+/// Give the attempts claimed now that `pool` covers their slots, with the keys
+/// their contexts give now, in place of the pool's rows: a new limit, or one whose
+/// states or `per` changed, counts what runs already (a limit set below the
+/// running count admits nothing until below). Under the slots' lock.
+fn adopt(tx: &dyn Tx, pool: &Pool) -> Step<()> {
+    tx.lock_slots()?;
+    tx.clear_slots(&pool.row.name)?;
+    for claimed in tx.claimed_now()? {
+        if !pool.covers(claimed.workflow.as_deref(), &claimed.state) {
+            continue;
+        }
+        let context = crate::store::json::object(&claimed.context)?;
+        tx.take_slot(&SlotRow {
+            task: claimed.task,
+            attempt: claimed.attempt,
+            pool: pool.row.name.clone(),
+            key: pool.key_of(&context),
+        })?;
+    }
+    Ok(())
 }
 
 fn known_state(rules: &Rules, state: &str) -> Step<()> {

@@ -73,6 +73,22 @@ pub fn states_text(states: &[String]) -> String {
     serde_json::Value::from(states.to_vec()).to_string()
 }
 
+/// A claimed attempt, with what decides its slots: its token's workflow and
+/// context.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClaimedTask {
+    /// The task.
+    pub task: i64,
+    /// Its attempt.
+    pub attempt: i64,
+    /// Its state.
+    pub state: String,
+    /// The token's workflow (`None`: the main one).
+    pub workflow: Option<String>,
+    /// The token's context, as JSON text.
+    pub context: String,
+}
+
 passed_through! {
     /// The tables `limits` and `slots`.
     pub trait Limits {
@@ -97,6 +113,11 @@ passed_through! {
         fn take_slot(&self, slot: &SlotRow) -> StoreResult<()>;
         /// Delete the rows of `pool` whose attempt is no longer claimed; how many.
         fn sweep_slots(&self, pool: &str) -> StoreResult<u64>;
+        /// Every claimed attempt now, with its token's workflow and context (a
+        /// limit set adopts those it covers).
+        fn claimed_now(&self) -> StoreResult<Vec<ClaimedTask>>;
+        /// Delete every row of `pool`.
+        fn clear_slots(&self, pool: &str) -> StoreResult<()>;
         /// When each key of `pool` last took a slot: `(key, at)`.
         fn key_turns(&self, pool: &str) -> StoreResult<Vec<(String, i64)>>;
         /// Record that `key` of `pool` took a slot at `at`.

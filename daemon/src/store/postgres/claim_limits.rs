@@ -7,7 +7,9 @@
 use postgres::Row;
 
 use super::{get, PgTx};
-use crate::store::claim_limits::{states_of, states_text, HeldSlot, LimitRow, Limits, SlotRow};
+use crate::store::claim_limits::{
+    states_of, states_text, ClaimedTask, HeldSlot, LimitRow, Limits, SlotRow,
+};
 use crate::store::StoreResult;
 
 /// The advisory lock of the slots.
@@ -138,6 +140,31 @@ impl Limits for PgTx<'_> {
              ON CONFLICT (pool, key) DO UPDATE SET last_at = excluded.last_at",
             &[&pool, &key, &at],
         )?;
+        Ok(())
+    }
+
+    fn claimed_now(&self) -> StoreResult<Vec<ClaimedTask>> {
+        let rows = self.query(
+            "SELECT t.id, t.attempt, t.state, k.workflow, k.context
+             FROM tasks t JOIN tokens k ON k.token = t.token
+             WHERE t.status = 'claimed' ORDER BY t.id",
+            &[],
+        )?;
+        rows.iter()
+            .map(|row| {
+                Ok(ClaimedTask {
+                    task: get(row, 0)?,
+                    attempt: get(row, 1)?,
+                    state: get(row, 2)?,
+                    workflow: get(row, 3)?,
+                    context: get(row, 4)?,
+                })
+            })
+            .collect()
+    }
+
+    fn clear_slots(&self, pool: &str) -> StoreResult<()> {
+        self.execute("DELETE FROM slots WHERE pool = $1", &[&pool])?;
         Ok(())
     }
 }

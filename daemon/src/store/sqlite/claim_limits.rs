@@ -4,7 +4,9 @@
 use rusqlite::{params, Row};
 
 use super::SqliteTx;
-use crate::store::claim_limits::{states_of, states_text, HeldSlot, LimitRow, Limits, SlotRow};
+use crate::store::claim_limits::{
+    states_of, states_text, ClaimedTask, HeldSlot, LimitRow, Limits, SlotRow,
+};
 use crate::store::StoreResult;
 
 const COLUMNS: &str = "name, states, max, per, rate_count, rate_period, bucket, bucket_at, set_at";
@@ -138,6 +140,30 @@ impl Limits for SqliteTx<'_> {
              ON CONFLICT (pool, key) DO UPDATE SET last_at = excluded.last_at",
         )?
         .execute(params![pool, key, at])?;
+        Ok(())
+    }
+
+    fn claimed_now(&self) -> StoreResult<Vec<ClaimedTask>> {
+        let mut statement = self.prepare(
+            "SELECT t.id, t.attempt, t.state, k.workflow, k.context
+             FROM tasks t JOIN tokens k ON k.token = t.token
+             WHERE t.status = 'claimed' ORDER BY t.id",
+        )?;
+        let rows = statement.query_map([], |row| {
+            Ok(ClaimedTask {
+                task: row.get(0)?,
+                attempt: row.get(1)?,
+                state: row.get(2)?,
+                workflow: row.get(3)?,
+                context: row.get(4)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    fn clear_slots(&self, pool: &str) -> StoreResult<()> {
+        self.prepare("DELETE FROM slots WHERE pool = ?1")?
+            .execute([pool])?;
         Ok(())
     }
 }
