@@ -138,6 +138,20 @@ fn a_global_limit_of_2_over_3_supervisors_never_runs_more_than_2() {
     }
     let (most, _) = most_running(&daemon, &|_| String::new());
     assert_eq!(most, 2, "{:?}", events(&daemon));
+    let metrics = String::from_utf8_lossy(&daemon.get("/metrics").body).into_owned();
+    let line = |kind: &str| {
+        metrics
+            .lines()
+            .find(|l| {
+                l.starts_with("stateous_limit_slots{")
+                    && l.contains(&format!("kind=\"{kind}\""))
+                    && l.contains("limit=\"coding\"")
+            })
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(line("max").ends_with(" 2"), "{metrics}");
+    assert!(line("used").ends_with(" 0"), "{metrics}");
 }
 
 fn a_per_repo_limit_runs_repos_side_by_side_and_never_two_of_one() {
@@ -198,6 +212,13 @@ fn a_sigkill_of_a_supervisor_holding_a_slot_frees_it_at_its_lease_end() {
         || !events(&daemon).is_empty(),
     );
     let holder = events(&daemon)[0].1.clone();
+    let waiting = if holder == "K-1" { "K-2" } else { "K-1" };
+    let why = daemon.token(&["why", waiting]);
+    assert!(
+        why.stdout
+            .contains("waiting for a slot of coding: 1 of 1 held by box-1, task"),
+        "{why}"
+    );
     let mut sup = first.remove(0);
     sup.child.kill().expect("SIGKILL");
     let _ = sup.child.wait();

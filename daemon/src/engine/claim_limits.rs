@@ -46,7 +46,8 @@ pub struct Pool {
 }
 
 impl Pool {
-    fn of(row: LimitRow) -> Pool {
+    /// The pool of a limit's row.
+    pub fn of(row: LimitRow) -> Pool {
         let per = row.per.as_deref().and_then(|text| parse_guard(text).ok());
         let rate = match (row.rate_count, row.rate_period) {
             (Some(count), Some(period)) => Some(Rate { count, period }),
