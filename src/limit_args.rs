@@ -52,6 +52,34 @@ pub enum LimitAction {
         /// The limit.
         name: String,
     },
+    /// Set STATE's retry policy: the pause between a failed attempt and the next
+    ///
+    /// The next attempt is queued at once but not claimed before DELAY (doubled
+    /// after each further failure with --doubling, up to --cap), plus up to
+    /// --jitter. How many retries stays the graph's. Needs an admin key over TCP.
+    Retry {
+        /// The state (a child workflow's state is WORKFLOW/STATE).
+        state: String,
+        /// The first pause, e.g. 2s.
+        #[arg(long)]
+        delay: String,
+        /// Double the pause after each further failure.
+        #[arg(long)]
+        doubling: bool,
+        /// With --doubling, the longest pause, e.g. 1m.
+        #[arg(long)]
+        cap: Option<String>,
+        /// The most a pause is lengthened by, e.g. 1s.
+        #[arg(long)]
+        jitter: Option<String>,
+    },
+    /// List the retry policies
+    Retries,
+    /// Remove STATE's retry policy: its next attempts are claimed at once again
+    Unretry {
+        /// The state.
+        state: String,
+    },
 }
 
 impl TryFrom<LimitArgs> for LimitCommand {
@@ -76,6 +104,23 @@ impl TryFrom<LimitArgs> for LimitCommand {
             },
             LimitAction::List => Action::List,
             LimitAction::Remove { name } => Action::Remove(name),
+            LimitAction::Retry {
+                state,
+                delay,
+                doubling,
+                cap,
+                jitter,
+            } => Action::Retry {
+                state,
+                request: stateous_shared::retry_policies::RetryPolicyRequest {
+                    delay,
+                    backoff: doubling.then(|| "doubling".to_string()),
+                    cap,
+                    jitter,
+                },
+            },
+            LimitAction::Retries => Action::Retries,
+            LimitAction::Unretry { state } => Action::Unretry(state),
         };
         Ok(LimitCommand {
             connection: args.connect.connection()?,

@@ -518,6 +518,28 @@ impl Client {
         self.typed(&Call::token_priority(token, priority)).await
     }
 
+    /// `GET /retry-policies` (ours).
+    pub async fn retry_policies(
+        &self,
+    ) -> Result<stateous_shared::retry_policies::RetryPolicyList, ClientError> {
+        self.typed(&Call::retry_policies()).await
+    }
+
+    /// `PUT /retry-policies/{state}` (ours).
+    pub async fn set_retry_policy(
+        &self,
+        state: &str,
+        policy: &stateous_shared::retry_policies::RetryPolicyRequest,
+    ) -> Result<stateous_shared::retry_policies::RetryPolicyView, ClientError> {
+        self.typed(&Call::set_retry_policy(state, policy)).await
+    }
+
+    /// `DELETE /retry-policies/{state}` (ours).
+    pub async fn remove_retry_policy(&self, state: &str) -> Result<(), ClientError> {
+        let _: serde_json::Value = self.typed(&Call::remove_retry_policy(state)).await?;
+        Ok(())
+    }
+
     /// `GET /limits` (ours): every limit with the slots it holds now.
     pub async fn limits(&self) -> Result<stateous_shared::claim_limits::LimitList, ClientError> {
         self.typed(&Call::limits()).await

@@ -20,6 +20,7 @@ pub mod limits;
 pub mod pem;
 pub mod pyrepr;
 pub mod refusal;
+pub mod retry_policies;
 pub mod schedules;
 pub mod socket;
 pub mod testing;

@@ -34,6 +34,17 @@ pub enum LimitAction {
     List,
     /// `remove NAME`.
     Remove(String),
+    /// `retry STATE --delay D [--doubling] [--cap D] [--jitter D]`.
+    Retry {
+        /// The state.
+        state: String,
+        /// The policy, whole.
+        request: stateous_shared::retry_policies::RetryPolicyRequest,
+    },
+    /// `retries`.
+    Retries,
+    /// `unretry STATE`.
+    Unretry(String),
 }
 
 /// What `list` says on stderr when there is no limit.
@@ -96,6 +107,39 @@ pub async fn run(command: &LimitCommand, out: &mut dyn Write) -> Result<(), Comm
                     line(out, &text)?;
                 }
             }
+            Ok(())
+        }
+        LimitAction::Retry { state, request } => {
+            let set = client
+                .set_retry_policy(state, request)
+                .await
+                .map_err(refused)?;
+            if command.json {
+                return line(out, &pretty(serde_json::json!(set))?);
+            }
+            line(out, &set.line())
+        }
+        LimitAction::Retries => {
+            let list = client.retry_policies().await.map_err(refused)?;
+            if command.json {
+                return line(out, &pretty(serde_json::json!(list))?);
+            }
+            if list.policies.is_empty() {
+                eprintln!(
+                    "no retry policy is set (stateous limit retry coding --delay 2s sets one)"
+                );
+            }
+            for policy in &list.policies {
+                line(out, &policy.line())?;
+            }
+            Ok(())
+        }
+        LimitAction::Unretry(state) => {
+            client.remove_retry_policy(state).await.map_err(refused)?;
+            if command.json {
+                return line(out, &serde_json::json!({ "removed": true }).to_string());
+            }
+            eprintln!("removed the retry policy of {state}");
             Ok(())
         }
         LimitAction::Remove(name) => {

@@ -431,7 +431,80 @@ fn within_a_priority_keys_with_queued_tasks_take_turns() {
     assert_eq!(order, ["A-1", "B-1", "A-2", "A-3"]);
 }
 
+fn a_retry_delay_of_2s_doubling_holds_the_next_attempts_back() {
+    let daemon = sdlc();
+    let set = limit(
+        &daemon,
+        &[
+            "retry",
+            "coding",
+            "--delay",
+            "2s",
+            "--doubling",
+            "--cap",
+            "1m",
+        ],
+    );
+    assert_eq!(set.code(), 0, "{set}");
+    assert!(set.stdout.contains("coding: 2s doubling to 1m"), "{set}");
+    let log = log_path(&daemon);
+    let failing = format!(
+        "echo \"start $STATEOUS_TOKEN $(date +%s.%N)\" >> {log}\n\
+         if [ \"$STATEOUS_ATTEMPT\" -lt 3 ]; then\n\
+           echo \"fail $STATEOUS_TOKEN $(date +%s.%N)\" >> {log}; exit 1\n\
+         fi\n\
+         stateous ctx emit done",
+        log = log.display()
+    );
+    let folder = folder_named(
+        &daemon,
+        "sup-retry",
+        "box-1",
+        &[("coding.sh", &failing), ("testing.sh", TESTING)],
+    );
+    let _sup = Supervise::start(&folder);
+    start(&daemon, "Y-1", "acme");
+    harness::eventually(
+        Duration::from_secs(20),
+        "the first attempt failed",
+        || format!("{:?}", events(&daemon)),
+        || events(&daemon).iter().any(|(kind, _)| kind == "fail"),
+    );
+    harness::eventually(
+        Duration::from_secs(5),
+        "token why names the retry policy's hold",
+        || daemon.token(&["why", "Y-1"]).to_string(),
+        || {
+            daemon
+                .token(&["why", "Y-1"])
+                .stdout
+                .contains("its retry policy holds the next attempt until")
+        },
+    );
+    wait_for_status(&daemon, "Y-1", "completed");
+    let times: Vec<(String, f64)> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .filter_map(|l| {
+            let words: Vec<&str> = l.split_whitespace().collect();
+            Some((words.first()?.to_string(), words.get(2)?.parse().ok()?))
+        })
+        .collect();
+    let kinds: Vec<&str> = times.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(
+        kinds,
+        ["start", "fail", "start", "fail", "start"],
+        "{times:?}"
+    );
+    let second = times[2].1 - times[1].1;
+    let third = times[4].1 - times[3].1;
+    eprintln!("pauses before attempts 2 and 3: {second:.2} s, {third:.2} s");
+    assert!(second >= 2.0, "{times:?}");
+    assert!(third >= 4.0, "{times:?}");
+}
+
 both!(
+    a_retry_delay_of_2s_doubling_holds_the_next_attempts_back,
     claims_take_higher_priorities_first_then_the_oldest,
     within_a_priority_keys_with_queued_tasks_take_turns,
     a_global_limit_of_2_over_3_supervisors_never_runs_more_than_2,

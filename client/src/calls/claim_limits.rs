@@ -1,7 +1,8 @@
 //! The calls of limits on claims (ours; `docs/reference/http.md`, "Limits";
-//! `docs/limits.md`): list, set and remove; and tokens' priorities.
+//! `docs/limits.md`): list, set and remove; tokens' priorities; retry policies.
 
 use stateous_shared::claim_limits::LimitRequest;
+use stateous_shared::retry_policies::RetryPolicyRequest;
 use stateous_shared::wire::Object;
 
 use super::Call;
@@ -51,5 +52,23 @@ impl Call {
             method: "PUT",
             ..Call::post(routes::of_token(token, "priority"), &body)
         }
+    }
+
+    /// `GET /retry-policies` (ours).
+    pub fn retry_policies() -> Call {
+        Call::get(routes::RETRY_POLICIES)
+    }
+
+    /// `PUT /retry-policies/{state}` (ours): a state's retry policy, whole.
+    pub fn set_retry_policy(state: &str, policy: &RetryPolicyRequest) -> Call {
+        Call {
+            method: "PUT",
+            ..Call::post(routes::retry_policy(state), policy)
+        }
+    }
+
+    /// `DELETE /retry-policies/{state}` (ours).
+    pub fn remove_retry_policy(state: &str) -> Call {
+        Call::new("DELETE", routes::retry_policy(state), None)
     }
 }

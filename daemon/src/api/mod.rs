@@ -380,6 +380,15 @@ impl Api {
             | Route::BudgetRemove(_)) => self.budgets(route, parts, raw, caller).await,
             Route::Schedule(route) => self.schedule(route, raw).await,
             Route::Limits => Ok(json(200, &control.limits().await?)),
+            Route::RetryPolicies => Ok(json(200, &control.retry_policies().await?)),
+            Route::RetryPolicySet(state) => {
+                let body = body::json_object(raw)?;
+                Ok(json(200, &control.set_retry_policy(state, body).await?))
+            }
+            Route::RetryPolicyRemove(state) => {
+                control.remove_retry_policy(state).await?;
+                Ok(json(200, &serde_json::json!({ "removed": true })))
+            }
             Route::TokenPriority(token) => {
                 let body = body::json_object(raw)?;
                 if let Some(key) = body.keys().find(|k| *k != "priority") {

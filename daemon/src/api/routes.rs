@@ -141,6 +141,12 @@ pub enum Route {
     Limits,
     /// Ours: `PUT /tokens/{id}/priority`, change a token's priority.
     TokenPriority(String),
+    /// Ours: `GET /retry-policies`, every state's retry policy.
+    RetryPolicies,
+    /// Ours: `PUT /retry-policies/{state}`, set one.
+    RetryPolicySet(String),
+    /// Ours: `DELETE /retry-policies/{state}`, remove one.
+    RetryPolicyRemove(String),
     /// Ours: `PUT /limits/{name}`, set a limit whole.
     LimitSet(String),
     /// Ours: `DELETE /limits/{name}`, remove a limit.
@@ -293,6 +299,11 @@ pub static TABLE: &[Entry] = &[
     entry!("PUT" "/tokens/:id/priority", Operate, |p| Some(Route::TokenPriority(p[0].into()))),
     entry!("PUT" "/limits/:name", Admin, |p| Some(Route::LimitSet(p[0].into()))),
     entry!("DELETE" "/limits/:name", Admin, |p| Some(Route::LimitRemove(p[0].into()))),
+    entry!("GET" "/retry-policies", Read, |_| Some(Route::RetryPolicies)),
+    entry!("PUT" "/retry-policies/:name", Admin, |p| Some(Route::RetryPolicySet(p[0].into()))),
+    entry!("DELETE" "/retry-policies/:name", Admin, |p| {
+        Some(Route::RetryPolicyRemove(p[0].into()))
+    }),
 ];
 
 /// The most parameters a template has.
@@ -502,6 +513,9 @@ mod tests {
                 "PUT /tokens/:id/priority operate",
                 "PUT /limits/:name admin",
                 "DELETE /limits/:name admin",
+                "GET /retry-policies read",
+                "PUT /retry-policies/:name admin",
+                "DELETE /retry-policies/:name admin",
             ]
         );
     }

@@ -29,4 +29,28 @@ impl Control {
         let limits = self.read(engine::claim_limits::list).await?;
         Ok(LimitList { limits })
     }
+
+    /// `PUT /retry-policies/{state}`: set a state's retry policy, whole.
+    pub async fn set_retry_policy(
+        &self,
+        state: String,
+        body: stateous_shared::wire::Object,
+    ) -> Result<stateous_shared::retry_policies::RetryPolicyView, Refusal> {
+        self.write(move |rules, tx| engine::retry_policy::set_policy(rules, tx, &state, &body))
+            .await
+    }
+
+    /// `DELETE /retry-policies/{state}`.
+    pub async fn remove_retry_policy(&self, state: String) -> Result<(), Refusal> {
+        self.write(move |_, tx| engine::retry_policy::remove_policy(tx, &state))
+            .await
+    }
+
+    /// `GET /retry-policies`.
+    pub async fn retry_policies(
+        &self,
+    ) -> Result<stateous_shared::retry_policies::RetryPolicyList, Refusal> {
+        let policies = self.read(engine::retry_policy::policies).await?;
+        Ok(stateous_shared::retry_policies::RetryPolicyList { policies })
+    }
 }

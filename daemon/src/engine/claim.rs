@@ -1,6 +1,7 @@
 //! Claim a task: the oldest queued task of the states a supervisor serves, with a
 //! lease.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use serde_json::{json, Value};
@@ -9,7 +10,7 @@ use stateous_shared::wire::{EventRecord, Grant};
 
 use super::claim_limits::{self, Slots, LOOK_PAST};
 use super::{append, existing, Rules, Step};
-use crate::store::{ClaimRow, EntryKind, Head, TaskRow, TaskStatus, TokenStatus, Tx};
+use crate::store::{ClaimFacts, ClaimRow, EntryKind, Head, TaskRow, TaskStatus, TokenStatus, Tx};
 use crate::validated::ClaimInput;
 
 /// How many queued tasks one claim looks at (reference `CANDIDATES`).
@@ -32,19 +33,29 @@ pub fn claim(rules: &Rules, tx: &dyn Tx, input: &ClaimInput) -> Step<Option<Gran
             return Ok(Some(grant));
         }
     }
-    // Ours: the pools of slots that cover these states (`docs/limits.md`).
-    let mut admission = if states.is_empty() {
-        None
+    // Ours (`docs/limits.md`): the pools of slots that cover these states, the
+    // priorities, and the tasks whose retry policy's pause is not over; none set,
+    // one statement read.
+    let facts = if states.is_empty() {
+        ClaimFacts::default()
     } else {
-        claim_limits::admission(tx, states)?
+        tx.claim_facts(tx.now())?
     };
-    // Ours: priorities (`docs/limits.md`, "Priorities"); none set, none read.
-    let prioritized = !states.is_empty() && tx.any_priority()?;
+    let mut admission = if facts.limits {
+        claim_limits::admission(tx, states)?
+    } else {
+        None
+    };
+    let order = Order {
+        prioritized: facts.priorities,
+        delayed: facts.delayed.into_iter().collect(),
+    };
+    let plain = !order.prioritized && order.delayed.is_empty();
     let (mut task, slots) = match &admission {
         _ if states.is_empty() => (None, Vec::new()),
-        None if !prioritized => (first_free(tx, states)?, Vec::new()),
-        None => ranked(tx, states, None, true)?,
-        Some(admission) => first_admitted(tx, states, admission, prioritized)?,
+        None if plain => (first_free(tx, states)?, Vec::new()),
+        None => ranked(tx, states, None, &order)?,
+        Some(admission) => first_admitted(tx, states, admission, &order)?,
     };
     if let Some(task) = task.as_mut() {
         task.status = TaskStatus::Claimed;
@@ -121,13 +132,13 @@ fn first_admitted(
     tx: &dyn Tx,
     states: &[(Option<String>, String)],
     admission: &claim_limits::Admission,
-    prioritized: bool,
+    order: &Order,
 ) -> Step<(Option<TaskRow>, Slots)> {
     let open = admission.open_states(tx.now(), states);
     if open.is_empty() {
         return Ok((None, Vec::new()));
     }
-    if !admission.keyed(&open) && !prioritized {
+    if !admission.keyed(&open) && !order.prioritized && order.delayed.is_empty() {
         let Some(task) = first_free(tx, &open)? else {
             return Ok((None, Vec::new()));
         };
@@ -135,7 +146,14 @@ fn first_admitted(
         let slots = admission.slots_for(&task, &row).unwrap_or_default();
         return Ok((Some(task), slots));
     }
-    ranked(tx, &open, Some(admission), prioritized)
+    ranked(tx, &open, Some(admission), order)
+}
+
+/// What orders a claim besides the queue: priorities, and the tasks that may not
+/// be claimed yet.
+struct Order {
+    prioritized: bool,
+    delayed: HashSet<i64>,
 }
 
 /// The queued task a claim takes in turn: the highest priority first; within a
@@ -146,10 +164,13 @@ fn ranked(
     tx: &dyn Tx,
     states: &[(Option<String>, String)],
     admission: Option<&claim_limits::Admission>,
-    prioritized: bool,
+    order: &Order,
 ) -> Step<(Option<TaskRow>, Slots)> {
-    let mut order = Vec::new();
-    for candidate in tx.queued_candidates(states, LOOK_PAST, prioritized)? {
+    let mut ranks = Vec::new();
+    for candidate in tx.queued_candidates(states, LOOK_PAST, order.prioritized)? {
+        if order.delayed.contains(&candidate.task) {
+            continue;
+        }
         let served = states.iter().any(|(workflow, state)| {
             workflow.as_deref() == candidate.workflow.as_deref() && *state == candidate.state
         });
@@ -167,10 +188,10 @@ fn ranked(
                 }
             }
         };
-        order.push((-candidate.priority, load, turn, candidate.task));
+        ranks.push((-candidate.priority, load, turn, candidate.task));
     }
-    order.sort_unstable();
-    for (_, _, _, id) in order {
+    ranks.sort_unstable();
+    for (_, _, _, id) in ranks {
         let Some(task) = tx.lock_task(id, false)? else {
             continue;
         };

@@ -39,6 +39,7 @@ pub mod why;
 pub mod budget;
 pub mod claim_limits;
 pub mod priority;
+pub mod retry_policy;
 pub mod usage;
 
 use std::collections::HashMap;

@@ -157,6 +157,13 @@ fn limit_facts(tx: &dyn Tx, row: &TokenRow, now: i64) -> Step<Vec<String>> {
         return Ok(Vec::new());
     }
     let mut sentences = Vec::new();
+    if let Some(at) = super::retry_policy::held_until(tx, task.id)? {
+        sentences.push(format!(
+            "its retry policy holds the next attempt until {} (in {} s)",
+            iso(from_micros(at)),
+            ((at - now) as f64 / 1e6).ceil() as i64
+        ));
+    }
     for pool in super::claim_limits::pools(tx)? {
         if !pool.covers(row.workflow.as_deref(), &task.state) {
             continue;

@@ -35,6 +35,7 @@ pub mod locked;
 pub mod postgres;
 pub mod priorities;
 pub mod request;
+pub mod retry_policies;
 pub mod rows;
 pub mod schedules;
 pub mod schema;
@@ -54,6 +55,7 @@ pub use backend::Store;
 pub use claim_limits::{HeldSlot, LimitRow, Limits, SlotRow};
 pub use journal::{Journal, JournalRow};
 pub use priorities::{Candidate, Priorities};
+pub use retry_policies::{ClaimFacts, RetryPolicies, RetryPolicyRow};
 // Usage and budgets (`docs/concepts/budgets.md`).
 pub use locked::Head;
 pub use rows::{
@@ -476,6 +478,7 @@ pub trait Tx:
     + Schedules
     + Limits
     + Priorities
+    + RetryPolicies
 {
     /// The moment of the transaction, in microseconds since 1970.
     fn now(&self) -> i64;

@@ -63,13 +63,21 @@ const SCHEDULES: &str = "schedules";
 
 /// Version 0016 adds limits on claims, their slots and the tokens' priorities
 /// (`docs/inside/data.md`, `limits`, `slots` and `priorities`; `docs/limits.md`).
-const LIMITS: [&str; 4] = ["limits", "slots", "priorities", "key_turns"];
+const LIMITS: [&str; 6] = [
+    "limits",
+    "slots",
+    "priorities",
+    "key_turns",
+    "retry_policies",
+    "task_delays",
+];
 
 /// Version 0016, the same SQL on both backends but for the types (each backend's
 /// `schema.rs` writes its own): a limit's settings and its rate's bucket, and the
 /// slots claims took, by pool and key.
 pub const LIMITS_INDEXES: &str = "
 CREATE INDEX slots_pool ON slots (pool, key);
+CREATE INDEX task_delays_due ON task_delays (not_before);
 ";
 
 /// Version 0006, the same SQL on both backends: indexes for the write path's hot
@@ -117,7 +125,7 @@ pub fn newest() -> &'static str {
 /// `graphs` (and the column `tokens.graph`); 0011 adds a column
 /// (`access_keys.scope`), no table; 0012 adds `journal`; 0013 adds `usage` and
 /// `budgets`; 0014 adds a column (`tokens.trace`), no table; 0015 adds `schedules`; 0016 adds
-/// `limits`, `slots`, `priorities` and `key_turns`.
+/// `limits`, `slots`, `priorities`, `key_turns`, `retry_policies` and `task_delays`.
 pub fn tables_at(version: &str) -> BTreeSet<&'static str> {
     let mut tables: BTreeSet<&'static str> = BASELINE.into_iter().collect();
     if version == "0002" || version == "0003" {

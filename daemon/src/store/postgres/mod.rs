@@ -27,6 +27,7 @@ mod pending;
 #[cfg(test)]
 mod plan_tests;
 mod priorities;
+mod retry_policies;
 mod schedules;
 pub mod schema;
 pub mod store;

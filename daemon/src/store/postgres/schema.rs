@@ -87,6 +87,18 @@ CREATE TABLE key_turns (
     last_at BIGINT NOT NULL,
     PRIMARY KEY (pool, key)
 );
+CREATE TABLE retry_policies (
+    state TEXT COLLATE "C" PRIMARY KEY,
+    delay BIGINT NOT NULL,
+    doubling BIGINT NOT NULL,
+    cap BIGINT NOT NULL,
+    jitter BIGINT NOT NULL,
+    set_at BIGINT NOT NULL
+);
+CREATE TABLE task_delays (
+    task BIGINT PRIMARY KEY,
+    not_before BIGINT NOT NULL
+);
 {LIMITS_INDEXES}"#
     )
 }

@@ -16,6 +16,7 @@ mod ledger;
 mod memory;
 mod priorities;
 pub mod reader;
+mod retry_policies;
 mod schedules;
 pub mod schema;
 pub mod store;

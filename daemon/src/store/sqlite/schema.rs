@@ -102,6 +102,18 @@ CREATE TABLE key_turns (
     last_at INTEGER NOT NULL,
     PRIMARY KEY (pool, key)
 );
+CREATE TABLE retry_policies (
+    state TEXT PRIMARY KEY,
+    delay INTEGER NOT NULL,
+    doubling INTEGER NOT NULL,
+    cap INTEGER NOT NULL,
+    jitter INTEGER NOT NULL,
+    set_at INTEGER NOT NULL
+);
+CREATE TABLE task_delays (
+    task INTEGER PRIMARY KEY,
+    not_before INTEGER NOT NULL
+);
 {LIMITS_INDEXES}"
     )
 }
