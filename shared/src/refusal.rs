@@ -260,6 +260,8 @@ mod tests {
             ("invalid_schedule", 422),
             ("schedule_not_found", 404),
             ("schedule_exists", 409),
+            ("invalid_limit", 422),
+            ("limit_not_found", 404),
         ];
         assert_eq!(Code::ALL.len(), documented.len());
         for (code, (text, status)) in Code::ALL.iter().zip(documented) {
