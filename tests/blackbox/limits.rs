@@ -516,6 +516,58 @@ both!(
 );
 
 #[test]
+fn a_standby_takeover_on_postgres_over_admits_nothing() {
+    harness::on(harness::Backend::Postgres, || {
+        let active = Setup::new(asset_graph("sdlc"))
+            .args(&harness::KEEPALIVES)
+            .args(&["--lease", "2s", "--stale-after", "1s"])
+            .start();
+        let standby = Setup::new(asset_graph("sdlc"))
+            .database_of(&active)
+            .args(&harness::KEEPALIVES)
+            .args(&["--lease", "2s", "--stale-after", "1s"])
+            .start_standby();
+        assert_eq!(
+            limit(
+                &active,
+                &["set", "coding", "--states", "coding", "--max", "1"]
+            )
+            .code(),
+            0
+        );
+        let script = coding(&log_path(&active), "0.5");
+        let _sups: Vec<Supervise> = (1..=2)
+            .map(|n| {
+                let folder = folder_named(
+                    &active,
+                    &format!("sup{n}"),
+                    &format!("box-{n}"),
+                    &[("coding.sh", &script), ("testing.sh", TESTING)],
+                );
+                supervising::set_urls(&folder, &[&active.url, &standby.url]);
+                Supervise::start(&folder)
+            })
+            .collect();
+        for n in 1..=4 {
+            start(&active, &format!("S-{n}"), "acme");
+        }
+        harness::eventually(
+            Duration::from_secs(20),
+            "a routine started",
+            || format!("{:?}", events(&active)),
+            || !events(&active).is_empty(),
+        );
+        active.signal(libc::SIGKILL);
+        standby.wait_for_line("serving on", Duration::from_secs(30));
+        for n in 1..=4 {
+            wait_for_status(&standby, &format!("S-{n}"), "completed");
+        }
+        let (most, _) = most_running(&active, &|_| String::new());
+        assert_eq!(most, 1, "{:?}", events(&active));
+    });
+}
+
+#[test]
 fn limits_refuse_bad_input_and_change_nothing() {
     let daemon = sdlc();
     let bad = [
