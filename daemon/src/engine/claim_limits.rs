@@ -34,6 +34,10 @@ pub const JOURNAL_SUBJECT: &str = "limit";
 /// before it says there is none it may take.
 pub const LOOK_PAST: i64 = 500;
 
+/// One claim in this many (by its moment in microseconds) deletes its pools'
+/// rows of ended attempts.
+const SWEEP_EVERY: i64 = 16;
+
 /// A limit as a claim uses it: its row, its key expression and its rate.
 #[derive(Debug, Clone)]
 pub struct Pool {
@@ -144,7 +148,12 @@ pub fn admission(tx: &dyn Tx, states: &[(Option<String>, String)]) -> Step<Optio
     tx.lock_slots()?;
     let (mut held, mut turns) = (HashMap::new(), HashMap::new());
     for (index, pool) in pools.iter().enumerate() {
-        tx.sweep_slots(&pool.row.name)?;
+        // Rows of ended attempts count for nothing (`held_slots` joins the live
+        // attempts); they are deleted now and then, one claim in 16 by its moment,
+        // so that the table stays small without a delete on every claim.
+        if tx.now() % SWEEP_EVERY == 0 {
+            tx.sweep_slots(&pool.row.name)?;
+        }
         for slot in tx.held_slots(&pool.row.name)? {
             *held.entry((index, slot.slot.key)).or_insert(0) += 1;
         }
