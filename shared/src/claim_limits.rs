@@ -135,6 +135,9 @@ pub struct LimitView {
     pub used: i64,
     /// Slots held now, by key (keys holding none are left out).
     pub keys: Vec<KeyUse>,
+    /// Queued tasks waiting in the limit's states (a claim may still take some).
+    #[serde(default)]
+    pub waiting: i64,
 }
 
 /// `GET /limits`: every limit, by name.

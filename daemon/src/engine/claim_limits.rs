@@ -401,8 +401,22 @@ fn view(tx: &dyn Tx, pool: Pool) -> Step<LimitView> {
         }
     }
     keys.sort_by(|a, b| a.key.cmp(&b.key));
+    let waiting = tx
+        .task_counts()?
+        .into_iter()
+        .filter(|(state, status, _)| {
+            *status == crate::store::TaskStatus::Queued
+                && pool
+                    .row
+                    .states
+                    .iter()
+                    .any(|covered| covered.rsplit('/').next() == Some(state.as_str()))
+        })
+        .map(|(_, _, count)| count)
+        .sum();
     let row = pool.row;
     Ok(LimitView {
+        waiting,
         used: held.len() as i64,
         keys,
         name: row.name,
