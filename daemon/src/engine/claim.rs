@@ -143,8 +143,11 @@ fn first_admitted(
             return Ok((None, Vec::new()));
         };
         let row = existing(tx, &task.token)?;
-        let slots = admission.slots_for(&task, &row).unwrap_or_default();
-        return Ok((Some(task), slots));
+        // Its pools have room (`open_states`); were one full, nothing is claimed.
+        return Ok(match admission.slots_for(&task, &row) {
+            Some(slots) => (Some(task), slots),
+            None => (None, Vec::new()),
+        });
     }
     ranked(tx, &open, Some(admission), order)
 }
