@@ -154,8 +154,8 @@ pub fn admission(tx: &dyn Tx, states: &[(Option<String>, String)]) -> Step<Optio
         if tx.now() % SWEEP_EVERY == 0 {
             tx.sweep_slots(&pool.row.name)?;
         }
-        for slot in tx.held_slots(&pool.row.name)? {
-            *held.entry((index, slot.slot.key)).or_insert(0) += 1;
+        for (key, count) in tx.slot_counts(&pool.row.name)? {
+            held.insert((index, key), count);
         }
         if pool.per.is_some() {
             for (key, at) in tx.key_turns(&pool.row.name)? {

@@ -108,6 +108,9 @@ passed_through! {
         /// The slots of `pool` held now: only rows whose task is claimed with the
         /// row's attempt.
         fn held_slots(&self, pool: &str) -> StoreResult<Vec<HeldSlot>>;
+        /// How many slots of `pool` are held now, by key (live attempts only): a
+        /// claim's one read of them.
+        fn slot_counts(&self, pool: &str) -> StoreResult<Vec<(String, i64)>>;
         /// Take a slot (a row of an earlier attempt of the task in the pool is
         /// replaced).
         fn take_slot(&self, slot: &SlotRow) -> StoreResult<()>;

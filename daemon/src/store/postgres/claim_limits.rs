@@ -105,6 +105,18 @@ impl Limits for PgTx<'_> {
             .collect()
     }
 
+    fn slot_counts(&self, pool: &str) -> StoreResult<Vec<(String, i64)>> {
+        let rows = self.query(
+            "SELECT s.key, count(*) FROM slots s JOIN tasks t ON t.id = s.task
+             WHERE s.pool = $1 AND t.status = 'claimed' AND t.attempt = s.attempt
+             GROUP BY s.key",
+            &[&pool],
+        )?;
+        rows.iter()
+            .map(|row| Ok((get(row, 0)?, get(row, 1)?)))
+            .collect()
+    }
+
     fn take_slot(&self, slot: &SlotRow) -> StoreResult<()> {
         self.execute(
             "INSERT INTO slots (task, pool, attempt, key) VALUES ($1, $2, $3, $4)

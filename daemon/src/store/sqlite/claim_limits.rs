@@ -107,6 +107,16 @@ impl Limits for SqliteTx<'_> {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
+    fn slot_counts(&self, pool: &str) -> StoreResult<Vec<(String, i64)>> {
+        let mut statement = self.prepare(
+            "SELECT s.key, count(*) FROM slots s JOIN tasks t ON t.id = s.task
+             WHERE s.pool = ?1 AND t.status = 'claimed' AND t.attempt = s.attempt
+             GROUP BY s.key",
+        )?;
+        let rows = statement.query_map([pool], |row| Ok((row.get(0)?, row.get(1)?)))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
     fn take_slot(&self, slot: &SlotRow) -> StoreResult<()> {
         self.prepare(
             "INSERT INTO slots (task, pool, attempt, key) VALUES (?1, ?2, ?3, ?4)
