@@ -16,6 +16,7 @@ mod completing;
 mod ctx_args;
 mod demo;
 mod hooks_args;
+mod limit_args;
 mod logging;
 mod manual;
 mod notify_args;
@@ -199,6 +200,14 @@ enum Command {
     /// `token budget`) wins over its workflow's default.
     #[command(subcommand_required = true, arg_required_else_help = true)]
     Budget(budget_args::BudgetArgs),
+    /// Set, list and remove limits on claims
+    ///
+    /// A limit is a pool of slots over some states: at most MAX claimed attempts
+    /// at once (in each key of --per), optionally at most N claims per second,
+    /// minute or hour. A task that cannot get a slot stays queued; supervisors
+    /// are simply given other tasks.
+    #[command(subcommand_required = true, arg_required_else_help = true)]
+    Limit(limit_args::LimitArgs),
     /// Measure a control plane: tokens/s and request latency
     ///
     /// Run tokens of the `orders` starter through it as many supervisors without
@@ -431,6 +440,14 @@ fn main() -> ExitCode {
             commands::execute(async move {
                 let mut out = std::io::stdout().lock();
                 commands::budget::run(&command, &mut out).await
+            })
+        }
+        Command::Limit(args) => {
+            let command =
+                commands::limit::LimitCommand::try_from(args).unwrap_or_else(|e| exit_with(e));
+            commands::execute(async move {
+                let mut out = std::io::stdout().lock();
+                commands::limit::run(&command, &mut out).await
             })
         }
     }

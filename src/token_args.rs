@@ -132,6 +132,10 @@ pub enum TokenCommand {
         /// e.g. --budget cost_usd=5. Without it, the workflow's default applies.
         #[arg(long, value_name = "NAME=NUMBER", value_delimiter = ',')]
         budget: Vec<String>,
+        /// The token's priority (default 0): claims take the tasks of higher
+        /// priorities first, then the oldest.
+        #[arg(long, value_name = "N", allow_hyphen_values = true)]
+        priority: Option<i64>,
     },
     /// Fire an event on a token; with --where, on every token the filter matches
     /// (then the arguments are EVENT [PAYLOAD_JSON], and each token's idempotency
@@ -295,6 +299,16 @@ pub enum TokenCommand {
         #[arg(required = true, value_name = "NAME=NUMBER")]
         amounts: Vec<String>,
     },
+    /// Change a token's priority: claims take the tasks of higher priorities
+    /// first (`docs/limits.md`)
+    Priority {
+        /// The token's id.
+        #[arg(value_name = "ID", add = ids())]
+        id: String,
+        /// The new priority, a whole number (0 is the default).
+        #[arg(value_name = "N", allow_hyphen_values = true)]
+        priority: i64,
+    },
 }
 
 /// Token ids, completed from the daemon (`completing.rs`).
@@ -409,12 +423,15 @@ impl TryFrom<TokenArgs> for token::TokenCommand {
                 id,
                 context,
                 budget,
+                priority,
             } => A::Start {
                 id,
                 context,
                 budget,
+                priority,
             },
             TokenCommand::Budget { id, amounts } => A::Budget { id, amounts },
+            TokenCommand::Priority { id, priority } => A::Priority { id, priority },
             TokenCommand::Fire {
                 id,
                 event,

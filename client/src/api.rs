@@ -570,6 +570,69 @@ impl Client {
         Ok(answer["removed"].as_bool().unwrap_or(false))
     }
 
+    /// `POST /tokens` with ours, the token's own budget and its priority.
+    pub async fn start_with(
+        &self,
+        token: &str,
+        context: &Object,
+        budget: Option<&Object>,
+        priority: Option<i64>,
+    ) -> Result<TokenView, ClientError> {
+        self.typed(&Call::start_with(token, context, budget, priority))
+            .await
+    }
+
+    /// `PUT /tokens/{id}/priority` (ours): the answer is `{"token", "priority"}`.
+    pub async fn token_priority(
+        &self,
+        token: &str,
+        priority: i64,
+    ) -> Result<serde_json::Value, ClientError> {
+        self.typed(&Call::token_priority(token, priority)).await
+    }
+
+    /// `GET /retry-policies` (ours).
+    pub async fn retry_policies(
+        &self,
+    ) -> Result<stateous_shared::retry_policies::RetryPolicyList, ClientError> {
+        self.typed(&Call::retry_policies()).await
+    }
+
+    /// `PUT /retry-policies/{state}` (ours).
+    pub async fn set_retry_policy(
+        &self,
+        state: &str,
+        policy: &stateous_shared::retry_policies::RetryPolicyRequest,
+    ) -> Result<stateous_shared::retry_policies::RetryPolicyView, ClientError> {
+        self.typed(&Call::set_retry_policy(state, policy)).await
+    }
+
+    /// `DELETE /retry-policies/{state}` (ours).
+    pub async fn remove_retry_policy(&self, state: &str) -> Result<(), ClientError> {
+        let _: serde_json::Value = self.typed(&Call::remove_retry_policy(state)).await?;
+        Ok(())
+    }
+
+    /// `GET /limits` (ours): every limit with the slots it holds now.
+    pub async fn limits(&self) -> Result<stateous_shared::claim_limits::LimitList, ClientError> {
+        self.typed(&Call::limits()).await
+    }
+
+    /// `PUT /limits/{name}` (ours): set a limit whole.
+    pub async fn set_limit(
+        &self,
+        name: &str,
+        limit: &stateous_shared::claim_limits::LimitRequest,
+    ) -> Result<stateous_shared::claim_limits::LimitView, ClientError> {
+        self.typed(&Call::set_limit(name, limit)).await
+    }
+
+    /// `DELETE /limits/{name}` (ours): remove a limit (404 `limit_not_found`).
+    pub async fn remove_limit(&self, name: &str) -> Result<(), ClientError> {
+        let _: serde_json::Value = self.typed(&Call::remove_limit(name)).await?;
+        Ok(())
+    }
+
     async fn typed<T: DeserializeOwned>(&self, call: &Call) -> Result<T, ClientError> {
         let answer = self.send(call).await?;
         serde_json::from_slice(&answer.body)

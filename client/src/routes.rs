@@ -115,6 +115,22 @@ pub fn budget(workflow: &str) -> String {
     format!("{BUDGETS}/{}", segment(workflow))
 }
 
+/// `GET /limits` (ours): every limit on claims (`docs/limits.md`).
+pub const LIMITS: &str = "/limits";
+
+/// `/limits/{name}` (ours): one limit.
+pub fn limit(name: &str) -> String {
+    format!("{LIMITS}/{}", segment(name))
+}
+
+/// `GET /retry-policies` (ours): every state's retry policy (`docs/limits.md`).
+pub const RETRY_POLICIES: &str = "/retry-policies";
+
+/// `/retry-policies/{state}` (ours): one state's retry policy.
+pub fn retry_policy(state: &str) -> String {
+    format!("{RETRY_POLICIES}/{}", segment(state))
+}
+
 /// `name` as one path segment or query value: every byte but the unreserved ones
 /// (`A-Z a-z 0-9 - . _ ~`) percent-encoded, `/` included, as the reference's client
 /// quotes names (so a name with a `/` never reaches another route).

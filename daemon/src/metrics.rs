@@ -138,6 +138,10 @@ struct Families {
     budget_crossings: IntCounter,
     schedule_occurrences: IntCounterVec,
     schedule_late: IntCounter,
+    /// Ours: limits on claims (`docs/limits.md`), by limit: slots held, the
+    /// most, queued tasks waiting in its states, and seconds until its rate lets
+    /// the next claim through (0 when it does now).
+    limit_slots: IntGaugeVec,
     /// One scrape at a time, so that the gauges are cleared and set whole, and a
     /// ledger entry is counted once; holds the id counted up to.
     scrape: tokio::sync::Mutex<i64>,
@@ -161,6 +165,8 @@ pub struct Tables {
     pub entries: Vec<(String, i64)>,
     /// The ledger id counted up to.
     pub upto: i64,
+    /// Ours: `(limit, used, max, waiting, rate_wait_seconds)` of each limit.
+    pub limits: Vec<(String, i64, i64, i64, i64)>,
 }
 
 /// What the API layer knows at a scrape: each supervisor's outbox depth.
@@ -340,6 +346,13 @@ impl Metrics {
                     "Schedules' occurrences that fired later than 10 s after they were due \
                      (a catch-up after no control plane ran).",
                 ),
+                limit_slots: gauges(
+                    r,
+                    "stateous_limit_slots",
+                    "Limits on claims: slots used, their max, queued tasks waiting in the \
+                     limit's states, and rate_wait_seconds until its rate admits a claim.",
+                    &["limit", "kind"],
+                ),
                 registry,
                 scrape: tokio::sync::Mutex::new(last),
             }),
@@ -482,6 +495,20 @@ impl Metrics {
         for (state, status, count) in &tables.tasks {
             inner.tasks.with_label_values(&[state, status]).set(*count);
         }
+        inner.limit_slots.reset();
+        for (name, used, max, waiting, wait) in &tables.limits {
+            for (kind, value) in [
+                ("used", used),
+                ("max", max),
+                ("waiting", waiting),
+                ("rate_wait_seconds", wait),
+            ] {
+                inner
+                    .limit_slots
+                    .with_label_values(&[name, kind])
+                    .set(*value);
+            }
+        }
         inner.timers.reset();
         for (status, count) in &tables.timers {
             inner.timers.with_label_values(&[status]).set(*count);
@@ -541,7 +568,7 @@ pub fn read_tables(
             (workflow, state, status.as_str().to_string(), count)
         })
         .collect();
-    let tasks = tx
+    let tasks: Vec<(String, String, i64)> = tx
         .task_counts()?
         .into_iter()
         .map(|(state, status, count)| (state, status.as_str().to_string(), count))
@@ -564,12 +591,35 @@ pub fn read_tables(
     } else {
         Vec::new()
     };
+    let mut limits = Vec::new();
+    for row in tx.limits()? {
+        let pool = crate::engine::claim_limits::Pool::of(row);
+        let used = tx.held_slots(&pool.row.name)?.len() as i64;
+        let waiting = tasks
+            .iter()
+            .filter(|(state, status, _)| {
+                status == "queued"
+                    && pool
+                        .row
+                        .states
+                        .iter()
+                        .any(|covered| covered.rsplit('/').next() == Some(state.as_str()))
+            })
+            .map(|(_, _, count)| *count)
+            .sum();
+        let now = tx.now();
+        let wait = pool
+            .rate_opens_at(now)
+            .map_or(0, |at| (at - now + 999_999) / 1_000_000);
+        limits.push((pool.row.name.clone(), used, pool.row.max, waiting, wait));
+    }
     Ok(Tables {
         tokens,
         tasks,
         timers,
         entries,
         upto,
+        limits,
     })
 }
 

@@ -45,6 +45,7 @@ pub use stateous_shared::limits::is_token_id as token_id_ok;
 
 pub mod access;
 pub mod budgets;
+pub mod claim_limits;
 
 pub use access::{FireScope, NewKeyInput, MAX_KEY_NAME, MAX_SCOPE_NAMES};
 

@@ -7,6 +7,7 @@
 
 pub mod access;
 pub mod bulk;
+pub mod claim_limits;
 pub mod compiler;
 pub mod durations;
 pub mod graph;
@@ -20,6 +21,7 @@ pub mod notify;
 pub mod pem;
 pub mod pyrepr;
 pub mod refusal;
+pub mod retry_policies;
 pub mod schedules;
 pub mod socket;
 pub mod testing;

@@ -84,11 +84,16 @@ pub enum Code {
     SubscriptionNotFound,
     /// 409: a subscription with this name exists already. Ours.
     SubscriptionExists,
+    /// 422: a limit's name, states, `max`, `per` expression or rate is not valid
+    /// (`docs/limits.md`). Ours.
+    InvalidLimit,
+    /// 404: no limit has this name. Ours.
+    LimitNotFound,
 }
 
 impl Code {
     /// Every code, in the order of the reference's table.
-    pub const ALL: [Code; 31] = [
+    pub const ALL: [Code; 33] = [
         Code::TokenNotFound,
         Code::TaskNotFound,
         Code::NotFound,
@@ -120,6 +125,8 @@ impl Code {
         Code::InvalidSubscription,
         Code::SubscriptionNotFound,
         Code::SubscriptionExists,
+        Code::InvalidLimit,
+        Code::LimitNotFound,
     ];
 
     /// The HTTP status that carries this code (`bad_request` may also travel as 413,
@@ -153,6 +160,8 @@ impl Code {
             Code::InvalidSubscription => 422,
             Code::SubscriptionNotFound => 404,
             Code::SubscriptionExists => 409,
+            Code::InvalidLimit => 422,
+            Code::LimitNotFound => 404,
         }
     }
 
@@ -190,6 +199,8 @@ impl Code {
             Code::InvalidSubscription => "invalid_subscription",
             Code::SubscriptionNotFound => "subscription_not_found",
             Code::SubscriptionExists => "subscription_exists",
+            Code::InvalidLimit => "invalid_limit",
+            Code::LimitNotFound => "limit_not_found",
         }
     }
 
@@ -269,6 +280,8 @@ mod tests {
             ("invalid_subscription", 422),
             ("subscription_not_found", 404),
             ("subscription_exists", 409),
+            ("invalid_limit", 422),
+            ("limit_not_found", 404),
         ];
         assert_eq!(Code::ALL.len(), documented.len());
         for (code, (text, status)) in Code::ALL.iter().zip(documented) {

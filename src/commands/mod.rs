@@ -12,7 +12,9 @@ pub mod bench_hooks;
 pub mod bench_notify;
 // Usage and budgets (`docs/concepts/budgets.md`).
 pub mod budget;
+// Limits on claims (`docs/limits.md`).
 pub mod clock;
+pub mod limit;
 pub mod notify;
 pub mod schedule;
 pub mod token;

@@ -47,6 +47,8 @@ pub enum TokenAction {
         /// Ours: `--budget NAME=NUMBER`, the token's own budget; none: the
         /// workflow's default.
         budget: Vec<String>,
+        /// Ours: `--priority N` (`docs/limits.md`).
+        priority: Option<i64>,
     },
     /// `fire ID EVENT [PAYLOAD_JSON] [--key KEY]`.
     Fire {
@@ -102,6 +104,13 @@ pub enum TokenAction {
         /// `NAME=NUMBER` or `NAME=none`.
         amounts: Vec<String>,
     },
+    /// `priority ID N` (ours): change a token's priority.
+    Priority {
+        /// The token's id.
+        id: String,
+        /// The new priority.
+        priority: i64,
+    },
 }
 
 pub use stateous_shared::limits::{is_token_id, TOKEN_ID_RULE};
@@ -119,6 +128,7 @@ fn check_id(action: &TokenAction) -> Result<(), CommandError> {
         | TokenAction::Why { id }
         | TokenAction::Retry { id, .. }
         | TokenAction::Budget { id, .. }
+        | TokenAction::Priority { id, .. }
         | TokenAction::Show { id: Some(id), .. } => id,
         TokenAction::Start { .. }
         | TokenAction::Show { id: None, .. }
@@ -176,6 +186,9 @@ pub async fn run_with(
         TokenAction::Budget { id, amounts } => {
             Some(budget::set(&client, id, amounts, command.json, out).await)
         }
+        TokenAction::Priority { id, priority } => {
+            Some(set_priority(&client, id, *priority, command.json, out).await)
+        }
         _ => None,
     };
     if let Some(done) = ours {
@@ -187,6 +200,23 @@ pub async fn run_with(
         reference_command(&client, &command.action, out).await
     };
     done.map_err(|error| unanswered(&command.action, error))
+}
+
+/// Change the token's priority and print `ID: priority N` (`--json`: the answer).
+async fn set_priority(
+    client: &Client,
+    id: &str,
+    priority: i64,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<(), CommandError> {
+    let answer = client.token_priority(id, priority).await?;
+    if json {
+        let text = serde_json::to_string_pretty(&answer)
+            .map_err(|error| CommandError::Usage(error.to_string()))?;
+        return line(out, &text);
+    }
+    line(out, &format!("{id}: priority {priority}"))
 }
 
 /// What a change that got no answer (a timeout, a broken connection) may have
@@ -227,6 +257,7 @@ fn unanswered(action: &TokenAction, error: CommandError) -> CommandError {
         | TokenAction::Why { .. }
         | TokenAction::Retry { .. }
         | TokenAction::Budget { .. }
+        | TokenAction::Priority { .. }
         | TokenAction::Bulk(_) => return error,
     };
     CommandError::Unanswered {
@@ -247,11 +278,16 @@ async fn reference_command(
             id,
             context,
             budget,
+            priority,
         } => {
             let context = parsed(context.as_deref(), "CONTEXT_JSON")?.unwrap_or_default();
-            let started = match budget::given(budget)? {
-                Some(budget) => client.start_with_budget(id, &context, &budget).await?,
-                None => client.start(id, &context).await?,
+            let started = match (budget::given(budget)?, priority) {
+                (None, None) => client.start(id, &context).await?,
+                (budget, priority) => {
+                    client
+                        .start_with(id, &context, budget.as_ref(), *priority)
+                        .await?
+                }
             };
             line(out, &token_line(&started))
         }
@@ -300,7 +336,7 @@ async fn reference_command(
         }
         // Answered above, before the reference's commands.
         TokenAction::List(_) | TokenAction::Why { .. } | TokenAction::Retry { .. } => Ok(()),
-        TokenAction::Bulk(_) | TokenAction::Budget { .. } => Ok(()),
+        TokenAction::Bulk(_) | TokenAction::Budget { .. } | TokenAction::Priority { .. } => Ok(()),
     }
 }
 
@@ -417,11 +453,12 @@ async fn print_json(
             id,
             context,
             budget,
+            priority,
         } => {
             let context = parsed(context.as_deref(), "CONTEXT_JSON")?.unwrap_or_default();
-            let call = match budget::given(budget)? {
-                Some(budget) => Call::start_with_budget(id, &context, &budget),
-                None => Call::start(id, &context),
+            let call = match (budget::given(budget)?, priority) {
+                (None, None) => Call::start(id, &context),
+                (budget, priority) => Call::start_with(id, &context, budget.as_ref(), *priority),
             };
             client.json(&call).await?.1
         }
@@ -456,6 +493,7 @@ async fn print_json(
         | TokenAction::Why { .. }
         | TokenAction::Retry { .. }
         | TokenAction::Budget { .. }
+        | TokenAction::Priority { .. }
         | TokenAction::Bulk(_) => serde_json::Value::Null,
     };
     let text = serde_json::to_string_pretty(&answer)

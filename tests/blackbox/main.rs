@@ -33,6 +33,7 @@ mod interop_reference;
 mod interop_supervisor;
 mod interop_windows;
 mod json_args;
+mod limits;
 mod manual;
 mod metrics;
 mod notifications;

@@ -142,6 +142,13 @@ pub async fn perform(client: &Client, command: Command) -> Msg {
         ),
         Command::Health => Msg::Health(client.health().await.map_err(problem)),
         Command::OwnKey => Msg::OwnKey(client.own_key().await.ok()),
+        Command::Pools => Msg::Pools(
+            client
+                .limits()
+                .await
+                .map(|list| list.limits)
+                .map_err(problem),
+        ),
         Command::Schedules => Msg::Schedules(
             client
                 .schedules()

@@ -79,6 +79,8 @@ pub enum Msg {
     Serving(String),
     /// `GET /schedules` answered.
     Schedules(Result<Vec<stateous_shared::schedules::ScheduleView>, Problem>),
+    /// `GET /limits` answered.
+    Pools(Result<Vec<stateous_shared::claim_limits::LimitView>, Problem>),
     /// A schedule's pause or resume answered: the schedule.
     ScheduleSteered(Result<stateous_shared::schedules::ScheduleView, Problem>),
 }
@@ -155,6 +157,8 @@ pub enum Command {
     Copy(String),
     /// `GET /schedules`.
     Schedules,
+    /// `GET /limits`.
+    Pools,
     /// Pause (`pause` true) or resume the schedule `name`.
     PauseSchedule {
         /// The schedule.

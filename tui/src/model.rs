@@ -111,6 +111,8 @@ pub enum Fetch {
     Why(String),
     /// `GET /schedules`: the schedules view's list.
     Schedules,
+    /// `GET /limits`: the pools view's list.
+    Limits,
     /// `POST /tokens/bulk` with `dry_run`: the preview of a bulk action.
     Preview,
 }
@@ -206,6 +208,8 @@ pub enum Mode {
     Describe(usize),
     /// `S`: the schedules, live (`crate::schedules`).
     Schedules,
+    /// `L`: the limits' pools, live (`crate::pools`).
+    Pools,
 }
 
 /// A column the token table can be sorted by (`o` cycles, `O` flips the order).
@@ -348,6 +352,8 @@ pub struct Model {
     pub schedules: Option<Vec<stateous_shared::schedules::ScheduleView>>,
     /// The schedules view's picked row.
     pub schedules_at: usize,
+    /// The limits, as `GET /limits` last said (`None` until read).
+    pub pools: Option<Vec<stateous_shared::claim_limits::LimitView>>,
     /// A filter in the filter language (`/` with an expression), sent as `where`
     /// so that the daemon matches every token, not only those loaded.
     pub filter: Option<String>,
@@ -420,6 +426,7 @@ impl Model {
             dev_clock: None,
             schedules: None,
             schedules_at: 0,
+            pools: None,
             filter: None,
             total: None,
             marks: BTreeSet::new(),

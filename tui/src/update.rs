@@ -138,6 +138,7 @@ fn step(model: &mut Model, msg: Msg) -> Vec<Command> {
         Msg::Health(answer) => crate::states::health(model, answer),
         Msg::Done(answer) => return done(model, answer),
         Msg::Schedules(answer) => crate::schedules::answered(model, answer),
+        Msg::Pools(answer) => crate::pools::answered(model, answer),
         Msg::ScheduleSteered(answer) => return crate::schedules::steered(model, answer),
     }
     Vec::new()
@@ -176,6 +177,9 @@ fn tick(model: &mut Model) -> Vec<Command> {
     // The schedules move with the clock, not with the ledger: read each tick.
     if model.mode == crate::model::Mode::Schedules {
         want(model, Fetch::Schedules, Command::Schedules);
+    }
+    if model.mode == crate::model::Mode::Pools {
+        want(model, Fetch::Limits, Command::Pools);
     }
     if stale.table {
         let query = tokens_query(model);
@@ -259,6 +263,9 @@ pub fn refresh(model: &mut Model) -> Vec<Command> {
     }
     if model.mode == crate::model::Mode::Schedules {
         want(model, Fetch::Schedules, Command::Schedules);
+    }
+    if model.mode == crate::model::Mode::Pools {
+        want(model, Fetch::Limits, Command::Pools);
     }
     if let Some(id) = model.selected() {
         let (fetch, read) = token_read(model, &id);

@@ -488,6 +488,8 @@ impl Steer {
 
 // Usage and budgets (`docs/concepts/budgets.md`).
 mod budgets;
+// Limits on claims (`docs/limits.md`).
+mod claim_limits;
 
 #[cfg(test)]
 mod tests;

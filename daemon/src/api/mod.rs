@@ -29,7 +29,9 @@ mod trace_header;
 mod watch;
 mod why;
 // Usage and budgets (`docs/concepts/budgets.md`).
+mod access_keys;
 mod budgets;
+mod limits;
 
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -294,9 +296,18 @@ impl Api {
                 let trace = trace_header::caller_trace(parts, control.metrics());
                 let input = input.in_trace(trace);
                 // Ours: the token's own budget (`docs/concepts/budgets.md`).
-                let started = match parse::budgets::start_budget(&fields)? {
-                    Some(budget) => control.start_with_budget(input, budget).await?,
-                    None => control.start(input).await?,
+                let budget = parse::budgets::start_budget(&fields)?;
+                // Ours: the token's priority (`docs/limits.md`).
+                let priority = match crate::api::fields::Fields::field(&fields, "priority") {
+                    None | Some(serde_json::Value::Null) => None,
+                    Some(value) => {
+                        Some(crate::engine::priority::priority_of(value).map_err(|f| f.refusal())?)
+                    }
+                };
+                let started = if budget.is_some() || priority.is_some() {
+                    control.start_with_budget(input, budget, priority).await?
+                } else {
+                    control.start(input).await?
                 };
                 let status = if started.created { 201 } else { 200 };
                 Ok(json(status, &started.token))
@@ -371,7 +382,7 @@ impl Api {
             Route::AccessAdd => self.access_add(raw).await,
             Route::AccessRevoke(name) => self.access_revoke(name).await,
             Route::AccessCallers => Ok(self.access_callers()),
-            Route::AccessSelf => Ok(access_self(caller)),
+            Route::AccessSelf => Ok(access_keys::access_self(caller)),
             Route::Hooks => Ok(self.list_hooks()),
             Route::Hook(name) => self.hook(&name, parts, raw).await,
             route @ (Route::Usage(_)
@@ -381,6 +392,13 @@ impl Api {
             | Route::BudgetRemove(_)) => self.budgets(route, parts, raw, caller).await,
             Route::Schedule(route) => self.schedule(route, raw).await,
             Route::Notify(route) => self.notify(route, raw).await,
+            route @ (Route::Limits
+            | Route::RetryPolicies
+            | Route::RetryPolicySet(_)
+            | Route::RetryPolicyRemove(_)
+            | Route::TokenPriority(_)
+            | Route::LimitSet(_)
+            | Route::LimitRemove(_)) => self.limits(route, raw).await,
             route => self.dispatch_task(route, parts, raw, caller, stop).await,
         }
     }
@@ -493,77 +511,6 @@ impl Api {
             }
         }
         Ok(task)
-    }
-
-    /// `GET /access`: every key, revoked ones included, never a secret.
-    async fn access_list(&self) -> Result<Answer, Refusal> {
-        let rows = self.control.access_keys().await?;
-        let views: Vec<_> = rows.iter().map(access::view).collect();
-        Ok(json(200, &views))
-    }
-
-    /// `POST /access`: 201 with the key and its secret, shown this once.
-    async fn access_add(&self, raw: &[u8]) -> Result<Answer, Refusal> {
-        let input = crate::validated::NewKeyInput::parse(&body::json_object(raw)?)?;
-        let secret = access::new_secret();
-        let row = crate::store::AccessKeyRow {
-            name: input.name,
-            role: input.role,
-            supervisor: input.supervisor.map(|s| s.as_str().to_string()),
-            scope: input
-                .scope
-                .as_ref()
-                .and_then(|(scope, _)| serde_json::to_string(scope).ok()),
-            hash: access::stored_hash(&secret),
-            created_at: 0,
-            last_used_at: None,
-            revoked_at: None,
-        };
-        let checked = input.scope.map(|(_, checked)| checked);
-        let row = self.control.add_access_key(row, checked).await?;
-        self.keys.add(&row);
-        let mut view = access::view(&row);
-        view.secret = Some(secret);
-        Ok(json(201, &view))
-    }
-
-    /// `GET /access/callers`: the TCP callers served without a key in the last
-    /// ten minutes, while no key was ever made (`[]` after).
-    fn access_callers(&self) -> Answer {
-        let now = self.control.options().clock.now();
-        let callers: Vec<_> = self
-            .keys
-            .open
-            .recent(now)
-            .into_iter()
-            .map(|(ip, caller)| stateous_shared::access::OpenCallerView {
-                address: ip.to_string(),
-                supervisors: caller.supervisors.into_iter().collect(),
-                last_seen: stateous_shared::time::iso(stateous_shared::time::from_micros(
-                    caller.last_seen,
-                )),
-            })
-            .collect();
-        json(200, &callers)
-    }
-
-    /// `DELETE /access/{name}`: 204; the key is refused from the next request.
-    async fn access_revoke(&self, name: String) -> Result<Answer, Refusal> {
-        self.control.revoke_access_key(name.clone()).await?;
-        self.keys.revoke(&name);
-        Ok(no_content())
-    }
-}
-
-/// `GET /access/self`: the caller's own key as `GET /access` lists it; without
-/// a key, `{"name": null, "role": ...}` with the role the door gives (admin on the
-/// socket, or on TCP while no key was ever made).
-fn access_self(caller: &Caller) -> Answer {
-    match caller {
-        Caller::Key(key) => json(200, &access::known_view(key)),
-        Caller::Local | Caller::Open => {
-            json(200, &serde_json::json!({"name": null, "role": "admin"}))
-        }
     }
 }
 

@@ -139,6 +139,20 @@ pub enum Route {
     Schedule(ScheduleRoute),
     /// Ours: `/notify...`, the subscriptions (`docs/notifications.md`).
     Notify(NotifyRoute),
+    /// Ours: `GET /limits`, every limit on claims (`docs/limits.md`).
+    Limits,
+    /// Ours: `PUT /tokens/{id}/priority`, change a token's priority.
+    TokenPriority(String),
+    /// Ours: `GET /retry-policies`, every state's retry policy.
+    RetryPolicies,
+    /// Ours: `PUT /retry-policies/{state}`, set one.
+    RetryPolicySet(String),
+    /// Ours: `DELETE /retry-policies/{state}`, remove one.
+    RetryPolicyRemove(String),
+    /// Ours: `PUT /limits/{name}`, set a limit whole.
+    LimitSet(String),
+    /// Ours: `DELETE /limits/{name}`, remove a limit.
+    LimitRemove(String),
 }
 
 /// What a request of `/notify` asks.
@@ -331,6 +345,16 @@ pub static TABLE: &[Entry] = &[
         Some(Route::Notify(NotifyRoute::Redeliver(p[0].into())))
     }),
     entry!("GET" "/notifications/failed", Admin, |_| Some(Route::Notify(NotifyRoute::Failed))),
+    // Limits govern the whole fleet: changing one is an admin's (`docs/limits.md`).
+    entry!("GET" "/limits", Read, |_| Some(Route::Limits)),
+    entry!("PUT" "/tokens/:id/priority", Operate, |p| Some(Route::TokenPriority(p[0].into()))),
+    entry!("PUT" "/limits/:name", Admin, |p| Some(Route::LimitSet(p[0].into()))),
+    entry!("DELETE" "/limits/:name", Admin, |p| Some(Route::LimitRemove(p[0].into()))),
+    entry!("GET" "/retry-policies", Read, |_| Some(Route::RetryPolicies)),
+    entry!("PUT" "/retry-policies/:name", Admin, |p| Some(Route::RetryPolicySet(p[0].into()))),
+    entry!("DELETE" "/retry-policies/:name", Admin, |p| {
+        Some(Route::RetryPolicyRemove(p[0].into()))
+    }),
 ];
 
 /// The most parameters a template has.
@@ -546,6 +570,13 @@ mod tests {
                 "POST /notify/:name/test admin",
                 "POST /notify/:name/redeliver admin",
                 "GET /notifications/failed admin",
+                "GET /limits read",
+                "PUT /tokens/:id/priority operate",
+                "PUT /limits/:name admin",
+                "DELETE /limits/:name admin",
+                "GET /retry-policies read",
+                "PUT /retry-policies/:name admin",
+                "DELETE /retry-policies/:name admin",
             ]
         );
     }

@@ -12,24 +12,41 @@ use crate::validated::budgets::{DefaultBudgetInput, TokenBudgetInput, UsageAmoun
 use crate::validated::StartInput;
 
 impl Control {
-    /// `POST /tokens` with the token's own budget: the start, then (for a token
-    /// it made) the budget and its `budget_set` entry, in one transaction.
+    /// `POST /tokens` with the token's own budget or a priority (`docs/limits.md`):
+    /// the start, then (for a token it made) the budget and its `budget_set`
+    /// entry and the priority, in one transaction.
     pub async fn start_with_budget(
         &self,
         input: StartInput,
-        budget: UsageAmounts,
+        budget: Option<UsageAmounts>,
+        priority: Option<i64>,
     ) -> Result<Started, Refusal> {
         let about = input.token.clone();
         let (token, created) = self
             .write_about(Some(&about), move |rules, tx| {
                 let (token, created) = engine::start::start(rules, tx, &input)?;
                 if created {
-                    engine::budget::given_at_start(tx, &token.token, &budget)?;
+                    if let Some(budget) = &budget {
+                        engine::budget::given_at_start(tx, &token.token, budget)?;
+                    }
+                    if let Some(priority) = priority.filter(|p| *p != 0) {
+                        engine::priority::keep(tx, &token.token, priority)?;
+                    }
                 }
                 Ok((token, created))
             })
             .await?;
         Ok(Started { token, created })
+    }
+
+    /// `PUT /tokens/{id}/priority`: change a live token's priority.
+    pub async fn set_token_priority(
+        &self,
+        token: String,
+        priority: i64,
+    ) -> Result<serde_json::Value, Refusal> {
+        self.write(move |_, tx| engine::priority::set_token_priority(tx, &token, priority))
+            .await
     }
 
     /// `POST /tasks/{id}/usage`: record what an attempt spent; a report that took

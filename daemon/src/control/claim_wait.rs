@@ -22,7 +22,7 @@ use stateous_shared::wire::Grant;
 use tokio::sync::Notify;
 
 use super::Control;
-use crate::engine::claimable::{self, Claimable};
+use crate::store::claimable::{self, Claimable};
 use crate::validated::ClaimInput;
 
 /// The longest wait a claim may ask for: 60 s.
@@ -192,5 +192,34 @@ impl Made {
     /// What the last run made claimable.
     pub(super) fn taken(&self) -> Claimable {
         std::mem::take(&mut *self.0.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+}
+
+impl Control {
+    /// What time alone makes claimable (`docs/limits.md`): a retry policy's pause
+    /// that is over (its row goes, and the claims that wait are woken) and a rate's
+    /// bucket that fills (every waiting claim is woken at each tick while some
+    /// limit has a rate: no commit tells when a claim may take its turn).
+    pub(super) async fn wake_for_time(&self) -> Result<(), Refusal> {
+        let now = self.inner.options.clock.now();
+        let (over, rated) = self
+            .read_now(move |tx| {
+                let rated = tx.limits()?.iter().any(|l| l.rate_count.is_some());
+                Ok((tx.delays_over(now)?, rated))
+            })
+            .await?;
+        if rated {
+            self.inner.waiters.wake(&Claimable::Any);
+        }
+        if !over {
+            return Ok(());
+        }
+        self.write(move |_, tx| {
+            if tx.end_delays(tx.now())? > 0 {
+                claimable::made_claimable(None);
+            }
+            Ok(())
+        })
+        .await
     }
 }

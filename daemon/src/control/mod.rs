@@ -20,6 +20,8 @@ mod views;
 // Usage and budgets (`docs/concepts/budgets.md`).
 mod budgets;
 pub mod claim_wait;
+// Limits on claims (`docs/limits.md`).
+mod claim_limits;
 
 pub use dev_clock::{no_dev_clock, MOST_ADVANCE};
 
@@ -463,6 +465,7 @@ impl Control {
         let (fired, failed) = self.each(due, engine::timers::fire_timer).await;
         self.inner.metrics.ticked(0, fired);
         failed?;
+        self.wake_for_time().await?;
         // Schedules last: a token an occurrence starts is not in the tick's reads.
         self.fire_schedules().await?;
         // Tokens that did not move (`docs/notifications.md`, "No move").

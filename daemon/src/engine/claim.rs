@@ -1,14 +1,16 @@
 //! Claim a task: the oldest queued task of the states a supervisor serves, with a
 //! lease.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use serde_json::{json, Value};
 use stateous_shared::trace_context::TokenTrace;
 use stateous_shared::wire::{EventRecord, Grant};
 
+use super::claim_limits::{self, Slots, LOOK_PAST};
 use super::{append, existing, Rules, Step};
-use crate::store::{ClaimRow, EntryKind, Head, TaskRow, TaskStatus, TokenStatus, Tx};
+use crate::store::{ClaimFacts, ClaimRow, EntryKind, Head, TaskRow, TaskStatus, TokenStatus, Tx};
 use crate::validated::ClaimInput;
 
 /// How many queued tasks one claim looks at (reference `CANDIDATES`).
@@ -31,10 +33,29 @@ pub fn claim(rules: &Rules, tx: &dyn Tx, input: &ClaimInput) -> Step<Option<Gran
             return Ok(Some(grant));
         }
     }
-    let mut task = if states.is_empty() {
-        None
+    // Ours (`docs/limits.md`): the pools of slots that cover these states, the
+    // priorities, and the tasks whose retry policy's pause is not over; none set,
+    // one statement read.
+    let facts = if states.is_empty() {
+        ClaimFacts::default()
     } else {
-        first_free(tx, states)?
+        tx.claim_facts(tx.now())?
+    };
+    let mut admission = if facts.limits {
+        claim_limits::admission(tx, states)?
+    } else {
+        None
+    };
+    let order = Order {
+        prioritized: facts.priorities,
+        delayed: facts.delayed.into_iter().collect(),
+    };
+    let plain = !order.prioritized && order.delayed.is_empty();
+    let (mut task, slots) = match &admission {
+        _ if states.is_empty() => (None, Vec::new()),
+        None if plain => (first_free(tx, states)?, Vec::new()),
+        None => ranked(tx, states, None, &order)?,
+        Some(admission) => first_admitted(tx, states, admission, &order)?,
     };
     if let Some(task) = task.as_mut() {
         task.status = TaskStatus::Claimed;
@@ -42,6 +63,9 @@ pub fn claim(rules: &Rules, tx: &dyn Tx, input: &ClaimInput) -> Step<Option<Gran
         task.attempt += 1;
         task.lease_until = Some(tx.now().saturating_add(rules.lease));
         tx.update_task(task)?;
+        if let Some(admission) = admission.as_mut() {
+            admission.take(tx, task, slots)?;
+        }
     }
     if let Some(request) = &input.request {
         tx.remember_claim(&ClaimRow {
@@ -97,6 +121,102 @@ fn first_free(tx: &dyn Tx, states: &[(Option<String>, String)]) -> Step<Option<T
         }
     }
     Ok(None)
+}
+
+/// The oldest queued task of these states that can take a slot of each pool that
+/// covers it, with those slots: the states whose pool is full (or whose rate is
+/// spent) are left out, and a task whose key is full is passed over for the next
+/// (a full key never holds back another key's tasks), among [`LOOK_PAST`] tasks
+/// of each state.
+fn first_admitted(
+    tx: &dyn Tx,
+    states: &[(Option<String>, String)],
+    admission: &claim_limits::Admission,
+    order: &Order,
+) -> Step<(Option<TaskRow>, Slots)> {
+    let open = admission.open_states(tx.now(), states);
+    if open.is_empty() {
+        return Ok((None, Vec::new()));
+    }
+    if !admission.keyed(&open) && !order.prioritized && order.delayed.is_empty() {
+        let Some(task) = first_free(tx, &open)? else {
+            return Ok((None, Vec::new()));
+        };
+        let row = existing(tx, &task.token)?;
+        // Its pools have room (`open_states`); were one full, nothing is claimed.
+        return Ok(match admission.slots_for(&task, &row) {
+            Some(slots) => (Some(task), slots),
+            None => (None, Vec::new()),
+        });
+    }
+    ranked(tx, &open, Some(admission), order)
+}
+
+/// What orders a claim besides the queue: priorities, and the tasks that may not
+/// be claimed yet.
+struct Order {
+    prioritized: bool,
+    delayed: HashSet<i64>,
+}
+
+/// The queued task a claim takes in turn: the highest priority first; within a
+/// priority, the task whose keys hold the fewest slots, then whose keys took a
+/// slot longest ago (keys with queued tasks take turns); then the oldest. Candidates are read without locks; the one
+/// taken is locked and judged again (another claim may have taken it).
+fn ranked(
+    tx: &dyn Tx,
+    states: &[(Option<String>, String)],
+    admission: Option<&claim_limits::Admission>,
+    order: &Order,
+) -> Step<(Option<TaskRow>, Slots)> {
+    let mut ranks = Vec::new();
+    for candidate in tx.queued_candidates(states, LOOK_PAST, order.prioritized)? {
+        if order.delayed.contains(&candidate.task) {
+            continue;
+        }
+        let served = states.iter().any(|(workflow, state)| {
+            workflow.as_deref() == candidate.workflow.as_deref() && *state == candidate.state
+        });
+        if !served {
+            continue;
+        }
+        let (load, turn) = match admission {
+            None => (0, 0),
+            Some(admission) => {
+                let context = crate::store::json::object(&candidate.context)?;
+                let workflow = candidate.workflow.as_deref();
+                match admission.slots_of(workflow, &candidate.state, &context) {
+                    Some(slots) => (admission.load(&slots), admission.last_turn(&slots)),
+                    None => continue,
+                }
+            }
+        };
+        ranks.push((-candidate.priority, load, turn, candidate.task));
+    }
+    ranks.sort_unstable();
+    for (_, _, _, id) in ranks {
+        let Some(task) = tx.lock_task(id, false)? else {
+            continue;
+        };
+        if task.status != TaskStatus::Queued {
+            continue;
+        }
+        let Some(row) = tx.token(&task.token)? else {
+            continue;
+        };
+        if row.status != TokenStatus::Active {
+            continue;
+        }
+        let slots = match admission {
+            None => Vec::new(),
+            Some(admission) => match admission.slots_for(&task, &row) {
+                Some(slots) => slots,
+                None => continue,
+            },
+        };
+        return Ok((Some(task), slots));
+    }
+    Ok((None, Vec::new()))
 }
 
 /// The grant of the supervisor's last claim again, with its lease renewed, if

@@ -13,7 +13,6 @@
 pub mod bulk;
 pub mod cancel;
 pub mod claim;
-pub mod claimable;
 pub mod detail;
 pub mod fire;
 pub mod heartbeat;
@@ -38,6 +37,9 @@ pub mod timers;
 pub mod why;
 // Usage and budgets (`docs/concepts/budgets.md`).
 pub mod budget;
+pub mod claim_limits;
+pub mod priority;
+pub mod retry_policy;
 pub mod usage;
 
 use std::collections::HashMap;
@@ -361,7 +363,7 @@ pub fn append(
         Value::Object(map) => map,
         _ => Object::new(),
     };
-    claimable::note_entry(kind, &data);
+    crate::store::claimable::note_entry(kind, &data);
     tx.append(token, kind, key, &data)?;
     Ok(())
 }

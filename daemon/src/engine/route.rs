@@ -440,6 +440,8 @@ pub fn task_failed(
         task.status = TaskStatus::Queued;
         task.claimed_by = None;
         tx.update_task(task)?;
+        // Ours: the state's retry policy holds the next attempt back a while.
+        super::retry_policy::hold_next(tx, row, task)?;
         let data = json!({"task": task.id, "attempt": task.attempt + 1});
         append(tx, &row.token, EntryKind::TaskRetrying, None, data)?;
         // The next attempt runs the routine again and sets its own timers; the

@@ -142,7 +142,63 @@ pub fn why(rules: &Rules, tx: &dyn Tx, token: &str) -> Step<Why> {
         children,
         join,
         budget: budget_facts(rules, tx, &row)?,
+        limits: limit_facts(tx, &row, now)?,
     })
+}
+
+/// Ours: what the token's queued task waits for among the limits on claims
+/// (`docs/limits.md`): each full pool or key with who holds its slots, and each
+/// spent rate with when the next claim may be.
+fn limit_facts(tx: &dyn Tx, row: &TokenRow, now: i64) -> Step<Vec<String>> {
+    let Some(task) = tx.open_tasks(&row.token)?.into_iter().next() else {
+        return Ok(Vec::new());
+    };
+    if task.status != TaskStatus::Queued {
+        return Ok(Vec::new());
+    }
+    let mut sentences = Vec::new();
+    if let Some(at) = super::retry_policy::held_until(tx, task.id)? {
+        sentences.push(format!(
+            "its retry policy holds the next attempt until {} (in {} s)",
+            iso(from_micros(at)),
+            ((at - now) as f64 / 1e6).ceil() as i64
+        ));
+    }
+    for pool in super::claim_limits::pools(tx)? {
+        if !pool.covers(row.workflow.as_deref(), &task.state) {
+            continue;
+        }
+        let key = pool.key_of(&row.context);
+        let held = super::claim_limits::holders(tx, &pool.row.name, &key)?;
+        if held.len() as i64 >= pool.row.max {
+            let of_key = match &pool.row.per {
+                Some(per) => format!(" for {per} = {}", super::claim_limits::key_words(&key)),
+                None => String::new(),
+            };
+            let holders: Vec<String> = held
+                .iter()
+                .take(3)
+                .map(|h| format!("{}, task {}", h.holder, h.slot.task))
+                .collect();
+            let more = if held.len() > 3 { ", ..." } else { "" };
+            sentences.push(format!(
+                "waiting for a slot of {}{of_key}: {} of {} held by {}{more}",
+                pool.row.name,
+                held.len(),
+                pool.row.max,
+                holders.join("; ")
+            ));
+        }
+        if let Some(at) = pool.rate_opens_at(now) {
+            let rate = pool.rate.map(|r| r.words()).unwrap_or_default();
+            sentences.push(format!(
+                "rate of {} ({rate}): next claim in {} s",
+                pool.row.name,
+                ((at - now) as f64 / 1e6).ceil() as i64
+            ));
+        }
+    }
+    Ok(sentences)
 }
 
 /// Ours: the token's usage and budget, when it has either.

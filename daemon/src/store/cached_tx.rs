@@ -471,6 +471,9 @@ impl Tasks for CachedTx<'_> {
     fn update_task(&self, row: &TaskRow) -> StoreResult<()> {
         self.inner.update_task(row)?;
         self.task_changed(row);
+        if row.attempt > 0 && row.status != super::TaskStatus::Claimed {
+            super::claim_limits::slot_returned(row);
+        }
         Ok(())
     }
 

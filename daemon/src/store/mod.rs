@@ -24,6 +24,8 @@
 pub mod access;
 pub mod backend;
 pub mod cached_tx;
+pub mod claim_limits;
+pub mod claimable;
 pub mod facts;
 pub mod family;
 pub mod feed;
@@ -33,7 +35,9 @@ pub mod json;
 pub mod locked;
 pub mod notifications;
 pub mod postgres;
+pub mod priorities;
 pub mod request;
+pub mod retry_policies;
 pub mod rows;
 pub mod schedules;
 pub mod schema;
@@ -50,7 +54,10 @@ use stateous_shared::wire::Object;
 
 pub use access::{AccessKeyRow, AccessKeys};
 pub use backend::Store;
+pub use claim_limits::{HeldSlot, LimitRow, Limits, SlotRow};
 pub use journal::{Journal, JournalRow};
+pub use priorities::{Candidate, Priorities};
+pub use retry_policies::{ClaimFacts, RetryPolicies, RetryPolicyRow};
 // Usage and budgets (`docs/concepts/budgets.md`).
 pub use locked::Head;
 pub use notifications::Notifications;
@@ -473,6 +480,9 @@ pub trait Tx:
     + Budgets
     + Schedules
     + Notifications
+    + Limits
+    + Priorities
+    + RetryPolicies
 {
     /// The moment of the transaction, in microseconds since 1970.
     fn now(&self) -> i64;

@@ -16,9 +16,9 @@ use std::collections::BTreeSet;
 use super::StoreError;
 
 /// The versions, oldest first; the migration of each makes the database that.
-pub const VERSIONS: [&str; 16] = [
+pub const VERSIONS: [&str; 17] = [
     "0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008", "0009", "0010", "0011", "0012",
-    "0013", "0014", "0015", "0016",
+    "0013", "0014", "0015", "0016", "0017",
 ];
 
 /// The table where the version is recorded: its own name, so that an application
@@ -76,6 +76,25 @@ CREATE UNIQUE INDEX notifications_visit ON notifications (subscription, token, s
 CREATE INDEX notification_attempts_latest ON notification_attempts (subscription, at);
 ";
 
+/// Version 0017 adds limits on claims, their slots and the tokens' priorities
+/// (`docs/inside/data.md`, `limits`, `slots` and `priorities`; `docs/limits.md`).
+const LIMITS: [&str; 6] = [
+    "limits",
+    "slots",
+    "priorities",
+    "key_turns",
+    "retry_policies",
+    "task_delays",
+];
+
+/// Version 0017, the same SQL on both backends but for the types (each backend's
+/// `schema.rs` writes its own): a limit's settings and its rate's bucket, and the
+/// slots claims took, by pool and key.
+pub const LIMITS_INDEXES: &str = "
+CREATE INDEX slots_pool ON slots (pool, key);
+CREATE INDEX task_delays_due ON task_delays (not_before);
+";
+
 /// Version 0006, the same SQL on both backends: indexes for the write path's hot
 /// reads: the queue in id order (a claim takes the oldest queued task), the claimed
 /// tasks by the end of their leases and the pending timers by their due time (the
@@ -120,8 +139,9 @@ pub fn newest() -> &'static str {
 /// column (`control_plane.clock`), no table; 0009 adds `access_keys`; 0010 adds
 /// `graphs` (and the column `tokens.graph`); 0011 adds a column
 /// (`access_keys.scope`), no table; 0012 adds `journal`; 0013 adds `usage` and
-/// `budgets`; 0014 adds a column (`tokens.trace`), no table; 0015 adds `schedules`; 0016 adds `subscriptions`,
-/// `notifications` and `notification_attempts`.
+/// `budgets`; 0014 adds a column (`tokens.trace`), no table; 0015 adds `schedules`; 0016 adds
+/// `subscriptions`, `notifications` and `notification_attempts`; 0017 adds `limits`,
+/// `slots`, `priorities`, `key_turns`, `retry_policies` and `task_delays`.
 pub fn tables_at(version: &str) -> BTreeSet<&'static str> {
     let mut tables: BTreeSet<&'static str> = BASELINE.into_iter().collect();
     if version == "0002" || version == "0003" {
@@ -145,6 +165,9 @@ pub fn tables_at(version: &str) -> BTreeSet<&'static str> {
     }
     if version >= "0016" {
         tables.extend(NOTIFICATIONS);
+    }
+    if version >= "0017" {
+        tables.extend(LIMITS);
     }
     tables
 }

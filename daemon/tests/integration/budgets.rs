@@ -47,7 +47,10 @@ async fn a_familys_usage_counts_against_its_top_tokens_budget(db: Db) {
     let context = object(json!({"customer": "acme", "score": 5}));
     let start = StartInput::new("C-1".into(), context).unwrap();
     let five = UsageAmounts::new(object(json!({"cost_usd": 5})), "budget", true).unwrap();
-    control.start_with_budget(start, five).await.unwrap();
+    control
+        .start_with_budget(start, Some(five), None)
+        .await
+        .unwrap();
     let claim = |states: &[&str]| {
         let states = states.iter().map(|s| s.to_string()).collect();
         control.claim(ClaimInput::new("box".into(), states, None).unwrap())

@@ -22,6 +22,21 @@ pub(super) enum Val<'a> {
 }
 
 impl<'a> Val<'a> {
+    /// The value as JSON (a float that JSON cannot hold is null).
+    pub(super) fn to_json(&self) -> Value {
+        match self {
+            Val::Null => Value::Null,
+            Val::Bool(b) => Value::Bool(*b),
+            Val::Int(i) => i64::try_from(*i)
+                .map(Value::from)
+                .unwrap_or_else(|_| Value::String(i.to_string())),
+            Val::Float(f) => serde_json::Number::from_f64(*f).map_or(Value::Null, Value::Number),
+            Val::Str(s) => Value::String((*s).to_string()),
+            Val::List(items) => Value::Array(items.iter().map(Val::to_json).collect()),
+            Val::Object(map) => Value::Object((*map).clone()),
+        }
+    }
+
     pub(super) fn of_json(value: Option<&'a Value>) -> Val<'a> {
         match value {
             None | Some(Value::Null) => Val::Null,

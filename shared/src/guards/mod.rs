@@ -256,3 +256,9 @@ pub fn parse_guard(text: &str) -> Result<Guard, GuardError> {
 pub fn evaluate(guard: &Guard, input: &GuardInput<'_>) -> bool {
     eval::truthy(&eval::value(&guard.tree, input, None))
 }
+
+/// The value of the guard's expression for this data, not its truth: a limit's
+/// `per` key (`docs/limits.md`). A missing value reads as null.
+pub fn value_of(guard: &Guard, input: &GuardInput<'_>) -> Value {
+    eval::value(&guard.tree, input, None).to_json()
+}

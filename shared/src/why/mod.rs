@@ -57,6 +57,11 @@ pub struct Why {
     /// (`docs/concepts/budgets.md`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<crate::usage::TokenBudget>,
+    /// Ours: what its queued task waits for among the limits on claims, one
+    /// sentence each (`waiting for a slot of coding for ctx['repo'] = 'acme':
+    /// 1 of 1 held by box-2, task 17`; `docs/limits.md`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub limits: Vec<String>,
 }
 
 /// One transition out of the token's state, and its guard on the current context.
@@ -211,6 +216,7 @@ pub fn explain(why: &Why) -> Vec<String> {
     if let Some(task) = &why.task {
         reasons.push(task_sentence(task, &why.supervisors, &why.stopped));
     }
+    reasons.extend(why.limits.iter().cloned());
     reasons.extend(guard_sentences(why));
     for timer in &why.timers {
         let when = if timer.frozen {

@@ -24,6 +24,7 @@ fn why(state: &str, status: &str) -> Why {
         children: Vec::new(),
         join: None,
         budget: None,
+        limits: Vec::new(),
     }
 }
 

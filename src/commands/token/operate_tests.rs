@@ -250,6 +250,7 @@ fn why_reads_as_lines_reasons_first() {
         children: Vec::new(),
         join: None,
         budget: None,
+        limits: Vec::new(),
     };
     assert_eq!(
         why_lines(&why),

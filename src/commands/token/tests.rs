@@ -88,6 +88,7 @@ async fn start_fire_and_steer_print_token_lines() {
         id: "T-1".into(),
         context: Some(r#"{"repo": "acme/api"}"#.into()),
         budget: Vec::new(),
+        priority: None,
     };
     assert_eq!(
         run_at(&url, false, start).await.unwrap(),
@@ -175,6 +176,7 @@ async fn refusals_and_mistakes_are_one_sentence() {
         id: "T-1".into(),
         context: Some("[1]".into()),
         budget: Vec::new(),
+        priority: None,
     };
     let error = run_at(&url, false, bad).await.unwrap_err().to_string();
     assert!(error.starts_with("CONTEXT_JSON must be a JSON object"));
@@ -246,6 +248,7 @@ async fn a_change_without_an_answer_says_it_may_have_been_applied_and_what_is_sa
         id: "T-1".into(),
         context: None,
         budget: Vec::new(),
+        priority: None,
     };
     let text = said(run_at(&url, false, start).await.unwrap_err());
     assert!(

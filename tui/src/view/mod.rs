@@ -11,6 +11,7 @@ mod format;
 mod graph;
 mod operate;
 mod panes;
+mod pools;
 mod popups;
 mod schedules;
 mod wrap;
@@ -233,6 +234,7 @@ pub fn view(model: &Model, frame: &mut Frame) {
         Mode::Bulk(form) => operate::bulk(model, frame, form),
         Mode::Describe(top) => describe(model, frame, *top),
         Mode::Schedules => schedules::schedules(model, frame),
+        Mode::Pools => pools::pools(model, frame),
         Mode::Normal | Mode::Filter(_) | Mode::Confirm(_) => {}
     }
 }

@@ -33,8 +33,9 @@ fn refuse(code: Code, sentence: impl Into<String>) -> Refusal {
 }
 
 impl StartInput {
-    /// The fields `parse` reads, and ours, `budget` (`budgets::start_budget`).
-    pub const FIELDS: &'static [&'static str] = &["token", "context", "budget"];
+    /// The fields `parse` reads, and ours, `budget` (`budgets::start_budget`) and
+    /// `priority` (`docs/limits.md`).
+    pub const FIELDS: &'static [&'static str] = &["token", "context", "budget", "priority"];
 
     /// From the body: `token` must be a string (`invalid_token_id`), `context` an
     /// object or null (`invalid_context`), then the id must match the pattern

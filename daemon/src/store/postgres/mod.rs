@@ -10,6 +10,7 @@
 //! reorder keys) and `\u0000` inside JSON stays storable.
 
 mod access_keys;
+mod claim_limits;
 mod claims;
 mod columns;
 mod conn;
@@ -26,6 +27,8 @@ mod params;
 mod pending;
 #[cfg(test)]
 mod plan_tests;
+mod priorities;
+mod retry_policies;
 mod schedules;
 pub mod schema;
 pub mod store;

@@ -18,8 +18,8 @@ use std::collections::BTreeSet;
 
 use super::conn::PgConn;
 use crate::store::schema::{
-    plan, MigrateError, HOT_INDEXES, NOTIFICATION_INDEXES, SCHEDULE_INDEXES, VERSIONS,
-    VERSION_TABLE,
+    plan, MigrateError, HOT_INDEXES, LIMITS_INDEXES, NOTIFICATION_INDEXES, SCHEDULE_INDEXES,
+    VERSIONS, VERSION_TABLE,
 };
 use crate::store::status::{
     check_list, CatchUp, ClockKind, Overlap, ScheduleStatus, TaskStatus, TimerKind, TimerStatus,
@@ -34,7 +34,7 @@ pub const SERVING_LOCK: &str = "hashtextextended('@stateous/serve', 0)";
 pub const EPOCH_LOCK: &str = "hashtextextended('@stateous/epoch', 0)";
 
 /// The SQL of each version, in the order of [`VERSIONS`].
-pub fn migrations() -> [String; 16] {
+pub fn migrations() -> [String; 17] {
     [
         baseline(),
         FEED.to_string(),
@@ -52,7 +52,57 @@ pub fn migrations() -> [String; 16] {
         TOKEN_TRACES.to_string(),
         schedules(),
         NOTIFICATIONS.to_string() + NOTIFICATION_INDEXES,
+        limits(),
     ]
+}
+
+/// Version 0017: `limits` and `slots`, as SQLite's 0017 (`store/sqlite/schema.rs`,
+/// `limits`).
+fn limits() -> String {
+    format!(
+        r#"
+CREATE TABLE limits (
+    name TEXT COLLATE "C" PRIMARY KEY,
+    states TEXT COLLATE "C" NOT NULL,
+    max BIGINT NOT NULL CHECK (max >= 1),
+    per TEXT COLLATE "C",
+    rate_count BIGINT,
+    rate_period BIGINT,
+    bucket DOUBLE PRECISION NOT NULL,
+    bucket_at BIGINT NOT NULL,
+    set_at BIGINT NOT NULL
+);
+CREATE TABLE slots (
+    task BIGINT NOT NULL,
+    pool TEXT COLLATE "C" NOT NULL,
+    attempt BIGINT NOT NULL,
+    key TEXT COLLATE "C" NOT NULL,
+    PRIMARY KEY (task, pool)
+);
+CREATE TABLE priorities (
+    token TEXT COLLATE "C" PRIMARY KEY,
+    priority BIGINT NOT NULL
+);
+CREATE TABLE key_turns (
+    pool TEXT COLLATE "C" NOT NULL,
+    key TEXT COLLATE "C" NOT NULL,
+    last_at BIGINT NOT NULL,
+    PRIMARY KEY (pool, key)
+);
+CREATE TABLE retry_policies (
+    state TEXT COLLATE "C" PRIMARY KEY,
+    delay BIGINT NOT NULL,
+    doubling BIGINT NOT NULL,
+    cap BIGINT NOT NULL,
+    jitter BIGINT NOT NULL,
+    set_at BIGINT NOT NULL
+);
+CREATE TABLE task_delays (
+    task BIGINT PRIMARY KEY,
+    not_before BIGINT NOT NULL
+);
+{LIMITS_INDEXES}"#
+    )
 }
 
 /// Version 0014: `tokens.trace`, as SQLite's 0014 (`store/sqlite/schema.rs`,

@@ -222,7 +222,8 @@ impl Tokens for PgTx<'_> {
             "WITH ledger_gone AS (DELETE FROM ledger WHERE token = $1),
                   tasks_gone AS (DELETE FROM tasks WHERE token = $1),
                   timers_gone AS (DELETE FROM timers WHERE token = $1),
-                  memory_gone AS (DELETE FROM memory WHERE token = $1)
+                  memory_gone AS (DELETE FROM memory WHERE token = $1),
+                  priority_gone AS (DELETE FROM priorities WHERE token = $1)
              DELETE FROM tokens WHERE token = $1",
             &[&token],
         )?;

@@ -6,6 +6,7 @@
 
 mod access_keys;
 pub mod checkpointer;
+mod claim_limits;
 pub mod claims;
 mod control_plane;
 mod counts;
@@ -15,7 +16,9 @@ mod journal;
 mod ledger;
 mod memory;
 mod notifications;
+mod priorities;
 pub mod reader;
+mod retry_policies;
 mod schedules;
 pub mod schema;
 pub mod store;

@@ -11,8 +11,8 @@ use std::collections::BTreeSet;
 use rusqlite::{Connection, OptionalExtension};
 
 use crate::store::schema::{
-    plan, MigrateError, HOT_INDEXES, NOTIFICATION_INDEXES, SCHEDULE_INDEXES, VERSIONS,
-    VERSION_TABLE,
+    plan, MigrateError, HOT_INDEXES, LIMITS_INDEXES, NOTIFICATION_INDEXES, SCHEDULE_INDEXES,
+    VERSIONS, VERSION_TABLE,
 };
 use crate::store::status::{
     check_list, CatchUp, ClockKind, Overlap, ScheduleStatus, TaskStatus, TimerKind, TimerStatus,
@@ -41,7 +41,7 @@ impl Migration {
 }
 
 /// The migration of each version, in the order of [`VERSIONS`].
-pub fn migrations() -> [Migration; 16] {
+pub fn migrations() -> [Migration; 17] {
     [
         Migration::sql(baseline()),
         Migration::sql(FEED),
@@ -65,7 +65,59 @@ pub fn migrations() -> [Migration; 16] {
         Migration::sql(TOKEN_TRACES),
         Migration::sql(schedules()),
         Migration::sql(notifications()),
+        Migration::sql(limits()),
     ]
+}
+
+/// Version 0017, limits on claims (`docs/inside/data.md`, `limits` and `slots`;
+/// `docs/limits.md`): each limit's settings and its rate's bucket, and the slots
+/// claims took. A slot counts only while its task is claimed with its attempt
+/// (`store/claim_limits.rs`). `store/postgres/schema.rs` makes the same.
+pub fn limits() -> String {
+    format!(
+        "
+CREATE TABLE limits (
+    name TEXT PRIMARY KEY,
+    states TEXT NOT NULL,
+    max INTEGER NOT NULL CHECK (max >= 1),
+    per TEXT,
+    rate_count INTEGER,
+    rate_period INTEGER,
+    bucket REAL NOT NULL,
+    bucket_at INTEGER NOT NULL,
+    set_at INTEGER NOT NULL
+);
+CREATE TABLE slots (
+    task INTEGER NOT NULL,
+    pool TEXT NOT NULL,
+    attempt INTEGER NOT NULL,
+    key TEXT NOT NULL,
+    PRIMARY KEY (task, pool)
+);
+CREATE TABLE priorities (
+    token TEXT PRIMARY KEY,
+    priority INTEGER NOT NULL
+);
+CREATE TABLE key_turns (
+    pool TEXT NOT NULL,
+    key TEXT NOT NULL,
+    last_at INTEGER NOT NULL,
+    PRIMARY KEY (pool, key)
+);
+CREATE TABLE retry_policies (
+    state TEXT PRIMARY KEY,
+    delay INTEGER NOT NULL,
+    doubling INTEGER NOT NULL,
+    cap INTEGER NOT NULL,
+    jitter INTEGER NOT NULL,
+    set_at INTEGER NOT NULL
+);
+CREATE TABLE task_delays (
+    task INTEGER PRIMARY KEY,
+    not_before INTEGER NOT NULL
+);
+{LIMITS_INDEXES}"
+    )
 }
 
 /// Version 0014, traces (`docs/inside/data.md`, `tokens`): each token keeps the

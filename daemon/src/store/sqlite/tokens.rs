@@ -77,7 +77,14 @@ impl Tokens for SqliteTx<'_> {
     }
 
     fn delete_token(&self, token: &str) -> StoreResult<()> {
-        for table in ["ledger", "tasks", "timers", "memory", "tokens"] {
+        for table in [
+            "ledger",
+            "tasks",
+            "timers",
+            "memory",
+            "priorities",
+            "tokens",
+        ] {
             let sql = format!("DELETE FROM {table} WHERE token = ?1");
             self.prepare(&sql)?.execute([token])?;
         }

@@ -6,7 +6,7 @@
 //! [`made_claimable`] is the one hook: any engine step that makes a task
 //! claimable calls it (a task queued, an attempt to retry, a token resumed; a
 //! limit's slot given back or a retry delay that ends, where limits apply). The
-//! ledger's [`append`](super::append) calls it for the entries that say so, so
+//! ledger's `engine::append` calls it for the entries that say so, so
 //! that a new step that queues a task through the usual entries needs nothing
 //! more. Noting is cheap and never fails: a note in a transaction that rolls
 //! back only wakes a claim that then finds nothing and waits on.
@@ -77,7 +77,7 @@ pub fn made_claimable(state: Option<&str>) {
     });
 }
 
-/// The entries that make a task claimable, for [`super::append`]: a task
+/// The entries that make a task claimable, for `engine::append`: a task
 /// queued (of the state in its data), an attempt to retry and a token resumed
 /// (of any state).
 pub fn note_entry(kind: EntryKind, data: &serde_json::Map<String, serde_json::Value>) {

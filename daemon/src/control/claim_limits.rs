@@ -1,0 +1,56 @@
+//! The requests of limits on claims (`docs/limits.md`): set, remove and list.
+//! Each is one transaction of `engine::claim_limits`; nothing is kept in memory,
+//! so a control plane that takes over the database (a restart, a standby) counts
+//! the same slots.
+
+use stateous_shared::claim_limits::{LimitList, LimitView};
+use stateous_shared::refusal::Refusal;
+
+use super::Control;
+use crate::engine;
+use crate::validated::claim_limits::{limit_name, LimitInput};
+
+impl Control {
+    /// `PUT /limits/{name}`: set a limit whole.
+    pub async fn set_limit(&self, input: LimitInput) -> Result<LimitView, Refusal> {
+        self.write(move |rules, tx| engine::claim_limits::set_limit(rules, tx, &input))
+            .await
+    }
+
+    /// `DELETE /limits/{name}`: remove a limit (404 `limit_not_found` for none).
+    pub async fn remove_limit(&self, name: String) -> Result<(), Refusal> {
+        let name = limit_name(&name)?;
+        self.write(move |_, tx| engine::claim_limits::remove_limit(tx, &name))
+            .await
+    }
+
+    /// `GET /limits`: every limit with the slots it holds now.
+    pub async fn limits(&self) -> Result<LimitList, Refusal> {
+        let limits = self.read(engine::claim_limits::list).await?;
+        Ok(LimitList { limits })
+    }
+
+    /// `PUT /retry-policies/{state}`: set a state's retry policy, whole.
+    pub async fn set_retry_policy(
+        &self,
+        state: String,
+        body: stateous_shared::wire::Object,
+    ) -> Result<stateous_shared::retry_policies::RetryPolicyView, Refusal> {
+        self.write(move |rules, tx| engine::retry_policy::set_policy(rules, tx, &state, &body))
+            .await
+    }
+
+    /// `DELETE /retry-policies/{state}`.
+    pub async fn remove_retry_policy(&self, state: String) -> Result<(), Refusal> {
+        self.write(move |_, tx| engine::retry_policy::remove_policy(tx, &state))
+            .await
+    }
+
+    /// `GET /retry-policies`.
+    pub async fn retry_policies(
+        &self,
+    ) -> Result<stateous_shared::retry_policies::RetryPolicyList, Refusal> {
+        let policies = self.read(engine::retry_policy::policies).await?;
+        Ok(stateous_shared::retry_policies::RetryPolicyList { policies })
+    }
+}

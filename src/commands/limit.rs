@@ -1,0 +1,159 @@
+//! `stateous limit set|list|remove`: limits on claims, over `PUT /limits/{name}`,
+//! `GET /limits` and `DELETE /limits/{name}` (`docs/reference/cli.md`,
+//! `docs/limits.md`).
+
+use std::io::Write;
+
+use stateous_shared::claim_limits::{LimitRequest, LimitView};
+
+use super::{line, CommandError};
+
+/// One `stateous limit ...` command line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LimitCommand {
+    /// `--url`, the access key (an admin key over TCP to change one) and the TLS
+    /// flags.
+    pub connection: stateous_client::Connection,
+    /// `--json`: print the daemon's answer.
+    pub json: bool,
+    /// What to do.
+    pub action: LimitAction,
+}
+
+/// The sub-command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LimitAction {
+    /// `set NAME --states S,... --max N [--per EXPR] [--rate R]`.
+    Set {
+        /// The limit's name.
+        name: String,
+        /// The limit, whole.
+        request: LimitRequest,
+    },
+    /// `list`.
+    List,
+    /// `remove NAME`.
+    Remove(String),
+    /// `retry STATE --delay D [--doubling] [--cap D] [--jitter D]`.
+    Retry {
+        /// The state.
+        state: String,
+        /// The policy, whole.
+        request: stateous_shared::retry_policies::RetryPolicyRequest,
+    },
+    /// `retries`.
+    Retries,
+    /// `unretry STATE`.
+    Unretry(String),
+}
+
+/// What `list` says on stderr when there is no limit.
+pub const NO_LIMITS: &str =
+    "no limit is set (stateous limit set coding --states coding --max 3 sets one)";
+
+/// `coding-per-repo  coding  2 of 1 per ctx['repo'], 30 per minute` then a line
+/// per key holding slots: `  'acme/api'  1`.
+fn limit_lines(limit: &LimitView) -> Vec<String> {
+    let mut head = format!(
+        "{}  {}  {} used of {}",
+        limit.name,
+        limit.states.join(","),
+        limit.used,
+        limit.max
+    );
+    if let Some(per) = &limit.per {
+        head.push_str(&format!(" per {per}"));
+    }
+    if let Some(rate) = &limit.rate {
+        head.push_str(&format!(", {rate}"));
+    }
+    let mut lines = vec![head];
+    if limit.per.is_some() {
+        for key in &limit.keys {
+            lines.push(format!("  {}  {} of {}", key.key, key.used, limit.max));
+        }
+    }
+    lines
+}
+
+/// Run `command`: `set` prints the limit's lines, `list` each limit's (nothing,
+/// and [`NO_LIMITS`] on stderr, when none), `remove` nothing (a line on stderr).
+pub async fn run(command: &LimitCommand, out: &mut dyn Write) -> Result<(), CommandError> {
+    let client = command
+        .connection
+        .client(stateous_client::DEFAULT_TIMEOUT, false)?;
+    let refused = |error| CommandError::Client(error).with_code();
+    match &command.action {
+        LimitAction::Set { name, request } => {
+            let set = client.set_limit(name, request).await.map_err(refused)?;
+            if command.json {
+                return line(out, &pretty(serde_json::json!(set))?);
+            }
+            for text in limit_lines(&set) {
+                line(out, &text)?;
+            }
+            Ok(())
+        }
+        LimitAction::List => {
+            let list = client.limits().await.map_err(refused)?;
+            if command.json {
+                return line(out, &pretty(serde_json::json!(list))?);
+            }
+            if list.limits.is_empty() {
+                eprintln!("{NO_LIMITS}");
+            }
+            for limit in &list.limits {
+                for text in limit_lines(limit) {
+                    line(out, &text)?;
+                }
+            }
+            Ok(())
+        }
+        LimitAction::Retry { state, request } => {
+            let set = client
+                .set_retry_policy(state, request)
+                .await
+                .map_err(refused)?;
+            if command.json {
+                return line(out, &pretty(serde_json::json!(set))?);
+            }
+            line(out, &set.line())
+        }
+        LimitAction::Retries => {
+            let list = client.retry_policies().await.map_err(refused)?;
+            if command.json {
+                return line(out, &pretty(serde_json::json!(list))?);
+            }
+            if list.policies.is_empty() {
+                eprintln!(
+                    "no retry policy is set (stateous limit retry coding --delay 2s sets one)"
+                );
+            }
+            for policy in &list.policies {
+                line(out, &policy.line())?;
+            }
+            Ok(())
+        }
+        LimitAction::Unretry(state) => {
+            client.remove_retry_policy(state).await.map_err(refused)?;
+            if command.json {
+                return line(out, &serde_json::json!({ "removed": true }).to_string());
+            }
+            eprintln!("removed the retry policy of {state}");
+            Ok(())
+        }
+        LimitAction::Remove(name) => {
+            client.remove_limit(name).await.map_err(refused)?;
+            if command.json {
+                return line(out, &serde_json::json!({ "removed": true }).to_string());
+            }
+            eprintln!("removed the limit {name}");
+            Ok(())
+        }
+    }
+}
+
+/// An answer as pretty JSON.
+fn pretty(value: serde_json::Value) -> Result<String, CommandError> {
+    serde_json::to_string_pretty(&value).map_err(|error| CommandError::Usage(error.to_string()))
+}
