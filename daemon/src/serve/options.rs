@@ -12,6 +12,7 @@ use stateous_shared::durations::{parse_timing, TimingOf};
 
 use super::args::ServeArgs;
 use crate::control::prune::RetainPass;
+use crate::control::notify_retain::NotifyRetainPass;
 pub use crate::store::backend::{without_password, Database};
 use crate::store::postgres::PgOptions;
 
@@ -93,6 +94,9 @@ pub struct Timings {
     pub retention: Option<(RetainPass, Duration)>,
     /// The notifications' sender (`--notify-*`).
     pub notify: crate::notify::sender::SenderOptions,
+    /// `--notify-keep`: what each pass of the notifications' retention deletes,
+    /// and the time between two passes (`--retain-every`).
+    pub notify_retention: (NotifyRetainPass, Duration),
 }
 
 impl Timings {
@@ -126,6 +130,14 @@ impl Timings {
                 first_backoff: flag_duration("--notify-backoff", &args.notify_backoff)?,
                 ..Default::default()
             },
+            notify_retention: (
+                NotifyRetainPass {
+                    keep: flag_duration("--notify-keep", &args.notify_keep)?,
+                    window: super::retain::NOTIFY_WINDOW,
+                    pause: super::retain::PAUSE,
+                },
+                flag_duration("--retain-every", &args.retain_every)?,
+            ),
         })
     }
 }

@@ -14,6 +14,7 @@ mod budgets;
 mod control;
 mod dev_clock;
 mod heartbeat_attempts;
+mod notify_retention;
 mod operate;
 mod prune;
 mod reference_scenarios;
