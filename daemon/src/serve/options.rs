@@ -595,6 +595,21 @@ mod tests {
     }
 
     #[test]
+    fn the_notifications_are_kept_7_days_by_default_and_the_flag_is_checked() {
+        let mut args = ServeArgs::new("g.json".into());
+        let (pass, every) = Timings::parse(&args).unwrap().notify_retention;
+        assert_eq!(pass.keep, Duration::from_secs(7 * 86_400));
+        assert_eq!(every, Duration::from_secs(60));
+        args.notify_keep = "36h".into();
+        let (pass, _) = Timings::parse(&args).unwrap().notify_retention;
+        assert_eq!(pass.keep, Duration::from_secs(36 * 3600));
+        args.notify_keep = "0s".into();
+        assert!(Timings::parse(&args)
+            .unwrap_err()
+            .starts_with("--notify-keep must be more than 0"));
+    }
+
+    #[test]
     fn timing_flags_are_read_with_their_defaults() {
         // The forms each flag takes, and their refusals: `durations::parse_timing`.
         let mut args = ServeArgs::new("g.json".into());
