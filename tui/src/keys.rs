@@ -5,7 +5,7 @@
 //! `d` or Enter describes the token as JSON (`crate::describe`), `v` gives its
 //! panes the main area, `F` the screen without the supervisors pane, `o` `O` sort
 //! the table, PgUp PgDn Home End scroll its history, `z`
-//! switches UTC and local time, `w` shows the graph, `S` the schedules, `?` the
+//! switches UTC and local time, `w` shows the graph, `S` the schedules, `N` the notifications, `?` the
 //! keys, `q` quits.
 //! While read-only, the keys that would change a token only say that they are off.
 
@@ -38,6 +38,7 @@ pub fn key(model: &mut Model, key: KeyEvent) -> Vec<Command> {
         Mode::Help => Vec::new(),
         Mode::Describe(top) => crate::describe::key(model, top, key),
         Mode::Schedules => crate::schedules::key(model, key),
+        Mode::Notifications => crate::notifications::key(model, key),
     }
 }
 
@@ -116,6 +117,7 @@ fn normal(model: &mut Model, key: KeyEvent) -> Vec<Command> {
         KeyCode::Char('s') => model.mode = Mode::Start(forms::new_start()),
         KeyCode::Char('w') => return crate::states::open(model),
         KeyCode::Char('S') => return crate::schedules::open(model),
+        KeyCode::Char('N') => return crate::notifications::open(model),
         KeyCode::Char('?') => model.mode = Mode::Help,
         KeyCode::Esc if model.zoom => model.zoom = false,
         KeyCode::Esc => model.status = None,

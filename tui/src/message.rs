@@ -81,6 +81,8 @@ pub enum Msg {
     Schedules(Result<Vec<stateous_shared::schedules::ScheduleView>, Problem>),
     /// A schedule's pause or resume answered: the schedule.
     ScheduleSteered(Result<stateous_shared::schedules::ScheduleView, Problem>),
+    /// `GET /notify` answered: the subscriptions with their counts.
+    Subscriptions(Result<Vec<stateous_shared::notify::SubscriptionView>, Problem>),
 }
 
 /// The answer to an action.
@@ -162,6 +164,8 @@ pub enum Command {
         /// Pause, or resume.
         pause: bool,
     },
+    /// `GET /notify`.
+    Subscriptions,
 }
 
 impl Command {

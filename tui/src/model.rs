@@ -111,6 +111,8 @@ pub enum Fetch {
     Why(String),
     /// `GET /schedules`: the schedules view's list.
     Schedules,
+    /// `GET /notify`: the notifications view's list.
+    Subscriptions,
     /// `POST /tokens/bulk` with `dry_run`: the preview of a bulk action.
     Preview,
 }
@@ -206,6 +208,9 @@ pub enum Mode {
     Describe(usize),
     /// `S`: the schedules, live (`crate::schedules`).
     Schedules,
+    /// `N`: the subscriptions to notifications and their counts, live
+    /// (`crate::notifications`).
+    Notifications,
 }
 
 /// A column the token table can be sorted by (`o` cycles, `O` flips the order).
@@ -348,6 +353,13 @@ pub struct Model {
     pub schedules: Option<Vec<stateous_shared::schedules::ScheduleView>>,
     /// The schedules view's picked row.
     pub schedules_at: usize,
+    /// The subscriptions to notifications, as `GET /notify` last said (`None`
+    /// until read, or when refused).
+    pub subscriptions: Option<Vec<stateous_shared::notify::SubscriptionView>>,
+    /// The notifications view's picked row.
+    pub subscriptions_at: usize,
+    /// Why `GET /notify` was refused (it needs an admin key, or the socket).
+    pub subscriptions_refused: Option<String>,
     /// A filter in the filter language (`/` with an expression), sent as `where`
     /// so that the daemon matches every token, not only those loaded.
     pub filter: Option<String>,
@@ -420,6 +432,9 @@ impl Model {
             dev_clock: None,
             schedules: None,
             schedules_at: 0,
+            subscriptions: None,
+            subscriptions_at: 0,
+            subscriptions_refused: None,
             filter: None,
             total: None,
             marks: BTreeSet::new(),

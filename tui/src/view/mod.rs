@@ -12,6 +12,7 @@ mod graph;
 mod operate;
 mod panes;
 mod popups;
+mod notifications;
 mod schedules;
 mod wrap;
 
@@ -233,6 +234,7 @@ pub fn view(model: &Model, frame: &mut Frame) {
         Mode::Bulk(form) => operate::bulk(model, frame, form),
         Mode::Describe(top) => describe(model, frame, *top),
         Mode::Schedules => schedules::schedules(model, frame),
+        Mode::Notifications => notifications::notifications(model, frame),
         Mode::Normal | Mode::Filter(_) | Mode::Confirm(_) => {}
     }
 }

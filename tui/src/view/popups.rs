@@ -14,7 +14,7 @@ use crate::line_edit::LineEdit;
 use crate::model::{FireForm, Model, StartForm};
 
 /// The keys, as `?` shows them.
-pub const HELP: [&str; 27] = [
+pub const HELP: [&str; 28] = [
     "↑ ↓  j k      move; J K: a page; g G: top, bottom",
     "d  Enter      the token as JSON, scrolled; y copies it (OSC 52)",
     "v  F          its panes on the whole screen; hide the supervisors",
@@ -38,6 +38,7 @@ pub const HELP: [&str; 27] = [
     "z             times in UTC or in local time",
     "w             the live state graph; Enter there picks a state",
     "S             the schedules; p r there pause and resume one",
+    "N             the notifications: each subscription's counts",
     "?             these keys",
     "Esc           clear the status line; close a form",
     "q  Ctrl-C     quit",
