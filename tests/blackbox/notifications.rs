@@ -558,21 +558,35 @@ fn delivered_notifications_go_after_the_keep_and_dead_ones_stay() {
         "--notify-dead-after",
         "1s",
     ]);
-    subscribe(&daemon, &receiver, json!({"name": "ok", "kinds": ["entered"]}));
-    subscribe(&daemon, &down, json!({"name": "down", "kinds": ["entered"]}));
+    subscribe(
+        &daemon,
+        &receiver,
+        json!({"name": "ok", "kinds": ["entered"]}),
+    );
+    subscribe(
+        &daemon,
+        &down,
+        json!({"name": "down", "kinds": ["entered"]}),
+    );
     start(&daemon, "k-1");
     wait_for(Duration::from_secs(10), "one delivered, one dead", || {
         counts(&daemon, "ok")["delivered"] == 1 && counts(&daemon, "down")["dead"] == 1
     });
-    wait_for(Duration::from_secs(10), "the delivered one is deleted", || {
-        counts(&daemon, "ok")["delivered"] == 0
-    });
+    wait_for(
+        Duration::from_secs(10),
+        "the delivered one is deleted",
+        || counts(&daemon, "ok")["delivered"] == 0,
+    );
     assert_eq!(
         counts(&daemon, "down"),
         json!({"pending": 0, "retrying": 0, "delivered": 0, "dead": 1})
     );
     let failed = daemon.get("/notifications/failed").expect(200);
-    assert_eq!(failed["failed"].as_array().map(Vec::len), Some(1), "{failed}");
+    assert_eq!(
+        failed["failed"].as_array().map(Vec::len),
+        Some(1),
+        "{failed}"
+    );
     let shown = daemon.get("/notify/ok").expect(200);
     assert_eq!(shown["attempts"], json!([]), "its attempts went with it");
     wait_for(Duration::from_secs(5), "the pass is logged", || {

@@ -11,8 +11,8 @@ use std::time::Duration;
 use stateous_shared::durations::{parse_timing, TimingOf};
 
 use super::args::ServeArgs;
-use crate::control::prune::RetainPass;
 use crate::control::notify_retain::NotifyRetainPass;
+use crate::control::prune::RetainPass;
 pub use crate::store::backend::{without_password, Database};
 use crate::store::postgres::PgOptions;
 

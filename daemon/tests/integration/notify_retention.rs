@@ -76,7 +76,11 @@ async fn attempt(control: &Control, subscription: &str, id: i64, number: i64, ou
         notification: id,
         attempt: number,
         at: control.now(),
-        status: Some(if outcome == Outcome::Delivered { 204 } else { 500 }),
+        status: Some(if outcome == Outcome::Delivered {
+            204
+        } else {
+            500
+        }),
         latency: 1_000,
         reason: (outcome != Outcome::Delivered).then(|| "HTTP 500".to_string()),
     };
@@ -86,7 +90,7 @@ async fn attempt(control: &Control, subscription: &str, id: i64, number: i64, ou
 async fn counts(control: &Control, name: &str) -> Counts {
     let list = control.subscriptions().await.unwrap();
     let found = list.subscriptions.iter().find(|s| s.name == name).unwrap();
-    found.counts.clone()
+    found.counts
 }
 
 /// Four `test` notifications of `ops` and a `no_move` of `stall` (T stayed in

@@ -9,10 +9,10 @@
 
 mod format;
 mod graph;
+mod notifications;
 mod operate;
 mod panes;
 mod popups;
-mod notifications;
 mod schedules;
 mod wrap;
 
