@@ -5,8 +5,9 @@
 //! SIGKILLs of the daemon, each token's in ledger order; `no_move` fires once
 //! per visit; a dead notification is listed and sent again by hand; a receiver
 //! that never answers holds up only its own subscription; bad
-//! subscriptions are refused and change nothing; a standby's takeover on
-//! Postgres delivers what the old control plane left.
+//! subscriptions are refused and change nothing; a delivered notification is
+//! deleted with its attempts after `--notify-keep` and a dead one stays; a
+//! standby's takeover on Postgres delivers what the old control plane left.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -537,6 +538,64 @@ fn a_standby_that_takes_over_delivers_what_the_old_control_plane_left() {
     });
 }
 
+/// The counts of the subscription `name`, as `GET /notify` shows them.
+fn counts(daemon: &Daemon, name: &str) -> Value {
+    let list = daemon.get("/notify").expect(200);
+    let found = list["subscriptions"]
+        .as_array()
+        .and_then(|all| all.iter().find(|s| s["name"] == name).cloned());
+    found.map_or(Value::Null, |s| s["counts"].clone())
+}
+
+fn delivered_notifications_go_after_the_keep_and_dead_ones_stay() {
+    let receiver = Receiver::start(0);
+    let down = Receiver::start(1000);
+    let daemon = orders(&[
+        "--notify-keep",
+        "2s",
+        "--retain-every",
+        "300ms",
+        "--notify-dead-after",
+        "1s",
+    ]);
+    subscribe(
+        &daemon,
+        &receiver,
+        json!({"name": "ok", "kinds": ["entered"]}),
+    );
+    subscribe(
+        &daemon,
+        &down,
+        json!({"name": "down", "kinds": ["entered"]}),
+    );
+    start(&daemon, "k-1");
+    wait_for(Duration::from_secs(10), "one delivered, one dead", || {
+        counts(&daemon, "ok")["delivered"] == 1 && counts(&daemon, "down")["dead"] == 1
+    });
+    wait_for(
+        Duration::from_secs(10),
+        "the delivered one is deleted",
+        || counts(&daemon, "ok")["delivered"] == 0,
+    );
+    assert_eq!(
+        counts(&daemon, "down"),
+        json!({"pending": 0, "retrying": 0, "delivered": 0, "dead": 1})
+    );
+    let failed = daemon.get("/notifications/failed").expect(200);
+    assert_eq!(
+        failed["failed"].as_array().map(Vec::len),
+        Some(1),
+        "{failed}"
+    );
+    let shown = daemon.get("/notify/ok").expect(200);
+    assert_eq!(shown["attempts"], json!([]), "its attempts went with it");
+    wait_for(Duration::from_secs(5), "the pass is logged", || {
+        daemon
+            .stderr()
+            .contains("retention deleted 1 notification(s) delivered more than 2s ago")
+    });
+}
+
 both!(
     a_failing_receiver_gets_the_entry_later_with_the_same_webhook_id,
     every_matching_entry_arrives_through_two_sigkills,
@@ -544,4 +603,5 @@ both!(
     a_dead_notification_is_listed_and_sent_again_by_hand,
     a_receiver_that_never_answers_holds_up_only_its_own_subscription,
     bad_subscriptions_are_refused_and_change_nothing,
+    delivered_notifications_go_after_the_keep_and_dead_ones_stay,
 );

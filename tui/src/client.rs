@@ -159,6 +159,13 @@ pub async fn perform(client: &Client, command: Command) -> Msg {
         Command::PauseSchedule { name, pause } => {
             Msg::ScheduleSteered(client.pause_schedule(&name, pause).await.map_err(problem))
         }
+        Command::Subscriptions => Msg::Subscriptions(
+            client
+                .subscriptions()
+                .await
+                .map(|list| list.subscriptions)
+                .map_err(problem),
+        ),
         other => Msg::Done(act(client, other).await),
     }
 }

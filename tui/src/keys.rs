@@ -5,7 +5,8 @@
 //! `d` or Enter describes the token as JSON (`crate::describe`), `v` gives its
 //! panes the main area, `F` the screen without the supervisors pane, `o` `O` sort
 //! the table, PgUp PgDn Home End scroll its history, `z`
-//! switches UTC and local time, `w` shows the graph, `S` the schedules, `L` the limits' pools, `?` the
+//! switches UTC and local time, `w` shows the graph, `S` the schedules, `L` the limits' pools,
+//! `N` the notifications, `?` the
 //! keys, `q` quits.
 //! While read-only, the keys that would change a token only say that they are off.
 
@@ -39,6 +40,7 @@ pub fn key(model: &mut Model, key: KeyEvent) -> Vec<Command> {
         Mode::Describe(top) => crate::describe::key(model, top, key),
         Mode::Schedules => crate::schedules::key(model, key),
         Mode::Pools => crate::pools::key(model, key),
+        Mode::Notifications => crate::notifications::key(model, key),
     }
 }
 
@@ -118,6 +120,7 @@ fn normal(model: &mut Model, key: KeyEvent) -> Vec<Command> {
         KeyCode::Char('w') => return crate::states::open(model),
         KeyCode::Char('S') => return crate::schedules::open(model),
         KeyCode::Char('L') => return crate::pools::open(model),
+        KeyCode::Char('N') => return crate::notifications::open(model),
         KeyCode::Char('?') => model.mode = Mode::Help,
         KeyCode::Esc if model.zoom => model.zoom = false,
         KeyCode::Esc => model.status = None,

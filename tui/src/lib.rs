@@ -13,6 +13,7 @@ mod line_edit;
 pub mod marks;
 pub mod message;
 pub mod model;
+pub mod notifications;
 pub mod pools;
 pub mod schedules;
 pub mod states;

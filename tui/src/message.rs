@@ -83,6 +83,8 @@ pub enum Msg {
     Pools(Result<Vec<stateous_shared::claim_limits::LimitView>, Problem>),
     /// A schedule's pause or resume answered: the schedule.
     ScheduleSteered(Result<stateous_shared::schedules::ScheduleView, Problem>),
+    /// `GET /notify` answered: the subscriptions with their counts.
+    Subscriptions(Result<Vec<stateous_shared::notify::SubscriptionView>, Problem>),
 }
 
 /// The answer to an action.
@@ -166,6 +168,8 @@ pub enum Command {
         /// Pause, or resume.
         pause: bool,
     },
+    /// `GET /notify`.
+    Subscriptions,
 }
 
 impl Command {

@@ -113,6 +113,8 @@ pub enum Fetch {
     Schedules,
     /// `GET /limits`: the pools view's list.
     Limits,
+    /// `GET /notify`: the notifications view's list.
+    Subscriptions,
     /// `POST /tokens/bulk` with `dry_run`: the preview of a bulk action.
     Preview,
 }
@@ -210,6 +212,9 @@ pub enum Mode {
     Schedules,
     /// `L`: the limits' pools, live (`crate::pools`).
     Pools,
+    /// `N`: the subscriptions to notifications and their counts, live
+    /// (`crate::notifications`).
+    Notifications,
 }
 
 /// A column the token table can be sorted by (`o` cycles, `O` flips the order).
@@ -354,6 +359,13 @@ pub struct Model {
     pub schedules_at: usize,
     /// The limits, as `GET /limits` last said (`None` until read).
     pub pools: Option<Vec<stateous_shared::claim_limits::LimitView>>,
+    /// The subscriptions to notifications, as `GET /notify` last said (`None`
+    /// until read, or when refused).
+    pub subscriptions: Option<Vec<stateous_shared::notify::SubscriptionView>>,
+    /// The notifications view's picked row.
+    pub subscriptions_at: usize,
+    /// Why `GET /notify` was refused (it needs an admin key, or the socket).
+    pub subscriptions_refused: Option<String>,
     /// A filter in the filter language (`/` with an expression), sent as `where`
     /// so that the daemon matches every token, not only those loaded.
     pub filter: Option<String>,
@@ -427,6 +439,9 @@ impl Model {
             schedules: None,
             schedules_at: 0,
             pools: None,
+            subscriptions: None,
+            subscriptions_at: 0,
+            subscriptions_refused: None,
             filter: None,
             total: None,
             marks: BTreeSet::new(),

@@ -140,6 +140,7 @@ fn step(model: &mut Model, msg: Msg) -> Vec<Command> {
         Msg::Schedules(answer) => crate::schedules::answered(model, answer),
         Msg::Pools(answer) => crate::pools::answered(model, answer),
         Msg::ScheduleSteered(answer) => return crate::schedules::steered(model, answer),
+        Msg::Subscriptions(answer) => crate::notifications::answered(model, answer),
     }
     Vec::new()
 }
@@ -174,12 +175,16 @@ fn tick(model: &mut Model) -> Vec<Command> {
     if stale.states && crate::states::wanted(model) {
         want(model, Fetch::States, Command::States);
     }
-    // The schedules move with the clock, not with the ledger: read each tick.
+    // The schedules move with the clock, not with the ledger, and the
+    // notifications' counts with the sender: read each tick.
     if model.mode == crate::model::Mode::Schedules {
         want(model, Fetch::Schedules, Command::Schedules);
     }
     if model.mode == crate::model::Mode::Pools {
         want(model, Fetch::Limits, Command::Pools);
+    }
+    if model.mode == crate::model::Mode::Notifications {
+        want(model, Fetch::Subscriptions, Command::Subscriptions);
     }
     if stale.table {
         let query = tokens_query(model);
@@ -266,6 +271,9 @@ pub fn refresh(model: &mut Model) -> Vec<Command> {
     }
     if model.mode == crate::model::Mode::Pools {
         want(model, Fetch::Limits, Command::Pools);
+    }
+    if model.mode == crate::model::Mode::Notifications {
+        want(model, Fetch::Subscriptions, Command::Subscriptions);
     }
     if let Some(id) = model.selected() {
         let (fetch, read) = token_read(model, &id);

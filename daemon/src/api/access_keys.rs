@@ -79,4 +79,3 @@ pub(super) fn access_self(caller: &Caller) -> Answer {
         }
     }
 }
-

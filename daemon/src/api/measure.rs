@@ -80,11 +80,12 @@ impl Api {
 }
 
 /// The family `stateous_notifications` (`docs/notifications.md`, "Seen"): each
-/// subscription's notifications by where they are, read at the scrape. A
+/// subscription's notifications by where they are, read at the scrape (`delivered`
+/// counts those still kept: retention deletes them after `serve --notify-keep`). A
 /// subscription's name needs no escaping (`A-Z a-z 0-9 . _ -`); no secret is here.
 fn notification_gauges(counts: &[(String, stateous_shared::notify::Counts)]) -> String {
     let mut text = String::from(
-        "# HELP stateous_notifications Notifications of each subscription: pending, retrying, delivered, dead.\n\
+        "# HELP stateous_notifications Notifications of each subscription: pending, retrying, delivered (those kept, serve --notify-keep), dead.\n\
          # TYPE stateous_notifications gauge\n",
     );
     for (name, c) in counts {

@@ -11,6 +11,7 @@ pub mod bulk;
 pub mod condition;
 mod dev_clock;
 mod notify;
+pub mod notify_retain;
 mod owing;
 pub mod prune;
 mod schedules;

@@ -195,6 +195,17 @@ pub struct ServeArgs {
         default_value = "1s"
     )]
     pub notify_backoff: String,
+    /// Notifications: delete a delivered notification, with its attempts, this
+    /// long after its delivery (checked every --retain-every, in small batches).
+    /// Pending and dead ones are kept.
+    #[arg(
+        long,
+        value_name = "DURATION",
+        allow_hyphen_values = true,
+        env = "STATEOUS_NOTIFY_KEEP",
+        default_value = "7d"
+    )]
+    pub notify_keep: String,
 }
 
 impl ServeArgs {
@@ -235,6 +246,7 @@ impl ServeArgs {
             notify_timeout: "10s".into(),
             notify_dead_after: "24h".into(),
             notify_backoff: "1s".into(),
+            notify_keep: "7d".into(),
         }
     }
 

@@ -489,6 +489,13 @@ impl Serving {
         let tracing =
             traces.and_then(|(to, from)| tracer::start(&control, (to, from), &clock_stops));
         let notifying = notifier::start(&control, timings.notify.clone(), &clock_stops);
+        let (pass, every) = timings.notify_retention.clone();
+        let notify_retention = retain::NotificationRetention {
+            control: control.clone(),
+            pass,
+            every,
+        };
+        let notify_retention = tokio::spawn(notify_retention.run(clock_stops.clone()));
         let retention = timings.retention.clone().map(|(pass, every)| {
             let retention = retain::Retention {
                 control: control.clone(),
@@ -514,6 +521,7 @@ impl Serving {
         if let Some(retention) = retention {
             let _ = retention.await;
         }
+        let _ = notify_retention.await;
         if let Some(tracing) = tracing {
             tracing.finish().await;
         }

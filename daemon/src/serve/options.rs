@@ -11,6 +11,7 @@ use std::time::Duration;
 use stateous_shared::durations::{parse_timing, TimingOf};
 
 use super::args::ServeArgs;
+use crate::control::notify_retain::NotifyRetainPass;
 use crate::control::prune::RetainPass;
 pub use crate::store::backend::{without_password, Database};
 use crate::store::postgres::PgOptions;
@@ -93,6 +94,9 @@ pub struct Timings {
     pub retention: Option<(RetainPass, Duration)>,
     /// The notifications' sender (`--notify-*`).
     pub notify: crate::notify::sender::SenderOptions,
+    /// `--notify-keep`: what each pass of the notifications' retention deletes,
+    /// and the time between two passes (`--retain-every`).
+    pub notify_retention: (NotifyRetainPass, Duration),
 }
 
 impl Timings {
@@ -126,6 +130,14 @@ impl Timings {
                 first_backoff: flag_duration("--notify-backoff", &args.notify_backoff)?,
                 ..Default::default()
             },
+            notify_retention: (
+                NotifyRetainPass {
+                    keep: flag_duration("--notify-keep", &args.notify_keep)?,
+                    window: super::retain::NOTIFY_WINDOW,
+                    pause: super::retain::PAUSE,
+                },
+                flag_duration("--retain-every", &args.retain_every)?,
+            ),
         })
     }
 }
@@ -580,6 +592,21 @@ mod tests {
         assert!(Timings::parse(&args)
             .unwrap_err()
             .starts_with("--retain-ended must be more than 0"));
+    }
+
+    #[test]
+    fn the_notifications_are_kept_7_days_by_default_and_the_flag_is_checked() {
+        let mut args = ServeArgs::new("g.json".into());
+        let (pass, every) = Timings::parse(&args).unwrap().notify_retention;
+        assert_eq!(pass.keep, Duration::from_secs(7 * 86_400));
+        assert_eq!(every, Duration::from_secs(60));
+        args.notify_keep = "36h".into();
+        let (pass, _) = Timings::parse(&args).unwrap().notify_retention;
+        assert_eq!(pass.keep, Duration::from_secs(36 * 3600));
+        args.notify_keep = "0s".into();
+        assert!(Timings::parse(&args)
+            .unwrap_err()
+            .starts_with("--notify-keep must be more than 0"));
     }
 
     #[test]

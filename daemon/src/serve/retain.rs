@@ -3,6 +3,10 @@
 //! that ended longer ago than DURATION, a batch at a time with a pause between
 //! batches, archiving each first with `--archive DIR`.
 //!
+//! The notifications' retention (`serve --notify-keep`, `docs/notifications.md`,
+//! "Kept") runs as [`NotificationRetention`], always, at the same pace: one pass of
+//! [`Control::retain_notifications`] about every `--retain-every`.
+//!
 //! A pass that fails is logged and the next one tries again; a lost database ends
 //! the loop (the clock stops the server).
 
@@ -12,11 +16,16 @@ use stateous_shared::durations::span;
 use stateous_shared::refusal::Code;
 use tokio::sync::watch;
 
+use crate::control::notify_retain::NotifyRetainPass;
 use crate::control::prune::RetainPass;
 use crate::control::Control;
 
 /// How many tokens one batch of a pass reads and prunes at most.
 pub const BATCH: i64 = 100;
+
+/// How many notifications one write of the notifications' retention reads by id
+/// (and deletes at most).
+pub const NOTIFY_WINDOW: i64 = 1000;
 
 /// The pause between two batches of a pass: the write path serves others meanwhile.
 pub const PAUSE: Duration = Duration::from_millis(50);
@@ -80,6 +89,54 @@ impl Retention {
                 Err(refusal) => tracing::error!(
                     target: "stateous.serve",
                     "a retention pass failed ({}); the next tries again in {}",
+                    refusal.error,
+                    span(self.every.as_secs_f64())
+                ),
+            }
+        }
+    }
+}
+
+/// The notifications' retention loop: options, then [`NotificationRetention::run`].
+pub struct NotificationRetention {
+    /// The control plane whose notifications it deletes.
+    pub control: Control,
+    /// What each pass deletes.
+    pub pass: NotifyRetainPass,
+    /// The time between the end of one pass and the start of the next.
+    pub every: Duration,
+}
+
+impl NotificationRetention {
+    /// Run passes until `stop` turns true; a pass in progress is dropped then
+    /// (each window's write commits whole or not at all).
+    pub async fn run(self, mut stop: watch::Receiver<bool>) {
+        let age = span(self.pass.keep.as_secs_f64());
+        loop {
+            if *stop.borrow_and_update() {
+                return;
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(self.every) => {}
+                changed = stop.changed() => {
+                    if changed.is_err() { return }
+                    continue;
+                }
+            }
+            let pass = tokio::select! {
+                pass = self.control.retain_notifications(&self.pass) => pass,
+                _ = stop.changed() => return,
+            };
+            match pass {
+                Ok(0) => {}
+                Ok(deleted) => tracing::info!(
+                    target: "stateous.serve",
+                    "retention deleted {deleted} notification(s) delivered more than {age} ago"
+                ),
+                Err(refusal) if refusal.code == Code::NotServing => return,
+                Err(refusal) => tracing::error!(
+                    target: "stateous.serve",
+                    "a pass of the notifications' retention failed ({}); the next tries again in {}",
                     refusal.error,
                     span(self.every.as_secs_f64())
                 ),

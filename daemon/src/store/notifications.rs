@@ -123,7 +123,8 @@ pub struct NotificationRow {
     pub status: String,
     /// How many times it was sent.
     pub attempts: i64,
-    /// When it is sent next (pending).
+    /// When it is sent next (pending); when it was delivered (delivered), which
+    /// retention (`serve --notify-keep`) counts from.
     pub next_at: i64,
     /// Why the last attempt failed.
     pub last_error: Option<String>,
@@ -212,6 +213,17 @@ impl Outcome {
             Outcome::Dead => ("dead", None),
         }
     }
+
+    /// The notification's `next_at` after it, for an attempt made at `attempted`
+    /// (microseconds): its next moment if it is sent again, the attempt's moment
+    /// if delivered (retention counts from it), else unchanged (`None`).
+    pub fn next_at(&self, attempted: i64) -> Option<i64> {
+        match self {
+            Outcome::Delivered => Some(attempted),
+            Outcome::Again(at) => Some(*at),
+            Outcome::Dead => None,
+        }
+    }
 }
 
 /// `(subscription, status, retried, count)`: how many notifications of a
@@ -248,6 +260,12 @@ passed_through! {
         /// Record attempts and what each did to its notification, in two
         /// statements whatever their number (the sender's batch).
         fn record_attempts(&self, done: &[(AttemptRow, Outcome)]) -> StoreResult<()>;
+        /// At most `limit` notifications with an id above `after`, by id: a
+        /// window of retention (`serve --notify-keep`), read through the key.
+        fn notifications_after(&self, after: i64, limit: i64) -> StoreResult<Vec<NotificationRow>>;
+        /// Delete the notifications `ids` and their attempts; how many
+        /// notifications went.
+        fn delete_notifications(&self, ids: &[i64]) -> StoreResult<i64>;
         /// How many notifications there are by subscription and status.
         fn notification_counts(&self) -> StoreResult<Vec<NotificationCount>>;
         /// At most `limit` latest attempts of the subscription, newest first.

@@ -15,6 +15,7 @@ mod control;
 mod dev_clock;
 mod heartbeat_attempts;
 mod limits;
+mod notify_retention;
 mod operate;
 mod prune;
 mod reference_scenarios;

@@ -6,6 +6,7 @@ mod describe_tests;
 mod graph_tests;
 mod keys_tests;
 mod marks_tests;
+mod notifications_tests;
 mod pools_tests;
 mod schedules_tests;
 mod update_tests;

@@ -9,6 +9,7 @@
 
 mod format;
 mod graph;
+mod notifications;
 mod operate;
 mod panes;
 mod pools;
@@ -235,6 +236,7 @@ pub fn view(model: &Model, frame: &mut Frame) {
         Mode::Describe(top) => describe(model, frame, *top),
         Mode::Schedules => schedules::schedules(model, frame),
         Mode::Pools => pools::pools(model, frame),
+        Mode::Notifications => notifications::notifications(model, frame),
         Mode::Normal | Mode::Filter(_) | Mode::Confirm(_) => {}
     }
 }

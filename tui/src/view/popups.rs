@@ -38,7 +38,7 @@ pub const HELP: [&str; 28] = [
     "z             times in UTC or in local time",
     "w             the live state graph; Enter there picks a state",
     "S             the schedules; p r there pause and resume one",
-    "L             the limits' pools: used, max, waiting, by key",
+    "L  N          the limits' pools; the notifications, with counts",
     "?             these keys",
     "Esc           clear the status line; close a form",
     "q  Ctrl-C     quit",

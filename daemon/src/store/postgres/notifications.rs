@@ -143,7 +143,7 @@ impl Notifications for PgTx<'_> {
         let latencies: Vec<i64> = done.iter().map(|(a, _)| a.latency).collect();
         let reasons: Vec<Option<&str>> = done.iter().map(|(a, _)| a.reason.as_deref()).collect();
         let states: Vec<&str> = done.iter().map(|(_, o)| o.status().0).collect();
-        let nexts = column(&|_, o| o.status().1);
+        let nexts = column(&|a, o| o.next_at(a.at));
         self.execute(
             &format!(
                 "INSERT INTO notification_attempts ({ATTEMPT_COLUMNS})
@@ -175,6 +175,29 @@ impl Notifications for PgTx<'_> {
             &[&ids, &states, &attempts, &nexts, &reasons],
         )?;
         Ok(())
+    }
+
+    fn notifications_after(&self, after: i64, limit: i64) -> StoreResult<Vec<NotificationRow>> {
+        let rows = self.query(
+            &format!(
+                "SELECT {NOTIFICATION_COLUMNS} FROM notifications WHERE id > $1
+                 ORDER BY id LIMIT $2"
+            ),
+            &[&after, &limit],
+        )?;
+        rows.iter().map(NotificationRow::read).collect()
+    }
+
+    fn delete_notifications(&self, ids: &[i64]) -> StoreResult<i64> {
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        let ids = ids.to_vec();
+        self.execute(
+            "DELETE FROM notification_attempts WHERE notification = ANY($1)",
+            &[&ids],
+        )?;
+        Ok(self.execute("DELETE FROM notifications WHERE id = ANY($1)", &[&ids])? as i64)
     }
 
     fn notification_counts(&self) -> StoreResult<Vec<NotificationCount>> {

@@ -109,7 +109,7 @@ impl Notifications for SqliteTx<'_> {
         let rows: Vec<serde_json::Value> = done
             .iter()
             .map(|(attempt, outcome)| {
-                let (status, next_at) = outcome.status();
+                let (status, next_at) = (outcome.status().0, outcome.next_at(attempt.at));
                 serde_json::json!([
                     attempt.subscription,
                     attempt.notification,
@@ -141,6 +141,31 @@ impl Notifications for SqliteTx<'_> {
         )?
         .execute([&rows])?;
         Ok(())
+    }
+
+    fn notifications_after(&self, after: i64, limit: i64) -> StoreResult<Vec<NotificationRow>> {
+        let sql = format!(
+            "SELECT {NOTIFICATION_COLUMNS} FROM notifications WHERE id > ?1 ORDER BY id LIMIT ?2"
+        );
+        let mut statement = self.prepare(&sql)?;
+        let rows = statement.query_map(params![after, limit], |row| NotificationRow::read(row))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    fn delete_notifications(&self, ids: &[i64]) -> StoreResult<i64> {
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        let ids = serde_json::to_string(ids).unwrap_or_else(|_| "[]".into());
+        self.prepare(
+            "DELETE FROM notification_attempts
+             WHERE notification IN (SELECT value FROM json_each(?1))",
+        )?
+        .execute([&ids])?;
+        let deleted = self
+            .prepare("DELETE FROM notifications WHERE id IN (SELECT value FROM json_each(?1))")?
+            .execute([&ids])?;
+        Ok(deleted as i64)
     }
 
     fn notification_counts(&self) -> StoreResult<Vec<NotificationCount>> {

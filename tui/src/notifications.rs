@@ -1,0 +1,65 @@
+//! The notifications view: `N` shows each subscription to notifications
+//! (`docs/notifications.md`) with its state and its pending, retrying,
+//! delivered and dead counts, read from `GET /notify` each tick while the view is
+//! open; arrows pick one, and its settings show below the list. It changes
+//! nothing (`stateous notify` does, with an admin key). No I/O here: these are
+//! parts of `update`.
+
+use crossterm::event::{KeyCode, KeyEvent};
+use stateous_shared::notify::SubscriptionView;
+
+use crate::message::Command;
+use crate::model::{Fetch, Mode, Model, Problem};
+
+/// `N`: open the view and read the subscriptions.
+pub fn open(model: &mut Model) -> Vec<Command> {
+    model.mode = Mode::Notifications;
+    if model.in_flight.insert(Fetch::Subscriptions) {
+        return vec![Command::Subscriptions];
+    }
+    Vec::new()
+}
+
+/// The picked subscription, if any.
+pub fn picked(model: &Model) -> Option<&SubscriptionView> {
+    model.subscriptions.as_ref()?.get(model.subscriptions_at)
+}
+
+/// A key in the notifications view: arrows (or `j` `k`, `g` `G`) pick, Esc `q`
+/// `N` close the view.
+pub fn key(model: &mut Model, key: KeyEvent) -> Vec<Command> {
+    let last = model
+        .subscriptions
+        .as_ref()
+        .map_or(0, |all| all.len().saturating_sub(1));
+    match key.code {
+        KeyCode::Down | KeyCode::Char('j') => {
+            model.subscriptions_at = (model.subscriptions_at + 1).min(last)
+        }
+        KeyCode::Up | KeyCode::Char('k') => {
+            model.subscriptions_at = model.subscriptions_at.saturating_sub(1)
+        }
+        KeyCode::Home | KeyCode::Char('g') => model.subscriptions_at = 0,
+        KeyCode::End | KeyCode::Char('G') => model.subscriptions_at = last,
+        KeyCode::Esc | KeyCode::Char('q') | KeyCode::Char('N') => return Vec::new(),
+        _ => {}
+    }
+    model.mode = Mode::Notifications;
+    Vec::new()
+}
+
+/// `GET /notify` answered. A refusal (the list needs an admin key, or the
+/// socket) is kept for the view to show, in place of the list.
+pub fn answered(model: &mut Model, answer: Result<Vec<SubscriptionView>, Problem>) {
+    model.in_flight.remove(&Fetch::Subscriptions);
+    if let Err(Problem::Refused { sentence, .. }) = &answer {
+        model.subscriptions_refused = Some(sentence.clone());
+        model.subscriptions = None;
+        return;
+    }
+    if let Some(list) = crate::update::answered(model, answer) {
+        model.subscriptions_refused = None;
+        model.subscriptions_at = model.subscriptions_at.min(list.len().saturating_sub(1));
+        model.subscriptions = Some(list);
+    }
+}
