@@ -157,7 +157,7 @@ enum Command {
     /// (docs/schedules.md).
     #[command(subcommand_required = true, arg_required_else_help = true)]
     Schedule(schedule_args::ScheduleArgs),
-    /// Notifications out: signed webhooks when a token fails, waits or is done
+    /// Signed webhooks out when a token fails, waits or is done
     ///
     /// A subscription POSTs a notification (Standard Webhooks signatures) for
     /// each ledger entry it is about, or for each visit that stayed too long in
