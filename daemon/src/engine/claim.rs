@@ -36,7 +36,7 @@ pub fn claim(rules: &Rules, tx: &dyn Tx, input: &ClaimInput) -> Step<Option<Gran
     // Ours (`docs/limits.md`): the pools of slots that cover these states, the
     // priorities, and the tasks whose retry policy's pause is not over; none set,
     // one statement read.
-    let facts = if states.is_empty() {
+    let facts = if states.is_empty() || !crate::store::retry_policies::claim_facts_may_apply() {
         ClaimFacts::default()
     } else {
         tx.claim_facts(tx.now())?

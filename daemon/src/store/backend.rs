@@ -117,6 +117,18 @@ impl Store {
             Database::Sqlite(path) => SqliteStore::open(path, options).map(Store::Sqlite),
             Database::Postgres(url) => PgStore::open(url, options).map(Store::Postgres),
         }
+        .inspect(|_| {
+            // Whether claims must read the limits, priorities and pauses: a database
+            // that holds one makes every claim read them; one that cannot be read
+            // here, too.
+            let holds = Store::inspect(options, |tx| {
+                let facts = tx.claim_facts(0)?;
+                Ok(facts.limits || facts.priorities || !facts.delayed.is_empty())
+            });
+            if !matches!(holds, Ok(Inspected::Read(false))) {
+                super::retry_policies::claim_facts_apply();
+            }
+        })
     }
 
     /// Run `read` in one read-only transaction without taking the database (a

@@ -23,6 +23,28 @@ pub struct RetryPolicyRow {
     pub set_at: i64,
 }
 
+/// Whether a claim must read [`ClaimFacts`] at all. False only while no store of
+/// this process has written a limit, a priority or a retry pause, nor opened a
+/// database that holds one (`Store::open` looks): the control plane is its
+/// database's only writer, so the tables are then empty and the claim is the
+/// plain oldest-first one, with no statement more (on Postgres a read in a batch
+/// is a round trip of its own: reading them on every claim cut the bench to a
+/// third). It turns true before such a write and never back, so a rolled-back
+/// write only costs claims that statement.
+static CLAIM_FACTS_MAY_APPLY: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
+
+/// Whether a claim must read [`ClaimFacts`] ([`CLAIM_FACTS_MAY_APPLY`]).
+pub fn claim_facts_may_apply() -> bool {
+    CLAIM_FACTS_MAY_APPLY.load(std::sync::atomic::Ordering::SeqCst)
+}
+
+/// From now on every claim reads [`ClaimFacts`]: called before a limit, a
+/// priority or a retry pause is written, and when an opened database holds one.
+pub fn claim_facts_apply() {
+    CLAIM_FACTS_MAY_APPLY.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
 /// What every claim reads first, in one statement: whether any limit and any
 /// priority is set, and the tasks whose next attempt may not be claimed yet.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

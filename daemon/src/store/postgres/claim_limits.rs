@@ -39,6 +39,7 @@ impl Limits for PgTx<'_> {
     }
 
     fn put_limit(&self, row: &LimitRow) -> StoreResult<()> {
+        crate::store::retry_policies::claim_facts_apply();
         self.execute(
             &format!(
                 "INSERT INTO limits ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)

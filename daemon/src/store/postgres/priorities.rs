@@ -17,6 +17,7 @@ impl Priorities for PgTx<'_> {
     }
 
     fn set_priority(&self, token: &str, priority: i64) -> StoreResult<()> {
+        crate::store::retry_policies::claim_facts_apply();
         if priority == 0 {
             self.execute("DELETE FROM priorities WHERE token = $1", &[&token])?;
         } else {
