@@ -201,6 +201,9 @@ impl Control {
     /// bucket that fills (every waiting claim is woken at each tick while some
     /// limit has a rate: no commit tells when a claim may take its turn).
     pub(super) async fn wake_for_time(&self) -> Result<(), Refusal> {
+        if !crate::store::retry_policies::claim_facts_may_apply() {
+            return Ok(());
+        }
         let now = self.inner.options.clock.now();
         let (over, rated) = self
             .read_now(move |tx| {

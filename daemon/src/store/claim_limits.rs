@@ -13,12 +13,15 @@ use super::{StoreError, StoreResult};
 /// every write of a task that has been claimed (`attempt` above 0) and is not
 /// claimed now (`CachedTx::update_task`, through which every task's write on the
 /// write path goes). The slot itself needs nothing done: it stopped counting with
-/// that write (see above); the claims that wait are woken after the commit, every
-/// one of them (`claimable::made_claimable`), since the slot may be of a limit over
+/// that write (see above). Where limits may apply, every waiting claim is woken
+/// after the commit (`claimable::made_claimable`): the slot may be of a limit over
 /// several states.
 pub fn slot_returned(task: &super::TaskRow) {
     let _ = task;
-    super::claimable::made_claimable(None);
+    // With no limit ever set, a slot never stood between a claim and a task.
+    if super::retry_policies::claim_facts_may_apply() {
+        super::claimable::made_claimable(None);
+    }
 }
 
 /// A row of `limits`. Times are microseconds since 1970.
