@@ -36,7 +36,7 @@ pub enum LimitAction {
         #[arg(long, required = true, value_delimiter = ',')]
         states: Vec<String>,
         /// Slots at once: 1 to 1000000.
-        #[arg(long)]
+        #[arg(long, allow_negative_numbers = true)]
         max: i64,
         /// A key expression over the token's context, e.g. "ctx['repo']".
         #[arg(long, value_name = "EXPR")]

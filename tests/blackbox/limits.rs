@@ -607,6 +607,16 @@ fn limits_refuse_bad_input_and_change_nothing() {
     daemon
         .request("DELETE", "/limits/coding", &[], b"")
         .refused(404, "limit_not_found");
+    // A negative max reaches the control plane's sentence, not a parser's hint.
+    let negative = limit(
+        &daemon,
+        &["set", "coding", "--states", "coding", "--max", "-5"],
+    );
+    assert_eq!(negative.code(), 1, "{negative}");
+    assert!(
+        negative.stderr.contains("from 1 to 1000000, not -5"),
+        "{negative}"
+    );
     let removed = limit(&daemon, &["remove", "coding"]);
     assert_eq!(removed.code(), 1, "{removed}");
     assert!(removed.stderr.starts_with("error: "), "{removed}");

@@ -465,6 +465,13 @@ fn bad_subscriptions_are_refused_and_change_nothing() {
             .refused(422, "invalid_subscription");
         assert!(!sentence.contains('\n'), "{sentence}");
     }
+    // A duration under the floor says what the floor is.
+    let short = json!({"name": "a", "url": "http://127.0.0.1:9/x", "kinds": ["no_move"],
+        "no_move_for": "500ms"});
+    let sentence = daemon
+        .post("/notify", &short)
+        .refused(422, "invalid_subscription");
+    assert!(sentence.contains("the shortest is 1 second"), "{sentence}");
     daemon
         .post(
             "/notify",

@@ -92,8 +92,11 @@ pub fn new_subscription(
     kinds.dedup();
     let no_move_for = match (&body.no_move_for, kinds.iter().any(|k| k == NO_MOVE)) {
         (Some(text), true) => {
-            let span = parse_duration(text)
-                .map_err(|why| invalid(format!("no_move_for {text:?}: {why}")))?;
+            let span = parse_duration(text).map_err(|why| {
+                invalid(format!(
+                    "no_move_for {text:?}: {why}; the shortest is 1 second"
+                ))
+            })?;
             let micros = i64::try_from(span.as_micros()).unwrap_or(i64::MAX);
             if micros < SHORTEST_NO_MOVE {
                 return Err(invalid(format!(

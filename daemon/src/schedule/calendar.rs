@@ -187,17 +187,19 @@ fn interval(text: &str) -> Result<i64, Refused> {
 /// 6 (seconds first), as croner reads it.
 fn cron(text: &str) -> Result<Cron, Refused> {
     let fields = text.split_whitespace().count();
-    let cron = if (5..=6).contains(&fields) || text.trim_start().starts_with('@') {
-        Cron::from_str(text).map_err(|error| error.to_string())
+    let cron = if let Some(fault) = super::cron_fields::fault(text) {
+        Err(fault)
+    } else if (5..=6).contains(&fields) || text.trim_start().starts_with('@') {
+        // What the field check does not know of: croner's own words name no field.
+        Cron::from_str(text).map_err(|_| "cron cannot read it".to_string())
     } else {
         Err(format!("it has {fields} fields"))
     };
     cron.map_err(|why| {
         format!(
-            "'{text}' is not a cron expression ({}); write five fields, minute hour \
+            "'{text}' is not a cron expression ({why}); write five fields, minute hour \
              day-of-month month day-of-week, e.g. '0 9 * * 1-5', or an interval such as \
-             'every 15m'",
-            why.trim_end_matches('.')
+             'every 15m'"
         )
     })
 }
@@ -317,7 +319,9 @@ mod tests {
     fn bad_specs_and_zones_are_refused_in_one_sentence() {
         let refused = |spec: &str, zone: &str| Calendar::parse(spec, zone).unwrap_err();
         assert!(refused("* * *", "UTC").contains("not a cron expression (it has 3 fields)"));
-        assert!(refused("61 * * * *", "UTC").contains("not a cron expression"));
+        assert!(refused("61 * * * *", "UTC")
+            .contains("not a cron expression (its minute field '61' has 61, outside 0-59)"));
+        assert!(refused("@weekly2", "UTC").contains("not a cron expression (cron cannot read it)"));
         assert!(refused("0 9 * * *", "Europe/Berln").contains("not a time zone"));
         assert!(refused("every 500ms", "UTC").contains("at least 'every 1s'"));
         assert!(refused("every 0s", "UTC").contains("not an interval"));

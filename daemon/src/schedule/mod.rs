@@ -5,6 +5,7 @@
 //! `engine/occurrence.rs` applies them inside a transaction, at its `now`.
 
 pub mod calendar;
+pub mod cron_fields;
 pub mod input;
 pub mod plan;
 pub mod template;
