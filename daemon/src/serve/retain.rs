@@ -10,6 +10,7 @@
 //! A pass that fails is logged and the next one tries again; a lost database ends
 //! the loop (the clock stops the server).
 
+use std::future::Future;
 use std::time::Duration;
 
 use stateous_shared::durations::span;
@@ -49,20 +50,8 @@ impl Retention {
         // (a token kept for now, pass after pass) is not logged again.
         let mut last_left = String::new();
         loop {
-            if *stop.borrow_and_update() {
-                return;
-            }
-            tokio::select! {
-                _ = tokio::time::sleep(self.every) => {}
-                changed = stop.changed() => {
-                    if changed.is_err() { return }
-                    continue;
-                }
-            }
-            let pass = tokio::select! {
-                pass = self.control.retain(&self.pass) => pass,
-                _ = stop.changed() => return,
-            };
+            let next = next_pass(self.every, &mut stop, || self.control.retain(&self.pass));
+            let Some(pass) = next.await else { return };
             match pass {
                 Ok(retained) => {
                     let left = retained.left_summary();
@@ -97,6 +86,32 @@ impl Retention {
     }
 }
 
+/// Wait `every`, then run `pass` to its end: its outcome, or `None` once `stop` has
+/// turned true (or its sender is gone), the pass in progress dropped then. A change of
+/// `stop` that leaves it false starts the wait again.
+async fn next_pass<F: Future>(
+    every: Duration,
+    stop: &mut watch::Receiver<bool>,
+    pass: impl Fn() -> F,
+) -> Option<F::Output> {
+    loop {
+        if *stop.borrow_and_update() {
+            return None;
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(every) => {}
+            changed = stop.changed() => {
+                if changed.is_err() { return None }
+                continue;
+            }
+        }
+        return tokio::select! {
+            outcome = pass() => Some(outcome),
+            _ = stop.changed() => None,
+        };
+    }
+}
+
 /// The notifications' retention loop: options, then [`NotificationRetention::run`].
 pub struct NotificationRetention {
     /// The control plane whose notifications it deletes.
@@ -113,20 +128,10 @@ impl NotificationRetention {
     pub async fn run(self, mut stop: watch::Receiver<bool>) {
         let age = span(self.pass.keep.as_secs_f64());
         loop {
-            if *stop.borrow_and_update() {
-                return;
-            }
-            tokio::select! {
-                _ = tokio::time::sleep(self.every) => {}
-                changed = stop.changed() => {
-                    if changed.is_err() { return }
-                    continue;
-                }
-            }
-            let pass = tokio::select! {
-                pass = self.control.retain_notifications(&self.pass) => pass,
-                _ = stop.changed() => return,
-            };
+            let next = next_pass(self.every, &mut stop, || {
+                self.control.retain_notifications(&self.pass)
+            });
+            let Some(pass) = next.await else { return };
             match pass {
                 Ok(0) => {}
                 Ok(deleted) => tracing::info!(
