@@ -281,14 +281,10 @@ async fn reference_command(
             priority,
         } => {
             let context = parsed(context.as_deref(), "CONTEXT_JSON")?.unwrap_or_default();
-            let started = match (budget::given(budget)?, priority) {
-                (None, None) => client.start(id, &context).await?,
-                (budget, priority) => {
-                    client
-                        .start_with(id, &context, budget.as_ref(), *priority)
-                        .await?
-                }
-            };
+            let budget = budget::given(budget)?;
+            let started = client
+                .start_with(id, &context, budget.as_ref(), *priority)
+                .await?;
             line(out, &token_line(&started))
         }
         TokenAction::Fire {
@@ -456,10 +452,8 @@ async fn print_json(
             priority,
         } => {
             let context = parsed(context.as_deref(), "CONTEXT_JSON")?.unwrap_or_default();
-            let call = match (budget::given(budget)?, priority) {
-                (None, None) => Call::start(id, &context),
-                (budget, priority) => Call::start_with(id, &context, budget.as_ref(), *priority),
-            };
+            let budget = budget::given(budget)?;
+            let call = Call::start_with(id, &context, budget.as_ref(), *priority);
             client.json(&call).await?.1
         }
         TokenAction::Fire {
