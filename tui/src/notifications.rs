@@ -14,11 +14,7 @@ use crate::model::{Fetch, Mode, Model, Problem};
 
 /// `N`: open the view and read the subscriptions.
 pub fn open(model: &mut Model) -> Vec<Command> {
-    model.mode = Mode::Notifications;
-    if model.in_flight.insert(Fetch::Subscriptions) {
-        return vec![Command::Subscriptions];
-    }
-    Vec::new()
+    crate::update::open_view(model, Mode::Notifications)
 }
 
 /// The picked subscription, if any.

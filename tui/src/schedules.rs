@@ -14,11 +14,7 @@ use crate::model::{Fetch, Mode, Model, Problem};
 
 /// `S`: open the view and read the schedules.
 pub fn open(model: &mut Model) -> Vec<Command> {
-    model.mode = Mode::Schedules;
-    if model.in_flight.insert(Fetch::Schedules) {
-        return vec![Command::Schedules];
-    }
-    Vec::new()
+    crate::update::open_view(model, Mode::Schedules)
 }
 
 /// The picked schedule, if any.

@@ -293,6 +293,19 @@ fn mode_read(model: &Model) -> Option<(Fetch, Command)> {
     }
 }
 
+/// Open the view `mode` (`S`, `L`, `N`) and read its pane, unless that read is
+/// under way already.
+pub(crate) fn open_view(model: &mut Model, mode: Mode) -> Vec<Command> {
+    model.mode = mode;
+    let Some((fetch, read)) = mode_read(model) else {
+        return Vec::new();
+    };
+    if model.in_flight.insert(fetch) {
+        return vec![read];
+    }
+    Vec::new()
+}
+
 fn token_read(model: &Model, id: &str) -> (Fetch, Command) {
     let read = Command::Token {
         id: id.to_string(),
