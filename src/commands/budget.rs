@@ -4,7 +4,7 @@
 
 use std::io::Write;
 
-use super::{line, CommandError};
+use super::{line, pretty, CommandError};
 use stateous_shared::usage::{amounts, listed, parse_pairs, BudgetDefault};
 
 /// One `stateous budget ...` command line.
@@ -64,14 +64,14 @@ pub async fn run(command: &BudgetCommand, out: &mut dyn Write) -> Result<(), Com
                 .await
                 .map_err(refused)?;
             if command.json {
-                return line(out, &pretty(serde_json::json!(set))?);
+                return line(out, &pretty(&set)?);
             }
             line(out, &budget_line(&set))
         }
         BudgetAction::List => {
             let list = client.budgets().await.map_err(refused)?;
             if command.json {
-                return line(out, &pretty(serde_json::json!(list))?);
+                return line(out, &pretty(&list)?);
             }
             if list.budgets.is_empty() {
                 eprintln!("{NO_BUDGETS}");
@@ -94,9 +94,4 @@ pub async fn run(command: &BudgetCommand, out: &mut dyn Write) -> Result<(), Com
             Ok(())
         }
     }
-}
-
-/// An answer as pretty JSON.
-fn pretty(value: serde_json::Value) -> Result<String, CommandError> {
-    serde_json::to_string_pretty(&value).map_err(|error| CommandError::Usage(error.to_string()))
 }

@@ -6,7 +6,7 @@ use std::io::Write;
 
 use stateous_shared::claim_limits::{LimitRequest, LimitView};
 
-use super::{line, CommandError};
+use super::{line, pretty, CommandError};
 
 /// One `stateous limit ...` command line.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -87,7 +87,7 @@ pub async fn run(command: &LimitCommand, out: &mut dyn Write) -> Result<(), Comm
         LimitAction::Set { name, request } => {
             let set = client.set_limit(name, request).await.map_err(refused)?;
             if command.json {
-                return line(out, &pretty(serde_json::json!(set))?);
+                return line(out, &pretty(&set)?);
             }
             for text in limit_lines(&set) {
                 line(out, &text)?;
@@ -97,7 +97,7 @@ pub async fn run(command: &LimitCommand, out: &mut dyn Write) -> Result<(), Comm
         LimitAction::List => {
             let list = client.limits().await.map_err(refused)?;
             if command.json {
-                return line(out, &pretty(serde_json::json!(list))?);
+                return line(out, &pretty(&list)?);
             }
             if list.limits.is_empty() {
                 eprintln!("{NO_LIMITS}");
@@ -115,14 +115,14 @@ pub async fn run(command: &LimitCommand, out: &mut dyn Write) -> Result<(), Comm
                 .await
                 .map_err(refused)?;
             if command.json {
-                return line(out, &pretty(serde_json::json!(set))?);
+                return line(out, &pretty(&set)?);
             }
             line(out, &set.line())
         }
         LimitAction::Retries => {
             let list = client.retry_policies().await.map_err(refused)?;
             if command.json {
-                return line(out, &pretty(serde_json::json!(list))?);
+                return line(out, &pretty(&list)?);
             }
             if list.policies.is_empty() {
                 eprintln!(
@@ -151,9 +151,4 @@ pub async fn run(command: &LimitCommand, out: &mut dyn Write) -> Result<(), Comm
             Ok(())
         }
     }
-}
-
-/// An answer as pretty JSON.
-fn pretty(value: serde_json::Value) -> Result<String, CommandError> {
-    serde_json::to_string_pretty(&value).map_err(|error| CommandError::Usage(error.to_string()))
 }

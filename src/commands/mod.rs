@@ -123,6 +123,12 @@ pub(crate) fn line(out: &mut dyn Write, line: &str) -> Result<(), CommandError> 
     Ok(())
 }
 
+/// An answer as indented JSON, what `--json` prints; a value serde_json cannot
+/// write is a usage error.
+pub(crate) fn pretty(value: &impl serde::Serialize) -> Result<String, CommandError> {
+    serde_json::to_string_pretty(value).map_err(|error| CommandError::Usage(error.to_string()))
+}
+
 /// A command-line argument named `name` (`CONTEXT_JSON`) read as a JSON object:
 /// written inline, `@FILE` or `-` for standard input
 /// (`stateous_shared::json_arg`); else one sentence that names the argument.

@@ -8,7 +8,7 @@ use std::io::Write;
 
 use serde_json::json;
 
-use super::{json_object, line, CommandError};
+use super::{json_object, line, pretty, CommandError};
 use stateous_client::{Call, Client, ClientError, Steer, TokenQuery, TransportError};
 use stateous_shared::history::{entry_line, token_line};
 use stateous_shared::wire::{HistoryEntry, Object, TokenView};
@@ -212,9 +212,7 @@ async fn set_priority(
 ) -> Result<(), CommandError> {
     let answer = client.token_priority(id, priority).await?;
     if json {
-        let text = serde_json::to_string_pretty(&answer)
-            .map_err(|error| CommandError::Usage(error.to_string()))?;
-        return line(out, &text);
+        return line(out, &pretty(&answer)?);
     }
     line(out, &format!("{id}: priority {priority}"))
 }
@@ -490,9 +488,7 @@ async fn print_json(
         | TokenAction::Priority { .. }
         | TokenAction::Bulk(_) => serde_json::Value::Null,
     };
-    let text = serde_json::to_string_pretty(&answer)
-        .map_err(|error| CommandError::Usage(error.to_string()))?;
-    line(out, &text)
+    line(out, &pretty(&answer)?)
 }
 
 fn parsed(text: Option<&str>, name: &str) -> Result<Option<Object>, CommandError> {
