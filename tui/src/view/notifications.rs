@@ -10,7 +10,7 @@ use stateous_shared::durations::span;
 use stateous_shared::notify::SubscriptionView;
 
 use super::fg;
-use super::popups::{fit, listed, popup};
+use super::popups::{fit, listed, popup_at};
 use crate::model::Model;
 
 /// The columns of a row before the URL: name, status, format, then the counts
@@ -97,13 +97,7 @@ pub fn notifications(model: &Model, frame: &mut Frame) {
             lines.push(Line::styled(fit(&text, inner), fg(model, Color::Red)));
         }
     }
-    // Scrolled so that the picked row shows.
-    let room = usize::from(frame.area().height.saturating_sub(2)).max(1);
-    let skip = (model.subscriptions_at + 3)
-        .saturating_sub(room)
-        .min(lines.len());
-    let lines = lines.split_off(skip);
-    popup(frame, lines, TITLE.into(), width);
+    popup_at(frame, lines, model.subscriptions_at, TITLE.into(), width);
 }
 
 /// What a subscription is about, in one line: `completed, failed in review of

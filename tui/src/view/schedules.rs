@@ -9,7 +9,7 @@ use ratatui::text::Line;
 use ratatui::Frame;
 
 use super::fg;
-use super::popups::{fit, listed, popup};
+use super::popups::{fit, listed, popup_at};
 use crate::model::Model;
 
 /// The columns of a row before the last token: name, when, status, next.
@@ -103,13 +103,7 @@ pub fn schedules(model: &Model, frame: &mut Frame) {
             lines.push(Line::styled(fit(&text, inner), fg(model, Color::Yellow)));
         }
     }
-    // Scrolled so that the picked row shows.
-    let room = usize::from(frame.area().height.saturating_sub(2)).max(1);
-    let skip = (model.schedules_at + 3)
-        .saturating_sub(room)
-        .min(lines.len());
-    let lines = lines.split_off(skip);
-    popup(frame, lines, title.into(), width);
+    popup_at(frame, lines, model.schedules_at, title.into(), width);
 }
 
 /// `2027-03-29 09:00 +02:00`: a moment on its zone's clock, to the minute.
