@@ -4,7 +4,7 @@
 
 use std::io::Write;
 
-use super::{line, pretty, CommandError};
+use super::{line, pretty, print_list, CommandError};
 use stateous_shared::usage::{amounts, listed, parse_pairs, BudgetDefault};
 
 /// One `stateous budget ...` command line.
@@ -73,13 +73,9 @@ pub async fn run(command: &BudgetCommand, out: &mut dyn Write) -> Result<(), Com
             if command.json {
                 return line(out, &pretty(&list)?);
             }
-            if list.budgets.is_empty() {
-                eprintln!("{NO_BUDGETS}");
-            }
-            for default in &list.budgets {
-                line(out, &budget_line(default))?;
-            }
-            Ok(())
+            print_list(out, &list.budgets, NO_BUDGETS, |default| {
+                [budget_line(default)]
+            })
         }
         BudgetAction::Remove(workflow) => {
             let removed = client.remove_budget(workflow).await.map_err(refused)?;

@@ -6,7 +6,7 @@ use std::io::Write;
 
 use stateous_shared::claim_limits::{LimitRequest, LimitView};
 
-use super::{line, pretty, CommandError};
+use super::{line, pretty, print_list, CommandError};
 
 /// One `stateous limit ...` command line.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -99,15 +99,7 @@ pub async fn run(command: &LimitCommand, out: &mut dyn Write) -> Result<(), Comm
             if command.json {
                 return line(out, &pretty(&list)?);
             }
-            if list.limits.is_empty() {
-                eprintln!("{NO_LIMITS}");
-            }
-            for limit in &list.limits {
-                for text in limit_lines(limit) {
-                    line(out, &text)?;
-                }
-            }
-            Ok(())
+            print_list(out, &list.limits, NO_LIMITS, limit_lines)
         }
         LimitAction::Retry { state, request } => {
             let set = client
@@ -124,15 +116,8 @@ pub async fn run(command: &LimitCommand, out: &mut dyn Write) -> Result<(), Comm
             if command.json {
                 return line(out, &pretty(&list)?);
             }
-            if list.policies.is_empty() {
-                eprintln!(
-                    "no retry policy is set (stateous limit retry coding --delay 2s sets one)"
-                );
-            }
-            for policy in &list.policies {
-                line(out, &policy.line())?;
-            }
-            Ok(())
+            let none = "no retry policy is set (stateous limit retry coding --delay 2s sets one)";
+            print_list(out, &list.policies, none, |policy| [policy.line()])
         }
         LimitAction::Unretry(state) => {
             client.remove_retry_policy(state).await.map_err(refused)?;

@@ -3,7 +3,7 @@
 
 use std::io::Write;
 
-use super::CommandError;
+use super::{print_list, CommandError};
 use stateous_client::ClientError;
 use stateous_shared::notify::{NewSubscription, NotificationView, SubscriptionView};
 
@@ -82,12 +82,8 @@ pub async fn run(command: &NotifyCommand, out: &mut dyn Write) -> Result<(), Com
             if json {
                 return print_json(out, &list);
             }
-            if list.subscriptions.is_empty() {
-                eprintln!("no subscription: add one with stateous notify add NAME URL");
-            }
-            for view in &list.subscriptions {
-                writeln!(out, "{}", line(view))?;
-            }
+            let none = "no subscription: add one with stateous notify add NAME URL";
+            print_list(out, &list.subscriptions, none, |view| [line(view)])?;
         }
         NotifyAction::Show(name) => {
             let detail = client.subscription(name).await.map_err(refused)?;
@@ -156,12 +152,9 @@ pub async fn run(command: &NotifyCommand, out: &mut dyn Write) -> Result<(), Com
             if json {
                 return print_json(out, &failed);
             }
-            if failed.failed.is_empty() {
-                eprintln!("no dead notification");
-            }
-            for row in &failed.failed {
-                writeln!(out, "{}", failed_line(row))?;
-            }
+            print_list(out, &failed.failed, "no dead notification", |row| {
+                [failed_line(row)]
+            })?;
         }
         NotifyAction::Redeliver(name, id) => {
             let queued = client.redeliver(name, *id).await.map_err(refused)?;
