@@ -1,22 +1,13 @@
 //! The command line of `stateous budget set|list|remove` (`docs/reference/cli.md`):
 //! the workflows' default budgets (`docs/concepts/budgets.md`).
 
-use clap::{Args, Subcommand};
+use clap::Subcommand;
 
-use crate::client_args::ConnectArgs;
+use crate::client_args::CommandArgs;
 use crate::commands::budget::{BudgetAction as Action, BudgetCommand};
 
 /// `stateous budget ...`: the control plane's URL, then what to do.
-#[derive(Args)]
-pub struct BudgetArgs {
-    #[command(flatten)]
-    pub connect: ConnectArgs,
-    /// Print the control plane's JSON answer instead of the lines.
-    #[arg(long, global = true)]
-    pub json: bool,
-    #[command(subcommand)]
-    pub action: BudgetAction,
-}
+pub type BudgetArgs = CommandArgs<BudgetAction>;
 
 /// What to do with the default budgets.
 #[derive(Subcommand)]

@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 
-use clap::Args;
+use clap::{Args, Subcommand};
 use stateous_client::{Connection, Identity, TlsOptions};
 
 use crate::access_args::AccessArgs;
@@ -24,6 +24,18 @@ pub struct UrlArg {
     /// socket, where the daemon's own user acts as admin).
     #[arg(long, global = true)]
     pub url: Option<String>,
+}
+
+/// `stateous token|schedule|notify|budget|limit ...`: the connection flags and `--json`, then the action.
+#[derive(Args)]
+pub struct CommandArgs<A: Subcommand> {
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    /// Print the control plane's JSON answer instead of the lines.
+    #[arg(long, global = true)]
+    pub json: bool,
+    #[command(subcommand)]
+    pub action: A,
 }
 
 /// `--url`, `--access-key-file` and the TLS flags: how a command reaches a

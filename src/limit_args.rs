@@ -1,22 +1,13 @@
 //! The command line of `stateous limit set|list|remove` (`docs/reference/cli.md`):
 //! limits on claims (`docs/limits.md`).
 
-use clap::{Args, Subcommand};
+use clap::Subcommand;
 
-use crate::client_args::ConnectArgs;
+use crate::client_args::CommandArgs;
 use crate::commands::limit::{LimitAction as Action, LimitCommand};
 
 /// `stateous limit ...`: the control plane's URL, then what to do.
-#[derive(Args)]
-pub struct LimitArgs {
-    #[command(flatten)]
-    pub connect: ConnectArgs,
-    /// Print the control plane's JSON answer instead of the lines.
-    #[arg(long, global = true)]
-    pub json: bool,
-    #[command(subcommand)]
-    pub action: LimitAction,
-}
+pub type LimitArgs = CommandArgs<LimitAction>;
 
 /// What to do with the limits.
 #[derive(Subcommand)]

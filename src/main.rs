@@ -250,6 +250,23 @@ enum Init {
 }
 
 /// An exit code from a command that returns one as a number.
+/// Run `$module::run` of a command on one runtime, writing its lines to standard
+/// output, and end as it ends (`commands::execute`).
+macro_rules! to_stdout {
+    ($($module:ident)::+, $command:expr) => {{
+        let command = $command;
+        commands::execute(async move {
+            let mut out = std::io::stdout().lock();
+            $($module)::+::run(&command, &mut out).await
+        })
+    }};
+}
+
+/// The command that `args` stand for, or its refusal printed and exit 1.
+fn made<A, C: TryFrom<A, Error = String>>(args: A) -> C {
+    C::try_from(args).unwrap_or_else(|e| exit_with(e))
+}
+
 fn code(code: i32) -> ExitCode {
     ExitCode::from(u8::try_from(code).unwrap_or(1))
 }
@@ -372,10 +389,7 @@ fn main() -> ExitCode {
                 max_time: std::time::Duration::from_secs(args.max_seconds),
                 notify: args.notify,
             };
-            commands::execute(async move {
-                let mut out = std::io::stdout().lock();
-                bench::run(&options, &mut out).await
-            })
+            to_stdout!(bench, options)
         }
         Command::Hooks(command) => code(hooks_args::run(command)),
         Command::Demo => {
@@ -396,59 +410,12 @@ fn main() -> ExitCode {
             stateous_tui::run(options).unwrap_or_else(|e| exit_with(e));
             ExitCode::SUCCESS
         }
-        Command::Clock(args) => {
-            let command =
-                commands::clock::ClockCommand::try_from(args).unwrap_or_else(|e| exit_with(e));
-            commands::execute(async move {
-                let mut out = std::io::stdout().lock();
-                commands::clock::run(&command, &mut out).await
-            })
-        }
-        Command::Access(args) => {
-            let command = access_command(args);
-            commands::execute(async move {
-                let mut out = std::io::stdout().lock();
-                commands::access::run(&command, &mut out).await
-            })
-        }
-        Command::Notify(args) => {
-            let command =
-                commands::notify::NotifyCommand::try_from(args).unwrap_or_else(|e| exit_with(e));
-            commands::execute(async move {
-                let mut out = std::io::stdout().lock();
-                commands::notify::run(&command, &mut out).await
-            })
-        }
-        Command::Schedule(args) => {
-            let command = commands::schedule::ScheduleCommand::try_from(args)
-                .unwrap_or_else(|e| exit_with(e));
-            commands::execute(async move {
-                let mut out = std::io::stdout().lock();
-                commands::schedule::run(&command, &mut out).await
-            })
-        }
-        Command::Token(args) => {
-            let command = token::TokenCommand::try_from(args).unwrap_or_else(|e| exit_with(e));
-            commands::execute(async move {
-                let mut out = std::io::stdout().lock();
-                token::run(&command, &mut out).await
-            })
-        }
-        Command::Budget(args) => {
-            let command =
-                commands::budget::BudgetCommand::try_from(args).unwrap_or_else(|e| exit_with(e));
-            commands::execute(async move {
-                let mut out = std::io::stdout().lock();
-                commands::budget::run(&command, &mut out).await
-            })
-        }
-        Command::Limit(args) => {
-            let command =
-                commands::limit::LimitCommand::try_from(args).unwrap_or_else(|e| exit_with(e));
-            commands::execute(async move {
-                let mut out = std::io::stdout().lock();
-                commands::limit::run(&command, &mut out).await
-            })
-        }
+        Command::Clock(args) => to_stdout!(commands::clock, made(args)),
+        Command::Access(args) => to_stdout!(commands::access, access_command(args)),
+        Command::Notify(args) => to_stdout!(commands::notify, made(args)),
+        Command::Schedule(args) => to_stdout!(commands::schedule, made(args)),
+        Command::Token(args) => to_stdout!(token, made(args)),
+        Command::Budget(args) => to_stdout!(commands::budget, made(args)),
+        Command::Limit(args) => to_stdout!(commands::limit, made(args)),
     }
 }

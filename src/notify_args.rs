@@ -2,23 +2,14 @@
 //! `docs/notifications.md`): the control plane's URL, then what to do with its
 //! subscriptions.
 
-use clap::{Args, Subcommand};
+use clap::Subcommand;
 
-use crate::client_args::ConnectArgs;
+use crate::client_args::CommandArgs;
 use crate::commands::notify::{NotifyAction as Action, NotifyCommand};
 use stateous_shared::notify::NewSubscription;
 
 /// `stateous notify ...`.
-#[derive(Args)]
-pub struct NotifyArgs {
-    #[command(flatten)]
-    pub connect: ConnectArgs,
-    /// Print the control plane's JSON answer instead of the lines.
-    #[arg(long, global = true)]
-    pub json: bool,
-    #[command(subcommand)]
-    pub action: NotifyAction,
-}
+pub type NotifyArgs = CommandArgs<NotifyAction>;
 
 /// What to do with the subscriptions.
 #[derive(Subcommand)]

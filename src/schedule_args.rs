@@ -1,23 +1,14 @@
 //! The command line of `stateous schedule ...` (`docs/reference/cli.md`,
 //! "schedule"): the control plane's URL, then what to do with its schedules.
 
-use clap::{Args, Subcommand};
+use clap::Subcommand;
 
-use crate::client_args::ConnectArgs;
+use crate::client_args::CommandArgs;
 use crate::commands::schedule::{ScheduleAction as Action, ScheduleCommand};
 use stateous_shared::schedules::NewSchedule;
 
 /// `stateous schedule ...`.
-#[derive(Args)]
-pub struct ScheduleArgs {
-    #[command(flatten)]
-    pub connect: ConnectArgs,
-    /// Print the control plane's JSON answer instead of the lines.
-    #[arg(long, global = true)]
-    pub json: bool,
-    #[command(subcommand)]
-    pub action: ScheduleAction,
-}
+pub type ScheduleArgs = CommandArgs<ScheduleAction>;
 
 /// What to do with the schedules.
 // Made once per run, from the command line: the size of `Add` costs nothing.

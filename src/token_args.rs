@@ -1,6 +1,6 @@
 //! The command line of `stateous token ...` and `stateous bench`.
 
-use crate::client_args::ConnectArgs;
+use crate::client_args::{CommandArgs, ConnectArgs};
 use crate::commands::token;
 use clap::{Args, Subcommand};
 use stateous_client::Steer;
@@ -77,16 +77,7 @@ impl TryFrom<ClockArgs> for crate::commands::clock::ClockCommand {
 }
 
 /// `stateous token ...`: the options every token command takes, then the command.
-#[derive(Args)]
-pub struct TokenArgs {
-    #[command(flatten)]
-    pub connect: ConnectArgs,
-    /// Print the control plane's JSON answer instead of the lines.
-    #[arg(long, global = true)]
-    pub json: bool,
-    #[command(subcommand)]
-    pub action: TokenCommand,
-}
+pub type TokenArgs = CommandArgs<TokenCommand>;
 
 /// The flags that turn a steering command into a bulk action.
 #[derive(Args, Default)]

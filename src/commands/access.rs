@@ -6,7 +6,7 @@
 use std::io::Write;
 
 use super::token::{Console, Terminal};
-use super::CommandError;
+use super::{print_list, CommandError};
 use stateous_client::{Client, ClientError, TransportError};
 use stateous_shared::access::{KeyView, NewKey};
 use stateous_shared::time::to_the_minute;
@@ -84,13 +84,8 @@ pub async fn run(command: &AccessCommand, out: &mut dyn Write) -> Result<(), Com
             let keys = client.access_keys().await.map_err(refused)?;
             if *json {
                 writeln!(out, "{}", serde_json::to_string(&keys).unwrap_or_default())?;
-            } else if keys.is_empty() {
-                // Not data: stdout stays empty, as for a list of nothing.
-                eprintln!("{NO_KEYS}");
             } else {
-                for key in &keys {
-                    writeln!(out, "{}", line(key))?;
-                }
+                print_list(out, &keys, NO_KEYS, |key| [line(key)])?;
             }
         }
         AccessAction::Revoke(name) => {

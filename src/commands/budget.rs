@@ -4,7 +4,7 @@
 
 use std::io::Write;
 
-use super::{line, CommandError};
+use super::{line, pretty, print_list, CommandError};
 use stateous_shared::usage::{amounts, listed, parse_pairs, BudgetDefault};
 
 /// One `stateous budget ...` command line.
@@ -64,22 +64,18 @@ pub async fn run(command: &BudgetCommand, out: &mut dyn Write) -> Result<(), Com
                 .await
                 .map_err(refused)?;
             if command.json {
-                return line(out, &pretty(serde_json::json!(set))?);
+                return line(out, &pretty(&set)?);
             }
             line(out, &budget_line(&set))
         }
         BudgetAction::List => {
             let list = client.budgets().await.map_err(refused)?;
             if command.json {
-                return line(out, &pretty(serde_json::json!(list))?);
+                return line(out, &pretty(&list)?);
             }
-            if list.budgets.is_empty() {
-                eprintln!("{NO_BUDGETS}");
-            }
-            for default in &list.budgets {
-                line(out, &budget_line(default))?;
-            }
-            Ok(())
+            print_list(out, &list.budgets, NO_BUDGETS, |default| {
+                [budget_line(default)]
+            })
         }
         BudgetAction::Remove(workflow) => {
             let removed = client.remove_budget(workflow).await.map_err(refused)?;
@@ -94,9 +90,4 @@ pub async fn run(command: &BudgetCommand, out: &mut dyn Write) -> Result<(), Com
             Ok(())
         }
     }
-}
-
-/// An answer as pretty JSON.
-fn pretty(value: serde_json::Value) -> Result<String, CommandError> {
-    serde_json::to_string_pretty(&value).map_err(|error| CommandError::Usage(error.to_string()))
 }

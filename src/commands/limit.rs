@@ -6,7 +6,7 @@ use std::io::Write;
 
 use stateous_shared::claim_limits::{LimitRequest, LimitView};
 
-use super::{line, CommandError};
+use super::{line, pretty, print_list, CommandError};
 
 /// One `stateous limit ...` command line.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -87,7 +87,7 @@ pub async fn run(command: &LimitCommand, out: &mut dyn Write) -> Result<(), Comm
         LimitAction::Set { name, request } => {
             let set = client.set_limit(name, request).await.map_err(refused)?;
             if command.json {
-                return line(out, &pretty(serde_json::json!(set))?);
+                return line(out, &pretty(&set)?);
             }
             for text in limit_lines(&set) {
                 line(out, &text)?;
@@ -97,17 +97,9 @@ pub async fn run(command: &LimitCommand, out: &mut dyn Write) -> Result<(), Comm
         LimitAction::List => {
             let list = client.limits().await.map_err(refused)?;
             if command.json {
-                return line(out, &pretty(serde_json::json!(list))?);
+                return line(out, &pretty(&list)?);
             }
-            if list.limits.is_empty() {
-                eprintln!("{NO_LIMITS}");
-            }
-            for limit in &list.limits {
-                for text in limit_lines(limit) {
-                    line(out, &text)?;
-                }
-            }
-            Ok(())
+            print_list(out, &list.limits, NO_LIMITS, limit_lines)
         }
         LimitAction::Retry { state, request } => {
             let set = client
@@ -115,24 +107,17 @@ pub async fn run(command: &LimitCommand, out: &mut dyn Write) -> Result<(), Comm
                 .await
                 .map_err(refused)?;
             if command.json {
-                return line(out, &pretty(serde_json::json!(set))?);
+                return line(out, &pretty(&set)?);
             }
             line(out, &set.line())
         }
         LimitAction::Retries => {
             let list = client.retry_policies().await.map_err(refused)?;
             if command.json {
-                return line(out, &pretty(serde_json::json!(list))?);
+                return line(out, &pretty(&list)?);
             }
-            if list.policies.is_empty() {
-                eprintln!(
-                    "no retry policy is set (stateous limit retry coding --delay 2s sets one)"
-                );
-            }
-            for policy in &list.policies {
-                line(out, &policy.line())?;
-            }
-            Ok(())
+            let none = "no retry policy is set (stateous limit retry coding --delay 2s sets one)";
+            print_list(out, &list.policies, none, |policy| [policy.line()])
         }
         LimitAction::Unretry(state) => {
             client.remove_retry_policy(state).await.map_err(refused)?;
@@ -151,9 +136,4 @@ pub async fn run(command: &LimitCommand, out: &mut dyn Write) -> Result<(), Comm
             Ok(())
         }
     }
-}
-
-/// An answer as pretty JSON.
-fn pretty(value: serde_json::Value) -> Result<String, CommandError> {
-    serde_json::to_string_pretty(&value).map_err(|error| CommandError::Usage(error.to_string()))
 }

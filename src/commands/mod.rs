@@ -123,6 +123,32 @@ pub(crate) fn line(out: &mut dyn Write, line: &str) -> Result<(), CommandError> 
     Ok(())
 }
 
+/// A list's lines on `out`, each item's `lines` in turn; for an empty list, the
+/// sentence `none` on standard error instead (not data: standard output stays
+/// empty, as for a list of nothing).
+pub(crate) fn print_list<T, L: IntoIterator<Item = String>>(
+    out: &mut dyn Write,
+    items: &[T],
+    none: &str,
+    lines: impl Fn(&T) -> L,
+) -> Result<(), CommandError> {
+    if items.is_empty() {
+        eprintln!("{none}");
+    }
+    for item in items {
+        for text in lines(item) {
+            line(out, &text)?;
+        }
+    }
+    Ok(())
+}
+
+/// An answer as indented JSON, what `--json` prints; a value serde_json cannot
+/// write is a usage error.
+pub(crate) fn pretty(value: &impl serde::Serialize) -> Result<String, CommandError> {
+    serde_json::to_string_pretty(value).map_err(|error| CommandError::Usage(error.to_string()))
+}
+
 /// A command-line argument named `name` (`CONTEXT_JSON`) read as a JSON object:
 /// written inline, `@FILE` or `-` for standard input
 /// (`stateous_shared::json_arg`); else one sentence that names the argument.

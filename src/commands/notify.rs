@@ -3,7 +3,7 @@
 
 use std::io::Write;
 
-use super::CommandError;
+use super::{print_list, CommandError};
 use stateous_client::ClientError;
 use stateous_shared::notify::{NewSubscription, NotificationView, SubscriptionView};
 
@@ -43,7 +43,9 @@ pub enum NotifyAction {
     Redeliver(String, Option<i64>),
 }
 
-fn print_json(out: &mut dyn Write, value: serde_json::Value) -> Result<(), CommandError> {
+/// `--json`: the answer on one line (`null` for one serde_json cannot write).
+fn print_json(out: &mut dyn Write, answer: &impl serde::Serialize) -> Result<(), CommandError> {
+    let value = serde_json::to_value(answer).unwrap_or_default();
     writeln!(out, "{value}")?;
     Ok(())
 }
@@ -59,7 +61,7 @@ pub async fn run(command: &NotifyCommand, out: &mut dyn Write) -> Result<(), Com
         NotifyAction::Add(body) => {
             let added = client.add_subscription(body).await.map_err(refused)?;
             if json {
-                return print_json(out, serde_json::to_value(&added).unwrap_or_default());
+                return print_json(out, &added);
             }
             eprintln!(
                 "added the subscription {}; its signing secret, shown only now:",
@@ -70,7 +72,7 @@ pub async fn run(command: &NotifyCommand, out: &mut dyn Write) -> Result<(), Com
         NotifyAction::Rotate(name) => {
             let added = client.rotate_subscription(name).await.map_err(refused)?;
             if json {
-                return print_json(out, serde_json::to_value(&added).unwrap_or_default());
+                return print_json(out, &added);
             }
             eprintln!("a new signing secret for {name}, shown only now (the last one signs too until the next rotation):");
             writeln!(out, "{}", added.secret)?;
@@ -78,19 +80,15 @@ pub async fn run(command: &NotifyCommand, out: &mut dyn Write) -> Result<(), Com
         NotifyAction::List => {
             let list = client.subscriptions().await.map_err(refused)?;
             if json {
-                return print_json(out, serde_json::to_value(&list).unwrap_or_default());
+                return print_json(out, &list);
             }
-            if list.subscriptions.is_empty() {
-                eprintln!("no subscription: add one with stateous notify add NAME URL");
-            }
-            for view in &list.subscriptions {
-                writeln!(out, "{}", line(view))?;
-            }
+            let none = "no subscription: add one with stateous notify add NAME URL";
+            print_list(out, &list.subscriptions, none, |view| [line(view)])?;
         }
         NotifyAction::Show(name) => {
             let detail = client.subscription(name).await.map_err(refused)?;
             if json {
-                return print_json(out, serde_json::to_value(&detail).unwrap_or_default());
+                return print_json(out, &detail);
             }
             writeln!(out, "{}", line(&detail.subscription))?;
             let view = &detail.subscription;
@@ -134,7 +132,7 @@ pub async fn run(command: &NotifyCommand, out: &mut dyn Write) -> Result<(), Com
                 .await
                 .map_err(refused)?;
             if json {
-                return print_json(out, serde_json::to_value(&view).unwrap_or_default());
+                return print_json(out, &view);
             }
             writeln!(out, "{}", line(&view))?;
         }
@@ -145,26 +143,23 @@ pub async fn run(command: &NotifyCommand, out: &mut dyn Write) -> Result<(), Com
         NotifyAction::Test(name) => {
             let queued = client.test_subscription(name).await.map_err(refused)?;
             if json {
-                return print_json(out, serde_json::to_value(queued).unwrap_or_default());
+                return print_json(out, &queued);
             }
             writeln!(out, "queued a test notification for {name}")?;
         }
         NotifyAction::Failed => {
             let failed = client.failed_notifications().await.map_err(refused)?;
             if json {
-                return print_json(out, serde_json::to_value(&failed).unwrap_or_default());
+                return print_json(out, &failed);
             }
-            if failed.failed.is_empty() {
-                eprintln!("no dead notification");
-            }
-            for row in &failed.failed {
-                writeln!(out, "{}", failed_line(row))?;
-            }
+            print_list(out, &failed.failed, "no dead notification", |row| {
+                [failed_line(row)]
+            })?;
         }
         NotifyAction::Redeliver(name, id) => {
             let queued = client.redeliver(name, *id).await.map_err(refused)?;
             if json {
-                return print_json(out, serde_json::to_value(queued).unwrap_or_default());
+                return print_json(out, &queued);
             }
             writeln!(
                 out,

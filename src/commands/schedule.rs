@@ -3,7 +3,7 @@
 
 use std::io::Write;
 
-use super::CommandError;
+use super::{print_list, CommandError};
 use stateous_client::ClientError;
 use stateous_shared::schedules::{NewSchedule, ScheduleView, Triggered};
 use stateous_shared::time::parse_iso;
@@ -92,15 +92,8 @@ pub async fn run(command: &ScheduleCommand, out: &mut dyn Write) -> Result<(), C
         writeln!(out, "{}", text.unwrap_or_default())?;
         return Ok(());
     }
-    if views.is_empty() {
-        eprintln!("no schedule: add one with stateous schedule add NAME WHEN");
-    }
-    for view in &views {
-        for line in lines(view) {
-            writeln!(out, "{line}")?;
-        }
-    }
-    Ok(())
+    let none = "no schedule: add one with stateous schedule add NAME WHEN";
+    print_list(out, &views, none, lines)
 }
 
 /// `started: TOKEN`, `buffered: TOKEN` or `skipped: TOKEN: REASON`.

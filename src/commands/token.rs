@@ -8,7 +8,7 @@ use std::io::Write;
 
 use serde_json::json;
 
-use super::{json_object, line, CommandError};
+use super::{json_object, line, pretty, CommandError};
 use stateous_client::{Call, Client, ClientError, Steer, TokenQuery, TransportError};
 use stateous_shared::history::{entry_line, token_line};
 use stateous_shared::wire::{HistoryEntry, Object, TokenView};
@@ -212,9 +212,7 @@ async fn set_priority(
 ) -> Result<(), CommandError> {
     let answer = client.token_priority(id, priority).await?;
     if json {
-        let text = serde_json::to_string_pretty(&answer)
-            .map_err(|error| CommandError::Usage(error.to_string()))?;
-        return line(out, &text);
+        return line(out, &pretty(&answer)?);
     }
     line(out, &format!("{id}: priority {priority}"))
 }
@@ -281,14 +279,10 @@ async fn reference_command(
             priority,
         } => {
             let context = parsed(context.as_deref(), "CONTEXT_JSON")?.unwrap_or_default();
-            let started = match (budget::given(budget)?, priority) {
-                (None, None) => client.start(id, &context).await?,
-                (budget, priority) => {
-                    client
-                        .start_with(id, &context, budget.as_ref(), *priority)
-                        .await?
-                }
-            };
+            let budget = budget::given(budget)?;
+            let started = client
+                .start_with(id, &context, budget.as_ref(), *priority)
+                .await?;
             line(out, &token_line(&started))
         }
         TokenAction::Fire {
@@ -456,10 +450,8 @@ async fn print_json(
             priority,
         } => {
             let context = parsed(context.as_deref(), "CONTEXT_JSON")?.unwrap_or_default();
-            let call = match (budget::given(budget)?, priority) {
-                (None, None) => Call::start(id, &context),
-                (budget, priority) => Call::start_with(id, &context, budget.as_ref(), *priority),
-            };
+            let budget = budget::given(budget)?;
+            let call = Call::start_with(id, &context, budget.as_ref(), *priority);
             client.json(&call).await?.1
         }
         TokenAction::Fire {
@@ -496,9 +488,7 @@ async fn print_json(
         | TokenAction::Priority { .. }
         | TokenAction::Bulk(_) => serde_json::Value::Null,
     };
-    let text = serde_json::to_string_pretty(&answer)
-        .map_err(|error| CommandError::Usage(error.to_string()))?;
-    line(out, &text)
+    line(out, &pretty(&answer)?)
 }
 
 fn parsed(text: Option<&str>, name: &str) -> Result<Option<Object>, CommandError> {

@@ -217,6 +217,20 @@ fn bottom(model: &mut Model) -> Vec<Command> {
     commands
 }
 
+/// Where an arrow (or `j` `k`, Home End, `g` `G`) moves the pick of a list of `len`
+/// items from `at`; `None` for any other key. The views of the schedules and the
+/// notifications pick with it.
+pub fn moved_pick(at: usize, len: usize, code: KeyCode) -> Option<usize> {
+    let last = len.saturating_sub(1);
+    match code {
+        KeyCode::Down | KeyCode::Char('j') => Some((at + 1).min(last)),
+        KeyCode::Up | KeyCode::Char('k') => Some(at.saturating_sub(1)),
+        KeyCode::Home | KeyCode::Char('g') => Some(0),
+        KeyCode::End | KeyCode::Char('G') => Some(last),
+        _ => None,
+    }
+}
+
 /// At the table's last row, when it holds all it can and more tokens match, the
 /// status line says where the others are (the title already says `1000 shown`).
 pub fn say_if_capped(model: &mut Model) {

@@ -8,16 +8,13 @@
 use crossterm::event::{KeyCode, KeyEvent};
 use stateous_shared::notify::SubscriptionView;
 
+use crate::keys::moved_pick;
 use crate::message::Command;
 use crate::model::{Fetch, Mode, Model, Problem};
 
 /// `N`: open the view and read the subscriptions.
 pub fn open(model: &mut Model) -> Vec<Command> {
-    model.mode = Mode::Notifications;
-    if model.in_flight.insert(Fetch::Subscriptions) {
-        return vec![Command::Subscriptions];
-    }
-    Vec::new()
+    crate::update::open_view(model, Mode::Notifications)
 }
 
 /// The picked subscription, if any.
@@ -28,21 +25,11 @@ pub fn picked(model: &Model) -> Option<&SubscriptionView> {
 /// A key in the notifications view: arrows (or `j` `k`, `g` `G`) pick, Esc `q`
 /// `N` close the view.
 pub fn key(model: &mut Model, key: KeyEvent) -> Vec<Command> {
-    let last = model
-        .subscriptions
-        .as_ref()
-        .map_or(0, |all| all.len().saturating_sub(1));
-    match key.code {
-        KeyCode::Down | KeyCode::Char('j') => {
-            model.subscriptions_at = (model.subscriptions_at + 1).min(last)
-        }
-        KeyCode::Up | KeyCode::Char('k') => {
-            model.subscriptions_at = model.subscriptions_at.saturating_sub(1)
-        }
-        KeyCode::Home | KeyCode::Char('g') => model.subscriptions_at = 0,
-        KeyCode::End | KeyCode::Char('G') => model.subscriptions_at = last,
-        KeyCode::Esc | KeyCode::Char('q') | KeyCode::Char('N') => return Vec::new(),
-        _ => {}
+    let len = model.subscriptions.as_ref().map_or(0, Vec::len);
+    if let Some(at) = moved_pick(model.subscriptions_at, len, key.code) {
+        model.subscriptions_at = at;
+    } else if let KeyCode::Esc | KeyCode::Char('q') | KeyCode::Char('N') = key.code {
+        return Vec::new();
     }
     model.mode = Mode::Notifications;
     Vec::new()

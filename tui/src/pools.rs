@@ -12,11 +12,7 @@ use crate::model::{Fetch, Mode, Model, Problem};
 
 /// `L`: open the view and read the limits.
 pub fn open(model: &mut Model) -> Vec<Command> {
-    model.mode = Mode::Pools;
-    if model.in_flight.insert(Fetch::Limits) {
-        return vec![Command::Pools];
-    }
-    Vec::new()
+    crate::update::open_view(model, Mode::Pools)
 }
 
 /// A key in the pools view: Esc `q` `L` close it.

@@ -8,16 +8,13 @@
 use crossterm::event::{KeyCode, KeyEvent};
 use stateous_shared::schedules::ScheduleView;
 
+use crate::keys::moved_pick;
 use crate::message::Command;
 use crate::model::{Fetch, Mode, Model, Problem};
 
 /// `S`: open the view and read the schedules.
 pub fn open(model: &mut Model) -> Vec<Command> {
-    model.mode = Mode::Schedules;
-    if model.in_flight.insert(Fetch::Schedules) {
-        return vec![Command::Schedules];
-    }
-    Vec::new()
+    crate::update::open_view(model, Mode::Schedules)
 }
 
 /// The picked schedule, if any.
@@ -28,21 +25,11 @@ pub fn picked(model: &Model) -> Option<&ScheduleView> {
 /// A key in the schedules view: arrows (or `j` `k`) pick, `p` pauses and `r`
 /// resumes the picked schedule, Esc `q` `S` close the view.
 pub fn key(model: &mut Model, key: KeyEvent) -> Vec<Command> {
-    let last = model
-        .schedules
-        .as_ref()
-        .map_or(0, |all| all.len().saturating_sub(1));
+    let len = model.schedules.as_ref().map_or(0, Vec::len);
     let mut commands = Vec::new();
-    match key.code {
-        KeyCode::Down | KeyCode::Char('j') => {
-            model.schedules_at = (model.schedules_at + 1).min(last)
-        }
-        KeyCode::Up | KeyCode::Char('k') => {
-            model.schedules_at = model.schedules_at.saturating_sub(1)
-        }
-        KeyCode::Home | KeyCode::Char('g') => model.schedules_at = 0,
-        KeyCode::End | KeyCode::Char('G') => model.schedules_at = last,
-        KeyCode::Char(c @ ('p' | 'r')) => {
+    match (moved_pick(model.schedules_at, len, key.code), key.code) {
+        (Some(at), _) => model.schedules_at = at,
+        (None, KeyCode::Char(c @ ('p' | 'r'))) => {
             let pause = c == 'p';
             if model.read_only {
                 let what = if pause { "pause" } else { "resume" };
@@ -57,7 +44,7 @@ pub fn key(model: &mut Model, key: KeyEvent) -> Vec<Command> {
                 });
             }
         }
-        KeyCode::Esc | KeyCode::Char('q') | KeyCode::Char('S') => return Vec::new(),
+        (None, KeyCode::Esc | KeyCode::Char('q') | KeyCode::Char('S')) => return Vec::new(),
         _ => {}
     }
     model.mode = Mode::Schedules;

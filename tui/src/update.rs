@@ -9,7 +9,7 @@ use stateous_shared::wire::TokenView;
 use crate::keys;
 use crate::message::{Acted, Command, Msg};
 use crate::model::{
-    Connection, Fetch, Model, Problem, Stale, StreamState, Supervisors, MOST_TOKENS,
+    Connection, Fetch, Mode, Model, Problem, Stale, StreamState, Supervisors, MOST_TOKENS,
 };
 
 /// With a live stream and nothing new, the screen's data is read this often
@@ -175,16 +175,8 @@ fn tick(model: &mut Model) -> Vec<Command> {
     if stale.states && crate::states::wanted(model) {
         want(model, Fetch::States, Command::States);
     }
-    // The schedules move with the clock, not with the ledger, and the
-    // notifications' counts with the sender: read each tick.
-    if model.mode == crate::model::Mode::Schedules {
-        want(model, Fetch::Schedules, Command::Schedules);
-    }
-    if model.mode == crate::model::Mode::Pools {
-        want(model, Fetch::Limits, Command::Pools);
-    }
-    if model.mode == crate::model::Mode::Notifications {
-        want(model, Fetch::Subscriptions, Command::Subscriptions);
+    if let Some((fetch, read)) = mode_read(model) {
+        want(model, fetch, read);
     }
     if stale.table {
         let query = tokens_query(model);
@@ -266,14 +258,8 @@ pub fn refresh(model: &mut Model) -> Vec<Command> {
     if crate::states::wanted(model) {
         want(model, Fetch::States, Command::States);
     }
-    if model.mode == crate::model::Mode::Schedules {
-        want(model, Fetch::Schedules, Command::Schedules);
-    }
-    if model.mode == crate::model::Mode::Pools {
-        want(model, Fetch::Limits, Command::Pools);
-    }
-    if model.mode == crate::model::Mode::Notifications {
-        want(model, Fetch::Subscriptions, Command::Subscriptions);
+    if let Some((fetch, read)) = mode_read(model) {
+        want(model, fetch, read);
     }
     if let Some(id) = model.selected() {
         let (fetch, read) = token_read(model, &id);
@@ -295,6 +281,31 @@ pub fn refresh(model: &mut Model) -> Vec<Command> {
 
 /// The read of the token `id`: with its tasks, timers and held events unless
 /// the daemon showed it has no detail route.
+/// The read of the open view's pane, when it is one that every tick reads: the
+/// schedules move with the clock, not with the ledger, and the pools and the
+/// notifications' counts with the claims and the sender.
+fn mode_read(model: &Model) -> Option<(Fetch, Command)> {
+    match model.mode {
+        Mode::Schedules => Some((Fetch::Schedules, Command::Schedules)),
+        Mode::Pools => Some((Fetch::Limits, Command::Pools)),
+        Mode::Notifications => Some((Fetch::Subscriptions, Command::Subscriptions)),
+        _ => None,
+    }
+}
+
+/// Open the view `mode` (`S`, `L`, `N`) and read its pane, unless that read is
+/// under way already.
+pub(crate) fn open_view(model: &mut Model, mode: Mode) -> Vec<Command> {
+    model.mode = mode;
+    let Some((fetch, read)) = mode_read(model) else {
+        return Vec::new();
+    };
+    if model.in_flight.insert(fetch) {
+        return vec![read];
+    }
+    Vec::new()
+}
+
 fn token_read(model: &Model, id: &str) -> (Fetch, Command) {
     let read = Command::Token {
         id: id.to_string(),

@@ -12,8 +12,7 @@ impl Call {
     /// `POST /tokens` with the token's own budget (ours): `{"token", "context",
     /// "budget"}`.
     pub fn start_with_budget(token: &str, context: &Object, budget: &Object) -> Call {
-        let body = serde_json::json!({"token": token, "context": context, "budget": budget});
-        Call::new("POST", routes::TOKENS.into(), Some(body))
+        Call::start_with(token, context, Some(budget), None)
     }
 
     /// `POST /tasks/{id}/usage` (ours): what an attempt spent.
@@ -27,10 +26,7 @@ impl Call {
         let body = BudgetRequest {
             budget: budget.clone(),
         };
-        Call {
-            method: "PUT",
-            ..Call::post(routes::of_token(token, "budget"), &body)
-        }
+        Call::put(routes::of_token(token, "budget"), &body)
     }
 
     /// `GET /budgets` (ours): the workflows' default budgets.
@@ -43,10 +39,7 @@ impl Call {
         let body = BudgetRequest {
             budget: budget.clone(),
         };
-        Call {
-            method: "PUT",
-            ..Call::post(routes::budget(workflow), &body)
-        }
+        Call::put(routes::budget(workflow), &body)
     }
 
     /// `DELETE /budgets/{workflow}` (ours): remove a workflow's default budget.

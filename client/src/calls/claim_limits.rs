@@ -16,10 +16,7 @@ impl Call {
 
     /// `PUT /limits/{name}` (ours): a limit, whole.
     pub fn set_limit(name: &str, limit: &LimitRequest) -> Call {
-        Call {
-            method: "PUT",
-            ..Call::post(routes::limit(name), limit)
-        }
+        Call::put(routes::limit(name), limit)
     }
 
     /// `DELETE /limits/{name}` (ours): remove a limit.
@@ -48,10 +45,7 @@ impl Call {
     /// `PUT /tokens/{id}/priority` (ours): change a token's priority.
     pub fn token_priority(token: &str, priority: i64) -> Call {
         let body = serde_json::json!({ "priority": priority });
-        Call {
-            method: "PUT",
-            ..Call::post(routes::of_token(token, "priority"), &body)
-        }
+        Call::put(routes::of_token(token, "priority"), &body)
     }
 
     /// `GET /retry-policies` (ours).
@@ -61,10 +55,7 @@ impl Call {
 
     /// `PUT /retry-policies/{state}` (ours): a state's retry policy, whole.
     pub fn set_retry_policy(state: &str, policy: &RetryPolicyRequest) -> Call {
-        Call {
-            method: "PUT",
-            ..Call::post(routes::retry_policy(state), policy)
-        }
+        Call::put(routes::retry_policy(state), policy)
     }
 
     /// `DELETE /retry-policies/{state}` (ours).

@@ -99,6 +99,14 @@ impl Call {
         Call::new("POST", path.into(), Some(body))
     }
 
+    /// `value` as the body of a `PUT`, as [`Call::post`] writes it.
+    fn put<B: Serialize + ?Sized>(path: impl Into<String>, body: &B) -> Call {
+        Call {
+            method: "PUT",
+            ..Call::post(path, body)
+        }
+    }
+
     /// This call with the `Idempotency-Key` header `key`.
     pub fn with_key(self, key: Option<&str>) -> Call {
         Call {
@@ -260,8 +268,7 @@ impl Call {
 
     /// `POST /tokens`: start `token` with `context`.
     pub fn start(token: &str, context: &Object) -> Call {
-        let body = serde_json::json!({"token": token, "context": context});
-        Call::new("POST", routes::TOKENS.into(), Some(body))
+        Call::start_with(token, context, None, None)
     }
 
     /// `POST /tokens/{id}/events/{event}`, with `{"payload": ...}` when a payload is
@@ -361,10 +368,7 @@ impl Call {
             value,
             attempt,
         };
-        Call {
-            method: "PUT",
-            ..Call::post(routes::of_task(task, "memory"), &body)
-        }
+        Call::put(routes::of_task(task, "memory"), &body)
     }
 }
 

@@ -306,44 +306,22 @@ pub static TABLE: &[Entry] = &[
     // Schedules start tokens: operating them is starting tokens (`docs/schedules.md`).
     entry!("POST" "/schedules", Operate, |_| Some(Route::Schedule(ScheduleRoute::Add))),
     entry!("GET" "/schedules", Read, |_| Some(Route::Schedule(ScheduleRoute::List))),
-    entry!("GET" "/schedules/:name", Read, |p| {
-        Some(Route::Schedule(ScheduleRoute::Show(p[0].into())))
-    }),
-    entry!("DELETE" "/schedules/:name", Operate, |p| {
-        Some(Route::Schedule(ScheduleRoute::Remove(p[0].into())))
-    }),
-    entry!("POST" "/schedules/:name/pause", Operate, |p| {
-        Some(Route::Schedule(ScheduleRoute::Pause(p[0].into())))
-    }),
-    entry!("POST" "/schedules/:name/resume", Operate, |p| {
-        Some(Route::Schedule(ScheduleRoute::Resume(p[0].into())))
-    }),
-    entry!("POST" "/schedules/:name/trigger", Operate, |p| {
-        Some(Route::Schedule(ScheduleRoute::Trigger(p[0].into())))
-    }),
+    entry!("GET" "/schedules/:name", Read, |p| schedule(ScheduleRoute::Show, p)),
+    entry!("DELETE" "/schedules/:name", Operate, |p| schedule(ScheduleRoute::Remove, p)),
+    entry!("POST" "/schedules/:name/pause", Operate, |p| schedule(ScheduleRoute::Pause, p)),
+    entry!("POST" "/schedules/:name/resume", Operate, |p| schedule(ScheduleRoute::Resume, p)),
+    entry!("POST" "/schedules/:name/trigger", Operate, |p| schedule(ScheduleRoute::Trigger, p)),
     // A subscription's URL makes the daemon send requests: admin only
     // (`docs/notifications.md`).
     entry!("POST" "/notify", Admin, |_| Some(Route::Notify(NotifyRoute::Add))),
     entry!("GET" "/notify", Admin, |_| Some(Route::Notify(NotifyRoute::List))),
-    entry!("GET" "/notify/:name", Admin, |p| Some(Route::Notify(NotifyRoute::Show(p[0].into())))),
-    entry!("DELETE" "/notify/:name", Admin, |p| {
-        Some(Route::Notify(NotifyRoute::Remove(p[0].into())))
-    }),
-    entry!("POST" "/notify/:name/pause", Admin, |p| {
-        Some(Route::Notify(NotifyRoute::Pause(p[0].into())))
-    }),
-    entry!("POST" "/notify/:name/resume", Admin, |p| {
-        Some(Route::Notify(NotifyRoute::Resume(p[0].into())))
-    }),
-    entry!("POST" "/notify/:name/rotate", Admin, |p| {
-        Some(Route::Notify(NotifyRoute::Rotate(p[0].into())))
-    }),
-    entry!("POST" "/notify/:name/test", Admin, |p| {
-        Some(Route::Notify(NotifyRoute::Test(p[0].into())))
-    }),
-    entry!("POST" "/notify/:name/redeliver", Admin, |p| {
-        Some(Route::Notify(NotifyRoute::Redeliver(p[0].into())))
-    }),
+    entry!("GET" "/notify/:name", Admin, |p| notify(NotifyRoute::Show, p)),
+    entry!("DELETE" "/notify/:name", Admin, |p| notify(NotifyRoute::Remove, p)),
+    entry!("POST" "/notify/:name/pause", Admin, |p| notify(NotifyRoute::Pause, p)),
+    entry!("POST" "/notify/:name/resume", Admin, |p| notify(NotifyRoute::Resume, p)),
+    entry!("POST" "/notify/:name/rotate", Admin, |p| notify(NotifyRoute::Rotate, p)),
+    entry!("POST" "/notify/:name/test", Admin, |p| notify(NotifyRoute::Test, p)),
+    entry!("POST" "/notify/:name/redeliver", Admin, |p| notify(NotifyRoute::Redeliver, p)),
     entry!("GET" "/notifications/failed", Admin, |_| Some(Route::Notify(NotifyRoute::Failed))),
     // Limits govern the whole fleet: changing one is an admin's (`docs/limits.md`).
     entry!("GET" "/limits", Read, |_| Some(Route::Limits)),
@@ -464,6 +442,16 @@ pub const UNROUTED: &str = "unrouted";
 fn segments(path: &str) -> Option<Vec<&str>> {
     let segments: Vec<&str> = path.strip_prefix('/')?.split('/').collect();
     (!segments.iter().any(|segment| segment.is_empty())).then_some(segments)
+}
+
+/// A route of `/schedules/:name...`, of the schedule's name.
+fn schedule(make: fn(String) -> ScheduleRoute, params: &[&str]) -> Option<Route> {
+    Some(Route::Schedule(make(params[0].into())))
+}
+
+/// A route of `/notify/:name...`, of the subscription's name.
+fn notify(make: fn(String) -> NotifyRoute, params: &[&str]) -> Option<Route> {
+    Some(Route::Notify(make(params[0].into())))
 }
 
 fn task_id(part: &str) -> Option<TaskId> {

@@ -30,6 +30,7 @@
 mod args;
 mod first;
 mod hooks;
+mod lowered;
 mod notifier;
 pub mod options;
 pub mod retain;

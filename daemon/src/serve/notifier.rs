@@ -8,8 +8,9 @@
 
 use std::time::Duration;
 
-use tokio::sync::{oneshot, watch};
+use tokio::sync::watch;
 
+use super::lowered::Lowered;
 use crate::control::Control;
 use crate::notify::sender::{run, SenderOptions};
 
@@ -17,21 +18,8 @@ use crate::notify::sender::{run, SenderOptions};
 /// dropped (it is sent again by the next control plane).
 const STOP_WITHIN: Duration = Duration::from_secs(1);
 
-/// How much lower than the server's the sender's scheduling priority is: when the
-/// machine is busy, the requests go first and the sender catches up after.
-const NICER: i32 = 10;
-
-/// This thread, and the threads it starts (its runtime's), at a lower priority;
-/// should the system refuse, at the same priority.
-fn lower_priority() {
-    let thread = rustix::thread::gettid();
-    let _ = rustix::process::setpriority_process(Some(thread), NICER);
-}
-
 /// The running sender: told when its thread has ended.
-pub struct Notifying {
-    ended: oneshot::Receiver<()>,
-}
+pub struct Notifying(Lowered);
 
 /// Start sending `control`'s notifications until `stop` turns true; `None` (with a
 /// line in the log) when its thread cannot start.
@@ -41,39 +29,28 @@ pub fn start(
     stop: &watch::Receiver<bool>,
 ) -> Option<Notifying> {
     let (control, stop) = (control.clone(), stop.clone());
-    let (ended, on_end) = oneshot::channel();
-    let started = std::thread::Builder::new()
-        .name("stateous-notify".into())
-        .spawn(move || {
-            lower_priority();
-            match tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(1)
-                .thread_name("stateous-notify")
-                .enable_all()
-                .build()
-            {
-                Ok(runtime) => {
-                    runtime.block_on(run(control, options, stop));
-                    runtime.shutdown_timeout(STOP_WITHIN);
-                }
-                Err(error) => {
-                    tracing::error!(target: "stateous.serve", "notifications: cannot start ({error}); none are sent");
-                }
-            }
-            let _ = ended.send(());
-        });
-    match started {
-        Ok(_) => Some(Notifying { ended: on_end }),
-        Err(error) => {
-            tracing::error!(target: "stateous.serve", "notifications: cannot start ({error}); none are sent");
-            None
+    let cannot = ("notifications", "none are sent");
+    let body = move || match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("stateous-notify")
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => {
+            runtime.block_on(run(control, options, stop));
+            runtime.shutdown_timeout(STOP_WITHIN);
         }
-    }
+        Err(error) => {
+            let (what, lost) = cannot;
+            tracing::error!(target: "stateous.serve", "{what}: cannot start ({error}); {lost}");
+        }
+    };
+    Lowered::start("stateous-notify", cannot, body).map(Notifying)
 }
 
 impl Notifying {
     /// Wait for the sender's thread to end (its stop was sent).
     pub async fn finish(self) {
-        let _ = tokio::time::timeout(STOP_WITHIN + STOP_WITHIN, self.ended).await;
+        self.0.finish(STOP_WITHIN + STOP_WITHIN).await;
     }
 }

@@ -10,10 +10,11 @@
 //! A pass that fails is logged and the next one tries again; a lost database ends
 //! the loop (the clock stops the server).
 
+use std::future::Future;
 use std::time::Duration;
 
 use stateous_shared::durations::span;
-use stateous_shared::refusal::Code;
+use stateous_shared::refusal::{Code, Refusal};
 use tokio::sync::watch;
 
 use crate::control::notify_retain::NotifyRetainPass;
@@ -49,50 +50,66 @@ impl Retention {
         // (a token kept for now, pass after pass) is not logged again.
         let mut last_left = String::new();
         loop {
-            if *stop.borrow_and_update() {
-                return;
-            }
-            tokio::select! {
-                _ = tokio::time::sleep(self.every) => {}
-                changed = stop.changed() => {
-                    if changed.is_err() { return }
-                    continue;
-                }
-            }
-            let pass = tokio::select! {
-                pass = self.control.retain(&self.pass) => pass,
-                _ = stop.changed() => return,
+            let pass = || self.control.retain(&self.pass);
+            let next = next_pass(self.every, &mut stop, "a retention pass", pass);
+            let Some(retained) = next.await else { return };
+            let left = retained.left_summary();
+            let told = match (retained.pruned, left.is_empty()) {
+                (0, true) => None,
+                (0, false) if left == last_left => None,
+                (0, false) => Some(format!(
+                    "retention pruned no token that ended more than {age} ago; {left}"
+                )),
+                (pruned, true) => Some(format!(
+                    "retention pruned {pruned} token(s) that ended more than {age} ago"
+                )),
+                (pruned, false) => Some(format!(
+                    "retention pruned {pruned} token(s) that ended more than {age} ago; {left}"
+                )),
             };
-            match pass {
-                Ok(retained) => {
-                    let left = retained.left_summary();
-                    let told = match (retained.pruned, left.is_empty()) {
-                        (0, true) => None,
-                        (0, false) if left == last_left => None,
-                        (0, false) => Some(format!(
-                            "retention pruned no token that ended more than {age} ago; {left}"
-                        )),
-                        (pruned, true) => Some(format!(
-                            "retention pruned {pruned} token(s) that ended more than {age} ago"
-                        )),
-                        (pruned, false) => Some(format!(
-                            "retention pruned {pruned} token(s) that ended more than {age} \
-                             ago; {left}"
-                        )),
-                    };
-                    if let Some(line) = told {
-                        tracing::info!(target: "stateous.serve", "{line}");
-                    }
-                    last_left = left;
-                }
-                Err(refusal) if refusal.code == Code::NotServing => return,
-                Err(refusal) => tracing::error!(
-                    target: "stateous.serve",
-                    "a retention pass failed ({}); the next tries again in {}",
-                    refusal.error,
-                    span(self.every.as_secs_f64())
-                ),
+            if let Some(line) = told {
+                tracing::info!(target: "stateous.serve", "{line}");
             }
+            last_left = left;
+        }
+    }
+}
+
+/// Wait `every`, then run `pass`, until one succeeds: its outcome. A pass that
+/// fails is logged (`WHAT failed (ERROR); the next tries again in EVERY`) and the
+/// wait starts again. `None` once `stop` has turned true (or its sender is gone),
+/// the pass in progress dropped then, or once the database is lost (`not_serving`).
+/// A change of `stop` that leaves it false starts the wait again.
+async fn next_pass<T, F: Future<Output = Result<T, Refusal>>>(
+    every: Duration,
+    stop: &mut watch::Receiver<bool>,
+    what: &str,
+    pass: impl Fn() -> F,
+) -> Option<T> {
+    loop {
+        if *stop.borrow_and_update() {
+            return None;
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(every) => {}
+            changed = stop.changed() => {
+                if changed.is_err() { return None }
+                continue;
+            }
+        }
+        let outcome = tokio::select! {
+            outcome = pass() => outcome,
+            _ = stop.changed() => return None,
+        };
+        match outcome {
+            Ok(done) => return Some(done),
+            Err(refusal) if refusal.code == Code::NotServing => return None,
+            Err(refusal) => tracing::error!(
+                target: "stateous.serve",
+                "{what} failed ({}); the next tries again in {}",
+                refusal.error,
+                span(every.as_secs_f64())
+            ),
         }
     }
 }
@@ -113,33 +130,16 @@ impl NotificationRetention {
     pub async fn run(self, mut stop: watch::Receiver<bool>) {
         let age = span(self.pass.keep.as_secs_f64());
         loop {
-            if *stop.borrow_and_update() {
+            let what = "a pass of the notifications' retention";
+            let pass = || self.control.retain_notifications(&self.pass);
+            let Some(deleted) = next_pass(self.every, &mut stop, what, pass).await else {
                 return;
-            }
-            tokio::select! {
-                _ = tokio::time::sleep(self.every) => {}
-                changed = stop.changed() => {
-                    if changed.is_err() { return }
-                    continue;
-                }
-            }
-            let pass = tokio::select! {
-                pass = self.control.retain_notifications(&self.pass) => pass,
-                _ = stop.changed() => return,
             };
-            match pass {
-                Ok(0) => {}
-                Ok(deleted) => tracing::info!(
+            if deleted != 0 {
+                tracing::info!(
                     target: "stateous.serve",
                     "retention deleted {deleted} notification(s) delivered more than {age} ago"
-                ),
-                Err(refusal) if refusal.code == Code::NotServing => return,
-                Err(refusal) => tracing::error!(
-                    target: "stateous.serve",
-                    "a pass of the notifications' retention failed ({}); the next tries again in {}",
-                    refusal.error,
-                    span(self.every.as_secs_f64())
-                ),
+                );
             }
         }
     }

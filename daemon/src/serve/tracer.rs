@@ -8,18 +8,14 @@
 //! rather than slowing the write path (it catches up when the load passes).
 
 use stateous_otlp::Endpoint;
-use tokio::sync::{oneshot, watch};
+use tokio::sync::watch;
 
+use super::lowered::Lowered;
 use crate::control::Control;
 use crate::traces::{queue, Tracer, FLUSH_WITHIN};
 
-/// How much lower than the server's the exporter's scheduling priority is.
-const NICER: i32 = 10;
-
 /// The running exporter: told when its thread has ended.
-pub struct Tracing {
-    ended: oneshot::Receiver<()>,
-}
+pub struct Tracing(Lowered);
 
 /// Start exporting `control`'s traces to `endpoint`, from the ledger rows after the
 /// id `from` on, until `stop` turns true; `None` (with a line in the log) when its
@@ -30,28 +26,8 @@ pub fn start(
     stop: &watch::Receiver<bool>,
 ) -> Option<Tracing> {
     let (control, stop) = (control.clone(), stop.clone());
-    let (ended, on_end) = oneshot::channel();
-    let started = std::thread::Builder::new()
-        .name("stateous-traces".into())
-        .spawn(move || {
-            lower_priority();
-            run(control, endpoint, from, stop);
-            let _ = ended.send(());
-        });
-    match started {
-        Ok(_) => Some(Tracing { ended: on_end }),
-        Err(error) => {
-            tracing::error!(target: "stateous.serve", "traces: cannot start ({error}); no spans are sent");
-            None
-        }
-    }
-}
-
-/// This thread, and the threads it starts, at a lower priority; should the system
-/// refuse, at the same priority.
-fn lower_priority() {
-    let thread = rustix::thread::gettid();
-    let _ = rustix::process::setpriority_process(Some(thread), NICER);
+    let body = move || run(control, endpoint, from, stop);
+    Lowered::start("stateous-traces", ("traces", "no spans are sent"), body).map(Tracing)
 }
 
 /// Follow the ledger and send spans until the stop, then give the queue
@@ -96,7 +72,6 @@ impl Tracing {
     /// Wait for the exporter's thread to end (its stop was sent): it reads the
     /// ledger up to the stop, then sends for at most [`FLUSH_WITHIN`].
     pub async fn finish(self) {
-        let within = FLUSH_WITHIN + FLUSH_WITHIN;
-        let _ = tokio::time::timeout(within, self.ended).await;
+        self.0.finish(FLUSH_WITHIN + FLUSH_WITHIN).await;
     }
 }

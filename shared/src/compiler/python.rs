@@ -8,15 +8,8 @@ use std::collections::BTreeSet;
 use serde_json::Value;
 
 use super::declare::{Declared, Flow};
+use crate::guards::PYTHON_KEYWORDS as KEYWORDS;
 use crate::wire::Object;
-
-/// Python's hard keywords (`keyword.kwlist`).
-const KEYWORDS: [&str; 35] = [
-    "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue",
-    "def", "del", "elif", "else", "except", "finally", "for", "from", "global", "if", "import",
-    "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try", "while",
-    "with", "yield",
-];
 
 /// Names that `contract.py` uses itself; no model may take one.
 const TAKEN: [&str; 10] = [

@@ -18,18 +18,6 @@ struct Checker {
     reads: Reads,
 }
 
-/// The value of a negative number such as `-5` or `-(2.5)`; None for anything else.
-fn negative_number(node: &Node) -> Option<Literal> {
-    match node {
-        Node::Neg(inner) => match **inner {
-            Node::Int(value) => Some(Literal::Int(-value)),
-            Node::Float(value) => Some(Literal::Float(-value)),
-            _ => None,
-        },
-        _ => None,
-    }
-}
-
 /// What `in` may search: a list display, or a value that an accessor reads.
 /// A string literal is refused there, as in the reference.
 fn searchable(node: &Node) -> bool {
@@ -47,7 +35,8 @@ impl Checker {
             Node::Or(items) => Ok(Expr::Or(self.all(items, in_branch)?)),
             Node::And(items) => Ok(Expr::And(self.all(items, in_branch)?)),
             Node::Not(inner) => Ok(Expr::Not(Box::new(self.node(inner, in_branch)?))),
-            Node::Neg(_) => negative_number(node)
+            Node::Neg(_) => node
+                .negative_number()
                 .map(Expr::Literal)
                 .ok_or_else(|| "a minus sign may stand only before a number, as in -5".to_owned()),
             Node::Compare(first, rest) => self.compare(first, rest, in_branch),
@@ -100,7 +89,7 @@ impl Checker {
                 item,
                 Node::Int(_) | Node::Float(_) | Node::Str(_) | Node::OtherConst(_) | Node::Name(_)
             );
-            if !literal && negative_number(item).is_none() {
+            if !literal && item.negative_number().is_none() {
                 return Err("a list may hold only literals, such as [1, 'a', null]".to_owned());
             }
             checked.push(self.node(item, in_branch)?);

@@ -20,6 +20,15 @@ use serde_json::Value;
 use crate::pyrepr::repr_str;
 use crate::wire::Object;
 
+/// Python's hard keywords (`keyword.kwlist`): in a guard none may be a name, or
+/// follow a dot; the compiler refuses them as the names `contract.py` writes.
+pub(crate) const PYTHON_KEYWORDS: [&str; 35] = [
+    "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue",
+    "def", "del", "elif", "else", "except", "finally", "for", "from", "global", "if", "import",
+    "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try", "while",
+    "with", "yield",
+];
+
 mod check;
 mod eval;
 pub mod filter;

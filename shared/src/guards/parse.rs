@@ -5,7 +5,7 @@
 //! here; the rules of the guard language itself are checked in `check`.
 
 use super::lex::Tok;
-use super::CmpOp;
+use super::{CmpOp, Literal, PYTHON_KEYWORDS as KEYWORDS};
 
 /// How deeply brackets, `not` and minus signs may nest: deeper guards are refused
 /// rather than risking the stack (Python itself stops at 200 open brackets).
@@ -35,13 +35,20 @@ pub(super) enum Node {
     Call(Box<Node>, Vec<Node>, bool),
 }
 
-/// Python's keywords: none may be a name, or follow a dot.
-const KEYWORDS: [&str; 35] = [
-    "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue",
-    "def", "del", "elif", "else", "except", "finally", "for", "from", "global", "if", "import",
-    "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try", "while",
-    "with", "yield",
-];
+impl Node {
+    /// The value of a negative number such as `-5` or `-(2.5)`; None for anything
+    /// else. Both the guard and the filter language take one as a literal.
+    pub(super) fn negative_number(&self) -> Option<Literal> {
+        match self {
+            Node::Neg(inner) => match **inner {
+                Node::Int(value) => Some(Literal::Int(-value)),
+                Node::Float(value) => Some(Literal::Float(-value)),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+}
 
 /// Operators of Python's arithmetic and bit operations.
 const ARITHMETIC: [&str; 13] = [

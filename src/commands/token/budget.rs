@@ -9,7 +9,7 @@ use stateous_client::Client;
 use stateous_shared::usage::{amounts, listed, parse_pairs, TokenBudget};
 use stateous_shared::wire::Object;
 
-use crate::commands::{line, CommandError};
+use crate::commands::{line, pretty, CommandError};
 
 /// `--budget NAME=NUMBER...` of `token start` as a JSON object; `None` when not
 /// given. A bad pair is one sentence, before anything is sent.
@@ -34,9 +34,7 @@ pub(super) async fn set(
     let changes = parse_pairs(pairs, true).map_err(CommandError::Usage)?;
     let view = client.token_budget(id, &changes).await?;
     if json {
-        let text = serde_json::to_string_pretty(&view)
-            .map_err(|error| CommandError::Usage(error.to_string()))?;
-        return line(out, &text);
+        return line(out, &pretty(&view)?);
     }
     let shown = lines(&view);
     if shown.is_empty() {

@@ -12,7 +12,7 @@
 
 use std::io::{BufRead, IsTerminal, Write};
 
-use crate::commands::{json_object, line, CommandError};
+use crate::commands::{json_object, line, pretty, CommandError};
 use stateous_client::{Client, ClientError, TransportError};
 use stateous_shared::bulk::{
     left_out_words, operator_name, outcome_line, would_line, BulkAction, BulkAnswer, BulkRequest,
@@ -397,8 +397,4 @@ pub(super) fn skipped_lines(outcomes: &[TokenOutcome]) -> Vec<String> {
             format!("  {} skipped ({named}): {detail}", ids.len())
         })
         .collect()
-}
-
-fn pretty(value: &BulkAnswer) -> Result<String, CommandError> {
-    serde_json::to_string_pretty(value).map_err(|error| CommandError::Usage(error.to_string()))
 }

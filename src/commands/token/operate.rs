@@ -8,7 +8,7 @@ use std::io::Write;
 use serde_json::json;
 
 use super::bulk::Console;
-use crate::commands::{line, CommandError};
+use crate::commands::{line, pretty, CommandError};
 use stateous_client::{Client, TokenQuery};
 use stateous_shared::bulk::{operator_name, RetryRequest};
 use stateous_shared::durations::span;
@@ -91,10 +91,6 @@ pub(super) async fn list(
         _ => {}
     }
     Ok(())
-}
-
-fn pretty(value: &serde_json::Value) -> Result<String, CommandError> {
-    serde_json::to_string_pretty(value).map_err(|error| CommandError::Usage(error.to_string()))
 }
 
 /// `retry ID`: the token's line once it is in its state again.

@@ -10,7 +10,7 @@ use stateous_shared::durations::span;
 use stateous_shared::notify::SubscriptionView;
 
 use super::fg;
-use super::popups::{fit, popup};
+use super::popups::{fit, listed, popup_at};
 use crate::model::Model;
 
 /// The columns of a row before the URL: name, status, format, then the counts
@@ -26,21 +26,15 @@ const TITLE: &str = " Notifications (Esc closes) ";
 pub fn notifications(model: &Model, frame: &mut Frame) {
     let width = frame.area().width.saturating_sub(4);
     let inner = usize::from(width.saturating_sub(2));
-    let Some(all) = &model.subscriptions else {
-        let line = match &model.subscriptions_refused {
-            Some(sentence) => format!("refused: {sentence}"),
-            None => "reading the subscriptions".to_string(),
-        };
-        popup(frame, vec![Line::from(line)], TITLE.into(), 60);
+    let reading = match &model.subscriptions_refused {
+        Some(sentence) => format!("refused: {sentence}"),
+        None => "reading the subscriptions".to_string(),
+    };
+    let none = "no subscription: stateous notify add NAME URL adds one";
+    let list = model.subscriptions.as_deref();
+    let Some(all) = listed(frame, TITLE, list, (reading, 60), (none, 60)) else {
         return;
     };
-    if all.is_empty() {
-        let lines = vec![Line::from(
-            "no subscription: stateous notify add NAME URL adds one",
-        )];
-        popup(frame, lines, TITLE.into(), 60);
-        return;
-    }
     let row = |cells: [&str; 3], counts: [&str; 4], url: &str| {
         let mut text = String::new();
         for (cell, width) in cells.iter().zip(WIDTHS) {
@@ -103,13 +97,7 @@ pub fn notifications(model: &Model, frame: &mut Frame) {
             lines.push(Line::styled(fit(&text, inner), fg(model, Color::Red)));
         }
     }
-    // Scrolled so that the picked row shows.
-    let room = usize::from(frame.area().height.saturating_sub(2)).max(1);
-    let skip = (model.subscriptions_at + 3)
-        .saturating_sub(room)
-        .min(lines.len());
-    let lines = lines.split_off(skip);
-    popup(frame, lines, TITLE.into(), width);
+    popup_at(frame, lines, model.subscriptions_at, TITLE.into(), width);
 }
 
 /// What a subscription is about, in one line: `completed, failed in review of

@@ -7,7 +7,7 @@ use ratatui::text::Line;
 use ratatui::Frame;
 
 use super::fg;
-use super::popups::{fit, popup};
+use super::popups::{fit, listed, popup};
 use crate::model::Model;
 
 /// Draw the view.
@@ -15,22 +15,11 @@ pub fn pools(model: &Model, frame: &mut Frame) {
     let width = frame.area().width.saturating_sub(4);
     let inner = usize::from(width.saturating_sub(2));
     let title = " Limits' pools (Esc closes) ";
-    let Some(all) = &model.pools else {
-        popup(
-            frame,
-            vec![Line::from("reading the limits")],
-            title.into(),
-            50,
-        );
+    let reading = ("reading the limits".to_string(), 50);
+    let none = "no limit: stateous limit set NAME --states S --max N sets one";
+    let Some(all) = listed(frame, title, model.pools.as_deref(), reading, (none, 64)) else {
         return;
     };
-    if all.is_empty() {
-        let lines = vec![Line::from(
-            "no limit: stateous limit set NAME --states S --max N sets one",
-        )];
-        popup(frame, lines, title.into(), 64);
-        return;
-    }
     let mut lines = Vec::new();
     for limit in all {
         let full = limit.per.is_none() && limit.used >= limit.max;

@@ -72,6 +72,43 @@ pub(super) fn popup(frame: &mut Frame, lines: Vec<Line<'static>>, title: String,
     frame.render_widget(text, area);
 }
 
+/// A popup of a view's list whose row `picked` must show: the lines scrolled so
+/// that it does, with the row after it (the heading counts as the first line).
+pub(super) fn popup_at(
+    frame: &mut Frame,
+    mut lines: Vec<Line<'static>>,
+    picked: usize,
+    title: String,
+    width: u16,
+) {
+    let room = usize::from(frame.area().height.saturating_sub(2)).max(1);
+    let skip = (picked + 3).saturating_sub(room).min(lines.len());
+    let lines = lines.split_off(skip);
+    popup(frame, lines, title, width);
+}
+
+/// The list a view draws, or, while it is not read yet or holds nothing, a popup of
+/// one line that says so, each line with its popup's width: `None` then.
+pub(super) fn listed<'a, T>(
+    frame: &mut Frame,
+    title: &str,
+    list: Option<&'a [T]>,
+    (reading, reading_width): (String, u16),
+    (none, none_width): (&'static str, u16),
+) -> Option<&'a [T]> {
+    match list {
+        None => popup(
+            frame,
+            vec![Line::from(reading)],
+            title.into(),
+            reading_width,
+        ),
+        Some([]) => popup(frame, vec![Line::from(none)], title.into(), none_width),
+        Some(all) => return Some(all),
+    }
+    None
+}
+
 /// `?`.
 pub fn help(model: &Model, frame: &mut Frame) {
     let mut lines: Vec<Line> = HELP.iter().map(|line| Line::from(*line)).collect();

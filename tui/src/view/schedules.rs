@@ -9,7 +9,7 @@ use ratatui::text::Line;
 use ratatui::Frame;
 
 use super::fg;
-use super::popups::{fit, popup};
+use super::popups::{fit, listed, popup_at};
 use crate::model::Model;
 
 /// The columns of a row before the last token: name, when, status, next.
@@ -24,22 +24,17 @@ pub fn schedules(model: &Model, frame: &mut Frame) {
     } else {
         " Schedules (p pause, r resume, Esc closes) "
     };
-    let Some(all) = &model.schedules else {
-        popup(
-            frame,
-            vec![Line::from("reading the schedules")],
-            title.into(),
-            50,
-        );
+    let reading = ("reading the schedules".to_string(), 50);
+    let none = "no schedule: stateous schedule add NAME WHEN adds one";
+    let Some(all) = listed(
+        frame,
+        title,
+        model.schedules.as_deref(),
+        reading,
+        (none, 60),
+    ) else {
         return;
     };
-    if all.is_empty() {
-        let lines = vec![Line::from(
-            "no schedule: stateous schedule add NAME WHEN adds one",
-        )];
-        popup(frame, lines, title.into(), 60);
-        return;
-    }
     let row = |cells: [&str; 5]| {
         let mut text = String::new();
         for (cell, width) in cells.iter().zip(WIDTHS) {
@@ -108,13 +103,7 @@ pub fn schedules(model: &Model, frame: &mut Frame) {
             lines.push(Line::styled(fit(&text, inner), fg(model, Color::Yellow)));
         }
     }
-    // Scrolled so that the picked row shows.
-    let room = usize::from(frame.area().height.saturating_sub(2)).max(1);
-    let skip = (model.schedules_at + 3)
-        .saturating_sub(room)
-        .min(lines.len());
-    let lines = lines.split_off(skip);
-    popup(frame, lines, title.into(), width);
+    popup_at(frame, lines, model.schedules_at, title.into(), width);
 }
 
 /// `2027-03-29 09:00 +02:00`: a moment on its zone's clock, to the minute.

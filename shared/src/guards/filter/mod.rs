@@ -350,7 +350,8 @@ fn check(node: &Node) -> Result<Term, String> {
         Node::Or(items) => Ok(Term::Or(all(items)?)),
         Node::And(items) => Ok(Term::And(all(items)?)),
         Node::Not(inner) => Ok(Term::Not(Box::new(check(inner)?))),
-        Node::Neg(_) => negative(node)
+        Node::Neg(_) => node
+            .negative_number()
             .map(Term::Literal)
             .ok_or_else(|| "a minus sign may stand only before a number, as in -5".to_owned()),
         Node::Compare(first, rest) => {
@@ -497,7 +498,7 @@ fn context_path(node: &Node) -> Result<Vec<Step>, String> {
         Node::Subscript(..) => context_path(owner)?,
         _ => return Err(ONLY.to_owned()),
     };
-    let step = match (&**index, negative(index)) {
+    let step = match (&**index, index.negative_number()) {
         (Node::Str(key), _) => Step::Key(key.clone()),
         (Node::Int(at), _) if !steps.is_empty() => Step::Index(*at),
         (_, Some(Literal::Int(at))) if !steps.is_empty() => Step::Index(at),
@@ -517,22 +518,10 @@ fn list(items: &[Node]) -> Result<Term, String> {
             item,
             Node::Int(_) | Node::Float(_) | Node::Str(_) | Node::OtherConst(_)
         ) || matches!(item, Node::Name(n) if ["true", "false", "null"].contains(&n.as_str()));
-        if !literal && negative(item).is_none() {
+        if !literal && item.negative_number().is_none() {
             return Err("a list may hold only literals, such as ['review', 'draft']".to_owned());
         }
         checked.push(check(item)?);
     }
     Ok(Term::List(checked))
-}
-
-/// The value of a negative number such as `-5` or `-(2.5)`; None for anything else.
-fn negative(node: &Node) -> Option<Literal> {
-    match node {
-        Node::Neg(inner) => match **inner {
-            Node::Int(value) => Some(Literal::Int(-value)),
-            Node::Float(value) => Some(Literal::Float(-value)),
-            _ => None,
-        },
-        _ => None,
-    }
 }
