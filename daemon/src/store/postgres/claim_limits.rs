@@ -8,6 +8,7 @@
 //! flush ([`FLUSH_SLOTS`]): a claim of the writer's batch after the first makes no
 //! round trip of its own for its limits (`docs/limits.md`, "Speed").
 
+use postgres::types::ToSql;
 use postgres::Row;
 
 use super::columns::Columns;
@@ -61,24 +62,66 @@ fn read(row: &Row) -> StoreResult<LimitRow> {
     })
 }
 
+fn limits_sql() -> String {
+    format!("SELECT {COLUMNS} FROM limits ORDER BY name")
+}
+
+impl PgTx<'_> {
+    /// Take the slots' lock and read the limits and the live slots, what of it
+    /// this transaction does not know yet, in one round trip (the reads after
+    /// the lock: their snapshots are taken once it is held).
+    fn know_slots(&self) -> StoreResult<()> {
+        let (locked, limits, slots) = {
+            let book = self.slots.borrow();
+            (book.locked, book.limits.is_some(), book.knows_slots())
+        };
+        if limits && slots {
+            return Ok(());
+        }
+        let lock = format!("SELECT pg_advisory_xact_lock({SLOTS_LOCK})");
+        let limits_sql = limits_sql();
+        let mut statements: Vec<(&str, &[&(dyn ToSql + Sync)])> = Vec::new();
+        if !locked {
+            statements.push((&lock, &[]));
+        }
+        statements.push((&limits_sql, &[]));
+        statements.push((LIVE_SLOTS, &[]));
+        let mut answers = self.queries(&statements)?;
+        let live = answers.pop().unwrap_or_default();
+        let rows = answers.pop().unwrap_or_default();
+        let limits = rows.iter().map(read).collect::<StoreResult<Vec<_>>>()?;
+        let live = live
+            .iter()
+            .map(|row| {
+                Ok(SlotRow {
+                    task: get(row, 0)?,
+                    attempt: get(row, 1)?,
+                    pool: get(row, 2)?,
+                    key: get(row, 3)?,
+                })
+            })
+            .collect::<StoreResult<Vec<_>>>()?;
+        let mut book = self.slots.borrow_mut();
+        book.locked = true;
+        book.limits = Some(limits);
+        book.read(live);
+        Ok(())
+    }
+}
+
 impl Limits for PgTx<'_> {
     fn limits(&self) -> StoreResult<Vec<LimitRow>> {
         // Kept only when read under the slots' lock, which the writer's batch
         // takes for it (no other transaction changes a limit until its end);
         // other transactions read them each time.
-        if self.batch.is_some() {
-            self.lock_slots()?;
+        if self.batch.is_some() || self.slots.borrow().locked {
+            self.know_slots()?;
         }
         if let Some(known) = &self.slots.borrow().limits {
             return Ok(known.clone());
         }
-        let rows = self.query(&format!("SELECT {COLUMNS} FROM limits ORDER BY name"), &[])?;
-        let limits = rows.iter().map(read).collect::<StoreResult<Vec<_>>>()?;
-        let mut book = self.slots.borrow_mut();
-        if book.locked {
-            book.limits = Some(limits.clone());
-        }
-        Ok(limits)
+        let rows = self.query(&limits_sql(), &[])?;
+        rows.iter().map(read).collect()
     }
 
     fn put_limit(&self, row: &LimitRow) -> StoreResult<()> {
@@ -173,25 +216,8 @@ impl Limits for PgTx<'_> {
     fn slot_counts(&self, pool: &str) -> StoreResult<Vec<(String, i64)>> {
         // Counted under the lock, from what this transaction read once and wrote
         // since (`slot_book.rs`).
-        self.lock_slots()?;
-        if let Some(counts) = self.slots.borrow().counts(pool) {
-            return Ok(counts);
-        }
-        let rows = self.query(LIVE_SLOTS, &[])?;
-        let live = rows
-            .iter()
-            .map(|row| {
-                Ok(SlotRow {
-                    task: get(row, 0)?,
-                    attempt: get(row, 1)?,
-                    pool: get(row, 2)?,
-                    key: get(row, 3)?,
-                })
-            })
-            .collect::<StoreResult<Vec<_>>>()?;
-        let mut book = self.slots.borrow_mut();
-        book.read(live);
-        Ok(book.counts(pool).unwrap_or_default())
+        self.know_slots()?;
+        Ok(self.slots.borrow().counts(pool).unwrap_or_default())
     }
 
     fn take_slot(&self, slot: &SlotRow) -> StoreResult<()> {

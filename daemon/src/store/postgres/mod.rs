@@ -324,6 +324,22 @@ impl<'c> PgTx<'c> {
         self.kept(result)
     }
 
+    /// Run statements that return rows after the writes that wait, all in one
+    /// round trip, each after the one before it ended
+    /// ([`PgConn::execute_then_queries`]).
+    fn queries(&self, statements: &[(&str, &[&(dyn ToSql + Sync)])]) -> StoreResult<Vec<Vec<Row>>> {
+        let waiting = self.waiting();
+        let mut conn = self.conn.borrow_mut();
+        let result = match waiting {
+            None => conn.execute_then_queries(None, statements),
+            Some(waiting) => waiting.send(|first, first_params| {
+                conn.execute_then_queries(Some((first, first_params)), statements)
+            }),
+        };
+        drop(conn);
+        self.kept(result)
+    }
+
     /// The writes that wait, taken to be sent now; `None` when there are none.
     fn waiting(&self) -> Option<Pending> {
         let mut kept = self.earlier.borrow_mut();
