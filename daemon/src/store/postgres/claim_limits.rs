@@ -40,6 +40,12 @@ pub(super) fn flush_columns<'r>(rows: impl Iterator<Item = &'r SlotRow>) -> Opti
     })
 }
 
+/// Delete the rows of every pool whose attempt is no longer claimed (they count
+/// for nothing): run with each read of the live slots, under the slots' lock.
+const SWEEP_ALL: &str = "DELETE FROM slots WHERE NOT EXISTS (
+         SELECT 1 FROM tasks t WHERE t.id = slots.task
+             AND t.status = 'claimed' AND t.attempt = slots.attempt)";
+
 /// The live slots of every pool: rows whose task is claimed with their attempt.
 const LIVE_SLOTS: &str = "SELECT s.task, s.attempt, s.pool, s.key
      FROM slots s JOIN tasks t ON t.id = s.task
@@ -69,7 +75,9 @@ fn limits_sql() -> String {
 impl PgTx<'_> {
     /// Take the slots' lock and read the limits and the live slots, what of it
     /// this transaction does not know yet, in one round trip (the reads after
-    /// the lock: their snapshots are taken once it is held).
+    /// the lock: their snapshots are taken once it is held). The rows of ended
+    /// attempts are swept away on the way (after the writes that wait, which go
+    /// first: a row a claim of this transaction wrote is live).
     fn know_slots(&self) -> StoreResult<()> {
         let (locked, limits, slots) = {
             let book = self.slots.borrow();
@@ -84,6 +92,7 @@ impl PgTx<'_> {
         if !locked {
             statements.push((&lock, &[]));
         }
+        statements.push((SWEEP_ALL, &[]));
         statements.push((&limits_sql, &[]));
         statements.push((LIVE_SLOTS, &[]));
         let mut answers = self.queries(&statements)?;
@@ -231,8 +240,7 @@ impl Limits for PgTx<'_> {
     }
 
     fn sweep_slots(&self, pool: &str) -> StoreResult<u64> {
-        // Once the slots are read, rows of ended attempts count for nothing
-        // here either: the sweep waits for a transaction that reads them.
+        // Swept with each read of the live slots ([`PgTx::know_slots`]).
         if self.slots.borrow().knows_slots() {
             return Ok(0);
         }
