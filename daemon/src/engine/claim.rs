@@ -35,9 +35,16 @@ pub fn claim(rules: &Rules, tx: &dyn Tx, input: &ClaimInput) -> Step<Option<Gran
     }
     // Ours (`docs/limits.md`): the pools of slots that cover these states, the
     // priorities, and the tasks whose retry policy's pause is not over; none set,
-    // one statement read.
-    let facts = if states.is_empty() || !crate::store::retry_policies::claim_facts_may_apply() {
+    // one statement read. With limits only, the limits alone are asked for
+    // (`claim_limits::admission`, none found: a claim as without them).
+    use crate::store::retry_policies::{claim_facts_may_apply, claim_facts_must_be_read};
+    let facts = if states.is_empty() || !claim_facts_may_apply() {
         ClaimFacts::default()
+    } else if !claim_facts_must_be_read() {
+        ClaimFacts {
+            limits: true,
+            ..ClaimFacts::default()
+        }
     } else {
         tx.claim_facts(tx.now())?
     };

@@ -11,7 +11,9 @@
 //! the slot back in the commit that ends it. So at every commit a pool's (or a
 //! key's) claimed attempts are at most its `max`, and no slot outlives its
 //! attempt, through crashes of supervisors and of the control plane alike: the
-//! count is read from the database, never kept in memory.
+//! count is read from the database under the lock, never kept in memory past the
+//! transaction that holds it (on Postgres a transaction reads it once and counts
+//! its own writes on top, `store/postgres/slot_book.rs`).
 
 use std::collections::HashMap;
 

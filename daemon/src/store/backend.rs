@@ -121,12 +121,23 @@ impl Store {
             // Whether claims must read the limits, priorities and pauses: a database
             // that holds one makes every claim read them; one that cannot be read
             // here, too.
+            use super::retry_policies::{claim_facts_apply, ClaimFact};
             let holds = Store::inspect(options, |tx| {
                 let facts = tx.claim_facts(0)?;
-                Ok(facts.limits || facts.priorities || !facts.delayed.is_empty())
+                Ok([
+                    (ClaimFact::Limits, facts.limits),
+                    (ClaimFact::Priorities, facts.priorities),
+                    (ClaimFact::Delays, !facts.delayed.is_empty()),
+                ])
             });
-            if !matches!(holds, Ok(Inspected::Read(false))) {
-                super::retry_policies::claim_facts_apply();
+            match holds {
+                Ok(Inspected::Read(held)) => held
+                    .into_iter()
+                    .filter(|(_, holds)| *holds)
+                    .for_each(|(fact, _)| claim_facts_apply(fact)),
+                _ => [ClaimFact::Limits, ClaimFact::Priorities, ClaimFact::Delays]
+                    .into_iter()
+                    .for_each(claim_facts_apply),
             }
         })
     }

@@ -290,3 +290,94 @@ fn claimed_attempts_never_exceed_a_limit_and_no_slot_leaks_on_sqlite() {
 fn claimed_attempts_never_exceed_a_limit_and_no_slot_leaks_on_postgres() {
     machine_holds_its_limits(Backend::Postgres, 6);
 }
+
+/// Many claims and reports at once, so that one commit (the Postgres writer's
+/// batch) holds several: each claim counts the slots the claims before it in the
+/// commit took and the slots its reports gave back. A pool of 3 and 1 per repo,
+/// 4 repos: 16 claims at once get exactly 3 grants; then, round after round,
+/// the reports of every held grant go with 16 more claims, and the database read
+/// from outside never shows more than 3 claimed, nor 2 of one repo, nor a slot
+/// counted without its attempt.
+fn claims_at_once_hold_a_limit(backend: Backend) {
+    if backend == Backend::Postgres && stateous_shared::testing::postgres_server().is_none() {
+        return;
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let mut machine = Machine::open(Db::new(backend).unwrap()).await;
+        let control = machine.control().clone();
+        for (name, max, per) in [("pool-0", 3, false), ("pool-1", 1, true)] {
+            let mut body = json!({"states": ["coding"], "max": max});
+            if per {
+                body["per"] = json!("ctx['repo']");
+            }
+            let input = LimitInput::parse(name, &object(body)).unwrap();
+            control.set_limit(input).await.unwrap();
+        }
+        for n in 0..40 {
+            let context = object(json!({"repo": format!("r{}", n % 4)}));
+            let input = StartInput::new(format!("T-{n}"), context).unwrap();
+            control.start(input).await.unwrap();
+        }
+        let mut held: Vec<Grant> = Vec::new();
+        for round in 0..8 {
+            let claims = (0..16).map(|n| {
+                let control = control.clone();
+                let input =
+                    ClaimInput::new(format!("box-{}", n % 4), vec!["coding".into()], None).unwrap();
+                async move { control.claim(input).await.unwrap() }
+            });
+            let reports = held.drain(..).map(|grant| {
+                let control = control.clone();
+                let outcome = json!({"kind": "event", "event": "done"});
+                let outcome = serde_json::from_value(outcome).unwrap();
+                let input = ReportInput::new(grant.task, outcome).unwrap();
+                async move { control.report(input).await.unwrap() }
+            });
+            let (grants, _) = tokio::join!(
+                futures_util::future::join_all(claims),
+                futures_util::future::join_all(reports)
+            );
+            held = grants.into_iter().flatten().collect();
+            if round == 0 {
+                assert_eq!(held.len(), 3, "16 claims at once, a pool of 3");
+            }
+            assert!(held.len() <= 3, "round {round}: {} granted", held.len());
+            let by_repo = machine.claimed(true);
+            let claimed: i64 = by_repo.values().sum();
+            assert!(claimed <= 3, "round {round}: {claimed} claimed");
+            assert!(
+                by_repo.values().all(|n| *n <= 1),
+                "round {round}: {by_repo:?}"
+            );
+            for pool in ["pool-0", "pool-1"] {
+                let live = machine.db.rows(&format!(
+                    "SELECT count(*) FROM slots s JOIN tasks t ON t.id = s.task
+                     WHERE s.pool = '{pool}' AND t.status = 'claimed' AND t.attempt = s.attempt"
+                ));
+                let counted: i64 = live[0][0].as_deref().unwrap().parse().unwrap();
+                assert_eq!(
+                    counted, claimed,
+                    "round {round}: {pool}'s slots vs attempts"
+                );
+            }
+        }
+        if let Some(control) = machine.control.take() {
+            control.shutdown().await.unwrap();
+        }
+    });
+}
+
+#[test]
+fn claims_at_once_hold_a_limit_on_sqlite() {
+    claims_at_once_hold_a_limit(Backend::Sqlite);
+}
+
+#[test]
+fn claims_at_once_hold_a_limit_on_postgres() {
+    claims_at_once_hold_a_limit(Backend::Postgres);
+}

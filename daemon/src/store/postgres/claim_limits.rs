@@ -2,10 +2,16 @@
 //! but that claims which count and take slots hold a transaction-scoped advisory
 //! lock first: here transactions of this process run side by side (a request that
 //! runs alone beside the writer's batch), and a standby that takes over meets the
-//! same lock.
+//! same lock. A transaction takes the lock once and keeps it to its end; under it,
+//! it reads the limits and the slots held once and keeps them up to date with its
+//! own writes (`slot_book.rs`), and its slots wait with its other writes for the
+//! flush ([`FLUSH_SLOTS`]): a claim of the writer's batch after the first makes no
+//! round trip of its own for its limits (`docs/limits.md`, "Speed").
 
+use postgres::types::ToSql;
 use postgres::Row;
 
+use super::columns::Columns;
 use super::{get, PgTx};
 use crate::store::claim_limits::{
     states_of, states_text, ClaimedTask, HeldSlot, LimitRow, Limits, SlotRow,
@@ -14,6 +20,36 @@ use crate::store::StoreResult;
 
 /// The advisory lock of the slots.
 pub const SLOTS_LOCK: &str = "hashtextextended('@stateous/slots', 0)";
+
+/// The flush's part of the slots taken (`pending.rs`): task, pool, attempt, key,
+/// as [`flush_columns`] packs them. A slot of an earlier attempt of the task in the
+/// pool is replaced.
+pub(super) const FLUSH_SLOTS: &str = "sl AS (INSERT INTO slots (task, pool, attempt, key)
+       SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[])
+       ON CONFLICT (task, pool) DO UPDATE SET attempt = excluded.attempt,
+           key = excluded.key)";
+
+/// Slots as the columns of [`FLUSH_SLOTS`].
+pub(super) fn flush_columns<'r>(rows: impl Iterator<Item = &'r SlotRow>) -> Option<Columns> {
+    Columns::of(rows, |cells, row| {
+        cells
+            .put(row.task)
+            .put(row.pool.clone())
+            .put(row.attempt)
+            .put(row.key.clone());
+    })
+}
+
+/// Delete the rows of every pool whose attempt is no longer claimed (they count
+/// for nothing): run with each read of the live slots, under the slots' lock.
+const SWEEP_ALL: &str = "DELETE FROM slots WHERE NOT EXISTS (
+         SELECT 1 FROM tasks t WHERE t.id = slots.task
+             AND t.status = 'claimed' AND t.attempt = slots.attempt)";
+
+/// The live slots of every pool: rows whose task is claimed with their attempt.
+const LIVE_SLOTS: &str = "SELECT s.task, s.attempt, s.pool, s.key
+     FROM slots s JOIN tasks t ON t.id = s.task
+     WHERE t.status = 'claimed' AND t.attempt = s.attempt";
 
 const COLUMNS: &str = "name, states, max, per, rate_count, rate_period, bucket, bucket_at, set_at";
 
@@ -32,14 +68,78 @@ fn read(row: &Row) -> StoreResult<LimitRow> {
     })
 }
 
+fn limits_sql() -> String {
+    format!("SELECT {COLUMNS} FROM limits ORDER BY name")
+}
+
+impl PgTx<'_> {
+    /// Take the slots' lock and read the limits and the live slots, what of it
+    /// this transaction does not know yet, in one round trip (the reads after
+    /// the lock: their snapshots are taken once it is held). The rows of ended
+    /// attempts are swept away on the way (after the writes that wait, which go
+    /// first: a row a claim of this transaction wrote is live).
+    fn know_slots(&self) -> StoreResult<()> {
+        let (locked, limits, slots) = {
+            let book = self.slots.borrow();
+            (book.locked, book.limits.is_some(), book.knows_slots())
+        };
+        if limits && slots {
+            return Ok(());
+        }
+        let lock = format!("SELECT pg_advisory_xact_lock({SLOTS_LOCK})");
+        let limits_sql = limits_sql();
+        let mut statements: Vec<(&str, &[&(dyn ToSql + Sync)])> = Vec::new();
+        if !locked {
+            statements.push((&lock, &[]));
+        }
+        statements.push((SWEEP_ALL, &[]));
+        statements.push((&limits_sql, &[]));
+        statements.push((LIVE_SLOTS, &[]));
+        let mut answers = self.queries(&statements)?;
+        let live = answers.pop().unwrap_or_default();
+        let rows = answers.pop().unwrap_or_default();
+        let limits = rows.iter().map(read).collect::<StoreResult<Vec<_>>>()?;
+        let live = live
+            .iter()
+            .map(|row| {
+                Ok(SlotRow {
+                    task: get(row, 0)?,
+                    attempt: get(row, 1)?,
+                    pool: get(row, 2)?,
+                    key: get(row, 3)?,
+                })
+            })
+            .collect::<StoreResult<Vec<_>>>()?;
+        let mut book = self.slots.borrow_mut();
+        book.locked = true;
+        book.limits = Some(limits);
+        book.read(live);
+        Ok(())
+    }
+}
+
 impl Limits for PgTx<'_> {
     fn limits(&self) -> StoreResult<Vec<LimitRow>> {
-        let rows = self.query(&format!("SELECT {COLUMNS} FROM limits ORDER BY name"), &[])?;
+        // Kept only when read under the slots' lock, which the writer's batch
+        // takes for it (no other transaction changes a limit until its end);
+        // other transactions read them each time.
+        if self.batch.is_some() || self.slots.borrow().locked {
+            self.know_slots()?;
+        }
+        if let Some(known) = &self.slots.borrow().limits {
+            return Ok(known.clone());
+        }
+        let rows = self.query(&limits_sql(), &[])?;
         rows.iter().map(read).collect()
     }
 
     fn put_limit(&self, row: &LimitRow) -> StoreResult<()> {
-        crate::store::retry_policies::claim_facts_apply();
+        use crate::store::retry_policies::{claim_facts_apply, ClaimFact};
+        claim_facts_apply(ClaimFact::Limits);
+        // Under the slots' lock: a transaction that keeps the limits it read
+        // holds it to its end.
+        self.lock_slots()?;
+        self.slots.borrow_mut().forget();
         self.execute(
             &format!(
                 "INSERT INTO limits ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
@@ -65,13 +165,20 @@ impl Limits for PgTx<'_> {
     }
 
     fn remove_limit(&self, name: &str) -> StoreResult<bool> {
+        self.lock_slots()?;
+        self.slots.borrow_mut().forget();
         self.execute("DELETE FROM slots WHERE pool = $1", &[&name])?;
         self.execute("DELETE FROM key_turns WHERE pool = $1", &[&name])?;
         Ok(self.execute("DELETE FROM limits WHERE name = $1", &[&name])? > 0)
     }
 
     fn lock_slots(&self) -> StoreResult<()> {
+        // Held until the transaction ends: taken once.
+        if self.slots.borrow().locked {
+            return Ok(());
+        }
         self.query(&format!("SELECT pg_advisory_xact_lock({SLOTS_LOCK})"), &[])?;
+        self.slots.borrow_mut().locked = true;
         Ok(())
     }
 
@@ -80,6 +187,15 @@ impl Limits for PgTx<'_> {
             "UPDATE limits SET bucket = $2, bucket_at = $3 WHERE name = $1",
             &[&name, &bucket, &at],
         )?;
+        // Sent at once: a request dropped after it rolls the transaction back,
+        // with what is kept here.
+        let mut book = self.slots.borrow_mut();
+        for row in book.limits.iter_mut().flatten() {
+            if row.name == name {
+                row.bucket = bucket;
+                row.bucket_at = at;
+            }
+        }
         Ok(())
     }
 
@@ -107,28 +223,27 @@ impl Limits for PgTx<'_> {
     }
 
     fn slot_counts(&self, pool: &str) -> StoreResult<Vec<(String, i64)>> {
-        let rows = self.query(
-            "SELECT s.key, count(*) FROM slots s JOIN tasks t ON t.id = s.task
-             WHERE s.pool = $1 AND t.status = 'claimed' AND t.attempt = s.attempt
-             GROUP BY s.key",
-            &[&pool],
-        )?;
-        rows.iter()
-            .map(|row| Ok((get(row, 0)?, get(row, 1)?)))
-            .collect()
+        // Counted under the lock, from what this transaction read once and wrote
+        // since (`slot_book.rs`).
+        self.know_slots()?;
+        Ok(self.slots.borrow().counts(pool).unwrap_or_default())
     }
 
     fn take_slot(&self, slot: &SlotRow) -> StoreResult<()> {
-        self.execute(
-            "INSERT INTO slots (task, pool, attempt, key) VALUES ($1, $2, $3, $4)
-             ON CONFLICT (task, pool) DO UPDATE SET attempt = excluded.attempt,
-                 key = excluded.key",
-            &[&slot.task, &slot.pool, &slot.attempt, &slot.key],
-        )?;
+        // With the other writes, in the flush (`pending.rs`).
+        self.pending
+            .borrow_mut()
+            .slots
+            .insert((slot.task, slot.pool.clone()), slot.clone());
+        self.slots.borrow_mut().took(slot);
         Ok(())
     }
 
     fn sweep_slots(&self, pool: &str) -> StoreResult<u64> {
+        // Swept with each read of the live slots ([`PgTx::know_slots`]).
+        if self.slots.borrow().knows_slots() {
+            return Ok(0);
+        }
         self.execute(
             "DELETE FROM slots WHERE pool = $1 AND NOT EXISTS (
                  SELECT 1 FROM tasks t WHERE t.id = slots.task
@@ -177,6 +292,7 @@ impl Limits for PgTx<'_> {
     }
 
     fn clear_slots(&self, pool: &str) -> StoreResult<()> {
+        self.slots.borrow_mut().forget();
         self.execute("DELETE FROM slots WHERE pool = $1", &[&pool])?;
         Ok(())
     }

@@ -326,6 +326,41 @@ impl PgConn {
         })
     }
 
+    /// Run `first` if any (only its success matters), then statements that
+    /// return rows, in one round trip: the server runs each after the one before
+    /// it ended, so a lock the one takes holds when the next one's snapshot is
+    /// taken. When one fails, its error (or the first one's) is the answer.
+    pub fn execute_then_queries(
+        &mut self,
+        first: Option<(&str, &[&(dyn ToSql + Sync)])>,
+        statements: &[(&str, &[&(dyn ToSql + Sync)])],
+    ) -> StoreResult<Vec<Vec<Row>>> {
+        let before = first
+            .map(|(sql, params)| Ok::<_, StoreError>((self.prepared(sql)?, params)))
+            .transpose()?;
+        let prepared = statements
+            .iter()
+            .map(|(sql, params)| Ok((self.prepared(sql)?, *params)))
+            .collect::<StoreResult<Vec<_>>>()?;
+        let client = &self.client;
+        run(client, &mut self.driver, &mut self.begin, async {
+            let before = async {
+                match &before {
+                    Some((statement, params)) => client.execute(statement, params).await.map(drop),
+                    None => Ok(()),
+                }
+            };
+            let queries = futures_util::future::join_all(
+                prepared
+                    .iter()
+                    .map(|(statement, params)| client.query(statement, params)),
+            );
+            let (before, rows) = futures_util::future::join(before, queries).await;
+            before?;
+            rows.into_iter().collect()
+        })
+    }
+
     /// Run `first` (only its success matters), then statements without
     /// parameters (the simple protocol), in one round trip: `Ok` with each one's
     /// own answer (after a failed `first`, the transaction is aborted and the

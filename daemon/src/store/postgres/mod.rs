@@ -31,6 +31,7 @@ mod priorities;
 mod retry_policies;
 mod schedules;
 pub mod schema;
+mod slot_book;
 pub mod store;
 mod tasks;
 mod timers;
@@ -50,6 +51,7 @@ pub use claims::KnownClaims;
 pub use conn::{config as connector, Connector, PgConn};
 pub use pending::Ids;
 use pending::Pending;
+use slot_book::SlotBook;
 
 /// The sequences new rows take their ids from, a block at a time.
 #[derive(Debug)]
@@ -164,6 +166,9 @@ pub struct PgTx<'c> {
     /// The writer's batch: the rows of the tokens its requests are about, read
     /// ahead (`tokens.rs` `read_ahead`); forgotten when writes are sent.
     ahead: RefCell<Option<ReadAhead>>,
+    /// The limits and the slots held, as this transaction knows them under the
+    /// slots' lock (`slot_book.rs`).
+    slots: RefCell<SlotBook>,
 }
 
 /// What the transaction of the writer's batch knows beside the database.
@@ -209,6 +214,7 @@ impl<'c> PgTx<'c> {
             batch: None,
             heads: RefCell::new(FastMap::default()),
             ahead: RefCell::new(None),
+            slots: RefCell::new(SlotBook::default()),
         }
     }
 
@@ -284,6 +290,7 @@ impl<'c> PgTx<'c> {
         self.earlier.borrow_mut().absorb(mine);
         let claims = self.claims.take();
         self.kept_claims.borrow_mut().extend(claims);
+        self.slots.borrow_mut().keep();
     }
 
     /// The writer's batch: the running request's writes go. False when some of
@@ -291,6 +298,7 @@ impl<'c> PgTx<'c> {
     pub fn drop_request(&self) -> bool {
         *self.pending.borrow_mut() = Pending::default();
         self.claims.borrow_mut().clear();
+        self.slots.borrow_mut().undo();
         !self.sent.get()
     }
 
@@ -310,6 +318,22 @@ impl<'c> PgTx<'c> {
             None => conn.query(sql, params),
             Some(waiting) => waiting.send(|first, first_params| {
                 conn.execute_then_query((first, first_params), sql, params)
+            }),
+        };
+        drop(conn);
+        self.kept(result)
+    }
+
+    /// Run statements that return rows after the writes that wait, all in one
+    /// round trip, each after the one before it ended
+    /// ([`PgConn::execute_then_queries`]).
+    fn queries(&self, statements: &[(&str, &[&(dyn ToSql + Sync)])]) -> StoreResult<Vec<Vec<Row>>> {
+        let waiting = self.waiting();
+        let mut conn = self.conn.borrow_mut();
+        let result = match waiting {
+            None => conn.execute_then_queries(None, statements),
+            Some(waiting) => waiting.send(|first, first_params| {
+                conn.execute_then_queries(Some((first, first_params)), statements)
             }),
         };
         drop(conn);

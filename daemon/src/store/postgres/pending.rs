@@ -8,7 +8,8 @@
 //! This module holds what the tables share: the set of writes, the ids, and the
 //! order of the parts of the flush ([`PARTS`]). Each table's part (its SQL and the
 //! packing of its rows into columns) sits with the table's other SQL
-//! (`ledger.rs`, `tokens.rs`, `tasks.rs`, `timers.rs`, `memory.rs`, `claims.rs`).
+//! (`ledger.rs`, `tokens.rs`, `tasks.rs`, `timers.rs`, `memory.rs`, `claims.rs`,
+//! `claim_limits.rs`).
 
 use std::borrow::Borrow;
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -19,10 +20,10 @@ use postgres::types::ToSql;
 use super::columns::Columns;
 use super::conn::PgConn;
 use super::params::placeholder;
-use super::{claims, ledger, memory, notifications, tasks, timers, tokens};
+use super::{claim_limits, claims, ledger, memory, notifications, tasks, timers, tokens};
 use crate::store::guard::{as_it_is, locked};
 use crate::store::notifications::WaitingNotification;
-use crate::store::{ClaimRow, LedgerRow, StoreResult, TaskRow, TimerRow, TokenRow};
+use crate::store::{ClaimRow, LedgerRow, SlotRow, StoreResult, TaskRow, TimerRow, TokenRow};
 
 /// How many ids one round trip takes from a sequence.
 const BLOCK: i64 = 128;
@@ -165,6 +166,8 @@ pub struct Pending {
     pub claims: BTreeMap<String, ClaimRow>,
     /// New notifications (`docs/notifications.md`), in the order written.
     pub notifications: Vec<WaitingNotification>,
+    /// Slots taken (`docs/limits.md`), by task and pool.
+    pub slots: BTreeMap<(i64, String), SlotRow>,
 }
 
 impl Pending {
@@ -177,6 +180,7 @@ impl Pending {
             && self.forget_memory.is_empty()
             && self.claims.is_empty()
             && self.notifications.is_empty()
+            && self.slots.is_empty()
     }
 
     /// A new token whose id differs from `token`'s only in case (ids are ASCII).
@@ -213,6 +217,7 @@ impl Pending {
         self.forget_memory.extend(later.forget_memory);
         self.claims.extend(later.claims);
         self.notifications.extend(later.notifications);
+        self.slots.extend(later.slots);
     }
 
     /// Send everything in one statement, and forget it. The statement holds only
@@ -231,7 +236,7 @@ impl Pending {
         send: impl FnOnce(&str, &[&(dyn ToSql + Sync)]) -> StoreResult<T>,
     ) -> StoreResult<T> {
         // Each part's columns, in the order of `PARTS`; `None`: no rows.
-        let all: [Option<Columns>; 10] = [
+        let all: [Option<Columns>; 11] = [
             ledger::flush_columns(&self.ledger),
             tokens::flush_columns(self.tokens.new.values()),
             tokens::flush_columns(self.tokens.changed.values()),
@@ -242,6 +247,7 @@ impl Pending {
             None,
             claims::flush_columns(self.claims.values()),
             notifications::flush_columns(&self.notifications),
+            claim_limits::flush_columns(self.slots.values()),
         ];
         let mut parts = 0;
         let mut params: Vec<&(dyn ToSql + Sync)> = Vec::new();
@@ -283,7 +289,7 @@ impl Pending {
 /// bench` on a new database). Naming the keys with `= ANY(keys)` too did not
 /// prevent it: Postgres counts an array parameter as 10 keys, and 10 probes of an
 /// index cost more than reading a table of a few pages.
-const PARTS: [&str; 10] = [
+const PARTS: [&str; 11] = [
     ledger::FLUSH_NEW,
     tokens::FLUSH_NEW,
     tokens::FLUSH_CHANGED,
@@ -294,6 +300,7 @@ const PARTS: [&str; 10] = [
     memory::FLUSH_FORGET,
     claims::FLUSH,
     notifications::FLUSH_NEW,
+    claim_limits::FLUSH_SLOTS,
 ];
 
 /// The place in [`PARTS`] of the memory's part, written once for each token whose

@@ -50,7 +50,9 @@ impl RetryPolicies for PgTx<'_> {
     }
 
     fn delay_task(&self, task: i64, not_before: i64) -> StoreResult<()> {
-        crate::store::retry_policies::claim_facts_apply();
+        crate::store::retry_policies::claim_facts_apply(
+            crate::store::retry_policies::ClaimFact::Delays,
+        );
         self.execute(
             "INSERT INTO task_delays (task, not_before) VALUES ($1, $2)
              ON CONFLICT (task) DO UPDATE SET not_before = excluded.not_before",

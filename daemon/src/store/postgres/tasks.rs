@@ -77,6 +77,7 @@ impl Tasks for PgTx<'_> {
 
     fn update_task(&self, row: &TaskRow) -> StoreResult<()> {
         self.pending.borrow_mut().tasks.change(&row.id, row.clone());
+        self.slots.borrow_mut().task_changed(row);
         Ok(())
     }
 

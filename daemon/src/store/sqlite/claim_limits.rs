@@ -48,7 +48,9 @@ impl Limits for SqliteTx<'_> {
     }
 
     fn put_limit(&self, row: &LimitRow) -> StoreResult<()> {
-        crate::store::retry_policies::claim_facts_apply();
+        crate::store::retry_policies::claim_facts_apply(
+            crate::store::retry_policies::ClaimFact::Limits,
+        );
         self.prepare(&format!(
             "INSERT INTO limits ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
              ON CONFLICT (name) DO UPDATE SET states = excluded.states, max = excluded.max,
