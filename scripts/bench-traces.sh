@@ -10,9 +10,10 @@
 # swapped every other round (off-on, on-off, ...), so that the load of a shared
 # machine falls on both. `orders` (assets/orders/build/orders.json), 64 clients.
 #
-# The collector is a small Python HTTP server started here: it takes each
-# `POST /v1/traces` body and answers 200 with an empty body (an empty
-# ExportTraceServiceResponse), keeping only counts. After a bench with export the
+# The collector is a small Python HTTP server started here, at a lower priority
+# (nice 10: it stands for a collector elsewhere): it reads each `POST /v1/traces`
+# body and answers 200 with an empty body (an empty ExportTraceServiceResponse);
+# its CPU per token is printed too. After a bench with export the
 # script waits until the daemon's exporter caught up (its
 # `stateous_trace_spans_exported_total` stops moving) and prints the daemon's CPU
 # both at the bench's end and after the catch-up, the exporter thread's share
@@ -43,7 +44,7 @@ trap cleanup EXIT
 
 # The collector: OTLP/HTTP's traces route, 200 and an empty body to each POST.
 cport=$((19000 + RANDOM % 1000))
-python3 - "$cport" >"$dir/collector.log" 2>&1 <<'EOF' &
+nice -n 10 python3 - "$cport" >"$dir/collector.log" 2>&1 <<'EOF' &
 import sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -87,7 +88,7 @@ dropped() { curl -sf "http://127.0.0.1:$port/metrics" | awk '/^stateous_trace_sp
 # One run: $1 is off or on. Sets rate, cpu (µs a token at the bench's end) and,
 # for on, more (a line about the catch-up).
 run() {
-  local url export=() d0 d1 e0 e1 last now
+  local url export=() d0 d1 e0 e1 c0 last now
   port=$((18000 + RANDOM % 1000))
   if [ "$backend" = postgres ]; then
     db=bench_traces_$$_$RANDOM; psql -q "$admin" -c "CREATE DATABASE $db" >/dev/null
@@ -100,7 +101,7 @@ run() {
     --listen 127.0.0.1:$port --socket "$dir/s.sock" >"$dir/log" 2>&1 &
   daemon=$!
   for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/health" >/dev/null && break; sleep 0.1; done
-  d0=$(ticks $daemon); e0=$(ticks $daemon stateous-traces)
+  d0=$(ticks $daemon); e0=$(ticks $daemon stateous-traces); c0=$(ticks $collector)
   "$bin" bench --url "http://127.0.0.1:$port" --tokens "$tokens" --clients 64 >"$dir/bench.out"
   d1=$(ticks $daemon); e1=$(ticks $daemon stateous-traces)
   rate=$(awk '/^tokens\/s:/ { print $2 }' "$dir/bench.out")
@@ -108,7 +109,7 @@ run() {
   if [ "$1" = on ]; then
     last=-1; now=$(metric stateous_trace_spans_exported_total)
     while [ "$now" != "$last" ]; do sleep 2; last=$now; now=$(metric stateous_trace_spans_exported_total); done
-    more="exporter $(us $((e1 - e0))) µs a token by the bench's end, daemon $(us $(($(ticks $daemon) - d0))) and exporter $(us $(($(ticks $daemon stateous-traces) - e0))) after the catch-up; spans: $now exported, $(dropped) dropped"
+    more="exporter $(us $((e1 - e0))) µs a token by the bench's end, daemon $(us $(($(ticks $daemon) - d0))) and exporter $(us $(($(ticks $daemon stateous-traces) - e0))) after the catch-up, collector $(us $(($(ticks $collector) - c0))); spans: $now exported, $(dropped) dropped"
   fi
   stop_daemon
 }
