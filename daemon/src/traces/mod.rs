@@ -35,6 +35,11 @@ const PAGE: i64 = 1000;
 /// The most tokens whose open spans are kept; the least recently met is forgotten
 /// (and read back from its history when it moves again).
 const MAX_BOOKS: usize = 100_000;
+/// The room in the queue (spans) a read waits for, at most half the queue: more
+/// than a page's rows end.
+const ROOM: usize = 1024;
+/// How often the tracer looks whether the queue has room again.
+const ROOM_WAIT: Duration = Duration::from_millis(10);
 /// How long the tracer lets commits gather after one woke it, before it reads.
 const GATHER: Duration = Duration::from_millis(100);
 /// How long the tracer sleeps when the database cannot be read, or when nothing
@@ -108,10 +113,20 @@ impl Tracer {
         let mut after = self.from;
         let capacity = NonZeroUsize::new(MAX_BOOKS).unwrap_or(NonZeroUsize::MIN);
         let books: Books = Arc::new(Mutex::new(lru::LruCache::new(capacity)));
+        let room = ROOM.min(self.spans.size() / 2);
         loop {
             // A stop still reads what committed before it, then ends.
             let stopping = *stop.borrow() || stop.has_changed().is_err();
             let upto = mark.safe();
+            // Room in the queue for a page's spans: the exporter waits for it
+            // (falling behind in the ledger, never in a request's way) rather than
+            // have a burst of pages dropped while an export is under way.
+            while !stopping && self.spans.room() < room {
+                tokio::select! {
+                    _ = stop.changed() => break,
+                    _ = tokio::time::sleep(ROOM_WAIT) => {}
+                }
+            }
             if upto > after {
                 let known = Arc::clone(&books);
                 let is_known = move |token: &str| locked(&known).contains(token);
