@@ -17,7 +17,6 @@
 pub mod attributes;
 pub mod spans;
 
-use std::num::NonZeroUsize;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -111,8 +110,10 @@ impl Tracer {
         let mark = self.control.mark().clone();
         let mut wake = mark.subscribe();
         let mut after = self.from;
-        let capacity = NonZeroUsize::new(MAX_BOOKS).unwrap_or(NonZeroUsize::MIN);
-        let books: Books = Arc::new(Mutex::new(lru::LruCache::new(capacity)));
+        // Unbounded, and bounded by hand in `read`: a cache made with its bound
+        // sets aside room for all of it at once, and each look-up then walks a
+        // table much larger than the tokens open.
+        let books: Books = Arc::new(Mutex::new(lru::LruCache::unbounded()));
         let room = ROOM.min(self.spans.size() / 2);
         loop {
             // A stop still reads what committed before it, then ends.
@@ -172,6 +173,9 @@ impl Tracer {
                 book.read(row, true);
             }
             books.put(known.token, book);
+            if books.len() > MAX_BOOKS {
+                books.pop_lru();
+            }
         }
         for row in &page.rows {
             let book = match books.get_mut(&row.token) {
