@@ -17,7 +17,7 @@ pub mod queue;
 pub use opentelemetry::trace::{
     Event, SpanContext, SpanId, SpanKind, Status, TraceFlags, TraceId, TraceState,
 };
-pub use opentelemetry::{Array, InstrumentationScope, KeyValue, Value};
+pub use opentelemetry::{Array, InstrumentationScope, Key, KeyValue, Value};
 pub use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanLinks};
 pub use queue::{start, Listener, Options, Spans};
 

@@ -99,6 +99,17 @@ impl Drops {
 }
 
 impl Spans {
+    /// How many spans the queue has room for now; a caller that may wait (one
+    /// not in a request's way) waits for room rather than have spans dropped.
+    pub fn room(&self) -> usize {
+        self.queue.capacity()
+    }
+
+    /// The most spans the queue holds ([`Options::capacity`]).
+    pub fn size(&self) -> usize {
+        self.queue.max_capacity()
+    }
+
     /// Queue a finished span; false when it was dropped (the queue is full: the
     /// collector is slow or down), which the listener is told.
     pub fn send(&self, span: SpanData) -> bool {

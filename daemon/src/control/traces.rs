@@ -1,21 +1,13 @@
-//! What the trace exporter (`traces/mod.rs`) reads through `Control`: pages of the
-//! committed ledger, and the traces and older rows of the tokens a page brings
-//! that it does not know yet. Reads only, each on one snapshot.
+//! What the trace exporter (`traces/mod.rs`) reads through `Control`: a page of
+//! the committed ledger, and the traces and older rows of the tokens the page
+//! brings that it does not know yet, in one read (one snapshot).
+
+use std::collections::{HashMap, HashSet};
 
 use stateous_shared::refusal::Refusal;
 
 use super::Control;
-use crate::store::LedgerRow;
-
-/// A token the exporter meets for the first time in a page.
-#[derive(Debug, Clone)]
-pub struct Unknown {
-    /// The token.
-    pub token: String,
-    /// Its first row in the page: its rows before (by id) are wanted too, unless it
-    /// is the token's first row (seq 1).
-    pub first: LedgerRow,
-}
+use crate::store::{LedgerRow, StoreResult, Tx};
 
 /// What the exporter needs of a token it did not know.
 #[derive(Debug, Clone)]
@@ -28,48 +20,79 @@ pub struct Known {
     pub before: Vec<LedgerRow>,
 }
 
+/// One read of the exporter.
+#[derive(Debug, Clone, Default)]
+pub struct Page {
+    /// The ledger rows, oldest first.
+    pub rows: Vec<LedgerRow>,
+    /// The tokens of `rows` the exporter did not know, in the order of their first
+    /// row in the page.
+    pub unknown: Vec<Known>,
+}
+
 impl Control {
     /// Committed ledger rows with an id above `after` and at most `upto` (the
     /// feed's safe point: [`Control::mark`]), oldest first, at most `limit`: the
-    /// rows `GET /watch` streams, as the store keeps them.
-    pub async fn trace_page(
+    /// rows `GET /watch` streams, as the store keeps them. For each token of the
+    /// page that `known` says the exporter does not know, in the same read: its
+    /// trace (one read of `tokens` for all), and, when its first row in the page is
+    /// not its first (a token open when this control plane started, or forgotten),
+    /// its rows before.
+    pub async fn trace_page<K>(
         &self,
         after: i64,
         upto: i64,
         limit: i64,
-    ) -> Result<Vec<LedgerRow>, Refusal> {
-        self.read(move |tx| Ok(tx.entries_since(after, upto, None, limit)?))
-            .await
-    }
-
-    /// The trace of each token in `unknown`, and its rows before its first one in
-    /// the page: one read of `tokens`, and one history for each token met after its
-    /// start (a token that was open when this control plane started).
-    pub async fn trace_books(&self, unknown: Vec<Unknown>) -> Result<Vec<Known>, Refusal> {
+        known: K,
+    ) -> Result<Page, Refusal>
+    where
+        K: Fn(&str) -> bool + Send + 'static,
+    {
         self.read(move |tx| {
-            let ids: Vec<String> = unknown.iter().map(|u| u.token.clone()).collect();
-            let traces = tx.traces_of(&ids)?;
-            let mut known = Vec::with_capacity(unknown.len());
-            for Unknown { token, first } in unknown {
-                let trace = traces
-                    .iter()
-                    .find(|(id, _)| *id == token)
-                    .and_then(|(_, trace)| trace.clone());
-                let before = if first.seq > 1 {
-                    let mut rows = tx.entries(&token)?;
-                    rows.retain(|row| row.seq < first.seq);
-                    rows
-                } else {
-                    Vec::new()
-                };
-                known.push(Known {
-                    token,
-                    trace,
-                    before,
-                });
-            }
-            Ok(known)
+            let rows = tx.entries_since(after, upto, None, limit)?;
+            let unknown = unknown_of(tx, &rows, known)?;
+            Ok(Page { rows, unknown })
         })
         .await
     }
+}
+
+/// The tokens of `rows` that `known` does not know, with their trace and older rows.
+fn unknown_of(
+    tx: &dyn Tx,
+    rows: &[LedgerRow],
+    known: impl Fn(&str) -> bool,
+) -> StoreResult<Vec<Known>> {
+    // Each unknown token's first row in the page: the seq from which its rows are
+    // here. `met` holds every token looked at, so that `known` is asked once each.
+    let mut met: HashSet<&str> = HashSet::new();
+    let mut first: Vec<(&str, i64)> = Vec::new();
+    for row in rows {
+        let token = row.token.as_str();
+        if met.insert(token) && !known(token) {
+            first.push((token, row.seq));
+        }
+    }
+    if first.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ids: Vec<String> = first.iter().map(|(token, _)| token.to_string()).collect();
+    let mut traces: HashMap<String, Option<String>> = tx.traces_of(&ids)?.into_iter().collect();
+    let mut unknown = Vec::with_capacity(first.len());
+    for (token, seq) in first {
+        let trace = traces.remove(token).flatten();
+        let before = if seq > 1 {
+            let mut rows = tx.entries(token)?;
+            rows.retain(|row| row.seq < seq);
+            rows
+        } else {
+            Vec::new()
+        };
+        unknown.push(Known {
+            token: token.to_string(),
+            trace,
+            before,
+        });
+    }
+    Ok(unknown)
 }

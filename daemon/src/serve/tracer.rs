@@ -33,7 +33,10 @@ pub fn start(
 /// Follow the ledger and send spans until the stop, then give the queue
 /// [`FLUSH_WITHIN`] to send what is left.
 fn run(control: Control, endpoint: Endpoint, from: i64, stop: watch::Receiver<bool>) {
+    // Its reads' threads (SQLite's run on the runtime's blocking threads) take the
+    // exporter's name, so that its CPU time is read as one (`scripts/bench-traces.sh`).
     let runtime = match tokio::runtime::Builder::new_current_thread()
+        .thread_name("stateous-traces")
         .enable_all()
         .build()
     {

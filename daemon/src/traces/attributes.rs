@@ -2,8 +2,10 @@
 //! a ledger entry as a span event's attributes, and a routine's usage as the
 //! OpenTelemetry GenAI attributes.
 
+use std::borrow::Cow;
+
 use serde_json::Value as Json;
-use stateous_otlp::{KeyValue, Value};
+use stateous_otlp::{Key, KeyValue, Value};
 use stateous_shared::wire::Object;
 
 use crate::store::LedgerRow;
@@ -52,10 +54,77 @@ pub fn entry_attributes(row: &LedgerRow) -> Vec<KeyValue> {
     }
     for (key, value) in &row.data {
         if let Some(value) = scalar(value) {
-            attributes.push(KeyValue::new(format!("{DATA}{key}"), value));
+            let key = match data_key(key) {
+                Some(named) => Key::from_static_str(named),
+                None => Key::from(format!("{DATA}{key}")),
+            };
+            attributes.push(KeyValue::new(key, value));
         }
     }
     attributes
+}
+
+/// `stateous.data.FIELD` for the fields most entries carry, without building
+/// the text each time (an entry's attributes are built for every ledger row).
+fn data_key(field: &str) -> Option<&'static str> {
+    macro_rules! named {
+        ($($field:literal),*) => {
+            match field {
+                $($field => Some(concat!("stateous.data.", $field)),)*
+                _ => None,
+            }
+        };
+    }
+    named!(
+        "task",
+        "state",
+        "event",
+        "visit",
+        "attempt",
+        "supervisor",
+        "error",
+        "reason",
+        "parent",
+        "routine",
+        "timer",
+        "request",
+        "wait",
+        "until",
+        "child",
+        "key"
+    )
+}
+
+/// A ledger entry's kind as its span event's name; the kinds the engine writes
+/// are not copied.
+pub fn entry_name(kind: &str) -> Cow<'static, str> {
+    macro_rules! named {
+        ($($kind:literal),*) => {
+            match kind {
+                $($kind => Cow::Borrowed($kind),)*
+                other => Cow::Owned(other.to_string()),
+            }
+        };
+    }
+    named!(
+        "started",
+        "event_accepted",
+        "event_replayed",
+        "entered",
+        "task_queued",
+        "task_claimed",
+        "task_done",
+        "task_waiting",
+        "task_failed",
+        "task_cancelled",
+        "task_retrying",
+        "timer_fired",
+        "usage",
+        "note",
+        "completed",
+        "failed",
+        "cancelled"
+    )
 }
 
 /// A JSON value as an attribute's value, when it is one a collector shows well.
@@ -135,5 +204,36 @@ mod tests {
         assert_eq!(named("gen_ai.request.model"), Some(Value::from("claude")));
         assert_eq!(named("stateous.usage.cost_usd"), Some(Value::F64(0.12)));
         assert!(usage_attributes("note", &Object::new()).is_none());
+    }
+
+    #[test]
+    fn each_scalar_field_is_named_after_the_data_prefix() {
+        let data = json!({"task": 3, "state": "draft", "custom_field": true, "context": {}});
+        let row = LedgerRow {
+            id: 1,
+            token: "T-1".into(),
+            seq: 2,
+            at: 0,
+            kind: "task_queued".into(),
+            key: None,
+            data: data.as_object().unwrap().clone(),
+            by: None,
+        };
+        let mut keys: Vec<String> = entry_attributes(&row)
+            .iter()
+            .map(|kv| kv.key.as_str().to_string())
+            .collect();
+        keys.sort();
+        assert_eq!(
+            keys,
+            [
+                "stateous.data.custom_field",
+                "stateous.data.state",
+                "stateous.data.task",
+                "stateous.seq"
+            ]
+        );
+        assert_eq!(entry_name("task_queued"), "task_queued");
+        assert_eq!(entry_name("a_new_kind"), "a_new_kind");
     }
 }

@@ -4,7 +4,8 @@
 //! bounded queue.
 //!
 //! The [`Tracer`] follows the feed from the safe point it finds at its start
-//! (`Control::trace_page`, woken by `FeedMark::subscribe`). It keeps the open spans
+//! (`Control::trace_page`, woken by `FeedMark::subscribe`, then letting the commits
+//! of `GATHER` gather so that one read takes many). It keeps the open spans
 //! of each token in a [`spans::Book`]; a token it meets after its start (open
 //! before this control plane started, or forgotten to bound memory) is read back
 //! from its history first, quietly, so that a span that began before a restart or a
@@ -16,18 +17,16 @@
 pub mod attributes;
 pub mod spans;
 
-use std::num::NonZeroUsize;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use stateous_otlp::{Endpoint, Listener, Spans};
 use stateous_shared::trace_context::TokenTrace;
 use tokio::sync::watch;
 
-use crate::control::traces::Unknown;
+use crate::control::traces::Page;
 use crate::control::Control;
 use crate::metrics::Metrics;
-use crate::store::LedgerRow;
 use spans::Book;
 
 /// The most rows one read of the feed takes.
@@ -35,6 +34,13 @@ const PAGE: i64 = 1000;
 /// The most tokens whose open spans are kept; the least recently met is forgotten
 /// (and read back from its history when it moves again).
 const MAX_BOOKS: usize = 100_000;
+/// The room in the queue (spans) a read waits for, at most half the queue: more
+/// than a page's rows end.
+const ROOM: usize = 1024;
+/// How often the tracer looks whether the queue has room again.
+const ROOM_WAIT: Duration = Duration::from_millis(10);
+/// How long the tracer lets commits gather after one woke it, before it reads.
+const GATHER: Duration = Duration::from_millis(100);
 /// How long the tracer sleeps when the database cannot be read, or when nothing
 /// wakes it.
 const RECHECK: Duration = Duration::from_secs(1);
@@ -104,19 +110,33 @@ impl Tracer {
         let mark = self.control.mark().clone();
         let mut wake = mark.subscribe();
         let mut after = self.from;
-        let capacity = NonZeroUsize::new(MAX_BOOKS).unwrap_or(NonZeroUsize::MIN);
-        let mut books = lru::LruCache::new(capacity);
+        // Unbounded, and bounded by hand in `read`: a cache made with its bound
+        // sets aside room for all of it at once, and each look-up then walks a
+        // table much larger than the tokens open.
+        let books: Books = Arc::new(Mutex::new(lru::LruCache::unbounded()));
+        let room = ROOM.min(self.spans.size() / 2);
         loop {
             // A stop still reads what committed before it, then ends.
-            let stopping = *stop.borrow();
+            let stopping = *stop.borrow() || stop.has_changed().is_err();
             let upto = mark.safe();
+            // Room in the queue for a page's spans: the exporter waits for it
+            // (falling behind in the ledger, never in a request's way) rather than
+            // have a burst of pages dropped while an export is under way.
+            while !stopping && self.spans.room() < room {
+                tokio::select! {
+                    _ = stop.changed() => break,
+                    _ = tokio::time::sleep(ROOM_WAIT) => {}
+                }
+            }
             if upto > after {
+                let known = Arc::clone(&books);
+                let is_known = move |token: &str| locked(&known).contains(token);
                 // A read that fails (the database cannot be read now) is tried
                 // again in a while.
-                if let Ok(rows) = self.control.trace_page(after, upto, PAGE).await {
-                    let full = rows.len() >= usize::try_from(PAGE).unwrap_or(usize::MAX);
-                    after = rows.last().map_or(upto, |row| row.id);
-                    self.read(rows, &mut books).await;
+                if let Ok(page) = self.control.trace_page(after, upto, PAGE, is_known).await {
+                    let full = page.rows.len() >= usize::try_from(PAGE).unwrap_or(usize::MAX);
+                    after = page.rows.last().map_or(upto, |row| row.id);
+                    self.read(page, &mut locked(&books));
                     if full || stopping {
                         continue;
                     }
@@ -131,51 +151,40 @@ impl Tracer {
                         tokio::time::sleep(RECHECK).await;
                     }
                 }
-                _ = stop.changed() => {}
+                _ = stop.changed() => continue,
                 _ = tokio::time::sleep(RECHECK) => {}
+            }
+            // Let the commits of a while gather, so that one read takes the rows of
+            // many (a read for each commit cost more than the spans themselves).
+            tokio::select! {
+                _ = stop.changed() => {}
+                _ = tokio::time::sleep(GATHER) => {}
             }
         }
     }
 
-    /// Read a page: first learn the tokens it brings that are not known, then
-    /// give each row to its token's book and send the spans it ends.
-    async fn read(&self, rows: Vec<LedgerRow>, books: &mut lru::LruCache<String, Book>) {
-        let mut unknown: Vec<Unknown> = Vec::new();
-        for row in &rows {
-            let met = books.contains(&row.token) || unknown.iter().any(|u| u.token == row.token);
-            if !met {
-                unknown.push(Unknown {
-                    token: row.token.clone(),
-                    first: row.clone(),
-                });
+    /// Read a page: first the books of the tokens it brings that were not known,
+    /// then give each row to its token's book and send the spans it ends.
+    fn read(&self, page: Page, books: &mut lru::LruCache<String, Book>) {
+        for known in page.unknown {
+            let trace = TokenTrace::of(&known.token, known.trace.as_deref());
+            let mut book = Book::new(&known.token, trace);
+            for row in &known.before {
+                book.read(row, true);
+            }
+            books.put(known.token, book);
+            if books.len() > MAX_BOOKS {
+                books.pop_lru();
             }
         }
-        if !unknown.is_empty() {
-            // Should the read fail, these tokens are read from their own rows on:
-            // their trace derived, spans begun before this page not sent.
-            let fallback: Vec<String> = unknown.iter().map(|u| u.token.clone()).collect();
-            match self.control.trace_books(unknown).await {
-                Ok(known) => {
-                    for known in known {
-                        let trace = TokenTrace::of(&known.token, known.trace.as_deref());
-                        let mut book = Book::new(&known.token, trace);
-                        for row in &known.before {
-                            book.read(row, true);
-                        }
-                        books.put(known.token, book);
-                    }
-                }
-                Err(_) => {
-                    for token in fallback {
-                        let book = Book::new(&token, TokenTrace::of(&token, None));
-                        books.put(token, book);
-                    }
-                }
-            }
-        }
-        for row in &rows {
-            let Some(book) = books.get_mut(&row.token) else {
-                continue;
+        for row in &page.rows {
+            let book = match books.get_mut(&row.token) {
+                Some(book) => book,
+                // Known when the read began, and forgotten for a token this page
+                // brought (more than `MAX_BOOKS` open): read from its own rows on.
+                None => books.get_or_insert_mut(row.token.clone(), || {
+                    Book::new(&row.token, TokenTrace::of(&row.token, None))
+                }),
             };
             for span in book.read(row, false) {
                 self.spans.send(span);
@@ -185,4 +194,15 @@ impl Tracer {
             }
         }
     }
+}
+
+/// The open spans of the tokens met, the least recently met first to go; shared
+/// with the read, which asks which tokens are known.
+type Books = Arc<Mutex<lru::LruCache<String, Book>>>;
+
+/// The books, even after a panic while they were held (they are only read then).
+fn locked(
+    books: &Mutex<lru::LruCache<String, Book>>,
+) -> MutexGuard<'_, lru::LruCache<String, Book>> {
+    books.lock().unwrap_or_else(PoisonError::into_inner)
 }

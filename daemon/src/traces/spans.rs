@@ -18,7 +18,7 @@ use stateous_otlp::{Event, KeyValue, SpanData, SpanEvents, SpanKind, SpanLinks, 
 use stateous_shared::trace_context::{SpanId, TokenTrace};
 use stateous_shared::wire::Object;
 
-use super::attributes::{self as names, entry_attributes, usage_attributes};
+use super::attributes::{self as names, entry_attributes, entry_name, usage_attributes};
 use crate::store::LedgerRow;
 
 /// The most events a span keeps (OpenTelemetry's default limit); more are counted
@@ -60,7 +60,7 @@ impl Open {
             return;
         }
         self.events.push(Event::new(
-            row.kind.clone(),
+            entry_name(&row.kind),
             time(row.at),
             entry_attributes(row),
             0,
@@ -73,6 +73,8 @@ impl Open {
 pub struct Book {
     token: String,
     trace: TokenTrace,
+    /// The id of the token's span, the parent of its visits'.
+    token_span: SpanId,
     whole: Option<Open>,
     visit: Option<Open>,
     /// The open attempts, by task: a task has at most one.
@@ -91,6 +93,7 @@ impl Book {
         Book {
             token: token.to_string(),
             trace,
+            token_span: trace.token_span(token),
             whole: None,
             visit: None,
             attempts: Vec::new(),
@@ -168,7 +171,7 @@ impl Book {
     }
 
     fn start_token(&mut self, row: &LedgerRow) {
-        let id = self.trace.token_span(&self.token);
+        let id = self.token_span;
         let mut open = Open::new(id, self.trace.parent, "token".into(), row.at);
         open.attributes
             .push(KeyValue::new(names::TOKEN, self.token.clone()));
@@ -184,7 +187,7 @@ impl Book {
         let state = text(&row.data, "state").unwrap_or_default().to_string();
         let visit = row.data.get("visit").and_then(Json::as_i64).unwrap_or(1);
         let id = self.trace.visit_span(&self.token, &state, visit);
-        let parent = Some(self.trace.token_span(&self.token));
+        let parent = Some(self.token_span);
         let mut open = Open::new(id, parent, format!("visit {state}"), row.at);
         open.attributes.extend([
             KeyValue::new(names::TOKEN, self.token.clone()),
