@@ -513,6 +513,7 @@ both!(
     a_sigkill_of_the_daemon_over_admits_nothing,
     a_lowered_limit_admits_nothing_until_below,
     a_rate_spaces_the_claims,
+    limits_refuse_bad_input_and_change_nothing,
 );
 
 #[test]
@@ -567,7 +568,6 @@ fn a_standby_takeover_on_postgres_over_admits_nothing() {
     });
 }
 
-#[test]
 fn limits_refuse_bad_input_and_change_nothing() {
     let daemon = sdlc();
     let bad = [
