@@ -8,7 +8,7 @@ use serde_json::Value as Json;
 use stateous_otlp::{Key, KeyValue, Value};
 use stateous_shared::wire::Object;
 
-use crate::store::LedgerRow;
+use crate::store::{Closed, EntryKind, LedgerRow};
 
 /// The instrumentation scope of the control plane's spans.
 pub const SCOPE: &str = "stateous.control_plane";
@@ -96,35 +96,12 @@ fn data_key(field: &str) -> Option<&'static str> {
 }
 
 /// A ledger entry's kind as its span event's name; the kinds the engine writes
-/// are not copied.
+/// ([`EntryKind`]) are not copied.
 pub fn entry_name(kind: &str) -> Cow<'static, str> {
-    macro_rules! named {
-        ($($kind:literal),*) => {
-            match kind {
-                $($kind => Cow::Borrowed($kind),)*
-                other => Cow::Owned(other.to_string()),
-            }
-        };
+    match EntryKind::parse(kind) {
+        Some(known) => Cow::Borrowed(known.as_str()),
+        None => Cow::Owned(kind.to_string()),
     }
-    named!(
-        "started",
-        "event_accepted",
-        "event_replayed",
-        "entered",
-        "task_queued",
-        "task_claimed",
-        "task_done",
-        "task_waiting",
-        "task_failed",
-        "task_cancelled",
-        "task_retrying",
-        "timer_fired",
-        "usage",
-        "note",
-        "completed",
-        "failed",
-        "cancelled"
-    )
 }
 
 /// A JSON value as an attribute's value, when it is one a collector shows well.
