@@ -466,6 +466,15 @@ fn bad_subscriptions_are_refused_and_change_nothing() {
             .refused(422, "invalid_subscription");
         assert!(!sentence.contains('\n'), "{sentence}");
     }
+    // A name outside the rule is a subscription's refusal, not a schedule's.
+    let long = json!({"name": "a".repeat(65), "url": "http://127.0.0.1:9/x"});
+    let sentence = daemon
+        .post("/notify", &long)
+        .refused(422, "invalid_subscription");
+    assert!(
+        sentence.contains("is not a subscription's name"),
+        "{sentence}"
+    );
     // A duration under the floor says what the floor is.
     let short = json!({"name": "a", "url": "http://127.0.0.1:9/x", "kinds": ["no_move"],
         "no_move_for": "500ms"});

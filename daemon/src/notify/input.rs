@@ -14,7 +14,7 @@ use stateous_shared::refusal::{Code, Refusal};
 
 use crate::engine::select::workflows;
 use crate::engine::Rules;
-use crate::schedule::input::{bad_name, name_ok};
+use crate::schedule::input::{name_ok, name_refused};
 use crate::store::notifications::SubscriptionRow;
 use crate::store::{Closed, EntryKind};
 
@@ -58,14 +58,19 @@ pub fn url_ok(url: &str) -> bool {
 /// is neither a ledger entry kind nor `no_move`, a state or workflow the served
 /// graph does not have, a filter that does not parse, a format other than `json`
 /// and `slack`, a `no_move_for` that does not parse or is under 1 s (or is given
-/// without `no_move`, or missing with it); 422 `invalid_argument` for a name.
+/// without `no_move`, or missing with it), or a name outside the rule of
+/// `docs/notifications.md`.
 pub fn new_subscription(
     rules: &Rules,
     body: &NewSubscription,
     now: i64,
 ) -> Result<(SubscriptionRow, String), Refusal> {
     if !name_ok(&body.name) {
-        return Err(bad_name(&body.name));
+        return Err(name_refused(
+            &body.name,
+            Code::InvalidSubscription,
+            "subscription",
+        ));
     }
     if !url_ok(&body.url) {
         return Err(invalid(format!(

@@ -75,13 +75,22 @@ pub fn name_ok(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
 }
 
-/// The refusal of a name that is not one.
+/// The refusal of a name that is not a schedule's (`invalid_schedule`).
 pub fn bad_name(name: &str) -> Refusal {
-    refuse(format!(
-        "{name:?} is not a schedule's name: a letter or digit, then up to {} letters, \
-         digits, '.', '_' or '-'",
-        MAX_NAME - 1
-    ))
+    name_refused(name, Code::InvalidSchedule, "schedule")
+}
+
+/// The refusal, with `code`, of a name that is not one of a `what` (a schedule,
+/// a subscription: their names follow one rule, [`name_ok`]).
+pub fn name_refused(name: &str, code: Code, what: &str) -> Refusal {
+    Refusal::new(
+        code,
+        format!(
+            "{name:?} is not a {what}'s name: a letter or digit, then up to {} letters, \
+             digits, '.', '_' or '-'",
+            MAX_NAME - 1
+        ),
+    )
 }
 
 impl ScheduleInput {
