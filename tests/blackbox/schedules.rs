@@ -134,7 +134,7 @@ fn a_sigkill_in_the_instant_of_an_occurrence_gives_it_exactly_one_token() {
     let mut daemon = at_moment("2027-01-04T08:00:58Z", &[]);
     add(
         &daemon,
-        json!({"name": "minutely", "spec": "every 1m", "token": "k-{utc_time}",
+        json!({"name": "minutely", "spec": "every 1m", "token": "k-{utc_date}-{utc_time}",
                "context": {"repo": "r"}, "overlap": "allow"}),
     );
     // Each round the clock stands 2 s before an occurrence; the kill lands before,
@@ -153,13 +153,28 @@ fn a_sigkill_in_the_instant_of_an_occurrence_gives_it_exactly_one_token() {
         || daemon.report(),
         || tokens(&daemon, "k-").len() == 3,
     );
-    assert_eq!(tokens(&daemon, "k-"), ["k-0801", "k-0802", "k-0803"]);
+    assert_eq!(
+        tokens(&daemon, "k-"),
+        [
+            "k-2027-01-04-0801",
+            "k-2027-01-04-0802",
+            "k-2027-01-04-0803"
+        ]
+    );
     let mut once: Vec<String> = started(&daemon, "minutely")
         .into_iter()
         .map(|(_, token)| token)
         .collect();
     once.sort();
-    assert_eq!(once, ["k-0801", "k-0802", "k-0803"], "one start each");
+    assert_eq!(
+        once,
+        [
+            "k-2027-01-04-0801",
+            "k-2027-01-04-0802",
+            "k-2027-01-04-0803"
+        ],
+        "one start each"
+    );
     assert!(of_kind(&daemon, "minutely", "skipped").is_empty());
 }
 
@@ -216,23 +231,23 @@ fn skip_records_a_skip_while_a_token_is_live_and_buffer_one_starts_the_last_when
         add(
             &daemon,
             json!({"name": name, "spec": "every 10m", "context": {"repo": "r"},
-                   "token": format!("{}-{{utc_time}}", &name[..1]), "overlap": overlap}),
+                   "token": format!("{}-{{utc_date}}-{{utc_time}}", &name[..1]), "overlap": overlap}),
         );
     }
     advance(&daemon, "10m");
-    assert_eq!(tokens(&daemon, "s-"), ["s-0810"]);
-    assert_eq!(tokens(&daemon, "b-"), ["b-0810"]);
+    assert_eq!(tokens(&daemon, "s-"), ["s-2027-01-04-0810"]);
+    assert_eq!(tokens(&daemon, "b-"), ["b-2027-01-04-0810"]);
     advance(&daemon, "20m");
     assert_eq!(
         tokens(&daemon, "s-"),
-        ["s-0810"],
-        "skipped while s-0810 is live"
+        ["s-2027-01-04-0810"],
+        "skipped while s-2027-01-04-0810 is live"
     );
     let skips = of_kind(&daemon, "skipper", "skipped");
     assert_eq!(skips.len(), 2, "{skips:?}");
     assert_eq!(
         skips[0]["data"]["reason"],
-        "the token s-0810 of an earlier occurrence is still live (overlap skip)"
+        "the token s-2027-01-04-0810 of an earlier occurrence is still live (overlap skip)"
     );
     // buffer_one: 08:20 waited, then 08:30 took its place.
     assert_eq!(of_kind(&daemon, "buffered", "buffered").len(), 2);
@@ -240,21 +255,21 @@ fn skip_records_a_skip_while_a_token_is_live_and_buffer_one_starts_the_last_when
     assert_eq!(replaced[0]["data"]["occurrence"], "2027-01-04T08:20:00Z");
     let listed = schedule_command(&daemon, &["show", "skipper"]);
     for line in [
-        "  last  s-0810 (active)",
-        "  skipped 2027-01-04 08:30Z: the token s-0810 of an earlier occurrence is still live \
+        "  last  s-2027-01-04-0810 (active)",
+        "  skipped 2027-01-04 08:30Z: the token s-2027-01-04-0810 of an earlier occurrence is still live \
          (overlap skip)",
     ] {
         assert!(listed.contains(line), "{line:?} in\n{listed}");
     }
     // The live token ends: the waiting occurrence starts at the next tick.
     daemon
-        .post("/tokens/b-0810/events/stuck", &json!({}))
+        .post("/tokens/b-2027-01-04-0810/events/stuck", &json!({}))
         .expect(200);
     eventually(
         Duration::from_secs(10),
         "the waiting occurrence started",
         || daemon.report(),
-        || tokens(&daemon, "b-") == ["b-0810", "b-0830"],
+        || tokens(&daemon, "b-") == ["b-2027-01-04-0810", "b-2027-01-04-0830"],
     );
     assert_eq!(
         daemon.get("/schedules/buffered").expect(200)["buffered"],
@@ -421,11 +436,18 @@ fn a_standby_takeover_neither_skips_nor_doubles_an_occurrence() {
         .start();
     add(
         &active,
-        json!({"name": "minutely", "spec": "every 1m", "token": "m-{utc_time}",
+        json!({"name": "minutely", "spec": "every 1m", "token": "m-{utc_date}-{utc_time}",
                "context": {"repo": "r"}, "overlap": "allow", "catch_up": "all"}),
     );
     advance(&active, "3m");
-    assert_eq!(tokens(&active, "m-"), ["m-0801", "m-0802", "m-0803"]);
+    assert_eq!(
+        tokens(&active, "m-"),
+        [
+            "m-2027-01-04-0801",
+            "m-2027-01-04-0802",
+            "m-2027-01-04-0803"
+        ]
+    );
     let standby = Setup::new(test_graph("tickets"))
         .database_of(&active)
         .args(&KEEPALIVES)
@@ -441,7 +463,7 @@ fn a_standby_takeover_neither_skips_nor_doubles_an_occurrence() {
         || tokens(&standby, "m-").len() == 5,
     );
     advance(&standby, "2m");
-    let expected: Vec<String> = (1..=7).map(|m| format!("m-080{m}")).collect();
+    let expected: Vec<String> = (1..=7).map(|m| format!("m-2027-01-04-080{m}")).collect();
     assert_eq!(tokens(&standby, "m-"), expected);
     let mut once: Vec<String> = started(&standby, "minutely")
         .into_iter()

@@ -20,6 +20,14 @@ use template::{Occurrence, Template};
 /// How many of the next occurrences a token template must tell apart at add time.
 const TOLD_APART: usize = 24;
 
+/// The fields that write a different text on each day: a token template of a
+/// schedule with more than one occurrence needs one of them, or the ids of one day
+/// come again on another.
+const DATED: [&str; 6] = ["date", "utc_date", "occurrence", "unix", "at", "local"];
+
+/// The fields that write the time of day to the minute.
+const TIMED: [&str; 2] = ["time", "utc_time"];
+
 /// A schedule's calendar and templates, read once: what an occurrence needs.
 #[derive(Debug, Clone)]
 pub struct Compiled {
@@ -92,8 +100,9 @@ impl Compiled {
     }
 
     /// The token template's problem with the occurrences after `now`, if any: an
-    /// id outside the rule (`(true, sentence)`), or two of the next ones with one
-    /// id (`(false, sentence)`). `None` when no occurrence comes.
+    /// id outside the rule (`(true, sentence)`), two of the next ones with one id,
+    /// or ids without a date where more than one occurrence comes
+    /// (`(false, sentence)`). `None` when the ids tell the occurrences apart.
     pub fn token_problem(&self, now: i64) -> Option<(bool, String)> {
         let mut at = self.calendar.next_after(now)?;
         let mut seen: Vec<(String, i64)> = Vec::with_capacity(TOLD_APART);
@@ -111,12 +120,16 @@ impl Compiled {
                 ));
             }
             if let Some((_, earlier)) = seen.iter().find(|(seen, _)| *seen == id) {
+                let add = if self.token.names_any(&TIMED) {
+                    "{second} or {occurrence}"
+                } else {
+                    "{time} or {occurrence}"
+                };
                 return Some((
                     false,
                     format!(
                         "the token template makes the same id {id:?} for the occurrences at {} \
-                         and {}, so the second would start nothing; add {{time}} or \
-                         {{occurrence}} to it",
+                         and {}, so the second would start nothing; add {add} to it",
                         iso(*earlier),
                         iso(at)
                     ),
@@ -127,6 +140,18 @@ impl Compiled {
                 Some(next) => at = next,
                 None => break,
             }
+        }
+        if seen.len() > 1 && !self.token.names_any(&DATED) {
+            let (first, _) = &seen[0];
+            return Some((
+                false,
+                format!(
+                    "the token template makes ids without a date ({first:?} for the occurrence \
+                     at {}), so the ids of one day come again on the next and those \
+                     occurrences would start nothing; add {{date}} or {{occurrence}} to it",
+                    iso(seen[0].1)
+                ),
+            ));
         }
         None
     }
@@ -165,6 +190,24 @@ mod tests {
         let hourly = Compiled::new("n", "0 * * * *", "UTC", "nightly-{date}", 0).unwrap();
         let (bad_id, sentence) = hourly.token_problem(now).unwrap();
         assert!(!bad_id && sentence.contains("the same id"), "{sentence}");
+        let hours = Compiled::new("n", "every 1h", "UTC", "rep-{time}", 0).unwrap();
+        let (bad_id, sentence) = hours.token_problem(now).unwrap();
+        assert!(
+            !bad_id && sentence.contains("without a date") && sentence.contains("{date}"),
+            "{sentence}"
+        );
+        let seconds = Compiled::new("n", "every 10s", "UTC", "s-{date}-{time}", 0).unwrap();
+        let (_, sentence) = seconds.token_problem(now).unwrap();
+        assert!(
+            sentence.contains("add {second} or {occurrence}"),
+            "{sentence}"
+        );
+        let hourly_date = Compiled::new("n", "0 * * * *", "UTC", "h-{date}", 0).unwrap();
+        let (_, sentence) = hourly_date.token_problem(now).unwrap();
+        assert!(
+            sentence.contains("add {time} or {occurrence}"),
+            "{sentence}"
+        );
         let colons = Compiled::new("n", "0 * * * *", "UTC", "at-{at}", 0).unwrap();
         let (bad_id, sentence) = colons.token_problem(now).unwrap();
         assert!(

@@ -130,6 +130,13 @@ impl Template {
     pub fn has_fields(&self) -> bool {
         self.parts.iter().any(|part| matches!(part, Part::Field(_)))
     }
+
+    /// Whether the text names one of `fields`.
+    pub fn names_any(&self, fields: &[&str]) -> bool {
+        self.parts
+            .iter()
+            .any(|part| matches!(part, Part::Field(field) if fields.contains(field)))
+    }
 }
 
 /// `{schedule}, {date}, ...`: the fields, for sentences.
