@@ -101,13 +101,29 @@ fn traces_of(base: &str) -> String {
     format!("{}/v1/traces", base.trim().trim_end_matches('/'))
 }
 
-/// Whether `url` is `http://` or `https://` with a host, as the HTTP client reads it.
-fn is_http_url(url: &str) -> bool {
+/// Whether `url` is `http://` or `https://` with a host and, where it names a
+/// port, a port from 1 to 65535, as the HTTP client reads it. The daemon's
+/// subscriptions (`docs/notifications.md`) take their URLs by the same rule.
+pub fn is_http_url(url: &str) -> bool {
     let Ok(uri) = url.parse::<hyper::Uri>() else {
         return false;
     };
     let scheme_ok = matches!(uri.scheme_str(), Some("http" | "https"));
-    scheme_ok && uri.host().is_some_and(|host| !host.is_empty())
+    let host_ok = uri.host().is_some_and(|host| !host.is_empty());
+    // The URI reads `host:99999` and `host:` as a host without a port: a port
+    // written is one that fits.
+    let port_ok = uri.authority().is_none_or(|authority| {
+        let text = authority.as_str();
+        let text = text
+            .rsplit_once('@')
+            .map_or(text, |(_, host_port)| host_port);
+        let after_host = text.rsplit_once(']').map_or(text, |(_, rest)| rest);
+        match after_host.rsplit_once(':') {
+            Some(_) => authority.port_u16().is_some_and(|port| port > 0),
+            None => true,
+        }
+    });
+    scheme_ok && host_ok && port_ok
 }
 
 /// A span's id as OpenTelemetry holds it.
@@ -177,7 +193,16 @@ mod tests {
 
     #[test]
     fn what_is_not_an_http_url_is_refused_in_one_sentence() {
-        for bad in ["not a url", "ftp://c:21", "c:4318", "http://"] {
+        for bad in [
+            "not a url",
+            "ftp://c:21",
+            "c:4318",
+            "http://",
+            "http://c:99999",
+            "http://c:0/x",
+            "http://c:/x",
+            "http://[::1]:70000",
+        ] {
             let refused = Endpoint::resolve(Some(bad), "--otlp-endpoint", env(&[]));
             let sentence = refused.unwrap_err();
             assert!(sentence.starts_with("--otlp-endpoint '"), "{sentence}");

@@ -280,6 +280,23 @@ fn a_failing_receiver_gets_the_entry_later_with_the_same_webhook_id() {
         "{journal}"
     );
     assert!(!daemon.stderr().contains("whsec_"));
+    // Nor what a URL holds for its receiver: its password and its query.
+    let keyed = json!({"name": "keyed", "url": "http://bot:hunter2@127.0.0.1:9/in?key=abc123"});
+    let added = daemon.post("/notify", &keyed).expect(201);
+    assert_eq!(
+        added["subscription"]["url"], "http://bot:***@127.0.0.1:9/in?***",
+        "{added}"
+    );
+    let journal = daemon
+        .get("/journal?subject=subscription&name=keyed")
+        .expect(200)
+        .to_string();
+    for shown in [daemon.get("/notify").expect(200).to_string(), journal] {
+        assert!(
+            !shown.contains("hunter2") && !shown.contains("abc123"),
+            "{shown}"
+        );
+    }
     assert!(
         metrics.contains("stateous_notifications{subscription=\"done\",status=\"delivered\"} 1"),
         "{metrics}"
@@ -454,6 +471,7 @@ fn bad_subscriptions_are_refused_and_change_nothing() {
     let daemon = orders(&[]);
     let cases = [
         json!({"name": "a", "url": "ftp://example.com/x"}),
+        json!({"name": "a", "url": "http://127.0.0.1:99999/x"}),
         json!({"name": "a", "url": "http://127.0.0.1:9/x", "filter": "state =="}),
         json!({"name": "a", "url": "http://127.0.0.1:9/x", "states": ["reveiw"]}),
         json!({"name": "a", "url": "http://127.0.0.1:9/x", "kinds": ["finished"]}),

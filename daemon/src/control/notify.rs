@@ -18,7 +18,7 @@ use stateous_shared::wire::Object;
 
 use super::Control;
 use crate::engine::{refuse, Step};
-use crate::notify::input::{new_secret, new_subscription};
+use crate::notify::input::{new_secret, new_subscription, shown_url};
 use crate::store::notifications::{
     AttemptRow, NewNotification, NotificationRow, Outcome, SubscriptionRow,
 };
@@ -82,7 +82,7 @@ fn counts(tx: &dyn Tx) -> Step<HashMap<String, Counts>> {
 pub fn view(row: &SubscriptionRow, counts: Counts) -> SubscriptionView {
     SubscriptionView {
         name: row.name.clone(),
-        url: row.url.clone(),
+        url: shown_url(&row.url),
         kinds: list(&row.kinds),
         states: list(&row.states),
         workflow: row.workflow.clone(),
@@ -168,7 +168,7 @@ impl Control {
             written.changed_at = tx.now();
             tx.insert_subscription(&written)?;
             let data = json!({
-                "url": written.url, "kinds": list(&written.kinds),
+                "url": shown_url(&written.url), "kinds": list(&written.kinds),
                 "states": list(&written.states), "workflow": written.workflow,
                 "filter": written.filter, "format": written.format,
                 "no_move_for": written.no_move_for.map(|m| m as f64 / 1e6),

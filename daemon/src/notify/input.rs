@@ -38,18 +38,30 @@ pub fn new_secret() -> String {
 }
 
 /// Whether `url` is one a subscription may send to: `http://` or `https://` with
-/// a host.
+/// a host and a port that fits, at most [`LONGEST_URL`] bytes.
 pub fn url_ok(url: &str) -> bool {
-    if url.len() > LONGEST_URL {
-        return false;
-    }
-    match url.parse::<hyper::Uri>() {
-        Ok(uri) => {
-            matches!(uri.scheme_str(), Some("http" | "https"))
-                && uri.host().is_some_and(|host| !host.is_empty())
-        }
-        Err(_) => false,
-    }
+    url.len() <= LONGEST_URL && stateous_otlp::is_http_url(url)
+}
+
+/// `url` as listings, the journal and logs show it: a password in it and its
+/// query string (where receivers keep their tokens) written `***`, so that what
+/// lets one send to the receiver stays with the daemon (`docs/notifications.md`,
+/// "Secrets"). A URL that does not parse is shown as `***`.
+pub fn shown_url(url: &str) -> String {
+    let Ok(uri) = url.parse::<hyper::Uri>() else {
+        return "***".to_string();
+    };
+    let scheme = uri.scheme_str().unwrap_or("http");
+    let authority = uri.authority().map_or("", |a| a.as_str());
+    let authority = match authority.rsplit_once('@') {
+        Some((user, host)) => match user.split_once(':') {
+            Some((name, _)) => format!("{name}:***@{host}"),
+            None => format!("{user}@{host}"),
+        },
+        None => authority.to_string(),
+    };
+    let query = if uri.query().is_some() { "?***" } else { "" };
+    format!("{scheme}://{authority}{}{query}", uri.path())
 }
 
 /// The row of a new subscription at `now`, and its secret (shown once).
@@ -74,7 +86,7 @@ pub fn new_subscription(
     }
     if !url_ok(&body.url) {
         return Err(invalid(format!(
-            "the URL {:?} is not an http:// or https:// URL with a host",
+            "the URL {:?} is not an http:// or https:// URL with a host and a port from 1 to 65535",
             body.url
         )));
     }
@@ -183,6 +195,19 @@ mod tests {
         assert!(!url_ok("example.com/path"));
         assert!(!url_ok("http://"));
         assert!(!url_ok("file:///etc/passwd"));
+        assert!(!url_ok("http://127.0.0.1:99999/hook"));
+        assert!(url_ok("http://[::1]:8080/hook"));
+        assert!(url_ok("https://user:secret@hooks.example.com/a"));
+    }
+
+    #[test]
+    fn a_shown_url_keeps_no_password_and_no_query() {
+        assert_eq!(
+            shown_url("https://bot:hunter2@hooks.example.com:8443/in?token=abc&x=1"),
+            "https://bot:***@hooks.example.com:8443/in?***"
+        );
+        assert_eq!(shown_url("http://127.0.0.1:9/x"), "http://127.0.0.1:9/x");
+        assert_eq!(shown_url("http://bot@h/"), "http://bot@h/");
     }
 
     #[test]
