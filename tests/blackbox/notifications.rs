@@ -414,6 +414,26 @@ fn a_dead_notification_is_listed_and_sent_again_by_hand() {
         failed.stdout
     );
     let dead_id = receiver.seen()[0].clone();
+    // An id that is no dead notification is refused, and queues nothing.
+    let unknown = run(
+        daemon.dir.path(),
+        &[
+            "notify",
+            "--url",
+            &daemon.url,
+            "redeliver",
+            "late",
+            "--id",
+            "999999",
+        ],
+    );
+    assert_eq!(unknown.code(), 1, "{}", unknown.stdout);
+    assert!(
+        unknown.stderr.contains("(404 not_found)")
+            && unknown.stderr.contains("no dead notification 999999"),
+        "{}",
+        unknown.stderr
+    );
     receiver.fail_first.store(0, Ordering::SeqCst);
     let again = run(
         daemon.dir.path(),

@@ -309,10 +309,22 @@ impl Control {
 
     /// `POST /notify/{name}/redeliver`: the subscription's dead notifications
     /// (or only `id`) are pending again, due now, with the same `webhook-id`.
+    ///
+    /// Errors: 404 `subscription_not_found`; 404 `not_found` when `id` is given
+    /// and is no dead notification of the subscription (nothing changes).
     pub async fn redeliver(&self, name: String, id: Option<i64>) -> Result<Queued, Refusal> {
         self.write(move |_, tx| {
             existing(tx, &name)?;
             let queued = tx.revive_notifications(&name, id)?;
+            if let (Some(id), 0) = (id, queued) {
+                return refuse(
+                    Code::NotFound,
+                    format!(
+                        "the subscription {name} has no dead notification {id}; `stateous \
+                         notify failed` lists the dead ones"
+                    ),
+                );
+            }
             journal(tx, &name, "redelivered", json!({"count": queued, "id": id}))?;
             Ok(Queued { queued })
         })
