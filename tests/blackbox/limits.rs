@@ -604,6 +604,24 @@ fn limits_refuse_bad_input_and_change_nothing() {
         .refused(422, "invalid_limit");
     let listed = daemon.get("/limits").expect(200);
     assert_eq!(listed, json!({"limits": []}));
+    // A retry policy's value is refused rather than cut or raised.
+    let bad_policies = [
+        (json!({"delay": "2s", "jitter": "1000d"}), "at most 1 day"),
+        (json!({"delay": "2d"}), "at most 1 day"),
+        (
+            json!({"delay": "10s", "backoff": "doubling", "cap": "5s"}),
+            "at least the delay (10s), not 5s",
+        ),
+        (json!({"delay": "2s", "backoff": 2}), "fixed or doubling"),
+    ];
+    for (body, words) in bad_policies {
+        let sentence = daemon
+            .put("/retry-policies/coding", &body)
+            .refused(422, "invalid_argument");
+        assert!(sentence.contains(words), "{sentence} for {body}");
+    }
+    let policies = daemon.get("/retry-policies").expect(200);
+    assert!(!policies.to_string().contains("coding"), "{policies}");
     daemon
         .request("DELETE", "/limits/coding", &[], b"")
         .refused(404, "limit_not_found");

@@ -24,9 +24,17 @@ pub const JOURNAL_SUBJECT: &str = "retry_policy";
 /// The longest pause: one day.
 const LONGEST: i64 = 86_400_000_000;
 
+/// `text` as microseconds; a duration that does not parse, or one over
+/// [`LONGEST`], is refused rather than cut.
 fn micros(text: &str, what: &str) -> Step<i64> {
     match parse_duration(text) {
-        Ok(duration) => Ok(i64::try_from(duration.as_micros()).unwrap_or(i64::MAX)),
+        Ok(duration) => match i64::try_from(duration.as_micros()) {
+            Ok(micros) if micros <= LONGEST => Ok(micros),
+            _ => refuse(
+                Code::InvalidArgument,
+                format!("'{what}' is at most 1 day, not {text:?}"),
+            ),
+        },
         Err(sentence) => refuse(Code::InvalidArgument, format!("{what}: {sentence}")),
     }
 }
@@ -77,30 +85,41 @@ pub fn set_policy(rules: &Rules, tx: &dyn Tx, state: &str, body: &Object) -> Ste
             "a retry policy has a 'delay', such as \"2s\"",
         );
     };
-    let delay = micros(delay, "delay")?.min(LONGEST);
-    let doubling = match body.get("backoff").and_then(Value::as_str) {
-        None | Some("fixed") => false,
-        Some("doubling") => true,
+    let delay = micros(delay, "delay")?;
+    let doubling = match body.get("backoff") {
+        None | Some(Value::Null) => false,
+        Some(Value::String(text)) if text == "fixed" => false,
+        Some(Value::String(text)) if text == "doubling" => true,
         Some(other) => {
             return refuse(
                 Code::InvalidArgument,
-                format!("'backoff' is fixed or doubling, not {other:?}"),
+                format!("'backoff' is fixed or doubling, not {other}"),
             )
         }
     };
     let cap = match text_of(body, "cap")? {
-        Some(cap) => micros(cap, "cap")?.min(LONGEST),
-        None => LONGEST,
+        Some(cap) => micros(cap, "cap")?,
+        None => LONGEST.max(delay),
     };
+    if cap < delay {
+        return refuse(
+            Code::InvalidArgument,
+            format!(
+                "'cap' is the longest pause, so it is at least the delay ({}), not {}",
+                stateous_shared::durations::span(delay as f64 / 1e6),
+                stateous_shared::durations::span(cap as f64 / 1e6)
+            ),
+        );
+    }
     let jitter = match text_of(body, "jitter")? {
-        Some(jitter) => micros(jitter, "jitter")?.min(LONGEST),
+        Some(jitter) => micros(jitter, "jitter")?,
         None => 0,
     };
     let row = RetryPolicyRow {
         state: state.to_string(),
         delay,
         doubling,
-        cap: cap.max(delay),
+        cap,
         jitter,
         set_at: tx.now(),
     };
