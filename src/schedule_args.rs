@@ -55,7 +55,8 @@ pub enum ScheduleAction {
         /// With --catch-up all: the most starts of one catch-up.
         #[arg(long, default_value_t = 10)]
         cap: i64,
-        /// Change the schedule of this name if there is one.
+        /// Change the schedule of this name if there is one: it becomes what this
+        /// command says, each setting not given taking its default (as at a first add).
         #[arg(long)]
         replace: bool,
     },
