@@ -61,8 +61,9 @@ impl Endpoint {
         env: impl Fn(&str) -> Option<String>,
     ) -> Result<Option<Endpoint>, String> {
         let set = |name: &str| env(name).filter(|value| !value.trim().is_empty());
-        let (url, from) = if let Some(base) = flag {
-            (traces_of(base), flag_name.to_string())
+        // The URL sent to, where it came from, and what was written there.
+        let (url, from, given) = if let Some(base) = flag {
+            (traces_of(base), flag_name.to_string(), base.to_string())
         } else {
             let off = set(vars::SDK_DISABLED).is_some_and(|v| v.trim() == "true")
                 || set(vars::TRACES_EXPORTER).is_some_and(|v| v.trim() == "none");
@@ -70,14 +71,13 @@ impl Endpoint {
                 return Ok(None);
             }
             if let Some(url) = set(vars::TRACES_ENDPOINT) {
-                (url, vars::TRACES_ENDPOINT.to_string())
+                (url.clone(), vars::TRACES_ENDPOINT.to_string(), url)
             } else if let Some(base) = set(vars::ENDPOINT) {
-                (traces_of(&base), vars::ENDPOINT.to_string())
+                (traces_of(&base), vars::ENDPOINT.to_string(), base)
             } else {
                 return Ok(None);
             }
         };
-        let given = flag.map(str::to_string).unwrap_or_else(|| url.clone());
         if !is_http_url(&url) {
             return Err(format!(
                 "{from} '{given}' is not a URL: give http://HOST:PORT or https://HOST:PORT \
@@ -207,6 +207,14 @@ mod tests {
             let sentence = refused.unwrap_err();
             assert!(sentence.starts_with("--otlp-endpoint '"), "{sentence}");
         }
+        let base = [(vars::ENDPOINT, "collector:4318")];
+        let refused = Endpoint::resolve(None, "--otlp-endpoint", env(&base));
+        assert!(
+            refused
+                .unwrap_err()
+                .starts_with("OTEL_EXPORTER_OTLP_ENDPOINT 'collector:4318' is not"),
+            "the value as written, without /v1/traces"
+        );
         let grpc = [(vars::PROTOCOL, "grpc")];
         let refused = Endpoint::resolve(Some("http://c:4317"), "f", env(&grpc));
         assert!(refused.unwrap_err().contains("'grpc'"));

@@ -51,19 +51,15 @@ pub enum LimitAction {
 pub const NO_LIMITS: &str =
     "no limit is set (stateous limit set coding --states coding --max 3 sets one)";
 
-/// `coding-per-repo  coding  2 of 1 per ctx['repo'], 30 per minute` then a line
-/// per key holding slots: `  'acme/api'  1`.
+/// `coding  coding  2 used of 3, 30 per minute`; with a key,
+/// `coding-per-repo  coding  2 used, 1 per ctx['repo']` (the max is each key's)
+/// then a line per key holding slots: `  'acme/api'  1 of 1`.
 fn limit_lines(limit: &LimitView) -> Vec<String> {
-    let mut head = format!(
-        "{}  {}  {} used of {}",
-        limit.name,
-        limit.states.join(","),
-        limit.used,
-        limit.max
-    );
-    if let Some(per) = &limit.per {
-        head.push_str(&format!(" per {per}"));
-    }
+    let names = format!("{}  {}", limit.name, limit.states.join(","));
+    let mut head = match &limit.per {
+        Some(per) => format!("{names}  {} used, {} per {per}", limit.used, limit.max),
+        None => format!("{names}  {} used of {}", limit.used, limit.max),
+    };
     if let Some(rate) = &limit.rate {
         head.push_str(&format!(", {rate}"));
     }

@@ -651,7 +651,7 @@ fn limits_refuse_bad_input_and_change_nothing() {
     assert!(
         listed
             .stdout
-            .contains("coding  coding  0 used of 3 per ctx['repo']"),
+            .contains("coding  coding  0 used, 3 per ctx['repo']"),
         "{listed}"
     );
     assert_eq!(limit(&daemon, &["remove", "coding"]).code(), 0);

@@ -78,6 +78,14 @@ fn bound_fault(bound: &str, name: &str, low: u32, high: u32) -> Option<String> {
         return Some(format!("has {bound}, outside {low}-{high}"));
     }
     let upper = bound.to_ascii_uppercase();
+    if let ("day-of-week", Some((day, nth))) = (name, bound.split_once('#')) {
+        if let Some(why) = bound_fault(day, name, low, high) {
+            return Some(why);
+        }
+        return (!matches!(nth.parse::<u32>(), Ok(1..=5))).then(|| {
+            format!("has '{bound}', whose week '{nth}' is not one of a month (DAY#N: N is 1 to 5)")
+        });
+    }
     match name {
         "month" if bound.chars().all(|c| c.is_ascii_alphabetic()) => (!MONTHS
             .contains(&upper.as_str()))
@@ -121,6 +129,11 @@ mod tests {
             ("0 9,,10 * * *", "its hour field '9,,10' has an empty item"),
             ("0 9-/2 * * *", "its hour field '9-/2' has a range with an empty end"),
             ("0 9 * * 1%2", "its day-of-week field '1%2' has '1%2', which cron does not read"),
+            (
+                "0 9 * * MON#6",
+                "its day-of-week field 'MON#6' has 'MON#6', whose week '6' is not one of a month (DAY#N: N is 1 to 5)",
+            ),
+            ("0 9 * * 9#2", "its day-of-week field '9#2' has 9, outside 0-7"),
         ];
         for (text, why) in cases {
             assert_eq!(fault(text).as_deref(), Some(why), "{text}");
@@ -136,6 +149,7 @@ mod tests {
             "0 0 15W * *",
             "0 0 * * 5L",
             "0 0 * * 1#2",
+            "0 0 * * FRI#5",
             "0 0 ? * MON-FRI",
             "30 2 1,15 jan-jun *",
             "0 0 0 * * 7",

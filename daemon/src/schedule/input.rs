@@ -104,8 +104,16 @@ impl ScheduleInput {
         let zone = body.zone.unwrap_or_else(|| DEFAULT_ZONE.to_string());
         let token = body.token.unwrap_or_else(|| DEFAULT_TOKEN.to_string());
         for (what, text) in [("spec", &body.spec), ("zone", &zone), ("token", &token)] {
-            if text.trim().is_empty() || text.len() > MAX_TEXT {
-                return Err(refuse(format!("'{what}' is 1 to {MAX_TEXT} characters")));
+            if text.trim().is_empty() {
+                return Err(refuse(format!(
+                    "the schedule's '{what}' is empty; give one of at most {MAX_TEXT} bytes"
+                )));
+            }
+            if text.len() > MAX_TEXT {
+                return Err(refuse(format!(
+                    "the schedule's '{what}' has {} bytes; the most is {MAX_TEXT}",
+                    text.len()
+                )));
             }
         }
         let jitter = match body.jitter.as_deref() {
