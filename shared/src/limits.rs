@@ -1,7 +1,7 @@
 //! The limits that a routine's helper (`stateous ctx`) and the control plane both
 //! check, with their sentences, defined once: a routine is refused at once what
 //! the control plane would refuse later, when the routine could no longer be told
-//! (`docs/reference/limits.md`).
+//! (`docs/reference/bounds.md`).
 
 /// The most characters in a token id; a child's id is its parent's id and more.
 pub const MAX_TOKEN_ID: usize = 128;

@@ -35,7 +35,7 @@ pub const DEFAULT_CLAIM_WAIT: Duration = Duration::from_secs(30);
 pub const MOST_CLAIM_WAIT: Duration = Duration::from_secs(60);
 
 /// How long the supervisor waits between its steps. Defaults are in
-/// `docs/reference/limits.md`.
+/// `docs/reference/bounds.md`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Timings {
     /// Between heartbeats while routines run: 30 s.

@@ -105,7 +105,7 @@ pub enum Said {
 }
 
 /// The largest memory value the control plane takes in one request: its body is
-/// at most 1 MiB (`docs/reference/limits.md`), less room for the key and the attempt.
+/// at most 1 MiB (`docs/reference/bounds.md`), less room for the key and the attempt.
 const MAX_MEMORY_VALUE: usize = 1024 * 1024 - 1024;
 
 /// The deepest nesting the control plane takes in a body (64 levels), less the

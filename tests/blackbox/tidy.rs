@@ -360,7 +360,7 @@ fn the_citation_check_knows_each_form() {
         "/// The dev clock (issue 12, item 2).",
         "// (issue \"Speed\": a sixth of the time).",
         "//! One address or several (issues 14 and 15).",
-        "//! The limits (reference `docs/reference/limits.md`).",
+        "//! The limits (reference `docs/reference/bounds.md`).",
         "/// The longest note (reference `limits.md`).",
         "see ../shared/seed/reliability.txt",
         "/// How long a connection may take (seed, \"Time limits on Postgres\").",
@@ -370,7 +370,7 @@ fn the_citation_check_knows_each_form() {
         assert!(outside_citation(line).is_some(), "{line}");
     }
     let fine = [
-        "//! The limits (`docs/reference/limits.md`).",
+        "//! The limits (`docs/reference/bounds.md`).",
         "// as the reference's supervisor does",
         "let spec = rules.state(row, state)?;",
         "/// Each issue of the feed is read once.",

@@ -1,6 +1,6 @@
 //! Reading a request's body: at most 1 MiB, strict JSON, at most 64 levels deep.
 //!
-//! The limits are the reference's (`docs/reference/limits.md`): a body larger than
+//! The limits are the reference's (`docs/reference/bounds.md`): a body larger than
 //! 1 MiB is `bad_request` with status 413, whether its length is declared or it
 //! arrives in chunks; JSON that is not strict (NaN, trailing data, bad UTF-8) or
 //! that nests deeper than 64 levels is `bad_request` with 400; an empty body reads

@@ -9,7 +9,7 @@
 //! The server answers from a [`Front`]: a standby's (`serve --standby`) until its
 //! control plane holds the database, then the [`Api`]; it flips once.
 //!
-//! The TCP listener is guarded ([`Guard`], `docs/reference/limits.md`): at most
+//! The TCP listener is guarded ([`Guard`], `docs/reference/bounds.md`): at most
 //! `max_connections` open at once (more wait, unaccepted, in the listening
 //! socket's queue), a request head must come within `header_within` (an idle
 //! connection, a half-sent head or an unfinished TLS handshake is closed then),

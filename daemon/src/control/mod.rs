@@ -52,7 +52,7 @@ use crate::validated::{
 };
 
 /// How the control plane runs; every timing is configurable
-/// (`docs/reference/limits.md`).
+/// (`docs/reference/bounds.md`).
 #[derive(Debug, Clone)]
 pub struct Options {
     /// The database.

@@ -20,7 +20,7 @@ use super::send::{post, Kept};
 use crate::control::Control;
 use crate::store::notifications::{AttemptRow, Outcome};
 
-/// The sender's timings (`serve --notify-*`, `docs/reference/limits.md`).
+/// The sender's timings (`serve --notify-*`, `docs/reference/bounds.md`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct SenderOptions {
     /// The deadline of one attempt, from connecting to the end of the answer.

@@ -2,7 +2,7 @@
 //! them options: the address to listen on, the database URL, the timings.
 //!
 //! The wording of the `--listen` refusal and the defaults are the reference's
-//! (`docs/reference/cli.md`; the timings in `docs/reference/limits.md`).
+//! (`docs/reference/cli.md`; the timings in `docs/reference/bounds.md`).
 
 use std::net::{IpAddr, Ipv6Addr};
 use std::path::PathBuf;
@@ -20,7 +20,7 @@ use crate::store::postgres::PgOptions;
 pub const DEFAULT_DB: &str = "sqlite:///stateous.db";
 /// The address when `--listen` names none.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
-/// The default lease of a claimed task, as the reference's (`docs/reference/limits.md`).
+/// The default lease of a claimed task, as the reference's (`docs/reference/bounds.md`).
 pub const DEFAULT_LEASE: &str = "2m";
 /// The default time between two ticks of the clock, as the reference's.
 pub const DEFAULT_TICK: &str = "1s";

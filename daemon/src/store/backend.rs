@@ -29,7 +29,7 @@ pub enum Database {
     Postgres(String),
 }
 
-/// How the store runs; every timing is configurable (`docs/reference/limits.md`).
+/// How the store runs; every timing is configurable (`docs/reference/bounds.md`).
 #[derive(Debug, Clone)]
 pub struct StoreOptions {
     /// The database.

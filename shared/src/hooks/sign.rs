@@ -14,7 +14,7 @@ use sha2::Sha256;
 type HmacSha256 = Hmac<Sha256>;
 
 /// How far a Standard Webhooks timestamp may be from now, either way, in seconds
-/// (`docs/reference/limits.md`).
+/// (`docs/reference/bounds.md`).
 pub const TIMESTAMP_WINDOW_SECONDS: i64 = 5 * 60;
 
 /// The header of a GitHub signature.
