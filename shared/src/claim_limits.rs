@@ -10,26 +10,22 @@ use serde::{Deserialize, Serialize};
 /// each of its keys).
 pub const MAX_SLOTS: std::ops::RangeInclusive<i64> = 1..=1_000_000;
 
-/// The longest limit name, in characters.
-pub const MAX_LIMIT_NAME: usize = 64;
-
 /// The most states one limit covers.
 pub const MOST_LIMIT_STATES: usize = 64;
 
 /// The largest count of a rate (`N per second|minute|hour`).
 pub const MAX_RATE: i64 = 1_000_000;
 
-/// The rule for a limit name, as every refusal of one says it.
-pub const LIMIT_NAME_RULE: &str = "a limit name is 1 to 64 of a-z, 0-9, '_', '-' and '.', \
-     such as coding or coding-per-repo";
-
-/// Why `name` cannot be a limit name ([`LIMIT_NAME_RULE`]), or `None`.
+/// Why `name` cannot be a limit name, or `None`: the rule of every name that an
+/// operator gives (`crate::limits::is_name`), as for schedules and subscriptions.
 pub fn name_problem(name: &str) -> Option<String> {
-    let ok = (1..=MAX_LIMIT_NAME).contains(&name.len())
-        && name.bytes().all(|b| {
-            b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'_' | b'-' | b'.')
-        });
-    (!ok).then(|| format!("{LIMIT_NAME_RULE}, not {}", crate::pyrepr::repr_str(name)))
+    (!crate::limits::is_name(name)).then(|| {
+        format!(
+            "{} is not a limit's name: {}",
+            crate::pyrepr::repr_str(name),
+            crate::limits::NAME_RULE
+        )
+    })
 }
 
 /// Why `max` cannot be a limit's `max` ([`MAX_SLOTS`]), or `None`.
@@ -172,7 +168,10 @@ mod tests {
     #[test]
     fn names_and_maxima_have_their_rules() {
         assert!(name_problem("coding-per-repo").is_none());
-        assert!(name_problem("Coding").is_some());
+        assert!(name_problem("Coding.v2").is_none());
+        assert!(name_problem("-coding").is_some());
+        assert!(name_problem("coding per repo").is_some());
+        assert!(name_problem(&"a".repeat(65)).is_some());
         assert!(name_problem("").is_some());
         assert!(max_problem(1).is_none());
         assert!(max_problem(0).is_some());

@@ -20,6 +20,24 @@ pub fn is_token_id(id: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
 }
 
+/// The most characters in the name of a limit, a schedule or a subscription.
+pub const MAX_NAME: usize = 64;
+
+/// The rule of the names of limits, schedules and subscriptions, as their
+/// refusals end.
+pub const NAME_RULE: &str = "a letter or digit, then up to 63 letters, digits, '.', '_' or '-'";
+
+/// Whether `name` can name a limit, a schedule or a subscription:
+/// `[A-Za-z0-9][A-Za-z0-9._-]{0,63}` ([`NAME_RULE`]).
+pub fn is_name(name: &str) -> bool {
+    let bytes = name.as_bytes();
+    bytes.first().is_some_and(u8::is_ascii_alphanumeric)
+        && bytes.len() <= MAX_NAME
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
 /// The longest note, in characters, after the white space at its two ends is
 /// removed.
 pub const MAX_NOTE: usize = 500;

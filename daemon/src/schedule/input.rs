@@ -14,8 +14,6 @@ use super::template::check_context;
 use super::Compiled;
 use crate::store::{CatchUp, Closed, Overlap};
 
-/// The longest name of a schedule.
-pub const MAX_NAME: usize = 64;
 /// The longest spec, zone or template.
 pub const MAX_TEXT: usize = 256;
 /// The token id template when none is given.
@@ -64,15 +62,10 @@ fn refuse(sentence: impl Into<String>) -> Refusal {
     Refusal::new(Code::InvalidSchedule, sentence)
 }
 
-/// Whether `name` is a schedule's name: a letter or digit, then letters, digits,
-/// `.`, `_` or `-`, at most [`MAX_NAME`] in all.
+/// Whether `name` is a schedule's or a subscription's name
+/// (`stateous_shared::limits::is_name`, the rule of limits' names too).
 pub fn name_ok(name: &str) -> bool {
-    let bytes = name.as_bytes();
-    bytes.first().is_some_and(u8::is_ascii_alphanumeric)
-        && bytes.len() <= MAX_NAME
-        && bytes
-            .iter()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+    stateous_shared::limits::is_name(name)
 }
 
 /// The refusal of a name that is not a schedule's (`invalid_schedule`).
@@ -86,9 +79,8 @@ pub fn name_refused(name: &str, code: Code, what: &str) -> Refusal {
     Refusal::new(
         code,
         format!(
-            "{name:?} is not a {what}'s name: a letter or digit, then up to {} letters, \
-             digits, '.', '_' or '-'",
-            MAX_NAME - 1
+            "{name:?} is not a {what}'s name: {}",
+            stateous_shared::limits::NAME_RULE
         ),
     )
 }
