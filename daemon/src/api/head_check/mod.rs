@@ -55,6 +55,10 @@ pub struct Checked<S> {
     stream: S,
     /// Bytes read from the stream that hyper has not had yet.
     held: BytesMut,
+    /// Where the stream is read into, zeroed once for the connection (growing
+    /// `held` by a chunk on each read zeroed the chunk every time, a read that
+    /// found nothing included), and then copied to `held` as far as it was filled.
+    scratch: Box<[u8]>,
     /// How many of `held`'s first bytes hyper may have (checked heads, bodies).
     free: usize,
     /// What the bytes after those are.
@@ -84,6 +88,7 @@ impl<S> Checked<S> {
         Checked {
             stream,
             held: BytesMut::new(),
+            scratch: vec![0; READ_CHUNK].into_boxed_slice(),
             free: 0,
             next: Next::Head,
             seen: 0,
@@ -252,13 +257,10 @@ impl<S: AsyncRead + Unpin> AsyncRead for Checked<S> {
                 }
                 return Poll::Ready(Ok(()));
             }
-            let at = this.held.len();
-            this.held.resize(at + READ_CHUNK, 0);
-            let mut read = ReadBuf::new(&mut this.held[at..]);
-            let polled = Pin::new(&mut this.stream).poll_read(cx, &mut read);
+            let mut read = ReadBuf::new(&mut this.scratch);
+            ready!(Pin::new(&mut this.stream).poll_read(cx, &mut read))?;
             let filled = read.filled().len();
-            this.held.truncate(at + filled);
-            ready!(polled)?;
+            this.held.extend_from_slice(&this.scratch[..filled]);
             if filled == 0 {
                 // The stream ended: hyper has what is left (a head cut short is
                 // its to answer, as an unanswered connection) and the end.
