@@ -492,6 +492,7 @@ fn bad_subscriptions_are_refused_and_change_nothing() {
     let cases = [
         json!({"name": "a", "url": "ftp://example.com/x"}),
         json!({"name": "a", "url": "http://127.0.0.1:99999/x"}),
+        json!({"name": "a", "url": "http://127.0.0.1:9/x", "kinds": []}),
         json!({"name": "a", "url": "http://127.0.0.1:9/x", "filter": "state =="}),
         json!({"name": "a", "url": "http://127.0.0.1:9/x", "states": ["reveiw"]}),
         json!({"name": "a", "url": "http://127.0.0.1:9/x", "kinds": ["finished"]}),

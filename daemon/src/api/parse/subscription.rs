@@ -9,7 +9,8 @@ use stateous_shared::refusal::{Code, Refusal};
 use stateous_shared::wire::Object;
 
 /// The body as a [`NewSubscription`]; 422 `invalid_body` for a field it does not
-/// have or a value of the wrong type.
+/// have or a value of the wrong type, 422 `invalid_subscription` for an empty
+/// `kinds`.
 pub fn new_subscription(body: &Object) -> Result<NewSubscription, Refusal> {
     if let Some(unknown) = body
         .keys()
@@ -21,6 +22,18 @@ pub fn new_subscription(body: &Object) -> Result<NewSubscription, Refusal> {
                 "a subscription has no field {unknown:?}; its fields are {}",
                 NEW_SUBSCRIPTION_FIELDS.join(", ")
             ),
+        ));
+    }
+    // Left out, `kinds` takes its default; given empty, it would read the same,
+    // which is not what a body that names no kind asked for.
+    if body
+        .get("kinds")
+        .and_then(Value::as_array)
+        .is_some_and(Vec::is_empty)
+    {
+        return Err(Refusal::new(
+            Code::InvalidSubscription,
+            "'kinds' is empty: name at least one kind, or leave it out for completed and failed",
         ));
     }
     serde_json::from_value(Value::Object(body.clone())).map_err(|error| {
