@@ -219,7 +219,10 @@ impl Control {
             .await?;
         if let Some(mark) = mark {
             if self.inner.store.claim_switch().turn_off(mark, held) {
-                tracing::debug!(?held, "the claim switch turned off what the tables no longer hold");
+                tracing::debug!(
+                    ?held,
+                    "the claim switch turned off what the tables no longer hold"
+                );
             }
         }
         if rated {

@@ -403,7 +403,10 @@ async fn the_claim_switch_is_per_store_and_turns_off(db: Db) {
     };
     one.set_limit(limit(1)).await.unwrap();
     assert!(one.claims_look_at_limits(), "set: on");
-    assert!(!other.claims_look_at_limits(), "another store's switch stays off");
+    assert!(
+        !other.claims_look_at_limits(),
+        "another store's switch stays off"
+    );
     for n in 0..2 {
         for control in [&one, &other] {
             let context = object(json!({"repo": "r"}));
@@ -425,8 +428,14 @@ async fn the_claim_switch_is_per_store_and_turns_off(db: Db) {
     assert!(one.claims_look_at_limits());
     one.remove_limit("one".into()).await.unwrap();
     one.tick().await.unwrap();
-    assert!(!one.claims_look_at_limits(), "the last limit gone: off at the tick");
-    assert!(claim(&one, "b").await.is_some(), "nothing holds the claim now");
+    assert!(
+        !one.claims_look_at_limits(),
+        "the last limit gone: off at the tick"
+    );
+    assert!(
+        claim(&one, "b").await.is_some(),
+        "nothing holds the claim now"
+    );
     // A priority other than 0 turns it on; back to 0, off at the tick.
     let input = StartInput::new("T-9".to_string(), object(json!({"repo": "r"}))).unwrap();
     one.start(input).await.unwrap();
@@ -441,12 +450,18 @@ async fn the_claim_switch_is_per_store_and_turns_off(db: Db) {
     one.set_limit(limit(1)).await.unwrap();
     one.shutdown().await.unwrap();
     let one = open(&db).await.unwrap();
-    assert!(one.claims_look_at_limits(), "opened on a database with a limit");
+    assert!(
+        one.claims_look_at_limits(),
+        "opened on a database with a limit"
+    );
     assert!(claim(&one, "c").await.is_none(), "a limit of 1, held");
     one.remove_limit("one".into()).await.unwrap();
     one.shutdown().await.unwrap();
     let one = open(&db).await.unwrap();
-    assert!(!one.claims_look_at_limits(), "opened on a database without one");
+    assert!(
+        !one.claims_look_at_limits(),
+        "opened on a database without one"
+    );
     one.shutdown().await.unwrap();
     other.shutdown().await.unwrap();
 }

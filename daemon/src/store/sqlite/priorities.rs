@@ -17,7 +17,10 @@ impl Priorities for SqliteTx<'_> {
 
     fn set_priority(&self, token: &str, priority: i64) -> StoreResult<()> {
         if priority != 0 {
-            crate::store::claim_switch::turn_on(self, crate::store::claim_switch::ClaimFact::Priorities);
+            crate::store::claim_switch::turn_on(
+                self,
+                crate::store::claim_switch::ClaimFact::Priorities,
+            );
         }
         if priority == 0 {
             self.prepare("DELETE FROM priorities WHERE token = ?1")?
