@@ -515,6 +515,7 @@ both!(
     a_rate_spaces_the_claims,
     limits_refuse_bad_input_and_change_nothing,
     a_limits_file_is_set_at_start_and_a_bad_one_changes_nothing,
+    a_bulk_priority_previews_then_sets_every_match,
 );
 
 #[test]
@@ -757,4 +758,65 @@ fn a_limits_file_is_set_at_start_and_a_bad_one_changes_nothing() {
         daemon.rows("SELECT name, max FROM limits ORDER BY name"),
         before
     );
+}
+
+/// `stateous token priority N --where EXPR` (`docs/limits.md`, "Priorities"): the
+/// preview says what it would do to each match (a token with that priority already
+/// is found done, an ended one is left out or refused) and changes nothing; the run
+/// sets it on each live match, on the journal and in each history; claims then take
+/// those tokens first.
+fn a_bulk_priority_previews_then_sets_every_match() {
+    let daemon = sdlc();
+    assert_eq!(
+        limit(&daemon, &["set", "one", "--states", "coding", "--max", "1"]).code(),
+        0
+    );
+    for (id, repo) in [("Q-1", "b"), ("Q-2", "a"), ("Q-3", "a"), ("Q-4", "a")] {
+        start(&daemon, id, repo);
+    }
+    assert_eq!(daemon.token(&["priority", "Q-3", "7"]).code(), 0);
+    daemon.post_empty("/tokens/Q-4/cancel").expect(200);
+    let filter = "ctx['repo'] == 'a'";
+    let preview = daemon.token(&["priority", "7", "--where", filter, "--dry-run"]);
+    assert_eq!(preview.code(), 0, "{preview}");
+    assert!(
+        preview.stdout.contains(
+            "priority would apply to 1 token, find 1 already done; 1 ended token left out"
+        ),
+        "{preview}"
+    );
+    assert!(
+        preview.stdout.contains("sets its priority from 0 to 7"),
+        "{preview}"
+    );
+    let journal = daemon.get("/journal?subject=priority").expect(200);
+    assert_eq!(journal["entries"].as_array().unwrap().len(), 1, "{journal}");
+    let ran = daemon.token(&[
+        "priority", "7", "--where", filter, "--reason", "hotfix", "--yes",
+    ]);
+    assert_eq!(ran.code(), 0, "{ran}");
+    let journal = daemon.get("/journal?subject=priority").expect(200);
+    let names: Vec<&str> = journal["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|entry| entry["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names.iter().filter(|n| **n == "Q-2").count(),
+        1,
+        "{journal}"
+    );
+    assert_eq!(names.len(), 2, "{journal}");
+    let history = daemon.get("/tokens/Q-2/history").expect(200).to_string();
+    assert!(
+        history.contains("hotfix") && history.contains("\"priority\""),
+        "{history}"
+    );
+    // Q-1 (priority 0, oldest) goes last.
+    let _sups = supervisors(&daemon, 1, "0");
+    for id in ["Q-1", "Q-2", "Q-3"] {
+        wait_for_status(&daemon, id, "completed");
+    }
+    assert_eq!(start_order(&daemon), ["Q-2", "Q-3", "Q-1"]);
 }
