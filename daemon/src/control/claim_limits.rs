@@ -37,6 +37,14 @@ impl Control {
             .await
     }
 
+    /// Whether this control plane's claims look at limits, priorities and retry
+    /// pauses: some may be set in its database (`store/claim_switch.rs`). Turned
+    /// on before one is written; off again at the first tick after the tables hold
+    /// none.
+    pub fn claims_look_at_limits(&self) -> bool {
+        self.inner.store.claim_switch().may_apply()
+    }
+
     /// `GET /limits`: every limit with the slots it holds now.
     pub async fn limits(&self) -> Result<LimitList, Refusal> {
         let limits = self.read(engine::claim_limits::list).await?;

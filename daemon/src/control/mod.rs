@@ -488,14 +488,6 @@ impl Control {
         })
     }
 
-    /// Whether this control plane's claims look at limits, priorities and retry
-    /// pauses: some may be set in its database (`store/claim_switch.rs`). Turned
-    /// on before one is written; off again at the first tick after the tables hold
-    /// none.
-    pub fn claims_look_at_limits(&self) -> bool {
-        self.inner.store.claim_switch().may_apply()
-    }
-
     /// The counters and gauges of `GET /metrics`.
     pub fn metrics(&self) -> &Metrics {
         &self.inner.metrics
