@@ -398,7 +398,7 @@ mod tests {
             .collect();
         assert_eq!(
             bulk(&every).unwrap_err().error,
-            "'action' must be one of: pause, resume, cancel, fire, retry, migrate, prune",
+            "'action' must be one of: pause, resume, cancel, fire, retry, migrate, prune, priority",
             "every field it lists is taken"
         );
     }
