@@ -291,15 +291,26 @@ pub enum TokenCommand {
         amounts: Vec<String>,
     },
     /// Change a token's priority: claims take the tasks of higher priorities
-    /// first (`docs/limits.md`)
+    /// first (`docs/limits.md`). With --where, `token priority N --where EXPR`
+    /// sets N on every live token the filter matches, after a preview.
     Priority {
-        /// The token's id.
-        #[arg(value_name = "ID", add = ids())]
+        /// The token's id (with --where: the priority).
+        #[arg(value_name = "ID", add = ids(), allow_hyphen_values = true)]
         id: String,
-        /// The new priority, a whole number (0 is the default).
+        /// The new priority, a whole number from -1000000 to 1000000 (0 is the
+        /// default).
         #[arg(value_name = "N", allow_hyphen_values = true)]
-        priority: i64,
+        priority: Option<String>,
+        #[command(flatten)]
+        bulk: BulkFlags,
     },
+}
+
+/// A priority as the command line gives it: a whole number (its range is the
+/// control plane's check, with its sentence).
+fn whole_priority(text: &str) -> Result<i64, String> {
+    text.parse()
+        .map_err(|_| format!("a priority is a whole number from -1000000 to 1000000, not {text:?}"))
 }
 
 /// Token ids, completed from the daemon (`completing.rs`).
@@ -347,6 +358,7 @@ fn one_or_many(
             payload: None,
             key: None,
             state: None,
+            priority: None,
             map: Default::default(),
             undo: false,
             reason: flags.reason,
@@ -422,7 +434,26 @@ impl TryFrom<TokenArgs> for token::TokenCommand {
                 priority,
             },
             TokenCommand::Budget { id, amounts } => A::Budget { id, amounts },
-            TokenCommand::Priority { id, priority } => A::Priority { id, priority },
+            TokenCommand::Priority { id, priority, bulk } => {
+                let bulk_first = bulk.filter.is_some();
+                match one_or_many(
+                    BulkAction::Priority,
+                    (!bulk_first).then(|| id.clone()),
+                    bulk,
+                )? {
+                    Ok(id) => A::Priority {
+                        id,
+                        priority: whole_priority(
+                            &priority.ok_or("give the priority N, a whole number")?,
+                        )?,
+                    },
+                    Err(options) if priority.is_none() => A::Bulk(token::BulkOptions {
+                        priority: Some(whole_priority(&id)?),
+                        ..options
+                    }),
+                    Err(_) => return Err("with --where, priority takes N: no ID".into()),
+                }
+            }
             TokenCommand::Fire {
                 id,
                 event,
@@ -505,6 +536,7 @@ impl TryFrom<TokenArgs> for token::TokenCommand {
                 payload: None,
                 key: None,
                 state: None,
+                priority: None,
                 reason,
                 yes,
                 dry_run,

@@ -41,11 +41,13 @@ pub enum BulkAction {
     /// Delete an ended token with its history, tasks, timers, memory and keys, its
     /// children with it (`stateous token prune`).
     Prune,
+    /// Set a live token's priority (`PUT /tokens/{id}/priority`, `docs/limits.md`).
+    Priority,
 }
 
 impl BulkAction {
     /// Every action.
-    pub const ALL: [BulkAction; 7] = [
+    pub const ALL: [BulkAction; 8] = [
         BulkAction::Pause,
         BulkAction::Resume,
         BulkAction::Cancel,
@@ -53,10 +55,11 @@ impl BulkAction {
         BulkAction::Retry,
         BulkAction::Migrate,
         BulkAction::Prune,
+        BulkAction::Priority,
     ];
 
     /// The action as the body names it: `pause`, `resume`, `cancel`, `fire`, `retry`,
-    /// `prune`.
+    /// `migrate`, `prune`, `priority`.
     pub fn as_str(self) -> &'static str {
         match self {
             BulkAction::Pause => "pause",
@@ -66,6 +69,7 @@ impl BulkAction {
             BulkAction::Retry => "retry",
             BulkAction::Migrate => "migrate",
             BulkAction::Prune => "prune",
+            BulkAction::Priority => "priority",
         }
     }
 
@@ -85,6 +89,7 @@ impl BulkAction {
             BulkAction::Retry => "retried",
             BulkAction::Migrate => "migrated",
             BulkAction::Prune => "pruned",
+            BulkAction::Priority => "reprioritized",
         }
     }
 }
@@ -114,6 +119,9 @@ pub struct BulkRequest {
     /// `retry`: the state to enter; none is the state where each token failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state: Option<String>,
+    /// `priority`: the priority each token takes, -1,000,000 to 1,000,000.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<i64>,
     /// `migrate`: `OLD: NEW`, the state a token in OLD takes in the served graph.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub map: Option<std::collections::BTreeMap<String, String>>,
@@ -138,7 +146,7 @@ pub struct BulkRequest {
     /// A real run: go through at most this many tokens (1 to 1000, default 500).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<i64>,
-    /// `pause`, `resume`, `cancel`, `fire` and `migrate` over `where`: take in the
+    /// `pause`, `resume`, `cancel`, `fire`, `migrate` and `priority` over `where`: take in the
     /// ended tokens too, which the filter leaves out by default (each would be
     /// refused). `retry` and `prune` act on ended tokens and always take them in;
     /// listed `tokens` are taken as listed.

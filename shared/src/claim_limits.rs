@@ -178,3 +178,70 @@ mod tests {
         assert!(max_problem(1_000_001).is_some());
     }
 }
+
+/// The settings of `serve --limits FILE` (`docs/limits.md`, "The limits file"),
+/// as read: each limit's body (as `PUT /limits/{name}` takes it) by name, and each
+/// retry policy's body (as `PUT /retry-policies/{state}` takes it) by state, in
+/// the file's order. Their fields are checked by the control plane.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LimitsFile {
+    /// `(name, body)` of each limit.
+    pub limits: Vec<(String, crate::wire::Object)>,
+    /// `(state, body)` of each retry policy.
+    pub retry_policies: Vec<(String, crate::wire::Object)>,
+}
+
+/// Read a limits file (YAML, of which JSON is a part): a mapping with `limits`
+/// (names to bodies) and `retry_policies` (states to bodies), both optional.
+/// The error lists every problem, each led by `source`.
+pub fn parse_limits_file(text: &str, source: &str) -> Result<LimitsFile, Vec<String>> {
+    use serde_json::Value;
+    let document: Value = match serde_norway::from_str(text) {
+        Ok(document) => document,
+        Err(error) => return Err(vec![crate::compiler::flow::yaml_problem(&error, source)]),
+    };
+    let top = match document {
+        Value::Object(top) => top,
+        Value::Null => crate::wire::Object::new(),
+        _ => {
+            return Err(vec![format!(
+                "{source}: the file is a mapping with limits and retry_policies"
+            )])
+        }
+    };
+    let mut problems = Vec::new();
+    let mut file = LimitsFile::default();
+    for (key, value) in top {
+        let into = match key.as_str() {
+            "limits" => &mut file.limits,
+            "retry_policies" => &mut file.retry_policies,
+            _ => {
+                problems.push(format!(
+                    "{source}: the file has limits and retry_policies, not {key:?}"
+                ));
+                continue;
+            }
+        };
+        let entries = match value {
+            Value::Object(entries) => entries,
+            Value::Null => continue,
+            _ => {
+                problems.push(format!("{source}: {key} maps each name to its settings"));
+                continue;
+            }
+        };
+        for (name, body) in entries {
+            match body {
+                Value::Object(body) => into.push((name, body)),
+                _ => problems.push(format!(
+                    "{source}: {key} {name:?}: its settings are a mapping"
+                )),
+            }
+        }
+    }
+    if problems.is_empty() {
+        Ok(file)
+    } else {
+        Err(problems)
+    }
+}

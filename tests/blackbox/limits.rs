@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use harness::{asset_graph, run, Daemon, Setup};
-use serde_json::json;
+use serde_json::{json, Value};
 use supervising::{folder_named, history, wait_for_status, Supervise};
 
 /// `testing` passes at once: the limits here are about `coding`.
@@ -514,6 +514,8 @@ both!(
     a_lowered_limit_admits_nothing_until_below,
     a_rate_spaces_the_claims,
     limits_refuse_bad_input_and_change_nothing,
+    a_limits_file_is_set_at_start_and_a_bad_one_changes_nothing,
+    a_bulk_priority_previews_then_sets_every_match,
 );
 
 #[test]
@@ -656,4 +658,183 @@ fn limits_refuse_bad_input_and_change_nothing() {
     );
     assert_eq!(limit(&daemon, &["remove", "coding"]).code(), 0);
     assert_eq!(daemon.get("/limits").expect(200), json!({"limits": []}));
+}
+
+/// `serve --limits FILE` (`docs/limits.md`, "The limits file").
+const LIMITS_FILE: &str = "\
+limits:
+  coding-per-repo:
+    states: [coding]
+    max: 1
+    per: \"ctx['repo']\"
+retry_policies:
+  coding:
+    delay: 2s
+    backoff: doubling
+    cap: 1m
+";
+
+/// `serve --limits FILE` sets what the file names as serve starts, each on the
+/// journal as `file:PATH`, and leaves a limit it does not name; a restart with the
+/// same file changes nothing; a bad file stops serve (`error: `, exit 1, every
+/// problem listed) before it serves or changes anything.
+fn a_limits_file_is_set_at_start_and_a_bad_one_changes_nothing() {
+    let files = tempfile::tempdir().unwrap();
+    let path = files.path().join("limits.yaml");
+    std::fs::write(&path, LIMITS_FILE).unwrap();
+    let shown = path.display().to_string();
+    let mut daemon = Setup::new(asset_graph("sdlc"))
+        .args(&["--limits", &shown])
+        .start();
+    assert!(
+        daemon.stderr().contains(&format!(
+            "limits file {shown}: set limit coding-per-repo, retry policy coding"
+        )),
+        "{}",
+        daemon.report()
+    );
+    let listed = daemon.get("/limits").expect(200);
+    assert_eq!(listed["limits"][0]["name"], "coding-per-repo", "{listed}");
+    assert_eq!(listed["limits"][0]["max"], 1, "{listed}");
+    assert_eq!(listed["limits"][0]["per"], "ctx['repo']", "{listed}");
+    let policies = daemon.get("/retry-policies").expect(200);
+    assert_eq!(policies["policies"][0]["backoff"], "doubling", "{policies}");
+    let by = format!("file:{shown}");
+    for subject in ["limit", "retry_policy"] {
+        let journal = daemon
+            .get(&format!("/journal?subject={subject}"))
+            .expect(200);
+        let entries = journal["entries"].as_array().unwrap();
+        assert_eq!(entries.len(), 1, "{journal}");
+        assert_eq!(entries[0]["by"], by.as_str(), "{journal}");
+    }
+    // A limit set over the API, which the file does not name, stays.
+    daemon
+        .put("/limits/coding", &json!({"states": ["coding"], "max": 3}))
+        .expect(200);
+    daemon.stop_with(libc::SIGTERM);
+    daemon.start_again();
+    assert!(
+        daemon.stderr().contains(&format!(
+            "limits file {shown}: the database holds it already"
+        )),
+        "{}",
+        daemon.report()
+    );
+    let journal = daemon.get("/journal?subject=limit").expect(200);
+    assert_eq!(journal["entries"].as_array().unwrap().len(), 2, "{journal}");
+    let names: Vec<Value> = daemon.get("/limits").expect(200)["limits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|limit| limit["name"].clone())
+        .collect();
+    assert_eq!(names, [json!("coding"), json!("coding-per-repo")]);
+    daemon.stop_with(libc::SIGTERM);
+    let before = daemon.rows("SELECT name, max FROM limits ORDER BY name");
+    let bad = files.path().join("bad.yaml");
+    std::fs::write(
+        &bad,
+        "limits:\n  coding-per-repo: {states: [coding], max: 5}\n  \
+         elsewhere: {states: [nowhere], max: 1}\nretry_policies:\n  coding: {delay: soon}\n",
+    )
+    .unwrap();
+    let socket = daemon.dir.path().join("once.sock").display().to_string();
+    let graph = asset_graph("sdlc").display().to_string();
+    let url = daemon.database.url();
+    let bad_shown = bad.display().to_string();
+    let refused = harness::run_within(
+        daemon.dir.path(),
+        &[
+            "serve",
+            &graph,
+            "--db",
+            &url,
+            "--listen",
+            "127.0.0.1:0",
+            "--socket",
+            &socket,
+            "--limits",
+            &bad_shown,
+        ],
+        Duration::from_secs(15),
+    );
+    assert_eq!(refused.code(), 1, "{refused}");
+    assert!(
+        refused
+            .stderr
+            .starts_with(&format!("error: the limits file {bad_shown} is not valid:")),
+        "{refused}"
+    );
+    assert!(refused.stderr.contains("no state 'nowhere'"), "{refused}");
+    assert!(
+        refused.stderr.contains("retry policy \"coding\""),
+        "{refused}"
+    );
+    assert!(!refused.stderr.contains("serving on"), "{refused}");
+    assert_eq!(
+        daemon.rows("SELECT name, max FROM limits ORDER BY name"),
+        before
+    );
+}
+
+/// `stateous token priority N --where EXPR` (`docs/limits.md`, "Priorities"): the
+/// preview says what it would do to each match (a token with that priority already
+/// is found done, an ended one is left out or refused) and changes nothing; the run
+/// sets it on each live match, on the journal and in each history; claims then take
+/// those tokens first.
+fn a_bulk_priority_previews_then_sets_every_match() {
+    let daemon = sdlc();
+    assert_eq!(
+        limit(&daemon, &["set", "one", "--states", "coding", "--max", "1"]).code(),
+        0
+    );
+    for (id, repo) in [("Q-1", "b"), ("Q-2", "a"), ("Q-3", "a"), ("Q-4", "a")] {
+        start(&daemon, id, repo);
+    }
+    assert_eq!(daemon.token(&["priority", "Q-3", "7"]).code(), 0);
+    daemon.post_empty("/tokens/Q-4/cancel").expect(200);
+    let filter = "ctx['repo'] == 'a'";
+    let preview = daemon.token(&["priority", "7", "--where", filter, "--dry-run"]);
+    assert_eq!(preview.code(), 0, "{preview}");
+    assert!(
+        preview.stdout.contains(
+            "priority would apply to 1 token, find 1 already done; 1 ended token left out"
+        ),
+        "{preview}"
+    );
+    assert!(
+        preview.stdout.contains("sets its priority from 0 to 7"),
+        "{preview}"
+    );
+    let journal = daemon.get("/journal?subject=priority").expect(200);
+    assert_eq!(journal["entries"].as_array().unwrap().len(), 1, "{journal}");
+    let ran = daemon.token(&[
+        "priority", "7", "--where", filter, "--reason", "hotfix", "--yes",
+    ]);
+    assert_eq!(ran.code(), 0, "{ran}");
+    let journal = daemon.get("/journal?subject=priority").expect(200);
+    let names: Vec<&str> = journal["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|entry| entry["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names.iter().filter(|n| **n == "Q-2").count(),
+        1,
+        "{journal}"
+    );
+    assert_eq!(names.len(), 2, "{journal}");
+    let history = daemon.get("/tokens/Q-2/history").expect(200).to_string();
+    assert!(
+        history.contains("hotfix") && history.contains("\"priority\""),
+        "{history}"
+    );
+    // Q-1 (priority 0, oldest) goes last.
+    let _sups = supervisors(&daemon, 1, "0");
+    for id in ["Q-1", "Q-2", "Q-3"] {
+        wait_for_status(&daemon, id, "completed");
+    }
+    assert_eq!(start_order(&daemon), ["Q-2", "Q-3", "Q-1"]);
 }

@@ -24,6 +24,27 @@ impl Control {
             .await
     }
 
+    /// `serve --limits FILE`: set what the file names and the database does not
+    /// hold already, in one transaction, on the journal as `file:PATH`
+    /// (`engine/limits_file.rs`); the changes made.
+    pub async fn apply_limits_file(
+        &self,
+        path: &str,
+        settings: engine::limits_file::FileSettings,
+    ) -> Result<Vec<String>, Refusal> {
+        self.acting_as(Some(&format!("file:{path}")))
+            .write(move |rules, tx| engine::limits_file::apply(rules, tx, &settings))
+            .await
+    }
+
+    /// Whether this control plane's claims look at limits, priorities and retry
+    /// pauses: some may be set in its database (`store/claim_switch.rs`). Turned
+    /// on before one is written; off again at the first tick after the tables hold
+    /// none.
+    pub fn claims_look_at_limits(&self) -> bool {
+        self.inner.store.claim_switch().may_apply()
+    }
+
     /// `GET /limits`: every limit with the slots it holds now.
     pub async fn limits(&self) -> Result<LimitList, Refusal> {
         let limits = self.read(engine::claim_limits::list).await?;

@@ -200,17 +200,31 @@ impl Control {
     /// that is over (its row goes, and the claims that wait are woken) and a rate's
     /// bucket that fills (every waiting claim is woken at each tick while some
     /// limit has a rate: no commit tells when a claim may take its turn).
+    ///
+    /// It also turns the store's claim switch off for what the tables no longer
+    /// hold (the last limit removed, the last priority other than 0 gone, the last
+    /// pause over: `store/claim_switch.rs`), from a read that begins after the mark.
     pub(super) async fn wake_for_time(&self) -> Result<(), Refusal> {
-        if !crate::store::retry_policies::claim_facts_may_apply() {
+        let switch = self.inner.store.claim_switch();
+        if !switch.may_apply() {
             return Ok(());
         }
+        let mark = switch.mark();
         let now = self.inner.options.clock.now();
-        let (over, rated) = self
+        let (over, rated, held) = self
             .read_now(move |tx| {
                 let rated = tx.limits()?.iter().any(|l| l.rate_count.is_some());
-                Ok((tx.delays_over(now)?, rated))
+                Ok((tx.delays_over(now)?, rated, tx.claim_facts_held()?))
             })
             .await?;
+        if let Some(mark) = mark {
+            if self.inner.store.claim_switch().turn_off(mark, held) {
+                tracing::debug!(
+                    ?held,
+                    "the claim switch turned off what the tables no longer hold"
+                );
+            }
+        }
         if rated {
             self.inner.waiters.wake(&Claimable::Any);
         }

@@ -41,6 +41,8 @@ pub struct BulkStep {
     pub key: Option<String>,
     /// `retry`: the state to enter.
     pub state: Option<String>,
+    /// `priority`: the priority to set.
+    pub priority: i64,
     /// `migrate`: the state map, and whether to move back.
     pub migrate: MigrateStep,
     /// Why (a preview may have none).
@@ -74,6 +76,7 @@ pub fn preview(rules: &Rules, tx: &dyn Tx, step: &BulkStep, row: &TokenRow) -> S
     match step.action {
         BulkAction::Migrate => return preview_migrate(rules, tx, step, row),
         BulkAction::Fire => return preview_fire(rules, tx, step, row),
+        BulkAction::Priority => return preview_priority(rules, tx, step, row),
         _ => {}
     }
     match why_not(rules, tx, step, row)? {
@@ -105,7 +108,8 @@ fn why_not(rules: &Rules, tx: &dyn Tx, step: &BulkStep, row: &TokenRow) -> Step<
     if step.action == BulkAction::Prune {
         return super::prune::why_not(tx, row);
     }
-    if step.action != BulkAction::Fire {
+    // A child's priority changes as a top token's does (`PUT /tokens/{id}/priority`).
+    if !matches!(step.action, BulkAction::Fire | BulkAction::Priority) {
         if let Err(fail) = refuse_child(tx, row, verb) {
             return Ok(Some(fail.refusal()));
         }
@@ -130,6 +134,7 @@ fn why_not(rules: &Rules, tx: &dyn Tx, step: &BulkStep, row: &TokenRow) -> Step<
         BulkAction::Fire => (row.status.live(), "it takes no events"),
         BulkAction::Migrate => (row.status.live(), "only a live token can be migrated"),
         BulkAction::Prune => (row.status.ended(), "only an ended token can be pruned"),
+        BulkAction::Priority => (row.status.live(), "only a live token's priority can change"),
     };
     if !allowed {
         return Ok(Some(super::not_now(row, only)));
@@ -147,6 +152,27 @@ fn why_not(rules: &Rules, tx: &dyn Tx, step: &BulkStep, row: &TokenRow) -> Step<
         }
     }
     Ok(None)
+}
+
+/// A bulk priority's outcome at `row`: refused for an ended token, a duplicate
+/// where the token has that priority already, else what it changes.
+fn preview_priority(
+    rules: &Rules,
+    tx: &dyn Tx,
+    step: &BulkStep,
+    row: &TokenRow,
+) -> Step<TokenOutcome> {
+    if let Some(refusal) = why_not(rules, tx, step, row)? {
+        return Ok(refused(row, &refusal));
+    }
+    let now = tx.priority(&row.token)?;
+    Ok(if now == step.priority {
+        let detail = format!("its priority is {now} already");
+        outcome(row, Outcome::Duplicate, detail)
+    } else {
+        let detail = format!("sets its priority from {now} to {}", step.priority);
+        outcome(row, Outcome::Applied, detail)
+    })
 }
 
 fn preview_migrate(
@@ -410,6 +436,18 @@ pub fn apply(rules: &Rules, tx: &dyn Tx, step: &BulkStep, token: &str) -> Step<T
             let row = lock(tx, token)?;
             return Ok(outcome(&row, Outcome::Applied, detail));
         }
+        BulkAction::Priority => {
+            if let Some(refusal) = why_not(rules, tx, step, &row)? {
+                return Err(Fail::Rollback(refusal));
+            }
+            let done = preview_priority(rules, tx, step, &row)?;
+            if done.outcome != Outcome::Applied {
+                return Ok(done);
+            }
+            operator_entry(tx, step, &row)?;
+            super::priority::keep(tx, &row.token, step.priority)?;
+            return Ok(done);
+        }
         BulkAction::Prune => {
             let prune = PruneStep {
                 selection: Some(step.selection.clone()),
@@ -443,6 +481,9 @@ fn operator_entry(tx: &dyn Tx, step: &BulkStep, row: &TokenRow) -> Step<()> {
     if let Some(map) = data.as_object_mut() {
         if step.action == BulkAction::Fire {
             map.insert("event".into(), Value::String(step.event.clone()));
+        }
+        if step.action == BulkAction::Priority {
+            map.insert("priority".into(), Value::from(step.priority));
         }
         if let Some(reason) = &step.reason {
             map.insert("reason".into(), Value::String(reason.clone()));

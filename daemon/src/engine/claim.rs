@@ -37,10 +37,10 @@ pub fn claim(rules: &Rules, tx: &dyn Tx, input: &ClaimInput) -> Step<Option<Gran
     // priorities, and the tasks whose retry policy's pause is not over; none set,
     // one statement read. With limits only, the limits alone are asked for
     // (`claim_limits::admission`, none found: a claim as without them).
-    use crate::store::retry_policies::{claim_facts_may_apply, claim_facts_must_be_read};
-    let facts = if states.is_empty() || !claim_facts_may_apply() {
+    let switch = crate::store::claim_switch::switch_of(tx);
+    let facts = if states.is_empty() || !switch.may_apply() {
         ClaimFacts::default()
-    } else if !claim_facts_must_be_read() {
+    } else if !switch.must_be_read() {
         ClaimFacts {
             limits: true,
             ..ClaimFacts::default()

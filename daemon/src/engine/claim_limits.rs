@@ -285,9 +285,7 @@ impl Admission {
 /// Set a limit whole; the change goes on the journal (subject `limit`, kind
 /// `set`). 422 `invalid_limit` for a state no workflow of the served graph has.
 pub fn set_limit(rules: &Rules, tx: &dyn Tx, input: &LimitInput) -> Step<LimitView> {
-    for state in &input.states {
-        known_state(rules, state)?;
-    }
+    known_states(&rules.graph, input)?;
     let now = tx.now();
     let before = tx.limits()?.into_iter().find(|row| row.name == input.name);
     let rate = input.rate;
@@ -352,8 +350,15 @@ fn adopt(tx: &dyn Tx, pool: &Pool) -> Step<()> {
     Ok(())
 }
 
-fn known_state(rules: &Rules, state: &str) -> Step<()> {
-    let graph = &rules.graph;
+/// 422 `invalid_limit` for a state of `input` that `graph` lacks.
+pub fn known_states(graph: &stateous_shared::graph::Graph, input: &LimitInput) -> Step<()> {
+    input
+        .states
+        .iter()
+        .try_for_each(|state| known_state(graph, state))
+}
+
+fn known_state(graph: &stateous_shared::graph::Graph, state: &str) -> Step<()> {
     let known = match state.split_once('/') {
         None => graph.main.states.contains_key(state),
         Some((workflow, name)) => graph

@@ -38,6 +38,7 @@ pub mod why;
 // Usage and budgets (`docs/concepts/budgets.md`).
 pub mod budget;
 pub mod claim_limits;
+pub mod limits_file;
 pub mod priority;
 pub mod retry_policy;
 pub mod usage;

@@ -53,6 +53,18 @@ fn text_of<'b>(body: &'b Object, key: &str) -> Step<Option<&'b str>> {
 /// Set a state's retry policy from `PUT /retry-policies/{state}`'s body; 422
 /// `invalid_argument` for a state the served graph lacks or a bad duration.
 pub fn set_policy(rules: &Rules, tx: &dyn Tx, state: &str, body: &Object) -> Step<RetryPolicyView> {
+    let row = policy_row(&rules.graph, state, body, tx.now())?;
+    put_policy(tx, &row)
+}
+
+/// A retry policy's row from `PUT /retry-policies/{state}`'s body, set at `now`,
+/// checked against `graph` (the refusals of [`set_policy`]); nothing written.
+pub fn policy_row(
+    graph: &stateous_shared::graph::Graph,
+    state: &str,
+    body: &Object,
+    now: i64,
+) -> Step<RetryPolicyRow> {
     if let Some(key) = body
         .keys()
         .find(|k| !matches!(k.as_str(), "delay" | "backoff" | "cap" | "jitter"))
@@ -62,7 +74,6 @@ pub fn set_policy(rules: &Rules, tx: &dyn Tx, state: &str, body: &Object) -> Ste
             format!("a retry policy has the fields delay, backoff, cap and jitter, not '{key}'"),
         );
     }
-    let graph = &rules.graph;
     let known = match state.split_once('/') {
         None => graph.main.states.contains_key(state),
         Some((w, s)) => graph
@@ -115,16 +126,20 @@ pub fn set_policy(rules: &Rules, tx: &dyn Tx, state: &str, body: &Object) -> Ste
         Some(jitter) => micros(jitter, "jitter")?,
         None => 0,
     };
-    let row = RetryPolicyRow {
+    Ok(RetryPolicyRow {
         state: state.to_string(),
         delay,
         doubling,
         cap,
         jitter,
-        set_at: tx.now(),
-    };
-    tx.put_retry_policy(&row)?;
-    let view = view(&row);
+        set_at: now,
+    })
+}
+
+/// Keep `row` as its state's retry policy, on the journal.
+pub fn put_policy(tx: &dyn Tx, row: &RetryPolicyRow) -> Step<RetryPolicyView> {
+    tx.put_retry_policy(row)?;
+    let view = view(row);
     let data = json!({
         "delay_seconds": view.delay_seconds,
         "backoff": view.backoff,
@@ -133,7 +148,7 @@ pub fn set_policy(rules: &Rules, tx: &dyn Tx, state: &str, body: &Object) -> Ste
     });
     tx.journal_append(
         JOURNAL_SUBJECT,
-        state,
+        &row.state,
         "set",
         data.as_object().unwrap_or(&Object::new()),
     )?;

@@ -136,6 +136,11 @@ pub struct ServeArgs {
     /// A variable that is unset stops serve, naming it.
     #[arg(long, value_name = "FILE")]
     pub hooks: Option<PathBuf>,
+    /// The limits file (YAML or JSON): limits and retry policies set as serve
+    /// takes the database, each on the journal as file:FILE; those it does not
+    /// name are left as they are (docs/limits.md).
+    #[arg(long, value_name = "FILE")]
+    pub limits: Option<PathBuf>,
     /// Prune the tokens that ended longer ago than this (e.g. 30d), with their
     /// history, tasks, timers, memory and idempotency keys, in small batches; a
     /// pruned token's id can be started again. Without it every token is kept.
@@ -238,6 +243,7 @@ impl ServeArgs {
             max_connections: DEFAULT_MAX_CONNECTIONS.into(),
             header_timeout: DEFAULT_HEADER_TIMEOUT.into(),
             hooks: None,
+            limits: None,
             retain_ended: None,
             retain_every: DEFAULT_RETAIN_EVERY.into(),
             archive: None,

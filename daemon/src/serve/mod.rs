@@ -30,6 +30,7 @@
 mod args;
 mod first;
 mod hooks;
+mod limits_file;
 mod lowered;
 mod notifier;
 pub mod options;
@@ -159,6 +160,9 @@ struct Ready {
     guard: Guard,
     /// The hooks of `--hooks FILE`.
     hooks: crate::api::hooks::Hooks,
+    /// The limits file (`--limits FILE`), set as the database is taken; a held
+    /// database's before `Ready`.
+    limits: Option<limits_file::LimitsFile>,
     /// Where traces go (`--otlp-endpoint`); `None`: off.
     traces: Option<stateous_otlp::Endpoint>,
 }
@@ -191,6 +195,7 @@ fn start(args: &ServeArgs) -> Result<Ready, String> {
     };
     let graph = Arc::new(read_graph(&args.graph)?);
     let hooks = hooks::read_hooks(args.hooks.as_deref(), &graph, args.insecure)?;
+    let limits = limits_file::read_limits(args.limits.as_deref(), &graph)?;
     let tcp = bind_tcp(&listen)?;
     let (socket_path, folder) = match &args.socket {
         Some(path) => (path.clone(), socket::Folder::MustExist),
@@ -280,6 +285,9 @@ fn start(args: &ServeArgs) -> Result<Ready, String> {
     if let Some(refusal) = listen.refusal(keys, tls.is_some(), args.insecure) {
         return Err(refusal);
     }
+    if let (Holding::Held(control), Some(file)) = (&holding, &limits) {
+        runtime.block_on(limits_file::apply(control, file))?;
+    }
     if let Some(warning) = listen.warning(keys, tls.is_some()) {
         say(&warning);
     }
@@ -316,6 +324,7 @@ fn start(args: &ServeArgs) -> Result<Ready, String> {
         },
         timings,
         hooks,
+        limits,
         traces,
     })
 }
@@ -353,6 +362,7 @@ impl Ready {
             timings,
             guard,
             hooks,
+            limits,
             traces,
         } = self;
         let socket_path = socket.path().display().to_string();
@@ -392,6 +402,9 @@ impl Ready {
                 } => match stand_by(graph, *options, &stop, &mut signals, &url, &socket_path).await
                 {
                     Waited::Took(control) => {
+                        if let Some(file) = &limits {
+                            limits_file::apply(&control, file).await?;
+                        }
                         control.metrics().adopt(&counts);
                         traced_from = control.mark().safe();
                         front.serve(keyed_api(&control, &lost).await?.with_hooks(hooks.clone()));

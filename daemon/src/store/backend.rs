@@ -117,29 +117,15 @@ impl Store {
             Database::Sqlite(path) => SqliteStore::open(path, options).map(Store::Sqlite),
             Database::Postgres(url) => PgStore::open(url, options).map(Store::Postgres),
         }
-        .inspect(|_| {
-            // Whether claims must read the limits, priorities and pauses: a database
-            // that holds one makes every claim read them; one that cannot be read
-            // here, too.
-            use super::retry_policies::{claim_facts_apply, ClaimFact};
-            let holds = Store::inspect(options, |tx| {
-                let facts = tx.claim_facts(0)?;
-                Ok([
-                    (ClaimFact::Limits, facts.limits),
-                    (ClaimFact::Priorities, facts.priorities),
-                    (ClaimFact::Delays, !facts.delayed.is_empty()),
-                ])
-            });
-            match holds {
-                Ok(Inspected::Read(held)) => held
-                    .into_iter()
-                    .filter(|(_, holds)| *holds)
-                    .for_each(|(fact, _)| claim_facts_apply(fact)),
-                _ => [ClaimFact::Limits, ClaimFact::Priorities, ClaimFact::Delays]
-                    .into_iter()
-                    .for_each(claim_facts_apply),
-            }
-        })
+    }
+
+    /// Whether a limit, a priority or a retry pause may be set in the database
+    /// (`claim_switch.rs`): this store's own, loaded from the tables at the open.
+    pub fn claim_switch(&self) -> &super::claim_switch::ClaimSwitch {
+        match self {
+            Store::Sqlite(store) => store.claim_switch(),
+            Store::Postgres(store) => store.claim_switch(),
+        }
     }
 
     /// Run `read` in one read-only transaction without taking the database (a

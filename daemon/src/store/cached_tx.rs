@@ -272,6 +272,10 @@ impl Tx for CachedTx<'_> {
     fn reads_again(&self) -> bool {
         self.side_by_side()
     }
+
+    fn turned(&self) -> Option<&super::claim_switch::Turned<'_>> {
+        self.inner.turned()
+    }
 }
 
 // Every other method (the traits written with `passed_through!`) goes to the
@@ -472,7 +476,7 @@ impl Tasks for CachedTx<'_> {
         self.inner.update_task(row)?;
         self.task_changed(row);
         if row.attempt > 0 && row.status != super::TaskStatus::Claimed {
-            super::claim_limits::slot_returned(row);
+            super::claim_limits::slot_returned(self, row);
         }
         Ok(())
     }

@@ -16,10 +16,10 @@ use super::{StoreError, StoreResult};
 /// that write (see above). Where limits may apply, every waiting claim is woken
 /// after the commit (`claimable::made_claimable`): the slot may be of a limit over
 /// several states.
-pub fn slot_returned(task: &super::TaskRow) {
+pub fn slot_returned(tx: &dyn super::Tx, task: &super::TaskRow) {
     let _ = task;
-    // With no limit ever set, a slot never stood between a claim and a task.
-    if super::retry_policies::claim_facts_may_apply() {
+    // With no limit set, a slot never stood between a claim and a task.
+    if super::claim_switch::switch_of(tx).may_apply() {
         super::claimable::made_claimable(None);
     }
 }

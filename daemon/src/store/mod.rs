@@ -25,6 +25,7 @@ pub mod access;
 pub mod backend;
 pub mod cached_tx;
 pub mod claim_limits;
+pub mod claim_switch;
 pub mod claimable;
 pub mod facts;
 pub mod family;
@@ -486,6 +487,13 @@ pub trait Tx:
 {
     /// The moment of the transaction, in microseconds since 1970.
     fn now(&self) -> i64;
+
+    /// The claim switch of the write path that runs this transaction, with the
+    /// writes it turned on (`claim_switch.rs`); `None` outside a write path (a
+    /// read, a step of an open): every fact then may apply.
+    fn turned(&self) -> Option<&claim_switch::Turned<'_>> {
+        None
+    }
 
     /// Whether other transactions may change rows between two reads of this one, so
     /// that a row read before its family's lock is read again under it (`locked.rs`).

@@ -381,3 +381,89 @@ fn claims_at_once_hold_a_limit_on_sqlite() {
 fn claims_at_once_hold_a_limit_on_postgres() {
     claims_at_once_hold_a_limit(Backend::Postgres);
 }
+
+/// The claim switch belongs to one store (`store/claim_switch.rs`): a limit set in
+/// one database leaves another control plane of the same process claiming as
+/// without limits; removing the last limit, or the last priority other than 0,
+/// turns it off at the next tick; a restart loads it from the tables; and while
+/// it is on, a limit holds.
+async fn the_claim_switch_is_per_store_and_turns_off(db: Db) {
+    let other_db = Db::new(db.backend).unwrap();
+    let clock = Clock::manual(1_800_000_000_000_000);
+    let open = |db: &Db| {
+        let mut options = db.options();
+        options.clock = clock.clone();
+        options.lease = LEASE;
+        Control::open(sdlc(), options)
+    };
+    let (one, other) = (open(&db).await.unwrap(), open(&other_db).await.unwrap());
+    assert!(!one.claims_look_at_limits() && !other.claims_look_at_limits());
+    let limit = |max: i64| {
+        LimitInput::parse("one", &object(json!({"states": ["coding"], "max": max}))).unwrap()
+    };
+    one.set_limit(limit(1)).await.unwrap();
+    assert!(one.claims_look_at_limits(), "set: on");
+    assert!(
+        !other.claims_look_at_limits(),
+        "another store's switch stays off"
+    );
+    for n in 0..2 {
+        for control in [&one, &other] {
+            let context = object(json!({"repo": "r"}));
+            let input = StartInput::new(format!("T-{n}"), context).unwrap();
+            control.start(input).await.unwrap();
+        }
+    }
+    let claim = |control: &Control, box_: &str| {
+        let input = ClaimInput::new(box_.to_string(), vec!["coding".into()], None).unwrap();
+        let control = control.clone();
+        async move { control.claim(input).await.unwrap() }
+    };
+    assert!(claim(&one, "a").await.is_some());
+    assert!(claim(&one, "b").await.is_none(), "a limit of 1 holds");
+    assert!(claim(&other, "a").await.is_some());
+    assert!(claim(&other, "b").await.is_some(), "no limit in the other");
+    // Still on while the limit is there, whatever the ticks.
+    one.tick().await.unwrap();
+    assert!(one.claims_look_at_limits());
+    one.remove_limit("one".into()).await.unwrap();
+    one.tick().await.unwrap();
+    assert!(
+        !one.claims_look_at_limits(),
+        "the last limit gone: off at the tick"
+    );
+    assert!(
+        claim(&one, "b").await.is_some(),
+        "nothing holds the claim now"
+    );
+    // A priority other than 0 turns it on; back to 0, off at the tick.
+    let input = StartInput::new("T-9".to_string(), object(json!({"repo": "r"}))).unwrap();
+    one.start(input).await.unwrap();
+    one.set_token_priority("T-9".into(), 5).await.unwrap();
+    assert!(one.claims_look_at_limits());
+    one.tick().await.unwrap();
+    assert!(one.claims_look_at_limits(), "a priority is set");
+    one.set_token_priority("T-9".into(), 0).await.unwrap();
+    one.tick().await.unwrap();
+    assert!(!one.claims_look_at_limits(), "the last priority gone");
+    // A restart loads it from the tables.
+    one.set_limit(limit(1)).await.unwrap();
+    one.shutdown().await.unwrap();
+    let one = open(&db).await.unwrap();
+    assert!(
+        one.claims_look_at_limits(),
+        "opened on a database with a limit"
+    );
+    assert!(claim(&one, "c").await.is_none(), "a limit of 1, held");
+    one.remove_limit("one".into()).await.unwrap();
+    one.shutdown().await.unwrap();
+    let one = open(&db).await.unwrap();
+    assert!(
+        !one.claims_look_at_limits(),
+        "opened on a database without one"
+    );
+    one.shutdown().await.unwrap();
+    other.shutdown().await.unwrap();
+}
+
+both!(the_claim_switch_is_per_store_and_turns_off);

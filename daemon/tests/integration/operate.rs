@@ -168,6 +168,7 @@ fn step(action: BulkAction, filter: &str) -> BulkStep {
         payload: None,
         key: None,
         state: None,
+        priority: 0,
         migrate: Default::default(),
         reason: Some("incident 42".into()),
         by: "ann".into(),

@@ -162,6 +162,7 @@ fn prune_input(filter: &str, dry_run: bool, archive: Option<std::path::PathBuf>)
             payload: None,
             key: None,
             state: None,
+            priority: 0,
             migrate: Default::default(),
             reason: None,
             by: "ann".into(),

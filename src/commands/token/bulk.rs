@@ -34,6 +34,8 @@ pub struct BulkOptions {
     pub key: Option<String>,
     /// `retry`: `--state`.
     pub state: Option<String>,
+    /// `priority`: the priority N.
+    pub priority: Option<i64>,
     /// `migrate`: `--map OLD=NEW`, each state a token in OLD takes.
     pub map: std::collections::BTreeMap<String, String>,
     /// `migrate`: `--undo`, back to the graph of each token's last migration.
@@ -133,6 +135,7 @@ pub(super) async fn run(
         payload,
         key: options.key.clone(),
         state: options.state.clone(),
+        priority: options.priority,
         map: (!options.map.is_empty()).then(|| options.map.clone()),
         undo: options.undo,
         reason: options.reason.clone(),

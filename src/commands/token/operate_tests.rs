@@ -77,6 +77,7 @@ fn cancel(reason: Option<&str>, yes: bool) -> TokenAction {
         payload: None,
         key: None,
         state: None,
+        priority: None,
         map: Default::default(),
         undo: false,
         reason: reason.map(str::to_string),

@@ -40,6 +40,7 @@ pub const BULK_FIELDS: &[&str] = &[
     "payload",
     "key",
     "state",
+    "priority",
     "map",
     "undo",
     "reason",
@@ -199,6 +200,17 @@ pub fn bulk(body: &Object) -> Result<BulkInput, Refusal> {
     if action != BulkAction::Retry && state.is_some() {
         return Err(shape("only a bulk retry takes 'state'"));
     }
+    let priority = match body.get("priority") {
+        None | Some(Value::Null) => None,
+        Some(value) => Some(crate::engine::priority::priority_of(value).map_err(|f| f.refusal())?),
+    };
+    match (action, priority) {
+        (BulkAction::Priority, None) => {
+            return Err(shape("a bulk priority needs 'priority', a whole number"))
+        }
+        (BulkAction::Priority, Some(_)) | (_, None) => {}
+        (_, Some(_)) => return Err(shape("only a bulk priority takes 'priority'")),
+    }
     let migrate = migrate_step(body)?;
     if action != BulkAction::Migrate && migrate != MigrateStep::default() {
         return Err(shape("only a bulk migrate takes 'map' and 'undo'"));
@@ -260,6 +272,7 @@ pub fn bulk(body: &Object) -> Result<BulkInput, Refusal> {
             | BulkAction::Cancel
             | BulkAction::Fire
             | BulkAction::Migrate
+            | BulkAction::Priority
     ) && !include_ended
         && tokens.is_none()
         && filter
@@ -276,6 +289,7 @@ pub fn bulk(body: &Object) -> Result<BulkInput, Refusal> {
         payload,
         key,
         state,
+        priority: priority.unwrap_or_default(),
         migrate,
         reason,
         by: text(body, "by", MAX_BY)?.unwrap_or_else(|| OPERATOR.to_string()),
@@ -384,7 +398,7 @@ mod tests {
             .collect();
         assert_eq!(
             bulk(&every).unwrap_err().error,
-            "'action' must be one of: pause, resume, cancel, fire, retry, migrate, prune",
+            "'action' must be one of: pause, resume, cancel, fire, retry, migrate, prune, priority",
             "every field it lists is taken"
         );
     }

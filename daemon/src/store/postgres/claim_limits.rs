@@ -134,8 +134,8 @@ impl Limits for PgTx<'_> {
     }
 
     fn put_limit(&self, row: &LimitRow) -> StoreResult<()> {
-        use crate::store::retry_policies::{claim_facts_apply, ClaimFact};
-        claim_facts_apply(ClaimFact::Limits);
+        use crate::store::claim_switch::{turn_on, ClaimFact};
+        turn_on(self, ClaimFact::Limits);
         // Under the slots' lock: a transaction that keeps the limits it read
         // holds it to its end.
         self.lock_slots()?;

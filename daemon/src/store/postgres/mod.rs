@@ -39,6 +39,7 @@ pub mod tls;
 mod tokens;
 mod usage;
 
+use crate::store::claim_switch::Turned;
 use std::cell::{Cell, RefCell};
 use std::collections::{HashSet, VecDeque};
 use std::time::Duration;
@@ -169,6 +170,9 @@ pub struct PgTx<'c> {
     /// The limits and the slots held, as this transaction knows them under the
     /// slots' lock (`slot_book.rs`).
     slots: RefCell<SlotBook>,
+    /// The write path's claim switch and what this transaction turned on
+    /// (`store/claim_switch.rs`); `None` outside the write path.
+    turned: Option<&'c Turned<'c>>,
 }
 
 /// What the transaction of the writer's batch knows beside the database.
@@ -215,7 +219,14 @@ impl<'c> PgTx<'c> {
             heads: RefCell::new(FastMap::default()),
             ahead: RefCell::new(None),
             slots: RefCell::new(SlotBook::default()),
+            turned: None,
         }
+    }
+
+    /// A transaction of the write path, whose writes turn `turned`'s switch on.
+    pub fn turning(mut self, turned: &'c Turned<'c>) -> PgTx<'c> {
+        self.turned = Some(turned);
+        self
     }
 
     /// The transaction of the writer's batch: a supervisor's last claim is
@@ -464,6 +475,10 @@ impl<'c> PgTx<'c> {
 impl Tx for PgTx<'_> {
     fn now(&self) -> i64 {
         self.now.get()
+    }
+
+    fn turned(&self) -> Option<&Turned<'_>> {
+        self.turned
     }
 }
 

@@ -50,9 +50,7 @@ impl RetryPolicies for PgTx<'_> {
     }
 
     fn delay_task(&self, task: i64, not_before: i64) -> StoreResult<()> {
-        crate::store::retry_policies::claim_facts_apply(
-            crate::store::retry_policies::ClaimFact::Delays,
-        );
+        crate::store::claim_switch::turn_on(self, crate::store::claim_switch::ClaimFact::Delays);
         self.execute(
             "INSERT INTO task_delays (task, not_before) VALUES ($1, $2)
              ON CONFLICT (task) DO UPDATE SET not_before = excluded.not_before",
@@ -79,6 +77,15 @@ impl RetryPolicies for PgTx<'_> {
 
     fn end_delays(&self, now: i64) -> StoreResult<u64> {
         self.execute("DELETE FROM task_delays WHERE not_before <= $1", &[&now])
+    }
+
+    fn claim_facts_held(&self) -> StoreResult<crate::store::claim_switch::Held> {
+        let row = self.query_one(
+            "SELECT EXISTS (SELECT 1 FROM limits), EXISTS (SELECT 1 FROM priorities),
+                    EXISTS (SELECT 1 FROM task_delays)",
+            &[],
+        )?;
+        Ok([get(&row, 0)?, get(&row, 1)?, get(&row, 2)?])
     }
 
     fn claim_facts(&self, now: i64) -> StoreResult<ClaimFacts> {

@@ -19,6 +19,7 @@ use super::schema::{first_to_run, migrate};
 use super::{KnownClaims, PgTx, Sequences};
 use crate::store::backend::{without_password, Inspected, StoreOptions};
 use crate::store::cached_tx::{CachedTx, Locking};
+use crate::store::claim_switch::ClaimSwitch;
 use crate::store::facts::Cache;
 use crate::store::family::{FamilyLocks, SoloTransactions};
 use crate::store::feed::{FeedMark, Opened};
@@ -73,6 +74,10 @@ struct Inner {
     /// [`Inner::settled`]) until the server's session that ran them has ended
     /// (`Inner::settle`).
     unsettled: Mutex<Unsettled>,
+    /// Whether a limit, a priority or a retry pause may be set in the database
+    /// (`store/claim_switch.rs`): loaded at the open, which for a standby ends at
+    /// its takeover.
+    pub(super) switch: ClaimSwitch,
 }
 
 /// The commits that got no answer and may still land.
@@ -118,11 +123,11 @@ impl PgStore {
             tracing::warn!(target: "stateous.serve", "{weak}");
         }
         let now = options.clock.now();
-        let (epoch, last) = serving
+        let (epoch, last, held) = serving
             .with(|conn| {
                 once(conn, now, |tx| {
                     let epoch = serving::take_hold(tx, &options.holder)?;
-                    Ok((epoch, tx.last_entry_id()?))
+                    Ok((epoch, tx.last_entry_id()?, tx.claim_facts_held()?))
                 })
             })
             .map_err(|e| format!("cannot use the database {shown}: {e}"))?;
@@ -154,6 +159,7 @@ impl PgStore {
             answering: connector.answering.clone(),
             statement_deadline: connector.deadlines.statement,
             unsettled: Mutex::new(Unsettled::default()),
+            switch: ClaimSwitch::with(held),
         });
         let writer = writer::Writer::spawn(Arc::clone(&inner))
             .map_err(|e| format!("cannot start the writer thread: {e}"))?;
@@ -233,6 +239,12 @@ impl PgStore {
     /// The feed's safe point.
     pub fn mark(&self) -> &FeedMark {
         &self.inner.mark
+    }
+
+    /// Whether a limit, a priority or a retry pause may be set
+    /// (`store/claim_switch.rs`).
+    pub fn claim_switch(&self) -> &ClaimSwitch {
+        &self.inner.switch
     }
 
     /// How many write transactions committed.
@@ -456,11 +468,13 @@ impl Inner {
         if self.lost.load(Ordering::SeqCst) {
             return Err(StoreError::NotServing);
         }
+        // Dropped after the commit or rollback (`store/claim_switch.rs`).
+        let turned = self.switch.turned();
         let mut conn = self.connection()?;
         conn.begin("BEGIN");
         let now = self.clock.now();
         let settled = self.settled();
-        let tx = PgTx::new(&mut conn, now, &self.mark, &self.ids);
+        let tx = PgTx::new(&mut conn, now, &self.mark, &self.ids).turning(&turned);
         let locking = Locking::Rows(&self.families, self.lock_wait);
         let cached = CachedTx::new(&tx, &self.cache, locking).notifying(&self.subscribed);
         let ran = catch_unwind(AssertUnwindSafe(|| {
@@ -499,7 +513,9 @@ impl Inner {
         }
         self.families.give_back(&finished.tops);
         let tried = matches!((&ran, &failed), (Ok((true, _)), None));
-        self.ended(tried, &ended, opened, &conn);
+        if self.ended(tried, &ended, opened, &conn) {
+            turned.outcome_unknown();
+        }
         if let Some(error) = failed {
             return Err(error);
         }
@@ -520,8 +536,15 @@ impl Inner {
     /// of any token and of claims may be out of date, and its rows may still commit
     /// (it is unsettled until its session ends, `Inner::settle`: the feed's mark
     /// waits below its ledger rows, from `opened` on, and writes take their row
-    /// locks, `Inner::settled`); otherwise `opened` is closed.
-    fn ended(&self, tried: bool, ended: &StoreResult<()>, opened: Option<Opened>, conn: &PgConn) {
+    /// locks, `Inner::settled`); otherwise `opened` is closed. Whether the commit's
+    /// outcome is unknown.
+    fn ended(
+        &self,
+        tried: bool,
+        ended: &StoreResult<()>,
+        opened: Option<Opened>,
+        conn: &PgConn,
+    ) -> bool {
         if matches!(ended, Err(StoreError::NotServing)) {
             self.lost.store(true, Ordering::SeqCst);
         }
@@ -541,6 +564,7 @@ impl Inner {
         } else if let Some(opened) = opened {
             self.mark.close(opened);
         }
+        unknown
     }
 
     /// Whether a write that began when [`Inner::settled`] said `at_start` may keep

@@ -48,9 +48,7 @@ impl Limits for SqliteTx<'_> {
     }
 
     fn put_limit(&self, row: &LimitRow) -> StoreResult<()> {
-        crate::store::retry_policies::claim_facts_apply(
-            crate::store::retry_policies::ClaimFact::Limits,
-        );
+        crate::store::claim_switch::turn_on(self, crate::store::claim_switch::ClaimFact::Limits);
         self.prepare(&format!(
             "INSERT INTO limits ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
              ON CONFLICT (name) DO UPDATE SET states = excluded.states, max = excluded.max,

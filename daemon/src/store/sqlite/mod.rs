@@ -28,6 +28,7 @@ mod tokens;
 mod usage;
 pub mod writer;
 
+use crate::store::claim_switch::Turned;
 use std::cell::{Cell, RefCell};
 use std::ops::{Deref, DerefMut};
 use std::path::Path;
@@ -54,6 +55,9 @@ pub struct SqliteTx<'c> {
     claims: Option<claims::ClaimsView<'c>>,
     /// The access key whose request writes the next ledger entries.
     by: RefCell<Option<String>>,
+    /// The writer's claim switch and what this transaction turned on
+    /// (`store/claim_switch.rs`); `None` outside the writer.
+    turned: Option<&'c Turned<'c>>,
 }
 
 impl<'c> SqliteTx<'c> {
@@ -66,6 +70,7 @@ impl<'c> SqliteTx<'c> {
             held: RefCell::new(Vec::new()),
             claims: None,
             by: RefCell::new(None),
+            turned: None,
         }
     }
 
@@ -77,9 +82,11 @@ impl<'c> SqliteTx<'c> {
         conn: &'c Connection,
         now: i64,
         known: &'c claims::KnownClaims,
+        turned: &'c Turned<'c>,
     ) -> SqliteTx<'c> {
         SqliteTx {
             claims: Some(claims::ClaimsView::new(known)),
+            turned: Some(turned),
             ..SqliteTx::new(conn, now)
         }
     }
@@ -184,6 +191,10 @@ impl Tx for SqliteTx<'_> {
 
     fn reads_again(&self) -> bool {
         false
+    }
+
+    fn turned(&self) -> Option<&Turned<'_>> {
+        self.turned
     }
 }
 

@@ -16,9 +16,12 @@ impl Priorities for SqliteTx<'_> {
     }
 
     fn set_priority(&self, token: &str, priority: i64) -> StoreResult<()> {
-        crate::store::retry_policies::claim_facts_apply(
-            crate::store::retry_policies::ClaimFact::Priorities,
-        );
+        if priority != 0 {
+            crate::store::claim_switch::turn_on(
+                self,
+                crate::store::claim_switch::ClaimFact::Priorities,
+            );
+        }
         if priority == 0 {
             self.prepare("DELETE FROM priorities WHERE token = ?1")?
                 .execute([token])?;

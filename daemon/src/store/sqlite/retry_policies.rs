@@ -52,9 +52,7 @@ impl RetryPolicies for SqliteTx<'_> {
     }
 
     fn delay_task(&self, task: i64, not_before: i64) -> StoreResult<()> {
-        crate::store::retry_policies::claim_facts_apply(
-            crate::store::retry_policies::ClaimFact::Delays,
-        );
+        crate::store::claim_switch::turn_on(self, crate::store::claim_switch::ClaimFact::Delays);
         self.prepare(
             "INSERT INTO task_delays (task, not_before) VALUES (?1, ?2)
              ON CONFLICT (task) DO UPDATE SET not_before = excluded.not_before",
@@ -81,6 +79,16 @@ impl RetryPolicies for SqliteTx<'_> {
             .prepare("DELETE FROM task_delays WHERE not_before <= ?1")?
             .execute([now])?;
         Ok(deleted as u64)
+    }
+
+    fn claim_facts_held(&self) -> StoreResult<crate::store::claim_switch::Held> {
+        let held: (bool, bool, bool) = self
+            .prepare(
+                "SELECT EXISTS (SELECT 1 FROM limits), EXISTS (SELECT 1 FROM priorities),
+                        EXISTS (SELECT 1 FROM task_delays)",
+            )?
+            .query_row([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?;
+        Ok([held.0, held.1, held.2])
     }
 
     fn claim_facts(&self, now: i64) -> StoreResult<ClaimFacts> {

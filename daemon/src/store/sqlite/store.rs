@@ -47,10 +47,11 @@ impl SqliteStore {
             other => format!("cannot open the database {shown}: {other}"),
         })?;
         let now = options.clock.now();
-        let (epoch, last) = once(&conn, now, |tx| {
+        let (epoch, last, held) = once(&conn, now, |tx| {
             let epoch = serving::take_hold(tx, &options.holder).map_err(|e| e.to_string())?;
             let last = tx.last_entry_id().map_err(|e| e.to_string())?;
-            Ok((epoch, last))
+            let held = tx.claim_facts_held().map_err(|e| e.to_string())?;
+            Ok((epoch, last, held))
         })?;
         let mark = FeedMark::new(last);
         let checkpoints = Checkpointer::spawn(path, options.busy_timeout)
@@ -65,6 +66,7 @@ impl SqliteStore {
         )
         .map_err(|e| format!("cannot start the writer thread: {e}"))?;
         writer.fence(epoch);
+        writer.claim_switch().load(held);
         Ok(SqliteStore {
             writer,
             reader: Reader::new(path.to_path_buf(), options.busy_timeout),
@@ -126,6 +128,12 @@ impl SqliteStore {
     /// The feed's safe point.
     pub fn mark(&self) -> &FeedMark {
         &self.mark
+    }
+
+    /// Whether a limit, a priority or a retry pause may be set
+    /// (`store/claim_switch.rs`).
+    pub fn claim_switch(&self) -> &crate::store::claim_switch::ClaimSwitch {
+        self.writer.claim_switch()
     }
 
     /// How many transactions the writer committed.

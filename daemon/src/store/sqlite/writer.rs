@@ -35,6 +35,7 @@ use super::SqliteTx;
 use crate::notify::Subscribed;
 use crate::store::cached_tx::outboxed;
 use crate::store::cached_tx::{CachedTx, Locking};
+use crate::store::claim_switch::{ClaimSwitch, Turned};
 use crate::store::facts::{Cache, Overlay};
 use crate::store::feed::FeedMark;
 use crate::store::request::{self, next_batch, Request, Waiting};
@@ -81,6 +82,10 @@ struct Shared {
     /// The WAL's checkpoints, off this thread (`checkpointer.rs`); `None`: the
     /// connection's own.
     checkpoints: Option<Checkpointer>,
+    /// Whether a limit, a priority or a retry pause may be set
+    /// (`store/claim_switch.rs`): every fact on until the store's open loads it
+    /// from the tables.
+    switch: ClaimSwitch,
 }
 
 /// A cheap, cloneable handle to the writer thread.
@@ -130,12 +135,19 @@ impl Writer {
             claims: KnownClaims::default(),
             subscribed,
             checkpoints,
+            switch: ClaimSwitch::with([true; 3]),
         });
         let inside = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
             .name("stateous-writer".into())
             .spawn(move || run(conn, clock, queue, &inside))?;
         Ok((Writer { jobs, shared }, thread))
+    }
+
+    /// Whether a limit, a priority or a retry pause may be set
+    /// (`store/claim_switch.rs`).
+    pub fn claim_switch(&self) -> &ClaimSwitch {
+        &self.shared.switch
     }
 
     /// How many transactions the writer committed so far.
@@ -232,15 +244,17 @@ fn refuse_all(batch: Vec<Job>, error: &StoreError) {
 /// refused, the whole transaction, which holds this batch only, is rolled back and
 /// begun again, and the batch runs once more with a savepoint per request.
 fn commit_batch(conn: &Connection, clock: &Clock, batch: Vec<Job>, shared: &Shared) {
+    // Dropped after the commit or rollback (`store/claim_switch.rs`).
+    let turned = shared.switch.turned();
     let mut requests: Vec<Box<dyn Request>> = batch.into_iter().map(|job| job.request).collect();
-    let ran = match run_plain(conn, clock, &mut requests, shared) {
+    let ran = match run_plain(conn, clock, &mut requests, shared, &turned) {
         Some(done) => Ok(done),
         None => {
             shared.replays.fetch_add(1, Ordering::Relaxed);
             control(conn, "ROLLBACK")
                 .and_then(|()| control(conn, "BEGIN IMMEDIATE"))
                 .map_err(StoreError::from)
-                .map(|()| run_each_in_savepoint(conn, clock, &mut requests, shared))
+                .map(|()| run_each_in_savepoint(conn, clock, &mut requests, shared, &turned))
         }
     };
     let committed = ran.and_then(|done| {
@@ -285,9 +299,10 @@ fn run_plain<'c>(
     clock: &Clock,
     requests: &mut [Box<dyn Request>],
     shared: &'c Shared,
+    turned: &Turned<'_>,
 ) -> Option<Ran<'c>> {
     let overlay = Overlay::new(&shared.cache);
-    let tx = SqliteTx::for_writer(conn, clock.now(), &shared.claims);
+    let tx = SqliteTx::for_writer(conn, clock.now(), &shared.claims, turned);
     let mut last_id = 0;
     for request in requests.iter_mut() {
         let before = conn.total_changes();
@@ -312,9 +327,10 @@ fn run_each_in_savepoint<'c>(
     clock: &Clock,
     requests: &mut [Box<dyn Request>],
     shared: &'c Shared,
+    turned: &Turned<'_>,
 ) -> Ran<'c> {
     let overlay = Overlay::new(&shared.cache);
-    let tx = SqliteTx::for_writer(conn, clock.now(), &shared.claims);
+    let tx = SqliteTx::for_writer(conn, clock.now(), &shared.claims, turned);
     let mut last_id = 0;
     for request in requests.iter_mut() {
         if let Err(error) = control(conn, "SAVEPOINT request") {

@@ -204,8 +204,11 @@ fn run_batch(inner: &Arc<Inner>, batch: Vec<Job>) {
     };
     // Which requests run alone after the batch (they had to wait for a family).
     let mut contended = vec![false; requests.len()];
+    // Dropped after the commit or rollback (`store/claim_switch.rs`).
+    let turned = inner.switch.turned();
     let tx = PgTx::new(&mut conn, inner.clock.now(), &inner.mark, &inner.ids)
-        .for_batch(&inner.claims, &inner.solo);
+        .for_batch(&inner.claims, &inner.solo)
+        .turning(&turned);
     let mut outcome = Outcome::Ran;
     if !about.is_empty() {
         if let Err(error) = tx.read_ahead(&about, locks.mark) {
@@ -291,8 +294,11 @@ fn run_batch(inner: &Arc<Inner>, batch: Vec<Job>) {
         inner.commits.fetch_add(1, Ordering::Relaxed);
     }
     inner.families.give_back(locks.held.borrow().iter());
-    inner.ended(matches!(outcome, Outcome::Ran), &ended, opened, &conn);
+    if inner.ended(matches!(outcome, Outcome::Ran), &ended, opened, &conn) {
+        turned.outcome_unknown();
+    }
     drop(conn);
+    drop(turned);
     let (mut batch, mut runs_alone) = (Vec::new(), Vec::new());
     for (request, contended) in requests.into_iter().zip(contended) {
         if contended {
