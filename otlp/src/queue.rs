@@ -8,17 +8,27 @@
 //! otherwise hold every later span back). `opentelemetry_sdk`'s own batch processor
 //! drops the same way but counts only for itself; this queue tells a [`Listener`],
 //! so that the drops reach `/metrics` and the log.
+//!
+//! The spans wait encoded ([`Encoded`]): a batch's request is their bytes inside a
+//! framing made once ([`Framing`]), posted as OTLP/HTTP protobuf with the headers
+//! of `OTEL_EXPORTER_OTLP_TRACES_HEADERS` (else `OTEL_EXPORTER_OTLP_HEADERS`).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
+use opentelemetry_http::HttpClient;
 use opentelemetry_otlp::{WithExportConfig, WithHttpConfig};
-use opentelemetry_sdk::trace::{SpanData, SpanExporter};
+use opentelemetry_proto::tonic::resource::v1::Resource as ProtoResource;
+use opentelemetry_proto::tonic::trace::v1::Span as ProtoSpan;
+use opentelemetry_proto::transform::common::tonic::ResourceAttributesWithSchema;
+use opentelemetry_sdk::trace::SpanData;
 use opentelemetry_sdk::Resource;
 use tokio::sync::mpsc;
 
 use crate::http::Http;
+use crate::wire::{Encoded, Events, Framing};
 use crate::{vars, Endpoint};
 
 /// How often at most a line says that spans are dropped.
@@ -43,6 +53,8 @@ pub struct Options {
     pub endpoint: Endpoint,
     /// `service.name`, unless `OTEL_SERVICE_NAME` names another.
     pub service: &'static str,
+    /// The instrumentation scope of every span sent (e.g. `stateous.control_plane`).
+    pub scope: &'static str,
     /// The most spans waiting; more are dropped.
     pub capacity: usize,
     /// The most spans in one export.
@@ -55,11 +67,12 @@ pub struct Options {
 
 impl Options {
     /// The defaults (2048 spans waiting, 512 a batch, at least one batch a second,
-    /// 10 s an export) for `endpoint`.
-    pub fn new(endpoint: Endpoint, service: &'static str) -> Options {
+    /// 10 s an export) for `endpoint`, the spans of `scope` from `service`.
+    pub fn new(endpoint: Endpoint, service: &'static str, scope: &'static str) -> Options {
         Options {
             endpoint,
             service,
+            scope,
             capacity: 2048,
             batch: 512,
             every: Duration::from_secs(1),
@@ -71,7 +84,7 @@ impl Options {
 /// Where finished spans go: a cheap handle to the queue.
 #[derive(Clone)]
 pub struct Spans {
-    queue: mpsc::Sender<SpanData>,
+    queue: mpsc::Sender<Encoded>,
     listener: Arc<dyn Listener>,
     drops: Arc<Drops>,
 }
@@ -111,8 +124,14 @@ impl Spans {
     }
 
     /// Queue a finished span; false when it was dropped (the queue is full: the
-    /// collector is slow or down), which the listener is told.
+    /// collector is slow or down), which the listener is told. Its instrumentation
+    /// scope is the queue's ([`Options::scope`]).
     pub fn send(&self, span: SpanData) -> bool {
+        self.send_encoded(Encoded::new(&ProtoSpan::from(span), &Events::default()))
+    }
+
+    /// Queue a finished span already encoded, as [`Spans::send`] does.
+    pub fn send_encoded(&self, span: Encoded) -> bool {
         match self.queue.try_send(span) {
             Ok(()) => true,
             Err(_) => {
@@ -138,8 +157,11 @@ pub fn start(
     options: Options,
     listener: Arc<dyn Listener>,
 ) -> Result<(Spans, tokio::task::JoinHandle<()>), String> {
-    let mut exporter = exporter(&options)?;
-    exporter.set_resource(&resource(options.service));
+    // The exporter of `opentelemetry-otlp` is not used to send (it would build
+    // each span again from `SpanData`), but it still says which settings of the
+    // `OTEL_EXPORTER_OTLP_*` variables cannot be used.
+    exporter(&options)?;
+    let post = Post::new(&options)?;
     let (queue, taken) = mpsc::channel(options.capacity.max(1));
     let drops = Arc::new(Drops {
         since: Instant::now(),
@@ -150,7 +172,7 @@ pub fn start(
         listener: Arc::clone(&listener),
         drops: Arc::clone(&drops),
     };
-    let task = tokio::spawn(run(exporter, taken, options, listener, drops));
+    let task = tokio::spawn(run(post, taken, options, listener, drops));
     Ok((spans, task))
 }
 
@@ -171,7 +193,7 @@ pub fn exporter(options: &Options) -> Result<opentelemetry_otlp::SpanExporter, S
 }
 
 /// The service's resource: `service.name` from `OTEL_SERVICE_NAME`, else `service`;
-/// `OTEL_RESOURCE_ATTRIBUTES` too.
+/// `OTEL_RESOURCE_ATTRIBUTES` too, and the SDK's own (`telemetry.sdk.*`).
 fn resource(service: &'static str) -> Resource {
     let named = std::env::var(vars::SERVICE_NAME).is_ok_and(|name| !name.trim().is_empty());
     let builder = Resource::builder();
@@ -184,8 +206,8 @@ fn resource(service: &'static str) -> Resource {
 
 /// Take batches and export them one at a time until every handle is gone.
 async fn run(
-    exporter: opentelemetry_otlp::SpanExporter,
-    mut taken: mpsc::Receiver<SpanData>,
+    post: Post,
+    mut taken: mpsc::Receiver<Encoded>,
     options: Options,
     listener: Arc<dyn Listener>,
     drops: Arc<Drops>,
@@ -204,10 +226,12 @@ async fn run(
             }
         }
         let count = batch.len() as u64;
-        let exported = tokio::time::timeout(options.timeout, exporter.export(batch)).await;
+        let body = post.framing.request(&batch);
+        drop(batch);
+        let exported = tokio::time::timeout(options.timeout, post.send(body)).await;
         let problem = match exported {
             Ok(Ok(())) => None,
-            Ok(Err(error)) => Some(error.to_string()),
+            Ok(Err(error)) => Some(error),
             Err(_) => Some(format!("no answer within {:?}", options.timeout)),
         };
         match problem {
@@ -235,5 +259,137 @@ async fn run(
                 }
             }
         }
+    }
+}
+
+/// How a batch goes out: its request's framing, and the POST to the collector.
+struct Post {
+    framing: Framing,
+    url: hyper::Uri,
+    headers: Vec<(hyper::header::HeaderName, hyper::header::HeaderValue)>,
+    http: Http,
+}
+
+impl Post {
+    /// The framing and the POST of `options`; the error is one sentence.
+    fn new(options: &Options) -> Result<Post, String> {
+        let resource = ResourceAttributesWithSchema::from(&resource(options.service));
+        let resource = (
+            ProtoResource {
+                attributes: resource.attributes.0,
+                dropped_attributes_count: 0,
+                entity_refs: Vec::new(),
+            },
+            resource.schema_url.unwrap_or_default(),
+        );
+        let scope = crate::scope(options.scope);
+        let scope = (
+            opentelemetry_proto::tonic::common::v1::InstrumentationScope::from((&scope, None)),
+            scope.schema_url().unwrap_or_default().to_string(),
+        );
+        let url = options
+            .endpoint
+            .url
+            .parse()
+            .map_err(|e| format!("cannot set up the export of traces: {e}"))?;
+        let given = std::env::var(vars::TRACES_HEADERS).or_else(|_| std::env::var(vars::HEADERS));
+        let mut headers = vec![
+            (
+                hyper::header::CONTENT_TYPE,
+                hyper::header::HeaderValue::from_static("application/x-protobuf"),
+            ),
+            (
+                hyper::header::USER_AGENT,
+                hyper::header::HeaderValue::from_static(concat!(
+                    "stateous-otlp/",
+                    env!("CARGO_PKG_VERSION")
+                )),
+            ),
+        ];
+        headers.extend(given.ok().iter().flat_map(|given| parse_headers(given)));
+        Ok(Post {
+            framing: Framing::new(resource.0, resource.1, scope.0, scope.1),
+            url,
+            headers,
+            http: Http::new(options.timeout),
+        })
+    }
+
+    /// POST `body`; the error says why the collector did not take it.
+    async fn send(&self, body: Vec<u8>) -> Result<(), String> {
+        let mut request = hyper::Request::new(Bytes::from(body));
+        *request.method_mut() = hyper::Method::POST;
+        *request.uri_mut() = self.url.clone();
+        for (name, value) in &self.headers {
+            request.headers_mut().insert(name.clone(), value.clone());
+        }
+        let answer = self
+            .http
+            .send_bytes(request)
+            .await
+            .map_err(|error| format!("HTTP export failed: {error}"))?;
+        if answer.status().is_success() {
+            Ok(())
+        } else {
+            Err(format!(
+                "HTTP export failed with status code: {}",
+                answer.status().as_u16()
+            ))
+        }
+    }
+}
+
+/// The headers of `OTEL_EXPORTER_OTLP_HEADERS`' form: `key=value` pairs apart by
+/// commas, each value URL-decoded (kept as given when it does not decode); a pair
+/// without `=`, or a name or value a header cannot have, is left out.
+fn parse_headers(given: &str) -> Vec<(hyper::header::HeaderName, hyper::header::HeaderValue)> {
+    given
+        .split_terminator(',')
+        .filter_map(|pair| {
+            let (key, value) = pair.trim().split_once('=')?;
+            let (key, value) = (key.trim(), value.trim());
+            if key.is_empty() || value.is_empty() {
+                return None;
+            }
+            let value = url_decode(value).unwrap_or_else(|| value.to_string());
+            Some((
+                hyper::header::HeaderName::from_bytes(key.as_bytes()).ok()?,
+                hyper::header::HeaderValue::from_str(&value).ok()?,
+            ))
+        })
+        .collect()
+}
+
+/// `%XX` escapes decoded; `None` when one is broken or the result is not UTF-8.
+fn url_decode(value: &str) -> Option<String> {
+    let bytes = value.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut at = 0;
+    while at < bytes.len() {
+        if bytes[at] == b'%' {
+            let hex = std::str::from_utf8(bytes.get(at + 1..at + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            at += 3;
+        } else {
+            out.push(bytes[at]);
+            at += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headers_are_read_as_the_specification_writes_them() {
+        let headers = parse_headers("api-key=a%20b, x-team = ops ,broken,=v,k=");
+        let pairs: Vec<(&str, &str)> = headers
+            .iter()
+            .map(|(name, value)| (name.as_str(), value.to_str().unwrap()))
+            .collect();
+        assert_eq!(pairs, [("api-key", "a b"), ("x-team", "ops")]);
+        assert_eq!(url_decode("100%"), None);
     }
 }

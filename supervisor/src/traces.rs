@@ -65,7 +65,7 @@ pub fn endpoint(flag: Option<&str>) -> Result<Option<Endpoint>, String> {
 /// Start the queue to `endpoint` on the current runtime; its task ends once the
 /// last handle is dropped and what was queued went out.
 pub fn queue(endpoint: Endpoint) -> Result<(Spans, tokio::task::JoinHandle<()>), String> {
-    let options = stateous_otlp::Options::new(endpoint, "stateous-supervisor");
+    let options = stateous_otlp::Options::new(endpoint, "stateous-supervisor", SCOPE);
     stateous_otlp::start(options, Arc::new(Logged::default()))
 }
 

@@ -1,11 +1,11 @@
 //! The names of the spans' attributes (`docs/reference/traces.md`, "Attributes"),
 //! a ledger entry as a span event's attributes, and a routine's usage as the
-//! OpenTelemetry GenAI attributes.
+//! OpenTelemetry GenAI attributes; all as OTLP's messages (`stateous_otlp::proto`).
 
 use std::borrow::Cow;
 
 use serde_json::Value as Json;
-use stateous_otlp::{Key, KeyValue, Value};
+use stateous_otlp::proto::common::v1::{any_value::Value, AnyValue, ArrayValue, KeyValue};
 use stateous_shared::wire::Object;
 
 use crate::store::{Closed, EntryKind, LedgerRow};
@@ -48,23 +48,38 @@ const MAX_TEXT: usize = 1024;
 /// list of texts. Objects (contexts, payloads, a hook's delivery) are left out:
 /// what a token carries stays in the database, not in a collector.
 pub fn entry_attributes(row: &LedgerRow) -> Vec<KeyValue> {
-    let mut attributes = vec![KeyValue::new(SEQ, row.seq)];
+    let mut attributes = Vec::with_capacity(row.data.len() + 2);
+    attributes.push(kv(SEQ, Value::IntValue(row.seq)));
     if let Some(by) = &row.by {
-        attributes.push(KeyValue::new("stateous.by", by.clone()));
+        attributes.push(kv("stateous.by", Value::StringValue(by.clone())));
     }
     for (key, value) in &row.data {
         if let Some(value) = scalar(value) {
             let key = match data_key(key) {
-                Some(named) => Key::from_static_str(named),
-                None => Key::from(format!("{DATA}{key}")),
+                Some(named) => named.to_string(),
+                None => format!("{DATA}{key}"),
             };
-            attributes.push(KeyValue::new(key, value));
+            attributes.push(kv(key, value));
         }
     }
     attributes
 }
 
-/// `stateous.data.FIELD` for the fields most entries carry, without building
+/// An attribute: `key` is `value`.
+pub fn kv(key: impl Into<String>, value: Value) -> KeyValue {
+    KeyValue {
+        key: key.into(),
+        value: Some(AnyValue { value: Some(value) }),
+        key_strindex: 0,
+    }
+}
+
+/// The value of an attribute.
+pub fn value_of(kv: &KeyValue) -> Option<&Value> {
+    kv.value.as_ref()?.value.as_ref()
+}
+
+/// `stateous.data.FIELD` for the fields most entries carry, without formatting
 /// the text each time (an entry's attributes are built for every ledger row).
 fn data_key(field: &str) -> Option<&'static str> {
     macro_rules! named {
@@ -107,18 +122,21 @@ pub fn entry_name(kind: &str) -> Cow<'static, str> {
 /// A JSON value as an attribute's value, when it is one a collector shows well.
 fn scalar(value: &Json) -> Option<Value> {
     Some(match value {
-        Json::Bool(b) => Value::Bool(*b),
+        Json::Bool(b) => Value::BoolValue(*b),
         Json::Number(n) => match n.as_i64() {
-            Some(i) => Value::I64(i),
-            None => Value::F64(n.as_f64()?),
+            Some(i) => Value::IntValue(i),
+            None => Value::DoubleValue(n.as_f64()?),
         },
-        Json::String(s) => Value::String(clip(s).into()),
+        Json::String(s) => Value::StringValue(clip(s)),
         Json::Array(items) => {
             let texts: Option<Vec<_>> = items
                 .iter()
-                .map(|item| item.as_str().map(|s| clip(s).into()))
+                .map(|item| {
+                    let text = Value::StringValue(clip(item.as_str()?));
+                    Some(AnyValue { value: Some(text) })
+                })
                 .collect();
-            Value::Array(stateous_otlp::Array::String(texts?))
+            Value::ArrayValue(ArrayValue { values: texts? })
         }
         Json::Null | Json::Object(_) => return None,
     })
@@ -154,7 +172,7 @@ pub fn usage_attributes(kind: &str, data: &Object) -> Option<Vec<KeyValue>> {
                 "model" => "gen_ai.request.model".to_string(),
                 other => format!("stateous.usage.{other}"),
             };
-            Some(KeyValue::new(key, scalar(value)?))
+            Some(kv(key, scalar(value)?))
         })
         .collect();
     Some(attributes)
@@ -174,12 +192,25 @@ mod tests {
             attributes
                 .iter()
                 .find(|kv| kv.key.as_str() == key)
-                .map(|kv| kv.value.clone())
+                .and_then(value_of)
+                .cloned()
         };
-        assert_eq!(named("gen_ai.usage.input_tokens"), Some(Value::I64(120)));
-        assert_eq!(named("gen_ai.usage.output_tokens"), Some(Value::I64(30)));
-        assert_eq!(named("gen_ai.request.model"), Some(Value::from("claude")));
-        assert_eq!(named("stateous.usage.cost_usd"), Some(Value::F64(0.12)));
+        assert_eq!(
+            named("gen_ai.usage.input_tokens"),
+            Some(Value::IntValue(120))
+        );
+        assert_eq!(
+            named("gen_ai.usage.output_tokens"),
+            Some(Value::IntValue(30))
+        );
+        assert_eq!(
+            named("gen_ai.request.model"),
+            Some(Value::StringValue("claude".into()))
+        );
+        assert_eq!(
+            named("stateous.usage.cost_usd"),
+            Some(Value::DoubleValue(0.12))
+        );
         assert!(usage_attributes("note", &Object::new()).is_none());
     }
 

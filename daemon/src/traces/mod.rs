@@ -60,7 +60,7 @@ pub fn endpoint(flag: Option<&str>) -> Result<Option<Endpoint>, String> {
 
 /// The queue's shape for the control plane.
 fn options(endpoint: Endpoint) -> stateous_otlp::Options {
-    stateous_otlp::Options::new(endpoint, "stateous")
+    stateous_otlp::Options::new(endpoint, "stateous", attributes::SCOPE)
 }
 
 /// Start the queue to `endpoint` on the current runtime, counting into `metrics`.
@@ -187,7 +187,7 @@ impl Tracer {
                 }),
             };
             for span in book.read(row, false) {
-                self.spans.send(span);
+                self.spans.send_encoded(span);
             }
             if book.ended() {
                 books.pop(&row.token);

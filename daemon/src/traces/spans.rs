@@ -9,16 +9,20 @@
 //! after a restart first the token's older rows with `quiet` set, so that spans
 //! that ended before are not given out again while those still open get their
 //! start and events back.
-
-use std::borrow::Cow;
-use std::time::{Duration, SystemTime};
+//!
+//! The spans are OTLP's messages (`stateous_otlp::proto`), built here and encoded
+//! once: each event as its row is read, each span as it ends ([`Encoded`]).
 
 use serde_json::Value as Json;
-use stateous_otlp::{Event, KeyValue, SpanData, SpanEvents, SpanKind, SpanLinks, Status, Value};
+use stateous_otlp::proto::common::v1::{any_value::Value, KeyValue};
+use stateous_otlp::proto::trace::v1::{span, status::StatusCode, Span, SpanFlags, Status};
+use stateous_otlp::{Encoded, Events};
 use stateous_shared::trace_context::{SpanId, TokenTrace};
 use stateous_shared::wire::Object;
 
-use super::attributes::{self as names, entry_attributes, entry_name, usage_attributes};
+use super::attributes::{
+    self as names, entry_attributes, entry_name, kv, usage_attributes, value_of,
+};
 use crate::store::LedgerRow;
 
 /// The most events a span keeps (OpenTelemetry's default limit); more are counted
@@ -37,7 +41,8 @@ struct Open {
     name: String,
     start: i64,
     attributes: Vec<KeyValue>,
-    events: Vec<Event>,
+    /// Its events, encoded as they came.
+    events: Events,
     dropped_events: u32,
 }
 
@@ -49,7 +54,7 @@ impl Open {
             name,
             start,
             attributes: Vec::new(),
-            events: Vec::new(),
+            events: Events::default(),
             dropped_events: 0,
         }
     }
@@ -59,12 +64,16 @@ impl Open {
             self.dropped_events += 1;
             return;
         }
-        self.events.push(Event::new(
-            entry_name(&row.kind),
-            time(row.at),
-            entry_attributes(row),
-            0,
-        ));
+        self.events.push(&span::Event {
+            time_unix_nano: nanos(row.at),
+            name: entry_name(&row.kind).into_owned(),
+            attributes: entry_attributes(row),
+            dropped_attributes_count: 0,
+        });
+    }
+
+    fn add(&mut self, key: &str, value: Value) {
+        self.attributes.push(kv(key, value));
     }
 }
 
@@ -84,8 +93,11 @@ pub struct Book {
     moved_by: Option<(String, i64)>,
 }
 
-/// A span ended, and whether to give it out.
-type Ended = Vec<SpanData>;
+/// The spans a row ended, encoded.
+type Ended = Vec<Encoded>;
+
+/// How a span ended: OTLP's status code and its message (empty unless an error).
+type Outcome = (StatusCode, String);
 
 impl Book {
     /// The book of `token`, whose trace is `trace`, before its first row.
@@ -173,11 +185,9 @@ impl Book {
     fn start_token(&mut self, row: &LedgerRow) {
         let id = self.token_span;
         let mut open = Open::new(id, self.trace.parent, "token".into(), row.at);
-        open.attributes
-            .push(KeyValue::new(names::TOKEN, self.token.clone()));
+        open.add(names::TOKEN, Value::StringValue(self.token.clone()));
         if let Some(parent) = text(&row.data, "parent") {
-            open.attributes
-                .push(KeyValue::new(names::PARENT, parent.to_string()));
+            open.add(names::PARENT, Value::StringValue(parent.to_string()));
         }
         open.event(row);
         self.whole = Some(open);
@@ -189,11 +199,9 @@ impl Book {
         let id = self.trace.visit_span(&self.token, &state, visit);
         let parent = Some(self.token_span);
         let mut open = Open::new(id, parent, format!("visit {state}"), row.at);
-        open.attributes.extend([
-            KeyValue::new(names::TOKEN, self.token.clone()),
-            KeyValue::new(names::STATE, state),
-            KeyValue::new(names::VISIT, visit),
-        ]);
+        open.add(names::TOKEN, Value::StringValue(self.token.clone()));
+        open.add(names::STATE, Value::StringValue(state));
+        open.add(names::VISIT, Value::IntValue(visit));
         open.event(row);
         self.visit = Some(open);
     }
@@ -208,23 +216,19 @@ impl Book {
         };
         let id = self.trace.attempt_span(&self.token, task, attempt);
         let parent = self.visit.as_ref().map(|visit| visit.id);
-        let state = self.visit_attribute(names::STATE);
+        let state = self.visit_state();
         let name = match &state {
             Some(state) => format!("attempt {state}"),
             None => "attempt".to_string(),
         };
         let mut open = Open::new(id, parent, name, row.at);
-        open.attributes.extend([
-            KeyValue::new(names::TOKEN, self.token.clone()),
-            KeyValue::new(names::TASK, task),
-            KeyValue::new(names::ATTEMPT, attempt),
-            KeyValue::new(
-                names::SUPERVISOR,
-                text(data, "supervisor").unwrap_or_default().to_string(),
-            ),
-        ]);
+        open.add(names::TOKEN, Value::StringValue(self.token.clone()));
+        open.add(names::TASK, Value::IntValue(task));
+        open.add(names::ATTEMPT, Value::IntValue(attempt));
+        let supervisor = text(data, "supervisor").unwrap_or_default().to_string();
+        open.add(names::SUPERVISOR, Value::StringValue(supervisor));
         if let Some(state) = state {
-            open.attributes.push(KeyValue::new(names::STATE, state));
+            open.add(names::STATE, Value::StringValue(state));
         }
         open.event(row);
         self.attempts.retain(|(held, _)| *held != task);
@@ -232,13 +236,13 @@ impl Book {
     }
 
     /// The state of the open visit, as its attribute holds it.
-    fn visit_attribute(&self, key: &'static str) -> Option<String> {
+    fn visit_state(&self) -> Option<String> {
         let visit = self.visit.as_ref()?;
-        visit
-            .attributes
-            .iter()
-            .find(|kv| kv.key.as_str() == key)
-            .map(|kv| kv.value.as_str().into_owned())
+        let held = visit.attributes.iter().find(|kv| kv.key == names::STATE)?;
+        match value_of(held)? {
+            Value::StringValue(state) => Some(state.clone()),
+            _ => None,
+        }
     }
 
     fn end_attempt(&mut self, row: &LedgerRow, how: &str, error: Option<String>, out: &mut Ended) {
@@ -255,19 +259,16 @@ impl Book {
             _ if lease_end => "lease_end",
             _ => "report",
         };
-        open.attributes.extend([
-            KeyValue::new(names::OUTCOME, how.to_string()),
-            KeyValue::new(names::ENDED_BY, ended_by),
-        ]);
+        open.add(names::OUTCOME, Value::StringValue(how.to_string()));
+        open.add(names::ENDED_BY, Value::StringValue(ended_by.to_string()));
         if how == "done" {
             if let Some((event, _)) = self.moved_by.as_ref().filter(|(_, at)| *at == row.at) {
-                open.attributes
-                    .push(KeyValue::new(names::EVENT, event.clone()));
+                open.add(names::EVENT, Value::StringValue(event.clone()));
             }
         }
         let status = match error {
-            Some(error) => Status::error(error),
-            None => Status::Ok,
+            Some(error) => (StatusCode::Error, error),
+            None => (StatusCode::Ok, String::new()),
         };
         out.push(self.finish(open, row.at, status));
     }
@@ -277,77 +278,79 @@ impl Book {
             return;
         };
         if let Some((event, _)) = self.moved_by.as_ref().filter(|(_, when)| *when == at) {
-            open.attributes
-                .push(KeyValue::new(names::LEFT_ON, event.clone()));
+            open.add(names::LEFT_ON, Value::StringValue(event.clone()));
         }
-        out.push(self.finish(open, at, Status::Unset));
+        out.push(self.finish(open, at, (StatusCode::Unset, String::new())));
     }
 
     fn end_token(&mut self, row: &LedgerRow, out: &mut Ended) {
         for (_, mut open) in std::mem::take(&mut self.attempts) {
-            open.attributes.extend([
-                KeyValue::new(names::OUTCOME, "cancelled"),
-                KeyValue::new(names::ENDED_BY, "token_end"),
-            ]);
-            out.push(self.finish(open, row.at, Status::Unset));
+            open.add(names::OUTCOME, Value::StringValue("cancelled".into()));
+            open.add(names::ENDED_BY, Value::StringValue("token_end".into()));
+            out.push(self.finish(open, row.at, (StatusCode::Unset, String::new())));
         }
         self.end_visit(row.at, out);
         let Some(mut open) = self.whole.take() else {
             return;
         };
-        open.attributes
-            .push(KeyValue::new(names::STATUS, row.kind.clone()));
+        open.add(names::STATUS, Value::StringValue(row.kind.clone()));
         let status = match row.kind.as_str() {
-            "failed" => Status::error(text(&row.data, "reason").unwrap_or_default().to_string()),
-            "completed" => Status::Ok,
-            _ => Status::Unset,
+            "failed" => {
+                let reason = text(&row.data, "reason").unwrap_or_default();
+                (StatusCode::Error, reason.to_string())
+            }
+            "completed" => (StatusCode::Ok, String::new()),
+            _ => (StatusCode::Unset, String::new()),
         };
         out.push(self.finish(open, row.at, status));
     }
 
-    /// The span of `open`, ended at `at`.
-    fn finish(&self, open: Open, at: i64, status: Status) -> SpanData {
-        let sampled = self.trace.sampled;
-        let mut events = SpanEvents::default();
-        events.events = open.events;
-        events.dropped_count = open.dropped_events;
-        SpanData {
-            span_context: stateous_otlp::context(self.trace.trace.0, open.id.0, sampled),
-            parent_span_id: open.parent.map_or(stateous_otlp::SpanId::INVALID, |id| {
-                stateous_otlp::span_id(id.0)
-            }),
-            parent_span_is_remote: false,
-            span_kind: SpanKind::Internal,
-            name: Cow::Owned(open.name),
-            start_time: time(open.start),
-            end_time: time(at.max(open.start)),
+    /// The span of `open`, ended at `at`, encoded. Its flags are those
+    /// OpenTelemetry's SDK gives a span whose parent is not remote: sampled or
+    /// not, and "whether the parent is remote" known.
+    fn finish(&self, open: Open, at: i64, (code, message): Outcome) -> Encoded {
+        let sampled = u32::from(self.trace.sampled);
+        let span = Span {
+            trace_id: self.trace.trace.0.to_vec(),
+            span_id: open.id.0.to_vec(),
+            trace_state: String::new(),
+            parent_span_id: open.parent.map_or_else(Vec::new, |id| id.0.to_vec()),
+            flags: sampled | SpanFlags::ContextHasIsRemoteMask as u32,
+            name: open.name,
+            kind: span::SpanKind::Internal as i32,
+            start_time_unix_nano: nanos(open.start),
+            end_time_unix_nano: nanos(at.max(open.start)),
             attributes: open.attributes,
             dropped_attributes_count: 0,
-            events,
-            links: SpanLinks::default(),
-            status,
-            instrumentation_scope: stateous_otlp::scope(names::SCOPE),
-        }
+            events: Vec::new(),
+            dropped_events_count: open.dropped_events,
+            links: Vec::new(),
+            dropped_links_count: 0,
+            status: Some(Status {
+                message,
+                code: code as i32,
+            }),
+        };
+        Encoded::new(&span, &open.events)
     }
 }
 
-/// Add usage to an attempt's attributes: a number already there is added to.
+/// Add usage to an attempt's attributes: a number already there is added to (a
+/// number where the attempt holds another kind of value is left out).
 fn add_usage(attributes: &mut Vec<KeyValue>, usage: Vec<KeyValue>) {
-    for kv in usage {
-        let held = attributes.iter_mut().find(|held| held.key == kv.key);
-        match (held, &kv.value) {
-            (Some(held), Value::I64(more)) => {
-                if let Value::I64(had) = held.value {
-                    held.value = Value::I64(had.saturating_add(*more));
-                }
+    for usage in usage {
+        let Some(held) = attributes.iter_mut().find(|held| held.key == usage.key) else {
+            attributes.push(usage);
+            continue;
+        };
+        let had = held.value.as_mut().and_then(|value| value.value.as_mut());
+        match (had, value_of(&usage)) {
+            (Some(Value::IntValue(had)), Some(Value::IntValue(more))) => {
+                *had = had.saturating_add(*more);
             }
-            (Some(held), Value::F64(more)) => {
-                if let Value::F64(had) = held.value {
-                    held.value = Value::F64(had + more);
-                }
-            }
-            (Some(held), _) => held.value = kv.value,
-            (None, _) => attributes.push(kv),
+            (Some(Value::DoubleValue(had)), Some(Value::DoubleValue(more))) => *had += more,
+            (_, Some(Value::IntValue(_) | Value::DoubleValue(_))) => {}
+            _ => held.value = usage.value,
         }
     }
 }
@@ -356,9 +359,9 @@ fn text<'a>(data: &'a Object, key: &str) -> Option<&'a str> {
     data.get(key).and_then(Json::as_str)
 }
 
-/// Microseconds since 1970 as a moment.
-fn time(micros: i64) -> SystemTime {
-    SystemTime::UNIX_EPOCH + Duration::from_micros(u64::try_from(micros).unwrap_or(0))
+/// Microseconds since 1970 as nanoseconds (0 before 1970).
+fn nanos(micros: i64) -> u64 {
+    u64::try_from(micros).unwrap_or(0).saturating_mul(1000)
 }
 
 #[cfg(test)]
@@ -417,21 +420,28 @@ mod tests {
             .collect()
     }
 
-    fn attribute(span: &SpanData, key: &str) -> Option<String> {
-        span.attributes
-            .iter()
-            .find(|kv| kv.key.as_str() == key)
-            .map(|kv| kv.value.as_str().into_owned())
+    fn attribute(span: &Span, key: &str) -> Option<String> {
+        let held = span.attributes.iter().find(|kv| kv.key == key)?;
+        Some(match value_of(held)? {
+            Value::StringValue(text) => text.clone(),
+            Value::IntValue(n) => n.to_string(),
+            other => format!("{other:?}"),
+        })
+    }
+
+    /// The spans a book gives for `rows`, decoded.
+    fn spans_of<'a>(book: &mut Book, rows: impl IntoIterator<Item = &'a LedgerRow>) -> Vec<Span> {
+        rows.into_iter()
+            .flat_map(|row| book.read(row, false))
+            .map(|span| span.decode().unwrap())
+            .collect()
     }
 
     #[test]
     fn a_retried_token_gives_its_spans_with_their_parents_in_one_trace() {
         let trace = TokenTrace::new([3; 16]);
         let mut book = Book::new("T-1", trace);
-        let spans: Vec<SpanData> = rows()
-            .iter()
-            .flat_map(|row| book.read(row, false))
-            .collect();
+        let spans = spans_of(&mut book, &rows());
         assert!(book.ended());
         let names: Vec<&str> = spans.iter().map(|s| s.name.as_ref()).collect();
         assert_eq!(
@@ -446,14 +456,16 @@ mod tests {
         );
         let token = trace.token_span("T-1");
         let draft = trace.visit_span("T-1", "draft", 1);
-        assert!(spans
-            .iter()
-            .all(|s| s.span_context.trace_id().to_bytes() == [3; 16]));
-        assert_eq!(
-            spans[0].span_context.span_id().to_bytes(),
-            trace.attempt_span("T-1", 1, 1).0
+        assert!(spans.iter().all(|s| s.trace_id == [3; 16]));
+        assert!(
+            spans.iter().all(|s| s.flags == 0x101),
+            "sampled, parent not remote"
         );
-        assert_eq!(spans[0].parent_span_id.to_bytes(), draft.0);
+        assert_eq!(spans[0].span_id, trace.attempt_span("T-1", 1, 1).0);
+        assert_eq!(spans[0].parent_span_id, draft.0);
+        let status = spans[0].status.clone().unwrap();
+        assert_eq!(status.code, StatusCode::Error as i32);
+        assert!(status.message.contains(LEASE_END));
         assert_eq!(
             attribute(&spans[0], names::ENDED_BY).as_deref(),
             Some("lease_end")
@@ -474,12 +486,16 @@ mod tests {
             attribute(&spans[1], "gen_ai.usage.input_tokens").as_deref(),
             Some("5")
         );
-        assert_eq!(spans[2].parent_span_id.to_bytes(), token.0);
+        assert_eq!(spans[2].parent_span_id, token.0);
         assert_eq!(
             attribute(&spans[2], names::LEFT_ON).as_deref(),
             Some("submitted")
         );
-        assert_eq!(spans[4].parent_span_id, stateous_otlp::SpanId::INVALID);
+        assert!(spans[4].parent_span_id.is_empty());
+        assert_eq!(spans[4].start_time_unix_nano, 1_000_000_000);
+        assert_eq!(spans[4].end_time_unix_nano, 7_000_000_000);
+        assert_eq!(spans[4].events[0].name, "started");
+        assert_eq!(spans[4].events[0].time_unix_nano, 1_000_000_000);
         assert_eq!(
             attribute(&spans[4], names::STATUS).as_deref(),
             Some("completed")
@@ -494,15 +510,12 @@ mod tests {
         let trace = TokenTrace::new([4; 16]);
         let all = rows();
         let mut whole = Book::new("T-1", trace);
-        let expected: Vec<SpanData> = all.iter().flat_map(|row| whole.read(row, false)).collect();
+        let expected = spans_of(&mut whole, &all);
         let mut book = Book::new("T-1", trace);
         for row in &all[..8] {
             assert!(book.read(row, true).is_empty());
         }
-        let later: Vec<SpanData> = all[8..]
-            .iter()
-            .flat_map(|row| book.read(row, false))
-            .collect();
+        let later = spans_of(&mut book, &all[8..]);
         assert_eq!(later.len(), 4, "the second attempt, both visits, the token");
         assert_eq!(later[..], expected[1..]);
     }
