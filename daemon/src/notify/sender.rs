@@ -104,28 +104,41 @@ async fn queue(control: Control, name: String, options: SenderOptions) {
             }
         };
         let now = control.now();
-        let due: Vec<_> = pending.into_iter().collect();
-        if due.is_empty() {
+        let full = i64::try_from(pending.len()).unwrap_or(i64::MAX) >= BATCH;
+        if pending.is_empty() {
             tokio::time::sleep(options.poll).await;
             continue;
         }
-        let wanted: Vec<(Option<i64>, String)> = due
-            .iter()
-            .map(|row| (row.entry, row.token.clone()))
-            .collect();
-        let parts = control.notification_parts(wanted).await.unwrap_or_default();
-        let secrets: Vec<String> = serde_json::from_str(&subscription.secrets).unwrap_or_default();
+        // A token's later notifications wait behind its first that is not due.
         let mut held: HashSet<String> = HashSet::new();
-        let mut done = Vec::new();
         let mut soonest: Option<i64> = None;
-        for (index, row) in due.iter().enumerate() {
+        let mut due = Vec::with_capacity(pending.len());
+        for row in pending {
             if held.contains(&row.token) {
                 continue;
             }
             if row.next_at > now {
-                // A token's later notifications wait behind its first.
                 held.insert(row.token.clone());
                 soonest = Some(soonest.map_or(row.next_at, |s| s.min(row.next_at)));
+                continue;
+            }
+            due.push(row);
+        }
+        // The bodies' parts of only those tried, in one read.
+        let wanted: Vec<(Option<i64>, String)> = due
+            .iter()
+            .map(|row| (row.entry, row.token.clone()))
+            .collect();
+        let parts = if wanted.is_empty() {
+            Vec::new()
+        } else {
+            control.notification_parts(wanted).await.unwrap_or_default()
+        };
+        let secrets: Vec<String> = serde_json::from_str(&subscription.secrets).unwrap_or_default();
+        let mut done = Vec::new();
+        for (index, row) in due.iter().enumerate() {
+            if held.contains(&row.token) {
+                // An earlier one of the token failed in this batch.
                 continue;
             }
             let part = parts.get(index).cloned().unwrap_or_default();
@@ -189,7 +202,12 @@ async fn queue(control: Control, name: String, options: SenderOptions) {
             tokio::time::sleep(options.poll).await;
             continue;
         }
-        if sent == 0 {
+        if sent > 0 && !full {
+            // Caught up: let the next notifications gather for a moment, so that
+            // each read and record of the queue carries many (every read and
+            // record is work for the database the write path uses too).
+            tokio::time::sleep(options.poll).await;
+        } else if sent == 0 {
             // Nothing due: wait for the soonest retry, or for new notifications.
             let wait = soonest
                 .map(|at| {
