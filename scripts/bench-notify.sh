@@ -42,7 +42,7 @@ us() { echo $(( $1 * 1000000 / hz / tokens )); }
 
 # One run of the daemon $1: the bench's figures, then each pass's CPU a token.
 run() {
-  local url port passes=0 seen d s cpu=()
+  local url port passes=0 d s cpu=()
   port=$((18000 + RANDOM % 1000))
   if [ "$backend" = postgres ]; then
     db=bench_notify_$$_$RANDOM; psql -q "$admin" -c "CREATE DATABASE $db" >/dev/null
@@ -57,17 +57,27 @@ run() {
   "$bench" bench --url "http://127.0.0.1:$port" --tokens "$tokens" --clients 64 --notify \
     >"$dir/bench.out" 2>&1 &
   local client=$!
-  # A pass ends where the next one's line is printed (or the figures').
+  # A pass runs from its line to its `tokens/s:` line; what follows it until
+  # the next pass's line (the drain of pass 2) is shown apart.
   d=$(ticks $daemon); s=$(ticks $(server))
-  while kill -0 $client 2>/dev/null; do
-    seen=$(grep -c '^pass \|^notifications:' "$dir/bench.out" || true)
-    if [ "$seen" -gt "$passes" ]; then
-      if [ "$passes" -gt 0 ]; then
-        cpu+=("pass $passes: daemon $(us $(($(ticks $daemon) - d))) µs a token, server $(us $(($(ticks $(server)) - s)))")
+  local label="" events next done=""
+  while [ -z "$done" ]; do
+    kill -0 $client 2>/dev/null || done=1
+    events=$(grep -c '^pass \|^notifications:\|^tokens/s:' "$dir/bench.out" || true)
+    while [ "$events" -gt "$passes" ]; do
+      passes=$((passes + 1))
+      next=$(grep '^pass \|^notifications:\|^tokens/s:' "$dir/bench.out" | sed -n "${passes}p")
+      if [ -n "$label" ]; then
+        cpu+=("$label: daemon $(us $(($(ticks $daemon) - d))) µs a token, server $(us $(($(ticks $(server)) - s)))")
       fi
-      passes=$seen; d=$(ticks $daemon); s=$(ticks $(server))
-    fi
-    sleep 0.05
+      case $next in
+        pass*) label=${next%%:*} ;;
+        tokens/s:*) label="after ${label}" ;;
+        *) label="" ;;
+      esac
+      d=$(ticks $daemon); s=$(ticks $(server))
+    done
+    [ -n "$done" ] || sleep 0.05
   done
   wait $client || { cat "$dir/bench.out" "$dir/log" >&2; exit 1; }
   sed -n '/^notifications:/,$p' "$dir/bench.out"

@@ -50,6 +50,31 @@ pub const LONGEST_BACKOFF: Duration = Duration::from_secs(600);
 /// The most notifications a queue reads at once.
 const BATCH: i64 = 256;
 
+/// While the write path is busy, a queue waits this many times as long as its
+/// last batch took before the next (so it works at most a tenth of the time).
+const YIELD: u32 = 9;
+
+/// The write path is busy while others commit more than this many
+/// transactions a second.
+const BUSY_COMMITS: f64 = 50.0;
+
+/// The longest wait [`YIELD`] makes.
+const LONGEST_YIELD: Duration = Duration::from_secs(2);
+
+/// How long a queue waits after a batch that took `spent`, in which `others`
+/// transactions not its own committed: while the write path is busy, nine times
+/// as long as the batch took, so that the sender's reads and records (work for
+/// the same database, at the database's priority, where the sender's thread is
+/// lowered) take the requests' turn at most a tenth of the time; else none.
+fn yielded(spent: Duration, others: u64) -> Duration {
+    let rate = others as f64 / spent.as_secs_f64().max(1e-3);
+    if others >= 2 && rate > BUSY_COMMITS {
+        (spent * YIELD).min(LONGEST_YIELD)
+    } else {
+        Duration::ZERO
+    }
+}
+
 /// The backoff after the `attempts`th failed attempt, before jitter.
 pub fn backoff(first: Duration, attempts: i64) -> Duration {
     let doublings = u32::try_from(attempts.saturating_sub(1).clamp(0, 30)).unwrap_or(30);
@@ -94,6 +119,7 @@ pub async fn run(control: Control, options: SenderOptions, mut stop: watch::Rece
 async fn queue(control: Control, name: String, options: SenderOptions) {
     let mut kept: Option<Kept> = None;
     loop {
+        let (began, commits) = (Instant::now(), control.commits());
         let read = control.pending_notifications(name.clone(), BATCH).await;
         let (subscription, pending) = match read {
             Ok(Some((row, pending))) if row.status == "active" => (row, pending),
@@ -132,7 +158,14 @@ async fn queue(control: Control, name: String, options: SenderOptions) {
         let parts = if wanted.is_empty() {
             Vec::new()
         } else {
-            control.notification_parts(wanted).await.unwrap_or_default()
+            match control.notification_parts(wanted).await {
+                Ok(parts) => parts,
+                Err(_) => {
+                    // Read again, rather than send bodies without their parts.
+                    tokio::time::sleep(options.poll).await;
+                    continue;
+                }
+            }
         };
         let secrets: Vec<String> = serde_json::from_str(&subscription.secrets).unwrap_or_default();
         let mut done = Vec::new();
@@ -202,12 +235,17 @@ async fn queue(control: Control, name: String, options: SenderOptions) {
             tokio::time::sleep(options.poll).await;
             continue;
         }
+        let own = u64::from(sent > 0);
+        let others = control.commits().saturating_sub(commits).saturating_sub(own);
+        let pause = yielded(began.elapsed(), others);
         if sent > 0 && !full {
             // Caught up: let the next notifications gather for a moment, so that
             // each read and record of the queue carries many (every read and
             // record is work for the database the write path uses too).
-            tokio::time::sleep(options.poll).await;
-        } else if sent == 0 {
+            tokio::time::sleep(pause.max(options.poll)).await;
+        } else if sent > 0 {
+            tokio::time::sleep(pause).await;
+        } else {
             // Nothing due: wait for the soonest retry, or for new notifications.
             let wait = soonest
                 .map(|at| {
@@ -225,6 +263,15 @@ async fn queue(control: Control, name: String, options: SenderOptions) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_queue_yields_nine_times_its_batch_only_while_others_commit_often() {
+        let batch = Duration::from_millis(100);
+        assert_eq!(yielded(batch, 50), Duration::from_millis(900));
+        assert_eq!(yielded(batch, 3), Duration::ZERO);
+        assert_eq!(yielded(batch, 1), Duration::ZERO);
+        assert_eq!(yielded(Duration::from_secs(1), 1000), LONGEST_YIELD);
+    }
 
     #[test]
     fn the_backoff_doubles_from_one_second_to_ten_minutes() {
