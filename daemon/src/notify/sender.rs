@@ -54,21 +54,22 @@ const BATCH: i64 = 256;
 /// last batch took before the next (so it works at most a tenth of the time).
 const YIELD: u32 = 9;
 
-/// The write path is busy while others commit more than this many
-/// transactions a second.
-const BUSY_COMMITS: f64 = 50.0;
+/// The write path is busy while it appends more than this many ledger entries
+/// a second (about 8 tokens of `orders` a second).
+const BUSY_ENTRIES: f64 = 100.0;
 
 /// The longest wait [`YIELD`] makes.
 const LONGEST_YIELD: Duration = Duration::from_secs(2);
 
-/// How long a queue waits after a batch that took `spent`, in which `others`
-/// transactions not its own committed: while the write path is busy, nine times
-/// as long as the batch took, so that the sender's reads and records (work for
-/// the same database, at the database's priority, where the sender's thread is
-/// lowered) take the requests' turn at most a tenth of the time; else none.
-fn yielded(spent: Duration, others: u64) -> Duration {
-    let rate = others as f64 / spent.as_secs_f64().max(1e-3);
-    if others >= 2 && rate > BUSY_COMMITS {
+/// How long a queue waits after a batch that took `spent`, during which the
+/// write path appended `appended` ledger entries: while the write path is busy,
+/// nine times as long as the batch took, so that the sender's reads and records
+/// (work for the same database, at the database's priority, where the sender's
+/// thread is lowered) take the requests' turn at most a tenth of the time; else
+/// none.
+fn yielded(spent: Duration, appended: i64) -> Duration {
+    let rate = appended as f64 / spent.as_secs_f64().max(1e-3);
+    if appended >= 10 && rate > BUSY_ENTRIES {
         (spent * YIELD).min(LONGEST_YIELD)
     } else {
         Duration::ZERO
@@ -119,7 +120,7 @@ pub async fn run(control: Control, options: SenderOptions, mut stop: watch::Rece
 async fn queue(control: Control, name: String, options: SenderOptions) {
     let mut kept: Option<Kept> = None;
     loop {
-        let (began, commits) = (Instant::now(), control.commits());
+        let (began, mark) = (Instant::now(), control.mark().safe());
         let read = control.pending_notifications(name.clone(), BATCH).await;
         let (subscription, pending) = match read {
             Ok(Some((row, pending))) if row.status == "active" => (row, pending),
@@ -235,9 +236,8 @@ async fn queue(control: Control, name: String, options: SenderOptions) {
             tokio::time::sleep(options.poll).await;
             continue;
         }
-        let own = u64::from(sent > 0);
-        let others = control.commits().saturating_sub(commits).saturating_sub(own);
-        let pause = yielded(began.elapsed(), others);
+        let appended = control.mark().safe().saturating_sub(mark);
+        let pause = yielded(began.elapsed(), appended);
         if sent > 0 && !full {
             // Caught up: let the next notifications gather for a moment, so that
             // each read and record of the queue carries many (every read and
@@ -265,11 +265,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_queue_yields_nine_times_its_batch_only_while_others_commit_often() {
+    fn a_queue_yields_nine_times_its_batch_only_while_the_write_path_is_busy() {
         let batch = Duration::from_millis(100);
         assert_eq!(yielded(batch, 50), Duration::from_millis(900));
-        assert_eq!(yielded(batch, 3), Duration::ZERO);
-        assert_eq!(yielded(batch, 1), Duration::ZERO);
+        assert_eq!(yielded(batch, 9), Duration::ZERO);
+        assert_eq!(yielded(Duration::from_secs(1), 99), Duration::ZERO);
         assert_eq!(yielded(Duration::from_secs(1), 1000), LONGEST_YIELD);
     }
 
