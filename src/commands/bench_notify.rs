@@ -172,6 +172,9 @@ pub async fn run(
     )?;
     let began = Instant::now();
     let with = pass(options, client.clone(), out).await?;
+    // The sender yields to a busy write path: how many came during the pass, and
+    // at what pace the rest came once it ended.
+    let (during, ended) = (count.load(Ordering::Relaxed), began.elapsed());
     let deadline = Instant::now() + DRAIN_WITHIN;
     let (delivered, drained) = loop {
         let shown = client.subscription("bench-all").await.map_err(failed)?;
@@ -262,6 +265,16 @@ pub async fn run(
              {:.0}/s (the receiver counted {})",
             delivered as f64 / seconds,
             count.load(Ordering::Relaxed)
+        ),
+    )?;
+    let after = drained.saturating_sub(ended).as_secs_f64().max(1e-9);
+    line(
+        out,
+        &format!(
+            "    {during} during the pass ({:.2} s), the other {} in the {after:.2} s after it: {:.0}/s",
+            ended.as_secs_f64(),
+            delivered.saturating_sub(during as i64),
+            delivered.saturating_sub(during as i64) as f64 / after
         ),
     )?;
     Ok(())
