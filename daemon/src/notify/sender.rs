@@ -8,6 +8,13 @@
 //! by default) since it was written, the notification is dead. Every attempt is
 //! recorded; a notification sent whose record did not commit (a SIGKILL) is sent
 //! again with the same `webhook-id`: delivery is at least once.
+//!
+//! The database is shared with the write path, which the sender must not slow:
+//! a batch's bodies are read in one read ([`Control::notification_parts`]) and
+//! its attempts recorded in one write; a queue that caught up lets new
+//! notifications gather for a poll; and while the write path is busy a queue
+//! works at most a tenth of the time (`yielded`), falling behind in the
+//! outbox until the load passes.
 
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
