@@ -20,9 +20,10 @@ pub struct BenchArgs {
     /// Give up, with exit code 1, after this many seconds.
     #[arg(long, default_value_t = 600)]
     pub max_seconds: u64,
-    /// Run four passes: without subscriptions, with one matching every entry
+    /// Run five passes: without subscriptions, with one matching every entry
     /// to a receiver in this process, with one to a receiver that never
-    /// answers, and without again; print the figures side by side and the
+    /// answers, with one to an address that refuses connections, and without
+    /// again; print the figures side by side and the
     /// notifications delivered per second (needs an admin key or the socket).
     #[arg(long)]
     pub notify: bool,

@@ -36,9 +36,10 @@ pub struct BenchOptions {
     pub clients: usize,
     /// `--max-time`: the run fails when it has not finished by then.
     pub max_time: Duration,
-    /// `--notify`: run four times in one run, without subscriptions, with one
+    /// `--notify`: run five times in one run, without subscriptions, with one
     /// that matches every entry to a receiver in this process, with one to a
-    /// receiver that never answers, and without again; print the figures side
+    /// receiver that never answers, with one to an address that refuses
+    /// connections, and without again; print the figures side
     /// by side and the notifications delivered per second
     /// (`super::bench_notify`).
     pub notify: bool,

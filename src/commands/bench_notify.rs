@@ -1,11 +1,13 @@
 //! `stateous bench --notify` (`docs/how-to/measure.md`, "Notifications"): the
-//! bench four times in one run against one control plane: without
+//! bench five times in one run against one control plane: without
 //! subscriptions; with one subscription that matches every ledger entry, to a
 //! receiver in this process that answers 204 at once; with one to a receiver
 //! that accepts connections and never answers (each attempt waits for the
-//! daemon's `--notify-timeout`); and without again, on the database the passes
-//! grew. It prints each pass's tokens per second beside
-//! the first's, and how many notifications a second reached the receiver.
+//! daemon's `--notify-timeout`); with one to an address that refuses
+//! connections (each attempt fails at once and is tried again after its
+//! backoff); and without again, on the database the passes grew. It prints each
+//! pass's tokens per second beside the first's, and how many notifications a
+//! second reached the receiver.
 
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -58,6 +60,10 @@ const EVERY_KIND: [&str; 32] = [
 
 /// How long the bench waits for the receiver to get every notification.
 const DRAIN_WITHIN: Duration = Duration::from_secs(600);
+
+/// How often the bench asks whether every notification was delivered: each
+/// question counts the table's rows, work for the database the sender uses too.
+const DRAIN_ASKED_EVERY: Duration = Duration::from_millis(200);
 
 /// A receiver that answers each request 204 at once, over kept-alive
 /// connections, counting them; its URL.
@@ -121,6 +127,15 @@ async fn dead_receiver() -> Result<String, CommandError> {
     Ok(url)
 }
 
+/// An address where nothing listens (a port taken and let go): each connection
+/// is refused.
+async fn refusing_receiver() -> Result<String, CommandError> {
+    let listener = TcpListener::bind("127.0.0.1:0").await?;
+    let url = format!("http://{}/refused", listener.local_addr()?);
+    drop(listener);
+    Ok(url)
+}
+
 fn subscription(name: &str, url: String) -> NewSubscription {
     let kinds: Vec<String> = EVERY_KIND.iter().map(|k| k.to_string()).collect();
     NewSubscription {
@@ -131,14 +146,14 @@ fn subscription(name: &str, url: String) -> NewSubscription {
     }
 }
 
-/// The three passes and the figures side by side.
+/// The five passes and the figures side by side.
 pub async fn run(
     options: &BenchOptions,
     client: Client,
     out: &mut dyn Write,
 ) -> Result<(), CommandError> {
     let failed = |error| CommandError::Client(error).with_code();
-    for name in ["bench-all", "bench-dead"] {
+    for name in ["bench-all", "bench-dead", "bench-refused"] {
         // Left by an earlier run that stopped: gone before the first pass.
         let _ = client.remove_subscription(name).await;
     }
@@ -157,6 +172,9 @@ pub async fn run(
     )?;
     let began = Instant::now();
     let with = pass(options, client.clone(), out).await?;
+    // The sender yields to a busy write path: how many came during the pass, and
+    // at what pace the rest came once it ended.
+    let (during, ended) = (count.load(Ordering::Relaxed), began.elapsed());
     let deadline = Instant::now() + DRAIN_WITHIN;
     let (delivered, drained) = loop {
         let shown = client.subscription("bench-all").await.map_err(failed)?;
@@ -164,7 +182,7 @@ pub async fn run(
         if counts.pending + counts.retrying == 0 || Instant::now() > deadline {
             break (counts.delivered, began.elapsed());
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        tokio::time::sleep(DRAIN_ASKED_EVERY).await;
     };
     client
         .remove_subscription("bench-all")
@@ -185,9 +203,24 @@ pub async fn run(
         .remove_subscription("bench-dead")
         .await
         .map_err(failed)?;
+
+    let url = refusing_receiver().await?;
+    client
+        .add_subscription(&subscription("bench-refused", url))
+        .await
+        .map_err(failed)?;
+    line(
+        out,
+        "pass 4: one subscription matching every entry, an address that refuses connections",
+    )?;
+    let refused = pass(options, client.clone(), out).await?;
+    client
+        .remove_subscription("bench-refused")
+        .await
+        .map_err(failed)?;
     // The database grew over the passes: a last pass without subscriptions shows
     // how much of a difference that alone makes.
-    line(out, "pass 4: no subscription again, on the grown database")?;
+    line(out, "pass 5: no subscription again, on the grown database")?;
     let again = pass(options, client.clone(), out).await?;
 
     let share = |figure: f64| figure / without.max(1e-9) * 100.0;
@@ -213,6 +246,13 @@ pub async fn run(
     line(
         out,
         &format!(
+            "  to a refusing address:  {refused:.1} tokens/s ({:.0}% of without)",
+            share(refused)
+        ),
+    )?;
+    line(
+        out,
+        &format!(
             "  without, again:         {again:.1} tokens/s ({:.0}% of without)",
             share(again)
         ),
@@ -225,6 +265,16 @@ pub async fn run(
              {:.0}/s (the receiver counted {})",
             delivered as f64 / seconds,
             count.load(Ordering::Relaxed)
+        ),
+    )?;
+    let after = drained.saturating_sub(ended).as_secs_f64().max(1e-9);
+    line(
+        out,
+        &format!(
+            "    {during} during the pass ({:.2} s), the other {} in the {after:.2} s after it: {:.0}/s",
+            ended.as_secs_f64(),
+            delivered.saturating_sub(during as i64),
+            delivered.saturating_sub(during as i64) as f64 / after
         ),
     )?;
     Ok(())

@@ -420,29 +420,46 @@ impl Control {
 
     /// The sender's read of what each notification's body is made of, in the
     /// order asked: the ledger entry (when one is named and still kept) and the
-    /// token as `GET /tokens/{id}` shows it (when it is still kept).
+    /// token as `GET /tokens/{id}` shows it (when it is still kept). Two
+    /// statements on Postgres whatever the number asked, the entries' and the
+    /// tokens' (one a notification, before, cost the server more than the write
+    /// path's rows of it).
     pub async fn notification_parts(
         &self,
         wanted: Vec<(Option<i64>, String)>,
     ) -> Result<Vec<crate::notify::body::Parts>, Refusal> {
         self.read(move |tx| {
-            let mut all = Vec::with_capacity(wanted.len());
-            for (entry, token) in &wanted {
-                let entry = match entry {
-                    Some(id) => tx
-                        .entries_since(id - 1, *id, Some(token), 1)?
-                        .first()
+            let mut ids: Vec<i64> = wanted.iter().filter_map(|(entry, _)| *entry).collect();
+            ids.sort_unstable();
+            ids.dedup();
+            let mut tokens: Vec<String> = wanted
+                .iter()
+                .filter(|(_, token)| !token.is_empty())
+                .map(|(_, token)| token.clone())
+                .collect();
+            tokens.sort_unstable();
+            tokens.dedup();
+            let entries: HashMap<i64, _> = tx
+                .entries_of(&ids)?
+                .into_iter()
+                .map(|row| (row.id, row))
+                .collect();
+            let rows: HashMap<String, _> = tx
+                .tokens_of(&tokens)?
+                .into_iter()
+                .map(|row| (row.token.clone(), row))
+                .collect();
+            Ok(wanted
+                .iter()
+                .map(|(entry, token)| crate::notify::body::Parts {
+                    // The entry of the token named: a notification names both.
+                    entry: entry
+                        .and_then(|id| entries.get(&id))
+                        .filter(|row| &row.token == token)
                         .map(super::views::watch_entry),
-                    None => None,
-                };
-                let token = if token.is_empty() {
-                    None
-                } else {
-                    tx.token(token)?.map(|row| crate::engine::view(&row))
-                };
-                all.push(crate::notify::body::Parts { entry, token });
-            }
-            Ok(all)
+                    token: rows.get(token).map(crate::engine::view),
+                })
+                .collect())
         })
         .await
     }

@@ -8,6 +8,13 @@
 //! by default) since it was written, the notification is dead. Every attempt is
 //! recorded; a notification sent whose record did not commit (a SIGKILL) is sent
 //! again with the same `webhook-id`: delivery is at least once.
+//!
+//! The database is shared with the write path, which the sender must not slow:
+//! a batch's bodies are read in one read ([`Control::notification_parts`]) and
+//! its attempts recorded in one write; a queue that caught up lets new
+//! notifications gather for a poll; and while the write path is busy a queue
+//! works at most a tenth of the time (`yielded`), falling behind in the
+//! outbox until the load passes.
 
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
@@ -49,6 +56,32 @@ pub const LONGEST_BACKOFF: Duration = Duration::from_secs(600);
 
 /// The most notifications a queue reads at once.
 const BATCH: i64 = 256;
+
+/// While the write path is busy, a queue waits this many times as long as its
+/// last batch took before the next (so it works at most a tenth of the time).
+const YIELD: u32 = 9;
+
+/// The write path is busy while it appends more than this many ledger entries
+/// a second (about 8 tokens of `orders` a second).
+const BUSY_ENTRIES: f64 = 100.0;
+
+/// The longest wait [`YIELD`] makes.
+const LONGEST_YIELD: Duration = Duration::from_secs(2);
+
+/// How long a queue waits after a batch that took `spent`, during which the
+/// write path appended `appended` ledger entries: while the write path is busy,
+/// nine times as long as the batch took, so that the sender's reads and records
+/// (work for the same database, at the database's priority, where the sender's
+/// thread is lowered) take the requests' turn at most a tenth of the time; else
+/// none.
+fn yielded(spent: Duration, appended: i64) -> Duration {
+    let rate = appended as f64 / spent.as_secs_f64().max(1e-3);
+    if appended >= 10 && rate > BUSY_ENTRIES {
+        (spent * YIELD).min(LONGEST_YIELD)
+    } else {
+        Duration::ZERO
+    }
+}
 
 /// The backoff after the `attempts`th failed attempt, before jitter.
 pub fn backoff(first: Duration, attempts: i64) -> Duration {
@@ -94,6 +127,7 @@ pub async fn run(control: Control, options: SenderOptions, mut stop: watch::Rece
 async fn queue(control: Control, name: String, options: SenderOptions) {
     let mut kept: Option<Kept> = None;
     loop {
+        let (began, mark) = (Instant::now(), control.mark().safe());
         let read = control.pending_notifications(name.clone(), BATCH).await;
         let (subscription, pending) = match read {
             Ok(Some((row, pending))) if row.status == "active" => (row, pending),
@@ -104,28 +138,48 @@ async fn queue(control: Control, name: String, options: SenderOptions) {
             }
         };
         let now = control.now();
-        let due: Vec<_> = pending.into_iter().collect();
-        if due.is_empty() {
+        let full = i64::try_from(pending.len()).unwrap_or(i64::MAX) >= BATCH;
+        if pending.is_empty() {
             tokio::time::sleep(options.poll).await;
             continue;
         }
-        let wanted: Vec<(Option<i64>, String)> = due
-            .iter()
-            .map(|row| (row.entry, row.token.clone()))
-            .collect();
-        let parts = control.notification_parts(wanted).await.unwrap_or_default();
-        let secrets: Vec<String> = serde_json::from_str(&subscription.secrets).unwrap_or_default();
+        // A token's later notifications wait behind its first that is not due.
         let mut held: HashSet<String> = HashSet::new();
-        let mut done = Vec::new();
         let mut soonest: Option<i64> = None;
-        for (index, row) in due.iter().enumerate() {
+        let mut due = Vec::with_capacity(pending.len());
+        for row in pending {
             if held.contains(&row.token) {
                 continue;
             }
             if row.next_at > now {
-                // A token's later notifications wait behind its first.
                 held.insert(row.token.clone());
                 soonest = Some(soonest.map_or(row.next_at, |s| s.min(row.next_at)));
+                continue;
+            }
+            due.push(row);
+        }
+        // The bodies' parts of only those tried, in one read.
+        let wanted: Vec<(Option<i64>, String)> = due
+            .iter()
+            .map(|row| (row.entry, row.token.clone()))
+            .collect();
+        let parts = if wanted.is_empty() {
+            Vec::new()
+        } else {
+            match control.notification_parts(wanted).await {
+                Ok(parts) => parts,
+                Err(_) => {
+                    // Read again, rather than send bodies without their parts.
+                    tokio::time::sleep(options.poll).await;
+                    continue;
+                }
+            }
+        };
+        let secrets: Vec<String> = serde_json::from_str(&subscription.secrets).unwrap_or_default();
+        let mut done = Vec::new();
+        for (index, row) in due.iter().enumerate() {
+            if held.contains(&row.token) {
+                // An earlier one of the token failed in this batch.
                 continue;
             }
             let part = parts.get(index).cloned().unwrap_or_default();
@@ -189,7 +243,16 @@ async fn queue(control: Control, name: String, options: SenderOptions) {
             tokio::time::sleep(options.poll).await;
             continue;
         }
-        if sent == 0 {
+        let appended = control.mark().safe().saturating_sub(mark);
+        let pause = yielded(began.elapsed(), appended);
+        if sent > 0 && !full {
+            // Caught up: let the next notifications gather for a moment, so that
+            // each read and record of the queue carries many (every read and
+            // record is work for the database the write path uses too).
+            tokio::time::sleep(pause.max(options.poll)).await;
+        } else if sent > 0 {
+            tokio::time::sleep(pause).await;
+        } else {
             // Nothing due: wait for the soonest retry, or for new notifications.
             let wait = soonest
                 .map(|at| {
@@ -207,6 +270,15 @@ async fn queue(control: Control, name: String, options: SenderOptions) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_queue_yields_nine_times_its_batch_only_while_the_write_path_is_busy() {
+        let batch = Duration::from_millis(100);
+        assert_eq!(yielded(batch, 50), Duration::from_millis(900));
+        assert_eq!(yielded(batch, 9), Duration::ZERO);
+        assert_eq!(yielded(Duration::from_secs(1), 99), Duration::ZERO);
+        assert_eq!(yielded(Duration::from_secs(1), 1000), LONGEST_YIELD);
+    }
 
     #[test]
     fn the_backoff_doubles_from_one_second_to_ten_minutes() {

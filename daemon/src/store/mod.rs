@@ -220,6 +220,10 @@ passed_through! {
         /// a token made before version 0014): the trace exporter's one read for the
         /// tokens a page of the feed brings (`docs/reference/traces.md`).
         fn traces_of(&self, tokens: &[String]) -> StoreResult<Vec<(String, Option<String>)>>;
+        /// The rows of those of `tokens` that exist, in no given order: the
+        /// notifications' sender's one read of a batch's tokens
+        /// (`docs/notifications.md`).
+        fn tokens_of(&self, tokens: &[String]) -> StoreResult<Vec<TokenRow>>;
     }
 }
 
@@ -273,6 +277,10 @@ passed_through! {
         fn entries(&self, token: &str) -> StoreResult<Vec<LedgerRow>>;
         /// Whether an entry of the token has this idempotency key.
         fn has_key(&self, token: &str, key: &str) -> StoreResult<bool>;
+        /// Those of the entries `ids` that exist, in no given order: the
+        /// notifications' sender's one read of a batch's entries
+        /// (`docs/notifications.md`).
+        fn entries_of(&self, ids: &[i64]) -> StoreResult<Vec<LedgerRow>>;
     }
 }
 

@@ -10,18 +10,33 @@ use crate::store::notifications::{
 };
 use crate::store::StoreResult;
 
-/// The flush's part of new notifications (`pending.rs`): subscription, entry,
-/// token, kind, state, visit, at, as [`flush_columns`] packs them. A `no_move` of
-/// a visit that has one already is left out by the unique index.
+/// The flush's part of new notifications (`pending.rs`) that are about no visit
+/// (those of ledger entries, and `test`): subscription, entry, token, kind, state,
+/// visit, at, as [`flush_columns`] packs them. A plain insert: such a row meets no
+/// unique index but the key, whose ids the table gives, where `ON CONFLICT` would
+/// cost each row a probe and a speculative insertion's second WAL record.
 pub(super) const FLUSH_NEW: &str = "n AS (INSERT INTO notifications
+          (subscription, entry, token, kind, state, visit, at, status, attempts, next_at)
+      SELECT s, e, t, k, st, v, a, 'pending', 0, a
+      FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[],
+                  $6::bigint[], $7::bigint[]) AS w(s, e, t, k, st, v, a))";
+
+/// [`FLUSH_NEW`] of the notifications about a visit (`no_move`): one of a visit
+/// that has one already is left out by the unique index.
+pub(super) const FLUSH_VISITS: &str = "nv AS (INSERT INTO notifications
           (subscription, entry, token, kind, state, visit, at, status, attempts, next_at)
       SELECT s, e, t, k, st, v, a, 'pending', 0, a
       FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[],
                   $6::bigint[], $7::bigint[]) AS w(s, e, t, k, st, v, a)
       ON CONFLICT DO NOTHING)";
 
-/// New notifications as the columns of [`FLUSH_NEW`].
-pub(super) fn flush_columns(rows: &[WaitingNotification]) -> Option<Columns> {
+/// The new notifications about a visit (`visits`) or about none, as the columns
+/// of [`FLUSH_VISITS`] or [`FLUSH_NEW`].
+pub(super) fn flush_columns(rows: &[WaitingNotification], visits: bool) -> Option<Columns> {
+    let rows: Vec<&WaitingNotification> = rows
+        .iter()
+        .filter(|row| row.visit.is_some() == visits)
+        .collect();
     Columns::of(rows, |cells, row| {
         cells
             .put(row.subscription.clone())

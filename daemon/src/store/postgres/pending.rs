@@ -236,7 +236,7 @@ impl Pending {
         send: impl FnOnce(&str, &[&(dyn ToSql + Sync)]) -> StoreResult<T>,
     ) -> StoreResult<T> {
         // Each part's columns, in the order of `PARTS`; `None`: no rows.
-        let all: [Option<Columns>; 11] = [
+        let all: [Option<Columns>; 12] = [
             ledger::flush_columns(&self.ledger),
             tokens::flush_columns(self.tokens.new.values()),
             tokens::flush_columns(self.tokens.changed.values()),
@@ -246,8 +246,9 @@ impl Pending {
             timers::flush_columns(self.timers.changed.values()),
             None,
             claims::flush_columns(self.claims.values()),
-            notifications::flush_columns(&self.notifications),
+            notifications::flush_columns(&self.notifications, false),
             claim_limits::flush_columns(self.slots.values()),
+            notifications::flush_columns(&self.notifications, true),
         ];
         let mut parts = 0;
         let mut params: Vec<&(dyn ToSql + Sync)> = Vec::new();
@@ -289,7 +290,7 @@ impl Pending {
 /// bench` on a new database). Naming the keys with `= ANY(keys)` too did not
 /// prevent it: Postgres counts an array parameter as 10 keys, and 10 probes of an
 /// index cost more than reading a table of a few pages.
-const PARTS: [&str; 11] = [
+const PARTS: [&str; 12] = [
     ledger::FLUSH_NEW,
     tokens::FLUSH_NEW,
     tokens::FLUSH_CHANGED,
@@ -301,6 +302,7 @@ const PARTS: [&str; 11] = [
     claims::FLUSH,
     notifications::FLUSH_NEW,
     claim_limits::FLUSH_SLOTS,
+    notifications::FLUSH_VISITS,
 ];
 
 /// The place in [`PARTS`] of the memory's part, written once for each token whose

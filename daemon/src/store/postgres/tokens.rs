@@ -334,6 +334,13 @@ impl TokenReads for PgTx<'_> {
             .map(|row| Ok((get(row, 0)?, get(row, 1)?)))
             .collect()
     }
+
+    fn tokens_of(&self, tokens: &[String]) -> StoreResult<Vec<TokenRow>> {
+        // The whole list in one statement, through the key (SQLite reads a token
+        // at a time).
+        let rows = self.query(&const_format(SELECT, " WHERE token = ANY($1)"), &[&tokens])?;
+        rows.iter().map(TokenRow::read).collect()
+    }
 }
 
 /// The condition of `scan` and `after` on `tokens`, its values added to `params`.

@@ -78,6 +78,17 @@ impl Ledger for SqliteTx<'_> {
 }
 
 impl LedgerReads for SqliteTx<'_> {
+    fn entries_of(&self, ids: &[i64]) -> StoreResult<Vec<LedgerRow>> {
+        // One prepared statement per entry: SQLite's reads are calls in this
+        // process, where Postgres takes the list in one statement.
+        let mut statement = self.prepare(&format!("SELECT {COLUMNS} FROM ledger WHERE id = ?1"))?;
+        let mut found = Vec::with_capacity(ids.len());
+        for id in ids {
+            found.extend(statement.query_row([id], read).optional()?);
+        }
+        Ok(found)
+    }
+
     fn entries_since(
         &self,
         after: i64,

@@ -191,6 +191,17 @@ impl TokenReads for SqliteTx<'_> {
         }
         Ok(found)
     }
+
+    fn tokens_of(&self, tokens: &[String]) -> StoreResult<Vec<TokenRow>> {
+        // One prepared statement per token, as `traces_of`.
+        let sql = format!("SELECT {COLUMNS} FROM tokens WHERE token = ?1");
+        let mut statement = self.prepare(&sql)?;
+        let mut found = Vec::with_capacity(tokens.len());
+        for token in tokens {
+            found.extend(statement.query_row([token], read).optional()?);
+        }
+        Ok(found)
+    }
 }
 
 /// The condition of `scan` and `after` on `tokens`, with its parameters in order
