@@ -12,9 +12,15 @@ pub const TOKEN_ID_RULE: &str = "a token id is an ASCII letter or digit, then up
 
 /// Whether `id` is a token id: `[A-Za-z0-9][A-Za-z0-9._-]{0,127}` ([`TOKEN_ID_RULE`]).
 pub fn is_token_id(id: &str) -> bool {
-    let bytes = id.as_bytes();
+    is_word(id, MAX_TOKEN_ID)
+}
+
+/// Whether `text` is an ASCII letter or digit, then ASCII letters, digits, `.`,
+/// `_` or `-`, at most `most` in all: the shape of token ids and of names.
+fn is_word(text: &str, most: usize) -> bool {
+    let bytes = text.as_bytes();
     bytes.first().is_some_and(u8::is_ascii_alphanumeric)
-        && bytes.len() <= MAX_TOKEN_ID
+        && bytes.len() <= most
         && bytes
             .iter()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
@@ -30,12 +36,7 @@ pub const NAME_RULE: &str = "a letter or digit, then up to 63 letters, digits, '
 /// Whether `name` can name a limit, a schedule or a subscription:
 /// `[A-Za-z0-9][A-Za-z0-9._-]{0,63}` ([`NAME_RULE`]).
 pub fn is_name(name: &str) -> bool {
-    let bytes = name.as_bytes();
-    bytes.first().is_some_and(u8::is_ascii_alphanumeric)
-        && bytes.len() <= MAX_NAME
-        && bytes
-            .iter()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+    is_word(name, MAX_NAME)
 }
 
 /// The longest note, in characters, after the white space at its two ends is
