@@ -15,6 +15,7 @@ use stateous_shared::refusal::{Code, Refusal};
 use crate::engine::select::workflows;
 use crate::engine::Rules;
 use crate::schedule::input::{name_ok, name_refused};
+use crate::store::backend::without_password;
 use crate::store::notifications::SubscriptionRow;
 use crate::store::{Closed, EntryKind};
 
@@ -43,25 +44,16 @@ pub fn url_ok(url: &str) -> bool {
     url.len() <= LONGEST_URL && stateous_otlp::is_http_url(url)
 }
 
-/// `url` as listings, the journal and logs show it: a password in it and its
-/// query string (where receivers keep their tokens) written `***`, so that what
-/// lets one send to the receiver stays with the daemon (`docs/notifications.md`,
-/// "Secrets"). A URL that does not parse is shown as `***`.
+/// `url` as listings, the journal and logs show it: its password written `***`,
+/// as every URL in a message is (`without_password`), and its query string too
+/// (where receivers keep their tokens), so that what lets one send to the receiver
+/// stays with the daemon (`docs/notifications.md`, "Secrets").
 pub fn shown_url(url: &str) -> String {
-    let Ok(uri) = url.parse::<hyper::Uri>() else {
-        return "***".to_string();
-    };
-    let scheme = uri.scheme_str().unwrap_or("http");
-    let authority = uri.authority().map_or("", |a| a.as_str());
-    let authority = match authority.rsplit_once('@') {
-        Some((user, host)) => match user.split_once(':') {
-            Some((name, _)) => format!("{name}:***@{host}"),
-            None => format!("{user}@{host}"),
-        },
-        None => authority.to_string(),
-    };
-    let query = if uri.query().is_some() { "?***" } else { "" };
-    format!("{scheme}://{authority}{}{query}", uri.path())
+    let shown = without_password(url);
+    match shown.split_once('?') {
+        Some((base, _)) => format!("{base}?***"),
+        None => shown,
+    }
 }
 
 /// The row of a new subscription at `now`, and its secret (shown once).
