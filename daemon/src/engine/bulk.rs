@@ -165,6 +165,12 @@ fn preview_priority(
     if let Some(refusal) = why_not(rules, tx, step, row)? {
         return Ok(refused(row, &refusal));
     }
+    priority_outcome(tx, step, row)
+}
+
+/// What a bulk priority does to `row`, a token it may change: nothing where the
+/// token has that priority already.
+fn priority_outcome(tx: &dyn Tx, step: &BulkStep, row: &TokenRow) -> Step<TokenOutcome> {
     let now = tx.priority(&row.token)?;
     Ok(if now == step.priority {
         let detail = format!("its priority is {now} already");
@@ -440,7 +446,7 @@ pub fn apply(rules: &Rules, tx: &dyn Tx, step: &BulkStep, token: &str) -> Step<T
             if let Some(refusal) = why_not(rules, tx, step, &row)? {
                 return Err(Fail::Rollback(refusal));
             }
-            let done = preview_priority(rules, tx, step, &row)?;
+            let done = priority_outcome(tx, step, &row)?;
             if done.outcome != Outcome::Applied {
                 return Ok(done);
             }
