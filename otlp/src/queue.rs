@@ -340,7 +340,7 @@ impl Post {
 }
 
 /// The headers of `OTEL_EXPORTER_OTLP_HEADERS`' form: `key=value` pairs apart by
-/// commas, each value URL-decoded (kept as given when it does not decode); a pair
+/// commas, each value percent-decoded (kept as given when it does not decode); a pair
 /// without `=`, or a name or value a header cannot have, is left out.
 fn parse_headers(given: &str) -> Vec<(hyper::header::HeaderName, hyper::header::HeaderValue)> {
     given
@@ -351,31 +351,17 @@ fn parse_headers(given: &str) -> Vec<(hyper::header::HeaderName, hyper::header::
             if key.is_empty() || value.is_empty() {
                 return None;
             }
-            let value = url_decode(value).unwrap_or_else(|| value.to_string());
+            // A broken escape stays as written; a value that does not decode to
+            // UTF-8 is kept as given.
+            let value = percent_encoding::percent_decode_str(value)
+                .decode_utf8()
+                .map_or_else(|_| value.to_string(), |decoded| decoded.into_owned());
             Some((
                 hyper::header::HeaderName::from_bytes(key.as_bytes()).ok()?,
                 hyper::header::HeaderValue::from_str(&value).ok()?,
             ))
         })
         .collect()
-}
-
-/// `%XX` escapes decoded; `None` when one is broken or the result is not UTF-8.
-fn url_decode(value: &str) -> Option<String> {
-    let bytes = value.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut at = 0;
-    while at < bytes.len() {
-        if bytes[at] == b'%' {
-            let hex = std::str::from_utf8(bytes.get(at + 1..at + 3)?).ok()?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            at += 3;
-        } else {
-            out.push(bytes[at]);
-            at += 1;
-        }
-    }
-    String::from_utf8(out).ok()
 }
 
 #[cfg(test)]
@@ -390,6 +376,11 @@ mod tests {
             .map(|(name, value)| (name.as_str(), value.to_str().unwrap()))
             .collect();
         assert_eq!(pairs, [("api-key", "a b"), ("x-team", "ops")]);
-        assert_eq!(url_decode("100%"), None);
+        let kept = parse_headers("k=100%");
+        assert_eq!(
+            kept[0].1.to_str().unwrap(),
+            "100%",
+            "a broken escape is kept"
+        );
     }
 }
