@@ -109,6 +109,12 @@ pub fn policy_row(
         }
     };
     let cap = match text_of(body, "cap")? {
+        Some(_) if !doubling => {
+            return refuse(
+                Code::InvalidArgument,
+                "'cap' goes with a doubling backoff: a fixed pause is always the delay",
+            )
+        }
         Some(cap) => micros(cap, "cap")?,
         None => LONGEST.max(delay),
     };
