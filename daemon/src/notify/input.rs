@@ -79,7 +79,7 @@ pub fn new_subscription(
     if !url_ok(&body.url) {
         return Err(invalid(format!(
             "the URL {:?} is not an http:// or https:// URL with a host and a port from 1 to 65535",
-            body.url
+            shown_url(&body.url)
         )));
     }
     let mut kinds: Vec<String> = if body.kinds.is_empty() {
