@@ -120,7 +120,8 @@ impl Compiled {
                 ));
             }
             if let Some((_, earlier)) = seen.iter().find(|(seen, _)| *seen == id) {
-                let add = if self.token.names_any(&TIMED) {
+                // Within one minute, {time} would not tell them apart either.
+                let add = if self.token.names_any(&TIMED) || at - *earlier < 60_000_000 {
                     "{second} or {occurrence}"
                 } else {
                     "{time} or {occurrence}"
