@@ -63,7 +63,13 @@ pub async fn apply(control: &Control, file: &LimitsFile) -> Result<(), String> {
                 file.shown, refused.error
             )
         })?;
-    let said = if changed.is_empty() {
+    let named = file.settings.limits.len() + file.settings.policies.len();
+    let said = if named == 0 {
+        format!(
+            "limits file {}: it names no limit and no retry policy",
+            file.shown
+        )
+    } else if changed.is_empty() {
         format!("limits file {}: the database holds it already", file.shown)
     } else {
         format!("limits file {}: set {}", file.shown, changed.join(", "))
