@@ -137,6 +137,10 @@ where
         "operator" => {
             let asked = match data.get("action").and_then(Value::as_str) {
                 Some("fire") => format!("fire {}", get("event")),
+                Some("priority") => match data.get("priority") {
+                    Some(priority) => format!("set its priority to {priority}"),
+                    None => "change its priority".to_string(),
+                },
                 Some(action) => format!("{action} it"),
                 None => "?".to_string(),
             };
