@@ -615,6 +615,10 @@ fn limits_refuse_bad_input_and_change_nothing() {
             "at least the delay (10s), not 5s",
         ),
         (json!({"delay": "2s", "backoff": 2}), "fixed or doubling"),
+        (
+            json!({"delay": "1s", "cap": "1m"}),
+            "goes with a doubling backoff",
+        ),
     ];
     for (body, words) in bad_policies {
         let sentence = daemon
@@ -830,6 +834,13 @@ fn a_bulk_priority_previews_then_sets_every_match() {
     assert!(
         history.contains("hotfix") && history.contains("\"priority\""),
         "{history}"
+    );
+    let shown = daemon.token(&["show", "Q-2"]);
+    assert!(
+        shown
+            .stdout
+            .contains("asked to set its priority to 7: hotfix"),
+        "{shown}"
     );
     // Q-1 (priority 0, oldest) goes last.
     let _sups = supervisors(&daemon, 1, "0");

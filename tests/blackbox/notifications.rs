@@ -505,6 +505,17 @@ fn bad_subscriptions_are_refused_and_change_nothing() {
             .refused(422, "invalid_subscription");
         assert!(!sentence.contains('\n'), "{sentence}");
     }
+    // A refused URL is quoted without what it holds for its receiver.
+    let keyed = json!({"name": "a", "url": "http://bot:hunter2@127.0.0.1:99999/in?key=abc123"});
+    let sentence = daemon
+        .post("/notify", &keyed)
+        .refused(422, "invalid_subscription");
+    assert!(
+        sentence.contains("bot:***@")
+            && !sentence.contains("hunter2")
+            && !sentence.contains("abc123"),
+        "{sentence}"
+    );
     // A name outside the rule is a subscription's refusal, not a schedule's.
     let long = json!({"name": "a".repeat(65), "url": "http://127.0.0.1:9/x"});
     let sentence = daemon
