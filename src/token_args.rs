@@ -353,21 +353,12 @@ fn one_or_many(
             Ok(Ok(id))
         }
         (None, Some(filter)) => Ok(Err(token::BulkOptions {
-            action,
-            filter,
-            event: None,
-            payload: None,
-            key: None,
-            state: None,
-            priority: None,
-            map: Default::default(),
-            undo: false,
             reason: flags.reason,
             yes: flags.yes,
             dry_run: flags.dry_run,
             jsonl: flags.jsonl,
-            archive: None,
             include_ended: flags.include_ended,
+            ..token::BulkOptions::new(action, filter)
         })),
     }
 }
@@ -531,21 +522,12 @@ impl TryFrom<TokenArgs> for token::TokenCommand {
                 jsonl,
                 archive,
             } => A::Bulk(token::BulkOptions {
-                action: BulkAction::Prune,
-                filter,
-                event: None,
-                payload: None,
-                key: None,
-                state: None,
-                priority: None,
                 reason,
                 yes,
                 dry_run,
                 jsonl,
                 archive: archive.map(archive_path).transpose()?,
-                include_ended: false,
-                map: Default::default(),
-                undo: false,
+                ..token::BulkOptions::new(BulkAction::Prune, filter)
             }),
         };
         Ok(token::TokenCommand {

@@ -33,9 +33,9 @@ impl Connector {
     /// connection, so the request is known not to have left.
     async fn connect(self) -> io::Result<Stream> {
         match &self.endpoint {
-            Endpoint::Tcp { authority } => Ok(Stream::new(tcp(authority).await?)),
+            Endpoint::Tcp { authority } => Ok(boxed(tcp(authority).await?)),
             Endpoint::Unix { path } => {
-                Ok(Stream::new(tokio::net::UnixStream::connect(path).await?))
+                Ok(boxed(tokio::net::UnixStream::connect(path).await?))
             }
             Endpoint::Https { authority, host } => {
                 let Some(tls) = &self.tls else {
@@ -60,7 +60,7 @@ impl Connector {
                             ),
                         )
                     })?;
-                Ok(Stream::new(stream))
+                Ok(boxed(stream))
             }
         }
     }
@@ -107,61 +107,20 @@ impl tower_service::Service<Uri> for Connector {
 }
 
 /// Any of the byte streams a connector makes.
-trait Io: AsyncRead + AsyncWrite + Send + Unpin {}
+pub(crate) trait Io: AsyncRead + AsyncWrite + Send + Unpin {}
 
 impl<T: AsyncRead + AsyncWrite + Send + Unpin> Io for T {}
 
-/// An open connection, whichever way it was made.
-pub(crate) struct Stream(TokioIo<Box<dyn Io>>);
-
-impl Stream {
-    fn new(io: impl Io + 'static) -> Stream {
-        Stream(TokioIo::new(Box::new(io)))
-    }
-}
-
-impl Connection for Stream {
+impl Connection for Box<dyn Io> {
     fn connected(&self) -> Connected {
         Connected::new()
     }
 }
 
-impl hyper::rt::Read for Stream {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: hyper::rt::ReadBufCursor<'_>,
-    ) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().0).poll_read(cx, buf)
-    }
-}
+/// An open connection, whichever way it was made.
+pub(crate) type Stream = TokioIo<Box<dyn Io>>;
 
-impl hyper::rt::Write for Stream {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().0).poll_write(cx, buf)
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().0).poll_flush(cx)
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().0).poll_shutdown(cx)
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.0.is_write_vectored()
-    }
-
-    fn poll_write_vectored(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().0).poll_write_vectored(cx, bufs)
-    }
+/// A connection as the pool keeps it.
+fn boxed(io: impl Io + 'static) -> Stream {
+    TokioIo::new(Box::new(io))
 }

@@ -99,7 +99,7 @@ impl Connector {
         let tcp = tokio::net::TcpStream::connect((host.as_str(), port)).await?;
         let _ = tcp.set_nodelay(true);
         if !https {
-            return Ok(Stream(TokioIo::new(Box::new(tcp))));
+            return Ok(TokioIo::new(Box::new(tcp)));
         }
         let Some(tls) = self.tls else {
             return Err(io::Error::other("TLS could not be set up"));
@@ -109,7 +109,7 @@ impl Connector {
         let stream = tokio_rustls::TlsConnector::from(tls)
             .connect(name, tcp)
             .await?;
-        Ok(Stream(TokioIo::new(Box::new(stream))))
+        Ok(TokioIo::new(Box::new(stream)))
     }
 }
 
@@ -132,39 +132,11 @@ trait Io: AsyncRead + AsyncWrite + Send + Unpin {}
 
 impl<T: AsyncRead + AsyncWrite + Send + Unpin> Io for T {}
 
-/// An open connection, plain or TLS.
-struct Stream(TokioIo<Box<dyn Io>>);
-
-impl Connection for Stream {
+impl Connection for Box<dyn Io> {
     fn connected(&self) -> Connected {
         Connected::new()
     }
 }
 
-impl hyper::rt::Read for Stream {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: hyper::rt::ReadBufCursor<'_>,
-    ) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().0).poll_read(cx, buf)
-    }
-}
-
-impl hyper::rt::Write for Stream {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().0).poll_write(cx, buf)
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().0).poll_flush(cx)
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().0).poll_shutdown(cx)
-    }
-}
+/// An open connection, plain or TLS.
+type Stream = TokioIo<Box<dyn Io>>;

@@ -278,8 +278,7 @@ async fn reference_command(
             budget,
             priority,
         } => {
-            let context = parsed(context.as_deref(), "CONTEXT_JSON")?.unwrap_or_default();
-            let budget = budget::given(budget)?;
+            let (context, budget) = start_fields(context, budget)?;
             let started = client
                 .start_with(id, &context, budget.as_ref(), *priority)
                 .await?;
@@ -449,8 +448,7 @@ async fn print_json(
             budget,
             priority,
         } => {
-            let context = parsed(context.as_deref(), "CONTEXT_JSON")?.unwrap_or_default();
-            let budget = budget::given(budget)?;
+            let (context, budget) = start_fields(context, budget)?;
             let call = Call::start_with(id, &context, budget.as_ref(), *priority);
             client.json(&call).await?.1
         }
@@ -489,6 +487,15 @@ async fn print_json(
         | TokenAction::Bulk(_) => serde_json::Value::Null,
     };
     line(out, &pretty(&answer)?)
+}
+
+/// `token start`'s context and budget, read from their arguments.
+fn start_fields(
+    context: &Option<String>,
+    budget: &[String],
+) -> Result<(Object, Option<Object>), CommandError> {
+    let context = parsed(context.as_deref(), "CONTEXT_JSON")?.unwrap_or_default();
+    Ok((context, budget::given(budget)?))
 }
 
 fn parsed(text: Option<&str>, name: &str) -> Result<Option<Object>, CommandError> {

@@ -55,6 +55,29 @@ pub struct BulkOptions {
     pub include_ended: bool,
 }
 
+impl BulkOptions {
+    /// `action` over the tokens `filter` matches, every other option unset.
+    pub fn new(action: BulkAction, filter: String) -> BulkOptions {
+        BulkOptions {
+            action,
+            filter,
+            event: None,
+            payload: None,
+            key: None,
+            state: None,
+            priority: None,
+            map: Default::default(),
+            undo: false,
+            reason: None,
+            yes: false,
+            dry_run: false,
+            jsonl: false,
+            archive: None,
+            include_ended: false,
+        }
+    }
+}
+
 /// Where a command asks its question and tells its progress: the terminal, or a
 /// script in tests.
 pub trait Console {

@@ -71,21 +71,9 @@ fn bulk_answers(seen: &Seen) -> (u16, String) {
 
 fn cancel(reason: Option<&str>, yes: bool) -> TokenAction {
     TokenAction::Bulk(BulkOptions {
-        action: BulkAction::Cancel,
-        filter: "state == 'intake'".into(),
-        event: None,
-        payload: None,
-        key: None,
-        state: None,
-        priority: None,
-        map: Default::default(),
-        undo: false,
         reason: reason.map(str::to_string),
         yes,
-        dry_run: false,
-        jsonl: false,
-        archive: None,
-        include_ended: false,
+        ..BulkOptions::new(BulkAction::Cancel, "state == 'intake'".into())
     })
 }
 
