@@ -34,9 +34,7 @@ impl Connector {
     async fn connect(self) -> io::Result<Stream> {
         match &self.endpoint {
             Endpoint::Tcp { authority } => Ok(boxed(tcp(authority).await?)),
-            Endpoint::Unix { path } => {
-                Ok(boxed(tokio::net::UnixStream::connect(path).await?))
-            }
+            Endpoint::Unix { path } => Ok(boxed(tokio::net::UnixStream::connect(path).await?)),
             Endpoint::Https { authority, host } => {
                 let Some(tls) = &self.tls else {
                     return Err(io::Error::other("TLS could not be set up"));

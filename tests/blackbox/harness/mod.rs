@@ -517,6 +517,11 @@ impl Daemon {
     pub fn signal(&self, signal: i32) {
         // SAFETY: kill(2) on our own child's pid has no memory effects.
         unsafe { libc::kill(self.pid(), signal) };
+        if signal == libc::SIGSTOP {
+            // kill(2) returns before every thread has stopped: a loaded machine
+            // could let the daemon answer one more request after it.
+            stopped(self.pid());
+        }
     }
 
     /// Whether the daemon's process still runs.
@@ -900,4 +905,25 @@ pub fn relay_cutting(
         }
     });
     url
+}
+
+/// Wait (at most 5 s) until every thread of process `pid` is stopped, as
+/// `/proc/PID/task/*/stat` shows (state `T`).
+fn stopped(pid: i32) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline {
+        let tasks = std::fs::read_dir(format!("/proc/{pid}/task"));
+        let all = tasks.map(|tasks| {
+            tasks.flatten().all(|task| {
+                let stat = std::fs::read_to_string(task.path().join("stat")).unwrap_or_default();
+                // The state follows the command's closing parenthesis.
+                stat.rsplit_once(") ")
+                    .is_none_or(|(_, rest)| rest.starts_with('T') || rest.starts_with('t'))
+            })
+        });
+        if all.unwrap_or(true) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
 }
