@@ -177,6 +177,25 @@ mod tests {
         assert!(max_problem(0).is_some());
         assert!(max_problem(1_000_001).is_some());
     }
+
+    #[test]
+    fn a_limits_file_that_writes_a_name_or_a_setting_twice_is_refused_at_its_line() {
+        let twice = "limits:\n  coding:\n    max: 2\n    max: 3\n";
+        assert_eq!(
+            parse_limits_file(twice, "l.yaml"),
+            Err(vec![
+                "l.yaml, line 3: limits.coding: 'max' is written twice".to_string()
+            ])
+        );
+        let twice = "limits:\n  coding: {max: 2}\n  coding: {max: 3}\n";
+        assert_eq!(
+            parse_limits_file(twice, "l.yaml"),
+            Err(vec![
+                "l.yaml, line 2: limits: 'coding' is written twice".to_string()
+            ])
+        );
+        assert!(parse_limits_file("limits:\n  a: {max: 1}\n  b: {max: 1}\n", "l").is_ok());
+    }
 }
 
 /// The settings of `serve --limits FILE` (`docs/limits.md`, "The limits file"),
@@ -196,10 +215,7 @@ pub struct LimitsFile {
 /// The error lists every problem, each led by `source`.
 pub fn parse_limits_file(text: &str, source: &str) -> Result<LimitsFile, Vec<String>> {
     use serde_json::Value;
-    let document: Value = match serde_norway::from_str(text) {
-        Ok(document) => document,
-        Err(error) => return Err(vec![crate::compiler::flow::yaml_problem(&error, source)]),
-    };
+    let document = crate::compiler::flow::yaml_value(text, source).map_err(|e| vec![e])?;
     let top = match document {
         Value::Object(top) => top,
         Value::Null => crate::wire::Object::new(),

@@ -140,6 +140,7 @@ impl Config {
 
     /// Check the text of a `stateous.yaml`. The error lists every problem on one line.
     pub fn parse(text: &str) -> Result<Config, String> {
+        stateous_shared::compiler::keys_once(text).map_err(|e| one_line(&e.to_string()))?;
         let value: Value = serde_norway::from_str(text).map_err(|e| one_line(&e.to_string()))?;
         let map = match value {
             Value::Null => serde_norway::Mapping::new(),
@@ -453,6 +454,12 @@ mod tests {
             Config::parse("client_cert: me.pem\ncacert: 3\n").unwrap_err(),
             "cacert: 3 is not a file's path; client_cert: needs client_key, its key"
         );
+    }
+
+    #[test]
+    fn a_setting_written_twice_is_refused() {
+        let error = Config::parse("tasks: 2\nurl: http://a:1\ntasks: 8\n").unwrap_err();
+        assert!(error.contains("'tasks' is written twice"), "{error}");
     }
 
     #[test]

@@ -149,12 +149,9 @@ pub fn parse(text: &str, source: &str) -> Result<Vec<HookSpec>, Vec<String>> {
 /// against a graph and the environment still run on them and every problem is
 /// listed at once: `(hooks, problems)`.
 pub fn parse_partly(text: &str, source: &str) -> (Vec<HookSpec>, Vec<String>) {
-    let document: Value = match serde_norway::from_str(text) {
+    let document = match crate::compiler::flow::yaml_value(text, source) {
         Ok(document) => document,
-        Err(error) => {
-            let problem = crate::compiler::flow::yaml_problem(&error, source);
-            return (Vec::new(), vec![problem]);
-        }
+        Err(problem) => return (Vec::new(), vec![problem]),
     };
     let Value::Object(top) = document else {
         let problem = format!("{source}: the file must map each hook's name to its settings");

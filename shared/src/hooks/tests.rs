@@ -92,3 +92,13 @@ fn unset_variables_and_verify_none_are_refused_naming_the_variable() {
     assert!(keys(&none, env, false).unwrap_err()[0].contains("--insecure"));
     assert!(keys(&none, env, true).is_ok());
 }
+
+#[test]
+fn a_hook_written_twice_is_refused_at_its_line() {
+    let twice = "pr:\n  event: opened\n  secret_env: S\npr:\n  event: closed\n  secret_env: S\n";
+    let problems = parse(twice, "hooks.yaml").unwrap_err();
+    assert!(
+        format!("{problems:?}").contains("hooks.yaml, line 1: 'pr' is written twice"),
+        "{problems:?}"
+    );
+}
