@@ -591,6 +591,10 @@ fn limits_refuse_bad_input_and_change_nothing() {
             "a rate is",
         ),
         (json!({"states": [], "max": 2}), "'states'"),
+        (
+            json!({"states": ["coding"], "max": 2, "per": "1"}),
+            "gives every token the same key",
+        ),
     ];
     for (body, words) in bad {
         let sentence = daemon

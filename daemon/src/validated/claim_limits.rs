@@ -117,5 +117,12 @@ fn per_expression(text: &str) -> Result<Guard, Refusal> {
             guard.text
         )));
     }
+    if reads.context_keys.is_empty() {
+        return Err(refuse(format!(
+            "'per' reads the token's context, as ctx['repo'] does: {:?} gives every token \
+             the same key (leave 'per' out for one pool of max slots)",
+            guard.text
+        )));
+    }
     Ok(guard)
 }
