@@ -31,6 +31,14 @@ pub struct TokenDetail {
     /// a budget (`docs/concepts/budgets.md`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<Box<crate::usage::TokenBudget>>,
+    /// Ours: its priority (`docs/limits.md`, "Priorities"); left out at 0, the
+    /// default.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub priority: i64,
+}
+
+fn is_zero(n: &i64) -> bool {
+    *n == 0
 }
 
 fn yes() -> bool {

@@ -404,7 +404,10 @@ fn print_show(
             &format!("  runs on graph {graph}, not the served one (token migrate moves it)"),
         )?;
     }
-    // Ours: what it used and its budget (`docs/concepts/budgets.md`).
+    // Ours: its priority when not the default, what it used and its budget.
+    if let Some(priority) = detail["priority"].as_i64().filter(|p| *p != 0) {
+        line(out, &format!("  priority {priority}"))?;
+    }
     for shown in budget::lines_of(detail) {
         line(out, &format!("  {shown}"))?;
     }
@@ -472,8 +475,11 @@ async fn print_json(
             let history = client.json(&Call::history(id)).await?.1;
             let mut shown = json!({"token": token, "children": children, "history": history});
             // Ours: its usage and budget, from the detail, when it has either.
-            if let Some(budget) = detail_of(client, id).await.get("budget") {
-                shown["budget"] = budget.clone();
+            let detail = detail_of(client, id).await;
+            for ours in ["budget", "priority"] {
+                if let Some(value) = detail.get(ours) {
+                    shown[ours] = value.clone();
+                }
             }
             shown
         }

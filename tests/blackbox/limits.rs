@@ -391,6 +391,14 @@ fn claims_take_higher_priorities_first_then_the_oldest() {
     let changed = daemon.token(&["priority", "P-2", "1"]);
     assert_eq!(changed.code(), 0, "{changed}");
     assert!(changed.stdout.contains("P-2: priority 1"), "{changed}");
+    // Seen where the token is shown: its detail, `token show` and its --json.
+    assert_eq!(daemon.get("/tokens/P-3/detail").expect(200)["priority"], 5);
+    let detail = daemon.get("/tokens/P-1/detail").expect(200);
+    assert!(detail.get("priority").is_none(), "0 is left out: {detail}");
+    let shown = daemon.token(&["show", "P-4"]);
+    assert!(shown.stdout.contains("\n  priority -1\n"), "{shown}");
+    let shown = daemon.token(&["show", "P-5", "--json"]);
+    assert!(shown.stdout.contains("\"priority\": 5"), "{shown}");
     let _sups = supervisors(&daemon, 1, "0");
     for n in 1..=5 {
         wait_for_status(&daemon, &format!("P-{n}"), "completed");

@@ -192,6 +192,7 @@ async fn read_token(
         held: Vec::new(),
         graph: None,
         graph_served: true,
+        priority: 0,
         budget: None,
     };
     Ok((plain, false))

@@ -66,5 +66,6 @@ pub fn detail(rules: &Rules, tx: &dyn Tx, token: &str) -> Step<TokenDetail> {
             let view = super::budget::view_of(rules, tx, &row)?;
             (!view.usage.is_empty() || !view.budget.is_empty()).then(|| Box::new(view))
         },
+        priority: tx.priority(token)?,
     })
 }

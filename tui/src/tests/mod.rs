@@ -113,6 +113,7 @@ pub fn full_model() -> Model {
         }],
         graph: None,
         graph_served: true,
+        priority: 0,
         budget: None,
     });
     let entry = |seq, ago: i64, kind: &str, data: serde_json::Value| HistoryEntry {

@@ -350,6 +350,7 @@ fn a_daemon_without_the_added_routes_is_asked_once() {
                     held: Vec::new(),
                     graph: None,
                     graph_served: true,
+                    priority: 0,
                     budget: None,
                 },
                 false,

@@ -251,6 +251,22 @@ fn a_token_over_its_budget_shows_what_it_used_against_it() {
 }
 
 #[test]
+fn a_token_with_a_priority_shows_it_and_one_without_does_not() {
+    let mut model = full_model();
+    let rows = |model: &crate::model::Model| -> Vec<String> {
+        crate::view::detail_rows(model, 100)
+            .iter()
+            .map(|row| row.spans.iter().map(|s| s.content.as_ref()).collect())
+            .collect()
+    };
+    assert!(!rows(&model).iter().any(|row| row.starts_with("priority")));
+    if let Some(detail) = model.detail.as_mut() {
+        detail.priority = 7;
+    }
+    assert!(rows(&model).contains(&"priority  7".to_string()));
+}
+
+#[test]
 fn a_parent_with_children_on_a_live_stream() {
     let mut model = full_model();
     model.stream = crate::model::StreamState::Live;

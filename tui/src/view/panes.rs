@@ -294,6 +294,9 @@ fn detail_lines(model: &Model, detail: &TokenDetail) -> Vec<(u8, Line<'static>)>
     if let (Some(graph), false) = (&detail.graph, detail.graph_served) {
         rest.push(Line::from(format!("graph     {graph} (not served)")));
     }
+    if detail.priority != 0 {
+        rest.push(Line::from(format!("priority  {}", detail.priority)));
+    }
     let context = short(&serde_json::Value::Object(token.context.clone()));
     rest.push(Line::from(format!("context   {context}")));
     lines.extend(rest.into_iter().map(|l| (2, l)));
