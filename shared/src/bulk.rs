@@ -339,7 +339,7 @@ pub fn would_line(preview: &BulkAnswer, include: &str) -> String {
         }
     );
     if preview.duplicate > 0 {
-        line.push_str(&format!(", find {} already done", preview.duplicate));
+        line.push_str(&format!(" ({} already done)", preview.duplicate));
     }
     if preview.refused > 0 {
         let reasons: Vec<String> = preview

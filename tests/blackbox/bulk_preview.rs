@@ -245,7 +245,7 @@ fn a_bulk_fire_previews_a_taken_key_as_duplicate_as_the_run_and_a_single_fire_an
     let preview = token(&daemon, &[&fire[..], &["--dry-run"]].concat());
     assert_eq!(
         counts(&preview),
-        "fire would apply to 0 tokens, find 2 already done",
+        "fire would apply to 0 tokens (2 already done)",
         "{preview}"
     );
     assert!(
@@ -273,7 +273,7 @@ fn a_migrate_leaves_ended_tokens_out_unless_asked() {
     assert!(preview.stdout.starts_with("4 tokens match"), "{preview}");
     assert_eq!(
         counts(&preview),
-        format!("migrate would apply to 0 tokens, find 4 already done{left_out}"),
+        format!("migrate would apply to 0 tokens (4 already done){left_out}"),
         "{preview}"
     );
     let every = token(
@@ -282,7 +282,7 @@ fn a_migrate_leaves_ended_tokens_out_unless_asked() {
     );
     assert_eq!(
         counts(&every),
-        "migrate would apply to 0 tokens, find 4 already done and refuse 2: 2 \
+        "migrate would apply to 0 tokens (4 already done) and refuse 2: 2 \
          token_not_active (cancelled)",
         "{every}"
     );

@@ -815,7 +815,7 @@ fn a_bulk_priority_previews_then_sets_every_match() {
     assert_eq!(preview.code(), 0, "{preview}");
     assert!(
         preview.stdout.contains(
-            "priority would apply to 1 token, find 1 already done; 1 ended token left out"
+            "priority would apply to 1 token (1 already done); 1 ended token left out"
         ),
         "{preview}"
     );
