@@ -814,9 +814,9 @@ fn a_bulk_priority_previews_then_sets_every_match() {
     let preview = daemon.token(&["priority", "7", "--where", filter, "--dry-run"]);
     assert_eq!(preview.code(), 0, "{preview}");
     assert!(
-        preview.stdout.contains(
-            "priority would apply to 1 token (1 already done); 1 ended token left out"
-        ),
+        preview
+            .stdout
+            .contains("priority would apply to 1 token (1 already done); 1 ended token left out"),
         "{preview}"
     );
     assert!(
