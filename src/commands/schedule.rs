@@ -107,6 +107,19 @@ pub fn triggered_line(triggered: &Triggered) -> String {
 /// A schedule's lines: its settings, its next occurrences in its zone and in
 /// UTC, its last token and the latest skipped occurrences.
 pub fn lines(view: &ScheduleView) -> Vec<String> {
+    // Every moment to the second when one of them has seconds: an occurrence
+    // every 30 s reads 12:00:00 and 12:00:30, not 12:00 and 12:00:30.
+    let moments = view.next.iter().map(|coming| coming.at.as_str());
+    let moments = moments.chain(view.buffered.as_deref()).chain(
+        view.skipped
+            .iter()
+            .map(|skipped| skipped.occurrence.as_str()),
+    );
+    let seconds = moments
+        .filter_map(parse_iso)
+        .any(|moment| moment.format("%S").to_string() != "00");
+    let utc = |text: &str| utc(text, seconds);
+    let local = |text: &str| local(text, seconds);
     let mut lines = vec![format!(
         "{}  {}  {}  {}  overlap {}, catch-up {}{}",
         view.name,
@@ -157,31 +170,79 @@ pub fn lines(view: &ScheduleView) -> Vec<String> {
     lines
 }
 
-/// `2027-03-29 09:00 +02:00`: a local ISO moment, to the minute (seconds when
-/// they are not zero).
-fn local(text: &str) -> String {
+/// `2027-03-29 09:00 +02:00`: a local ISO moment, to the minute, or to the
+/// second with `seconds`.
+fn local(text: &str, seconds: bool) -> String {
     let Ok(moment) = chrono::DateTime::parse_from_rfc3339(text) else {
         return text.to_string();
     };
-    let format = if moment.format("%S").to_string() == "00" {
-        "%Y-%m-%d %H:%M %:z"
-    } else {
+    let format = if seconds {
         "%Y-%m-%d %H:%M:%S %:z"
+    } else {
+        "%Y-%m-%d %H:%M %:z"
     };
     moment.format(format).to_string()
 }
 
-/// `2027-03-29 07:00Z`: a moment in UTC, to the minute (seconds when not zero).
-fn utc(text: &str) -> String {
+/// `2027-03-29 07:00Z`: a moment in UTC, to the minute, or to the second with
+/// `seconds`.
+fn utc(text: &str, seconds: bool) -> String {
     match parse_iso(text) {
-        Some(moment) if moment.format("%S").to_string() == "00" => {
-            moment.format("%Y-%m-%d %H:%MZ").to_string()
-        }
-        Some(moment) => moment.format("%Y-%m-%d %H:%M:%SZ").to_string(),
+        Some(moment) if seconds => moment.format("%Y-%m-%d %H:%M:%SZ").to_string(),
+        Some(moment) => moment.format("%Y-%m-%d %H:%MZ").to_string(),
         None => text.to_string(),
     }
 }
 
 fn span(seconds: f64) -> String {
     stateous_shared::durations::span(seconds)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use stateous_shared::schedules::{Coming, Skipped};
+
+    fn view(next: &[&str], skipped: &[&str]) -> ScheduleView {
+        let json = serde_json::json!({
+            "name": "s", "spec": "every 30s", "zone": "UTC", "token": "t", "context": {},
+            "jitter_seconds": 0.0, "overlap": "allow", "catch_up": "one",
+            "window_seconds": 0.0, "cap": 1, "status": "active", "next": [], "skipped": [],
+            "created": "2027-01-01T00:00:00Z", "changed": "2027-01-01T00:00:00Z"
+        });
+        let mut view: ScheduleView = serde_json::from_value(json).unwrap();
+        view.next = next
+            .iter()
+            .map(|at| Coming {
+                at: at.to_string(),
+                local: at.replace('Z', "+00:00"),
+                token: "t".into(),
+            })
+            .collect();
+        view.skipped = skipped
+            .iter()
+            .map(|at| Skipped {
+                occurrence: at.to_string(),
+                count: 1,
+                reason: "overlap".into(),
+            })
+            .collect();
+        view
+    }
+
+    #[test]
+    fn moments_are_to_the_second_when_one_has_seconds() {
+        let shown = lines(&view(
+            &["2027-01-01T12:00:30Z", "2027-01-01T12:01:00Z"],
+            &["2027-01-01T12:00:00Z"],
+        ))
+        .join("\n");
+        assert!(shown.contains("(2027-01-01 12:01:00Z)"), "{shown}");
+        assert!(shown.contains("skipped 2027-01-01 12:00:00Z"), "{shown}");
+        let shown = lines(&view(&["2027-01-01T12:00:00Z"], &[])).join("\n");
+        assert!(
+            shown.contains("2027-01-01 12:00 +00:00  (2027-01-01 12:00Z)"),
+            "{shown}"
+        );
+    }
 }
