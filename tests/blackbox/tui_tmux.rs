@@ -44,6 +44,18 @@ fn a_token_paused_and_resumed_with_keys_shows_the_change_on_screen() {
     });
     eprintln!("the screen after resume:\n{resumed}");
     assert_eq!(daemon.get("/tokens/ORD-1").expect(200)["status"], "active");
+    // P: a priority typed at the prompt is set, said and shown in the detail.
+    tmux.keys("P");
+    tmux.wait_for("the priority prompt", |s| s.contains("priority of ORD-1:"));
+    tmux.keys("5");
+    tmux.keys("Enter");
+    tmux.wait_for("the priority set and shown", |s| {
+        s.contains("ORD-1: priority 5") && s.contains("priority  5")
+    });
+    assert_eq!(
+        daemon.get("/tokens/ORD-1/detail").expect(200)["priority"],
+        5
+    );
     tmux.keys("q");
 }
 

@@ -221,6 +221,7 @@ async fn act(client: &Client, command: Command) -> Result<Acted, Problem> {
     let plain = |token| Acted {
         token,
         duplicate: false,
+        said: None,
     };
     let answer = match command {
         Command::Steer(id, Steer::Pause) => client.pause(&id).await.map(plain),
@@ -245,7 +246,18 @@ async fn act(client: &Client, command: Command) -> Result<Acted, Problem> {
             .map(|fired| Acted {
                 token: fired.token,
                 duplicate: fired.duplicate,
+                said: None,
             }),
+        Command::Priority { token, priority } => {
+            match client.token_priority(&token, priority).await {
+                Ok(_) => client.token(&token).await.map(|view| Acted {
+                    token: view,
+                    duplicate: false,
+                    said: Some(format!("{token}: priority {priority}")),
+                }),
+                Err(error) => Err(error),
+            }
+        }
         read => return Err(Problem::Other(format!("{read:?} is a read, not an action"))),
     };
     answer.map_err(problem)

@@ -30,6 +30,7 @@ pub fn key(model: &mut Model, key: KeyEvent) -> Vec<Command> {
     match std::mem::replace(&mut model.mode, Mode::Normal) {
         Mode::Normal => normal(model, key),
         Mode::Filter(edit) => filter(model, edit, key),
+        Mode::Priority(edit) => priority(model, edit, key),
         Mode::Confirm(token) => confirm(model, token, key),
         Mode::Pick { token, events, at } => forms::pick(model, token, events, at, key),
         Mode::Fire(form) => forms::fire(model, form, key),
@@ -44,8 +45,9 @@ pub fn key(model: &mut Model, key: KeyEvent) -> Vec<Command> {
     }
 }
 
-/// The keys that change a token: pause, resume, cancel, fire, start, retry.
-const CHANGING: [char; 7] = ['p', 'r', 'c', 'f', 's', 'R', 'M'];
+/// The keys that change a token: pause, resume, cancel, fire, start, retry,
+/// migrate, priority.
+const CHANGING: [char; 8] = ['p', 'r', 'c', 'f', 's', 'R', 'M', 'P'];
 
 fn normal(model: &mut Model, key: KeyEvent) -> Vec<Command> {
     if let KeyCode::Char(c) = key.code {
@@ -114,6 +116,9 @@ fn normal(model: &mut Model, key: KeyEvent) -> Vec<Command> {
                 );
                 model.mode = Mode::Confirm(token);
             }
+        }
+        KeyCode::Char('P') if has_marks(model) || selected_or_say(model).is_some() => {
+            model.mode = Mode::Priority(LineEdit::new(""));
         }
         KeyCode::Char('f') => forms::open_pick(model),
         KeyCode::Char('s') => model.mode = Mode::Start(forms::new_start()),
@@ -366,6 +371,48 @@ fn confirm(model: &mut Model, token: String, key: KeyEvent) -> Vec<Command> {
         Vec::new()
     }
 }
+
+/// The priority prompt: Enter sets the typed priority on the selected token, or
+/// asks for the preview of setting it on the marked ones; Esc leaves it.
+fn priority(model: &mut Model, mut edit: LineEdit, key: KeyEvent) -> Vec<Command> {
+    match key.code {
+        KeyCode::Enter => {
+            let typed = edit.text().trim();
+            let Some(priority) = typed
+                .parse::<i64>()
+                .ok()
+                .filter(|n| n.abs() <= MOST_PRIORITY)
+            else {
+                model.say(
+                    format!("a priority is a whole number from -{MOST_PRIORITY} to {MOST_PRIORITY}, not {typed:?}"),
+                    true,
+                );
+                model.mode = Mode::Priority(edit);
+                return Vec::new();
+            };
+            if has_marks(model) {
+                return marks::open_priority(model, priority);
+            }
+            let Some(token) = selected_or_say(model) else {
+                return Vec::new();
+            };
+            model.say(format!("setting the priority of {token}..."), false);
+            vec![Command::Priority { token, priority }]
+        }
+        KeyCode::Esc => {
+            model.status = None;
+            Vec::new()
+        }
+        _ => {
+            edit.key(key);
+            model.mode = Mode::Priority(edit);
+            Vec::new()
+        }
+    }
+}
+
+/// The largest priority, either way (`docs/limits.md`, "Priorities").
+const MOST_PRIORITY: i64 = 1_000_000;
 
 fn steer(model: &mut Model, action: Steer) -> Vec<Command> {
     let Some(token) = selected_or_say(model) else {

@@ -153,6 +153,16 @@ pub fn open_fire(
     send_preview(model, bulk)
 }
 
+/// The priority prompt's Enter with marks: ask for the preview of the bulk
+/// priority.
+pub fn open_priority(model: &mut Model, priority: i64) -> Vec<Command> {
+    let bulk = BulkRequest {
+        priority: Some(priority),
+        ..request(model, BulkAction::Priority)
+    };
+    send_preview(model, bulk)
+}
+
 fn send_preview(model: &mut Model, request: BulkRequest) -> Vec<Command> {
     if !model.mark_all && model.marks.len() > MOST_MARKED {
         model.say(

@@ -94,6 +94,8 @@ pub struct Acted {
     pub token: TokenView,
     /// True for a fire whose idempotency key was used before.
     pub duplicate: bool,
+    /// What the status line says instead of the token's line, if anything.
+    pub said: Option<String>,
 }
 
 /// Work for the client task: every request the TUI makes.
@@ -150,6 +152,13 @@ pub enum Command {
     Why(String),
     /// Retry a failed token.
     Retry(String),
+    /// Set a token's priority.
+    Priority {
+        /// The token.
+        token: String,
+        /// Its new priority.
+        priority: i64,
+    },
     /// Preview a bulk action (`dry_run`).
     Preview(BulkRequest),
     /// Run a bulk action to its end, page after page, telling each.
@@ -183,6 +192,7 @@ impl Command {
                 | Command::Fire { .. }
                 | Command::Start { .. }
                 | Command::Retry(_)
+                | Command::Priority { .. }
                 | Command::Run(_)
                 | Command::PauseSchedule { .. }
         )

@@ -183,6 +183,8 @@ pub enum Mode {
     Normal,
     /// `/`: typing the text filter.
     Filter(LineEdit),
+    /// `P`: typing a priority for the selected token, or the marked ones.
+    Priority(LineEdit),
     /// `c`: waiting for `y` to cancel this token.
     Confirm(String),
     /// `f`, first step: picking one of the state's events.

@@ -414,6 +414,12 @@ pub(crate) fn answered<T>(model: &mut Model, answer: Result<T, Problem>) -> Opti
 /// The status line after an action.
 fn done(model: &mut Model, answer: Result<Acted, Problem>) -> Vec<Command> {
     match answer {
+        Ok(Acted {
+            said: Some(said), ..
+        }) => {
+            model.say(said, false);
+            refresh(model)
+        }
         Ok(acted) => {
             let line = stateous_shared::history::token_line(&acted.token);
             let line = if acted.duplicate {

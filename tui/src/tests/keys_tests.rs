@@ -184,6 +184,7 @@ fn an_answer_to_an_action_is_shown_in_read_only_too() {
     let acted = Acted {
         token: token("ORD-1", "review", "paused", 0),
         duplicate: false,
+        said: None,
     };
     let commands = update(&mut model, Msg::Done(Ok(acted)));
     assert!(

@@ -356,3 +356,51 @@ fn tui_where_starts_on_a_filter_and_a_wrong_one_is_refused_before_the_screen() {
     };
     assert!(wrong.check().unwrap_err().starts_with("--where: "));
 }
+
+#[test]
+fn priority_sets_the_selected_tokens_or_previews_the_marked_ones() {
+    let mut model = full_model();
+    let selected = model.selected().unwrap();
+    press(&mut model, KeyCode::Char('P'));
+    assert!(matches!(model.mode, Mode::Priority(_)), "{:?}", model.mode);
+    assert!(
+        screen(&model).contains(&format!("priority of {selected}: ")),
+        "{}",
+        screen(&model)
+    );
+    // A priority that is no whole number keeps the prompt and says why.
+    typed(&mut model, "high");
+    assert!(press(&mut model, KeyCode::Enter).is_empty());
+    assert!(matches!(model.mode, Mode::Priority(_)));
+    for _ in 0..4 {
+        press(&mut model, KeyCode::Backspace);
+    }
+    typed(&mut model, "7");
+    let commands = press(&mut model, KeyCode::Enter);
+    assert_eq!(
+        commands,
+        vec![Command::Priority {
+            token: selected,
+            priority: 7
+        }]
+    );
+    // With marks, the bulk action's preview.
+    press(&mut model, KeyCode::Char(' '));
+    press(&mut model, KeyCode::Char('P'));
+    typed(&mut model, "-2");
+    let commands = press(&mut model, KeyCode::Enter);
+    let [Command::Preview(request)] = commands.as_slice() else {
+        panic!("{commands:?}");
+    };
+    assert_eq!(request.action, Some(BulkAction::Priority));
+    assert_eq!(request.priority, Some(-2));
+    assert!(request.dry_run);
+}
+
+#[test]
+fn a_read_only_tui_sets_no_priority() {
+    let mut model = full_model();
+    model.read_only = true;
+    assert!(press(&mut model, KeyCode::Char('P')).is_empty());
+    assert!(matches!(model.mode, Mode::Normal));
+}

@@ -102,6 +102,7 @@ fn pause_and_resume_send_the_selected_token_and_show_the_answer() {
         Msg::Done(Ok(Acted {
             token: paused,
             duplicate: false,
+            said: None,
         })),
     );
     assert_eq!(status_line(&model), "ORD-1: review, paused");
@@ -188,6 +189,7 @@ fn fire_picks_an_event_of_the_state_and_checks_the_payload_before_sending() {
         Msg::Done(Ok(Acted {
             token: token("ORD-1", "review", "completed", 0),
             duplicate: true,
+            said: None,
         })),
     );
     assert_eq!(status_line(&model), "duplicate: ORD-1: review, completed");

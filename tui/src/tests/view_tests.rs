@@ -369,7 +369,10 @@ fn read_only_says_so_in_the_header_and_the_help() {
     snapshot("read_only", &model);
     press(&mut model, KeyCode::Char('?'));
     let text = screen(&model);
-    assert!(text.contains("read-only: p r c f s are off"), "{text}");
+    assert!(
+        text.contains("read-only: p r c f s R M P are off"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -237,7 +237,7 @@ pub fn view(model: &Model, frame: &mut Frame) {
         Mode::Schedules => schedules::schedules(model, frame),
         Mode::Pools => pools::pools(model, frame),
         Mode::Notifications => notifications::notifications(model, frame),
-        Mode::Normal | Mode::Filter(_) | Mode::Confirm(_) => {}
+        Mode::Normal | Mode::Filter(_) | Mode::Priority(_) | Mode::Confirm(_) => {}
     }
 }
 
@@ -296,6 +296,22 @@ fn status_text(model: &Model) -> (String, bool) {
     if let Mode::Filter(edit) = &model.mode {
         return (
             format!("filter: {}▏  Enter applies, Esc clears", edit.text()),
+            false,
+        );
+    }
+    if let Mode::Priority(edit) = &model.mode {
+        let marked = crate::marks::has_marks(model);
+        let whose = match crate::marks::marked_count(model) {
+            _ if !marked => model.selected().unwrap_or_default(),
+            Some(1) => "the marked token".to_string(),
+            Some(n) => format!("the {n} marked tokens"),
+            None => "the marked tokens".to_string(),
+        };
+        return (
+            format!(
+                "priority of {whose}: {}▏  Enter sets it (higher is claimed first), Esc leaves it",
+                edit.text()
+            ),
             false,
         );
     }

@@ -29,9 +29,9 @@ pub const HELP: [&str; 28] = [
     "c             cancel it (asks first)",
     "f             fire an event: pick it, type its payload,",
     "              Tab to the idempotency key, Enter sends",
-    "R             retry the selected failed token",
+    "R  P          retry the selected failed token; set its priority",
     "space  *      mark the row; mark every token the filter matches",
-    "              (* again clears); then p r c f R act on the marked",
+    "              (* again clears); then p r c f R P act on the marked",
     "              tokens: a preview, a reason, the count typed;",
     "              M moves them to the served graph the same way",
     "s             start a token: its id, Tab, its context",
@@ -46,7 +46,7 @@ pub const HELP: [&str; 28] = [
 ];
 
 /// The first line of the help when no key may change a token.
-const READ_ONLY: &str = "read-only: p r c f s are off (--read-only, STATEOUS_READ_ONLY)";
+const READ_ONLY: &str = "read-only: p r c f s R M P are off (--read-only, STATEOUS_READ_ONLY)";
 
 /// A box of `width` by `height` in the middle of `area` (cut to fit).
 fn centered(area: Rect, width: u16, height: u16) -> Rect {
