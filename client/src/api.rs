@@ -516,6 +516,9 @@ impl Client {
 
     /// Send `call`; an answer of 400 or more becomes [`ClientError::Refused`].
     pub async fn send(&self, call: &Call) -> Result<Answer, ClientError> {
+        if let Some(problem) = call.problem() {
+            return Err(ClientError::BadCall(problem));
+        }
         let sent = self.attempt(call).await;
         let answer = sent.result.map_err(|source| ClientError::Unreachable {
             url: sent.url.clone(),
@@ -523,6 +526,14 @@ impl Client {
         })?;
         if answer.status >= 400 {
             return Err(ClientError::refused(&sent.url, answer.status, &answer.body));
+        }
+        if answer.status >= 300 {
+            // No route of the API redirects: some other server answered.
+            return Err(ClientError::BadAnswer {
+                url: sent.url,
+                status: answer.status,
+                detail: format!("a redirect, status {}", answer.status),
+            });
         }
         Ok(answer)
     }

@@ -45,6 +45,9 @@ pub enum ClientError {
     /// certificate or key.
     #[error("{0}")]
     BadTls(String),
+    /// The call cannot be sent as given (a name that is empty); nothing was sent.
+    #[error("{0}")]
+    BadCall(String),
     /// The control plane answered with success but the body is not what the route
     /// answers: usually a URL that points at some other server.
     #[error(
@@ -70,9 +73,10 @@ impl ClientError {
         match self {
             ClientError::Unreachable { .. } => true,
             ClientError::Refused { status, .. } => matches!(status, 502..=504),
-            ClientError::BadUrl(_) | ClientError::BadTls(_) | ClientError::BadAnswer { .. } => {
-                false
-            }
+            ClientError::BadUrl(_)
+            | ClientError::BadTls(_)
+            | ClientError::BadCall(_)
+            | ClientError::BadAnswer { .. } => false,
         }
     }
 

@@ -427,6 +427,27 @@ fn bad_settings_are_refused_at_add_time_each_with_its_code_and_nothing_changes()
             && refused.stderr.contains("(422 invalid_schedule)"),
         "{refused}"
     );
+    // An empty name is refused before anything is sent (it named another route:
+    // `remove ''` said it removed a schedule and removed none).
+    for args in [
+        ["schedule", "remove", ""],
+        ["limit", "remove", ""],
+        ["token", "why", ""],
+    ] {
+        let mut all = args.to_vec();
+        all.extend_from_slice(&["--url", &daemon.url]);
+        let refused = run(daemon.dir.path(), &all);
+        assert_eq!(refused.code(), 1, "{args:?}: {refused}");
+        assert_eq!(
+            refused.stderr.trim(),
+            "error: the name given is empty: a name has 1 character or more",
+            "{args:?}"
+        );
+    }
+    assert_eq!(
+        daemon.get("/schedules").expect(200)["schedules"][0]["name"],
+        base["name"]
+    );
 }
 
 fn a_standby_takeover_neither_skips_nor_doubles_an_occurrence() {

@@ -78,6 +78,14 @@ fn seconds_of<S: serde::Serializer>(wait: &Option<Duration>, to: S) -> Result<S:
 }
 
 impl Call {
+    /// Why the call cannot be sent as given, if it cannot: a name in its path is
+    /// empty (`/schedules/`, `/tokens//why`), which would name another route.
+    pub fn problem(&self) -> Option<String> {
+        let path = self.path.split('?').next().unwrap_or_default();
+        let empty = path.len() > 1 && path[1..].split('/').any(str::is_empty);
+        empty.then(|| "the name given is empty: a name has 1 character or more".to_string())
+    }
+
     fn new(method: &'static str, path: String, body: Option<Value>) -> Call {
         Call {
             method,

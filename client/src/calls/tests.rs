@@ -94,3 +94,12 @@ fn calls_carry_the_documented_paths_and_bodies() {
         r#"{"text":"n"}"#
     );
 }
+
+#[test]
+fn a_call_with_an_empty_name_is_not_sent() {
+    assert!(Call::schedule_remove("").problem().is_some());
+    assert!(Call::why("").problem().is_some());
+    assert!(Call::token("").problem().is_some());
+    assert!(Call::schedule_remove("nightly").problem().is_none());
+    assert!(Call::tokens(&TokenQuery::default()).problem().is_none());
+}

@@ -282,7 +282,10 @@ fn cut(verb: &str, total: &BulkAnswer, expected: i64, error: ClientError) -> Com
     let unanswered = match &error {
         ClientError::Unreachable { source, .. } => !matches!(source, TransportError::Connect(_)),
         ClientError::BadAnswer { .. } => true,
-        ClientError::Refused { .. } | ClientError::BadUrl(_) | ClientError::BadTls(_) => false,
+        ClientError::Refused { .. }
+        | ClientError::BadUrl(_)
+        | ClientError::BadTls(_)
+        | ClientError::BadCall(_) => false,
     };
     let error = CommandError::from(error).with_code();
     if total.count == 0 && !unanswered {
