@@ -153,15 +153,19 @@ pub fn run_helper(helper: Helper, raw: bool) -> Result<(), String> {
         ));
     };
     let request = helper.request()?;
-    match call(Path::new(&socket), &request)? {
-        Value::Null => {}
-        Value::String(text) if raw => println!("{text}"),
-        value => println!(
-            "{}",
-            serde_json::to_string_pretty(&value).unwrap_or_default()
-        ),
+    let text = match call(Path::new(&socket), &request)? {
+        Value::Null => return Ok(()),
+        Value::String(text) if raw => text,
+        value => serde_json::to_string_pretty(&value).unwrap_or_default(),
+    };
+    // A reader that stopped early (`stateous ctx get | grep -q x`) is no error of
+    // the routine's: the answer was taken, only its printing was cut short.
+    match writeln!(std::io::stdout().lock(), "{text}") {
+        Err(error) if error.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(format!("cannot print the answer: {error}"))
+        }
+        _ => Ok(()),
     }
-    Ok(())
 }
 
 /// Send one request over the socket at `path` and read its answer.

@@ -19,6 +19,7 @@ echo "$grant" > grant.json
 echo "$STATEOUS_TOKEN $STATEOUS_STATE $STATEOUS_VISIT $STATEOUS_ATTEMPT" > env.txt
 stateous ctx note "coding $(stateous ctx get repo --raw)"
 stateous ctx memory set dev '"session-1"'
+for i in 1 2 3; do { stateous ctx get; echo $? >> pipes.txt; } | true; done
 echo "to the log"
 stateous ctx emit done"#;
 
@@ -100,6 +101,10 @@ fn a_token_runs_through_program_routines_that_use_the_ctx_helper() {
     assert_eq!(grant["entered_by"]["name"], "__started__");
     let env = std::fs::read_to_string(folder.join("env.txt")).unwrap();
     assert_eq!(env.trim(), "T-1 coding 1 1");
+    // A reader that stops early (here at once) cuts the answer short, no more:
+    // the helper exits 0 and prints no panic.
+    let pipes = std::fs::read_to_string(folder.join("pipes.txt")).unwrap();
+    assert_eq!(pipes, "0\n0\n0\n");
     let kinds: Vec<String> = history(&daemon, "T-1")
         .iter()
         .map(|e| e["kind"].as_str().unwrap_or("").to_string())
