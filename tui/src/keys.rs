@@ -383,11 +383,12 @@ fn priority(model: &mut Model, mut edit: LineEdit, key: KeyEvent) -> Vec<Command
                 .ok()
                 .filter(|n| n.abs() <= MOST_PRIORITY)
             else {
+                // The prompt closes so that the status line can say why; P
+                // opens it again.
                 model.say(
-                    format!("a priority is a whole number from -{MOST_PRIORITY} to {MOST_PRIORITY}, not {typed:?}"),
+                    format!("a priority is a whole number from -{MOST_PRIORITY} to {MOST_PRIORITY}, not {typed:?}; P to try again"),
                     true,
                 );
-                model.mode = Mode::Priority(edit);
                 return Vec::new();
             };
             if has_marks(model) {

@@ -368,13 +368,17 @@ fn priority_sets_the_selected_tokens_or_previews_the_marked_ones() {
         "{}",
         screen(&model)
     );
-    // A priority that is no whole number keeps the prompt and says why.
+    // A priority that is no whole number closes the prompt and says why.
     typed(&mut model, "high");
     assert!(press(&mut model, KeyCode::Enter).is_empty());
-    assert!(matches!(model.mode, Mode::Priority(_)));
-    for _ in 0..4 {
-        press(&mut model, KeyCode::Backspace);
-    }
+    assert!(matches!(model.mode, Mode::Normal));
+    assert!(
+        screen(&model)
+            .contains("a priority is a whole number from -1000000 to 1000000, not \"high\""),
+        "{}",
+        screen(&model)
+    );
+    press(&mut model, KeyCode::Char('P'));
     typed(&mut model, "7");
     let commands = press(&mut model, KeyCode::Enter);
     assert_eq!(
