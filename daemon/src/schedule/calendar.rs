@@ -193,7 +193,10 @@ fn cron(text: &str) -> Result<Cron, Refused> {
         // What the field check does not know of: croner's own words name no field.
         Cron::from_str(text).map_err(|_| "cron cannot read it".to_string())
     } else {
-        Err(format!("it has {fields} fields"))
+        Err(match fields {
+            1 => "it has 1 field".to_string(),
+            n => format!("it has {n} fields"),
+        })
     };
     cron.map_err(|why| {
         format!(
@@ -319,6 +322,7 @@ mod tests {
     fn bad_specs_and_zones_are_refused_in_one_sentence() {
         let refused = |spec: &str, zone: &str| Calendar::parse(spec, zone).unwrap_err();
         assert!(refused("* * *", "UTC").contains("not a cron expression (it has 3 fields)"));
+        assert!(refused("hello", "UTC").contains("not a cron expression (it has 1 field)"));
         assert!(refused("61 * * * *", "UTC")
             .contains("not a cron expression (its minute field '61' has 61, outside 0-59)"));
         assert!(refused("@weekly2", "UTC").contains("not a cron expression (cron cannot read it)"));
