@@ -192,9 +192,9 @@ fn limit_facts(tx: &dyn Tx, row: &TokenRow, now: i64) -> Step<Vec<String>> {
         if let Some(at) = pool.rate_opens_at(now) {
             let rate = pool.rate.map(|r| r.words()).unwrap_or_default();
             sentences.push(format!(
-                "rate of {} ({rate}): next claim in {} s",
+                "rate of {} ({rate}): next claim in {}",
                 pool.row.name,
-                ((at - now) as f64 / 1e6).ceil() as i64
+                stateous_shared::durations::span(((at - now) as f64 / 1e6).ceil())
             ));
         }
     }
