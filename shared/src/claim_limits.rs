@@ -214,18 +214,40 @@ pub struct LimitsFile {
 /// (names to bodies) and `retry_policies` (states to bodies), both optional.
 /// The error lists every problem, each led by `source`.
 pub fn parse_limits_file(text: &str, source: &str) -> Result<LimitsFile, Vec<String>> {
+    let (file, problems) = parse_limits_file_partly(text, source);
+    if problems.is_empty() {
+        Ok(file)
+    } else {
+        Err(problems)
+    }
+}
+
+/// As [`parse_limits_file`], but also what could be read despite the problems (a
+/// key written twice: its last value), so that the checks of its bodies still
+/// run and every problem is listed at once: `(file, problems)`.
+pub fn parse_limits_file_partly(text: &str, source: &str) -> (LimitsFile, Vec<String>) {
     use serde_json::Value;
-    let document = crate::compiler::flow::yaml_value(text, source).map_err(|e| vec![e])?;
+    let mut problems = Vec::new();
+    if let Err(error) = crate::compiler::keys_once(text) {
+        problems.push(crate::compiler::flow::yaml_problem(&error, source));
+    }
+    let document: Value = match serde_norway::from_str(text) {
+        Ok(document) => document,
+        Err(error) => {
+            let problem = crate::compiler::flow::yaml_problem(&error, source);
+            return (LimitsFile::default(), vec![problem]);
+        }
+    };
     let top = match document {
         Value::Object(top) => top,
         Value::Null => crate::wire::Object::new(),
         _ => {
-            return Err(vec![format!(
+            problems.push(format!(
                 "{source}: the file is a mapping with limits and retry_policies"
-            )])
+            ));
+            return (LimitsFile::default(), problems);
         }
     };
-    let mut problems = Vec::new();
     let mut file = LimitsFile::default();
     for (key, value) in top {
         let into = match key.as_str() {
@@ -255,9 +277,5 @@ pub fn parse_limits_file(text: &str, source: &str) -> Result<LimitsFile, Vec<Str
             }
         }
     }
-    if problems.is_empty() {
-        Ok(file)
-    } else {
-        Err(problems)
-    }
+    (file, problems)
 }

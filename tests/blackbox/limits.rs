@@ -752,7 +752,8 @@ fn a_limits_file_is_set_at_start_and_a_bad_one_changes_nothing() {
     std::fs::write(
         &bad,
         "limits:\n  coding-per-repo: {states: [coding], max: 5}\n  \
-         elsewhere: {states: [nowhere], max: 1}\nretry_policies:\n  coding: {delay: soon}\n",
+         elsewhere: {states: [nowhere], max: 1}\n  \
+         coding-per-repo: {states: [coding], max: 6}\nretry_policies:\n  coding: {delay: soon}\n",
     )
     .unwrap();
     let socket = daemon.dir.path().join("once.sock").display().to_string();
@@ -780,6 +781,13 @@ fn a_limits_file_is_set_at_start_and_a_bad_one_changes_nothing() {
         refused
             .stderr
             .starts_with(&format!("error: the limits file {bad_shown} is not valid:")),
+        "{refused}"
+    );
+    // Every problem at once: a name written twice does not hide the others.
+    assert!(
+        refused
+            .stderr
+            .contains("'coding-per-repo' is written twice"),
         "{refused}"
     );
     assert!(refused.stderr.contains("no state 'nowhere'"), "{refused}");

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use stateous_shared::claim_limits::parse_limits_file;
+use stateous_shared::claim_limits::parse_limits_file_partly;
 use stateous_shared::graph::Graph;
 
 use crate::control::Control;
@@ -46,9 +46,15 @@ pub fn read_limits(path: Option<&Path>, graph: &Graph) -> Result<Option<LimitsFi
             problems.join("\n  ")
         )
     };
-    let file = parse_limits_file(&text, &shown).map_err(invalid)?;
-    let settings = check(graph, &file, &shown).map_err(invalid)?;
-    Ok(Some(LimitsFile { shown, settings }))
+    let (file, mut problems) = parse_limits_file_partly(&text, &shown);
+    match check(graph, &file, &shown) {
+        Ok(settings) if problems.is_empty() => Ok(Some(LimitsFile { shown, settings })),
+        Ok(_) => Err(invalid(problems)),
+        Err(more) => {
+            problems.extend(more);
+            Err(invalid(problems))
+        }
+    }
 }
 
 /// Set what the file names on `control`'s database, before the API serves; one
