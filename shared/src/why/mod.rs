@@ -214,7 +214,13 @@ pub fn explain(why: &Why) -> Vec<String> {
         reasons.push(join_sentence(join));
     }
     if let Some(task) = &why.task {
-        reasons.push(task_sentence(task, &why.supervisors, &why.stopped));
+        let held_back = !why.limits.is_empty();
+        reasons.push(task_sentence(
+            task,
+            &why.supervisors,
+            &why.stopped,
+            held_back,
+        ));
     }
     reasons.extend(why.limits.iter().cloned());
     reasons.extend(guard_sentences(why));
@@ -291,7 +297,14 @@ fn join_sentence(join: &WhyJoin) -> String {
     )
 }
 
-fn task_sentence(task: &WhyTask, supervisors: &[WhySupervisor], stopped: &[WhyStopped]) -> String {
+/// The sentence of a token's task; `held_back`: a limit keeps the queued task
+/// from being claimed (its sentences follow).
+fn task_sentence(
+    task: &WhyTask,
+    supervisors: &[WhySupervisor],
+    stopped: &[WhyStopped],
+    held_back: bool,
+) -> String {
     let id = task.task;
     let state = repr_str(&task.state);
     let retries = match task.retries_left {
@@ -330,9 +343,14 @@ fn task_sentence(task: &WhyTask, supervisors: &[WhySupervisor], stopped: &[WhySt
             // heard from is the truest thing to say.
             let stopped_last = stopped.iter().min_by(|a, b| a.ago.total_cmp(&b.ago));
             if let Some(first) = recent.first() {
+                let then = if held_back {
+                    "but a limit holds the task back"
+                } else {
+                    "so the task waits its turn"
+                };
                 format!(
                     "its task {id} is queued ({retries}); {} serves {state} (heard from {} ago), \
-                     so the task waits its turn",
+                     {then}",
                     first.name,
                     span(first.heard)
                 )

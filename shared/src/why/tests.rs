@@ -76,6 +76,17 @@ fn a_queued_task_says_whether_a_supervisor_asks_for_its_state() {
           ago), so the task waits its turn"
         ]
     );
+    // Held back by a limit, it says so, then why.
+    let slot = "waiting for a slot of coding: 1 of 1 held by box-2, task 6";
+    facts.limits = vec![slot.into()];
+    assert_eq!(
+        explain(&facts),
+        [
+            "its task 7 is queued (2 retries left); box-1 serves 'review' (heard from 3s \
+          ago), but a limit holds the task back",
+            slot
+        ]
+    );
 }
 
 /// After a graceful stop the sentence said that no supervisor serving the state
