@@ -227,6 +227,10 @@ impl Control {
             .await
             .map_err(|refusal| format!("cannot use the database: {}", refusal.error))?;
         control
+            .write(|_, tx| engine::claim_limits::key_pools(tx))
+            .await
+            .map_err(|refusal| format!("cannot use the database: {}", refusal.error))?;
+        control
             .reload_subscriptions()
             .await
             .map_err(|refusal| format!("cannot use the database: {}", refusal.error))?;

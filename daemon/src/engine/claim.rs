@@ -176,8 +176,15 @@ fn ranked(
     admission: Option<&claim_limits::Admission>,
     order: &Order,
 ) -> Step<(Option<TaskRow>, Slots)> {
+    let mut candidates = tx.queued_candidates(states, LOOK_PAST, order.prioritized)?;
+    // Behind the head of the queue, the first task of each key that is not full.
+    if let Some(admission) = admission {
+        let seen: HashSet<i64> = candidates.iter().map(|c| c.task).collect();
+        let heads = admission.key_heads(tx, states, order.prioritized)?;
+        candidates.extend(heads.into_iter().filter(|head| !seen.contains(&head.task)));
+    }
     let mut ranks = Vec::new();
-    for candidate in tx.queued_candidates(states, LOOK_PAST, order.prioritized)? {
+    for candidate in candidates {
         if order.delayed.contains(&candidate.task) {
             continue;
         }

@@ -450,7 +450,9 @@ impl Ledger for CachedTx<'_> {
 impl Tasks for CachedTx<'_> {
     fn queue_task(&self, token: &str, state: &str, visit: i64) -> StoreResult<i64> {
         let id = self.inner.queue_task(token, state, visit)?;
-        self.task_changed(&TaskRow::queued(id, token, state, visit, self.now()));
+        let row = TaskRow::queued(id, token, state, visit, self.now());
+        self.task_changed(&row);
+        super::task_keys::task_queued(self, &row)?;
         Ok(id)
     }
 
@@ -473,8 +475,30 @@ impl Tasks for CachedTx<'_> {
     }
 
     fn update_task(&self, row: &TaskRow) -> StoreResult<()> {
+        // Whether it was queued, from the facts kept (`None`: not kept).
+        let was_queued = self
+            .task_token(row.id)
+            .and_then(|token| {
+                self.with(&token, |entry| {
+                    entry
+                        .facts
+                        .open
+                        .iter()
+                        .flatten()
+                        .find(|t| t.id == row.id)
+                        .cloned()
+                })
+            })
+            .map(|before| before.status == super::TaskStatus::Queued);
         self.inner.update_task(row)?;
         self.task_changed(row);
+        if row.status == super::TaskStatus::Queued {
+            if was_queued != Some(true) {
+                super::task_keys::task_queued(self, row)?;
+            }
+        } else {
+            super::task_keys::task_left(self, row, was_queued)?;
+        }
         if row.attempt > 0 && row.status != super::TaskStatus::Claimed {
             super::claim_limits::slot_returned(self, row);
         }

@@ -136,6 +136,9 @@ impl Limits for PgTx<'_> {
     fn put_limit(&self, row: &LimitRow) -> StoreResult<()> {
         use crate::store::claim_switch::{turn_on, ClaimFact};
         turn_on(self, ClaimFact::Limits);
+        if row.per.is_some() {
+            turn_on(self, ClaimFact::Keys);
+        }
         // Under the slots' lock: a transaction that keeps the limits it read
         // holds it to its end.
         self.lock_slots()?;
@@ -169,6 +172,7 @@ impl Limits for PgTx<'_> {
         self.slots.borrow_mut().forget();
         self.execute("DELETE FROM slots WHERE pool = $1", &[&name])?;
         self.execute("DELETE FROM key_turns WHERE pool = $1", &[&name])?;
+        self.execute("DELETE FROM task_keys WHERE pool = $1", &[&name])?;
         Ok(self.execute("DELETE FROM limits WHERE name = $1", &[&name])? > 0)
     }
 

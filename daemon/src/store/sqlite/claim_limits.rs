@@ -49,6 +49,9 @@ impl Limits for SqliteTx<'_> {
 
     fn put_limit(&self, row: &LimitRow) -> StoreResult<()> {
         crate::store::claim_switch::turn_on(self, crate::store::claim_switch::ClaimFact::Limits);
+        if row.per.is_some() {
+            crate::store::claim_switch::turn_on(self, crate::store::claim_switch::ClaimFact::Keys);
+        }
         self.prepare(&format!(
             "INSERT INTO limits ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
              ON CONFLICT (name) DO UPDATE SET states = excluded.states, max = excluded.max,
@@ -74,6 +77,8 @@ impl Limits for SqliteTx<'_> {
         self.prepare("DELETE FROM slots WHERE pool = ?1")?
             .execute([name])?;
         self.prepare("DELETE FROM key_turns WHERE pool = ?1")?
+            .execute([name])?;
+        self.prepare("DELETE FROM task_keys WHERE pool = ?1")?
             .execute([name])?;
         let gone = self
             .prepare("DELETE FROM limits WHERE name = ?1")?
