@@ -4,7 +4,9 @@
 //! makes no round trip more; a row's delete is sent at once (a claim of a keyed
 //! pool makes one round trip more).
 
+use super::claim_limits::{task_now, TASKS_NOW};
 use super::columns::Columns;
+use super::priorities::candidate;
 use super::{get, PgTx};
 use crate::store::claim_limits::ClaimedTask;
 use crate::store::priorities::Candidate;
@@ -90,23 +92,13 @@ impl TaskKeys for PgTx<'_> {
 
     fn queued_now(&self, states: &[String]) -> StoreResult<Vec<ClaimedTask>> {
         let rows = self.query(
-            "SELECT t.id, t.attempt, t.state, k.workflow, k.context
-             FROM tasks t JOIN tokens k ON k.token = t.token
-             WHERE t.status = 'queued' AND t.state = ANY($1::text[])
-             ORDER BY t.id",
+            &format!(
+                "{TASKS_NOW} WHERE t.status = 'queued' AND t.state = ANY($1::text[])
+                 ORDER BY t.id"
+            ),
             &[&states],
         )?;
-        rows.iter()
-            .map(|row| {
-                Ok(ClaimedTask {
-                    task: get(row, 0)?,
-                    attempt: get(row, 1)?,
-                    state: get(row, 2)?,
-                    workflow: get(row, 3)?,
-                    context: get(row, 4)?,
-                })
-            })
-            .collect()
+        rows.iter().map(task_now).collect()
     }
 
     fn key_heads(&self, asked: &HeadsAsked<'_>) -> StoreResult<Vec<Candidate>> {
@@ -126,17 +118,6 @@ impl TaskKeys for PgTx<'_> {
                 &full_count,
             ],
         )?;
-        rows.iter()
-            .map(|row| {
-                Ok(Candidate {
-                    task: get(row, 0)?,
-                    token: get(row, 1)?,
-                    state: get(row, 2)?,
-                    workflow: get(row, 3)?,
-                    context: get(row, 4)?,
-                    priority: get(row, 5)?,
-                })
-            })
-            .collect()
+        rows.iter().map(candidate).collect()
     }
 }

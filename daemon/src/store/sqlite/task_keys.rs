@@ -2,6 +2,8 @@
 
 use rusqlite::params;
 
+use super::claim_limits::{task_now, TASKS_NOW};
+use super::priorities::candidate;
 use super::SqliteTx;
 use crate::store::claim_limits::ClaimedTask;
 use crate::store::priorities::Candidate;
@@ -69,22 +71,12 @@ impl TaskKeys for SqliteTx<'_> {
     }
 
     fn queued_now(&self, states: &[String]) -> StoreResult<Vec<ClaimedTask>> {
-        let mut statement = self.prepare(
-            "SELECT t.id, t.attempt, t.state, k.workflow, k.context
-             FROM tasks t JOIN tokens k ON k.token = t.token
-             WHERE t.status = 'queued' AND t.state IN (SELECT value FROM json_each(?1))
-             ORDER BY t.id",
-        )?;
+        let mut statement = self.prepare(&format!(
+            "{TASKS_NOW} WHERE t.status = 'queued'
+                 AND t.state IN (SELECT value FROM json_each(?1)) ORDER BY t.id"
+        ))?;
         let names = serde_json::Value::from(states.to_vec()).to_string();
-        let rows = statement.query_map([names], |row| {
-            Ok(ClaimedTask {
-                task: row.get(0)?,
-                attempt: row.get(1)?,
-                state: row.get(2)?,
-                workflow: row.get(3)?,
-                context: row.get(4)?,
-            })
-        })?;
+        let rows = statement.query_map([names], task_now)?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
@@ -105,16 +97,7 @@ impl TaskKeys for SqliteTx<'_> {
                 states,
                 asked.full.len() as i64
             ],
-            |row| {
-                Ok(Candidate {
-                    task: row.get(0)?,
-                    token: row.get(1)?,
-                    state: row.get(2)?,
-                    workflow: row.get(3)?,
-                    context: row.get(4)?,
-                    priority: row.get(5)?,
-                })
-            },
+            candidate,
         )?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
