@@ -2,9 +2,12 @@
 //! head-of-line blocking"): a full key with more queued tasks than a claim reads in
 //! queue order never holds back another key's task; once the limit is raised or
 //! removed, the full key's tasks are claimed in queue order; priorities still order
-//! the claims behind it, and a cancelled task is never claimed.
+//! the claims behind it, and a cancelled task is never claimed; a SIGKILL of the
+//! daemon and a standby's takeover keep each key's queue.
 
 use crate::harness;
+
+use std::time::Duration;
 
 use harness::{asset_graph, Daemon, Setup};
 use serde_json::json;
@@ -126,6 +129,27 @@ fn a_sigkill_keeps_each_keys_queue() {
     start(&daemon, "B-1", "b", 0);
     assert_eq!(claim(&daemon).as_deref(), Some("B-1"));
     assert_eq!(claim(&daemon), None, "keys a and b are full");
+}
+
+#[test]
+fn a_standby_takeover_on_postgres_keeps_each_keys_queue() {
+    harness::on(harness::Backend::Postgres, || {
+        let active = Setup::new(asset_graph("sdlc"))
+            .args(&harness::KEEPALIVES)
+            .args(&["--lease", "10m"])
+            .start();
+        let standby = Setup::new(asset_graph("sdlc"))
+            .database_of(&active)
+            .args(&harness::KEEPALIVES)
+            .args(&["--lease", "10m"])
+            .start_standby();
+        deep_full_key(&active);
+        active.signal(libc::SIGKILL);
+        standby.wait_for_line("serving on", Duration::from_secs(30));
+        start(&standby, "B-1", "b", 0);
+        assert_eq!(claim(&standby).as_deref(), Some("B-1"));
+        assert_eq!(claim(&standby), None, "keys a and b are full");
+    });
 }
 
 both!(
