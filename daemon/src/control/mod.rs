@@ -223,11 +223,7 @@ impl Control {
             .await
             .map_err(|refusal| format!("cannot use the database: {}", refusal.error))?;
         control
-            .write(|rules, tx| engine::lease::grace_after_restart(rules, tx))
-            .await
-            .map_err(|refusal| format!("cannot use the database: {}", refusal.error))?;
-        control
-            .write(|_, tx| engine::claim_limits::key_pools(tx))
+            .write(|rules, tx| engine::lease::after_restart(rules, tx))
             .await
             .map_err(|refusal| format!("cannot use the database: {}", refusal.error))?;
         control
