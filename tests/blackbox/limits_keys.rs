@@ -3,7 +3,8 @@
 //! queue order never holds back another key's task; once the limit is raised or
 //! removed, the full key's tasks are claimed in queue order; priorities still order
 //! the claims behind it, and a cancelled task is never claimed; a SIGKILL of the
-//! daemon and a standby's takeover keep each key's queue.
+//! daemon and a standby's takeover keep each key's queue, and a database without
+//! the keys of its queued tasks (upgraded to schema 0018) gets them at its open.
 
 use crate::harness;
 
@@ -131,6 +132,27 @@ fn a_sigkill_keeps_each_keys_queue() {
     assert_eq!(claim(&daemon), None, "keys a and b are full");
 }
 
+/// How many rows `task_keys` holds.
+fn task_keys(daemon: &Daemon) -> String {
+    let rows = daemon.database.rows("SELECT count(*) FROM task_keys");
+    rows[0][0].clone().unwrap_or_default()
+}
+
+fn a_database_without_the_keys_of_its_queued_tasks_gets_them_at_its_open() {
+    let mut daemon = sdlc();
+    deep_full_key(&daemon);
+    // One row for each queued task: the claimed one has none.
+    assert_eq!(task_keys(&daemon), DEEP.to_string());
+    // As a database upgraded to schema 0018 with the limit set: no row.
+    daemon.stop_with(libc::SIGKILL);
+    daemon.database.execute("DELETE FROM task_keys");
+    daemon.start_again();
+    assert_eq!(task_keys(&daemon), DEEP.to_string());
+    start(&daemon, "B-1", "b", 0);
+    assert_eq!(claim(&daemon).as_deref(), Some("B-1"));
+    assert_eq!(task_keys(&daemon), DEEP.to_string());
+}
+
 #[test]
 fn a_standby_takeover_on_postgres_keeps_each_keys_queue() {
     harness::on(harness::Backend::Postgres, || {
@@ -156,4 +178,5 @@ both!(
     a_full_key_with_600_queued_never_holds_back_another_keys_task,
     behind_a_full_key_priorities_still_order_the_claims,
     a_sigkill_keeps_each_keys_queue,
+    a_database_without_the_keys_of_its_queued_tasks_gets_them_at_its_open,
 );
