@@ -230,6 +230,19 @@ impl<'a> CachedTx<'a> {
         here.or_else(|| self.base.task_token(id))
     }
 
+    /// Whether the task was queued before this write, from its token's open tasks
+    /// (`None`: not known here).
+    fn was_queued(&self, id: i64) -> Option<bool> {
+        let token = self.task_token(id)?;
+        self.with(&token, |entry| {
+            let open = entry.facts.open.as_ref()?;
+            Some(
+                open.iter()
+                    .any(|t| t.id == id && t.status == super::TaskStatus::Queued),
+            )
+        })
+    }
+
     /// Change a task's row among its token's open tasks (where known).
     fn task_changed(&self, row: &TaskRow) {
         self.change(&row.token, |facts| {
@@ -475,29 +488,15 @@ impl Tasks for CachedTx<'_> {
     }
 
     fn update_task(&self, row: &TaskRow) -> StoreResult<()> {
-        // Whether it was queued, from the facts kept (`None`: not kept).
-        let was_queued = self
-            .task_token(row.id)
-            .and_then(|token| {
-                self.with(&token, |entry| {
-                    entry
-                        .facts
-                        .open
-                        .iter()
-                        .flatten()
-                        .find(|t| t.id == row.id)
-                        .cloned()
-                })
-            })
-            .map(|before| before.status == super::TaskStatus::Queued);
+        // Whether it was queued, from the facts kept (`None`: not kept), where
+        // `task_keys` is kept at all.
+        let keyed =
+            super::claim_switch::switch_of(self).applies(super::claim_switch::ClaimFact::Keys);
+        let was_queued = if keyed { self.was_queued(row.id) } else { None };
         self.inner.update_task(row)?;
         self.task_changed(row);
-        if row.status == super::TaskStatus::Queued {
-            if was_queued != Some(true) {
-                super::task_keys::task_queued(self, row)?;
-            }
-        } else {
-            super::task_keys::task_left(self, row, was_queued)?;
+        if keyed {
+            super::task_keys::task_written(self, row, was_queued)?;
         }
         if row.attempt > 0 && row.status != super::TaskStatus::Claimed {
             super::claim_limits::slot_returned(self, row);

@@ -6,7 +6,7 @@
 //! A row is written in the transaction that queues its task and deleted in the one
 //! that takes it out of `queued` (a claim, a cancel, a pause's or a prune's write:
 //! every task's write on the write path goes through `CachedTx::queue_task` and
-//! `CachedTx::update_task`, which call [`task_queued`] and [`task_left`]; a token's
+//! `CachedTx::update_task`, which call [`task_queued`] and [`task_written`]; a token's
 //! delete deletes its tasks' rows). A limit set rewrites its pool's rows from the
 //! tasks queued then; a limit removed deletes them. While no limit with `per` may
 //! be set ([`ClaimFact::Keys`](super::claim_switch::ClaimFact::Keys) off), the write
@@ -147,15 +147,13 @@ pub fn task_queued(tx: &dyn Tx, task: &TaskRow) -> StoreResult<()> {
     tx.put_task_keys(&rows)
 }
 
-/// A task was written with a status other than `queued`, having been queued
-/// before (`was_queued`; `None`: not known): delete its rows, where a keyed pool
-/// may be set.
-pub fn task_left(tx: &dyn Tx, task: &TaskRow, was_queued: Option<bool>) -> StoreResult<()> {
-    if task.status == TaskStatus::Queued || was_queued == Some(false) {
-        return Ok(());
+/// A task was written (`CachedTx::update_task`, where a keyed pool may be set),
+/// having been queued before or not (`was_queued`; `None`: not known): a task
+/// queued again gets its rows, one that left the queue loses them.
+pub fn task_written(tx: &dyn Tx, task: &TaskRow, was_queued: Option<bool>) -> StoreResult<()> {
+    match (task.status == TaskStatus::Queued, was_queued) {
+        (true, Some(true)) | (false, Some(false)) => Ok(()),
+        (true, _) => task_queued(tx, task),
+        (false, _) => tx.drop_task_keys(task.id),
     }
-    if !switch_of(tx).applies(ClaimFact::Keys) {
-        return Ok(());
-    }
-    tx.drop_task_keys(task.id)
 }
