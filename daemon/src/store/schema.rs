@@ -91,14 +91,14 @@ const LIMITS: [&str; 6] = [
 /// (`docs/inside/data.md`, `task_keys`; `docs/limits.md`).
 const TASK_KEYS: &str = "task_keys";
 
-/// Version 0018's indexes, the same SQL on both backends: a pool's keys in order
-/// and each key's queued tasks in id order (a claim walks the keys and reads the
-/// first task of each that is not full), and a task's rows (deleted as it leaves
-/// the queue).
-pub const TASK_KEYS_INDEXES: &str = "
-CREATE INDEX task_keys_key ON task_keys (pool, key, task);
-CREATE INDEX task_keys_task ON task_keys (task);
-";
+/// Version 0018's index of a task's rows (deleted as it leaves the queue), after
+/// the table's key `(pool, key, task)`: a pool's keys in order and each key's
+/// queued tasks in id order (a claim walks the keys and reads the first task of
+/// each that is not full). Postgres makes it a hash index
+/// (`store/postgres/schema.rs`, `task_keys`): no ordered index of tasks alone,
+/// which its generic plan of a claim chose over the key's (reading every row of a
+/// full key to find another key's first).
+pub const TASK_KEYS_INDEX: &str = "CREATE INDEX task_keys_task ON task_keys";
 
 /// Version 0017, the same SQL on both backends but for the types (each backend's
 /// `schema.rs` writes its own): a limit's settings and its rate's bucket, and the

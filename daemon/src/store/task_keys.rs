@@ -51,7 +51,9 @@ pub struct HeadsAsked<'a> {
 passed_through! {
     /// The table `task_keys`.
     pub trait TaskKeys {
-        /// Write these rows (a row of the same pool and task is replaced).
+        /// Write these rows (one that is there already stays; a task queued again
+        /// whose key changed has both until it leaves the queue, and a claim
+        /// judges it with its context then).
         fn put_task_keys(&self, rows: &[TaskKey]) -> StoreResult<()>;
         /// Delete the rows of the task: it is no longer queued.
         fn drop_task_keys(&self, task: i64) -> StoreResult<()>;

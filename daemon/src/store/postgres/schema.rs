@@ -19,7 +19,7 @@ use std::collections::BTreeSet;
 use super::conn::PgConn;
 use crate::store::schema::{
     plan, MigrateError, HOT_INDEXES, LIMITS_INDEXES, NOTIFICATION_INDEXES, SCHEDULE_INDEXES,
-    TASK_KEYS_INDEXES, VERSIONS, VERSION_TABLE,
+    TASK_KEYS_INDEX, VERSIONS, VERSION_TABLE,
 };
 use crate::store::status::{
     check_list, CatchUp, ClockKind, Overlap, ScheduleStatus, TaskStatus, TimerKind, TimerStatus,
@@ -66,9 +66,9 @@ CREATE TABLE task_keys (
     pool TEXT COLLATE "C" NOT NULL,
     key TEXT COLLATE "C" NOT NULL,
     task BIGINT NOT NULL,
-    PRIMARY KEY (pool, task)
+    PRIMARY KEY (pool, key, task)
 );
-{TASK_KEYS_INDEXES}"#
+{TASK_KEYS_INDEX} USING hash (task);"#
     )
 }
 

@@ -14,10 +14,10 @@ use crate::store::task_keys::{HeadsAsked, TaskKey, TaskKeys};
 use crate::store::StoreResult;
 
 /// The flush's part of the rows written (`pending.rs`): pool, key, task, as
-/// [`flush_columns`] packs them. A row of the same pool and task is replaced.
+/// [`flush_columns`] packs them. A row that is there already stays.
 pub(super) const FLUSH_TASK_KEYS: &str = "tk AS (INSERT INTO task_keys (pool, key, task)
        SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[])
-       ON CONFLICT (pool, task) DO UPDATE SET key = excluded.key)";
+       ON CONFLICT (pool, key, task) DO NOTHING)";
 
 /// Rows as the columns of [`FLUSH_TASK_KEYS`].
 pub(super) fn flush_columns<'r>(rows: impl Iterator<Item = &'r TaskKey>) -> Option<Columns> {
@@ -31,7 +31,10 @@ pub(super) fn flush_columns<'r>(rows: impl Iterator<Item = &'r TaskKey>) -> Opti
 
 /// The heads of the keys of one pool, as SQLite's `HEADS`: one index probe per
 /// key walked, the full keys passed over after the walk, one probe per open key
-/// for its first queued task. `{order}` is the order of a key's tasks.
+/// for its first queued task. `{order}` is the order of a key's tasks. Each key's
+/// rows are read first and each task looked up from them (the lateral subquery,
+/// which `OFFSET 0` keeps from being merged): joined plainly, the generic plan
+/// read the queue in id order from `tasks` instead, every task of a full key.
 const HEADS: &str = "
 WITH RECURSIVE keys(key, n) AS (
     SELECT (SELECT min(key) FROM task_keys WHERE pool = $1), 0
@@ -45,10 +48,12 @@ open AS (
     ORDER BY coalesce(kt.last_at, 0), keys.key LIMIT $3::bigint
 ),
 heads AS (
-    SELECT (SELECT tk.task FROM task_keys tk JOIN tasks t ON t.id = tk.task
-                JOIN tokens k ON k.token = t.token
-            WHERE tk.pool = $1 AND tk.key = open.key AND t.status = 'queued'
-              AND k.status = 'active' AND t.state = ANY($4::text[])
+    SELECT (SELECT tk.task FROM task_keys tk
+            CROSS JOIN LATERAL (
+                SELECT t.token FROM tasks t JOIN tokens k ON k.token = t.token
+                WHERE t.id = tk.task AND t.status = 'queued' AND k.status = 'active'
+                  AND t.state = ANY($4::text[]) OFFSET 0) t
+            WHERE tk.pool = $1 AND tk.key = open.key
             ORDER BY {order} LIMIT 1) AS task
     FROM open
 )

@@ -12,7 +12,7 @@ use rusqlite::{Connection, OptionalExtension};
 
 use crate::store::schema::{
     plan, MigrateError, HOT_INDEXES, LIMITS_INDEXES, NOTIFICATION_INDEXES, SCHEDULE_INDEXES,
-    TASK_KEYS_INDEXES, VERSIONS, VERSION_TABLE,
+    TASK_KEYS_INDEX, VERSIONS, VERSION_TABLE,
 };
 use crate::store::status::{
     check_list, CatchUp, ClockKind, Overlap, ScheduleStatus, TaskStatus, TimerKind, TimerStatus,
@@ -83,9 +83,9 @@ CREATE TABLE task_keys (
     pool TEXT NOT NULL,
     key TEXT NOT NULL,
     task INTEGER NOT NULL,
-    PRIMARY KEY (pool, task)
+    PRIMARY KEY (pool, key, task)
 );
-{TASK_KEYS_INDEXES}"
+{TASK_KEYS_INDEX} (task);"
     )
 }
 

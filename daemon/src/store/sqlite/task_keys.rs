@@ -14,7 +14,7 @@ use crate::store::StoreResult;
 /// one index probe each (a recursive step to the next key above the last), so a
 /// key with many rows costs one probe; the full keys are passed over after the
 /// walk, and each open key's first queued task is one more probe of
-/// `task_keys_key`. `{order}` is the order of a key's tasks.
+/// the table's key. `{order}` is the order of a key's tasks.
 const HEADS: &str = "
 WITH RECURSIVE keys(key, n) AS (
     SELECT (SELECT min(key) FROM task_keys WHERE pool = ?1), 0
@@ -43,7 +43,7 @@ impl TaskKeys for SqliteTx<'_> {
     fn put_task_keys(&self, rows: &[TaskKey]) -> StoreResult<()> {
         let mut statement = self.prepare(
             "INSERT INTO task_keys (pool, key, task) VALUES (?1, ?2, ?3)
-             ON CONFLICT (pool, task) DO UPDATE SET key = excluded.key",
+             ON CONFLICT (pool, key, task) DO NOTHING",
         )?;
         for row in rows {
             statement.execute(params![row.pool, row.key, row.task])?;
