@@ -1,10 +1,11 @@
 //! Black-box: a limit with `per` behind a deep queue (`docs/limits.md`, "No
 //! head-of-line blocking"): a full key with more queued tasks than a claim reads in
-//! queue order never holds back another key's task; once the limit is raised or
-//! removed, the full key's tasks are claimed in queue order; priorities still order
-//! the claims behind it, and a cancelled task is never claimed; a SIGKILL of the
-//! daemon and a standby's takeover keep each key's queue, and a database without
-//! the keys of its queued tasks (upgraded to schema 0018) gets them at its open.
+//! queue order never holds back another key's task, also when the limit is set
+//! over the queue; once the limit is raised or removed, the full key's tasks are
+//! claimed in queue order; priorities still order the claims behind it, and a
+//! cancelled task is never claimed; a SIGKILL of the daemon and a standby's
+//! takeover keep each key's queue, and a database without the keys of its queued
+//! tasks (upgraded to schema 0018) gets them at its open.
 
 use crate::harness;
 
@@ -104,6 +105,19 @@ fn a_full_key_with_600_queued_never_holds_back_another_keys_task() {
     assert_eq!(claim(&daemon).as_deref(), Some("A-3"));
 }
 
+fn a_limit_set_over_a_deep_queue_finds_each_keys_first_task() {
+    let daemon = sdlc();
+    for n in 0..=DEEP {
+        start(&daemon, &format!("A-{n}"), "a", 0);
+    }
+    start(&daemon, "B-1", "b", 0);
+    assert_eq!(claim(&daemon).as_deref(), Some("A-0"));
+    // Set now, over the queue: A-0's claim fills key a.
+    per_repo(&daemon, "1");
+    assert_eq!(claim(&daemon).as_deref(), Some("B-1"));
+    assert_eq!(claim(&daemon), None, "keys a and b are full");
+}
+
 fn behind_a_full_key_priorities_still_order_the_claims() {
     let daemon = sdlc();
     deep_full_key(&daemon);
@@ -176,6 +190,7 @@ fn a_standby_takeover_on_postgres_keeps_each_keys_queue() {
 
 both!(
     a_full_key_with_600_queued_never_holds_back_another_keys_task,
+    a_limit_set_over_a_deep_queue_finds_each_keys_first_task,
     behind_a_full_key_priorities_still_order_the_claims,
     a_sigkill_keeps_each_keys_queue,
     a_database_without_the_keys_of_its_queued_tasks_gets_them_at_its_open,

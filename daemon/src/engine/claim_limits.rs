@@ -347,7 +347,13 @@ pub fn set_limit(rules: &Rules, tx: &dyn Tx, input: &LimitInput) -> Step<LimitVi
     };
     tx.put_limit(&row)?;
     adopt(tx, &Pool::of(row.clone()))?;
-    key_tasks(tx, &row)?;
+    // The same states and `per`: the keys of the queued tasks stay as they are.
+    let same_keys = before
+        .as_ref()
+        .is_some_and(|b| b.states == row.states && b.per == row.per);
+    if !same_keys {
+        key_tasks(tx, &row)?;
+    }
     let data = json!({
         "states": row.states,
         "max": row.max,
@@ -387,8 +393,8 @@ fn adopt(tx: &dyn Tx, pool: &Pool) -> Step<()> {
 
 /// Write the rows of `task_keys` of the limit `row` from the tasks queued now, in
 /// place of its pool's rows: a new limit with `per`, or one whose states or `per`
-/// changed, finds each key's queued tasks at its first claim. Without `per`, its
-/// rows are only deleted.
+/// changed, finds each key's queued tasks at its first claim (one whose `max` or
+/// rate alone changed keeps its rows). Without `per`, its rows are only deleted.
 fn key_tasks(tx: &dyn Tx, row: &LimitRow) -> Step<()> {
     tx.clear_task_keys(&row.name)?;
     if row.per.is_none() {
