@@ -34,6 +34,7 @@ mod interop_supervisor;
 mod interop_windows;
 mod json_args;
 mod limits;
+mod limits_keys;
 mod manual;
 mod metrics;
 mod notifications;

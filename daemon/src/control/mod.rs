@@ -223,7 +223,7 @@ impl Control {
             .await
             .map_err(|refusal| format!("cannot use the database: {}", refusal.error))?;
         control
-            .write(|rules, tx| engine::lease::grace_after_restart(rules, tx))
+            .write(|rules, tx| engine::lease::after_restart(rules, tx))
             .await
             .map_err(|refusal| format!("cannot use the database: {}", refusal.error))?;
         control

@@ -133,8 +133,9 @@ fn first_free(tx: &dyn Tx, states: &[(Option<String>, String)]) -> Step<Option<T
 /// The oldest queued task of these states that can take a slot of each pool that
 /// covers it, with those slots: the states whose pool is full (or whose rate is
 /// spent) are left out, and a task whose key is full is passed over for the next
-/// (a full key never holds back another key's tasks), among [`LOOK_PAST`] tasks
-/// of each state.
+/// (a full key never holds back another key's tasks): among the first task of
+/// each key that is not full and the head of each state's queue
+/// ([`ranked`]).
 fn first_admitted(
     tx: &dyn Tx,
     states: &[(Option<String>, String)],
@@ -176,8 +177,20 @@ fn ranked(
     admission: Option<&claim_limits::Admission>,
     order: &Order,
 ) -> Step<(Option<TaskRow>, Slots)> {
+    // With a pool with `per`, the first task of each key that is not full is read
+    // from the keys (`task_keys`), and only the head of the queue besides: the
+    // claim would otherwise read and judge up to [`LOOK_PAST`] tasks of a full key
+    // for nothing, at every claim.
+    let keyed = admission.is_some_and(|admission| admission.keyed(states));
+    let look = if keyed { CANDIDATES } else { LOOK_PAST };
+    let mut candidates = tx.queued_candidates(states, look, order.prioritized)?;
+    if let Some(admission) = admission.filter(|_| keyed) {
+        let seen: HashSet<i64> = candidates.iter().map(|c| c.task).collect();
+        let heads = admission.key_heads(tx, states, order.prioritized)?;
+        candidates.extend(heads.into_iter().filter(|head| !seen.contains(&head.task)));
+    }
     let mut ranks = Vec::new();
-    for candidate in tx.queued_candidates(states, LOOK_PAST, order.prioritized)? {
+    for candidate in candidates {
         if order.delayed.contains(&candidate.task) {
             continue;
         }

@@ -19,22 +19,28 @@ use std::collections::HashMap;
 
 use serde_json::{json, Value};
 use stateous_shared::claim_limits::{KeyUse, LimitView, Rate};
-use stateous_shared::guards::{parse_guard, value_of, Guard, GuardInput};
+use stateous_shared::guards::{parse_guard, Guard};
 use stateous_shared::pyrepr::repr_json;
 use stateous_shared::refusal::Code;
 use stateous_shared::time::{from_micros, iso};
 use stateous_shared::wire::Object;
 
 use super::{refuse, Rules, Step};
-use crate::store::{HeldSlot, LimitRow, SlotRow, TaskRow, TokenRow, Tx};
+use crate::store::{task_keys, HeldSlot, LimitRow, SlotRow, TaskRow, TokenRow, Tx};
 use crate::validated::claim_limits::LimitInput;
 
 /// The journal's subject of limits (`GET /journal?subject=limit`).
 pub const JOURNAL_SUBJECT: &str = "limit";
 
-/// How many queued tasks a claim looks at, past the ones whose key is full,
-/// before it says there is none it may take.
+/// How many queued tasks of each state a claim looks at in queue order (besides
+/// the heads of the keys, [`KEYS`]).
 pub const LOOK_PAST: i64 = 500;
+
+/// How many keys of each pool with `per` a claim looks at for the first queued
+/// task of each (`task_keys`), those that are not full, whose turn is oldest
+/// first, among the first keys in the order of their values
+/// (`docs/limits.md`, "No head-of-line blocking").
+pub const KEYS: i64 = 500;
 
 /// One claim in this many (by its moment in microseconds) deletes its pools'
 /// rows of ended attempts.
@@ -65,28 +71,16 @@ impl Pool {
     /// Whether the pool covers the state of a token of `workflow` (`None`: the
     /// main one).
     pub fn covers(&self, workflow: Option<&str>, state: &str) -> bool {
-        self.row.states.iter().any(|covered| match workflow {
-            None => covered == state,
-            Some(workflow) => covered
-                .split_once('/')
-                .is_some_and(|(w, s)| w == workflow && s == state),
-        })
+        crate::store::task_keys::covers(&self.row.states, workflow, state)
     }
 
     /// The key of a token's context: the value of `per` as JSON text; empty
     /// without `per`.
     pub fn key_of(&self, context: &Object) -> String {
-        let Some(per) = &self.per else {
-            return String::new();
-        };
-        let count = |_: &str| 0;
-        let input = GuardInput {
-            ctx: context,
-            payload: None,
-            count: &count,
-            branches: None,
-        };
-        value_of(per, &input).to_string()
+        match &self.per {
+            None => String::new(),
+            Some(per) => crate::store::task_keys::key_of(per, context),
+        }
     }
 
     /// The claims the rate's bucket holds at `now` (a full bucket holds `count`).
@@ -196,6 +190,46 @@ impl Admission {
             })
             .cloned()
             .collect()
+    }
+
+    /// The first queued task of each key of each pool with `per` that covers
+    /// one of `states` and is not full, up to [`KEYS`] keys a pool, read from
+    /// `task_keys` without reading the full keys' tasks: a full key never hides
+    /// another key's tasks behind its own.
+    pub fn key_heads(
+        &self,
+        tx: &dyn Tx,
+        states: &[(Option<String>, String)],
+        prioritized: bool,
+    ) -> Step<Vec<crate::store::Candidate>> {
+        let mut heads = Vec::new();
+        for (index, pool) in self.pools.iter().enumerate() {
+            if pool.per.is_none() {
+                continue;
+            }
+            let names: Vec<String> = states
+                .iter()
+                .filter(|(w, s)| pool.covers(w.as_deref(), s))
+                .map(|(_, s)| s.clone())
+                .collect();
+            if names.is_empty() {
+                continue;
+            }
+            let full: Vec<String> = self
+                .held
+                .iter()
+                .filter(|((at, _), used)| *at == index && **used >= pool.row.max)
+                .map(|((_, key), _)| key.clone())
+                .collect();
+            heads.extend(tx.key_heads(&crate::store::task_keys::HeadsAsked {
+                pool: &pool.row.name,
+                states: &names,
+                full: &full,
+                keys: KEYS,
+                prioritized,
+            })?);
+        }
+        Ok(heads)
     }
 
     /// Whether a pool with `per` covers one of `states`: then each task's key is
@@ -313,6 +347,13 @@ pub fn set_limit(rules: &Rules, tx: &dyn Tx, input: &LimitInput) -> Step<LimitVi
     };
     tx.put_limit(&row)?;
     adopt(tx, &Pool::of(row.clone()))?;
+    // The same states and `per`: the keys of the queued tasks stay as they are.
+    let same_keys = before
+        .as_ref()
+        .is_some_and(|b| b.states == row.states && b.per == row.per);
+    if !same_keys {
+        key_tasks(tx, &row)?;
+    }
     let data = json!({
         "states": row.states,
         "max": row.max,
@@ -346,6 +387,54 @@ fn adopt(tx: &dyn Tx, pool: &Pool) -> Step<()> {
             pool: pool.row.name.clone(),
             key: pool.key_of(&context),
         })?;
+    }
+    Ok(())
+}
+
+/// Write the rows of `task_keys` of the limit `row` from the tasks queued now, in
+/// place of its pool's rows: a new limit with `per`, or one whose states or `per`
+/// changed, finds each key's queued tasks at its first claim (one whose `max` or
+/// rate alone changed keeps its rows). Without `per`, its rows are only deleted.
+fn key_tasks(tx: &dyn Tx, row: &LimitRow) -> Step<()> {
+    tx.clear_task_keys(&row.name)?;
+    if row.per.is_none() {
+        return Ok(());
+    }
+    let names: Vec<String> = row
+        .states
+        .iter()
+        .map(|state| state.rsplit('/').next().unwrap_or(state).to_string())
+        .collect();
+    let limits = std::slice::from_ref(row);
+    let mut rows = Vec::new();
+    for queued in tx.queued_now(&names)? {
+        let context = crate::store::json::object(&queued.context)?;
+        let workflow = queued.workflow.as_deref();
+        rows.extend(task_keys::rows_of(
+            limits,
+            queued.task,
+            workflow,
+            &queued.state,
+            &context,
+        ));
+    }
+    tx.put_task_keys(&rows)?;
+    Ok(())
+}
+
+/// At the control plane's open (a standby's takeover): the pools with `per` that
+/// have no row in `task_keys` get theirs from the tasks queued now (a database
+/// upgraded to schema 0018 with such a limit set; a pool with no queued task,
+/// which finds none). Nothing while no limit with `per` may be set.
+pub fn key_pools(tx: &dyn Tx) -> Step<()> {
+    use crate::store::claim_switch::{switch_of, ClaimFact};
+    if !switch_of(tx).applies(ClaimFact::Keys) {
+        return Ok(());
+    }
+    for row in tx.limits()? {
+        if row.per.is_some() && !tx.has_task_keys(&row.name)? {
+            key_tasks(tx, &row)?;
+        }
     }
     Ok(())
 }

@@ -53,6 +53,15 @@ pub fn grace_after_restart(rules: &Rules, tx: &dyn Tx) -> Step<usize> {
     give_back(tx, tx.now().saturating_add(rules.lease))
 }
 
+/// The writes of a control plane's open after its checks (a standby's takeover
+/// too), in one transaction: the limits with `per` whose pool has no row of
+/// `task_keys` get them (`claim_limits::key_pools`), then the leases' grace
+/// ([`grace_after_restart`]); how many leases moved.
+pub fn after_restart(rules: &Rules, tx: &dyn Tx) -> Step<usize> {
+    super::claim_limits::key_pools(tx)?;
+    grace_after_restart(rules, tx)
+}
+
 /// After the control plane itself did not run for a while (`clock::Stalls`): every
 /// claimed lease runs at least until `until`, so that the time in which no
 /// supervisor could heartbeat ends no lease. How many leases moved. A write gives

@@ -230,6 +230,19 @@ impl<'a> CachedTx<'a> {
         here.or_else(|| self.base.task_token(id))
     }
 
+    /// Whether the task was queued before this write, from its token's open tasks
+    /// (`None`: not known here).
+    fn was_queued(&self, id: i64) -> Option<bool> {
+        let token = self.task_token(id)?;
+        self.with(&token, |entry| {
+            let open = entry.facts.open.as_ref()?;
+            Some(
+                open.iter()
+                    .any(|t| t.id == id && t.status == super::TaskStatus::Queued),
+            )
+        })
+    }
+
     /// Change a task's row among its token's open tasks (where known).
     fn task_changed(&self, row: &TaskRow) {
         self.change(&row.token, |facts| {
@@ -450,7 +463,9 @@ impl Ledger for CachedTx<'_> {
 impl Tasks for CachedTx<'_> {
     fn queue_task(&self, token: &str, state: &str, visit: i64) -> StoreResult<i64> {
         let id = self.inner.queue_task(token, state, visit)?;
-        self.task_changed(&TaskRow::queued(id, token, state, visit, self.now()));
+        let row = TaskRow::queued(id, token, state, visit, self.now());
+        self.task_changed(&row);
+        super::task_keys::task_queued(self, &row)?;
         Ok(id)
     }
 
@@ -473,8 +488,16 @@ impl Tasks for CachedTx<'_> {
     }
 
     fn update_task(&self, row: &TaskRow) -> StoreResult<()> {
+        // Whether it was queued, from the facts kept (`None`: not kept), where
+        // `task_keys` is kept at all.
+        let keyed =
+            super::claim_switch::switch_of(self).applies(super::claim_switch::ClaimFact::Keys);
+        let was_queued = if keyed { self.was_queued(row.id) } else { None };
         self.inner.update_task(row)?;
         self.task_changed(row);
+        if keyed {
+            super::task_keys::task_written(self, row, was_queued)?;
+        }
         if row.attempt > 0 && row.status != super::TaskStatus::Claimed {
             super::claim_limits::slot_returned(self, row);
         }

@@ -35,15 +35,18 @@ pub enum ClaimFact {
     Priorities,
     /// A row of `task_delays` (a retry policy's pause).
     Delays,
+    /// A row of `limits` with `per`: the write path keeps `task_keys`
+    /// (`store/task_keys.rs`).
+    Keys,
 }
 
 /// What the tables hold, by [`ClaimFact`] in its order.
-pub type Held = [bool; 3];
+pub type Held = [bool; 4];
 
 /// Whether each [`ClaimFact`] may be set in one store's database.
 #[derive(Debug)]
 pub struct ClaimSwitch {
-    on: [AtomicBool; 3],
+    on: [AtomicBool; 4],
     book: Mutex<Book>,
 }
 
@@ -62,7 +65,7 @@ pub struct Mark(u64);
 
 /// The switch of a transaction that belongs to no store's write path (reads, the
 /// steps of an open): every fact may apply.
-pub static ALL_ON: ClaimSwitch = ClaimSwitch::with([true; 3]);
+pub static ALL_ON: ClaimSwitch = ClaimSwitch::with([true; 4]);
 
 impl ClaimSwitch {
     /// A switch with each fact on or off as given.
@@ -72,6 +75,7 @@ impl ClaimSwitch {
                 AtomicBool::new(held[0]),
                 AtomicBool::new(held[1]),
                 AtomicBool::new(held[2]),
+                AtomicBool::new(held[3]),
             ],
             book: Mutex::new(Book {
                 pending: 0,
@@ -222,7 +226,7 @@ mod tests {
 
     #[test]
     fn a_write_pending_at_the_mark_or_begun_after_it_keeps_the_switch_on() {
-        let switch = ClaimSwitch::with([false; 3]);
+        let switch = ClaimSwitch::with([false; 4]);
         // Begun before the mark: no mark while it is pending.
         let turned = switch.turned();
         turned.turn_on(ClaimFact::Limits);
@@ -233,17 +237,17 @@ mod tests {
         let turned = switch.turned();
         turned.turn_on(ClaimFact::Limits);
         drop(turned);
-        assert!(!switch.turn_off(mark, [false; 3]));
+        assert!(!switch.turn_off(mark, [false; 4]));
         assert!(switch.applies(ClaimFact::Limits));
         // Nothing since the mark: off.
         let mark = switch.mark().unwrap();
-        assert!(switch.turn_off(mark, [false, false, false]));
+        assert!(switch.turn_off(mark, [false; 4]));
         assert!(!switch.may_apply());
     }
 
     #[test]
     fn a_commit_of_unknown_outcome_keeps_the_switch_on() {
-        let switch = ClaimSwitch::with([false; 3]);
+        let switch = ClaimSwitch::with([false; 4]);
         let turned = switch.turned();
         turned.turn_on(ClaimFact::Priorities);
         turned.outcome_unknown();

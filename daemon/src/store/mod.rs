@@ -45,6 +45,7 @@ pub mod schema;
 pub mod serving;
 pub mod sqlite;
 pub mod status;
+pub mod task_keys;
 pub mod through;
 pub mod usage;
 
@@ -68,6 +69,7 @@ pub use rows::{
 pub use schedules::{ScheduleRow, Schedules};
 pub use status::{CatchUp, Overlap, ScheduleStatus};
 pub use status::{ClockKind, Closed, EntryKind, TaskStatus, TimerKind, TimerStatus, TokenStatus};
+pub use task_keys::{TaskKey, TaskKeys};
 use through::passed_through;
 pub use usage::{BudgetRow, Budgets, Usage};
 
@@ -492,6 +494,7 @@ pub trait Tx:
     + Limits
     + Priorities
     + RetryPolicies
+    + TaskKeys
 {
     /// The moment of the transaction, in microseconds since 1970.
     fn now(&self) -> i64;

@@ -16,9 +16,9 @@ use std::collections::BTreeSet;
 use super::StoreError;
 
 /// The versions, oldest first; the migration of each makes the database that.
-pub const VERSIONS: [&str; 17] = [
+pub const VERSIONS: [&str; 18] = [
     "0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008", "0009", "0010", "0011", "0012",
-    "0013", "0014", "0015", "0016", "0017",
+    "0013", "0014", "0015", "0016", "0017", "0018",
 ];
 
 /// The table where the version is recorded: its own name, so that an application
@@ -87,6 +87,19 @@ const LIMITS: [&str; 6] = [
     "task_delays",
 ];
 
+/// Version 0018 adds the key of each queued task in each limit with `per`
+/// (`docs/inside/data.md`, `task_keys`; `docs/limits.md`).
+const TASK_KEYS: &str = "task_keys";
+
+/// Version 0018's index of a task's rows (deleted as it leaves the queue), after
+/// the table's key `(pool, key, task)`: a pool's keys in order and each key's
+/// queued tasks in id order (a claim walks the keys and reads the first task of
+/// each that is not full). Postgres makes it a hash index
+/// (`store/postgres/schema.rs`, `task_keys`): no ordered index of tasks alone,
+/// which its generic plan of a claim chose over the key's (reading every row of a
+/// full key to find another key's first).
+pub const TASK_KEYS_INDEX: &str = "CREATE INDEX task_keys_task ON task_keys";
+
 /// Version 0017, the same SQL on both backends but for the types (each backend's
 /// `schema.rs` writes its own): a limit's settings and its rate's bucket, and the
 /// slots claims took, by pool and key.
@@ -141,7 +154,8 @@ pub fn newest() -> &'static str {
 /// (`access_keys.scope`), no table; 0012 adds `journal`; 0013 adds `usage` and
 /// `budgets`; 0014 adds a column (`tokens.trace`), no table; 0015 adds `schedules`; 0016 adds
 /// `subscriptions`, `notifications` and `notification_attempts`; 0017 adds `limits`,
-/// `slots`, `priorities`, `key_turns`, `retry_policies` and `task_delays`.
+/// `slots`, `priorities`, `key_turns`, `retry_policies` and `task_delays`; 0018
+/// adds `task_keys`.
 pub fn tables_at(version: &str) -> BTreeSet<&'static str> {
     let mut tables: BTreeSet<&'static str> = BASELINE.into_iter().collect();
     if version == "0002" || version == "0003" {
@@ -168,6 +182,9 @@ pub fn tables_at(version: &str) -> BTreeSet<&'static str> {
     }
     if version >= "0017" {
         tables.extend(LIMITS);
+    }
+    if version >= "0018" {
+        tables.insert(TASK_KEYS);
     }
     tables
 }

@@ -51,6 +51,21 @@ const LIVE_SLOTS: &str = "SELECT s.task, s.attempt, s.pool, s.key
      FROM slots s JOIN tasks t ON t.id = s.task
      WHERE t.status = 'claimed' AND t.attempt = s.attempt";
 
+/// Tasks with their tokens' workflow and context, as [`task_now`] reads them.
+pub(super) const TASKS_NOW: &str = "SELECT t.id, t.attempt, t.state, k.workflow, k.context
+     FROM tasks t JOIN tokens k ON k.token = t.token";
+
+/// A row of [`TASKS_NOW`].
+pub(super) fn task_now(row: &Row) -> StoreResult<ClaimedTask> {
+    Ok(ClaimedTask {
+        task: get(row, 0)?,
+        attempt: get(row, 1)?,
+        state: get(row, 2)?,
+        workflow: get(row, 3)?,
+        context: get(row, 4)?,
+    })
+}
+
 const COLUMNS: &str = "name, states, max, per, rate_count, rate_period, bucket, bucket_at, set_at";
 
 fn read(row: &Row) -> StoreResult<LimitRow> {
@@ -136,6 +151,9 @@ impl Limits for PgTx<'_> {
     fn put_limit(&self, row: &LimitRow) -> StoreResult<()> {
         use crate::store::claim_switch::{turn_on, ClaimFact};
         turn_on(self, ClaimFact::Limits);
+        if row.per.is_some() {
+            turn_on(self, ClaimFact::Keys);
+        }
         // Under the slots' lock: a transaction that keeps the limits it read
         // holds it to its end.
         self.lock_slots()?;
@@ -169,6 +187,7 @@ impl Limits for PgTx<'_> {
         self.slots.borrow_mut().forget();
         self.execute("DELETE FROM slots WHERE pool = $1", &[&name])?;
         self.execute("DELETE FROM key_turns WHERE pool = $1", &[&name])?;
+        self.execute("DELETE FROM task_keys WHERE pool = $1", &[&name])?;
         Ok(self.execute("DELETE FROM limits WHERE name = $1", &[&name])? > 0)
     }
 
@@ -273,22 +292,10 @@ impl Limits for PgTx<'_> {
 
     fn claimed_now(&self) -> StoreResult<Vec<ClaimedTask>> {
         let rows = self.query(
-            "SELECT t.id, t.attempt, t.state, k.workflow, k.context
-             FROM tasks t JOIN tokens k ON k.token = t.token
-             WHERE t.status = 'claimed' ORDER BY t.id",
+            &format!("{TASKS_NOW} WHERE t.status = 'claimed' ORDER BY t.id"),
             &[],
         )?;
-        rows.iter()
-            .map(|row| {
-                Ok(ClaimedTask {
-                    task: get(row, 0)?,
-                    attempt: get(row, 1)?,
-                    state: get(row, 2)?,
-                    workflow: get(row, 3)?,
-                    context: get(row, 4)?,
-                })
-            })
-            .collect()
+        rows.iter().map(task_now).collect()
     }
 
     fn clear_slots(&self, pool: &str) -> StoreResult<()> {

@@ -33,6 +33,7 @@ mod schedules;
 pub mod schema;
 mod slot_book;
 pub mod store;
+mod task_keys;
 mod tasks;
 mod timers;
 pub mod tls;

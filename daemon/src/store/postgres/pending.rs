@@ -20,10 +20,14 @@ use postgres::types::ToSql;
 use super::columns::Columns;
 use super::conn::PgConn;
 use super::params::placeholder;
-use super::{claim_limits, claims, ledger, memory, notifications, tasks, timers, tokens};
+use super::{
+    claim_limits, claims, ledger, memory, notifications, task_keys, tasks, timers, tokens,
+};
 use crate::store::guard::{as_it_is, locked};
 use crate::store::notifications::WaitingNotification;
-use crate::store::{ClaimRow, LedgerRow, SlotRow, StoreResult, TaskRow, TimerRow, TokenRow};
+use crate::store::{
+    ClaimRow, LedgerRow, SlotRow, StoreResult, TaskKey, TaskRow, TimerRow, TokenRow,
+};
 
 /// How many ids one round trip takes from a sequence.
 const BLOCK: i64 = 128;
@@ -168,6 +172,8 @@ pub struct Pending {
     pub notifications: Vec<WaitingNotification>,
     /// Slots taken (`docs/limits.md`), by task and pool.
     pub slots: BTreeMap<(i64, String), SlotRow>,
+    /// Rows of `task_keys` written (`store/task_keys.rs`), by pool and task.
+    pub task_keys: BTreeMap<(String, i64), TaskKey>,
 }
 
 impl Pending {
@@ -181,6 +187,7 @@ impl Pending {
             && self.claims.is_empty()
             && self.notifications.is_empty()
             && self.slots.is_empty()
+            && self.task_keys.is_empty()
     }
 
     /// A new token whose id differs from `token`'s only in case (ids are ASCII).
@@ -218,6 +225,7 @@ impl Pending {
         self.claims.extend(later.claims);
         self.notifications.extend(later.notifications);
         self.slots.extend(later.slots);
+        self.task_keys.extend(later.task_keys);
     }
 
     /// Send everything in one statement, and forget it. The statement holds only
@@ -236,7 +244,7 @@ impl Pending {
         send: impl FnOnce(&str, &[&(dyn ToSql + Sync)]) -> StoreResult<T>,
     ) -> StoreResult<T> {
         // Each part's columns, in the order of `PARTS`; `None`: no rows.
-        let all: [Option<Columns>; 12] = [
+        let all: [Option<Columns>; 13] = [
             ledger::flush_columns(&self.ledger),
             tokens::flush_columns(self.tokens.new.values()),
             tokens::flush_columns(self.tokens.changed.values()),
@@ -249,6 +257,7 @@ impl Pending {
             notifications::flush_columns(&self.notifications, false),
             claim_limits::flush_columns(self.slots.values()),
             notifications::flush_columns(&self.notifications, true),
+            task_keys::flush_columns(self.task_keys.values()),
         ];
         let mut parts = 0;
         let mut params: Vec<&(dyn ToSql + Sync)> = Vec::new();
@@ -290,7 +299,7 @@ impl Pending {
 /// bench` on a new database). Naming the keys with `= ANY(keys)` too did not
 /// prevent it: Postgres counts an array parameter as 10 keys, and 10 probes of an
 /// index cost more than reading a table of a few pages.
-const PARTS: [&str; 12] = [
+const PARTS: [&str; 13] = [
     ledger::FLUSH_NEW,
     tokens::FLUSH_NEW,
     tokens::FLUSH_CHANGED,
@@ -303,6 +312,7 @@ const PARTS: [&str; 12] = [
     notifications::FLUSH_NEW,
     claim_limits::FLUSH_SLOTS,
     notifications::FLUSH_VISITS,
+    task_keys::FLUSH_TASK_KEYS,
 ];
 
 /// The place in [`PARTS`] of the memory's part, written once for each token whose

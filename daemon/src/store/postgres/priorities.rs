@@ -4,6 +4,18 @@ use super::{get, PgTx};
 use crate::store::priorities::{Candidate, Priorities};
 use crate::store::StoreResult;
 
+/// A candidate read as `id, token, state, workflow, context, priority`.
+pub(super) fn candidate(row: &postgres::Row) -> StoreResult<Candidate> {
+    Ok(Candidate {
+        task: get(row, 0)?,
+        token: get(row, 1)?,
+        state: get(row, 2)?,
+        workflow: get(row, 3)?,
+        context: get(row, 4)?,
+        priority: get(row, 5)?,
+    })
+}
+
 impl Priorities for PgTx<'_> {
     fn priority(&self, token: &str) -> StoreResult<i64> {
         let row = self.query_opt(
@@ -90,16 +102,7 @@ impl Priorities for PgTx<'_> {
         )?;
         let mut found = rows
             .iter()
-            .map(|row| {
-                Ok(Candidate {
-                    task: get(row, 0)?,
-                    token: get(row, 1)?,
-                    state: get(row, 2)?,
-                    workflow: get(row, 3)?,
-                    context: get(row, 4)?,
-                    priority: get(row, 5)?,
-                })
-            })
+            .map(candidate)
             .collect::<StoreResult<Vec<Candidate>>>()?;
         found.sort_by_key(|c| c.task);
         found.dedup_by_key(|c| c.task);

@@ -82,10 +82,11 @@ impl RetryPolicies for PgTx<'_> {
     fn claim_facts_held(&self) -> StoreResult<crate::store::claim_switch::Held> {
         let row = self.query_one(
             "SELECT EXISTS (SELECT 1 FROM limits), EXISTS (SELECT 1 FROM priorities),
-                    EXISTS (SELECT 1 FROM task_delays)",
+                    EXISTS (SELECT 1 FROM task_delays),
+                    EXISTS (SELECT 1 FROM limits WHERE per IS NOT NULL)",
             &[],
         )?;
-        Ok([get(&row, 0)?, get(&row, 1)?, get(&row, 2)?])
+        Ok([get(&row, 0)?, get(&row, 1)?, get(&row, 2)?, get(&row, 3)?])
     }
 
     fn claim_facts(&self, now: i64) -> StoreResult<ClaimFacts> {

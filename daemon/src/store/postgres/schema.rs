@@ -19,7 +19,7 @@ use std::collections::BTreeSet;
 use super::conn::PgConn;
 use crate::store::schema::{
     plan, MigrateError, HOT_INDEXES, LIMITS_INDEXES, NOTIFICATION_INDEXES, SCHEDULE_INDEXES,
-    VERSIONS, VERSION_TABLE,
+    TASK_KEYS_INDEX, VERSIONS, VERSION_TABLE,
 };
 use crate::store::status::{
     check_list, CatchUp, ClockKind, Overlap, ScheduleStatus, TaskStatus, TimerKind, TimerStatus,
@@ -34,7 +34,7 @@ pub const SERVING_LOCK: &str = "hashtextextended('@stateous/serve', 0)";
 pub const EPOCH_LOCK: &str = "hashtextextended('@stateous/epoch', 0)";
 
 /// The SQL of each version, in the order of [`VERSIONS`].
-pub fn migrations() -> [String; 17] {
+pub fn migrations() -> [String; 18] {
     [
         baseline(),
         FEED.to_string(),
@@ -53,7 +53,23 @@ pub fn migrations() -> [String; 17] {
         schedules(),
         NOTIFICATIONS.to_string() + NOTIFICATION_INDEXES,
         limits(),
+        task_keys(),
     ]
+}
+
+/// Version 0018: `task_keys`, as SQLite's 0018 (`store/sqlite/schema.rs`,
+/// `task_keys`).
+fn task_keys() -> String {
+    format!(
+        r#"
+CREATE TABLE task_keys (
+    pool TEXT COLLATE "C" NOT NULL,
+    key TEXT COLLATE "C" NOT NULL,
+    task BIGINT NOT NULL,
+    PRIMARY KEY (pool, key, task)
+);
+{TASK_KEYS_INDEX} USING hash (task);"#
+    )
 }
 
 /// Version 0017: `limits` and `slots`, as SQLite's 0017 (`store/sqlite/schema.rs`,

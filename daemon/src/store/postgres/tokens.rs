@@ -220,6 +220,8 @@ impl Tokens for PgTx<'_> {
         // One round trip; each table's rows are found by its token index.
         self.execute(
             "WITH ledger_gone AS (DELETE FROM ledger WHERE token = $1),
+                  keys_gone AS (DELETE FROM task_keys
+                      WHERE task IN (SELECT id FROM tasks WHERE token = $1)),
                   tasks_gone AS (DELETE FROM tasks WHERE token = $1),
                   timers_gone AS (DELETE FROM timers WHERE token = $1),
                   memory_gone AS (DELETE FROM memory WHERE token = $1),

@@ -29,6 +29,21 @@ fn read(row: &Row<'_>) -> rusqlite::Result<(LimitRow, String)> {
     ))
 }
 
+/// Tasks with their tokens' workflow and context, as [`task_now`] reads them.
+pub(super) const TASKS_NOW: &str = "SELECT t.id, t.attempt, t.state, k.workflow, k.context
+     FROM tasks t JOIN tokens k ON k.token = t.token";
+
+/// A row of [`TASKS_NOW`].
+pub(super) fn task_now(row: &Row<'_>) -> rusqlite::Result<ClaimedTask> {
+    Ok(ClaimedTask {
+        task: row.get(0)?,
+        attempt: row.get(1)?,
+        state: row.get(2)?,
+        workflow: row.get(3)?,
+        context: row.get(4)?,
+    })
+}
+
 const HELD: &str = "SELECT s.task, s.attempt, s.pool, s.key, t.claimed_by
      FROM slots s JOIN tasks t ON t.id = s.task
      WHERE s.pool = ?1 AND t.status = 'claimed' AND t.attempt = s.attempt
@@ -49,6 +64,9 @@ impl Limits for SqliteTx<'_> {
 
     fn put_limit(&self, row: &LimitRow) -> StoreResult<()> {
         crate::store::claim_switch::turn_on(self, crate::store::claim_switch::ClaimFact::Limits);
+        if row.per.is_some() {
+            crate::store::claim_switch::turn_on(self, crate::store::claim_switch::ClaimFact::Keys);
+        }
         self.prepare(&format!(
             "INSERT INTO limits ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
              ON CONFLICT (name) DO UPDATE SET states = excluded.states, max = excluded.max,
@@ -74,6 +92,8 @@ impl Limits for SqliteTx<'_> {
         self.prepare("DELETE FROM slots WHERE pool = ?1")?
             .execute([name])?;
         self.prepare("DELETE FROM key_turns WHERE pool = ?1")?
+            .execute([name])?;
+        self.prepare("DELETE FROM task_keys WHERE pool = ?1")?
             .execute([name])?;
         let gone = self
             .prepare("DELETE FROM limits WHERE name = ?1")?
@@ -155,20 +175,10 @@ impl Limits for SqliteTx<'_> {
     }
 
     fn claimed_now(&self) -> StoreResult<Vec<ClaimedTask>> {
-        let mut statement = self.prepare(
-            "SELECT t.id, t.attempt, t.state, k.workflow, k.context
-             FROM tasks t JOIN tokens k ON k.token = t.token
-             WHERE t.status = 'claimed' ORDER BY t.id",
-        )?;
-        let rows = statement.query_map([], |row| {
-            Ok(ClaimedTask {
-                task: row.get(0)?,
-                attempt: row.get(1)?,
-                state: row.get(2)?,
-                workflow: row.get(3)?,
-                context: row.get(4)?,
-            })
-        })?;
+        let mut statement = self.prepare(&format!(
+            "{TASKS_NOW} WHERE t.status = 'claimed' ORDER BY t.id"
+        ))?;
+        let rows = statement.query_map([], task_now)?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 

@@ -22,6 +22,7 @@ mod retry_policies;
 mod schedules;
 pub mod schema;
 pub mod store;
+mod task_keys;
 mod tasks;
 mod timers;
 mod tokens;

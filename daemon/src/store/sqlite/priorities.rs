@@ -6,6 +6,18 @@ use super::SqliteTx;
 use crate::store::priorities::{Candidate, Priorities};
 use crate::store::StoreResult;
 
+/// A candidate read as `id, token, state, workflow, context, priority`.
+pub(super) fn candidate(row: &rusqlite::Row<'_>) -> rusqlite::Result<Candidate> {
+    Ok(Candidate {
+        task: row.get(0)?,
+        token: row.get(1)?,
+        state: row.get(2)?,
+        workflow: row.get(3)?,
+        context: row.get(4)?,
+        priority: row.get(5)?,
+    })
+}
+
 impl Priorities for SqliteTx<'_> {
     fn priority(&self, token: &str) -> StoreResult<i64> {
         let found: Option<i64> = self
@@ -59,16 +71,7 @@ impl Priorities for SqliteTx<'_> {
         limit: i64,
         prioritized: bool,
     ) -> StoreResult<Vec<Candidate>> {
-        let read = |row: &rusqlite::Row<'_>| {
-            Ok(Candidate {
-                task: row.get(0)?,
-                token: row.get(1)?,
-                state: row.get(2)?,
-                workflow: row.get(3)?,
-                context: row.get(4)?,
-                priority: row.get(5)?,
-            })
-        };
+        let read = candidate;
         const SELECT: &str = "SELECT t.id, t.token, t.state, k.workflow, k.context,
                 coalesce(p.priority, 0)
              FROM tasks t JOIN tokens k ON k.token = t.token

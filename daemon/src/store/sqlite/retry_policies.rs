@@ -82,13 +82,16 @@ impl RetryPolicies for SqliteTx<'_> {
     }
 
     fn claim_facts_held(&self) -> StoreResult<crate::store::claim_switch::Held> {
-        let held: (bool, bool, bool) = self
+        let held: (bool, bool, bool, bool) = self
             .prepare(
                 "SELECT EXISTS (SELECT 1 FROM limits), EXISTS (SELECT 1 FROM priorities),
-                        EXISTS (SELECT 1 FROM task_delays)",
+                        EXISTS (SELECT 1 FROM task_delays),
+                        EXISTS (SELECT 1 FROM limits WHERE per IS NOT NULL)",
             )?
-            .query_row([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?;
-        Ok([held.0, held.1, held.2])
+            .query_row([], |row| {
+                Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
+            })?;
+        Ok([held.0, held.1, held.2, held.3])
     }
 
     fn claim_facts(&self, now: i64) -> StoreResult<ClaimFacts> {

@@ -12,7 +12,7 @@ use rusqlite::{Connection, OptionalExtension};
 
 use crate::store::schema::{
     plan, MigrateError, HOT_INDEXES, LIMITS_INDEXES, NOTIFICATION_INDEXES, SCHEDULE_INDEXES,
-    VERSIONS, VERSION_TABLE,
+    TASK_KEYS_INDEX, VERSIONS, VERSION_TABLE,
 };
 use crate::store::status::{
     check_list, CatchUp, ClockKind, Overlap, ScheduleStatus, TaskStatus, TimerKind, TimerStatus,
@@ -41,7 +41,7 @@ impl Migration {
 }
 
 /// The migration of each version, in the order of [`VERSIONS`].
-pub fn migrations() -> [Migration; 17] {
+pub fn migrations() -> [Migration; 18] {
     [
         Migration::sql(baseline()),
         Migration::sql(FEED),
@@ -66,7 +66,27 @@ pub fn migrations() -> [Migration; 17] {
         Migration::sql(schedules()),
         Migration::sql(notifications()),
         Migration::sql(limits()),
+        Migration::sql(task_keys()),
     ]
+}
+
+/// Version 0018, the key of each queued task in each limit with `per`
+/// (`docs/inside/data.md`, `task_keys`; `store/task_keys.rs`): written as the task
+/// is queued and deleted as it leaves the queue, so that a claim finds the first
+/// queued task of each key that is not full without reading the full keys' tasks.
+/// A database that had such a limit gets its pool's rows at its next open
+/// (`engine::claim_limits::key_pools`). `store/postgres/schema.rs` makes the same.
+pub fn task_keys() -> String {
+    format!(
+        "
+CREATE TABLE task_keys (
+    pool TEXT NOT NULL,
+    key TEXT NOT NULL,
+    task INTEGER NOT NULL,
+    PRIMARY KEY (pool, key, task)
+);
+{TASK_KEYS_INDEX} (task);"
+    )
 }
 
 /// Version 0017, limits on claims (`docs/inside/data.md`, `limits` and `slots`;

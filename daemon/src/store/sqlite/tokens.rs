@@ -77,6 +77,10 @@ impl Tokens for SqliteTx<'_> {
     }
 
     fn delete_token(&self, token: &str) -> StoreResult<()> {
+        self.prepare(
+            "DELETE FROM task_keys WHERE task IN (SELECT id FROM tasks WHERE token = ?1)",
+        )?
+        .execute([token])?;
         for table in [
             "ledger",
             "tasks",

@@ -135,7 +135,7 @@ impl Writer {
             claims: KnownClaims::default(),
             subscribed,
             checkpoints,
-            switch: ClaimSwitch::with([true; 3]),
+            switch: ClaimSwitch::with([true; 4]),
         });
         let inside = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
