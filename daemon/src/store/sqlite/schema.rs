@@ -11,8 +11,8 @@ use std::collections::BTreeSet;
 use rusqlite::{Connection, OptionalExtension};
 
 use crate::store::schema::{
-    plan, MigrateError, HOT_INDEXES, LIMITS_INDEXES, NOTIFICATION_INDEXES, SCHEDULE_INDEXES,
-    VERSIONS, VERSION_TABLE,
+    plan, MigrateError, DELIVERED_COUNTED, HOT_INDEXES, LIMITS_INDEXES, NOTIFICATION_INDEXES,
+    QUEUE_INDEXES, SCHEDULE_INDEXES, VERSIONS, VERSION_TABLE,
 };
 use crate::store::status::{
     check_list, CatchUp, ClockKind, Overlap, ScheduleStatus, TaskStatus, TimerKind, TimerStatus,
@@ -41,7 +41,7 @@ impl Migration {
 }
 
 /// The migration of each version, in the order of [`VERSIONS`].
-pub fn migrations() -> [Migration; 17] {
+pub fn migrations() -> [Migration; 18] {
     [
         Migration::sql(baseline()),
         Migration::sql(FEED),
@@ -66,7 +66,21 @@ pub fn migrations() -> [Migration; 17] {
         Migration::sql(schedules()),
         Migration::sql(notifications()),
         Migration::sql(limits()),
+        Migration::sql(queue()),
     ]
+}
+
+/// Version 0019, the sender's queue (`docs/inside/data.md`, `notifications`;
+/// `docs/notifications.md`, "The guarantee"): the pending notifications indexed by
+/// the moment each is due and by token, and each subscription's count of
+/// delivered notifications kept in its row (`subscriptions.delivered`), so that
+/// counting does not read the delivered ones. `store/postgres/schema.rs` makes
+/// the same.
+pub fn queue() -> String {
+    format!(
+        "ALTER TABLE subscriptions ADD COLUMN delivered INTEGER NOT NULL DEFAULT 0;
+{DELIVERED_COUNTED}{QUEUE_INDEXES}"
+    )
 }
 
 /// Version 0017, limits on claims (`docs/inside/data.md`, `limits` and `slots`;
