@@ -37,6 +37,7 @@ mod limits;
 mod manual;
 mod metrics;
 mod notifications;
+mod notify_queue;
 mod operate_many;
 mod operate_mistakes;
 mod parallel;

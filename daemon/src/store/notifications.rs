@@ -2,9 +2,14 @@
 //! `docs/notifications.md`): `subscriptions` (what each is about, where it sends,
 //! its secrets), `notifications` (the outbox: one row per notification, written in
 //! the transaction of the ledger entry that causes it) and `notification_attempts`
-//! (each delivery attempt's answer and latency). The index `notifications_pending`
-//! holds the rows not yet delivered by subscription and id, so a sender reads its
-//! queue's head without reading the others.
+//! (each delivery attempt's answer and latency). The index `notifications_due`
+//! (schema 0019) holds the rows not yet delivered by subscription, due moment and
+//! id, so that a sender reads the due ones from its queue's head and never those
+//! waiting for a retry; `notifications_token` holds them by token, so that it
+//! knows whether an earlier one of a token is still pending. Each subscription's
+//! row counts its delivered notifications (`delivered`), kept by the writes that
+//! deliver and delete them, so that counting reads only the pending and dead
+//! rows.
 
 use super::rows::Stored;
 use super::through::passed_through;
@@ -155,6 +160,17 @@ impl NotificationRow {
     }
 }
 
+/// A due notification as the sender reads it ([`Notifications::due_notifications`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct DueNotification {
+    /// The notification.
+    pub row: NotificationRow,
+    /// The latest `next_at` of the earlier notifications of its token that are
+    /// still pending (none: it is its token's first). Later than the row's own,
+    /// one of them waits for a retry, and the row must wait until then.
+    pub behind: Option<i64>,
+}
+
 /// A row of `notification_attempts`: one delivery attempt.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AttemptRow {
@@ -251,22 +267,35 @@ passed_through! {
         /// transaction's other writes, `postgres/pending.rs`). A `no_move` of a
         /// visit that has one already writes nothing.
         fn insert_notification(&self, row: &NewNotification<'_>) -> StoreResult<()>;
-        /// At most `limit` pending notifications of the subscription, by id.
-        fn pending_notifications(
+        /// At most `limit` pending notifications of the subscription due at `now`
+        /// (microseconds), by due moment and id, read through `notifications_due`
+        /// (those waiting for a retry are not read), each with what it waits
+        /// behind (`notifications_token`).
+        fn due_notifications(
             &self,
             subscription: &str,
+            now: i64,
             limit: i64,
-        ) -> StoreResult<Vec<NotificationRow>>;
-        /// Record attempts and what each did to its notification, in two
-        /// statements whatever their number (the sender's batch).
-        fn record_attempts(&self, done: &[(AttemptRow, Outcome)]) -> StoreResult<()>;
+        ) -> StoreResult<Vec<DueNotification>>;
+        /// Record attempts and what each did to its notification, and count the
+        /// notifications delivered in their subscriptions' rows; then move each
+        /// pending notification of `deferred` (id, microseconds) to be sent no
+        /// sooner than its moment. One statement each whatever their number (the
+        /// sender's batch); a notification no longer pending is left as it is.
+        fn record_attempts(
+            &self,
+            done: &[(AttemptRow, Outcome)],
+            deferred: &[(i64, i64)],
+        ) -> StoreResult<()>;
         /// At most `limit` notifications with an id above `after`, by id: a
         /// window of retention (`serve --notify-keep`), read through the key.
         fn notifications_after(&self, after: i64, limit: i64) -> StoreResult<Vec<NotificationRow>>;
-        /// Delete the notifications `ids` and their attempts; how many
-        /// notifications went.
+        /// Delete the notifications `ids` and their attempts, less the delivered
+        /// ones from their subscriptions' counts; how many notifications went.
         fn delete_notifications(&self, ids: &[i64]) -> StoreResult<i64>;
-        /// How many notifications there are by subscription and status.
+        /// How many notifications there are by subscription and status: the
+        /// pending and dead rows counted (through their indexes), the delivered
+        /// ones read from each subscription's row.
         fn notification_counts(&self) -> StoreResult<Vec<NotificationCount>>;
         /// At most `limit` latest attempts of the subscription, newest first.
         fn latest_attempts(&self, subscription: &str, limit: i64) -> StoreResult<Vec<AttemptRow>>;
