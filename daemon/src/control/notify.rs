@@ -20,7 +20,8 @@ use super::Control;
 use crate::engine::{refuse, Step};
 use crate::notify::input::{new_secret, new_subscription, shown_url};
 use crate::store::notifications::{
-    AttemptRow, DueNotification, NewNotification, NotificationRow, Outcome, SubscriptionRow,
+    AttemptRow, Deferral, DueNotification, NewNotification, NotificationRow, Outcome,
+    SubscriptionRow,
 };
 use crate::store::Tx;
 
@@ -350,11 +351,11 @@ impl Control {
     }
 
     /// The sender's write: the attempts made, each with what it did, and the
-    /// notifications moved behind an earlier one of their token (id, moment).
+    /// notifications moved behind an earlier one of their token.
     pub async fn record_attempts(
         &self,
         done: Vec<(AttemptRow, Outcome)>,
-        deferred: Vec<(i64, i64)>,
+        deferred: Vec<Deferral>,
     ) -> Result<(), Refusal> {
         self.write(move |_, tx| Ok(tx.record_attempts(&done, &deferred)?))
             .await

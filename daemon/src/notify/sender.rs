@@ -27,7 +27,9 @@ use tokio::task::JoinHandle;
 use super::body::{body, signature, webhook_id};
 use super::send::{post, Kept};
 use crate::control::Control;
-use crate::store::notifications::{AttemptRow, DueNotification, NotificationRow, Outcome};
+use crate::store::notifications::{
+    AttemptRow, Deferral, DueNotification, NotificationRow, Outcome,
+};
 
 /// The sender's timings (`serve --notify-*`, `docs/reference/bounds.md`).
 #[derive(Debug, Clone, PartialEq)]
@@ -126,21 +128,29 @@ pub async fn run(control: Control, options: SenderOptions, mut stop: watch::Rece
 }
 
 /// Which of a batch's due notifications go now, in id order, and which wait
-/// behind an earlier one of their token that is not in the batch (id, the
-/// moment to wait for): one whose token has an earlier pending notification due
-/// later than itself. The others have every earlier one of their token before
+/// behind an earlier one of their token that is not in the batch: one whose
+/// token has an earlier pending notification due later than itself. The others have every earlier one of their token before
 /// them in the batch (read by due moment, then id), or none.
-fn split(due: Vec<DueNotification>) -> (Vec<NotificationRow>, Vec<(i64, i64)>) {
+fn split(due: Vec<DueNotification>) -> (Vec<NotificationRow>, Vec<Deferral>) {
     let mut now = Vec::with_capacity(due.len());
     let mut deferred = Vec::new();
     for item in due {
         match item.behind {
-            Some(until) if until > item.row.next_at => deferred.push((item.row.id, until)),
+            Some(until) if until > item.row.next_at => deferred.push(deferral(&item.row, until)),
             _ => now.push(item.row),
         }
     }
     now.sort_by_key(|row| row.id);
     (now, deferred)
+}
+
+/// `row`, moved to be sent no sooner than `until` (microseconds).
+fn deferral(row: &NotificationRow, until: i64) -> Deferral {
+    Deferral {
+        id: row.id,
+        attempts: row.attempts,
+        next_at: until,
+    }
 }
 
 /// One subscription's queue, until it is paused or removed. Each read takes
@@ -194,7 +204,7 @@ async fn queue(control: Control, name: String, options: SenderOptions) {
         for (index, row) in due.iter().enumerate() {
             if let Some(retry) = held.get(&row.token) {
                 if let Some(at) = retry {
-                    deferred.push((row.id, *at));
+                    deferred.push(deferral(row, *at));
                 }
                 continue;
             }

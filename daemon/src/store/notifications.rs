@@ -171,6 +171,18 @@ pub struct DueNotification {
     pub behind: Option<i64>,
 }
 
+/// A pending notification moved behind an earlier one of its token
+/// ([`Notifications::record_attempts`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Deferral {
+    /// The notification.
+    pub id: i64,
+    /// Its attempts when it was read.
+    pub attempts: i64,
+    /// When it may be sent, in microseconds.
+    pub next_at: i64,
+}
+
 /// A row of `notification_attempts`: one delivery attempt.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AttemptRow {
@@ -279,13 +291,15 @@ passed_through! {
         ) -> StoreResult<Vec<DueNotification>>;
         /// Record attempts and what each did to its notification, and count the
         /// notifications delivered in their subscriptions' rows; then move each
-        /// pending notification of `deferred` (id, microseconds) to be sent no
-        /// sooner than its moment. One statement each whatever their number (the
-        /// sender's batch); a notification no longer pending is left as it is.
+        /// notification of `deferred` to be sent no sooner than its moment. One
+        /// statement each whatever their number (the sender's batch). A
+        /// notification tried since it was read is left as it is: each change
+        /// is made only where `attempts` is still what was read (the key is read,
+        /// not the partial indexes, which a test of `status` would bring in).
         fn record_attempts(
             &self,
             done: &[(AttemptRow, Outcome)],
-            deferred: &[(i64, i64)],
+            deferred: &[Deferral],
         ) -> StoreResult<()>;
         /// At most `limit` notifications with an id above `after`, by id: a
         /// window of retention (`serve --notify-keep`), read through the key.

@@ -5,7 +5,7 @@ use rusqlite::{params, OptionalExtension};
 
 use super::SqliteTx;
 use crate::store::notifications::{
-    AttemptRow, DueNotification, NewNotification, NotificationCount, NotificationRow,
+    AttemptRow, Deferral, DueNotification, NewNotification, NotificationCount, NotificationRow,
     Notifications, Outcome, Stalled, SubscriptionRow, ATTEMPT_COLUMNS, NOTIFICATION_COLUMNS,
     SUBSCRIPTION_COLUMNS,
 };
@@ -29,8 +29,8 @@ fn due_sql() -> String {
 }
 
 /// Each subscription's counts (`Notifications::notification_counts`): the
-/// pending and dead rows, each branch through its partial index
-/// (`notifications_due`, `notifications_dead`), and the delivered ones as their
+/// pending and dead rows, each branch through a partial index
+/// (`notifications_token`, `notifications_dead`), and the delivered ones as their
 /// subscription's row counts them, so that the delivered history is not read.
 const COUNTS: &str = "SELECT subscription, status, attempts > 0, count(*) FROM notifications
      WHERE status = 'pending' GROUP BY subscription, status, attempts > 0
@@ -134,20 +134,25 @@ impl Notifications for SqliteTx<'_> {
     fn record_attempts(
         &self,
         done: &[(AttemptRow, Outcome)],
-        deferred: &[(i64, i64)],
+        deferred: &[Deferral],
     ) -> StoreResult<()> {
         if !done.is_empty() {
             self.record_done(done)?;
         }
         if !deferred.is_empty() {
-            let deferred = serde_json::to_string(deferred).unwrap_or_else(|_| "[]".into());
+            let rows: Vec<[i64; 3]> = deferred
+                .iter()
+                .map(|d| [d.id, d.attempts, d.next_at])
+                .collect();
+            let rows = serde_json::to_string(&rows).unwrap_or_else(|_| "[]".into());
             self.prepare(
                 "UPDATE notifications SET next_at = d.next_at
-                 FROM (SELECT value ->> 0 AS id, value ->> 1 AS next_at FROM json_each(?1)) AS d
-                 WHERE notifications.id = d.id AND notifications.status = 'pending'
+                 FROM (SELECT value ->> 0 AS id, value ->> 1 AS attempts, value ->> 2 AS next_at
+                       FROM json_each(?1)) AS d
+                 WHERE notifications.id = d.id AND notifications.attempts = d.attempts
                    AND notifications.next_at < d.next_at",
             )?
-            .execute([&deferred])?;
+            .execute([&rows])?;
         }
         Ok(())
     }
@@ -289,12 +294,13 @@ impl SqliteTx<'_> {
              FROM json_each(?1)"
         ))?
         .execute([&rows])?;
-        // Counted before the rows change: those pending that this delivers.
+        // Counted before the rows change: those not tried since they were read
+        // that this delivers.
         self.prepare(
             "UPDATE subscriptions SET delivered = delivered + (
                  SELECT count(*) FROM json_each(?1) AS u
                  JOIN notifications n ON n.id = u.value ->> 1
-                 WHERE n.subscription = subscriptions.name AND n.status = 'pending'
+                 WHERE n.subscription = subscriptions.name AND n.attempts = u.value ->> 2 - 1
                    AND u.value ->> 7 = 'delivered')
              WHERE name IN (SELECT value ->> 0 FROM json_each(?1)
                             WHERE value ->> 7 = 'delivered')",
@@ -306,7 +312,7 @@ impl SqliteTx<'_> {
              FROM (SELECT value ->> 1 AS id, value ->> 2 AS attempt, value ->> 6 AS reason,
                           value ->> 7 AS status, value ->> 8 AS next_at
                    FROM json_each(?1)) AS u
-             WHERE notifications.id = u.id AND notifications.status = 'pending'",
+             WHERE notifications.id = u.id AND notifications.attempts = u.attempt - 1",
         )?
         .execute([&rows])?;
         Ok(())
@@ -339,7 +345,7 @@ mod tests {
         for (sql, indexes) in [
             (
                 COUNTS.to_string(),
-                &["notifications_due", "notifications_dead"][..],
+                &["notifications_token", "notifications_dead"][..],
             ),
             (due_sql(), &["notifications_due", "notifications_token"][..]),
         ] {
