@@ -128,8 +128,9 @@ pub struct NotificationRow {
     pub status: String,
     /// How many times it was sent.
     pub attempts: i64,
-    /// When it is sent next (pending); when it was delivered (delivered), which
-    /// retention (`serve --notify-keep`) counts from.
+    /// When it is sent next (pending; 0 until it is first tried or moved behind
+    /// an earlier one of its token: due at once); when it was delivered
+    /// (delivered), which retention (`serve --notify-keep`) counts from.
     pub next_at: i64,
     /// Why the last attempt failed.
     pub last_error: Option<String>,
@@ -275,7 +276,7 @@ passed_through! {
         fn subscription(&self, name: &str) -> StoreResult<Option<SubscriptionRow>>;
         /// Every subscription, by name.
         fn subscriptions(&self) -> StoreResult<Vec<SubscriptionRow>>;
-        /// Write a notification at `Tx::now`, due now (on Postgres with the
+        /// Write a notification at `Tx::now`, due at once (`next_at` 0) (on Postgres with the
         /// transaction's other writes, `postgres/pending.rs`). A `no_move` of a
         /// visit that has one already writes nothing.
         fn insert_notification(&self, row: &NewNotification<'_>) -> StoreResult<()>;

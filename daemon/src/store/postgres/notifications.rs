@@ -17,7 +17,7 @@ use crate::store::StoreResult;
 /// cost each row a probe and a speculative insertion's second WAL record.
 pub(super) const FLUSH_NEW: &str = "n AS (INSERT INTO notifications
           (subscription, entry, token, kind, state, visit, at, status, attempts, next_at)
-      SELECT s, e, t, k, st, v, a, 'pending', 0, a
+      SELECT s, e, t, k, st, v, a, 'pending', 0, 0
       FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[],
                   $6::bigint[], $7::bigint[]) AS w(s, e, t, k, st, v, a))";
 
@@ -25,7 +25,7 @@ pub(super) const FLUSH_NEW: &str = "n AS (INSERT INTO notifications
 /// that has one already is left out by the unique index.
 pub(super) const FLUSH_VISITS: &str = "nv AS (INSERT INTO notifications
           (subscription, entry, token, kind, state, visit, at, status, attempts, next_at)
-      SELECT s, e, t, k, st, v, a, 'pending', 0, a
+      SELECT s, e, t, k, st, v, a, 'pending', 0, 0
       FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[],
                   $6::bigint[], $7::bigint[]) AS w(s, e, t, k, st, v, a)
       ON CONFLICT DO NOTHING)";
@@ -51,27 +51,30 @@ pub(super) fn flush_columns(rows: &[WaitingNotification], visits: bool) -> Optio
 
 /// A subscription's due notifications (`Notifications::due_notifications`):
 /// read from the head of `notifications_due`, each with the latest `next_at` of
-/// the earlier pending ones of its token (`notifications_token`). `next_at + 0`:
-/// a plain `max(next_at)` is planned as a read of `notifications_due` from its
-/// end, through every pending notification of the subscription, for each row.
+/// the earlier ones of its token that were tried or moved (`notifications_token`;
+/// one never tried has `next_at` 0, and those come first, by id). Each index's
+/// terms are stated as `store/schema.rs` (`QUEUE_INDEXES`) says. `next_at + 0`:
+/// a plain `max(next_at)` may be planned as a read of `notifications_due` from
+/// its end, through every pending notification of the subscription.
 fn due_sql() -> String {
     format!(
         "SELECT {NOTIFICATION_COLUMNS},
              (SELECT max(e.next_at + 0) FROM notifications e
-              WHERE e.subscription = $1 AND e.status = 'pending'
+              WHERE e.subscription = $1 AND e.status = 'pending' AND e.next_at > 0
                 AND e.token = n.token AND e.id < n.id)
          FROM notifications n
-         WHERE n.subscription = $1 AND n.status = 'pending' AND n.next_at <= $2
+         WHERE n.subscription = $1 AND n.status = 'pending' AND n.attempts >= 0
+           AND n.next_at <= $2
          ORDER BY n.next_at, n.id LIMIT $3"
     )
 }
 
 /// Each subscription's counts (`Notifications::notification_counts`): the
 /// pending and dead rows, each branch through a partial index
-/// (`notifications_token`, `notifications_dead`), and the delivered ones as their
+/// (`notifications_due`, `notifications_dead`), and the delivered ones as their
 /// subscription's row counts them, so that the delivered history is not read.
 const COUNTS: &str = "SELECT subscription, status, attempts > 0, count(*) FROM notifications
-     WHERE status = 'pending' GROUP BY subscription, status, attempts > 0
+     WHERE status = 'pending' AND attempts >= 0 GROUP BY subscription, status, attempts > 0
      UNION ALL
      SELECT subscription, status, true, count(*) FROM notifications
      WHERE status = 'dead' GROUP BY subscription, status

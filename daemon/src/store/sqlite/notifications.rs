@@ -13,27 +13,30 @@ use crate::store::StoreResult;
 
 /// A subscription's due notifications (`Notifications::due_notifications`):
 /// read from the head of `notifications_due`, each with the latest `next_at` of
-/// the earlier pending ones of its token (`notifications_token`). `next_at + 0`:
-/// a plain `max(next_at)` is planned as a read of `notifications_due` from its
-/// end, through every pending notification of the subscription, for each row.
+/// the earlier ones of its token that were tried or moved (`notifications_token`;
+/// one never tried has `next_at` 0, and those come first, by id). Each index's
+/// terms are stated as `store/schema.rs` (`QUEUE_INDEXES`) says. `next_at + 0`:
+/// a plain `max(next_at)` may be planned as a read of `notifications_due` from
+/// its end, through every pending notification of the subscription.
 fn due_sql() -> String {
     format!(
         "SELECT {NOTIFICATION_COLUMNS},
              (SELECT max(e.next_at + 0) FROM notifications e
-              WHERE e.subscription = ?1 AND e.status = 'pending'
+              WHERE e.subscription = ?1 AND e.status = 'pending' AND e.next_at > 0
                 AND e.token = n.token AND e.id < n.id)
          FROM notifications n
-         WHERE n.subscription = ?1 AND n.status = 'pending' AND n.next_at <= ?2
+         WHERE n.subscription = ?1 AND n.status = 'pending' AND n.attempts >= 0
+           AND n.next_at <= ?2
          ORDER BY n.next_at, n.id LIMIT ?3"
     )
 }
 
 /// Each subscription's counts (`Notifications::notification_counts`): the
 /// pending and dead rows, each branch through a partial index
-/// (`notifications_token`, `notifications_dead`), and the delivered ones as their
+/// (`notifications_due`, `notifications_dead`), and the delivered ones as their
 /// subscription's row counts them, so that the delivered history is not read.
 const COUNTS: &str = "SELECT subscription, status, attempts > 0, count(*) FROM notifications
-     WHERE status = 'pending' GROUP BY subscription, status, attempts > 0
+     WHERE status = 'pending' AND attempts >= 0 GROUP BY subscription, status, attempts > 0
      UNION ALL
      SELECT subscription, status, 1, count(*) FROM notifications
      WHERE status = 'dead' GROUP BY subscription, status
@@ -100,7 +103,7 @@ impl Notifications for SqliteTx<'_> {
             "INSERT INTO notifications
                      (subscription, entry, token, kind, state, visit, at, status, attempts,
                       next_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending', 0, ?7)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending', 0, 0)
                  ON CONFLICT DO NOTHING",
         )?
         .execute(params![
@@ -345,7 +348,7 @@ mod tests {
         for (sql, indexes) in [
             (
                 COUNTS.to_string(),
-                &["notifications_token", "notifications_dead"][..],
+                &["notifications_due", "notifications_dead"][..],
             ),
             (due_sql(), &["notifications_due", "notifications_token"][..]),
         ] {
