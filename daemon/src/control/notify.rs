@@ -20,7 +20,8 @@ use super::Control;
 use crate::engine::{refuse, Step};
 use crate::notify::input::{new_secret, new_subscription, shown_url};
 use crate::store::notifications::{
-    AttemptRow, NewNotification, NotificationRow, Outcome, SubscriptionRow,
+    AttemptRow, Deferral, DueNotification, NewNotification, NotificationRow, Outcome,
+    SubscriptionRow,
 };
 use crate::store::Tx;
 
@@ -331,25 +332,32 @@ impl Control {
         .await
     }
 
-    /// The sender's read: at most `limit` pending notifications of a
-    /// subscription, by id, with the subscription as it is now (`None`: gone).
-    pub async fn pending_notifications(
+    /// The sender's read: at most `limit` notifications of a subscription due
+    /// at `now` (microseconds), by due moment and id, each with what it waits
+    /// behind, with the subscription as it is now (`None`: gone).
+    pub async fn due_notifications(
         &self,
         name: String,
+        now: i64,
         limit: i64,
-    ) -> Result<Option<(SubscriptionRow, Vec<NotificationRow>)>, Refusal> {
+    ) -> Result<Option<(SubscriptionRow, Vec<DueNotification>)>, Refusal> {
         self.read(move |tx| {
             let Some(row) = tx.subscription(&name)? else {
                 return Ok(None);
             };
-            Ok(Some((row, tx.pending_notifications(&name, limit)?)))
+            Ok(Some((row, tx.due_notifications(&name, now, limit)?)))
         })
         .await
     }
 
-    /// The sender's write: the attempts made, each with what it did.
-    pub async fn record_attempts(&self, done: Vec<(AttemptRow, Outcome)>) -> Result<(), Refusal> {
-        self.write(move |_, tx| Ok(tx.record_attempts(&done)?))
+    /// The sender's write: the attempts made, each with what it did, and the
+    /// notifications moved behind an earlier one of their token.
+    pub async fn record_attempts(
+        &self,
+        done: Vec<(AttemptRow, Outcome)>,
+        deferred: Vec<Deferral>,
+    ) -> Result<(), Refusal> {
+        self.write(move |_, tx| Ok(tx.record_attempts(&done, &deferred)?))
             .await
     }
 

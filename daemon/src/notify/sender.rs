@@ -1,8 +1,10 @@
-//! The sender (`docs/notifications.md`, "Delivery"): after the commit, a queue per
-//! subscription reads its pending notifications by id and sends each once it is
-//! due, one at a time, so that a slow or dead receiver holds up only its own
-//! subscription. A token's notifications go in ledger order: one of a token
-//! that failed holds back that token's later ones until it is delivered or dead.
+//! The sender (`docs/notifications.md`, "The guarantee"): after the commit, a
+//! queue per subscription reads its due notifications (by the moment each is
+//! due, then id) and sends them one at a time, so that a slow or dead receiver
+//! holds up only its own subscription. A token's notifications go in ledger
+//! order: one of a token that failed holds back that token's later ones until it
+//! is delivered or dead (they are moved to its retry's moment), and other tokens'
+//! go on, however many wait for a retry.
 //! A failed attempt is tried again after a backoff (1 s doubling to at most
 //! 10 minutes, each moved by up to a fifth at random); past the limit (24 hours
 //! by default) since it was written, the notification is dead. Every attempt is
@@ -16,7 +18,7 @@
 //! works at most a tenth of the time (`yielded`), falling behind in the
 //! outbox until the load passes.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
@@ -25,7 +27,9 @@ use tokio::task::JoinHandle;
 use super::body::{body, signature, webhook_id};
 use super::send::{post, Kept};
 use crate::control::Control;
-use crate::store::notifications::{AttemptRow, Outcome};
+use crate::store::notifications::{
+    AttemptRow, Deferral, DueNotification, NotificationRow, Outcome,
+};
 
 /// The sender's timings (`serve --notify-*`, `docs/reference/bounds.md`).
 #[derive(Debug, Clone, PartialEq)]
@@ -123,41 +127,58 @@ pub async fn run(control: Control, options: SenderOptions, mut stop: watch::Rece
     }
 }
 
-/// One subscription's queue, until it is paused or removed.
+/// Which of a batch's due notifications go now, in id order, and which wait
+/// behind an earlier one of their token that is not in the batch: one whose
+/// token has an earlier pending notification due later than itself. The others have every earlier one of their token before
+/// them in the batch (read by due moment, then id), or none.
+fn split(due: Vec<DueNotification>) -> (Vec<NotificationRow>, Vec<Deferral>) {
+    let mut now = Vec::with_capacity(due.len());
+    let mut deferred = Vec::new();
+    for item in due {
+        match item.behind {
+            Some(until) if until > item.row.next_at => deferred.push(deferral(&item.row, until)),
+            _ => now.push(item.row),
+        }
+    }
+    now.sort_by_key(|row| row.id);
+    (now, deferred)
+}
+
+/// `row`, moved to be sent no sooner than `until` (microseconds).
+fn deferral(row: &NotificationRow, until: i64) -> Deferral {
+    Deferral {
+        id: row.id,
+        attempts: row.attempts,
+        next_at: until,
+    }
+}
+
+/// One subscription's queue, until it is paused or removed. Each read takes
+/// the due notifications only (`notifications_due`): those waiting for a
+/// retry are not read again until it comes, so a queue to a dead receiver
+/// costs a read that finds nothing per poll, and never holds up the due
+/// notifications of other tokens.
 async fn queue(control: Control, name: String, options: SenderOptions) {
     let mut kept: Option<Kept> = None;
     loop {
         let (began, mark) = (Instant::now(), control.mark().safe());
-        let read = control.pending_notifications(name.clone(), BATCH).await;
-        let (subscription, pending) = match read {
-            Ok(Some((row, pending))) if row.status == "active" => (row, pending),
+        let read = control
+            .due_notifications(name.clone(), control.now(), BATCH)
+            .await;
+        let (subscription, due) = match read {
+            Ok(Some((row, due))) if row.status == "active" => (row, due),
             Ok(_) => return,
             Err(_) => {
                 tokio::time::sleep(options.poll).await;
                 continue;
             }
         };
-        let now = control.now();
-        let full = i64::try_from(pending.len()).unwrap_or(i64::MAX) >= BATCH;
-        if pending.is_empty() {
+        let full = i64::try_from(due.len()).unwrap_or(i64::MAX) >= BATCH;
+        if due.is_empty() {
             tokio::time::sleep(options.poll).await;
             continue;
         }
-        // A token's later notifications wait behind its first that is not due.
-        let mut held: HashSet<String> = HashSet::new();
-        let mut soonest: Option<i64> = None;
-        let mut due = Vec::with_capacity(pending.len());
-        for row in pending {
-            if held.contains(&row.token) {
-                continue;
-            }
-            if row.next_at > now {
-                held.insert(row.token.clone());
-                soonest = Some(soonest.map_or(row.next_at, |s| s.min(row.next_at)));
-                continue;
-            }
-            due.push(row);
-        }
+        let (due, mut deferred) = split(due);
         // The bodies' parts of only those tried, in one read.
         let wanted: Vec<(Option<i64>, String)> = due
             .iter()
@@ -176,10 +197,15 @@ async fn queue(control: Control, name: String, options: SenderOptions) {
             }
         };
         let secrets: Vec<String> = serde_json::from_str(&subscription.secrets).unwrap_or_default();
+        // The tokens whose notification failed in this batch, with its retry's
+        // moment (none: it is dead): their later ones wait for it.
+        let mut held: HashMap<String, Option<i64>> = HashMap::new();
         let mut done = Vec::new();
         for (index, row) in due.iter().enumerate() {
-            if held.contains(&row.token) {
-                // An earlier one of the token failed in this batch.
+            if let Some(retry) = held.get(&row.token) {
+                if let Some(at) = retry {
+                    deferred.push(deferral(row, *at));
+                }
                 continue;
             }
             let part = parts.get(index).cloned().unwrap_or_default();
@@ -209,20 +235,15 @@ async fn queue(control: Control, name: String, options: SenderOptions) {
             let outcome = match &answered.failure {
                 None => Outcome::Delivered,
                 Some(_) => {
-                    held.insert(row.token.clone());
-                    let dead_at = row.at.saturating_add(
-                        i64::try_from(options.dead_after.as_micros()).unwrap_or(i64::MAX),
+                    let outcome = failed(row, attempt, &options, control.now());
+                    held.insert(
+                        row.token.clone(),
+                        match outcome {
+                            Outcome::Again(next) => Some(next),
+                            _ => None,
+                        },
                     );
-                    let delay = jittered(backoff(options.first_backoff, attempt));
-                    let next = control
-                        .now()
-                        .saturating_add(i64::try_from(delay.as_micros()).unwrap_or(i64::MAX));
-                    if next >= dead_at {
-                        Outcome::Dead
-                    } else {
-                        soonest = Some(soonest.map_or(next, |s| s.min(next)));
-                        Outcome::Again(next)
-                    }
+                    outcome
                 }
             };
             done.push((
@@ -239,31 +260,39 @@ async fn queue(control: Control, name: String, options: SenderOptions) {
             ));
         }
         let sent = done.len();
-        if !done.is_empty() && control.record_attempts(done).await.is_err() {
+        let moved = !deferred.is_empty();
+        if (sent > 0 || moved) && control.record_attempts(done, deferred).await.is_err() {
             tokio::time::sleep(options.poll).await;
             continue;
         }
         let appended = control.mark().safe().saturating_sub(mark);
         let pause = yielded(began.elapsed(), appended);
-        if sent > 0 && !full {
-            // Caught up: let the next notifications gather for a moment, so that
-            // each read and record of the queue carries many (every read and
-            // record is work for the database the write path uses too).
-            tokio::time::sleep(pause.max(options.poll)).await;
-        } else if sent > 0 {
+        if full {
+            // More are due: the next batch after the yield.
             tokio::time::sleep(pause).await;
         } else {
-            // Nothing due: wait for the soonest retry, or for new notifications.
-            let wait = soonest
-                .map(|at| {
-                    Duration::from_micros(
-                        u64::try_from(at.saturating_sub(control.now())).unwrap_or(0),
-                    )
-                })
-                .unwrap_or(options.poll)
-                .min(options.poll);
-            tokio::time::sleep(wait).await;
+            // Caught up: let the next notifications gather for a moment, so that
+            // each read and record of the queue carries many (every read and
+            // record is work for the database the write path uses too). A retry
+            // that comes meanwhile is read at the next poll.
+            tokio::time::sleep(pause.max(options.poll)).await;
         }
+    }
+}
+
+/// What a failed attempt (the `attempt`th) of `row` at `now` does to it: tried
+/// again after its backoff, or dead when that would come past
+/// `options.dead_after` since it was written.
+fn failed(row: &NotificationRow, attempt: i64, options: &SenderOptions, now: i64) -> Outcome {
+    let dead_at = row
+        .at
+        .saturating_add(i64::try_from(options.dead_after.as_micros()).unwrap_or(i64::MAX));
+    let delay = jittered(backoff(options.first_backoff, attempt));
+    let next = now.saturating_add(i64::try_from(delay.as_micros()).unwrap_or(i64::MAX));
+    if next >= dead_at {
+        Outcome::Dead
+    } else {
+        Outcome::Again(next)
     }
 }
 

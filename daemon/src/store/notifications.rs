@@ -2,9 +2,14 @@
 //! `docs/notifications.md`): `subscriptions` (what each is about, where it sends,
 //! its secrets), `notifications` (the outbox: one row per notification, written in
 //! the transaction of the ledger entry that causes it) and `notification_attempts`
-//! (each delivery attempt's answer and latency). The index `notifications_pending`
-//! holds the rows not yet delivered by subscription and id, so a sender reads its
-//! queue's head without reading the others.
+//! (each delivery attempt's answer and latency). The index `notifications_due`
+//! (schema 0019) holds the rows not yet delivered by subscription, due moment and
+//! id, so that a sender reads the due ones from its queue's head and never those
+//! waiting for a retry; `notifications_token` holds them by token, so that it
+//! knows whether an earlier one of a token is still pending. Each subscription's
+//! row counts its delivered notifications (`delivered`), kept by the writes that
+//! deliver and delete them, so that counting reads only the pending and dead
+//! rows.
 
 use super::rows::Stored;
 use super::through::passed_through;
@@ -123,8 +128,9 @@ pub struct NotificationRow {
     pub status: String,
     /// How many times it was sent.
     pub attempts: i64,
-    /// When it is sent next (pending); when it was delivered (delivered), which
-    /// retention (`serve --notify-keep`) counts from.
+    /// When it is sent next (pending; 0 until it is first tried or moved behind
+    /// an earlier one of its token: due at once); when it was delivered
+    /// (delivered), which retention (`serve --notify-keep`) counts from.
     pub next_at: i64,
     /// Why the last attempt failed.
     pub last_error: Option<String>,
@@ -153,6 +159,29 @@ impl NotificationRow {
             last_error: row.maybe_text(11)?,
         })
     }
+}
+
+/// A due notification as the sender reads it ([`Notifications::due_notifications`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct DueNotification {
+    /// The notification.
+    pub row: NotificationRow,
+    /// The latest `next_at` of the earlier notifications of its token that are
+    /// still pending (none: it is its token's first). Later than the row's own,
+    /// one of them waits for a retry, and the row must wait until then.
+    pub behind: Option<i64>,
+}
+
+/// A pending notification moved behind an earlier one of its token
+/// ([`Notifications::record_attempts`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Deferral {
+    /// The notification.
+    pub id: i64,
+    /// Its attempts when it was read.
+    pub attempts: i64,
+    /// When it may be sent, in microseconds.
+    pub next_at: i64,
 }
 
 /// A row of `notification_attempts`: one delivery attempt.
@@ -247,26 +276,41 @@ passed_through! {
         fn subscription(&self, name: &str) -> StoreResult<Option<SubscriptionRow>>;
         /// Every subscription, by name.
         fn subscriptions(&self) -> StoreResult<Vec<SubscriptionRow>>;
-        /// Write a notification at `Tx::now`, due now (on Postgres with the
+        /// Write a notification at `Tx::now`, due at once (`next_at` 0) (on Postgres with the
         /// transaction's other writes, `postgres/pending.rs`). A `no_move` of a
         /// visit that has one already writes nothing.
         fn insert_notification(&self, row: &NewNotification<'_>) -> StoreResult<()>;
-        /// At most `limit` pending notifications of the subscription, by id.
-        fn pending_notifications(
+        /// At most `limit` pending notifications of the subscription due at `now`
+        /// (microseconds), by due moment and id, read through `notifications_due`
+        /// (those waiting for a retry are not read), each with what it waits
+        /// behind (`notifications_token`).
+        fn due_notifications(
             &self,
             subscription: &str,
+            now: i64,
             limit: i64,
-        ) -> StoreResult<Vec<NotificationRow>>;
-        /// Record attempts and what each did to its notification, in two
-        /// statements whatever their number (the sender's batch).
-        fn record_attempts(&self, done: &[(AttemptRow, Outcome)]) -> StoreResult<()>;
+        ) -> StoreResult<Vec<DueNotification>>;
+        /// Record attempts and what each did to its notification, and count the
+        /// notifications delivered in their subscriptions' rows; then move each
+        /// notification of `deferred` to be sent no sooner than its moment. One
+        /// statement each whatever their number (the sender's batch). A
+        /// notification tried since it was read is left as it is: each change
+        /// is made only where `attempts` is still what was read (the key is read,
+        /// not the partial indexes, which a test of `status` would bring in).
+        fn record_attempts(
+            &self,
+            done: &[(AttemptRow, Outcome)],
+            deferred: &[Deferral],
+        ) -> StoreResult<()>;
         /// At most `limit` notifications with an id above `after`, by id: a
         /// window of retention (`serve --notify-keep`), read through the key.
         fn notifications_after(&self, after: i64, limit: i64) -> StoreResult<Vec<NotificationRow>>;
-        /// Delete the notifications `ids` and their attempts; how many
-        /// notifications went.
+        /// Delete the notifications `ids` and their attempts, less the delivered
+        /// ones from their subscriptions' counts; how many notifications went.
         fn delete_notifications(&self, ids: &[i64]) -> StoreResult<i64>;
-        /// How many notifications there are by subscription and status.
+        /// How many notifications there are by subscription and status: the
+        /// pending and dead rows counted (through their indexes), the delivered
+        /// ones read from each subscription's row.
         fn notification_counts(&self) -> StoreResult<Vec<NotificationCount>>;
         /// At most `limit` latest attempts of the subscription, newest first.
         fn latest_attempts(&self, subscription: &str, limit: i64) -> StoreResult<Vec<AttemptRow>>;

@@ -16,9 +16,9 @@ use std::collections::BTreeSet;
 use super::StoreError;
 
 /// The versions, oldest first; the migration of each makes the database that.
-pub const VERSIONS: [&str; 18] = [
+pub const VERSIONS: [&str; 19] = [
     "0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008", "0009", "0010", "0011", "0012",
-    "0013", "0014", "0015", "0016", "0017", "0018",
+    "0013", "0014", "0015", "0016", "0017", "0018", "0019",
 ];
 
 /// The table where the version is recorded: its own name, so that an application
@@ -108,6 +108,33 @@ CREATE INDEX slots_pool ON slots (pool, key);
 CREATE INDEX task_delays_due ON task_delays (not_before);
 ";
 
+/// Version 0019's indexes, the same SQL on both backends (each backend's
+/// `schema.rs` adds the column `subscriptions.delivered`): a subscription's
+/// pending notifications by the moment each is due (a queue reads the due ones
+/// from the head, never those waiting for a retry), and, by token, those that
+/// were tried or moved (`next_at > 0`; one never tried has `next_at` 0, so that
+/// the write path writes no entry of this index): whether an earlier one of a
+/// token waits, so that a token's notifications go in order. They replace
+/// `notifications_pending`, by id. Each index's second term is one that only
+/// the statements meant for it state (the due read and the counts say
+/// `attempts >= 0`, the look-up by token `next_at > 0`): with both open to the
+/// look-up, a plan made on a nearly empty table took `notifications_due` and
+/// read every pending row of the subscription for each row.
+pub const QUEUE_INDEXES: &str = "
+DROP INDEX notifications_pending;
+CREATE INDEX notifications_due ON notifications (subscription, next_at, id) WHERE status = 'pending' AND attempts >= 0;
+CREATE INDEX notifications_token ON notifications (subscription, token, id) WHERE status = 'pending' AND next_at > 0;
+";
+
+/// Version 0019 counts each subscription's delivered notifications in its row
+/// (`subscriptions.delivered`), from those the table holds at the migration,
+/// and writes `next_at` 0 for the notifications never tried (due at once).
+pub const DELIVERED_COUNTED: &str = "
+UPDATE subscriptions SET delivered = (SELECT count(*) FROM notifications n
+    WHERE n.subscription = subscriptions.name AND n.status = 'delivered');
+UPDATE notifications SET next_at = 0 WHERE status = 'pending' AND attempts = 0;
+";
+
 /// Version 0006, the same SQL on both backends: indexes for the write path's hot
 /// reads: the queue in id order (a claim takes the oldest queued task), the claimed
 /// tasks by the end of their leases and the pending timers by their due time (the
@@ -155,7 +182,8 @@ pub fn newest() -> &'static str {
 /// `budgets`; 0014 adds a column (`tokens.trace`), no table; 0015 adds `schedules`; 0016 adds
 /// `subscriptions`, `notifications` and `notification_attempts`; 0017 adds `limits`,
 /// `slots`, `priorities`, `key_turns`, `retry_policies` and `task_delays`; 0018
-/// adds `task_keys`.
+/// adds `task_keys`; 0019 adds a column (`subscriptions.delivered`) and indexes,
+/// no table.
 pub fn tables_at(version: &str) -> BTreeSet<&'static str> {
     let mut tables: BTreeSet<&'static str> = BASELINE.into_iter().collect();
     if version == "0002" || version == "0003" {

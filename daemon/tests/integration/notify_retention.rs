@@ -84,7 +84,10 @@ async fn attempt(control: &Control, subscription: &str, id: i64, number: i64, ou
         latency: 1_000,
         reason: (outcome != Outcome::Delivered).then(|| "HTTP 500".to_string()),
     };
-    control.record_attempts(vec![(row, outcome)]).await.unwrap();
+    control
+        .record_attempts(vec![(row, outcome)], Vec::new())
+        .await
+        .unwrap();
 }
 
 async fn counts(control: &Control, name: &str) -> Counts {

@@ -53,6 +53,46 @@ async fn an_older_database_is_upgraded_in_place_and_keeps_its_data(db: Db) {
     assert_eq!(tables, ["1"], "this control plane took epoch 1");
 }
 
+/// Schema 0019 counts each subscription's delivered notifications in its row:
+/// the upgrade sets the count from the rows a database at 0017 holds.
+async fn an_upgrade_to_0019_counts_the_delivered_notifications_it_finds(db: Db) {
+    let at_0017 = stateous_daemon::store::schema::VERSIONS
+        .iter()
+        .position(|v| *v == "0017")
+        .unwrap();
+    make_at(&db, at_0017 + 1);
+    db.execute(
+        "INSERT INTO subscriptions (name, url, kinds, states, format, status, secrets,
+             created_at, changed_at)
+         VALUES ('ops', 'http://127.0.0.1:9/hook', '[\"completed\"]', '[]', 'json', 'active',
+             '[\"whsec_c2VjcmV0\"]', 1, 1)",
+    );
+    for (status, attempts) in [
+        ("delivered", 1),
+        ("delivered", 2),
+        ("pending", 1),
+        ("dead", 9),
+    ] {
+        db.execute(&format!(
+            "INSERT INTO notifications (subscription, token, kind, at, status, attempts, next_at)
+             VALUES ('ops', 'T', 'completed', 1, '{status}', {attempts}, 1)"
+        ));
+    }
+    let control = open(&db).await.unwrap();
+    assert_eq!(version(&db), newest());
+    let list = control.subscriptions().await.unwrap();
+    let counts = list.subscriptions[0].counts;
+    assert_eq!(
+        (
+            counts.pending,
+            counts.retrying,
+            counts.delivered,
+            counts.dead
+        ),
+        (0, 1, 2, 1)
+    );
+}
+
 /// A wide `--listen` is judged before the database is opened: a database older
 /// than the access keys has none, and is left as it is; one that has the table
 /// but needs a later upgrade is judged after the open.
@@ -148,6 +188,7 @@ both!(
     a_database_missing_one_of_its_tables_is_refused,
     a_table_that_an_upgrade_must_make_is_refused,
     a_database_older_than_the_access_keys_is_known_to_have_none,
+    an_upgrade_to_0019_counts_the_delivered_notifications_it_finds,
 );
 
 #[test]

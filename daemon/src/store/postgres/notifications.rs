@@ -4,9 +4,9 @@
 use super::columns::Columns;
 use super::{get, PgTx};
 use crate::store::notifications::{
-    AttemptRow, NewNotification, NotificationCount, NotificationRow, Notifications, Outcome,
-    Stalled, SubscriptionRow, WaitingNotification, ATTEMPT_COLUMNS, NOTIFICATION_COLUMNS,
-    SUBSCRIPTION_COLUMNS,
+    AttemptRow, Deferral, DueNotification, NewNotification, NotificationCount, NotificationRow,
+    Notifications, Outcome, Stalled, SubscriptionRow, WaitingNotification, ATTEMPT_COLUMNS,
+    NOTIFICATION_COLUMNS, SUBSCRIPTION_COLUMNS,
 };
 use crate::store::StoreResult;
 
@@ -17,7 +17,7 @@ use crate::store::StoreResult;
 /// cost each row a probe and a speculative insertion's second WAL record.
 pub(super) const FLUSH_NEW: &str = "n AS (INSERT INTO notifications
           (subscription, entry, token, kind, state, visit, at, status, attempts, next_at)
-      SELECT s, e, t, k, st, v, a, 'pending', 0, a
+      SELECT s, e, t, k, st, v, a, 'pending', 0, 0
       FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[],
                   $6::bigint[], $7::bigint[]) AS w(s, e, t, k, st, v, a))";
 
@@ -25,7 +25,7 @@ pub(super) const FLUSH_NEW: &str = "n AS (INSERT INTO notifications
 /// that has one already is left out by the unique index.
 pub(super) const FLUSH_VISITS: &str = "nv AS (INSERT INTO notifications
           (subscription, entry, token, kind, state, visit, at, status, attempts, next_at)
-      SELECT s, e, t, k, st, v, a, 'pending', 0, a
+      SELECT s, e, t, k, st, v, a, 'pending', 0, 0
       FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[],
                   $6::bigint[], $7::bigint[]) AS w(s, e, t, k, st, v, a)
       ON CONFLICT DO NOTHING)";
@@ -48,6 +48,38 @@ pub(super) fn flush_columns(rows: &[WaitingNotification], visits: bool) -> Optio
             .put(row.at);
     })
 }
+
+/// A subscription's due notifications (`Notifications::due_notifications`):
+/// read from the head of `notifications_due`, each with the latest `next_at` of
+/// the earlier ones of its token that were tried or moved (`notifications_token`;
+/// one never tried has `next_at` 0, and those come first, by id). Each index's
+/// terms are stated as `store/schema.rs` (`QUEUE_INDEXES`) says. `next_at + 0`:
+/// a plain `max(next_at)` may be planned as a read of `notifications_due` from
+/// its end, through every pending notification of the subscription.
+fn due_sql() -> String {
+    format!(
+        "SELECT {NOTIFICATION_COLUMNS},
+             (SELECT max(e.next_at + 0) FROM notifications e
+              WHERE e.subscription = $1 AND e.status = 'pending' AND e.next_at > 0
+                AND e.token = n.token AND e.id < n.id)
+         FROM notifications n
+         WHERE n.subscription = $1 AND n.status = 'pending' AND n.attempts >= 0
+           AND n.next_at <= $2
+         ORDER BY n.next_at, n.id LIMIT $3"
+    )
+}
+
+/// Each subscription's counts (`Notifications::notification_counts`): the
+/// pending and dead rows, each branch through a partial index
+/// (`notifications_due`, `notifications_dead`), and the delivered ones as their
+/// subscription's row counts them, so that the delivered history is not read.
+const COUNTS: &str = "SELECT subscription, status, attempts > 0, count(*) FROM notifications
+     WHERE status = 'pending' AND attempts >= 0 GROUP BY subscription, status, attempts > 0
+     UNION ALL
+     SELECT subscription, status, true, count(*) FROM notifications
+     WHERE status = 'dead' GROUP BY subscription, status
+     UNION ALL
+     SELECT name, 'delivered', true, delivered FROM subscriptions";
 
 impl Notifications for PgTx<'_> {
     fn insert_subscription(&self, row: &SubscriptionRow) -> StoreResult<()> {
@@ -128,67 +160,44 @@ impl Notifications for PgTx<'_> {
         Ok(())
     }
 
-    fn pending_notifications(
+    fn due_notifications(
         &self,
         subscription: &str,
+        now: i64,
         limit: i64,
-    ) -> StoreResult<Vec<NotificationRow>> {
-        let rows = self.query(
-            &format!(
-                "SELECT {NOTIFICATION_COLUMNS} FROM notifications
-                 WHERE subscription = $1 AND status = 'pending' ORDER BY id LIMIT $2"
-            ),
-            &[&subscription, &limit],
-        )?;
-        rows.iter().map(NotificationRow::read).collect()
+    ) -> StoreResult<Vec<DueNotification>> {
+        let rows = self.query(&due_sql(), &[&subscription, &now, &limit])?;
+        rows.iter()
+            .map(|row| {
+                Ok(DueNotification {
+                    row: NotificationRow::read(row)?,
+                    behind: get(row, 12)?,
+                })
+            })
+            .collect()
     }
 
-    fn record_attempts(&self, done: &[(AttemptRow, Outcome)]) -> StoreResult<()> {
-        if done.is_empty() {
-            return Ok(());
+    fn record_attempts(
+        &self,
+        done: &[(AttemptRow, Outcome)],
+        deferred: &[Deferral],
+    ) -> StoreResult<()> {
+        if !done.is_empty() {
+            self.record_done(done)?;
         }
-        let column = |f: &dyn Fn(&AttemptRow, &Outcome) -> Option<i64>| -> Vec<Option<i64>> {
-            done.iter().map(|(a, o)| f(a, o)).collect()
-        };
-        let subscriptions: Vec<&str> = done.iter().map(|(a, _)| a.subscription.as_str()).collect();
-        let ids: Vec<i64> = done.iter().map(|(a, _)| a.notification).collect();
-        let attempts: Vec<i64> = done.iter().map(|(a, _)| a.attempt).collect();
-        let ats: Vec<i64> = done.iter().map(|(a, _)| a.at).collect();
-        let statuses = column(&|a, _| a.status);
-        let latencies: Vec<i64> = done.iter().map(|(a, _)| a.latency).collect();
-        let reasons: Vec<Option<&str>> = done.iter().map(|(a, _)| a.reason.as_deref()).collect();
-        let states: Vec<&str> = done.iter().map(|(_, o)| o.status().0).collect();
-        let nexts = column(&|a, o| o.next_at(a.at));
-        self.execute(
-            &format!(
-                "INSERT INTO notification_attempts ({ATTEMPT_COLUMNS})
-                 SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[],
-                                      $5::bigint[], $6::bigint[], $7::text[])
-                 ON CONFLICT (notification, attempt) DO UPDATE SET at = EXCLUDED.at,
-                     status = EXCLUDED.status, latency = EXCLUDED.latency,
-                     reason = EXCLUDED.reason"
-            ),
-            &[
-                &subscriptions,
-                &ids,
-                &attempts,
-                &ats,
-                &statuses,
-                &latencies,
-                &reasons,
-            ],
-        )?;
-        // `id = ANY($1)` as well as the join, so that the plan probes the key's
-        // index (as `pending.rs` explains, a join alone may be planned as a read
-        // of the whole table).
-        self.execute(
-            "UPDATE notifications n SET status = u.status, attempts = u.attempt,
-                 next_at = coalesce(u.next_at, n.next_at), last_error = u.reason
-             FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::bigint[], $5::text[])
-                  AS u(id, status, attempt, next_at, reason)
-             WHERE n.id = u.id AND n.id = ANY($1)",
-            &[&ids, &states, &attempts, &nexts, &reasons],
-        )?;
+        if !deferred.is_empty() {
+            let ids: Vec<i64> = deferred.iter().map(|d| d.id).collect();
+            let attempts: Vec<i64> = deferred.iter().map(|d| d.attempts).collect();
+            let nexts: Vec<i64> = deferred.iter().map(|d| d.next_at).collect();
+            // `id = ANY($1)` as well as the join, as in `record_done`.
+            self.execute(
+                "UPDATE notifications n SET next_at = d.next_at
+                 FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS d(id, attempts, next_at)
+                 WHERE n.id = d.id AND n.id = ANY($1) AND n.attempts = d.attempts
+                   AND n.next_at < d.next_at",
+                &[&ids, &attempts, &nexts],
+            )?;
+        }
         Ok(())
     }
 
@@ -212,15 +221,26 @@ impl Notifications for PgTx<'_> {
             "DELETE FROM notification_attempts WHERE notification = ANY($1)",
             &[&ids],
         )?;
-        Ok(self.execute("DELETE FROM notifications WHERE id = ANY($1)", &[&ids])? as i64)
+        // The delivered ones go from their subscriptions' counts in the same
+        // statement.
+        let rows = self.query(
+            "WITH gone AS (DELETE FROM notifications WHERE id = ANY($1)
+                           RETURNING subscription, status),
+                  counted AS (UPDATE subscriptions s SET delivered = s.delivered - d.count
+                              FROM (SELECT subscription, count(*) AS count FROM gone
+                                    WHERE status = 'delivered' GROUP BY subscription) AS d
+                              WHERE s.name = d.subscription)
+             SELECT count(*) FROM gone",
+            &[&ids],
+        )?;
+        match rows.first() {
+            Some(row) => get(row, 0),
+            None => Ok(0),
+        }
     }
 
     fn notification_counts(&self) -> StoreResult<Vec<NotificationCount>> {
-        let rows = self.query(
-            "SELECT subscription, status, attempts > 0, count(*) FROM notifications
-             GROUP BY subscription, status, attempts > 0",
-            &[],
-        )?;
+        let rows = self.query(COUNTS, &[])?;
         rows.iter()
             .map(|row| Ok((get(row, 0)?, get(row, 1)?, get(row, 2)?, get(row, 3)?)))
             .collect()
@@ -283,5 +303,111 @@ impl Notifications for PgTx<'_> {
         rows.iter()
             .map(|row| Ok((get(row, 0)?, get(row, 1)?, get(row, 2)?)))
             .collect()
+    }
+}
+
+impl PgTx<'_> {
+    /// The attempts of [`Notifications::record_attempts`], and what each did to
+    /// its notification; a notification newly delivered counts in its
+    /// subscription's row.
+    fn record_done(&self, done: &[(AttemptRow, Outcome)]) -> StoreResult<()> {
+        let column = |f: &dyn Fn(&AttemptRow, &Outcome) -> Option<i64>| -> Vec<Option<i64>> {
+            done.iter().map(|(a, o)| f(a, o)).collect()
+        };
+        let subscriptions: Vec<&str> = done.iter().map(|(a, _)| a.subscription.as_str()).collect();
+        let ids: Vec<i64> = done.iter().map(|(a, _)| a.notification).collect();
+        let attempts: Vec<i64> = done.iter().map(|(a, _)| a.attempt).collect();
+        let ats: Vec<i64> = done.iter().map(|(a, _)| a.at).collect();
+        let statuses = column(&|a, _| a.status);
+        let latencies: Vec<i64> = done.iter().map(|(a, _)| a.latency).collect();
+        let reasons: Vec<Option<&str>> = done.iter().map(|(a, _)| a.reason.as_deref()).collect();
+        let states: Vec<&str> = done.iter().map(|(_, o)| o.status().0).collect();
+        let nexts = column(&|a, o| o.next_at(a.at));
+        self.execute(
+            &format!(
+                "INSERT INTO notification_attempts ({ATTEMPT_COLUMNS})
+                 SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[],
+                                      $5::bigint[], $6::bigint[], $7::text[])
+                 ON CONFLICT (notification, attempt) DO UPDATE SET at = EXCLUDED.at,
+                     status = EXCLUDED.status, latency = EXCLUDED.latency,
+                     reason = EXCLUDED.reason"
+            ),
+            &[
+                &subscriptions,
+                &ids,
+                &attempts,
+                &ats,
+                &statuses,
+                &latencies,
+                &reasons,
+            ],
+        )?;
+        // `id = ANY($1)` as well as the join, so that the plan probes the key's
+        // index (as `pending.rs` explains, a join alone may be planned as a read
+        // of the whole table).
+        self.execute(
+            "WITH changed AS (
+                 UPDATE notifications n SET status = u.status, attempts = u.attempt,
+                     next_at = coalesce(u.next_at, n.next_at), last_error = u.reason
+                 FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::bigint[], $5::text[])
+                      AS u(id, status, attempt, next_at, reason)
+                 WHERE n.id = u.id AND n.id = ANY($1) AND n.attempts = u.attempt - 1
+                 RETURNING n.subscription, n.status)
+             UPDATE subscriptions s SET delivered = s.delivered + d.count
+             FROM (SELECT subscription, count(*) AS count FROM changed
+                   WHERE status = 'delivered' GROUP BY subscription) AS d
+             WHERE s.name = d.subscription",
+            &[&ids, &states, &attempts, &nexts, &reasons],
+        )?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{due_sql, COUNTS};
+    use crate::store::postgres::plan_tests::{kept_plan, new_database};
+    use crate::testing::PgTestDb;
+
+    /// Delivered notifications of `a` (`delivered` of them), and `pending` of
+    /// `b` waiting for a retry, without statistics.
+    const ROWS: &str = "ALTER TABLE notifications SET (autovacuum_enabled = false);
+        INSERT INTO notifications
+            (subscription, token, kind, at, status, attempts, next_at)
+          SELECT 'a', 'ORDER-' || i, 'entered', i, 'delivered', 1, i
+          FROM generate_series(1, {delivered}) i;
+        INSERT INTO notifications
+            (subscription, token, kind, at, status, attempts, next_at)
+          SELECT 'b', 'ORDER-' || i, 'entered', i, 'pending', 1, i + 1000000000
+          FROM generate_series(1, {pending}) i;";
+
+    #[test]
+    fn the_queue_and_the_counts_read_no_delivered_row_in_the_plans_postgres_keeps() {
+        for (delivered, pending) in [(0, 0), (5000, 0), (5000, 500)] {
+            let Some(db) = PgTestDb::create() else {
+                return;
+            };
+            std::thread::spawn(move || {
+                let mut conn = new_database(&db, 0);
+                let rows = ROWS
+                    .replace("{delivered}", &delivered.to_string())
+                    .replace("{pending}", &pending.to_string());
+                conn.batch(&rows).unwrap();
+                let shape = format!("{delivered} delivered, {pending} pending");
+                let plan = kept_plan(&mut conn, COUNTS);
+                assert!(
+                    !plan.contains("Seq Scan on notifications"),
+                    "{shape}:\n{plan}"
+                );
+                let plan = kept_plan(&mut conn, &due_sql());
+                assert!(plan.contains("notifications_due"), "{shape}:\n{plan}");
+                assert!(plan.contains("notifications_token"), "{shape}:\n{plan}");
+                let each = "notifications_due on notifications e";
+                assert!(!plan.contains(each), "{shape}:\n{plan}");
+                assert!(!plan.contains("Seq Scan"), "{shape}:\n{plan}");
+            })
+            .join()
+            .unwrap();
+        }
     }
 }

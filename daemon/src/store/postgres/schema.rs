@@ -18,8 +18,8 @@ use std::collections::BTreeSet;
 
 use super::conn::PgConn;
 use crate::store::schema::{
-    plan, MigrateError, HOT_INDEXES, LIMITS_INDEXES, NOTIFICATION_INDEXES, SCHEDULE_INDEXES,
-    TASK_KEYS_INDEX, VERSIONS, VERSION_TABLE,
+    plan, MigrateError, DELIVERED_COUNTED, HOT_INDEXES, LIMITS_INDEXES, NOTIFICATION_INDEXES,
+    QUEUE_INDEXES, SCHEDULE_INDEXES, TASK_KEYS_INDEX, VERSIONS, VERSION_TABLE,
 };
 use crate::store::status::{
     check_list, CatchUp, ClockKind, Overlap, ScheduleStatus, TaskStatus, TimerKind, TimerStatus,
@@ -34,7 +34,7 @@ pub const SERVING_LOCK: &str = "hashtextextended('@stateous/serve', 0)";
 pub const EPOCH_LOCK: &str = "hashtextextended('@stateous/epoch', 0)";
 
 /// The SQL of each version, in the order of [`VERSIONS`].
-pub fn migrations() -> [String; 18] {
+pub fn migrations() -> [String; 19] {
     [
         baseline(),
         FEED.to_string(),
@@ -54,6 +54,7 @@ pub fn migrations() -> [String; 18] {
         NOTIFICATIONS.to_string() + NOTIFICATION_INDEXES,
         limits(),
         task_keys(),
+        queue(),
     ]
 }
 
@@ -69,6 +70,15 @@ CREATE TABLE task_keys (
     PRIMARY KEY (pool, key, task)
 );
 {TASK_KEYS_INDEX} USING hash (task);"#
+    )
+}
+
+/// Version 0019: the queue's indexes and each subscription's count of delivered
+/// notifications, as SQLite's 0019 (`store/sqlite/schema.rs`, `queue`).
+fn queue() -> String {
+    format!(
+        "ALTER TABLE subscriptions ADD COLUMN delivered BIGINT NOT NULL DEFAULT 0;
+{DELIVERED_COUNTED}{QUEUE_INDEXES}"
     )
 }
 

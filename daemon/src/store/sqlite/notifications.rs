@@ -5,10 +5,43 @@ use rusqlite::{params, OptionalExtension};
 
 use super::SqliteTx;
 use crate::store::notifications::{
-    AttemptRow, NewNotification, NotificationCount, NotificationRow, Notifications, Outcome,
-    Stalled, SubscriptionRow, ATTEMPT_COLUMNS, NOTIFICATION_COLUMNS, SUBSCRIPTION_COLUMNS,
+    AttemptRow, Deferral, DueNotification, NewNotification, NotificationCount, NotificationRow,
+    Notifications, Outcome, Stalled, SubscriptionRow, ATTEMPT_COLUMNS, NOTIFICATION_COLUMNS,
+    SUBSCRIPTION_COLUMNS,
 };
 use crate::store::StoreResult;
+
+/// A subscription's due notifications (`Notifications::due_notifications`):
+/// read from the head of `notifications_due`, each with the latest `next_at` of
+/// the earlier ones of its token that were tried or moved (`notifications_token`;
+/// one never tried has `next_at` 0, and those come first, by id). Each index's
+/// terms are stated as `store/schema.rs` (`QUEUE_INDEXES`) says. `next_at + 0`:
+/// a plain `max(next_at)` may be planned as a read of `notifications_due` from
+/// its end, through every pending notification of the subscription.
+fn due_sql() -> String {
+    format!(
+        "SELECT {NOTIFICATION_COLUMNS},
+             (SELECT max(e.next_at + 0) FROM notifications e
+              WHERE e.subscription = ?1 AND e.status = 'pending' AND e.next_at > 0
+                AND e.token = n.token AND e.id < n.id)
+         FROM notifications n
+         WHERE n.subscription = ?1 AND n.status = 'pending' AND n.attempts >= 0
+           AND n.next_at <= ?2
+         ORDER BY n.next_at, n.id LIMIT ?3"
+    )
+}
+
+/// Each subscription's counts (`Notifications::notification_counts`): the
+/// pending and dead rows, each branch through a partial index
+/// (`notifications_due`, `notifications_dead`), and the delivered ones as their
+/// subscription's row counts them, so that the delivered history is not read.
+const COUNTS: &str = "SELECT subscription, status, attempts > 0, count(*) FROM notifications
+     WHERE status = 'pending' AND attempts >= 0 GROUP BY subscription, status, attempts > 0
+     UNION ALL
+     SELECT subscription, status, 1, count(*) FROM notifications
+     WHERE status = 'dead' GROUP BY subscription, status
+     UNION ALL
+     SELECT name, 'delivered', 1, delivered FROM subscriptions";
 
 impl Notifications for SqliteTx<'_> {
     fn insert_subscription(&self, row: &SubscriptionRow) -> StoreResult<()> {
@@ -70,7 +103,7 @@ impl Notifications for SqliteTx<'_> {
             "INSERT INTO notifications
                      (subscription, entry, token, kind, state, visit, at, status, attempts,
                       next_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending', 0, ?7)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending', 0, 0)
                  ON CONFLICT DO NOTHING",
         )?
         .execute(params![
@@ -85,61 +118,45 @@ impl Notifications for SqliteTx<'_> {
         Ok(())
     }
 
-    fn pending_notifications(
+    fn due_notifications(
         &self,
         subscription: &str,
+        now: i64,
         limit: i64,
-    ) -> StoreResult<Vec<NotificationRow>> {
-        let sql = format!(
-            "SELECT {NOTIFICATION_COLUMNS} FROM notifications
-             WHERE subscription = ?1 AND status = 'pending' ORDER BY id LIMIT ?2"
-        );
-        let mut statement = self.prepare(&sql)?;
-        let rows = statement.query_map(params![subscription, limit], |row| {
-            NotificationRow::read(row)
+    ) -> StoreResult<Vec<DueNotification>> {
+        let mut statement = self.prepare(&due_sql())?;
+        let rows = statement.query_map(params![subscription, now, limit], |row| {
+            Ok(DueNotification {
+                row: NotificationRow::read(row)?,
+                behind: row.get(12)?,
+            })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
-    fn record_attempts(&self, done: &[(AttemptRow, Outcome)]) -> StoreResult<()> {
-        if done.is_empty() {
-            return Ok(());
+    fn record_attempts(
+        &self,
+        done: &[(AttemptRow, Outcome)],
+        deferred: &[Deferral],
+    ) -> StoreResult<()> {
+        if !done.is_empty() {
+            self.record_done(done)?;
         }
-        // One statement each for the whole batch: the rows as a JSON array.
-        let rows: Vec<serde_json::Value> = done
-            .iter()
-            .map(|(attempt, outcome)| {
-                let (status, next_at) = (outcome.status().0, outcome.next_at(attempt.at));
-                serde_json::json!([
-                    attempt.subscription,
-                    attempt.notification,
-                    attempt.attempt,
-                    attempt.at,
-                    attempt.status,
-                    attempt.latency,
-                    attempt.reason,
-                    status,
-                    next_at
-                ])
-            })
-            .collect();
-        let rows = serde_json::Value::Array(rows).to_string();
-        self.prepare(&format!(
-            "INSERT OR REPLACE INTO notification_attempts ({ATTEMPT_COLUMNS})
-             SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4,
-                    value ->> 5, value ->> 6
-             FROM json_each(?1)"
-        ))?
-        .execute([&rows])?;
-        self.prepare(
-            "UPDATE notifications SET status = u.status, attempts = u.attempt,
-                 next_at = coalesce(u.next_at, notifications.next_at), last_error = u.reason
-             FROM (SELECT value ->> 1 AS id, value ->> 2 AS attempt, value ->> 6 AS reason,
-                          value ->> 7 AS status, value ->> 8 AS next_at
-                   FROM json_each(?1)) AS u
-             WHERE notifications.id = u.id",
-        )?
-        .execute([&rows])?;
+        if !deferred.is_empty() {
+            let rows: Vec<[i64; 3]> = deferred
+                .iter()
+                .map(|d| [d.id, d.attempts, d.next_at])
+                .collect();
+            let rows = serde_json::to_string(&rows).unwrap_or_else(|_| "[]".into());
+            self.prepare(
+                "UPDATE notifications SET next_at = d.next_at
+                 FROM (SELECT value ->> 0 AS id, value ->> 1 AS attempts, value ->> 2 AS next_at
+                       FROM json_each(?1)) AS d
+                 WHERE notifications.id = d.id AND notifications.attempts = d.attempts
+                   AND notifications.next_at < d.next_at",
+            )?
+            .execute([&rows])?;
+        }
         Ok(())
     }
 
@@ -162,6 +179,17 @@ impl Notifications for SqliteTx<'_> {
              WHERE notification IN (SELECT value FROM json_each(?1))",
         )?
         .execute([&ids])?;
+        // The delivered ones go from their subscriptions' counts first.
+        self.prepare(
+            "UPDATE subscriptions SET delivered = delivered - (
+                 SELECT count(*) FROM notifications n
+                 WHERE n.id IN (SELECT value FROM json_each(?1))
+                   AND n.subscription = subscriptions.name AND n.status = 'delivered')
+             WHERE name IN (SELECT n.subscription FROM notifications n
+                            WHERE n.id IN (SELECT value FROM json_each(?1))
+                              AND n.status = 'delivered')",
+        )?
+        .execute([&ids])?;
         let deleted = self
             .prepare("DELETE FROM notifications WHERE id IN (SELECT value FROM json_each(?1))")?
             .execute([&ids])?;
@@ -169,10 +197,7 @@ impl Notifications for SqliteTx<'_> {
     }
 
     fn notification_counts(&self) -> StoreResult<Vec<NotificationCount>> {
-        let mut statement = self.prepare(
-            "SELECT subscription, status, attempts > 0, count(*) FROM notifications
-             GROUP BY subscription, status, attempts > 0",
-        )?;
+        let mut statement = self.prepare(COUNTS)?;
         let rows = statement.query_map([], |row| {
             Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
         })?;
@@ -238,5 +263,104 @@ impl Notifications for SqliteTx<'_> {
             Ok((row.get(0)?, row.get(1)?, row.get(2)?))
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
+    }
+}
+
+impl SqliteTx<'_> {
+    /// The attempts of [`Notifications::record_attempts`], and what each did to
+    /// its notification; a notification newly delivered counts in its
+    /// subscription's row.
+    fn record_done(&self, done: &[(AttemptRow, Outcome)]) -> StoreResult<()> {
+        // One statement each for the whole batch: the rows as a JSON array.
+        let rows: Vec<serde_json::Value> = done
+            .iter()
+            .map(|(attempt, outcome)| {
+                let (status, next_at) = (outcome.status().0, outcome.next_at(attempt.at));
+                serde_json::json!([
+                    attempt.subscription,
+                    attempt.notification,
+                    attempt.attempt,
+                    attempt.at,
+                    attempt.status,
+                    attempt.latency,
+                    attempt.reason,
+                    status,
+                    next_at
+                ])
+            })
+            .collect();
+        let rows = serde_json::Value::Array(rows).to_string();
+        self.prepare(&format!(
+            "INSERT OR REPLACE INTO notification_attempts ({ATTEMPT_COLUMNS})
+             SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4,
+                    value ->> 5, value ->> 6
+             FROM json_each(?1)"
+        ))?
+        .execute([&rows])?;
+        // Counted before the rows change: those not tried since they were read
+        // that this delivers.
+        self.prepare(
+            "UPDATE subscriptions SET delivered = delivered + (
+                 SELECT count(*) FROM json_each(?1) AS u
+                 JOIN notifications n ON n.id = u.value ->> 1
+                 WHERE n.subscription = subscriptions.name AND n.attempts = u.value ->> 2 - 1
+                   AND u.value ->> 7 = 'delivered')
+             WHERE name IN (SELECT value ->> 0 FROM json_each(?1)
+                            WHERE value ->> 7 = 'delivered')",
+        )?
+        .execute([&rows])?;
+        self.prepare(
+            "UPDATE notifications SET status = u.status, attempts = u.attempt,
+                 next_at = coalesce(u.next_at, notifications.next_at), last_error = u.reason
+             FROM (SELECT value ->> 1 AS id, value ->> 2 AS attempt, value ->> 6 AS reason,
+                          value ->> 7 AS status, value ->> 8 AS next_at
+                   FROM json_each(?1)) AS u
+             WHERE notifications.id = u.id AND notifications.attempts = u.attempt - 1",
+        )?
+        .execute([&rows])?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rusqlite::Connection;
+
+    use super::{due_sql, COUNTS};
+    use crate::store::sqlite::schema::migrate;
+
+    /// Each line of SQLite's plan of `sql` on a migrated database.
+    fn plan(sql: &str) -> Vec<String> {
+        let conn = Connection::open_in_memory().unwrap();
+        migrate(&conn).unwrap();
+        let mut statement = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+        let nulls = vec![rusqlite::types::Null; statement.parameter_count()];
+        let rows = statement
+            .query_map(rusqlite::params_from_iter(nulls), |row| {
+                row.get::<_, String>(3)
+            })
+            .unwrap();
+        rows.collect::<Result<_, _>>().unwrap()
+    }
+
+    #[test]
+    fn the_queue_and_the_counts_read_notifications_through_their_partial_indexes() {
+        for (sql, indexes) in [
+            (
+                COUNTS.to_string(),
+                &["notifications_due", "notifications_dead"][..],
+            ),
+            (due_sql(), &["notifications_due", "notifications_token"][..]),
+        ] {
+            let plan = plan(&sql);
+            let reads: Vec<&String> = plan
+                .iter()
+                .filter(|l| l.contains("notifications"))
+                .collect();
+            for index in indexes {
+                assert!(reads.iter().any(|l| l.contains(index)), "{index}: {plan:?}");
+            }
+            assert!(reads.iter().all(|l| l.contains("INDEX")), "{plan:?}");
+        }
     }
 }

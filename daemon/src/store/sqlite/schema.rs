@@ -11,8 +11,8 @@ use std::collections::BTreeSet;
 use rusqlite::{Connection, OptionalExtension};
 
 use crate::store::schema::{
-    plan, MigrateError, HOT_INDEXES, LIMITS_INDEXES, NOTIFICATION_INDEXES, SCHEDULE_INDEXES,
-    TASK_KEYS_INDEX, VERSIONS, VERSION_TABLE,
+    plan, MigrateError, DELIVERED_COUNTED, HOT_INDEXES, LIMITS_INDEXES, NOTIFICATION_INDEXES,
+    QUEUE_INDEXES, SCHEDULE_INDEXES, TASK_KEYS_INDEX, VERSIONS, VERSION_TABLE,
 };
 use crate::store::status::{
     check_list, CatchUp, ClockKind, Overlap, ScheduleStatus, TaskStatus, TimerKind, TimerStatus,
@@ -41,7 +41,7 @@ impl Migration {
 }
 
 /// The migration of each version, in the order of [`VERSIONS`].
-pub fn migrations() -> [Migration; 18] {
+pub fn migrations() -> [Migration; 19] {
     [
         Migration::sql(baseline()),
         Migration::sql(FEED),
@@ -67,6 +67,7 @@ pub fn migrations() -> [Migration; 18] {
         Migration::sql(notifications()),
         Migration::sql(limits()),
         Migration::sql(task_keys()),
+        Migration::sql(queue()),
     ]
 }
 
@@ -86,6 +87,19 @@ CREATE TABLE task_keys (
     PRIMARY KEY (pool, key, task)
 );
 {TASK_KEYS_INDEX} (task);"
+    )
+}
+
+/// Version 0019, the sender's queue (`docs/inside/data.md`, `notifications`;
+/// `docs/notifications.md`, "The guarantee"): the pending notifications indexed by
+/// the moment each is due and by token, and each subscription's count of
+/// delivered notifications kept in its row (`subscriptions.delivered`), so that
+/// counting does not read the delivered ones. `store/postgres/schema.rs` makes
+/// the same.
+pub fn queue() -> String {
+    format!(
+        "ALTER TABLE subscriptions ADD COLUMN delivered INTEGER NOT NULL DEFAULT 0;
+{DELIVERED_COUNTED}{QUEUE_INDEXES}"
     )
 }
 

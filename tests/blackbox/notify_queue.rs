@@ -1,0 +1,234 @@
+//! Black-box: a subscription's queue (`docs/notifications.md`, "The guarantee"
+//! and "Seen"). Hundreds of tokens whose first notification waits for a retry do
+//! not hold up another token's, while each of them keeps its order; and the
+//! counts stay right through deliveries, failures, retention and a redelivery,
+//! with the delivered ones counted in the subscription's row.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::harness;
+
+use harness::{asset_graph, eventually, Daemon, Setup};
+use serde_json::{json, Value};
+
+/// One request a [`Picky`] receiver got: the token, the notification's kind,
+/// and whether it was accepted.
+type Request = (String, String, bool);
+
+/// A receiver that answers 500 to the notifications of tokens named `x-...`
+/// while `failing` is set, and 204 to the others; it keeps every request in
+/// the order it came. (Signatures are checked by `notifications.rs`.)
+struct Picky {
+    url: String,
+    failing: Arc<AtomicBool>,
+    requests: Arc<Mutex<Vec<Request>>>,
+}
+
+impl Picky {
+    fn start() -> Picky {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("a port for the receiver");
+        let url = format!(
+            "http://{}/hook",
+            listener.local_addr().expect("its address")
+        );
+        let picky = Picky {
+            url,
+            failing: Arc::new(AtomicBool::new(true)),
+            requests: Arc::default(),
+        };
+        let (failing, requests) = (Arc::clone(&picky.failing), Arc::clone(&picky.requests));
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let (failing, requests) = (Arc::clone(&failing), Arc::clone(&requests));
+                std::thread::spawn(move || {
+                    let mut writer = stream.try_clone().expect("a second handle");
+                    let mut reader = BufReader::new(stream);
+                    while let Some(body) = request_body(&mut reader) {
+                        let token = body["token"]["token"].as_str().unwrap_or("").to_string();
+                        let kind = body["type"].as_str().unwrap_or("").to_string();
+                        let refused = token.starts_with("x-") && failing.load(Ordering::SeqCst);
+                        requests.lock().unwrap().push((token, kind, !refused));
+                        let status = if refused { "500 No" } else { "204 No Content" };
+                        let answer = format!("HTTP/1.1 {status}\r\ncontent-length: 0\r\n\r\n");
+                        if writer.write_all(answer.as_bytes()).is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        picky
+    }
+
+    fn requests(&self) -> Vec<Request> {
+        self.requests.lock().unwrap().clone()
+    }
+
+    /// The accepted requests of the token named `token`: their kinds in order.
+    fn accepted(&self, token: &str) -> Vec<String> {
+        let requests = self.requests();
+        let of = requests.iter().filter(|(t, _, ok)| t == token && *ok);
+        of.map(|(_, kind, _)| kind.clone()).collect()
+    }
+}
+
+/// The body of the next request on a kept-alive connection, as JSON; `None`
+/// once it closes.
+fn request_body(reader: &mut BufReader<std::net::TcpStream>) -> Option<Value> {
+    let mut line = String::new();
+    let mut length = 0;
+    reader.read_line(&mut line).ok().filter(|n| *n > 0)?;
+    loop {
+        line.clear();
+        reader.read_line(&mut line).ok().filter(|n| *n > 0)?;
+        let header = line.trim_end().to_ascii_lowercase();
+        if header.is_empty() {
+            break;
+        }
+        if let Some(value) = header.strip_prefix("content-length:") {
+            length = value.trim().parse().unwrap_or(0);
+        }
+    }
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body).ok()?;
+    Some(serde_json::from_slice(&body).unwrap_or(Value::Null))
+}
+
+fn orders(args: &[&str]) -> Daemon {
+    Setup::new(asset_graph("orders"))
+        .args(&["--notify-backoff", "100ms", "--notify-timeout", "2s"])
+        .args(args)
+        .start()
+}
+
+fn start(daemon: &Daemon, token: &str) {
+    daemon
+        .post(
+            "/tokens",
+            &json!({"token": token, "context": {"title": token}}),
+        )
+        .expect(201);
+}
+
+/// The counts of the subscription `name`, as `GET /notify/{name}` shows them.
+fn counts(daemon: &Daemon, name: &str) -> Value {
+    daemon.get(&format!("/notify/{name}")).expect(200)["subscription"]["counts"].clone()
+}
+
+/// More tokens than a queue reads at once (256), each with two notifications.
+const WAITING: usize = 300;
+
+fn other_tokens_go_while_hundreds_wait_for_a_retry() {
+    let receiver = Picky::start();
+    let daemon = orders(&[]);
+    let body = json!({"name": "all", "url": receiver.url, "kinds": ["started", "entered"]});
+    daemon.post("/notify", &body).expect(201);
+    for i in 0..WAITING {
+        start(&daemon, &format!("x-{i}"));
+    }
+    let report = || format!("{} requests", receiver.requests().len());
+    eventually(
+        Duration::from_secs(30),
+        "every x token's first notification is tried",
+        report,
+        || {
+            let requests = receiver.requests();
+            let tried: std::collections::BTreeSet<&str> =
+                requests.iter().map(|(t, _, _)| t.as_str()).collect();
+            tried.len() >= WAITING
+        },
+    );
+    // The oldest pending notifications of the queue all wait for a retry now.
+    start(&daemon, "y-1");
+    eventually(
+        Duration::from_secs(20),
+        "the other token's notifications arrive while the x tokens wait",
+        report,
+        || receiver.accepted("y-1") == ["started", "entered"],
+    );
+    // A token's second notification is never sent before its first went.
+    let early: Vec<Request> = receiver
+        .requests()
+        .into_iter()
+        .filter(|(t, kind, _)| t.starts_with("x-") && kind != "started")
+        .collect();
+    assert!(
+        early.is_empty(),
+        "sent before their token's first: {early:?}"
+    );
+    receiver.failing.store(false, Ordering::SeqCst);
+    eventually(
+        Duration::from_secs(60),
+        "every x token's notifications arrive once it accepts them",
+        report,
+        || counts(&daemon, "all")["delivered"] == json!(2 * WAITING + 2),
+    );
+    for i in 0..WAITING {
+        let token = format!("x-{i}");
+        assert_eq!(receiver.accepted(&token), ["started", "entered"], "{token}");
+    }
+    assert_eq!(
+        counts(&daemon, "all"),
+        json!({"pending": 0, "retrying": 0, "delivered": 2 * WAITING + 2, "dead": 0})
+    );
+}
+
+fn the_counts_stay_right_through_delivery_retention_and_redelivery() {
+    let receiver = Picky::start();
+    let daemon = orders(&[
+        "--notify-keep",
+        "4s",
+        "--retain-every",
+        "300ms",
+        "--notify-dead-after",
+        "1s",
+    ]);
+    let body = json!({"name": "c", "url": receiver.url, "kinds": ["started"]});
+    daemon.post("/notify", &body).expect(201);
+    for token in ["y-1", "y-2", "x-1"] {
+        start(&daemon, token);
+    }
+    eventually(
+        Duration::from_secs(10),
+        "two delivered, one dead",
+        || counts(&daemon, "c").to_string(),
+        || counts(&daemon, "c") == json!({"pending": 0, "retrying": 0, "delivered": 2, "dead": 1}),
+    );
+    // Kept in the subscription's row, as the rows say.
+    let row = "SELECT delivered FROM subscriptions WHERE name = 'c'";
+    assert_eq!(daemon.count(row), 2);
+    let metrics = String::from_utf8_lossy(&daemon.get("/metrics").body).into_owned();
+    assert!(
+        metrics.contains("stateous_notifications{subscription=\"c\",status=\"delivered\"} 2"),
+        "{metrics}"
+    );
+    // Retention deletes the delivered ones, and they leave the count.
+    eventually(
+        Duration::from_secs(10),
+        "the delivered ones are deleted",
+        || counts(&daemon, "c").to_string(),
+        || counts(&daemon, "c")["delivered"] == 0,
+    );
+    let left =
+        "SELECT count(*) FROM notifications WHERE subscription = 'c' AND status = 'delivered'";
+    assert_eq!(daemon.count(left), 0);
+    // The dead one, sent again and accepted, counts as delivered once.
+    receiver.failing.store(false, Ordering::SeqCst);
+    daemon.post("/notify/c/redeliver", &json!({})).expect(200);
+    eventually(
+        Duration::from_secs(10),
+        "the redelivered one is delivered",
+        || counts(&daemon, "c").to_string(),
+        || counts(&daemon, "c") == json!({"pending": 0, "retrying": 0, "delivered": 1, "dead": 0}),
+    );
+    assert_eq!(daemon.count(row), 1);
+}
+
+both!(
+    other_tokens_go_while_hundreds_wait_for_a_retry,
+    the_counts_stay_right_through_delivery_retention_and_redelivery,
+);
