@@ -430,7 +430,7 @@ fn a_dead_notification_is_listed_and_sent_again_by_hand() {
     assert_eq!(unknown.code(), 1, "{}", unknown.stdout);
     assert!(
         unknown.stderr.contains("(404 not_found)")
-            && unknown.stderr.contains("no dead notification 999999"),
+            && unknown.stderr.contains("has no notification 999999"),
         "{}",
         unknown.stderr
     );
@@ -446,6 +446,34 @@ fn a_dead_notification_is_listed_and_sent_again_by_hand() {
     let got = receiver.got();
     assert_eq!(got[0].id, dead_id, "the same webhook-id");
     assert_eq!(got[0].body, json!({"text": "Token d-1 entered draft."}));
+    // Delivered now: sent again by hand, it is refused with what it is.
+    let number = dead_id.trim_start_matches("msg_").to_string();
+    let delivered = || {
+        daemon.get("/notify/late").expect(200)["subscription"]["counts"]["delivered"]
+            .as_i64()
+            .is_some_and(|n| n >= 1)
+    };
+    wait_for(Duration::from_secs(10), "its delivery recorded", delivered);
+    let refused = run(
+        daemon.dir.path(),
+        &[
+            "notify",
+            "--url",
+            &daemon.url,
+            "redeliver",
+            "late",
+            "--id",
+            &number,
+        ],
+    );
+    assert_eq!(refused.code(), 1, "{}", refused.stdout);
+    assert!(
+        refused.stderr.contains(&format!(
+            "notification {number} of late was delivered: it is not dead"
+        )),
+        "{}",
+        refused.stderr
+    );
 }
 
 fn a_receiver_that_never_answers_holds_up_only_its_own_subscription() {

@@ -318,12 +318,27 @@ impl Control {
             existing(tx, &name)?;
             let queued = tx.revive_notifications(&name, id)?;
             if let (Some(id), 0) = (id, queued) {
+                let found = tx
+                    .notifications_after(id.saturating_sub(1), 1)?
+                    .into_iter()
+                    .find(|row| row.id == id && row.subscription == name);
+                let what = match found {
+                    Some(row) if row.status == "delivered" => {
+                        format!("notification {id} of {name} was delivered: it is not dead")
+                    }
+                    Some(row) if row.attempts > 0 => format!(
+                        "notification {id} of {name} is not dead: it is retrying ({} attempts \
+                         so far)",
+                        row.attempts
+                    ),
+                    Some(_) => {
+                        format!("notification {id} of {name} is not dead: it waits to be sent")
+                    }
+                    None => format!("the subscription {name} has no notification {id}"),
+                };
                 return refuse(
                     Code::NotFound,
-                    format!(
-                        "the subscription {name} has no dead notification {id}; `stateous \
-                         notify failed` lists the dead ones"
-                    ),
+                    format!("{what}; `stateous notify failed` lists the dead ones"),
                 );
             }
             journal(tx, &name, "redelivered", json!({"count": queued, "id": id}))?;
