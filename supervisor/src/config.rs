@@ -140,7 +140,8 @@ impl Config {
 
     /// Check the text of a `stateous.yaml`. The error lists every problem on one line.
     pub fn parse(text: &str) -> Result<Config, String> {
-        stateous_shared::compiler::keys_once(text).map_err(|e| one_line(&e.to_string()))?;
+        stateous_shared::compiler::keys_once(text)
+            .map_err(|e| one_line(&stateous_shared::compiler::twice_words(&e.to_string())))?;
         let value: Value = serde_norway::from_str(text).map_err(|e| one_line(&e.to_string()))?;
         let map = match value {
             Value::Null => serde_norway::Mapping::new(),

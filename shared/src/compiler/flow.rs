@@ -169,76 +169,30 @@ pub(crate) fn yaml_value(text: &str, source: &str) -> Result<Value, String> {
     serde_norway::from_str(text).map_err(|error| yaml_problem(&error, source))
 }
 
-/// Whether each mapping of a YAML text writes its keys once: the error names
-/// the key written twice and where.
+/// Whether each mapping of a YAML text writes its keys once (serde_norway's own
+/// mapping refuses a key written twice, where its readers into JSON keep the last
+/// silently): the error names the key and where, in our words
+/// ([`yaml_problem`], `'max' is written twice`).
 pub fn keys_once(text: &str) -> Result<(), serde_norway::Error> {
-    serde_norway::from_str::<KeysOnce>(text).map(|_| ())
+    serde_norway::from_str::<serde_norway::Value>(text).map(|_| ())
 }
 
-/// Any YAML value, read only to refuse a mapping that writes a key twice (a YAML
-/// parser keeps the last silently): `'max' is written twice`, at its line.
-struct KeysOnce;
-
-impl<'de> Deserialize<'de> for KeysOnce {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(KeysOnce)
-    }
-}
-
-impl<'de> Visitor<'de> for KeysOnce {
-    type Value = KeysOnce;
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a YAML value")
-    }
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<KeysOnce, E> {
-        Ok(KeysOnce)
-    }
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<KeysOnce, E> {
-        Ok(KeysOnce)
-    }
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<KeysOnce, E> {
-        Ok(KeysOnce)
-    }
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<KeysOnce, E> {
-        Ok(KeysOnce)
-    }
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<KeysOnce, E> {
-        Ok(KeysOnce)
-    }
-    fn visit_unit<E: de::Error>(self) -> Result<KeysOnce, E> {
-        Ok(KeysOnce)
-    }
-    fn visit_none<E: de::Error>(self) -> Result<KeysOnce, E> {
-        Ok(KeysOnce)
-    }
-    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<KeysOnce, D::Error> {
-        KeysOnce::deserialize(deserializer)
-    }
-    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<KeysOnce, A::Error> {
-        while seq.next_element::<KeysOnce>()?.is_some() {}
-        Ok(KeysOnce)
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<KeysOnce, A::Error> {
-        let mut seen: Vec<String> = Vec::new();
-        while let Some(key) = map.next_key::<Value>()? {
-            let key = match key {
-                Value::String(text) => text,
-                other => other.to_string(),
-            };
-            if seen.contains(&key) {
-                return Err(de::Error::custom(format!("'{key}' is written twice")));
-            }
-            map.next_value::<KeysOnce>()?;
-            seen.push(key);
-        }
-        Ok(KeysOnce)
+/// serde_norway's sentence for a key written twice, in ours: `duplicate entry
+/// with key "max"` is `'max' is written twice`; any other sentence as it is.
+pub fn twice_words(message: &str) -> String {
+    let Some((head, rest)) = message.split_once("duplicate entry with key \"") else {
+        return message.to_string();
+    };
+    match rest.split_once('"') {
+        Some((key, tail)) => format!("{head}'{key}' is written twice{tail}"),
+        None => message.to_string(),
     }
 }
 
 /// A YAML file's mistake as one sentence that names the line:
 /// `SOURCE, line 4: MESSAGE` (flow.yaml, the hooks file).
 pub(crate) fn yaml_problem(error: &serde_norway::Error, source: &str) -> String {
-    let full = error.to_string();
+    let full = twice_words(&error.to_string());
     // serde_norway appends " at line L column C"; the line leads the sentence instead.
     let message = full.split(" at line ").next().unwrap_or(&full).to_owned();
     match error.location() {

@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-pub use flow::keys_once;
+pub use flow::{keys_once, twice_words};
 pub use mermaid::{mermaid, state_id};
 pub use starter::starter_flow;
 pub use validate::MAX_TOKEN_ID;
