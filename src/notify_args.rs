@@ -36,7 +36,7 @@ pub enum NotifyAction {
         /// Only tokens of this workflow.
         #[arg(long)]
         workflow: Option<String>,
-        /// Only tokens that match this filter (as token show --where).
+        /// Only tokens that match this filter (as token list --where).
         #[arg(long = "where", value_name = "FILTER")]
         filter: Option<String>,
         /// json (the entry and the token) or slack ({"text": ...}).

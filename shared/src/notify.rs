@@ -29,7 +29,7 @@ pub struct NewSubscription {
     /// Only tokens of this workflow.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workflow: Option<String>,
-    /// Only tokens that match this filter (the language of `token show --where`).
+    /// Only tokens that match this filter (the language of `token list --where`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub filter: Option<String>,
     /// `json` (the default) or `slack`.
