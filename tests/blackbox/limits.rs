@@ -600,6 +600,10 @@ fn limits_refuse_bad_input_and_change_nothing() {
         ),
         (json!({"states": [], "max": 2}), "'states'"),
         (
+            json!({"states": ["coding", "coding"], "max": 2}),
+            "names \"coding\" twice",
+        ),
+        (
             json!({"states": ["coding"], "max": 2, "per": "1"}),
             "gives every token the same key",
         ),

@@ -66,7 +66,13 @@ impl LimitInput {
             ));
         };
         states.sort();
-        states.dedup();
+        // Named twice is most likely another state mistyped: said, not merged.
+        if let Some(twice) = states.windows(2).find(|pair| pair[0] == pair[1]) {
+            return Err(refuse(format!(
+                "'states' names {:?} twice; name each state once",
+                twice[0]
+            )));
+        }
         let max = match body.get("max") {
             Some(value) => value.as_i64().ok_or_else(|| {
                 refuse(format!(
