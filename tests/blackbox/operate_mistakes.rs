@@ -406,6 +406,14 @@ fn a_filter_naming_a_state_no_workflow_has_is_refused() {
         args.extend_from_slice(extra);
         refused(token(&daemon, &args), "reveiw");
     }
+    // Without --reason too: what the control plane refuses is said first, not
+    // the missing reason (one mistake at a time, the one that needs fixing).
+    for args in [
+        &["cancel", "--where", "state == 'reveiw'", "--yes"][..],
+        &["priority", "5", "--where", "state == 'reveiw'"][..],
+    ] {
+        refused(token(&daemon, args), "reveiw");
+    }
     let bulk = daemon.post(
         "/tokens/bulk",
         &json!({"action": "pause", "tokens": ["C-1"], "where": "state == 'x'", "reason": "r"}),

@@ -140,12 +140,6 @@ pub(super) async fn run(
             "give --json or --jsonl, not both".into(),
         ));
     }
-    // A pruned token keeps no history to write a reason into.
-    if options.reason.is_none() && !options.dry_run && options.action != BulkAction::Prune {
-        return Err(CommandError::Usage(format!(
-            "a {verb} with --where needs --reason: it is written into each token's history"
-        )));
-    }
     let payload = options
         .payload
         .as_deref()
@@ -170,7 +164,15 @@ pub(super) async fn run(
         every: options.dry_run,
         ..BulkRequest::default()
     };
+    // The preview first: a filter, a priority or an event the control plane
+    // refuses is said before a missing reason.
     let preview = client.bulk(&request).await?;
+    // A pruned token keeps no history to write a reason into.
+    if options.reason.is_none() && !options.dry_run && options.action != BulkAction::Prune {
+        return Err(CommandError::Usage(format!(
+            "a {verb} with --where needs --reason: it is written into each token's history"
+        )));
+    }
     if options.dry_run {
         if json {
             return line(out, &pretty(&preview)?);
