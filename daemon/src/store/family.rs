@@ -28,9 +28,19 @@ pub struct SoloTransactions {
 impl SoloTransactions {
     /// A transaction of its own begins; it ends when the guard is dropped.
     pub fn enter(&self) -> SoloGuard<'_> {
-        self.began.fetch_add(1, Ordering::SeqCst);
+        // Counted as running before it is counted as begun: see [`Self::quiet`].
         self.running.fetch_add(1, Ordering::SeqCst);
+        self.began.fetch_add(1, Ordering::SeqCst);
         SoloGuard(self)
+    }
+
+    /// How many began so far, when every one of them has ended; `None` while one
+    /// runs. Read in this order (and counted in the other by [`Self::enter`]), a
+    /// `Some(mark)` means each transaction counted in `mark` ended before this
+    /// call: whatever it committed, a statement sent after this call sees.
+    pub fn quiet(&self) -> Option<u64> {
+        let began = self.began.load(Ordering::SeqCst);
+        (self.running.load(Ordering::SeqCst) == 0).then_some(began)
     }
 
     /// How many began so far (a batch's mark).

@@ -244,6 +244,12 @@ impl PgConn {
         self.begin = Some(sql);
     }
 
+    /// Whether the `BEGIN` given to [`PgConn::begin`] was sent (then the
+    /// server ran it before any later statement).
+    pub fn begin_sent(&self) -> bool {
+        self.begin.is_none()
+    }
+
     /// End the transaction with `sql` (`COMMIT`, `ROLLBACK`, or a fence and a
     /// commit). With `unless_unsent`, a transaction whose `BEGIN` was never sent
     /// (it sent no statement) sends nothing: a rollback, or a read's commit.

@@ -54,6 +54,7 @@ pub use conn::{config as connector, Connector, PgConn};
 pub use pending::Ids;
 use pending::Pending;
 use slot_book::SlotBook;
+pub use slot_book::{KeptBook, KeptBooks};
 
 /// The sequences new rows take their ids from, a block at a time.
 #[derive(Debug)]
@@ -184,6 +185,8 @@ struct Batch<'c> {
     /// The transactions of their own that run beside the batch: while one runs,
     /// or ran since a read, what this process knows may be old.
     solo: &'c SoloTransactions,
+    /// Their mark when the batch began, if none ran (`SoloTransactions::quiet`).
+    quiet: Option<u64>,
 }
 
 /// Rows of `tokens` read ahead for a batch, by folded id (lower case).
@@ -233,9 +236,35 @@ impl<'c> PgTx<'c> {
     /// The transaction of the writer's batch: a supervisor's last claim is
     /// answered from `known` while no transaction runs alone (`solo`), and a claim finds
     /// candidates for the batch's next claims too.
-    pub fn for_batch(mut self, claims: &'c KnownClaims, solo: &'c SoloTransactions) -> PgTx<'c> {
-        self.batch = Some(Batch { claims, solo });
+    /// `quiet` is the mark of the transactions of their own when the batch
+    /// began, if none ran (`SoloTransactions::quiet`); `kept`, the slot book the
+    /// last committed batch left at that mark, which the batch's `BEGIN` locked
+    /// (`slot_book.rs`).
+    pub fn for_batch(
+        mut self,
+        claims: &'c KnownClaims,
+        solo: &'c SoloTransactions,
+        quiet: Option<u64>,
+        kept: Option<KeptBook>,
+    ) -> PgTx<'c> {
+        if let Some(kept) = kept {
+            let mut book = SlotBook::seeded(kept);
+            book.locked = true;
+            self.slots = RefCell::new(book);
+        }
+        self.batch = Some(Batch {
+            claims,
+            solo,
+            quiet,
+        });
         self
+    }
+
+    /// The slot book to leave for the writer's next batch, should this one
+    /// commit: none when a transaction of its own ran as it began.
+    pub fn slots_to_keep(&self) -> Option<KeptBook> {
+        let mark = self.batch?.quiet?;
+        self.slots.borrow_mut().take_to_keep(mark)
     }
 
     /// The `claims` rows the kept requests wrote (all of them, outside a batch),

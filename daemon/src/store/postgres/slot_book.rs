@@ -13,8 +13,21 @@
 //! are too high until the commit, never too low, and a claim is refused at worst.
 //! A request of the batch that is dropped takes its changes back
 //! ([`SlotBook::undo`]); a rolled-back transaction takes the whole book with it.
+//!
+//! The writer keeps the book of a committed batch for the next one
+//! ([`KeptBooks`]): the next batch starts from it, counts its own writes on top,
+//! and trusts it once it holds the lock and no transaction of its own
+//! (`store/family.rs`, `SoloTransactions`) began or ran since the batch that read
+//! it began: the writer's batches were then the only transactions, and each one
+//! counted its writes in the book. So a batch with claims asks for the lock alone,
+//! not for every slot held again; one batch in [`READ_AGAIN_EVERY`] reads them
+//! again anyway (and sweeps the rows of ended attempts away).
+
+use std::sync::Mutex;
 
 use foldhash::HashMap as FastMap;
+
+use crate::store::guard::locked;
 
 use crate::store::{LimitRow, SlotRow, TaskRow, TaskStatus};
 
@@ -66,6 +79,10 @@ impl Held {
     }
 }
 
+/// One batch in this many (by its moment in microseconds) reads the limits and
+/// the slots held again, though it was given a book it could trust.
+pub const READ_AGAIN_EVERY: i64 = 16;
+
 /// The limits and slots one transaction knows ([`super::PgTx`]).
 #[derive(Debug, Default)]
 pub struct SlotBook {
@@ -77,9 +94,68 @@ pub struct SlotBook {
     /// The running request's changes to `held`, each slot as it was before:
     /// put back if the request is dropped.
     undo: Vec<(i64, String, Option<Kept>)>,
+    /// The book came from an earlier batch ([`KeptBook`]), at this mark of the
+    /// transactions of their own, and is not yet trusted: `None` once it is (or
+    /// when it was read in this transaction).
+    pub seeded: Option<u64>,
+}
+
+/// The book of a committed batch, for the writer's next batch: the limits, the
+/// live slots, and the mark of the transactions of their own
+/// (`SoloTransactions::quiet`) when that batch began.
+#[derive(Debug)]
+pub struct KeptBook {
+    limits: Vec<LimitRow>,
+    held: Held,
+    mark: u64,
+}
+
+/// The book the writer's last committed batch left, if it may be used
+/// ([`SlotBook::take_to_keep`]).
+#[derive(Debug, Default)]
+pub struct KeptBooks {
+    kept: Mutex<Option<KeptBook>>,
+}
+
+impl KeptBooks {
+    /// The kept book, if it was left at `mark`; it is taken (a batch that does
+    /// not commit leaves none).
+    pub fn take(&self, mark: u64) -> Option<KeptBook> {
+        locked(&self.kept, |kept| *kept = None)
+            .take()
+            .filter(|book| book.mark == mark)
+    }
+
+    /// Leave `book` for the next batch (`None`: none).
+    pub fn put(&self, book: Option<KeptBook>) {
+        *locked(&self.kept, |kept| *kept = None) = book;
+    }
 }
 
 impl SlotBook {
+    /// A book that starts from an earlier batch's, not trusted yet.
+    pub fn seeded(kept: KeptBook) -> SlotBook {
+        SlotBook {
+            limits: Some(kept.limits),
+            held: Some(kept.held),
+            seeded: Some(kept.mark),
+            ..SlotBook::default()
+        }
+    }
+
+    /// What a committed batch that began at `mark` leaves for the next: its
+    /// limits and live slots, if it knows both.
+    pub fn take_to_keep(&mut self, mark: u64) -> Option<KeptBook> {
+        let limits = self.limits.take()?;
+        let mut held = self.held.take()?;
+        held.slots.retain(|_, slots| {
+            slots.retain(|(_, kept)| kept.live);
+            !slots.is_empty()
+        });
+        held.counts.retain(|_, count| *count > 0);
+        Some(KeptBook { limits, held, mark })
+    }
+
     /// Whether the slots held were read.
     pub fn knows_slots(&self) -> bool {
         self.held.is_some()
@@ -179,6 +255,7 @@ impl SlotBook {
         self.limits = None;
         self.held = None;
         self.undo.clear();
+        self.seeded = None;
     }
 }
 
@@ -255,5 +332,39 @@ mod tests {
         assert_eq!(count(&book, "p", "b"), 0);
         book.forget();
         assert_eq!(book.counts("p"), None);
+    }
+
+    #[test]
+    fn a_kept_book_holds_the_live_slots_and_starts_the_next_batch_untrusted() {
+        assert!(
+            SlotBook::default().take_to_keep(1).is_none(),
+            "nothing read"
+        );
+        let mut book = SlotBook {
+            limits: Some(Vec::new()),
+            ..SlotBook::default()
+        };
+        book.read(vec![slot(1, 1, "p", "a"), slot(2, 1, "p", "b")]);
+        book.task_changed(&task(2, 1, TaskStatus::Done));
+        let kept = book.take_to_keep(7).unwrap();
+        assert_eq!(
+            kept.held.slots.len(),
+            1,
+            "the ended attempt's slot is left out"
+        );
+        let books = KeptBooks::default();
+        books.put(Some(kept));
+        assert!(books.take(8).is_none(), "kept at another mark: not used");
+        assert!(books.take(7).is_none(), "a take empties it");
+        let mut book = SlotBook {
+            limits: Some(Vec::new()),
+            ..SlotBook::default()
+        };
+        book.read(vec![slot(1, 1, "p", "a")]);
+        books.put(book.take_to_keep(7));
+        let next = SlotBook::seeded(books.take(7).unwrap());
+        assert_eq!(next.seeded, Some(7));
+        assert_eq!(count(&next, "p", "a"), 1);
+        assert_eq!(count(&next, "p", "b"), 0);
     }
 }

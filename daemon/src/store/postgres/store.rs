@@ -4,6 +4,8 @@
 //! alone in a transaction of its own (run once more after a deadlock), the fence
 //! before each commit, and the feed's safe point.
 
+#[cfg(test)]
+mod tests;
 mod writer;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -16,7 +18,7 @@ use tokio_postgres::error::SqlState;
 use super::conn::{config, Answering, Manager, PgConn, Session, Unconnected};
 use super::hold::{ServingLock, Tried};
 use super::schema::{first_to_run, migrate};
-use super::{KnownClaims, PgTx, Sequences};
+use super::{KeptBooks, KnownClaims, PgTx, Sequences};
 use crate::store::backend::{without_password, Inspected, StoreOptions};
 use crate::store::cached_tx::{CachedTx, Locking};
 use crate::store::claim_switch::ClaimSwitch;
@@ -58,6 +60,9 @@ struct Inner {
     solo: SoloTransactions,
     /// The rows of `claims` this control plane committed.
     claims: KnownClaims,
+    /// The slot book the writer's last committed batch left for the next
+    /// (`slot_book.rs`).
+    books: KeptBooks,
     /// The active subscriptions (`docs/notifications.md`).
     pub(super) subscribed: crate::notify::Subscribed,
     /// How long a transaction waits for a family (the lock limit).
@@ -153,6 +158,7 @@ impl PgStore {
             families: FamilyLocks::default(),
             solo: SoloTransactions::default(),
             claims: KnownClaims::default(),
+            books: KeptBooks::default(),
             subscribed: options.subscribed.clone(),
             lock_wait: pg.lock_timeout,
             ids: Sequences::default(),

@@ -53,6 +53,12 @@ const MOST_WAITING: usize = 16_384;
 /// the whole lock limit (the rest of the batch must not wait that long).
 const BEGIN: &str = "BEGIN; SET LOCAL lock_timeout = '50ms'";
 
+/// [`BEGIN`], then the slots' lock (`claim_limits::SLOTS_LOCK`), for a batch that
+/// starts from an earlier batch's slot book (`slot_book.rs`): its claims then
+/// ask for no lock of their own, and no write waits to be sent before it.
+const BEGIN_LOCKING_SLOTS: &str = "BEGIN; SET LOCAL lock_timeout = '50ms'; \
+     SELECT pg_advisory_xact_lock(hashtextextended('@stateous/slots', 0))";
+
 /// A request of a batch, which can also run again alone.
 trait Batched: Request {
     /// Run again in a transaction of its own on the pool, and answer from there.
@@ -194,7 +200,15 @@ fn run_batch(inner: &Arc<Inner>, batch: Vec<Job>) {
             return refuse_all(requests, &error);
         }
     };
-    conn.begin(BEGIN);
+    // The slot book the last committed batch left, if no transaction of its own
+    // began or ran since that batch began.
+    let quiet = inner.solo.quiet();
+    let kept = quiet.and_then(|mark| inner.books.take(mark));
+    conn.begin(if kept.is_some() {
+        BEGIN_LOCKING_SLOTS
+    } else {
+        BEGIN
+    });
     let overlay = Overlay::new(&inner.cache);
     let locks = BatchLocks {
         families: &inner.families,
@@ -207,7 +221,7 @@ fn run_batch(inner: &Arc<Inner>, batch: Vec<Job>) {
     // Dropped after the commit or rollback (`store/claim_switch.rs`).
     let turned = inner.switch.turned();
     let tx = PgTx::new(&mut conn, inner.clock.now(), &inner.mark, &inner.ids)
-        .for_batch(&inner.claims, &inner.solo)
+        .for_batch(&inner.claims, &inner.solo, quiet, kept)
         .turning(&turned);
     let mut outcome = Outcome::Ran;
     if !about.is_empty() {
@@ -269,7 +283,7 @@ fn run_batch(inner: &Arc<Inner>, batch: Vec<Job>) {
         },
         _ => None,
     };
-    let (opened, claims) = (tx.opened(), tx.written_claims());
+    let (opened, claims, book) = (tx.opened(), tx.written_claims(), tx.slots_to_keep());
     drop(tx);
     let ended = match ended {
         Some(Ok(())) => Ok(()),
@@ -287,6 +301,7 @@ fn run_batch(inner: &Arc<Inner>, batch: Vec<Job>) {
         if inner.keeps(settled) {
             overlay.publish();
             inner.claims.publish(claims);
+            inner.books.put(book);
         } else {
             inner.cache.clear();
             inner.claims.clear();
