@@ -147,6 +147,7 @@ fn token_why_says_each_reason_a_token_waits() {
         "its task 1 is being worked on by box-1 (attempt 1, 1 retry left); its lease ends in",
     );
     assert!(why.contains("box-1 was last heard from "), "{why}");
+    assert!(!why.contains("was last renewed"), "{why}");
     // A guard that is false, and a timer.
     start(&daemon, "G-1", json!({"customer": "ACME", "score": 1}));
     assert_eq!(fire(&daemon, "G-1", "submitted", Value::Null), 200);
@@ -246,3 +247,26 @@ fn why_of_an_ended_token_needs_no_state_of_the_served_graph() {
 }
 
 both!(why_of_an_ended_token_needs_no_state_of_the_served_graph);
+
+/// A supervisor SIGKILLed while it held a task and started again under the same
+/// name asks for work: the name is heard, but the dead one's attempt is not
+/// renewed. `token why` said only that the holder was heard a moment ago; it now
+/// says when the attempt's lease was last renewed, and the task line shows both.
+#[test]
+fn token_why_tells_an_attempt_not_renewed_from_its_holders_name_heard() {
+    let daemon = Setup::new(test_graph("desk/build/desk"))
+        .args(&["--lease", "60s"])
+        .start();
+    start(&daemon, "N-1", json!({"customer": "ACME"}));
+    claim(&daemon, "box-1", "intake");
+    std::thread::sleep(std::time::Duration::from_millis(1_300));
+    let body = json!({"supervisor": "box-1", "states": ["intake"]});
+    daemon.post("/tasks/claim", &body).expect(204);
+    // Seconds are rounded, and a loaded machine may take one more.
+    let why = says(&daemon, "N-1", "and was last renewed ");
+    assert!(why.contains("; box-1 was last heard from "), "{why}");
+    assert!(
+        why.contains(", renewed ") && why.contains(", box-1 heard "),
+        "{why}"
+    );
+}

@@ -293,5 +293,10 @@ fn task(rules: &Rules, tx: &dyn Tx, row: &TokenRow, now: i64) -> Step<Option<Why
             .filter(|_| task.status == TaskStatus::Claimed),
         lease_left: task.lease_until.map(|until| seconds((until - now).max(0))),
         holder_heard: None,
+        // Every claim and heartbeat sets the lease to the rules' length from then.
+        lease_renewed: task
+            .lease_until
+            .filter(|_| task.status == TaskStatus::Claimed)
+            .map(|until| seconds((now - (until - rules.lease)).max(0))),
     }))
 }

@@ -127,6 +127,13 @@ pub struct WhyTask {
     /// plane; none when it has not been heard from since it started.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub holder_heard: Option<f64>,
+    /// Seconds since this attempt's lease was last set, by its claim or a
+    /// heartbeat naming its task, while claimed (ours). Older than
+    /// `holder_heard`: the holder's name was heard but this attempt was not
+    /// renewed (a supervisor of that name restarted after a crash does not hold
+    /// it, and its lease runs out).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease_renewed: Option<f64>,
 }
 
 /// A supervisor that serves the task's state.
@@ -314,8 +321,16 @@ fn task_sentence(
     match task.status.as_str() {
         "claimed" => {
             let holder = task.holder.as_deref().unwrap_or("a supervisor");
+            // A renewal older than the holder's last word by a second or more
+            // is said: the name may be another process's now.
+            let renewed = match (task.lease_renewed, task.holder_heard) {
+                (Some(renewed), Some(heard)) if renewed >= heard + 1.0 => {
+                    format!(" and was last renewed {} ago", span(renewed))
+                }
+                _ => String::new(),
+            };
             let lease = match task.lease_left {
-                Some(left) if left > 0.0 => format!("its lease ends in {}", span(left)),
+                Some(left) if left > 0.0 => format!("its lease ends in {}{renewed}", span(left)),
                 _ => "its lease is over: the clock ends the attempt at its next tick".to_string(),
             };
             let heard = match task.holder_heard {

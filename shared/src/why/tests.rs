@@ -38,6 +38,7 @@ fn queued() -> WhyTask {
         holder: None,
         lease_left: None,
         holder_heard: None,
+        lease_renewed: None,
     }
 }
 
@@ -120,6 +121,7 @@ fn a_claimed_task_names_its_holder_lease_and_heartbeat() {
         holder: Some("box-1".into()),
         lease_left: Some(100.0),
         holder_heard: Some(5.0),
+        lease_renewed: Some(5.5),
         ..queued()
     });
     assert_eq!(
@@ -127,6 +129,19 @@ fn a_claimed_task_names_its_holder_lease_and_heartbeat() {
         [
             "its task 7 is being worked on by box-1 (attempt 2, 1 retry left); its lease \
           ends in 1m 40s; box-1 was last heard from 5s ago"
+        ]
+    );
+    // The name heard since, but this attempt not renewed: a supervisor of that
+    // name restarted after a crash, and the attempt is the dead one's.
+    if let Some(task) = facts.task.as_mut() {
+        task.lease_renewed = Some(40.0);
+        task.holder_heard = Some(1.0);
+    }
+    assert_eq!(
+        explain(&facts),
+        [
+            "its task 7 is being worked on by box-1 (attempt 2, 1 retry left); its lease \
+          ends in 1m 40s and was last renewed 40s ago; box-1 was last heard from 1s ago"
         ]
     );
 }

@@ -184,8 +184,11 @@ pub fn why_lines(why: &Why) -> Vec<String> {
         if let Some(left) = task.lease_left {
             text.push_str(&format!(", lease left {}", span(left)));
         }
-        if let Some(heard) = task.holder_heard {
-            text.push_str(&format!(", last heartbeat {} ago", span(heard)));
+        if let Some(renewed) = task.lease_renewed {
+            text.push_str(&format!(", renewed {} ago", span(renewed)));
+        }
+        if let (Some(holder), Some(heard)) = (&task.holder, task.holder_heard) {
+            text.push_str(&format!(", {holder} heard {} ago", span(heard)));
         }
         lines.push(text);
     }

@@ -230,6 +230,7 @@ fn why_reads_as_lines_reasons_first() {
             holder: Some("box-1".into()),
             lease_left: Some(90.0),
             holder_heard: Some(4.0),
+            lease_renewed: Some(30.0),
         }),
         supervisors: Vec::new(),
         stopped: Vec::new(),
@@ -252,7 +253,7 @@ fn why_reads_as_lines_reasons_first() {
             "timeout of review: 10m",
             "timeout: due 2026-10-07T05:53:39Z (in 1m 40s)",
             "task 7 (review): claimed, attempt 1, 2 retries left, held by box-1, \
-             lease left 1m 30s, last heartbeat 4s ago",
+             lease left 1m 30s, renewed 30s ago, box-1 heard 4s ago",
         ]
     );
 }
