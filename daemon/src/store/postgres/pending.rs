@@ -29,15 +29,24 @@ use crate::store::{
     ClaimRow, LedgerRow, SlotRow, StoreResult, TaskKey, TaskRow, TimerRow, TokenRow,
 };
 
-/// How many ids one round trip takes from a sequence.
-const BLOCK: i64 = 128;
+/// How many ids one `nextval` takes from a sequence: the step of the sequences
+/// of `ledger`, `tasks` and `timers` (schema 0020, `schema.rs` `id_blocks`).
+pub const ID_BLOCK: i64 = 128;
 
 /// Ids taken from a table's sequence ahead of time, handed out in increasing order.
 #[derive(Debug)]
 pub struct Ids {
     /// `ledger`, `tasks` or `timers`.
     table: &'static str,
-    taken: Mutex<VecDeque<i64>>,
+    taken: Mutex<Block>,
+}
+
+/// A block of ids: the value `nextval` gave (its first id), and the ids of it
+/// not handed out yet.
+#[derive(Debug, Default)]
+struct Block {
+    start: i64,
+    left: VecDeque<i64>,
 }
 
 impl Ids {
@@ -45,25 +54,33 @@ impl Ids {
     pub const fn new(table: &'static str) -> Ids {
         Ids {
             table,
-            taken: Mutex::new(VecDeque::new()),
+            taken: Mutex::new(Block {
+                start: 0,
+                left: VecDeque::new(),
+            }),
         }
     }
 
-    /// The next id; a block is taken on `conn` when none is left. The lock is held
-    /// while the block is taken, so ids are handed out in increasing order (the
-    /// feed's mark counts on it for ledger ids).
+    /// The next id; a block is taken on `conn` when none is left: one `nextval`
+    /// of a sequence that steps by [`ID_BLOCK`] gives its first id. The lock is
+    /// held while the block is taken, so ids are handed out in increasing order
+    /// (the feed's mark counts on it for ledger ids).
     pub fn next(&self, conn: &mut PgConn) -> StoreResult<i64> {
         let mut taken = locked(&self.taken, as_it_is);
-        if taken.is_empty() {
+        if taken.left.is_empty() {
             let sql = format!(
-                "SELECT nextval(pg_get_serial_sequence('{}', 'id')) FROM generate_series(1, {BLOCK})",
+                "SELECT nextval(pg_get_serial_sequence('{}', 'id'))",
                 self.table
             );
-            for row in conn.query(&sql, &[])? {
-                taken.push_back(super::get(&row, 0)?);
-            }
+            let start: i64 = match conn.query(&sql, &[])?.first() {
+                Some(row) => super::get(row, 0)?,
+                None => return Err(crate::store::StoreError::Database("no id was taken".into())),
+            };
+            taken.start = start;
+            taken.left = (start..start.saturating_add(ID_BLOCK)).collect();
         }
         taken
+            .left
             .pop_front()
             .ok_or_else(|| crate::store::StoreError::Database("no id was taken".into()))
     }
@@ -76,18 +93,17 @@ impl Ids {
     /// as Postgres itself loses sequence values it logged ahead.
     pub fn give_back(&self, conn: &mut PgConn) -> StoreResult<()> {
         let mut taken = locked(&self.taken, as_it_is);
-        let (Some(&first), Some(&last)) = (taken.front(), taken.back()) else {
+        let Some(&first) = taken.left.front() else {
             return Ok(());
         };
-        let whole = usize::try_from(last - first + 1).is_ok_and(|n| n == taken.len());
-        if whole {
-            conn.query(
-                "SELECT setval(pg_get_serial_sequence($1, 'id'), $2, false)
-                 WHERE pg_sequence_last_value(pg_get_serial_sequence($1, 'id')::regclass) = $3",
-                &[&self.table, &first, &last],
-            )?;
-        }
-        taken.clear();
+        // The sequence's last value is the block's first id while nobody took
+        // another block since.
+        conn.query(
+            "SELECT setval(pg_get_serial_sequence($1, 'id'), $2, false)
+             WHERE pg_sequence_last_value(pg_get_serial_sequence($1, 'id')::regclass) = $3",
+            &[&self.table, &first, &taken.start],
+        )?;
+        taken.left.clear();
         Ok(())
     }
 }
@@ -385,6 +401,33 @@ mod tests {
     use super::*;
     use crate::store::postgres::plan_tests::{kept_plan, new_database};
     use crate::testing::PgTestDb;
+
+    /// One `nextval` takes a block of [`ID_BLOCK`] ids; the ids are handed out in
+    /// order, the next block follows, and a graceful stop gives the rest back.
+    #[test]
+    fn a_block_of_ids_is_one_nextval_and_the_rest_goes_back() {
+        let Some(db) = PgTestDb::create() else {
+            return;
+        };
+        std::thread::spawn(move || {
+            let mut conn = new_database(&db, 0);
+            let ids = Ids::new("tasks");
+            let first: Vec<i64> = (0..ID_BLOCK + 2)
+                .map(|_| ids.next(&mut conn).unwrap())
+                .collect();
+            assert_eq!(first, (1..=ID_BLOCK + 2).collect::<Vec<i64>>());
+            let last = |conn: &mut PgConn| {
+                conn.texts("SELECT pg_sequence_last_value(pg_get_serial_sequence('tasks', 'id')::regclass)")
+                    .unwrap()
+            };
+            assert_eq!(last(&mut conn), [(ID_BLOCK + 1).to_string()], "two nextvals");
+            ids.give_back(&mut conn).unwrap();
+            let again = Ids::new("tasks");
+            assert_eq!(again.next(&mut conn).unwrap(), ID_BLOCK + 3);
+        })
+        .join()
+        .unwrap();
+    }
 
     #[test]
     fn a_flush_reads_only_the_rows_it_changes_in_the_plan_postgres_keeps() {
