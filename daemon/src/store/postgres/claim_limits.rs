@@ -158,10 +158,11 @@ impl PgTx<'_> {
 
 impl Limits for PgTx<'_> {
     fn limits(&self) -> StoreResult<Vec<LimitRow>> {
-        // Kept only when read under the slots' lock, which the writer's batch
-        // takes for it (no other transaction changes a limit until its end);
-        // other transactions read them each time.
-        if self.batch.is_some() || self.slots.borrow().locked {
+        // Read under the slots' lock on the write path, and kept to the
+        // transaction's end (no other transaction changes a limit until then): a
+        // claim that runs alone judges by the limits as they are under the lock,
+        // never by a `max` lowered since it read it. Reads read them each time.
+        if self.batch.is_some() || self.turned.is_some() || self.slots.borrow().locked {
             self.know_slots()?;
         }
         if let Some(known) = &self.slots.borrow().limits {
