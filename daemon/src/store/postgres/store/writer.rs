@@ -365,3 +365,17 @@ fn refuse_all(requests: Vec<Box<dyn Batched>>, error: &StoreError) {
         request.refuse(error.clone());
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::postgres::claim_limits::SLOTS_LOCK;
+
+    /// The lock a kept slot book's batch asks for in its `BEGIN` is the slots'
+    /// lock that claims and limit changes take.
+    #[test]
+    fn a_batch_that_starts_from_a_kept_book_begins_with_the_slots_lock() {
+        assert!(BEGIN_LOCKING_SLOTS.starts_with(BEGIN));
+        assert!(BEGIN_LOCKING_SLOTS.ends_with(&format!("pg_advisory_xact_lock({SLOTS_LOCK})")));
+    }
+}
