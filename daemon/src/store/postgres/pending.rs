@@ -12,7 +12,8 @@
 //! `claim_limits.rs`).
 
 use std::borrow::Borrow;
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap};
+use std::ops::Range;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use postgres::types::ToSql;
@@ -43,10 +44,10 @@ pub struct Ids {
 
 /// A block of ids: the value `nextval` gave (its first id), and the ids of it
 /// not handed out yet.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Block {
     start: i64,
-    left: VecDeque<i64>,
+    left: Range<i64>,
 }
 
 impl Ids {
@@ -56,7 +57,7 @@ impl Ids {
             table,
             taken: Mutex::new(Block {
                 start: 0,
-                left: VecDeque::new(),
+                left: 0..0,
             }),
         }
     }
@@ -77,11 +78,11 @@ impl Ids {
                 None => return Err(crate::store::StoreError::Database("no id was taken".into())),
             };
             taken.start = start;
-            taken.left = (start..start.saturating_add(ID_BLOCK)).collect();
+            taken.left = start..start.saturating_add(ID_BLOCK);
         }
         taken
             .left
-            .pop_front()
+            .next()
             .ok_or_else(|| crate::store::StoreError::Database("no id was taken".into()))
     }
 
@@ -93,9 +94,10 @@ impl Ids {
     /// as Postgres itself loses sequence values it logged ahead.
     pub fn give_back(&self, conn: &mut PgConn) -> StoreResult<()> {
         let mut taken = locked(&self.taken, as_it_is);
-        let Some(&first) = taken.left.front() else {
+        if taken.left.is_empty() {
             return Ok(());
-        };
+        }
+        let first = taken.left.start;
         // The sequence's last value is the block's first id while nobody took
         // another block since.
         conn.query(
@@ -103,7 +105,7 @@ impl Ids {
              WHERE pg_sequence_last_value(pg_get_serial_sequence($1, 'id')::regclass) = $3",
             &[&self.table, &first, &taken.start],
         )?;
-        taken.left.clear();
+        taken.left = first..first;
         Ok(())
     }
 }
