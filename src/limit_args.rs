@@ -20,7 +20,8 @@ pub enum LimitAction {
     /// new claim is granted until fewer run. Every change is on the journal
     /// (GET /journal?subject=limit). Needs an admin key over TCP.
     Set {
-        /// The limit's name: 1 to 64 of a-z, 0-9, '_', '-', '.'.
+        /// The limit's name: 1 to 64 of A-Z, a-z, 0-9, '.', '_', '-', a letter or
+        /// digit first.
         name: String,
         /// The states it covers, comma-separated (a child workflow's state is
         /// WORKFLOW/STATE).
