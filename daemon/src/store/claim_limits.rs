@@ -104,10 +104,10 @@ passed_through! {
         fn put_limit(&self, row: &LimitRow) -> StoreResult<()>;
         /// Remove a limit and its slots' rows; whether there was one.
         fn remove_limit(&self, name: &str) -> StoreResult<bool>;
-        /// Take the lock under which claims count and take slots, until the
-        /// transaction ends, so that two claims never both take the last slot
-        /// (Postgres: a transaction-scoped advisory lock; SQLite's one writer
-        /// holds it always).
+        /// Take the lock under which claims count and take slots and limits are
+        /// set, until the transaction ends, so that two claims never both take the
+        /// last slot; held once this returns (Postgres: a transaction-scoped
+        /// advisory lock; SQLite's one writer holds it always).
         fn lock_slots(&self) -> StoreResult<()>;
         /// Write a limit's rate bucket.
         fn set_bucket(&self, name: &str, bucket: f64, at: i64) -> StoreResult<()>;

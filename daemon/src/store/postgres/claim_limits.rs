@@ -216,8 +216,9 @@ impl Limits for PgTx<'_> {
     }
 
     fn lock_slots(&self) -> StoreResult<()> {
-        // Held until the transaction ends: taken once.
-        if self.slots.borrow().locked {
+        // Held until the transaction ends: taken once. A batch's `BEGIN` that
+        // asks for it holds it once it ran (it runs with the first statement).
+        if self.slots.borrow().locked && self.conn.borrow().begin_sent() {
             return Ok(());
         }
         self.query(&format!("SELECT pg_advisory_xact_lock({SLOTS_LOCK})"), &[])?;

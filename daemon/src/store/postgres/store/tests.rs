@@ -1,12 +1,14 @@
-//! The slot book the writer keeps from one batch to the next (`slot_book.rs`):
-//! a transaction of its own between two batches makes the next batch read the
-//! slots held again.
+//! The slots' lock between transactions of one store that run side by side: the
+//! slot book the writer keeps from one batch to the next (`slot_book.rs`), which
+//! a transaction of its own between two batches makes the next batch read again;
+//! and the first limit set beside a claim that judged while none was set.
 
 use std::sync::Arc;
 
 use super::*;
 use crate::control::Options;
 use crate::store::backend::Database;
+use crate::store::claim_switch::ClaimFact;
 use crate::store::{LimitRow, SlotRow, TaskStatus, TokenRow, TokenStatus, Tx};
 use crate::testing::PgTestDb;
 
@@ -42,6 +44,17 @@ fn token(id: &str) -> TokenRow {
     }
 }
 
+/// Tokens A and B in `coding`, with a queued task each: the tasks' ids.
+fn queue_two(tx: &dyn Tx) -> Vec<i64> {
+    ["A", "B"]
+        .into_iter()
+        .map(|id| {
+            tx.insert_token(&token(id)).unwrap();
+            tx.queue_task(id, "coding", 1).unwrap()
+        })
+        .collect()
+}
+
 /// Claim `task` with its next attempt and a slot of `pool`.
 fn claim(tx: &dyn Tx, task: i64) {
     let mut row = tx.task(task).unwrap().unwrap();
@@ -66,6 +79,15 @@ fn end(tx: &dyn Tx, task: i64) {
     tx.update_task(&row).unwrap();
 }
 
+/// A runtime whose blocking threads run transactions of their own.
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
 fn held(tx: &dyn Tx) -> i64 {
     tx.slot_counts("pool").unwrap().iter().map(|(_, n)| n).sum()
 }
@@ -75,11 +97,7 @@ fn a_transaction_of_its_own_between_batches_makes_the_next_read_the_slots() {
     let Some(db) = PgTestDb::create() else {
         return;
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = runtime();
     let store = open(&db);
     // A transaction of its own, on a thread that may block.
     let alone = |work: fn(&dyn Tx, i64), task: i64| {
@@ -106,12 +124,7 @@ fn a_transaction_of_its_own_between_batches_makes_the_next_read_the_slots() {
                     set_at: NOW,
                 })
                 .unwrap();
-                let mut tasks = Vec::new();
-                for id in ["A", "B"] {
-                    tx.insert_token(&token(id)).unwrap();
-                    tasks.push(tx.queue_task(id, "coding", 1).unwrap());
-                }
-                (true, tasks)
+                (true, queue_two(tx))
             })
             .await
             .unwrap();
@@ -162,6 +175,102 @@ fn a_transaction_of_its_own_between_batches_makes_the_next_read_the_slots() {
         assert_eq!(store.write(|tx| (true, held(tx))).await.unwrap(), 2);
         store.write(|tx| (true, held(tx))).await.unwrap();
         assert_eq!(store.write(|tx| (true, held(tx))).await.unwrap(), 2);
+    });
+    drop(runtime);
+    drop(store);
+}
+
+/// The first limit set while a claim that judged with none set (it read no limit)
+/// has not committed: the limit waits for the claim's slots' lock, and counts its
+/// attempt. Before, the limit's set read the claimed attempts at once, without
+/// the claim's, which then held no slot: the pool admitted one more than `max`.
+#[test]
+fn the_first_limit_set_beside_a_claim_counts_its_attempt() {
+    use crate::engine::{claim, claim_limits, Rules};
+    use crate::validated::claim_limits::LimitInput;
+    use crate::validated::ClaimInput;
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    let Some(db) = PgTestDb::create() else {
+        return;
+    };
+    let runtime = runtime();
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/tickets.json");
+    let text = std::fs::read_to_string(path).unwrap();
+    let graph = stateous_shared::graph::Graph::load(&text).unwrap();
+    let rules = Rules::new(Arc::new(graph), Duration::from_secs(60));
+    let store = open(&db);
+    let limit = |name: &str| LimitInput {
+        name: name.into(),
+        states: vec!["coding".into()],
+        max: 1,
+        per: None,
+        rate: None,
+    };
+    runtime.block_on(async {
+        let tasks = store.write(|tx| (true, queue_two(tx))).await.unwrap();
+        // A claim in a transaction of its own, then one in the writer's batch;
+        // each waits 0.3 s before its commit for the limit's set, which runs
+        // alone beside it.
+        // The second limit counts the first claim's attempt too.
+        let rounds = [("first", tasks[0], true, 1), ("second", tasks[1], false, 2)];
+        for (pool, task, alone, claimed_now) in rounds {
+            assert!(!store.claim_switch().applies(ClaimFact::Limits));
+            let (claimed, told) = (mpsc::channel(), mpsc::channel::<()>());
+            let (rules_c, told_rx) = (rules.clone(), std::sync::Mutex::new(told.1));
+            let claimed_tx = claimed.0.clone();
+            let work = move |tx: &dyn Tx| {
+                let input = ClaimInput::new("box-1".into(), vec!["coding".into()], None).unwrap();
+                let grant = claim::claim(&rules_c, tx, &input).unwrap().unwrap();
+                let _ = claimed_tx.send(grant.task);
+                let _ = told_rx
+                    .lock()
+                    .unwrap()
+                    .recv_timeout(Duration::from_millis(300));
+                (true, ())
+            };
+            let claiming = if alone {
+                let inner = Arc::clone(&store.inner);
+                tokio::task::spawn_blocking(move || inner.write(&work).unwrap())
+            } else {
+                let write = store.write(work);
+                tokio::spawn(async move { write.await.unwrap() })
+            };
+            let claimed_id = tokio::task::spawn_blocking(move || claimed.1.recv().unwrap())
+                .await
+                .unwrap();
+            assert_eq!(claimed_id, task);
+            let inner = Arc::clone(&store.inner);
+            let (rules_s, input) = (rules.clone(), limit(pool));
+            tokio::task::spawn_blocking(move || {
+                inner.write(&|tx: &dyn Tx| {
+                    claim_limits::set_limit(&rules_s, tx, &input).unwrap();
+                    (true, ())
+                })
+            })
+            .await
+            .unwrap()
+            .unwrap();
+            let _ = told.0.send(());
+            claiming.await.unwrap();
+            let held = store
+                .write(move |tx| (true, tx.slot_counts(pool).unwrap()))
+                .await
+                .unwrap();
+            assert_eq!(
+                held,
+                vec![(String::new(), claimed_now)],
+                "{pool}: the claimed attempt holds a slot of the limit set beside it"
+            );
+            store
+                .write(move |tx| (true, claim_limits::remove_limit(tx, pool).unwrap()))
+                .await
+                .unwrap();
+            // The clock's tick turns the switch off once no limit is left.
+            let mark = store.claim_switch().mark().unwrap();
+            store.claim_switch().turn_off(mark, [false; 4]);
+        }
     });
     drop(runtime);
     drop(store);
