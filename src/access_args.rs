@@ -64,13 +64,19 @@ pub enum AccessAction {
         supervisor: Option<String>,
         /// Limit an operate key to reading and firing these events (comma
         /// separated), nothing else: a reviewer's key.
-        #[arg(long, value_name = "EVENT,...", value_delimiter = ',')]
+        #[arg(
+            long,
+            value_name = "EVENT,...",
+            value_delimiter = ',',
+            value_parser = crate::client_args::list_item
+        )]
         events: Vec<String>,
         /// With --events: only for tokens in these states (comma separated).
         #[arg(
             long,
             value_name = "STATE,...",
             value_delimiter = ',',
+            value_parser = crate::client_args::list_item,
             requires = "events"
         )]
         states: Vec<String>,

@@ -2,7 +2,8 @@
 //! `access`, `tui`, `bench`, `clock`, `supervise`), in one struct flattened into
 //! each ([`ConnectArgs`]): `--url`, the access key flags, and the TLS flags, what
 //! an `https://` control plane is trusted by and the certificate shown to one
-//! that asks for it (`docs/reference/cli.md`, "Clients over https").
+//! that asks for it (`docs/reference/cli.md`, "Clients over https"); and how a
+//! comma-separated flag's items are read ([`list_item`]).
 
 use std::path::PathBuf;
 
@@ -10,6 +11,12 @@ use clap::{Args, Subcommand};
 use stateous_client::{Connection, Identity, TlsOptions};
 
 use crate::access_args::AccessArgs;
+
+/// One item of a comma-separated flag (`--states "a, b"`), without the spaces
+/// around it: clap's `value_parser` of every such flag.
+pub fn list_item(text: &str) -> Result<String, String> {
+    Ok(text.trim().to_string())
+}
 
 /// `--url`, declared once with its help, for every command that talks to a
 /// daemon (`hooks bench` takes it alone).

@@ -25,7 +25,12 @@ pub enum LimitAction {
         name: String,
         /// The states it covers, comma-separated (a child workflow's state is
         /// WORKFLOW/STATE).
-        #[arg(long, required = true, value_delimiter = ',')]
+        #[arg(
+            long,
+            required = true,
+            value_delimiter = ',',
+            value_parser = crate::client_args::list_item
+        )]
         states: Vec<String>,
         /// Slots at once: 1 to 1000000.
         #[arg(long, allow_negative_numbers = true)]
@@ -119,5 +124,36 @@ impl TryFrom<LimitArgs> for LimitCommand {
             json: args.json,
             action,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Limit {
+        #[command(flatten)]
+        args: LimitArgs,
+    }
+
+    #[test]
+    fn the_states_of_a_limit_are_read_without_the_spaces_around_them() {
+        let argv = [
+            "limit",
+            "set",
+            "coding",
+            "--states",
+            "coding, review",
+            "--max",
+            "2",
+        ];
+        let args = Limit::try_parse_from(argv).unwrap().args;
+        let LimitAction::Set { states, .. } = args.action else {
+            panic!("not a set");
+        };
+        assert_eq!(states, ["coding", "review"]);
     }
 }

@@ -27,11 +27,19 @@ pub enum NotifyAction {
         /// The ledger entry kinds it is about, comma-separated (entered,
         /// completed, failed, paused, task_failed, task_retrying,
         /// budget_exceeded, ...); completed,failed by default.
-        #[arg(long, value_delimiter = ',')]
+        #[arg(
+            long,
+            value_delimiter = ',',
+            value_parser = crate::client_args::list_item
+        )]
         kinds: Vec<String>,
         /// Only entries of tokens in these states (for entered: the state
         /// entered), comma-separated.
-        #[arg(long, value_delimiter = ',')]
+        #[arg(
+            long,
+            value_delimiter = ',',
+            value_parser = crate::client_args::list_item
+        )]
         states: Vec<String>,
         /// Only tokens of this workflow.
         #[arg(long)]

@@ -122,7 +122,12 @@ pub enum TokenCommand {
         /// The token's own budget, NAME=NUMBER (repeat it, or separate with commas):
         /// a usage report that takes it over pauses the token and stops its routine,
         /// e.g. --budget cost_usd=5. Without it, the workflow's default applies.
-        #[arg(long, value_name = "NAME=NUMBER", value_delimiter = ',')]
+        #[arg(
+            long,
+            value_name = "NAME=NUMBER",
+            value_delimiter = ',',
+            value_parser = crate::client_args::list_item
+        )]
         budget: Vec<String>,
         /// The token's priority (default 0): claims take the tasks of higher
         /// priorities first, then the oldest.
