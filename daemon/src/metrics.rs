@@ -594,7 +594,7 @@ pub fn read_tables(
     let mut limits = Vec::new();
     for row in tx.limits()? {
         let pool = crate::engine::claim_limits::Pool::of(row);
-        let used = tx.held_slots(&pool.row.name)?.len() as i64;
+        let used = tx.held_slots(&pool.row)?.len() as i64;
         let waiting = tasks
             .iter()
             .filter(|(state, status, _)| {

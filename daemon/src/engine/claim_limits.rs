@@ -150,7 +150,7 @@ pub fn admission(tx: &dyn Tx, states: &[(Option<String>, String)]) -> Step<Optio
         if tx.now() % SWEEP_EVERY == 0 {
             tx.sweep_slots(&pool.row.name)?;
         }
-        for (key, count) in tx.slot_counts(&pool.row.name)? {
+        for (key, count) in tx.slot_counts(&pool.row)? {
             held.insert((index, key), count);
         }
         if pool.per.is_some() {
@@ -487,7 +487,7 @@ pub fn remove_limit(tx: &dyn Tx, name: &str) -> Step<()> {
 
 /// A limit with the slots it holds now.
 fn view(tx: &dyn Tx, pool: Pool) -> Step<LimitView> {
-    let held = tx.held_slots(&pool.row.name)?;
+    let held = tx.held_slots(&pool.row)?;
     let mut keys: Vec<KeyUse> = Vec::new();
     for slot in &held {
         let key = key_words_or_empty(&slot.slot.key);
@@ -537,10 +537,14 @@ pub fn list(tx: &dyn Tx) -> Step<Vec<LimitView>> {
     pools(tx)?.into_iter().map(|pool| view(tx, pool)).collect()
 }
 
-/// The slots held now in `pool` with `key`, for `token why`.
+/// The slots held now in `pool` with `key`, for `token why` (none when no limit
+/// has that name).
 pub fn holders(tx: &dyn Tx, pool: &str, key: &str) -> Step<Vec<HeldSlot>> {
+    let Some(limit) = tx.limits()?.into_iter().find(|limit| limit.name == pool) else {
+        return Ok(Vec::new());
+    };
     Ok(tx
-        .held_slots(pool)?
+        .held_slots(&limit)?
         .into_iter()
         .filter(|held| held.slot.key == key)
         .collect())

@@ -1,10 +1,14 @@
 //! The tables of limits on claims (schema 0017, `docs/inside/data.md`, `limits` and
 //! `slots`; `docs/limits.md`): each limit's settings and its rate's bucket, and the
-//! slots that claims took. A slot is a row naming a task and its attempt; it counts
-//! only while that task is claimed with that attempt, so a slot whose attempt ended
-//! (by any path: report, `waiting`, lease end, cancel, prune) is free at once, in
-//! the same commit, with no row to give back: no slot can leak. Rows of ended
-//! attempts are swept away by the next claim of their pool.
+//! slots that claims took. A slot counts only while its task is claimed with its
+//! attempt, so a slot whose attempt ended (by any path: report, `waiting`, lease
+//! end, cancel, prune) is free at once, in the same commit, with nothing to give
+//! back: no slot can leak. In a pool without `per`, the slots are the attempts
+//! claimed now of the states it covers ([`running_slots`]), with no row of their
+//! own (a limit set adopts what runs already, so every such attempt holds one). In
+//! a pool with `per`, a slot is a row naming its task, attempt and key (the key is
+//! the token's context when the claim took it); rows of ended attempts are swept
+//! away by the next claim of their pool.
 
 use super::through::passed_through;
 use super::{StoreError, StoreResult};
@@ -56,8 +60,75 @@ pub struct SlotRow {
     pub attempt: i64,
     /// The limit's name.
     pub pool: String,
-    /// The key (the value of `per`, as JSON text); empty without `per`.
+    /// The key (the value of `per`, as JSON text, never empty); empty without
+    /// `per` (such a slot is written as no row: [`written_as_row`]).
     pub key: String,
+}
+
+/// Whether a slot taken is written as a row of `slots`: only a pool with `per`
+/// keeps rows (its key); a pool without `per` counts the attempts claimed of its
+/// states ([`running_slots`]).
+pub fn written_as_row(slot: &SlotRow) -> bool {
+    !slot.key.is_empty()
+}
+
+/// The attempts claimed now, with their token's workflow and holder: the same
+/// SQL on both backends, each row a [`Running`]. In no order: so SQLite reads its
+/// index of claimed tasks (`tasks_leases`), not every task in id order.
+pub const RUNNING: &str = "SELECT t.id, t.attempt, t.state, k.workflow, t.claimed_by
+     FROM tasks t JOIN tokens k ON k.token = t.token
+     WHERE t.status = 'claimed'";
+
+/// An attempt claimed now, as a row of [`RUNNING`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Running {
+    /// The task.
+    pub task: i64,
+    /// Its attempt.
+    pub attempt: i64,
+    /// Its state.
+    pub state: String,
+    /// The token's workflow (`None`: the main one).
+    pub workflow: Option<String>,
+    /// The supervisor that claimed it.
+    pub holder: String,
+}
+
+/// The slots of `limit` held by the attempts of `running`, if it has no `per`,
+/// in task order: each attempt of a state it covers holds one; `None` for a limit
+/// with `per` (its slots are rows).
+pub fn running_slots(limit: &LimitRow, running: &[Running]) -> Option<Vec<HeldSlot>> {
+    if limit.per.is_some() {
+        return None;
+    }
+    let covered = running.iter().filter(|attempt| {
+        super::task_keys::covers(&limit.states, attempt.workflow.as_deref(), &attempt.state)
+    });
+    let mut held: Vec<HeldSlot> = covered
+        .map(|attempt| HeldSlot {
+            slot: SlotRow {
+                task: attempt.task,
+                attempt: attempt.attempt,
+                pool: limit.name.clone(),
+                key: String::new(),
+            },
+            holder: attempt.holder.clone(),
+        })
+        .collect();
+    held.sort_by_key(|held| held.slot.task);
+    Some(held)
+}
+
+/// The counts by key of `held` (a pool's slots held now).
+pub fn counts_of(held: &[HeldSlot]) -> Vec<(String, i64)> {
+    let mut counts: Vec<(String, i64)> = Vec::new();
+    for slot in held {
+        match counts.iter_mut().find(|(key, _)| *key == slot.slot.key) {
+            Some((_, count)) => *count += 1,
+            None => counts.push((slot.slot.key.clone(), 1)),
+        }
+    }
+    counts
 }
 
 /// A slot held now: its row and the supervisor whose claimed attempt holds it.
@@ -111,14 +182,16 @@ passed_through! {
         fn lock_slots(&self) -> StoreResult<()>;
         /// Write a limit's rate bucket.
         fn set_bucket(&self, name: &str, bucket: f64, at: i64) -> StoreResult<()>;
-        /// The slots of `pool` held now: only rows whose task is claimed with the
-        /// row's attempt.
-        fn held_slots(&self, pool: &str) -> StoreResult<Vec<HeldSlot>>;
-        /// How many slots of `pool` are held now, by key (live attempts only): a
-        /// claim's one read of them.
-        fn slot_counts(&self, pool: &str) -> StoreResult<Vec<(String, i64)>>;
-        /// Take a slot (a row of an earlier attempt of the task in the pool is
-        /// replaced).
+        /// The slots of `limit`'s pool held now, in task order: its rows whose
+        /// task is claimed with the row's attempt, or without `per` the attempts
+        /// claimed of its states ([`running_slots`]).
+        fn held_slots(&self, limit: &LimitRow) -> StoreResult<Vec<HeldSlot>>;
+        /// How many slots of `limit`'s pool are held now, by key (live attempts
+        /// only): a claim's one read of them.
+        fn slot_counts(&self, limit: &LimitRow) -> StoreResult<Vec<(String, i64)>>;
+        /// Take a slot: a row of a pool with `per` (one of an earlier attempt of
+        /// the task in the pool is replaced); without `per`, no row
+        /// ([`written_as_row`]), the claimed attempt is the slot.
         fn take_slot(&self, slot: &SlotRow) -> StoreResult<()>;
         /// Delete the rows of `pool` whose attempt is no longer claimed; how many.
         fn sweep_slots(&self, pool: &str) -> StoreResult<u64>;

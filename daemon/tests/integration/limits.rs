@@ -68,6 +68,17 @@ fn object(value: Value) -> stateous_shared::wire::Object {
     value.as_object().cloned().unwrap()
 }
 
+/// The live rows of `slots` a pool has with `running` attempts of its states: one
+/// each with `per` (the row keeps the key), none without (each attempt claimed of
+/// its states is a slot).
+fn rows_of(per: bool, running: i64) -> i64 {
+    if per {
+        running
+    } else {
+        0
+    }
+}
+
 /// A limit as the test knows it.
 #[derive(Debug, Clone, Copy)]
 struct Limit {
@@ -195,6 +206,16 @@ impl Machine {
         }
     }
 
+    /// The rows of `slots` of `pool` whose attempt is claimed now, read from
+    /// outside the control plane.
+    fn live_rows(&self, pool: &str) -> i64 {
+        let live = self.db.rows(&format!(
+            "SELECT count(*) FROM slots s JOIN tasks t ON t.id = s.task
+             WHERE s.pool = '{pool}' AND t.status = 'claimed' AND t.attempt = s.attempt"
+        ));
+        live[0][0].as_deref().unwrap().parse().unwrap()
+    }
+
     /// The claimed attempts of `coding` now, by key (the repo, or "" for all),
     /// read from outside the control plane.
     fn claimed(&self, per: bool) -> HashMap<String, i64> {
@@ -234,14 +255,10 @@ impl Machine {
                 }
             }
             // No leak: the slots counted are exactly the live attempts covered.
-            let live = self.db.rows(&format!(
-                "SELECT count(*) FROM slots s JOIN tasks t ON t.id = s.task
-                 WHERE s.pool = '{name}' AND t.status = 'claimed' AND t.attempt = s.attempt"
-            ));
-            let counted: i64 = live[0][0].as_deref().unwrap().parse().unwrap();
             let running: i64 = claimed.values().sum();
             assert_eq!(
-                counted, running,
+                self.live_rows(&name),
+                rows_of(limit.per, running),
                 "{name}: slots vs attempts (after {after:?})"
             );
         }
@@ -354,14 +371,10 @@ fn claims_at_once_hold_a_limit(backend: Backend) {
                 by_repo.values().all(|n| *n <= 1),
                 "round {round}: {by_repo:?}"
             );
-            for pool in ["pool-0", "pool-1"] {
-                let live = machine.db.rows(&format!(
-                    "SELECT count(*) FROM slots s JOIN tasks t ON t.id = s.task
-                     WHERE s.pool = '{pool}' AND t.status = 'claimed' AND t.attempt = s.attempt"
-                ));
-                let counted: i64 = live[0][0].as_deref().unwrap().parse().unwrap();
+            for (pool, per) in [("pool-0", false), ("pool-1", true)] {
                 assert_eq!(
-                    counted, claimed,
+                    machine.live_rows(pool),
+                    rows_of(per, claimed),
                     "round {round}: {pool}'s slots vs attempts"
                 );
             }

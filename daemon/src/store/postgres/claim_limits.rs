@@ -15,7 +15,8 @@ use super::columns::Columns;
 use super::slot_book::READ_AGAIN_EVERY;
 use super::{get, PgTx};
 use crate::store::claim_limits::{
-    states_of, states_text, ClaimedTask, HeldSlot, LimitRow, Limits, SlotRow,
+    running_slots, states_of, states_text, written_as_row, ClaimedTask, HeldSlot, LimitRow, Limits,
+    Running, SlotRow, RUNNING,
 };
 use crate::store::StoreResult;
 
@@ -47,10 +48,39 @@ const SWEEP_ALL: &str = "DELETE FROM slots WHERE NOT EXISTS (
          SELECT 1 FROM tasks t WHERE t.id = slots.task
              AND t.status = 'claimed' AND t.attempt = slots.attempt)";
 
-/// The live slots of every pool: rows whose task is claimed with their attempt.
+/// The live rows of every pool: rows whose task is claimed with their attempt
+/// (a pool without `per` counts the attempts of [`RUNNING`] instead; a row of it
+/// left from when it had `per` counts for nothing).
 const LIVE_SLOTS: &str = "SELECT s.task, s.attempt, s.pool, s.key
      FROM slots s JOIN tasks t ON t.id = s.task
      WHERE t.status = 'claimed' AND t.attempt = s.attempt";
+
+/// A row of [`RUNNING`].
+fn running_row(row: &Row) -> StoreResult<Running> {
+    Ok(Running {
+        task: get(row, 0)?,
+        attempt: get(row, 1)?,
+        state: get(row, 2)?,
+        workflow: get(row, 3)?,
+        holder: get::<Option<String>>(row, 4)?.unwrap_or_default(),
+    })
+}
+
+/// The slots held now of every pool of `limits`: the live `rows` of the pools
+/// with `per`, and the attempts of `running` that the others cover.
+fn slots_held(limits: &[LimitRow], rows: Vec<SlotRow>, running: &[Running]) -> Vec<SlotRow> {
+    let keyed = |pool: &str| {
+        limits
+            .iter()
+            .any(|limit| limit.name == pool && limit.per.is_some())
+    };
+    let mut held: Vec<SlotRow> = rows.into_iter().filter(|row| keyed(&row.pool)).collect();
+    for limit in limits {
+        let slots = running_slots(limit, running).unwrap_or_default();
+        held.extend(slots.into_iter().map(|held| held.slot));
+    }
+    held
+}
 
 /// Tasks with their tokens' workflow and context, as [`task_now`] reads them.
 pub(super) const TASKS_NOW: &str = "SELECT t.id, t.attempt, t.state, k.workflow, k.context
@@ -133,7 +163,9 @@ impl PgTx<'_> {
         statements.push((SWEEP_ALL, &[]));
         statements.push((&limits_sql, &[]));
         statements.push((LIVE_SLOTS, &[]));
+        statements.push((RUNNING, &[]));
         let mut answers = self.queries(&statements)?;
+        let running = answers.pop().unwrap_or_default();
         let live = answers.pop().unwrap_or_default();
         let rows = answers.pop().unwrap_or_default();
         let limits = rows.iter().map(read).collect::<StoreResult<Vec<_>>>()?;
@@ -148,10 +180,15 @@ impl PgTx<'_> {
                 })
             })
             .collect::<StoreResult<Vec<_>>>()?;
+        let running = running
+            .iter()
+            .map(running_row)
+            .collect::<StoreResult<Vec<_>>>()?;
+        let held = slots_held(&limits, live, &running);
         let mut book = self.slots.borrow_mut();
         book.locked = true;
         book.limits = Some(limits);
-        book.read(live);
+        book.read(held);
         Ok(())
     }
 }
@@ -243,13 +280,21 @@ impl Limits for PgTx<'_> {
         Ok(())
     }
 
-    fn held_slots(&self, pool: &str) -> StoreResult<Vec<HeldSlot>> {
+    fn held_slots(&self, limit: &LimitRow) -> StoreResult<Vec<HeldSlot>> {
+        if limit.per.is_none() {
+            let rows = self.query(RUNNING, &[])?;
+            let running = rows
+                .iter()
+                .map(running_row)
+                .collect::<StoreResult<Vec<_>>>()?;
+            return Ok(running_slots(limit, &running).unwrap_or_default());
+        }
         let rows = self.query(
             "SELECT s.task, s.attempt, s.pool, s.key, t.claimed_by
              FROM slots s JOIN tasks t ON t.id = s.task
              WHERE s.pool = $1 AND t.status = 'claimed' AND t.attempt = s.attempt
              ORDER BY s.task",
-            &[&pool],
+            &[&limit.name],
         )?;
         rows.iter()
             .map(|row| {
@@ -266,19 +311,22 @@ impl Limits for PgTx<'_> {
             .collect()
     }
 
-    fn slot_counts(&self, pool: &str) -> StoreResult<Vec<(String, i64)>> {
+    fn slot_counts(&self, limit: &LimitRow) -> StoreResult<Vec<(String, i64)>> {
         // Counted under the lock, from what this transaction read once and wrote
         // since (`slot_book.rs`).
         self.know_slots()?;
-        Ok(self.slots.borrow().counts(pool).unwrap_or_default())
+        Ok(self.slots.borrow().counts(&limit.name).unwrap_or_default())
     }
 
     fn take_slot(&self, slot: &SlotRow) -> StoreResult<()> {
-        // With the other writes, in the flush (`pending.rs`).
-        self.pending
-            .borrow_mut()
-            .slots
-            .insert((slot.task, slot.pool.clone()), slot.clone());
+        // With the other writes, in the flush (`pending.rs`); counted in the
+        // book either way.
+        if written_as_row(slot) {
+            self.pending
+                .borrow_mut()
+                .slots
+                .insert((slot.task, slot.pool.clone()), slot.clone());
+        }
         self.slots.borrow_mut().took(slot);
         Ok(())
     }

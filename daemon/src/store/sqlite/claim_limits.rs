@@ -1,11 +1,13 @@
 //! The SQL of `limits` and `slots` (`store/claim_limits.rs`): a slot counts only
-//! while its task is claimed with the slot's attempt.
+//! while its task is claimed with the slot's attempt; a pool without `per` counts
+//! the attempts claimed of its states, with no rows.
 
 use rusqlite::{params, Row};
 
 use super::SqliteTx;
 use crate::store::claim_limits::{
-    states_of, states_text, ClaimedTask, HeldSlot, LimitRow, Limits, SlotRow,
+    counts_of, running_slots, states_of, states_text, written_as_row, ClaimedTask, HeldSlot,
+    LimitRow, Limits, Running, SlotRow, RUNNING,
 };
 use crate::store::StoreResult;
 
@@ -48,6 +50,28 @@ const HELD: &str = "SELECT s.task, s.attempt, s.pool, s.key, t.claimed_by
      FROM slots s JOIN tasks t ON t.id = s.task
      WHERE s.pool = ?1 AND t.status = 'claimed' AND t.attempt = s.attempt
      ORDER BY s.task";
+
+impl SqliteTx<'_> {
+    /// The slots of `limit`'s pool if it has no `per`: the attempts claimed now
+    /// of its states.
+    fn running_slots(&self, limit: &LimitRow) -> StoreResult<Option<Vec<HeldSlot>>> {
+        if limit.per.is_some() {
+            return Ok(None);
+        }
+        let mut statement = self.prepare(RUNNING)?;
+        let rows = statement.query_map([], |row| {
+            Ok(Running {
+                task: row.get(0)?,
+                attempt: row.get(1)?,
+                state: row.get(2)?,
+                workflow: row.get(3)?,
+                holder: row.get::<_, Option<String>>(4)?.unwrap_or_default(),
+            })
+        })?;
+        let running = rows.collect::<Result<Vec<_>, _>>()?;
+        Ok(running_slots(limit, &running))
+    }
+}
 
 impl Limits for SqliteTx<'_> {
     fn limits(&self) -> StoreResult<Vec<LimitRow>> {
@@ -112,9 +136,12 @@ impl Limits for SqliteTx<'_> {
         Ok(())
     }
 
-    fn held_slots(&self, pool: &str) -> StoreResult<Vec<HeldSlot>> {
+    fn held_slots(&self, limit: &LimitRow) -> StoreResult<Vec<HeldSlot>> {
+        if let Some(held) = self.running_slots(limit)? {
+            return Ok(held);
+        }
         let mut statement = self.prepare(HELD)?;
-        let rows = statement.query_map([pool], |row| {
+        let rows = statement.query_map([&limit.name], |row| {
             Ok(HeldSlot {
                 slot: SlotRow {
                     task: row.get(0)?,
@@ -128,17 +155,23 @@ impl Limits for SqliteTx<'_> {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
-    fn slot_counts(&self, pool: &str) -> StoreResult<Vec<(String, i64)>> {
+    fn slot_counts(&self, limit: &LimitRow) -> StoreResult<Vec<(String, i64)>> {
+        if let Some(held) = self.running_slots(limit)? {
+            return Ok(counts_of(&held));
+        }
         let mut statement = self.prepare(
             "SELECT s.key, count(*) FROM slots s JOIN tasks t ON t.id = s.task
              WHERE s.pool = ?1 AND t.status = 'claimed' AND t.attempt = s.attempt
              GROUP BY s.key",
         )?;
-        let rows = statement.query_map([pool], |row| Ok((row.get(0)?, row.get(1)?)))?;
+        let rows = statement.query_map([&limit.name], |row| Ok((row.get(0)?, row.get(1)?)))?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
     fn take_slot(&self, slot: &SlotRow) -> StoreResult<()> {
+        if !written_as_row(slot) {
+            return Ok(());
+        }
         self.prepare(
             "INSERT INTO slots (task, pool, attempt, key) VALUES (?1, ?2, ?3, ?4)
              ON CONFLICT (task, pool) DO UPDATE SET attempt = excluded.attempt,

@@ -88,8 +88,27 @@ fn runtime() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
+/// The limit "pool": 1 at once of `coding`.
+fn pool() -> LimitRow {
+    LimitRow {
+        name: "pool".into(),
+        states: vec!["coding".into()],
+        max: 1,
+        per: None,
+        rate_count: None,
+        rate_period: None,
+        bucket: 0.0,
+        bucket_at: NOW,
+        set_at: NOW,
+    }
+}
+
 fn held(tx: &dyn Tx) -> i64 {
-    tx.slot_counts("pool").unwrap().iter().map(|(_, n)| n).sum()
+    tx.slot_counts(&pool())
+        .unwrap()
+        .iter()
+        .map(|(_, n)| n)
+        .sum()
 }
 
 #[test]
@@ -112,18 +131,7 @@ fn a_transaction_of_its_own_between_batches_makes_the_next_read_the_slots() {
     runtime.block_on(async {
         let tasks = store
             .write(|tx| {
-                tx.put_limit(&LimitRow {
-                    name: "pool".into(),
-                    states: vec!["coding".into()],
-                    max: 1,
-                    per: None,
-                    rate_count: None,
-                    rate_period: None,
-                    bucket: 0.0,
-                    bucket_at: NOW,
-                    set_at: NOW,
-                })
-                .unwrap();
+                tx.put_limit(&pool()).unwrap();
                 (true, queue_two(tx))
             })
             .await
@@ -201,11 +209,13 @@ fn the_first_limit_set_beside_a_claim_counts_its_attempt() {
     let graph = stateous_shared::graph::Graph::load(&text).unwrap();
     let rules = Rules::new(Arc::new(graph), Duration::from_secs(60));
     let store = open(&db);
+    // With `per`: its slots are rows (`store/claim_limits.rs`), which the set
+    // writes for the attempts claimed then.
     let limit = |name: &str| LimitInput {
         name: name.into(),
         states: vec!["coding".into()],
         max: 1,
-        per: None,
+        per: Some(stateous_shared::guards::parse_guard("ctx['repo']").unwrap()),
         rate: None,
     };
     runtime.block_on(async {
@@ -255,12 +265,17 @@ fn the_first_limit_set_beside_a_claim_counts_its_attempt() {
             let _ = told.0.send(());
             claiming.await.unwrap();
             let held = store
-                .write(move |tx| (true, tx.slot_counts(pool).unwrap()))
+                .write(move |tx| {
+                    let limits = tx.limits().unwrap();
+                    let limit = limits.iter().find(|l| l.name == pool).unwrap();
+                    (true, tx.slot_counts(limit).unwrap())
+                })
                 .await
                 .unwrap();
+            // Each token's context has no repo: one key, `null`.
             assert_eq!(
                 held,
-                vec![(String::new(), claimed_now)],
+                vec![("null".to_string(), claimed_now)],
                 "{pool}: the claimed attempt holds a slot of the limit set beside it"
             );
             store
