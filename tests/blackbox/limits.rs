@@ -604,6 +604,10 @@ fn limits_refuse_bad_input_and_change_nothing() {
             "names \"coding\" twice",
         ),
         (
+            json!({"states": ["", ""], "max": 2}),
+            "'states' holds an empty name",
+        ),
+        (
             json!({"states": ["coding"], "max": 2, "per": "1"}),
             "gives every token the same key",
         ),

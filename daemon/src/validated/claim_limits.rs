@@ -65,6 +65,12 @@ impl LimitInput {
                  <workflow>/<state>)",
             ));
         };
+        if states.iter().any(|state| state.is_empty()) {
+            return Err(refuse(
+                "'states' holds an empty name; give each state's name (a child workflow's \
+                 state is <workflow>/<state>)",
+            ));
+        }
         states.sort();
         // Named twice is most likely another state mistyped: said, not merged.
         if let Some(twice) = states.windows(2).find(|pair| pair[0] == pair[1]) {
