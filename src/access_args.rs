@@ -8,7 +8,7 @@ use clap::{Args, Subcommand};
 use stateous_client::AccessKey;
 use stateous_shared::access::ACCESS_KEY_ENV;
 
-use crate::client_args::ConnectArgs;
+use crate::client_args::{list_item, ConnectArgs};
 
 /// Where a client finds its access key: `--access-key-file`, else
 /// `STATEOUS_ACCESS_KEY`; neither: it sends none (the Unix socket and a control
@@ -64,21 +64,11 @@ pub enum AccessAction {
         supervisor: Option<String>,
         /// Limit an operate key to reading and firing these events (comma
         /// separated), nothing else: a reviewer's key.
-        #[arg(
-            long,
-            value_name = "EVENT,...",
-            value_delimiter = ',',
-            value_parser = crate::client_args::list_item
-        )]
+        #[arg(long, value_name = "EVENT,...", value_delimiter = ',', value_parser = list_item)]
         events: Vec<String>,
         /// With --events: only for tokens in these states (comma separated).
-        #[arg(
-            long,
-            value_name = "STATE,...",
-            value_delimiter = ',',
-            value_parser = crate::client_args::list_item,
-            requires = "events"
-        )]
+        #[arg(long, value_name = "STATE,...", value_delimiter = ',', value_parser = list_item)]
+        #[arg(requires = "events")]
         states: Vec<String>,
         /// With --events: only for tokens this filter matches (the --where
         /// language of stateous token list).

@@ -3,7 +3,7 @@
 
 use clap::Subcommand;
 
-use crate::client_args::CommandArgs;
+use crate::client_args::{list_item, CommandArgs};
 use crate::commands::limit::{LimitAction as Action, LimitCommand};
 
 /// `stateous limit ...`: the control plane's URL, then what to do.
@@ -25,12 +25,7 @@ pub enum LimitAction {
         name: String,
         /// The states it covers, comma-separated (a child workflow's state is
         /// WORKFLOW/STATE).
-        #[arg(
-            long,
-            required = true,
-            value_delimiter = ',',
-            value_parser = crate::client_args::list_item
-        )]
+        #[arg(long, required = true, value_delimiter = ',', value_parser = list_item)]
         states: Vec<String>,
         /// Slots at once: 1 to 1000000.
         #[arg(long, allow_negative_numbers = true)]

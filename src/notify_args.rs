@@ -4,7 +4,7 @@
 
 use clap::Subcommand;
 
-use crate::client_args::CommandArgs;
+use crate::client_args::{list_item, CommandArgs};
 use crate::commands::notify::{NotifyAction as Action, NotifyCommand};
 use stateous_shared::notify::NewSubscription;
 
@@ -27,19 +27,11 @@ pub enum NotifyAction {
         /// The ledger entry kinds it is about, comma-separated (entered,
         /// completed, failed, paused, task_failed, task_retrying,
         /// budget_exceeded, ...); completed,failed by default.
-        #[arg(
-            long,
-            value_delimiter = ',',
-            value_parser = crate::client_args::list_item
-        )]
+        #[arg(long, value_delimiter = ',', value_parser = list_item)]
         kinds: Vec<String>,
         /// Only entries of tokens in these states (for entered: the state
         /// entered), comma-separated.
-        #[arg(
-            long,
-            value_delimiter = ',',
-            value_parser = crate::client_args::list_item
-        )]
+        #[arg(long, value_delimiter = ',', value_parser = list_item)]
         states: Vec<String>,
         /// Only tokens of this workflow.
         #[arg(long)]

@@ -1,6 +1,6 @@
 //! The command line of `stateous token ...` and `stateous bench`.
 
-use crate::client_args::{CommandArgs, ConnectArgs};
+use crate::client_args::{list_item, CommandArgs, ConnectArgs};
 use crate::commands::token;
 use clap::{Args, Subcommand};
 use stateous_client::Steer;
@@ -122,12 +122,7 @@ pub enum TokenCommand {
         /// The token's own budget, NAME=NUMBER (repeat it, or separate with commas):
         /// a usage report that takes it over pauses the token and stops its routine,
         /// e.g. --budget cost_usd=5. Without it, the workflow's default applies.
-        #[arg(
-            long,
-            value_name = "NAME=NUMBER",
-            value_delimiter = ',',
-            value_parser = crate::client_args::list_item
-        )]
+        #[arg(long, value_name = "NAME=NUMBER", value_delimiter = ',', value_parser = list_item)]
         budget: Vec<String>,
         /// The token's priority (default 0): claims take the tasks of higher
         /// priorities first, then the oldest.
