@@ -57,9 +57,9 @@ pub struct Why {
     /// (`docs/concepts/budgets.md`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<crate::usage::TokenBudget>,
-    /// Ours: what its queued task waits for among the limits on claims, one
-    /// sentence each (`waiting for a slot of coding for ctx['repo'] = 'acme':
-    /// 1 of 1 held by box-2, task 17`; `docs/limits.md`).
+    /// Ours: what its queued task waits for among the limits on claims and its
+    /// retry policy's pause, one sentence each (`waiting for a slot of coding for
+    /// ctx['repo'] = 'acme': 1 of 1 held by box-2, task 17`; `docs/limits.md`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub limits: Vec<String>,
 }
@@ -304,8 +304,16 @@ fn join_sentence(join: &WhyJoin) -> String {
     )
 }
 
-/// The sentence of a token's task; `held_back`: a limit keeps the queued task
-/// from being claimed (its sentences follow).
+/// `1 retry left`, `2 retries left`.
+pub fn retries_left(count: i64) -> String {
+    match count {
+        1 => "1 retry left".to_string(),
+        n => format!("{n} retries left"),
+    }
+}
+
+/// The sentence of a token's task; `held_back`: a limit or a retry policy's
+/// pause keeps the queued task from being claimed (its sentences follow).
 fn task_sentence(
     task: &WhyTask,
     supervisors: &[WhySupervisor],
@@ -314,10 +322,7 @@ fn task_sentence(
 ) -> String {
     let id = task.task;
     let state = repr_str(&task.state);
-    let retries = match task.retries_left {
-        1 => "1 retry left".to_string(),
-        n => format!("{n} retries left"),
-    };
+    let retries = retries_left(task.retries_left);
     match task.status.as_str() {
         "claimed" => {
             let holder = task.holder.as_deref().unwrap_or("a supervisor");
@@ -359,7 +364,7 @@ fn task_sentence(
             let stopped_last = stopped.iter().min_by(|a, b| a.ago.total_cmp(&b.ago));
             if let Some(first) = recent.first() {
                 let then = if held_back {
-                    "but a limit holds the task back"
+                    "but the task is held back, as said below"
                 } else {
                     "so the task waits its turn"
                 };

@@ -84,7 +84,7 @@ fn a_queued_task_says_whether_a_supervisor_asks_for_its_state() {
         explain(&facts),
         [
             "its task 7 is queued (2 retries left); box-1 serves 'review' (heard from 3s \
-          ago), but a limit holds the task back",
+          ago), but the task is held back, as said below",
             slot
         ]
     );

@@ -175,8 +175,12 @@ pub fn why_lines(why: &Why) -> Vec<String> {
     }
     if let Some(task) = &why.task {
         let mut text = format!(
-            "task {} ({}): {}, attempt {}, {} retries left",
-            task.task, task.state, task.status, task.attempt, task.retries_left
+            "task {} ({}): {}, attempt {}, {}",
+            task.task,
+            task.state,
+            task.status,
+            task.attempt,
+            stateous_shared::why::retries_left(task.retries_left)
         );
         if let Some(holder) = &task.holder {
             text.push_str(&format!(", held by {holder}"));
