@@ -415,8 +415,13 @@ fn a_commit_that_got_no_answer_and_landed_later_is_still_on_the_watch_stream() {
         let began = Instant::now();
         let refused = fire(&daemon, "T-1", "delivery-1");
         refused_as_silent(&refused, began.elapsed());
-        // Entries with higher ids commit meanwhile, and the reader is live.
+        // Entries with higher ids commit meanwhile, and the reader is live. A
+        // claim is granted meanwhile too: with no limit set, it waits for no lock
+        // the unanswered transaction may hold.
         start(&daemon, "T-2").expect(201);
+        let claim = json!({"supervisor": "box-1", "states": ["coding"]});
+        let granted = daemon.post("/tasks/claim", &claim);
+        assert_eq!(granted.status, 200, "{granted}");
         std::thread::sleep(Duration::from_millis(800));
         relay.resume();
         let again = fire(&daemon, "T-1", "delivery-1");

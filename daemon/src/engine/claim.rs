@@ -10,7 +10,6 @@ use stateous_shared::wire::{EventRecord, Grant};
 
 use super::claim_limits::{self, Slots, LOOK_PAST};
 use super::{append, existing, Rules, Step};
-use crate::store::claim_switch::ClaimFact;
 use crate::store::{ClaimFacts, ClaimRow, EntryKind, Head, TaskRow, TaskStatus, TokenStatus, Tx};
 use crate::validated::ClaimInput;
 
@@ -49,36 +48,21 @@ pub fn claim(rules: &Rules, tx: &dyn Tx, input: &ClaimInput) -> Step<Option<Gran
     } else {
         tx.claim_facts(tx.now())?
     };
+    let mut admission = if facts.limits {
+        claim_limits::admission(tx, states)?
+    } else {
+        None
+    };
     let order = Order {
         prioritized: facts.priorities,
         delayed: facts.delayed.into_iter().collect(),
     };
     let plain = !order.prioritized && order.delayed.is_empty();
-    let mut limits = facts.limits;
-    let (mut task, slots, mut admission) = loop {
-        let admission = if limits {
-            claim_limits::admission(tx, states)?
-        } else {
-            None
-        };
-        let (task, slots) = match &admission {
-            _ if states.is_empty() => (None, Vec::new()),
-            None if plain => (first_free(tx, states)?, Vec::new()),
-            None => ranked(tx, states, None, &order)?,
-            Some(admission) => first_admitted(tx, states, admission, &order)?,
-        };
-        // Judged without reading the limits under the slots' lock: kept only if,
-        // with that lock held, no limit may have been set since (a limit set after
-        // this moment waits for the lock, and counts the attempt once it
-        // commits); otherwise judged again by the limits.
-        if !limits && task.is_some() {
-            tx.lock_slots()?;
-            if switch.applies(ClaimFact::Limits) {
-                limits = true;
-                continue;
-            }
-        }
-        break (task, slots, admission);
+    let (mut task, slots) = match &admission {
+        _ if states.is_empty() => (None, Vec::new()),
+        None if plain => (first_free(tx, states)?, Vec::new()),
+        None => ranked(tx, states, None, &order)?,
+        Some(admission) => first_admitted(tx, states, admission, &order)?,
     };
     if let Some(task) = task.as_mut() {
         task.status = TaskStatus::Claimed;

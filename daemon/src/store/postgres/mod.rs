@@ -238,19 +238,20 @@ impl<'c> PgTx<'c> {
     /// candidates for the batch's next claims too.
     /// `quiet` is the mark of the transactions of their own when the batch
     /// began, if none ran (`SoloTransactions::quiet`); `kept`, the slot book the
-    /// last committed batch left at that mark (`slot_book.rs`); `locking`, whether
-    /// the batch's `BEGIN` asks for the slots' lock.
+    /// last committed batch left at that mark, which the batch's `BEGIN` locked
+    /// (`slot_book.rs`).
     pub fn for_batch(
         mut self,
         claims: &'c KnownClaims,
         solo: &'c SoloTransactions,
         quiet: Option<u64>,
         kept: Option<KeptBook>,
-        locking: bool,
     ) -> PgTx<'c> {
-        let mut book = kept.map(SlotBook::seeded).unwrap_or_default();
-        book.locked = locking;
-        self.slots = RefCell::new(book);
+        if let Some(kept) = kept {
+            let mut book = SlotBook::seeded(kept);
+            book.locked = true;
+            self.slots = RefCell::new(book);
+        }
         self.batch = Some(Batch {
             claims,
             solo,

@@ -188,10 +188,13 @@ fn a_transaction_of_its_own_between_batches_makes_the_next_read_the_slots() {
     drop(store);
 }
 
-/// The first limit set while a claim that judged with none set (it read no limit)
-/// has not committed: the limit waits for the claim's slots' lock, and counts its
-/// attempt. Before, the limit's set read the claimed attempts at once, without
-/// the claim's, which then held no slot: the pool admitted one more than `max`.
+/// The first limit (without `per`) set while a claim that judged with none set
+/// (it read no limit and took no lock) has not committed: the claim's attempt
+/// counts once it commits, since such a pool's slots are the attempts claimed of
+/// its states. When its slots were rows, the limit's set wrote them for the
+/// attempts claimed then, without this one, which held no slot: the pool
+/// admitted one more than `max`. (A pool with `per` still keeps rows:
+/// `docs/limits.md`, "What is not there yet".)
 #[test]
 fn the_first_limit_set_beside_a_claim_counts_its_attempt() {
     use crate::engine::{claim, claim_limits, Rules};
@@ -209,13 +212,11 @@ fn the_first_limit_set_beside_a_claim_counts_its_attempt() {
     let graph = stateous_shared::graph::Graph::load(&text).unwrap();
     let rules = Rules::new(Arc::new(graph), Duration::from_secs(60));
     let store = open(&db);
-    // With `per`: its slots are rows (`store/claim_limits.rs`), which the set
-    // writes for the attempts claimed then.
     let limit = |name: &str| LimitInput {
         name: name.into(),
         states: vec!["coding".into()],
         max: 1,
-        per: Some(stateous_shared::guards::parse_guard("ctx['repo']").unwrap()),
+        per: None,
         rate: None,
     };
     runtime.block_on(async {
@@ -272,10 +273,9 @@ fn the_first_limit_set_beside_a_claim_counts_its_attempt() {
                 })
                 .await
                 .unwrap();
-            // Each token's context has no repo: one key, `null`.
             assert_eq!(
                 held,
-                vec![("null".to_string(), claimed_now)],
+                vec![(String::new(), claimed_now)],
                 "{pool}: the claimed attempt holds a slot of the limit set beside it"
             );
             store

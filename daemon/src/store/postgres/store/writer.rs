@@ -36,7 +36,6 @@ use tokio::runtime::Handle;
 use super::{Inner, PgTx};
 use crate::store::cached_tx::outboxed;
 use crate::store::cached_tx::{BatchLocks, CachedTx, Locking};
-use crate::store::claim_switch::ClaimFact;
 use crate::store::facts::Overlay;
 use crate::store::request::{self, next_batch, Request, Waiting};
 use crate::store::{StoreError, StoreResult, Tx};
@@ -55,9 +54,8 @@ const MOST_WAITING: usize = 16_384;
 const BEGIN: &str = "BEGIN; SET LOCAL lock_timeout = '50ms'";
 
 /// [`BEGIN`], then the slots' lock (`claim_limits::SLOTS_LOCK`), for a batch that
-/// starts from an earlier batch's slot book (`slot_book.rs`), or while no limit
-/// is set (a claim then judges without them under this lock, `engine/claim.rs`):
-/// its claims ask for no lock of their own, and no write waits to be sent before it.
+/// starts from an earlier batch's slot book (`slot_book.rs`): its claims then
+/// ask for no lock of their own, and no write waits to be sent before it.
 const BEGIN_LOCKING_SLOTS: &str = "BEGIN; SET LOCAL lock_timeout = '50ms'; \
      SELECT pg_advisory_xact_lock(hashtextextended('@stateous/slots', 0))";
 
@@ -206,11 +204,11 @@ fn run_batch(inner: &Arc<Inner>, batch: Vec<Job>) {
     // began or ran since that batch began.
     let quiet = inner.solo.quiet();
     let kept = quiet.and_then(|mark| inner.books.take(mark));
-    // With no limit set, a claim judges without reading them, and must hold the
-    // slots' lock as it does (`engine/claim.rs`): asked for here, with no round
-    // trip of its own.
-    let locking = kept.is_some() || !inner.switch.applies(ClaimFact::Limits);
-    conn.begin(if locking { BEGIN_LOCKING_SLOTS } else { BEGIN });
+    conn.begin(if kept.is_some() {
+        BEGIN_LOCKING_SLOTS
+    } else {
+        BEGIN
+    });
     let overlay = Overlay::new(&inner.cache);
     let locks = BatchLocks {
         families: &inner.families,
@@ -223,7 +221,7 @@ fn run_batch(inner: &Arc<Inner>, batch: Vec<Job>) {
     // Dropped after the commit or rollback (`store/claim_switch.rs`).
     let turned = inner.switch.turned();
     let tx = PgTx::new(&mut conn, inner.clock.now(), &inner.mark, &inner.ids)
-        .for_batch(&inner.claims, &inner.solo, quiet, kept, locking)
+        .for_batch(&inner.claims, &inner.solo, quiet, kept)
         .turning(&turned);
     let mut outcome = Outcome::Ran;
     if !about.is_empty() {
