@@ -6,15 +6,43 @@
 use stateous_shared::claim_limits::{LimitList, LimitView};
 use stateous_shared::refusal::Refusal;
 
+use std::sync::Arc;
+
 use super::Control;
 use crate::engine;
+use crate::store::claim_switch::ClaimFact;
+use crate::store::StoreError;
 use crate::validated::claim_limits::{limit_name, LimitInput};
 
 impl Control {
-    /// `PUT /limits/{name}`: set a limit whole.
+    /// `PUT /limits/{name}`: set a limit whole. The first limit, or the first
+    /// with `per`, changes what claims and queued tasks are judged by: its fact is
+    /// turned on first, and the set waits for the write transactions that began
+    /// before, which may have judged without it (`Store::settle_writes`); 503
+    /// `database_busy` when they take longer than the lock limit.
     pub async fn set_limit(&self, input: LimitInput) -> Result<LimitView, Refusal> {
-        self.write(move |rules, tx| engine::claim_limits::set_limit(rules, tx, &input))
-            .await
+        let switch = self.inner.store.claim_switch();
+        let keyed = input.per.is_some();
+        let first =
+            !switch.applies(ClaimFact::Limits) || (keyed && !switch.applies(ClaimFact::Keys));
+        // Kept on until the set ended (`store/claim_switch.rs`).
+        let turned = switch.turned();
+        if first {
+            turned.turn_on(ClaimFact::Limits);
+            if keyed {
+                turned.turn_on(ClaimFact::Keys);
+            }
+            let inner = Arc::clone(&self.inner);
+            tokio::task::spawn_blocking(move || inner.store.settle_writes())
+                .await
+                .map_err(|_| Refusal::from(StoreError::Busy))?
+                .map_err(Refusal::from)?;
+        }
+        let set = self
+            .write(move |rules, tx| engine::claim_limits::set_limit(rules, tx, &input))
+            .await;
+        drop(turned);
+        set
     }
 
     /// `DELETE /limits/{name}`: remove a limit (404 `limit_not_found` for none).

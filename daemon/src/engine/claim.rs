@@ -46,7 +46,11 @@ pub fn claim(rules: &Rules, tx: &dyn Tx, input: &ClaimInput) -> Step<Option<Gran
             ..ClaimFacts::default()
         }
     } else {
-        tx.claim_facts(tx.now())?
+        // A limit may be on its way (its fact turns on before its commit): read
+        // under the slots' lock, not judged absent by a read without it.
+        let mut facts = tx.claim_facts(tx.now())?;
+        facts.limits |= switch.applies(crate::store::claim_switch::ClaimFact::Limits);
+        facts
     };
     let mut admission = if facts.limits {
         claim_limits::admission(tx, states)?

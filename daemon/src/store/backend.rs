@@ -128,6 +128,18 @@ impl Store {
         }
     }
 
+    /// Wait until every write transaction that began before this call has ended
+    /// (`postgres/in_flight.rs`): the first limit's set, once its fact is on
+    /// (`control/claim_limits.rs`). Nothing to wait for on SQLite, whose one
+    /// writer runs one transaction at a time. Blocking work; busy when the lock
+    /// limit passed first.
+    pub fn settle_writes(&self) -> StoreResult<()> {
+        match self {
+            Store::Sqlite(_) => Ok(()),
+            Store::Postgres(store) => store.settle_writes(),
+        }
+    }
+
     /// Run `read` in one read-only transaction without taking the database (a
     /// standby checks the graph before it waits; a start reads whether keys exist
     /// before it opens the database): blocking work. A database this build cannot

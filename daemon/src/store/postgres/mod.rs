@@ -19,6 +19,7 @@ mod counts;
 mod durability;
 mod graphs;
 pub mod hold;
+mod in_flight;
 mod journal;
 mod ledger;
 mod memory;

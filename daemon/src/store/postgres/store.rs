@@ -11,12 +11,13 @@ mod writer;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio_postgres::error::SqlState;
 
 use super::conn::{config, Answering, Manager, PgConn, Session, Unconnected};
 use super::hold::{ServingLock, Tried};
+use super::in_flight::InFlight;
 use super::schema::{first_to_run, migrate};
 use super::{KeptBooks, KnownClaims, PgTx, Sequences};
 use crate::store::backend::{without_password, Inspected, StoreOptions};
@@ -58,6 +59,8 @@ struct Inner {
     families: FamilyLocks,
     /// The transactions of their own that run beside the writer's batches.
     solo: SoloTransactions,
+    /// Every write transaction running, by when it began (`in_flight.rs`).
+    in_flight: InFlight,
     /// The rows of `claims` this control plane committed.
     claims: KnownClaims,
     /// The slot book the writer's last committed batch left for the next
@@ -157,6 +160,7 @@ impl PgStore {
             cache: Cache::default(),
             families: FamilyLocks::default(),
             solo: SoloTransactions::default(),
+            in_flight: InFlight::default(),
             claims: KnownClaims::default(),
             books: KeptBooks::default(),
             subscribed: options.subscribed.clone(),
@@ -251,6 +255,15 @@ impl PgStore {
     /// (`store/claim_switch.rs`).
     pub fn claim_switch(&self) -> &ClaimSwitch {
         &self.inner.switch
+    }
+
+    /// Wait until every write transaction that began before this call has ended
+    /// and no commit that got no answer may still land (`in_flight.rs`): the set
+    /// of the first limit, or the first with `per`, once it turned its fact on,
+    /// so that it counts what they claimed and queued. Blocking work. Busy when
+    /// the lock limit passed first.
+    pub fn settle_writes(&self) -> StoreResult<()> {
+        self.inner.settle_writes()
     }
 
     /// How many write transactions committed.
@@ -368,6 +381,23 @@ impl Inner {
     /// its rows' locks (the writer's requests run alone), and a write keeps the
     /// facts it read for the next (the cache, the claims known) only when this
     /// was `Some` and the same at its start and after its commit.
+    /// [`PgStore::settle_writes`].
+    fn settle_writes(&self) -> StoreResult<()> {
+        let wait = self.lock_wait;
+        let deadline = Instant::now() + wait;
+        if !self.in_flight.settle(wait) {
+            return Err(StoreError::Busy);
+        }
+        // Closed by the clock's tick once its server session ended.
+        while self.settled().is_none() {
+            if Instant::now() >= deadline {
+                return Err(StoreError::Busy);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(())
+    }
+
     fn settled(&self) -> Option<u64> {
         let unsettled = self.lock_unsettled();
         unsettled
@@ -474,6 +504,7 @@ impl Inner {
         if self.lost.load(Ordering::SeqCst) {
             return Err(StoreError::NotServing);
         }
+        let _in_flight = self.in_flight.enter();
         // Dropped after the commit or rollback (`store/claim_switch.rs`).
         let turned = self.switch.turned();
         let mut conn = self.connection()?;

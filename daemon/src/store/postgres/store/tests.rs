@@ -79,6 +79,39 @@ fn end(tx: &dyn Tx, task: i64) {
     tx.update_task(&row).unwrap();
 }
 
+/// The rules of `tickets` (its state `coding`), with a lease of a minute.
+fn rules() -> crate::engine::Rules {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/tickets.json");
+    let graph = stateous_shared::graph::Graph::load(&std::fs::read_to_string(path).unwrap());
+    crate::engine::Rules::new(Arc::new(graph.unwrap()), std::time::Duration::from_secs(60))
+}
+
+/// A limit `name` of 1 at once of `coding` per `ctx['repo']`.
+fn keyed(name: &str) -> crate::validated::claim_limits::LimitInput {
+    crate::validated::claim_limits::LimitInput {
+        name: name.into(),
+        states: vec!["coding".into()],
+        max: 1,
+        per: Some(stateous_shared::guards::parse_guard("ctx['repo']").unwrap()),
+        rate: None,
+    }
+}
+
+/// What the control plane does before it sets the first limit with `per`: its
+/// facts on (kept on while the guard lives), then wait for the write
+/// transactions that began before.
+async fn first_limit_ahead(store: &PgStore) -> crate::store::claim_switch::Turned<'_> {
+    let turned = store.claim_switch().turned();
+    turned.turn_on(ClaimFact::Limits);
+    turned.turn_on(ClaimFact::Keys);
+    let inner = Arc::clone(&store.inner);
+    tokio::task::spawn_blocking(move || inner.settle_writes())
+        .await
+        .unwrap()
+        .unwrap();
+    turned
+}
+
 /// A runtime whose blocking threads run transactions of their own.
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
@@ -188,17 +221,15 @@ fn a_transaction_of_its_own_between_batches_makes_the_next_read_the_slots() {
     drop(store);
 }
 
-/// The first limit (without `per`) set while a claim that judged with none set
-/// (it read no limit and took no lock) has not committed: the claim's attempt
-/// counts once it commits, since such a pool's slots are the attempts claimed of
-/// its states. When its slots were rows, the limit's set wrote them for the
-/// attempts claimed then, without this one, which held no slot: the pool
-/// admitted one more than `max`. (A pool with `per` still keeps rows:
-/// `docs/limits.md`, "What is not there yet".)
+/// The first limit set while a claim that judged with none set (it read no limit
+/// and took no lock) has not committed: the set, once its fact is on, waits for
+/// the transactions that began before it (`settle_writes`, as the control plane
+/// does), and its rows count the claim's attempt. Before, the set wrote the rows
+/// of the attempts claimed then, without this one, which held no slot: the key
+/// admitted one more than `max`. A limit with `per`, whose slots are rows.
 #[test]
 fn the_first_limit_set_beside_a_claim_counts_its_attempt() {
-    use crate::engine::{claim, claim_limits, Rules};
-    use crate::validated::claim_limits::LimitInput;
+    use crate::engine::{claim, claim_limits};
     use crate::validated::ClaimInput;
     use std::sync::mpsc;
     use std::time::Duration;
@@ -207,18 +238,9 @@ fn the_first_limit_set_beside_a_claim_counts_its_attempt() {
         return;
     };
     let runtime = runtime();
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/tickets.json");
-    let text = std::fs::read_to_string(path).unwrap();
-    let graph = stateous_shared::graph::Graph::load(&text).unwrap();
-    let rules = Rules::new(Arc::new(graph), Duration::from_secs(60));
+    let rules = rules();
     let store = open(&db);
-    let limit = |name: &str| LimitInput {
-        name: name.into(),
-        states: vec!["coding".into()],
-        max: 1,
-        per: None,
-        rate: None,
-    };
+    let limit = keyed;
     runtime.block_on(async {
         let tasks = store.write(|tx| (true, queue_two(tx))).await.unwrap();
         // A claim in a transaction of its own, then one in the writer's batch;
@@ -252,6 +274,7 @@ fn the_first_limit_set_beside_a_claim_counts_its_attempt() {
                 .await
                 .unwrap();
             assert_eq!(claimed_id, task);
+            let turned = first_limit_ahead(&store).await;
             let inner = Arc::clone(&store.inner);
             let (rules_s, input) = (rules.clone(), limit(pool));
             tokio::task::spawn_blocking(move || {
@@ -263,6 +286,7 @@ fn the_first_limit_set_beside_a_claim_counts_its_attempt() {
             .await
             .unwrap()
             .unwrap();
+            drop(turned);
             let _ = told.0.send(());
             claiming.await.unwrap();
             let held = store
@@ -273,9 +297,10 @@ fn the_first_limit_set_beside_a_claim_counts_its_attempt() {
                 })
                 .await
                 .unwrap();
+            // Each token's context has no repo: one key, `null`.
             assert_eq!(
                 held,
-                vec![(String::new(), claimed_now)],
+                vec![("null".to_string(), claimed_now)],
                 "{pool}: the claimed attempt holds a slot of the limit set beside it"
             );
             store
@@ -286,6 +311,70 @@ fn the_first_limit_set_beside_a_claim_counts_its_attempt() {
             let mark = store.claim_switch().mark().unwrap();
             store.claim_switch().turn_off(mark, [false; 4]);
         }
+    });
+    drop(runtime);
+    drop(store);
+}
+
+/// The first limit with `per` set while a transaction of its own that queued a
+/// task (with none set, the task got no row of `task_keys`) has not committed:
+/// the set waits for it (`settle_writes`), and its rows include the task's.
+/// Before, the task kept no row, and a claim found it only once it was within
+/// the first 20 tasks of its queue.
+#[test]
+fn a_task_queued_beside_the_first_limit_with_per_gets_its_key() {
+    use crate::engine::claim_limits;
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    let Some(db) = PgTestDb::create() else {
+        return;
+    };
+    let runtime = runtime();
+    let rules = rules();
+    let store = open(&db);
+    runtime.block_on(async {
+        let (queued, told) = (mpsc::channel(), mpsc::channel::<()>());
+        let (queued_tx, told_rx) = (queued.0, std::sync::Mutex::new(told.1));
+        let inner = Arc::clone(&store.inner);
+        let queueing = tokio::task::spawn_blocking(move || {
+            inner.write(&|tx: &dyn Tx| {
+                tx.insert_token(&token("C")).unwrap();
+                let task = tx.queue_task("C", "coding", 1).unwrap();
+                let _ = queued_tx.send(task);
+                let _ = told_rx
+                    .lock()
+                    .unwrap()
+                    .recv_timeout(Duration::from_millis(300));
+                (true, ())
+            })
+        });
+        tokio::task::spawn_blocking(move || queued.1.recv().unwrap())
+            .await
+            .unwrap();
+        let turned = first_limit_ahead(&store).await;
+        let inner = Arc::clone(&store.inner);
+        tokio::task::spawn_blocking(move || {
+            let input = keyed("keyed");
+            inner.write(&|tx: &dyn Tx| {
+                claim_limits::set_limit(&rules, tx, &input).unwrap();
+                (true, ())
+            })
+        })
+        .await
+        .unwrap()
+        .unwrap();
+        drop(turned);
+        let _ = told.0.send(());
+        queueing.await.unwrap().unwrap();
+        let has_rows = store
+            .write(|tx| (true, tx.has_task_keys("keyed").unwrap()))
+            .await
+            .unwrap();
+        assert!(
+            has_rows,
+            "the task queued beside the limit's set has its key"
+        );
     });
     drop(runtime);
     drop(store);

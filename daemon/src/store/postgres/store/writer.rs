@@ -200,6 +200,7 @@ fn run_batch(inner: &Arc<Inner>, batch: Vec<Job>) {
             return refuse_all(requests, &error);
         }
     };
+    let _in_flight = inner.in_flight.enter();
     // The slot book the last committed batch left, if no transaction of its own
     // began or ran since that batch began.
     let quiet = inner.solo.quiet();
