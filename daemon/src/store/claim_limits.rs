@@ -177,8 +177,8 @@ passed_through! {
         fn remove_limit(&self, name: &str) -> StoreResult<bool>;
         /// Take the lock under which claims count and take slots and limits are
         /// set, until the transaction ends, so that two claims never both take the
-        /// last slot; held once this returns (Postgres: a transaction-scoped
-        /// advisory lock; SQLite's one writer holds it always).
+        /// last slot (Postgres: a transaction-scoped advisory lock; SQLite's one
+        /// writer holds it always).
         fn lock_slots(&self) -> StoreResult<()>;
         /// Write a limit's rate bucket.
         fn set_bucket(&self, name: &str, bucket: f64, at: i64) -> StoreResult<()>;

@@ -253,9 +253,9 @@ impl Limits for PgTx<'_> {
     }
 
     fn lock_slots(&self) -> StoreResult<()> {
-        // Held until the transaction ends: taken once. A batch's `BEGIN` that
-        // asks for it holds it once it ran (it runs with the first statement).
-        if self.slots.borrow().locked && self.conn.borrow().begin_sent() {
+        // Held until the transaction ends: taken once (a batch's `BEGIN` that
+        // asks for it runs before any statement of the batch).
+        if self.slots.borrow().locked {
             return Ok(());
         }
         self.query(&format!("SELECT pg_advisory_xact_lock({SLOTS_LOCK})"), &[])?;

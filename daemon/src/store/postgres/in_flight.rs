@@ -4,7 +4,7 @@
 //! on, then waits for every write transaction that began before, which may have
 //! judged without it and taken no lock, to end; only then does its own
 //! transaction count the attempts claimed and the tasks queued
-//! (`docs/limits.md`, `Store::announce`).
+//! (`docs/limits.md`, `Store::settle_writes`).
 
 use std::collections::BTreeMap;
 use std::sync::{Condvar, Mutex, MutexGuard};

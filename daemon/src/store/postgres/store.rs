@@ -374,13 +374,6 @@ impl Inner {
         self.unsettled.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// `Some` (a count to compare later) when no commit that got no answer may
-    /// still land; `None` while one may. A commit that lands late changes rows
-    /// that a write may already have read: its rows hold no lock yet when it
-    /// reaches the server after them. So while one may land, every write takes
-    /// its rows' locks (the writer's requests run alone), and a write keeps the
-    /// facts it read for the next (the cache, the claims known) only when this
-    /// was `Some` and the same at its start and after its commit.
     /// [`PgStore::settle_writes`].
     fn settle_writes(&self) -> StoreResult<()> {
         let wait = self.lock_wait;
@@ -398,6 +391,13 @@ impl Inner {
         Ok(())
     }
 
+    /// `Some` (a count to compare later) when no commit that got no answer may
+    /// still land; `None` while one may. A commit that lands late changes rows
+    /// that a write may already have read: its rows hold no lock yet when it
+    /// reaches the server after them. So while one may land, every write takes
+    /// its rows' locks (the writer's requests run alone), and a write keeps the
+    /// facts it read for the next (the cache, the claims known) only when this
+    /// was `Some` and the same at its start and after its commit.
     fn settled(&self) -> Option<u64> {
         let unsettled = self.lock_unsettled();
         unsettled
