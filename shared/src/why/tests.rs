@@ -88,6 +88,13 @@ fn a_queued_task_says_whether_a_supervisor_asks_for_its_state() {
             slot
         ]
     );
+    // Held back by its retry policy's pause alone: no limit is named (it said
+    // "a limit holds the task back").
+    let pause = "its retry policy holds the next attempt until 2026-12-07T08:59:46Z (in 2 s)";
+    facts.limits = vec![pause.into()];
+    let said = explain(&facts);
+    assert!(!said[0].contains("limit"), "{said:?}");
+    assert_eq!(said[1], pause);
 }
 
 /// After a graceful stop the sentence said that no supervisor serving the state
