@@ -2,7 +2,8 @@
 //! and "Seen"). Hundreds of tokens whose first notification waits for a retry do
 //! not hold up another token's, while each of them keeps its order; and the
 //! counts stay right through deliveries, failures, retention and a redelivery,
-//! with the delivered ones counted in the subscription's row.
+//! with the delivered ones counted in the subscription's row; what a queue has
+//! not read yet counts, and goes with its subscription.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
@@ -20,11 +21,13 @@ use serde_json::{json, Value};
 type Request = (String, String, bool);
 
 /// A receiver that answers 500 to the notifications of tokens named `x-...`
-/// while `failing` is set, and 204 to the others; it keeps every request in
-/// the order it came. (Signatures are checked by `notifications.rs`.)
+/// while `failing` is set, and 204 to the others, each once `holding` is
+/// unset; it keeps every request in the order it came. (Signatures are checked
+/// by `notifications.rs`.)
 struct Picky {
     url: String,
     failing: Arc<AtomicBool>,
+    holding: Arc<AtomicBool>,
     requests: Arc<Mutex<Vec<Request>>>,
 }
 
@@ -38,12 +41,21 @@ impl Picky {
         let picky = Picky {
             url,
             failing: Arc::new(AtomicBool::new(true)),
+            holding: Arc::new(AtomicBool::new(false)),
             requests: Arc::default(),
         };
-        let (failing, requests) = (Arc::clone(&picky.failing), Arc::clone(&picky.requests));
+        let (failing, holding, requests) = (
+            Arc::clone(&picky.failing),
+            Arc::clone(&picky.holding),
+            Arc::clone(&picky.requests),
+        );
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
-                let (failing, requests) = (Arc::clone(&failing), Arc::clone(&requests));
+                let (failing, holding, requests) = (
+                    Arc::clone(&failing),
+                    Arc::clone(&holding),
+                    Arc::clone(&requests),
+                );
                 std::thread::spawn(move || {
                     let mut writer = stream.try_clone().expect("a second handle");
                     let mut reader = BufReader::new(stream);
@@ -52,6 +64,9 @@ impl Picky {
                         let kind = body["type"].as_str().unwrap_or("").to_string();
                         let refused = token.starts_with("x-") && failing.load(Ordering::SeqCst);
                         requests.lock().unwrap().push((token, kind, !refused));
+                        while holding.load(Ordering::SeqCst) {
+                            std::thread::sleep(Duration::from_millis(10));
+                        }
                         let status = if refused { "500 No" } else { "204 No Content" };
                         let answer = format!("HTTP/1.1 {status}\r\ncontent-length: 0\r\n\r\n");
                         if writer.write_all(answer.as_bytes()).is_err() {
@@ -228,7 +243,51 @@ fn the_counts_stay_right_through_delivery_retention_and_redelivery() {
     assert_eq!(daemon.count(row), 1);
 }
 
+/// What a queue has not read yet counts as pending, and goes with its
+/// subscription. On Postgres the write path writes each write's notifications
+/// of a subscription as one batch, which the queue makes rows of before it
+/// reads (`notification_batches`): while the queue waits for an answer, the
+/// later tokens' notifications stay in their batches.
+fn notifications_not_yet_read_count_and_go_with_their_subscription() {
+    let receiver = Picky::start();
+    receiver.holding.store(true, Ordering::SeqCst);
+    let daemon = Setup::new(asset_graph("orders"))
+        .args(&["--notify-timeout", "60s"])
+        .start();
+    let body = json!({"name": "h", "url": receiver.url, "kinds": ["started"]});
+    daemon.post("/notify", &body).expect(201);
+    start(&daemon, "y-0");
+    eventually(
+        Duration::from_secs(10),
+        "the queue sends the first notification and waits for its answer",
+        || format!("{} requests", receiver.requests().len()),
+        || receiver.requests().len() == 1,
+    );
+    for i in 1..=5 {
+        start(&daemon, &format!("y-{i}"));
+    }
+    assert_eq!(
+        counts(&daemon, "h"),
+        json!({"pending": 6, "retrying": 0, "delivered": 0, "dead": 0})
+    );
+    let batches = daemon.count("SELECT count(*) FROM notification_batches");
+    match daemon.database.backend() {
+        harness::Backend::Postgres => assert!(batches >= 1, "{batches} batches"),
+        harness::Backend::Sqlite => assert_eq!(batches, 0),
+    }
+    daemon.request("DELETE", "/notify/h", &[], b"").expect(204);
+    for table in ["notifications", "notification_batches"] {
+        assert_eq!(
+            daemon.count(&format!("SELECT count(*) FROM {table}")),
+            0,
+            "{table}"
+        );
+    }
+    receiver.holding.store(false, Ordering::SeqCst);
+}
+
 both!(
+    notifications_not_yet_read_count_and_go_with_their_subscription,
     other_tokens_go_while_hundreds_wait_for_a_retry,
     the_counts_stay_right_through_delivery_retention_and_redelivery,
 );

@@ -349,20 +349,31 @@ impl Control {
 
     /// The sender's read: at most `limit` notifications of a subscription due
     /// at `now` (microseconds), by due moment and id, each with what it waits
-    /// behind, with the subscription as it is now (`None`: gone).
+    /// behind, with the subscription as it is now (`None`: gone), and whether
+    /// batches of it wait to be made rows ([`Control::expand_batches`]).
     pub async fn due_notifications(
         &self,
         name: String,
         now: i64,
         limit: i64,
-    ) -> Result<Option<(SubscriptionRow, Vec<DueNotification>)>, Refusal> {
+    ) -> Result<Option<(SubscriptionRow, Vec<DueNotification>, bool)>, Refusal> {
         self.read(move |tx| {
             let Some(row) = tx.subscription(&name)? else {
                 return Ok(None);
             };
-            Ok(Some((row, tx.due_notifications(&name, now, limit)?)))
+            let due = tx.due_notifications(&name, now, limit)?;
+            Ok(Some((row, due, tx.batches_waiting(&name)?)))
         })
         .await
+    }
+
+    /// The sender's write before it reads: at most `most` of the subscription's
+    /// oldest batches of notifications (Postgres's write path writes a write's
+    /// notifications as one batch) made rows of the outbox; how many
+    /// notifications that made.
+    pub async fn expand_batches(&self, name: String, most: i64) -> Result<i64, Refusal> {
+        self.write(move |_, tx| Ok(tx.expand_batches(&name, most)?))
+            .await
     }
 
     /// The sender's write: the attempts made, each with what it did, and the

@@ -1,6 +1,7 @@
 //! The sender (`docs/notifications.md`, "The guarantee"): after the commit, a
 //! queue per subscription reads its due notifications (by the moment each is
-//! due, then id) and sends them one at a time, so that a slow or dead receiver
+//! due, then id; first making rows of the batches that Postgres's write path
+//! wrote, [`Control::expand_batches`]) and sends them one at a time, so that a slow or dead receiver
 //! holds up only its own subscription. A token's notifications go in ledger
 //! order: one of a token that failed holds back that token's later ones until it
 //! is delivered or dead (they are moved to its retry's moment), and other tokens'
@@ -60,6 +61,11 @@ pub const LONGEST_BACKOFF: Duration = Duration::from_secs(600);
 
 /// The most notifications a queue reads at once.
 const BATCH: i64 = 256;
+
+/// The most batches of the write path (`notification_batches`, one for each
+/// write) a queue makes rows of at once: a write under load holds about a
+/// hundred notifications of a subscription to every entry, an idle one a few.
+const EXPAND_MOST: i64 = 32;
 
 /// While the write path is busy, a queue waits this many times as long as its
 /// last batch took before the next (so it works at most a tenth of the time).
@@ -160,17 +166,31 @@ fn deferral(row: &NotificationRow, until: i64) -> Deferral {
 /// notifications of other tokens.
 async fn queue(control: Control, name: String, options: SenderOptions) {
     let mut kept: Option<Kept> = None;
-    loop {
+    'queue: loop {
         let (began, mark) = (Instant::now(), control.mark().safe());
-        let read = control
-            .due_notifications(name.clone(), control.now(), BATCH)
-            .await;
-        let (subscription, due) = match read {
-            Ok(Some((row, due))) if row.status == "active" => (row, due),
-            Ok(_) => return,
-            Err(_) => {
-                tokio::time::sleep(options.poll).await;
-                continue;
+        let mut expanded = false;
+        let (subscription, due) = loop {
+            let read = control
+                .due_notifications(name.clone(), control.now(), BATCH)
+                .await;
+            match read {
+                Ok(Some((row, due, batched))) if row.status == "active" => {
+                    // Fewer due than a batch, and batches wait: make rows of
+                    // some (once a turn, inside its yield), then read again.
+                    if batched && !expanded && (due.len() as i64) < BATCH {
+                        expanded = true;
+                        let made = control.expand_batches(name.clone(), EXPAND_MOST).await;
+                        if matches!(made, Ok(made) if made > 0) {
+                            continue;
+                        }
+                    }
+                    break (row, due);
+                }
+                Ok(_) => return,
+                Err(_) => {
+                    tokio::time::sleep(options.poll).await;
+                    continue 'queue;
+                }
             }
         };
         let full = i64::try_from(due.len()).unwrap_or(i64::MAX) >= BATCH;

@@ -280,6 +280,17 @@ passed_through! {
         /// transaction's other writes, `postgres/pending.rs`). A `no_move` of a
         /// visit that has one already writes nothing.
         fn insert_notification(&self, row: &NewNotification<'_>) -> StoreResult<()>;
+        /// Whether the subscription has batches (`notification_batches`) that
+        /// its queue has not made rows of yet. Postgres's write path writes a
+        /// write's notifications of ledger entries as one batch for each
+        /// subscription (those of no entry, `no_move` and `test`, as rows) (`postgres/notifications.rs`); SQLite's writes rows,
+        /// and answers false without a read.
+        fn batches_waiting(&self, subscription: &str) -> StoreResult<bool>;
+        /// Turn at most `most` of the subscription's oldest batches into rows
+        /// of `notifications`, pending and due at once, numbered in the order
+        /// they were written, and delete the batches, in one statement; how
+        /// many notifications that made.
+        fn expand_batches(&self, subscription: &str, most: i64) -> StoreResult<i64>;
         /// At most `limit` pending notifications of the subscription due at `now`
         /// (microseconds), by due moment and id, read through `notifications_due`
         /// (those waiting for a retry are not read), each with what it waits

@@ -16,9 +16,9 @@ use std::collections::BTreeSet;
 use super::StoreError;
 
 /// The versions, oldest first; the migration of each makes the database that.
-pub const VERSIONS: [&str; 20] = [
+pub const VERSIONS: [&str; 21] = [
     "0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008", "0009", "0010", "0011", "0012",
-    "0013", "0014", "0015", "0016", "0017", "0018", "0019", "0020",
+    "0013", "0014", "0015", "0016", "0017", "0018", "0019", "0020", "0021",
 ];
 
 /// The table where the version is recorded: its own name, so that an application
@@ -75,6 +75,18 @@ CREATE INDEX notifications_dead ON notifications (id) WHERE status = 'dead';
 CREATE UNIQUE INDEX notifications_visit ON notifications (subscription, token, state, visit) WHERE kind = 'no_move';
 CREATE INDEX notification_attempts_latest ON notification_attempts (subscription, at);
 ";
+
+/// Version 0021 adds the batches of the outbox: on Postgres, the notifications of
+/// ledger entries that one write of the write path made for one subscription, as
+/// one row, which its queue turns into rows of `notifications` before it reads
+/// them (`docs/inside/data.md`, `notification_batches`; `docs/notifications.md`,
+/// "The outbox"). SQLite has the table and leaves it empty.
+const NOTIFICATION_BATCHES: &str = "notification_batches";
+
+/// Version 0021's index, the same SQL on both backends: a subscription's batches
+/// in the order they were written.
+pub const NOTIFICATION_BATCHES_INDEX: &str =
+    "CREATE INDEX notification_batches_subscription ON notification_batches (subscription, id);\n";
 
 /// Version 0017 adds limits on claims, their slots and the tokens' priorities
 /// (`docs/inside/data.md`, `limits`, `slots` and `priorities`; `docs/limits.md`).
@@ -183,7 +195,8 @@ pub fn newest() -> &'static str {
 /// `subscriptions`, `notifications` and `notification_attempts`; 0017 adds `limits`,
 /// `slots`, `priorities`, `key_turns`, `retry_policies` and `task_delays`; 0018
 /// adds `task_keys`; 0019 adds a column (`subscriptions.delivered`) and indexes,
-/// no table.
+/// no table; 0020 changes Postgres's sequences, no table; 0021 adds
+/// `notification_batches`.
 pub fn tables_at(version: &str) -> BTreeSet<&'static str> {
     let mut tables: BTreeSet<&'static str> = BASELINE.into_iter().collect();
     if version == "0002" || version == "0003" {
@@ -213,6 +226,9 @@ pub fn tables_at(version: &str) -> BTreeSet<&'static str> {
     }
     if version >= "0018" {
         tables.insert(TASK_KEYS);
+    }
+    if version >= "0021" {
+        tables.insert(NOTIFICATION_BATCHES);
     }
     tables
 }

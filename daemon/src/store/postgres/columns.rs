@@ -87,6 +87,15 @@ impl Columns {
         }
         any.then_some(columns)
     }
+
+    /// Add a whole column after the rows' columns: a parameter of its own,
+    /// which may be shorter than theirs (a part that groups its rows says
+    /// where each group's rows are).
+    pub fn put_column<V: Cell>(&mut self, values: Vec<V>) {
+        let index = V::columns(self).len();
+        V::columns(self).push(values);
+        self.order.push((V::KIND, index));
+    }
 }
 
 /// The cells of one row, put in the order of the part's parameters.

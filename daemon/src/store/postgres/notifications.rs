@@ -10,44 +10,97 @@ use crate::store::notifications::{
 };
 use crate::store::StoreResult;
 
-/// The flush's part of new notifications (`pending.rs`) that are about no visit
-/// (those of ledger entries, and `test`): subscription, entry, token, kind, state,
-/// visit, at, as [`flush_columns`] packs them. A plain insert: such a row meets no
-/// unique index but the key, whose ids the table gives, where `ON CONFLICT` would
-/// cost each row a probe and a speculative insertion's second WAL record.
-pub(super) const FLUSH_NEW: &str = "n AS (INSERT INTO notifications
-          (subscription, entry, token, kind, state, visit, at, status, attempts, next_at)
-      SELECT s, e, t, k, st, v, a, 'pending', 0, 0
-      FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[],
-                  $6::bigint[], $7::bigint[]) AS w(s, e, t, k, st, v, a))";
+/// The flush's part of new notifications of ledger entries: one row of
+/// `notification_batches` for each subscription. [`batch_columns`] packs the notifications as entry, token,
+/// kind and at, each subscription's together in the order written, then the
+/// subscriptions with the first and last place of theirs: each row's arrays are
+/// slices of the parameters. One row a write rather than one a notification (13
+/// a token of `orders` for a subscription to every entry, each with two index
+/// entries): its queue makes the rows of `notifications` after the commit
+/// ([`EXPAND`]), off the write path. (Grouping in SQL with `array_agg` cost the
+/// server about as much as the rows.)
+pub(super) const FLUSH_NEW: &str = "n AS (INSERT INTO notification_batches
+          (subscription, entries, tokens, kinds, ats)
+      SELECT w.s, ($1::bigint[])[w.lo:w.hi], ($2::text[])[w.lo:w.hi],
+             ($3::text[])[w.lo:w.hi], ($4::bigint[])[w.lo:w.hi]
+      FROM unnest($5::text[], $6::bigint[]::int[], $7::bigint[]::int[]) AS w(s, lo, hi))";
 
-/// [`FLUSH_NEW`] of the notifications about a visit (`no_move`): one of a visit
-/// that has one already is left out by the unique index.
-pub(super) const FLUSH_VISITS: &str = "nv AS (INSERT INTO notifications
+/// The flush's part of the new notifications of no ledger entry (`no_move`,
+/// `test`): rows of `notifications`, from the columns [`row_columns`] packs; a
+/// `no_move` of a visit that has one already is left out by the unique index.
+pub(super) const FLUSH_ROWS: &str = "nv AS (INSERT INTO notifications
           (subscription, entry, token, kind, state, visit, at, status, attempts, next_at)
       SELECT s, e, t, k, st, v, a, 'pending', 0, 0
       FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[],
                   $6::bigint[], $7::bigint[]) AS w(s, e, t, k, st, v, a)
       ON CONFLICT DO NOTHING)";
 
-/// The new notifications about a visit (`visits`) or about none, as the columns
-/// of [`FLUSH_VISITS`] or [`FLUSH_NEW`].
-pub(super) fn flush_columns(rows: &[WaitingNotification], visits: bool) -> Option<Columns> {
-    let rows: Vec<&WaitingNotification> = rows
-        .iter()
-        .filter(|row| row.visit.is_some() == visits)
-        .collect();
-    Columns::of(rows, |cells, row| {
+/// The new notifications of ledger entries, as the parameters of [`FLUSH_NEW`].
+pub(super) fn batch_columns(rows: &[WaitingNotification]) -> Option<Columns> {
+    let mut rows: Vec<&WaitingNotification> =
+        rows.iter().filter(|row| row.entry.is_some()).collect();
+    // Each subscription's together, in the order written (a stable sort).
+    rows.sort_by(|a, b| a.subscription.cmp(&b.subscription));
+    let mut columns = Columns::of(&rows, |cells, row| {
         cells
-            .put(row.subscription.clone())
             .put(row.entry)
             .put(row.token.clone())
             .put(row.kind.clone())
-            .put(row.state.clone())
-            .put(row.visit)
             .put(row.at);
-    })
+    })?;
+    let (mut names, mut firsts, mut lasts) = (Vec::new(), Vec::new(), Vec::<i64>::new());
+    for (index, row) in rows.iter().enumerate() {
+        // Places in an array count from 1.
+        let place = i64::try_from(index + 1).unwrap_or(i64::MAX);
+        match lasts.last_mut() {
+            Some(last) if names.last() == Some(&row.subscription) => *last = place,
+            _ => {
+                names.push(row.subscription.clone());
+                firsts.push(place);
+                lasts.push(place);
+            }
+        }
+    }
+    columns.put_column(names);
+    columns.put_column(firsts);
+    columns.put_column(lasts);
+    Some(columns)
 }
+
+/// The new notifications of no ledger entry, as the columns of [`FLUSH_ROWS`].
+pub(super) fn row_columns(rows: &[WaitingNotification]) -> Option<Columns> {
+    Columns::of(
+        rows.iter().filter(|row| row.entry.is_none()),
+        |cells, row| {
+            cells
+                .put(row.subscription.clone())
+                .put(row.entry)
+                .put(row.token.clone())
+                .put(row.kind.clone())
+                .put(row.state.clone())
+                .put(row.visit)
+                .put(row.at);
+        },
+    )
+}
+
+/// [`Notifications::expand_batches`]: the subscription's oldest batches, locked
+/// (a second sender on the same table waits, rather than number later batches
+/// first), deleted, and their notifications inserted in the order of the
+/// batches' ids and of each array, which is the order their ids are given in.
+/// The batches of one token are written in the order its transactions commit
+/// (each takes the token's row first), so a token's notifications are numbered
+/// in ledger order.
+const EXPAND: &str = "WITH b AS (
+        DELETE FROM notification_batches WHERE id IN (
+            SELECT id FROM notification_batches WHERE subscription = $1
+            ORDER BY id LIMIT $2 FOR UPDATE)
+        RETURNING id, subscription, entries, tokens, kinds, ats)
+     INSERT INTO notifications
+          (subscription, entry, token, kind, state, visit, at, status, attempts, next_at)
+     SELECT b.subscription, w.e, w.t, w.k, NULL, NULL, w.a, 'pending', 0, 0
+     FROM b, unnest(b.entries, b.tokens, b.kinds, b.ats) WITH ORDINALITY AS w(e, t, k, a, o)
+     ORDER BY b.id, w.o";
 
 /// A subscription's due notifications (`Notifications::due_notifications`):
 /// read from the head of `notifications_due`, each with the latest `next_at` of
@@ -71,13 +124,17 @@ fn due_sql() -> String {
 
 /// Each subscription's counts (`Notifications::notification_counts`): the
 /// pending and dead rows, each branch through a partial index
-/// (`notifications_due`, `notifications_dead`), and the delivered ones as their
+/// (`notifications_due`, `notifications_dead`), the notifications of batches
+/// not yet made rows (pending, never tried), and the delivered ones as their
 /// subscription's row counts them, so that the delivered history is not read.
 const COUNTS: &str = "SELECT subscription, status, attempts > 0, count(*) FROM notifications
      WHERE status = 'pending' AND attempts >= 0 GROUP BY subscription, status, attempts > 0
      UNION ALL
      SELECT subscription, status, true, count(*) FROM notifications
      WHERE status = 'dead' GROUP BY subscription, status
+     UNION ALL
+     SELECT subscription, 'pending', false, sum(cardinality(entries))::bigint
+     FROM notification_batches GROUP BY subscription
      UNION ALL
      SELECT name, 'delivered', true, delivered FROM subscriptions";
 
@@ -123,6 +180,10 @@ impl Notifications for PgTx<'_> {
             "DELETE FROM notifications WHERE subscription = $1",
             &[&name],
         )?;
+        self.execute(
+            "DELETE FROM notification_batches WHERE subscription = $1",
+            &[&name],
+        )?;
         Ok(self.execute("DELETE FROM subscriptions WHERE name = $1", &[&name])? > 0)
     }
 
@@ -158,6 +219,21 @@ impl Notifications for PgTx<'_> {
                 at: self.now.get(),
             });
         Ok(())
+    }
+
+    fn batches_waiting(&self, subscription: &str) -> StoreResult<bool> {
+        let rows = self.query(
+            "SELECT EXISTS (SELECT 1 FROM notification_batches WHERE subscription = $1)",
+            &[&subscription],
+        )?;
+        match rows.first() {
+            Some(row) => get(row, 0),
+            None => Ok(false),
+        }
+    }
+
+    fn expand_batches(&self, subscription: &str, most: i64) -> StoreResult<i64> {
+        Ok(self.execute(EXPAND, &[&subscription, &most])? as i64)
     }
 
     fn due_notifications(

@@ -272,9 +272,9 @@ impl Pending {
             timers::flush_columns(self.timers.changed.values()),
             None,
             claims::flush_columns(self.claims.values()),
-            notifications::flush_columns(&self.notifications, false),
+            notifications::batch_columns(&self.notifications),
             claim_limits::flush_columns(self.slots.values()),
-            notifications::flush_columns(&self.notifications, true),
+            notifications::row_columns(&self.notifications),
             task_keys::flush_columns(self.task_keys.values()),
         ];
         let mut parts = 0;
@@ -329,7 +329,7 @@ const PARTS: [&str; 13] = [
     claims::FLUSH,
     notifications::FLUSH_NEW,
     claim_limits::FLUSH_SLOTS,
-    notifications::FLUSH_VISITS,
+    notifications::FLUSH_ROWS,
     task_keys::FLUSH_TASK_KEYS,
 ];
 

@@ -18,8 +18,9 @@ use std::collections::BTreeSet;
 
 use super::conn::PgConn;
 use crate::store::schema::{
-    plan, MigrateError, DELIVERED_COUNTED, HOT_INDEXES, LIMITS_INDEXES, NOTIFICATION_INDEXES,
-    QUEUE_INDEXES, SCHEDULE_INDEXES, TASK_KEYS_INDEX, VERSIONS, VERSION_TABLE,
+    plan, MigrateError, DELIVERED_COUNTED, HOT_INDEXES, LIMITS_INDEXES, NOTIFICATION_BATCHES_INDEX,
+    NOTIFICATION_INDEXES, QUEUE_INDEXES, SCHEDULE_INDEXES, TASK_KEYS_INDEX, VERSIONS,
+    VERSION_TABLE,
 };
 use crate::store::status::{
     check_list, CatchUp, ClockKind, Overlap, ScheduleStatus, TaskStatus, TimerKind, TimerStatus,
@@ -36,7 +37,7 @@ pub const SERVING_LOCK: &str = "hashtextextended('@stateous/serve', 0)";
 pub const EPOCH_LOCK: &str = "hashtextextended('@stateous/epoch', 0)";
 
 /// The SQL of each version, in the order of [`VERSIONS`].
-pub fn migrations() -> [String; 20] {
+pub fn migrations() -> [String; 21] {
     [
         baseline(),
         FEED.to_string(),
@@ -58,8 +59,24 @@ pub fn migrations() -> [String; 20] {
         task_keys(),
         queue(),
         id_blocks(),
+        NOTIFICATION_BATCHES.to_string() + NOTIFICATION_BATCHES_INDEX,
     ]
 }
+
+/// Version 0021: `notification_batches`, as SQLite's 0021 (`store/sqlite/schema.rs`,
+/// `NOTIFICATION_BATCHES`): one row for the notifications of ledger entries that
+/// one flush made for one subscription (`notifications.rs`, `FLUSH_NEW`), each
+/// array in the order they were written.
+const NOTIFICATION_BATCHES: &str = r#"
+CREATE TABLE notification_batches (
+    id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    subscription TEXT COLLATE "C" NOT NULL,
+    entries BIGINT[] NOT NULL,
+    tokens TEXT[] COLLATE "C" NOT NULL,
+    kinds TEXT[] COLLATE "C" NOT NULL,
+    ats BIGINT[] NOT NULL
+);
+"#;
 
 /// Version 0020: the sequences of `ledger`, `tasks` and `timers` step by a block
 /// of ids (`pending.rs`, `Ids`), so that one `nextval` takes a whole block: a

@@ -98,6 +98,16 @@ impl Notifications for SqliteTx<'_> {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
+    fn batches_waiting(&self, _subscription: &str) -> StoreResult<bool> {
+        // This write path writes a row for each notification
+        // (`insert_notification`), never a batch.
+        Ok(false)
+    }
+
+    fn expand_batches(&self, _subscription: &str, _most: i64) -> StoreResult<i64> {
+        Ok(0)
+    }
+
     fn insert_notification(&self, row: &NewNotification<'_>) -> StoreResult<()> {
         self.prepare(
             "INSERT INTO notifications

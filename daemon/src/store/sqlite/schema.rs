@@ -11,8 +11,9 @@ use std::collections::BTreeSet;
 use rusqlite::{Connection, OptionalExtension};
 
 use crate::store::schema::{
-    plan, MigrateError, DELIVERED_COUNTED, HOT_INDEXES, LIMITS_INDEXES, NOTIFICATION_INDEXES,
-    QUEUE_INDEXES, SCHEDULE_INDEXES, TASK_KEYS_INDEX, VERSIONS, VERSION_TABLE,
+    plan, MigrateError, DELIVERED_COUNTED, HOT_INDEXES, LIMITS_INDEXES, NOTIFICATION_BATCHES_INDEX,
+    NOTIFICATION_INDEXES, QUEUE_INDEXES, SCHEDULE_INDEXES, TASK_KEYS_INDEX, VERSIONS,
+    VERSION_TABLE,
 };
 use crate::store::status::{
     check_list, CatchUp, ClockKind, Overlap, ScheduleStatus, TaskStatus, TimerKind, TimerStatus,
@@ -41,7 +42,7 @@ impl Migration {
 }
 
 /// The migration of each version, in the order of [`VERSIONS`].
-pub fn migrations() -> [Migration; 20] {
+pub fn migrations() -> [Migration; 21] {
     [
         Migration::sql(baseline()),
         Migration::sql(FEED),
@@ -71,8 +72,26 @@ pub fn migrations() -> [Migration; 20] {
         // 0020 changes Postgres's sequences only (`store/postgres/schema.rs`,
         // `id_blocks`): SQLite's writer numbers its rows itself.
         Migration::sql(""),
+        Migration::sql(format!(
+            "{NOTIFICATION_BATCHES}{NOTIFICATION_BATCHES_INDEX}"
+        )),
     ]
 }
+
+/// Version 0021: `notification_batches`, as Postgres's 0021
+/// (`store/postgres/schema.rs`): each array a JSON array. SQLite's write path
+/// writes each notification as a row of its own (a row costs its in-process
+/// writer little), so the table stays empty here.
+const NOTIFICATION_BATCHES: &str = "
+CREATE TABLE notification_batches (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    subscription TEXT NOT NULL,
+    entries TEXT NOT NULL,
+    tokens TEXT NOT NULL,
+    kinds TEXT NOT NULL,
+    ats TEXT NOT NULL
+);
+";
 
 /// Version 0018, the key of each queued task in each limit with `per`
 /// (`docs/inside/data.md`, `task_keys`; `store/task_keys.rs`): written as the task
