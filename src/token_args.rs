@@ -20,11 +20,12 @@ pub struct BenchArgs {
     /// Give up, with exit code 1, after this many seconds.
     #[arg(long, default_value_t = 600)]
     pub max_seconds: u64,
-    /// Run five passes: without subscriptions, with one matching every entry
-    /// to a receiver in this process, with one to a receiver that never
-    /// answers, with one to an address that refuses connections, and without
-    /// again; print the figures side by side and the
-    /// notifications delivered per second (needs an admin key or the socket).
+    /// Run six passes: without subscriptions, with one matching every entry
+    /// to a receiver in this process, without again, with one to a receiver
+    /// that never answers, with one to an address that refuses connections,
+    /// and without a third time; print each pass with a subscription beside
+    /// the passes without around it, and the notifications delivered per
+    /// second (needs an admin key or the socket).
     #[arg(long)]
     pub notify: bool,
 }

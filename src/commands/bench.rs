@@ -36,12 +36,12 @@ pub struct BenchOptions {
     pub clients: usize,
     /// `--max-time`: the run fails when it has not finished by then.
     pub max_time: Duration,
-    /// `--notify`: run five times in one run, without subscriptions, with one
-    /// that matches every entry to a receiver in this process, with one to a
-    /// receiver that never answers, with one to an address that refuses
-    /// connections, and without again; print the figures side
-    /// by side and the notifications delivered per second
-    /// (`super::bench_notify`).
+    /// `--notify`: run six times in one run, without subscriptions, with one
+    /// that matches every entry to a receiver in this process, without again,
+    /// with one to a receiver that never answers, with one to an address that
+    /// refuses connections, and without a third time; print each pass with a
+    /// subscription beside the passes without around it, and the notifications
+    /// delivered per second (`super::bench_notify`).
     pub notify: bool,
 }
 

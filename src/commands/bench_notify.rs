@@ -1,13 +1,14 @@
 //! `stateous bench --notify` (`docs/how-to/measure.md`, "Notifications"): the
-//! bench five times in one run against one control plane: without
+//! bench six times in one run against one control plane: without
 //! subscriptions; with one subscription that matches every ledger entry, to a
-//! receiver in this process that answers 204 at once; with one to a receiver
-//! that accepts connections and never answers (each attempt waits for the
-//! daemon's `--notify-timeout`); with one to an address that refuses
-//! connections (each attempt fails at once and is tried again after its
-//! backoff); and without again, on the database the passes grew. It prints each
-//! pass's tokens per second beside the first's, and how many notifications a
-//! second reached the receiver.
+//! receiver in this process that answers 204 at once; without again; with one
+//! to a receiver that accepts connections and never answers (each attempt
+//! waits for the daemon's `--notify-timeout`); with one to an address that
+//! refuses connections (each attempt fails at once and is tried again after
+//! its backoff); and without a third time. Each pass with a subscription is
+//! set beside the mean of the passes without on either side of it, so that
+//! what the database's growth and the machine's drift do between passes falls
+//! on both sides; and how many notifications a second reached the receiver.
 
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -146,7 +147,7 @@ fn subscription(name: &str, url: String) -> NewSubscription {
     }
 }
 
-/// The five passes and the figures side by side.
+/// The six passes and the figures side by side.
 pub async fn run(
     options: &BenchOptions,
     client: Client,
@@ -189,6 +190,9 @@ pub async fn run(
         .await
         .map_err(failed)?;
 
+    line(out, "pass 3: no subscription again")?;
+    let between = pass(options, client.clone(), out).await?;
+
     let url = dead_receiver().await?;
     client
         .add_subscription(&subscription("bench-dead", url))
@@ -196,7 +200,7 @@ pub async fn run(
         .map_err(failed)?;
     line(
         out,
-        "pass 3: one subscription matching every entry, a receiver that never answers",
+        "pass 4: one subscription matching every entry, a receiver that never answers",
     )?;
     let dead = pass(options, client.clone(), out).await?;
     client
@@ -211,50 +215,54 @@ pub async fn run(
         .map_err(failed)?;
     line(
         out,
-        "pass 4: one subscription matching every entry, an address that refuses connections",
+        "pass 5: one subscription matching every entry, an address that refuses connections",
     )?;
     let refused = pass(options, client.clone(), out).await?;
     client
         .remove_subscription("bench-refused")
         .await
         .map_err(failed)?;
-    // The database grew over the passes: a last pass without subscriptions shows
-    // how much of a difference that alone makes.
-    line(out, "pass 5: no subscription again, on the grown database")?;
+    // The database grew over the passes: the last pass without subscriptions
+    // shows how much of a difference that alone makes.
+    line(
+        out,
+        "pass 6: no subscription a third time, on the grown database",
+    )?;
     let again = pass(options, client.clone(), out).await?;
 
-    let share = |figure: f64| figure / without.max(1e-9) * 100.0;
+    let share =
+        |figure: f64, before: f64, after: f64| figure / ((before + after) / 2.0).max(1e-9) * 100.0;
     line(out, "notifications:")?;
     line(
         out,
-        &format!("  without subscriptions:   {without:.1} tokens/s"),
+        &format!("  without subscriptions:   {without:.1}, {between:.1}, {again:.1} tokens/s (passes 1, 3, 6)"),
     )?;
     line(
         out,
         &format!(
-            "  matching every entry:    {with:.1} tokens/s ({:.0}% of without)",
-            share(with)
+            "  matching every entry:    {with:.1} tokens/s ({:.0}% of passes 1 and 3)",
+            share(with, without, between)
         ),
     )?;
     line(
         out,
         &format!(
-            "  to a dead receiver:      {dead:.1} tokens/s ({:.0}% of without)",
-            share(dead)
+            "  to a dead receiver:      {dead:.1} tokens/s ({:.0}% of passes 3 and 6)",
+            share(dead, between, again)
         ),
     )?;
     line(
         out,
         &format!(
-            "  to a refusing address:  {refused:.1} tokens/s ({:.0}% of without)",
-            share(refused)
+            "  to a refusing address:  {refused:.1} tokens/s ({:.0}% of passes 3 and 6)",
+            share(refused, between, again)
         ),
     )?;
     line(
         out,
         &format!(
-            "  without, again:         {again:.1} tokens/s ({:.0}% of without)",
-            share(again)
+            "  without, on the grown database: {:.0}% of pass 1",
+            again / without.max(1e-9) * 100.0
         ),
     )?;
     let seconds = drained.as_secs_f64().max(1e-9);
