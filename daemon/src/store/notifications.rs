@@ -283,8 +283,9 @@ passed_through! {
         /// Whether the subscription has batches (`notification_batches`) that
         /// its queue has not made rows of yet. Postgres's write path writes a
         /// write's notifications of ledger entries as one batch for each
-        /// subscription (those of no entry, `no_move` and `test`, as rows) (`postgres/notifications.rs`); SQLite's writes rows,
-        /// and answers false without a read.
+        /// subscription, and those of no entry (`no_move`, `test`) as rows
+        /// (`postgres/notifications.rs`); SQLite's writes rows only, and
+        /// answers false without a read.
         fn batches_waiting(&self, subscription: &str) -> StoreResult<bool>;
         /// Turn at most `most` of the subscription's oldest batches into rows
         /// of `notifications`, pending and due at once, numbered in the order

@@ -11,14 +11,14 @@ use crate::store::notifications::{
 use crate::store::StoreResult;
 
 /// The flush's part of new notifications of ledger entries: one row of
-/// `notification_batches` for each subscription. [`batch_columns`] packs the notifications as entry, token,
-/// kind and at, each subscription's together in the order written, then the
-/// subscriptions with the first and last place of theirs: each row's arrays are
-/// slices of the parameters. One row a write rather than one a notification (13
-/// a token of `orders` for a subscription to every entry, each with two index
-/// entries): its queue makes the rows of `notifications` after the commit
-/// ([`EXPAND`]), off the write path. (Grouping in SQL with `array_agg` cost the
-/// server about as much as the rows.)
+/// `notification_batches` for each subscription. [`batch_columns`] packs the
+/// notifications as entry, token, kind and at, each subscription's together in
+/// the order written, then the subscriptions with the first and last place of
+/// theirs: each row's arrays are slices of the parameters. One row a write
+/// rather than one a notification (13 a token of `orders` for a subscription to
+/// every entry, each with two index entries): its queue makes the rows of
+/// `notifications` after the commit ([`EXPAND`]), off the write path. (Grouping
+/// in SQL with `array_agg` cost the server half as much as the rows.)
 pub(super) const FLUSH_NEW: &str = "n AS (INSERT INTO notification_batches
           (subscription, entries, tokens, kinds, ats)
       SELECT w.s, ($1::bigint[])[w.lo:w.hi], ($2::text[])[w.lo:w.hi],
