@@ -286,7 +286,46 @@ fn notifications_not_yet_read_count_and_go_with_their_subscription() {
     receiver.holding.store(false, Ordering::SeqCst);
 }
 
+/// A subscription removed while tokens are being written leaves no
+/// notification behind: the write path matched entries against its copy of
+/// the subscriptions, which changed only after the removal committed, so the
+/// writes between wrote notifications of a subscription that was gone (seen
+/// on both backends: a few to tens of them, sent later to a new subscription
+/// of the same name).
+fn a_subscription_removed_during_a_burst_leaves_no_notification() {
+    let receiver = Picky::start();
+    receiver.holding.store(true, Ordering::SeqCst);
+    let daemon = orders(&[]);
+    let body = json!({"name": "r", "url": receiver.url, "kinds": ["started", "entered"]});
+    daemon.post("/notify", &body).expect(201);
+    let tokens = "SELECT count(*) FROM tokens";
+    std::thread::scope(|scope| {
+        for writer in 0..8 {
+            let daemon = &daemon;
+            scope.spawn(move || {
+                for i in 0..40 {
+                    start(daemon, &format!("b-{writer}-{i}"));
+                }
+            });
+        }
+        eventually(
+            Duration::from_secs(20),
+            "the burst is under way",
+            || format!("{} tokens", daemon.count(tokens)),
+            || daemon.count(tokens) >= 40,
+        );
+        daemon.request("DELETE", "/notify/r", &[], b"").expect(204);
+    });
+    assert_eq!(daemon.count(tokens), 320);
+    for table in ["notifications", "notification_batches"] {
+        let left = format!("SELECT count(*) FROM {table} WHERE subscription = 'r'");
+        assert_eq!(daemon.count(&left), 0, "{table}");
+    }
+    receiver.holding.store(false, Ordering::SeqCst);
+}
+
 both!(
+    a_subscription_removed_during_a_burst_leaves_no_notification,
     notifications_not_yet_read_count_and_go_with_their_subscription,
     other_tokens_go_while_hundreds_wait_for_a_retry,
     the_counts_stay_right_through_delivery_retention_and_redelivery,

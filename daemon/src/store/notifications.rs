@@ -276,9 +276,11 @@ passed_through! {
         fn subscription(&self, name: &str) -> StoreResult<Option<SubscriptionRow>>;
         /// Every subscription, by name.
         fn subscriptions(&self) -> StoreResult<Vec<SubscriptionRow>>;
-        /// Write a notification at `Tx::now`, due at once (`next_at` 0) (on Postgres with the
-        /// transaction's other writes, `postgres/pending.rs`). A `no_move` of a
-        /// visit that has one already writes nothing.
+        /// Write a notification at `Tx::now`, due at once (`next_at` 0) (on
+        /// Postgres with the transaction's other writes, `postgres/pending.rs`).
+        /// A `no_move` of a visit that has one already writes nothing, nor does
+        /// one of a subscription that is gone when the write commits, or one of
+        /// a ledger entry for a subscription that is paused then.
         fn insert_notification(&self, row: &NewNotification<'_>) -> StoreResult<()>;
         /// Whether the subscription has batches (`notification_batches`) that
         /// its queue has not made rows of yet. Postgres's write path writes a

@@ -88,6 +88,15 @@ const NOTIFICATION_BATCHES: &str = "notification_batches";
 pub const NOTIFICATION_BATCHES_INDEX: &str =
     "CREATE INDEX notification_batches_subscription ON notification_batches (subscription, id);\n";
 
+/// Version 0021 also deletes the notifications, and their attempts, of
+/// subscriptions that are gone: an earlier version wrote some for a
+/// subscription removed while tokens were being written, which a new
+/// subscription of the same name would have sent.
+pub const ORPHANS_DELETED: &str = "
+DELETE FROM notification_attempts WHERE subscription NOT IN (SELECT name FROM subscriptions);
+DELETE FROM notifications WHERE subscription NOT IN (SELECT name FROM subscriptions);
+";
+
 /// Version 0017 adds limits on claims, their slots and the tokens' priorities
 /// (`docs/inside/data.md`, `limits`, `slots` and `priorities`; `docs/limits.md`).
 const LIMITS: [&str; 6] = [

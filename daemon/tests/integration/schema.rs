@@ -93,6 +93,40 @@ async fn an_upgrade_to_0019_counts_the_delivered_notifications_it_finds(db: Db) 
     );
 }
 
+/// Schema 0021 deletes the notifications and attempts of subscriptions that
+/// are gone (an earlier version wrote some for a subscription removed while
+/// tokens were being written), and keeps those of the ones that are there.
+async fn an_upgrade_to_0021_deletes_the_notifications_of_removed_subscriptions(db: Db) {
+    let at_0020 = stateous_daemon::store::schema::VERSIONS
+        .iter()
+        .position(|v| *v == "0020")
+        .unwrap();
+    make_at(&db, at_0020 + 1);
+    db.execute(
+        "INSERT INTO subscriptions (name, url, kinds, states, format, status, secrets,
+             created_at, changed_at)
+         VALUES ('ops', 'http://127.0.0.1:9/hook', '[\"completed\"]', '[]', 'json', 'active',
+             '[\"whsec_c2VjcmV0\"]', 1, 1)",
+    );
+    for name in ["ops", "gone", "gone"] {
+        db.execute(&format!(
+            "INSERT INTO notifications (subscription, token, kind, at, status, attempts, next_at)
+             VALUES ('{name}', 'T', 'completed', 1, 'pending', 1, 1)"
+        ));
+    }
+    db.execute(
+        "INSERT INTO notification_attempts (subscription, notification, attempt, at, latency)
+         VALUES ('gone', 2, 1, 1, 5)",
+    );
+    let _control = open(&db).await.unwrap();
+    assert_eq!(version(&db), newest());
+    let left = db.rows("SELECT subscription FROM notifications");
+    assert_eq!(left, [[Some("ops".to_string())]]);
+    assert!(db
+        .rows("SELECT notification FROM notification_attempts")
+        .is_empty());
+}
+
 /// A wide `--listen` is judged before the database is opened: a database older
 /// than the access keys has none, and is left as it is; one that has the table
 /// but needs a later upgrade is judged after the open.
@@ -189,6 +223,7 @@ both!(
     a_table_that_an_upgrade_must_make_is_refused,
     a_database_older_than_the_access_keys_is_known_to_have_none,
     an_upgrade_to_0019_counts_the_delivered_notifications_it_finds,
+    an_upgrade_to_0021_deletes_the_notifications_of_removed_subscriptions,
 );
 
 #[test]

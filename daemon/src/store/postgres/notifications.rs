@@ -19,20 +19,35 @@ use crate::store::StoreResult;
 /// every entry, each with two index entries): its queue makes the rows of
 /// `notifications` after the commit ([`EXPAND`]), off the write path. (Grouping
 /// in SQL with `array_agg` cost the server half as much as the rows.)
+///
+/// Only for a subscription that is still there and active: the write path
+/// matched the entries against its copy of the subscriptions, which changes
+/// only after a pause or a removal commits. The subscription's row is read by
+/// its key (a `LATERAL` read for each subscription: a join was planned as a
+/// read of the whole table) and locked `FOR KEY SHARE`, which only its
+/// deletion waits for (`delete_subscription`
+/// deletes it first), so that a write and a removal go one after the other:
+/// a write that committed first has its notifications deleted with the
+/// subscription, and one after finds it gone and writes none.
 pub(super) const FLUSH_NEW: &str = "n AS (INSERT INTO notification_batches
           (subscription, entries, tokens, kinds, ats)
       SELECT w.s, ($1::bigint[])[w.lo:w.hi], ($2::text[])[w.lo:w.hi],
              ($3::text[])[w.lo:w.hi], ($4::bigint[])[w.lo:w.hi]
-      FROM unnest($5::text[], $6::bigint[]::int[], $7::bigint[]::int[]) AS w(s, lo, hi))";
+      FROM unnest($5::text[], $6::bigint[]::int[], $7::bigint[]::int[]) AS w(s, lo, hi),
+           LATERAL (SELECT 1 FROM subscriptions u WHERE u.name = w.s AND u.status = 'active'
+                    FOR KEY SHARE) AS u)";
 
 /// The flush's part of the new notifications of no ledger entry (`no_move`,
 /// `test`): rows of `notifications`, from the columns [`row_columns`] packs; a
 /// `no_move` of a visit that has one already is left out by the unique index.
+/// Only for a subscription still there, as [`FLUSH_NEW`] (a `test` of a paused
+/// one waits for its resume).
 pub(super) const FLUSH_ROWS: &str = "nv AS (INSERT INTO notifications
           (subscription, entry, token, kind, state, visit, at, status, attempts, next_at)
       SELECT s, e, t, k, st, v, a, 'pending', 0, 0
       FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[],
-                  $6::bigint[], $7::bigint[]) AS w(s, e, t, k, st, v, a)
+                  $6::bigint[], $7::bigint[]) AS w(s, e, t, k, st, v, a),
+           LATERAL (SELECT 1 FROM subscriptions u WHERE u.name = w.s FOR KEY SHARE) AS u
       ON CONFLICT DO NOTHING)";
 
 /// The new notifications of ledger entries, as the parameters of [`FLUSH_NEW`].
@@ -172,6 +187,9 @@ impl Notifications for PgTx<'_> {
     }
 
     fn delete_subscription(&self, name: &str) -> StoreResult<bool> {
+        // The row first: it waits for the writes that locked it to commit
+        // (`FLUSH_NEW`), so that the deletes after it see their notifications.
+        let gone = self.execute("DELETE FROM subscriptions WHERE name = $1", &[&name])? > 0;
         self.execute(
             "DELETE FROM notification_attempts WHERE subscription = $1",
             &[&name],
@@ -184,7 +202,7 @@ impl Notifications for PgTx<'_> {
             "DELETE FROM notification_batches WHERE subscription = $1",
             &[&name],
         )?;
-        Ok(self.execute("DELETE FROM subscriptions WHERE name = $1", &[&name])? > 0)
+        Ok(gone)
     }
 
     fn subscription(&self, name: &str) -> StoreResult<Option<SubscriptionRow>> {

@@ -19,8 +19,8 @@ use std::collections::BTreeSet;
 use super::conn::PgConn;
 use crate::store::schema::{
     plan, MigrateError, DELIVERED_COUNTED, HOT_INDEXES, LIMITS_INDEXES, NOTIFICATION_BATCHES_INDEX,
-    NOTIFICATION_INDEXES, QUEUE_INDEXES, SCHEDULE_INDEXES, TASK_KEYS_INDEX, VERSIONS,
-    VERSION_TABLE,
+    NOTIFICATION_INDEXES, ORPHANS_DELETED, QUEUE_INDEXES, SCHEDULE_INDEXES, TASK_KEYS_INDEX,
+    VERSIONS, VERSION_TABLE,
 };
 use crate::store::status::{
     check_list, CatchUp, ClockKind, Overlap, ScheduleStatus, TaskStatus, TimerKind, TimerStatus,
@@ -59,7 +59,7 @@ pub fn migrations() -> [String; 21] {
         task_keys(),
         queue(),
         id_blocks(),
-        NOTIFICATION_BATCHES.to_string() + NOTIFICATION_BATCHES_INDEX,
+        format!("{NOTIFICATION_BATCHES}{NOTIFICATION_BATCHES_INDEX}{ORPHANS_DELETED}"),
     ]
 }
 

@@ -109,11 +109,18 @@ impl Notifications for SqliteTx<'_> {
     }
 
     fn insert_notification(&self, row: &NewNotification<'_>) -> StoreResult<()> {
+        // Only for a subscription still there (and active, for a ledger
+        // entry's): the write path matched the entry against its copy of the
+        // subscriptions, which changes only after a pause or a removal commits;
+        // this writer's transactions go one at a time, so the row is as the
+        // removal left it.
         self.prepare(
             "INSERT INTO notifications
                      (subscription, entry, token, kind, state, visit, at, status, attempts,
                       next_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending', 0, 0)
+                 SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending', 0, 0
+                 WHERE EXISTS (SELECT 1 FROM subscriptions
+                               WHERE name = ?1 AND (?2 IS NULL OR status = 'active'))
                  ON CONFLICT DO NOTHING",
         )?
         .execute(params![

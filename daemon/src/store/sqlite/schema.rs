@@ -12,8 +12,8 @@ use rusqlite::{Connection, OptionalExtension};
 
 use crate::store::schema::{
     plan, MigrateError, DELIVERED_COUNTED, HOT_INDEXES, LIMITS_INDEXES, NOTIFICATION_BATCHES_INDEX,
-    NOTIFICATION_INDEXES, QUEUE_INDEXES, SCHEDULE_INDEXES, TASK_KEYS_INDEX, VERSIONS,
-    VERSION_TABLE,
+    NOTIFICATION_INDEXES, ORPHANS_DELETED, QUEUE_INDEXES, SCHEDULE_INDEXES, TASK_KEYS_INDEX,
+    VERSIONS, VERSION_TABLE,
 };
 use crate::store::status::{
     check_list, CatchUp, ClockKind, Overlap, ScheduleStatus, TaskStatus, TimerKind, TimerStatus,
@@ -73,7 +73,7 @@ pub fn migrations() -> [Migration; 21] {
         // `id_blocks`): SQLite's writer numbers its rows itself.
         Migration::sql(""),
         Migration::sql(format!(
-            "{NOTIFICATION_BATCHES}{NOTIFICATION_BATCHES_INDEX}"
+            "{NOTIFICATION_BATCHES}{NOTIFICATION_BATCHES_INDEX}{ORPHANS_DELETED}"
         )),
     ]
 }
