@@ -53,20 +53,25 @@ async fn an_older_database_is_upgraded_in_place_and_keeps_its_data(db: Db) {
     assert_eq!(tables, ["1"], "this control plane took epoch 1");
 }
 
-/// Schema 0019 counts each subscription's delivered notifications in its row:
-/// the upgrade sets the count from the rows a database at 0017 holds.
-async fn an_upgrade_to_0019_counts_the_delivered_notifications_it_finds(db: Db) {
-    let at_0017 = stateous_daemon::store::schema::VERSIONS
+/// Make the database of `db` at `version`, with the subscription `ops`.
+fn at_with_ops(db: &Db, version: &str) {
+    let index = stateous_daemon::store::schema::VERSIONS
         .iter()
-        .position(|v| *v == "0017")
+        .position(|v| *v == version)
         .unwrap();
-    make_at(&db, at_0017 + 1);
+    make_at(db, index + 1);
     db.execute(
         "INSERT INTO subscriptions (name, url, kinds, states, format, status, secrets,
              created_at, changed_at)
          VALUES ('ops', 'http://127.0.0.1:9/hook', '[\"completed\"]', '[]', 'json', 'active',
              '[\"whsec_c2VjcmV0\"]', 1, 1)",
     );
+}
+
+/// Schema 0019 counts each subscription's delivered notifications in its row:
+/// the upgrade sets the count from the rows a database at 0017 holds.
+async fn an_upgrade_to_0019_counts_the_delivered_notifications_it_finds(db: Db) {
+    at_with_ops(&db, "0017");
     for (status, attempts) in [
         ("delivered", 1),
         ("delivered", 2),
@@ -97,17 +102,7 @@ async fn an_upgrade_to_0019_counts_the_delivered_notifications_it_finds(db: Db) 
 /// are gone (an earlier version wrote some for a subscription removed while
 /// tokens were being written), and keeps those of the ones that are there.
 async fn an_upgrade_to_0021_deletes_the_notifications_of_removed_subscriptions(db: Db) {
-    let at_0020 = stateous_daemon::store::schema::VERSIONS
-        .iter()
-        .position(|v| *v == "0020")
-        .unwrap();
-    make_at(&db, at_0020 + 1);
-    db.execute(
-        "INSERT INTO subscriptions (name, url, kinds, states, format, status, secrets,
-             created_at, changed_at)
-         VALUES ('ops', 'http://127.0.0.1:9/hook', '[\"completed\"]', '[]', 'json', 'active',
-             '[\"whsec_c2VjcmV0\"]', 1, 1)",
-    );
+    at_with_ops(&db, "0020");
     for name in ["ops", "gone", "gone"] {
         db.execute(&format!(
             "INSERT INTO notifications (subscription, token, kind, at, status, attempts, next_at)
