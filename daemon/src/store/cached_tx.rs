@@ -142,13 +142,19 @@ impl<'a> CachedTx<'a> {
         };
         let candidates = std::mem::take(&mut *self.candidates.borrow_mut());
         let now = self.now();
+        // A request appends its token's entries one after another: the row is
+        // read (a copy, context and all) once for each run of them.
+        let mut last: Option<(String, Option<TokenRow>)> = None;
         for candidate in candidates {
-            let Some(row) = self.token(&candidate.token)? else {
+            if last.as_ref().map(|(token, _)| token) != Some(&candidate.token) {
+                last = Some((candidate.token.clone(), self.token(&candidate.token)?));
+            }
+            let Some((_, Some(row))) = &last else {
                 continue;
             };
             let kind = candidate.kind.as_str();
             for matcher in &snapshot.matchers {
-                if matcher.matches(kind, candidate.state.as_deref(), &row, &snapshot.main, now) {
+                if matcher.matches(kind, candidate.state.as_deref(), row, &snapshot.main, now) {
                     self.inner.insert_notification(&NewNotification {
                         subscription: &matcher.name,
                         entry: Some(candidate.id),

@@ -50,19 +50,11 @@ pub(super) const FLUSH_ROWS: &str = "nv AS (INSERT INTO notifications
            LATERAL (SELECT 1 FROM subscriptions u WHERE u.name = w.s FOR KEY SHARE) AS u
       ON CONFLICT DO NOTHING)";
 
-/// The new notifications of ledger entries, as the parameters of [`FLUSH_NEW`].
-pub(super) fn batch_columns(rows: &[WaitingNotification]) -> Option<Columns> {
-    let mut rows: Vec<&WaitingNotification> =
-        rows.iter().filter(|row| row.entry.is_some()).collect();
+/// The new notifications of ledger entries, as the parameters of [`FLUSH_NEW`]
+/// (taken, not copied).
+pub(super) fn batch_columns(mut rows: Vec<WaitingNotification>) -> Option<Columns> {
     // Each subscription's together, in the order written (a stable sort).
     rows.sort_by(|a, b| a.subscription.cmp(&b.subscription));
-    let mut columns = Columns::of(&rows, |cells, row| {
-        cells
-            .put(row.entry)
-            .put(row.token.clone())
-            .put(row.kind.clone())
-            .put(row.at);
-    })?;
     let (mut names, mut firsts, mut lasts) = (Vec::new(), Vec::new(), Vec::<i64>::new());
     for (index, row) in rows.iter().enumerate() {
         // Places in an array count from 1.
@@ -76,6 +68,13 @@ pub(super) fn batch_columns(rows: &[WaitingNotification]) -> Option<Columns> {
             }
         }
     }
+    let mut columns = Columns::of(rows, |cells, row| {
+        cells
+            .put(row.entry)
+            .put(row.token)
+            .put(row.kind)
+            .put(row.at);
+    })?;
     columns.put_column(names);
     columns.put_column(firsts);
     columns.put_column(lasts);
@@ -84,19 +83,16 @@ pub(super) fn batch_columns(rows: &[WaitingNotification]) -> Option<Columns> {
 
 /// The new notifications of no ledger entry, as the columns of [`FLUSH_ROWS`].
 pub(super) fn row_columns(rows: &[WaitingNotification]) -> Option<Columns> {
-    Columns::of(
-        rows.iter().filter(|row| row.entry.is_none()),
-        |cells, row| {
-            cells
-                .put(row.subscription.clone())
-                .put(row.entry)
-                .put(row.token.clone())
-                .put(row.kind.clone())
-                .put(row.state.clone())
-                .put(row.visit)
-                .put(row.at);
-        },
-    )
+    Columns::of(rows.iter(), |cells, row| {
+        cells
+            .put(row.subscription.clone())
+            .put(row.entry)
+            .put(row.token.clone())
+            .put(row.kind.clone())
+            .put(row.state.clone())
+            .put(row.visit)
+            .put(row.at);
+    })
 }
 
 /// [`Notifications::expand_batches`]: the subscription's oldest batches, locked

@@ -258,9 +258,15 @@ impl Pending {
     /// Hand the one statement of everything that waits, and its parameters, to
     /// `send` (which may send it with the statement after it, in one round trip).
     pub fn send<T>(
-        self,
+        mut self,
         send: impl FnOnce(&str, &[&(dyn ToSql + Sync)]) -> StoreResult<T>,
     ) -> StoreResult<T> {
+        // Those of ledger entries go into batches as they are; the others
+        // (`no_move`, `test`) as rows.
+        let (of_entries, others): (Vec<WaitingNotification>, Vec<WaitingNotification>) =
+            std::mem::take(&mut self.notifications)
+                .into_iter()
+                .partition(|row| row.entry.is_some());
         // Each part's columns, in the order of `PARTS`; `None`: no rows.
         let all: [Option<Columns>; 13] = [
             ledger::flush_columns(&self.ledger),
@@ -272,9 +278,9 @@ impl Pending {
             timers::flush_columns(self.timers.changed.values()),
             None,
             claims::flush_columns(self.claims.values()),
-            notifications::batch_columns(&self.notifications),
+            notifications::batch_columns(of_entries),
             claim_limits::flush_columns(self.slots.values()),
-            notifications::row_columns(&self.notifications),
+            notifications::row_columns(&others),
             task_keys::flush_columns(self.task_keys.values()),
         ];
         let mut parts = 0;
