@@ -101,10 +101,7 @@ pub fn running_slots(limit: &LimitRow, running: &[Running]) -> Option<Vec<HeldSl
     if limit.per.is_some() {
         return None;
     }
-    let covered = running.iter().filter(|attempt| {
-        super::task_keys::covers(&limit.states, attempt.workflow.as_deref(), &attempt.state)
-    });
-    let mut held: Vec<HeldSlot> = covered
+    let mut held: Vec<HeldSlot> = covered(limit, running)
         .map(|attempt| HeldSlot {
             slot: SlotRow {
                 task: attempt.task,
@@ -119,16 +116,25 @@ pub fn running_slots(limit: &LimitRow, running: &[Running]) -> Option<Vec<HeldSl
     Some(held)
 }
 
-/// The counts by key of `held` (a pool's slots held now).
-pub fn counts_of(held: &[HeldSlot]) -> Vec<(String, i64)> {
-    let mut counts: Vec<(String, i64)> = Vec::new();
-    for slot in held {
-        match counts.iter_mut().find(|(key, _)| *key == slot.slot.key) {
-            Some((_, count)) => *count += 1,
-            None => counts.push((slot.slot.key.clone(), 1)),
-        }
+/// The counts by key of [`running_slots`] (one key, the empty one, when any is
+/// held), counted without making the slots: a claim's read.
+pub fn running_counts(limit: &LimitRow, running: &[Running]) -> Option<Vec<(String, i64)>> {
+    if limit.per.is_some() {
+        return None;
     }
-    counts
+    let count = i64::try_from(covered(limit, running).count()).unwrap_or(i64::MAX);
+    Some(if count > 0 {
+        vec![(String::new(), count)]
+    } else {
+        Vec::new()
+    })
+}
+
+/// The attempts of `running` in states `limit` covers.
+fn covered<'r>(limit: &'r LimitRow, running: &'r [Running]) -> impl Iterator<Item = &'r Running> {
+    running.iter().filter(|attempt| {
+        super::task_keys::covers(&limit.states, attempt.workflow.as_deref(), &attempt.state)
+    })
 }
 
 /// A slot held now: its row and the supervisor whose claimed attempt holds it.

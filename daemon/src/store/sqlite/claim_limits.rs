@@ -6,7 +6,7 @@ use rusqlite::{params, Row};
 
 use super::SqliteTx;
 use crate::store::claim_limits::{
-    counts_of, running_slots, states_of, states_text, written_as_row, ClaimedTask, HeldSlot,
+    running_counts, running_slots, states_of, states_text, written_as_row, ClaimedTask, HeldSlot,
     LimitRow, Limits, Running, SlotRow, RUNNING,
 };
 use crate::store::StoreResult;
@@ -52,9 +52,9 @@ const HELD: &str = "SELECT s.task, s.attempt, s.pool, s.key, t.claimed_by
      ORDER BY s.task";
 
 impl SqliteTx<'_> {
-    /// The slots of `limit`'s pool if it has no `per`: the attempts claimed now
-    /// of its states.
-    fn running_slots(&self, limit: &LimitRow) -> StoreResult<Option<Vec<HeldSlot>>> {
+    /// The attempts claimed now ([`RUNNING`]), read only for a limit without
+    /// `per` (`None` for one with it: its slots are rows).
+    fn running(&self, limit: &LimitRow) -> StoreResult<Option<Vec<Running>>> {
         if limit.per.is_some() {
             return Ok(None);
         }
@@ -68,8 +68,7 @@ impl SqliteTx<'_> {
                 holder: row.get::<_, Option<String>>(4)?.unwrap_or_default(),
             })
         })?;
-        let running = rows.collect::<Result<Vec<_>, _>>()?;
-        Ok(running_slots(limit, &running))
+        Ok(Some(rows.collect::<Result<Vec<_>, _>>()?))
     }
 }
 
@@ -137,8 +136,8 @@ impl Limits for SqliteTx<'_> {
     }
 
     fn held_slots(&self, limit: &LimitRow) -> StoreResult<Vec<HeldSlot>> {
-        if let Some(held) = self.running_slots(limit)? {
-            return Ok(held);
+        if let Some(running) = self.running(limit)? {
+            return Ok(running_slots(limit, &running).unwrap_or_default());
         }
         let mut statement = self.prepare(HELD)?;
         let rows = statement.query_map([&limit.name], |row| {
@@ -156,8 +155,8 @@ impl Limits for SqliteTx<'_> {
     }
 
     fn slot_counts(&self, limit: &LimitRow) -> StoreResult<Vec<(String, i64)>> {
-        if let Some(held) = self.running_slots(limit)? {
-            return Ok(counts_of(&held));
+        if let Some(running) = self.running(limit)? {
+            return Ok(running_counts(limit, &running).unwrap_or_default());
         }
         let mut statement = self.prepare(
             "SELECT s.key, count(*) FROM slots s JOIN tasks t ON t.id = s.task
