@@ -511,3 +511,46 @@ fn while_the_database_says_nothing_each_request_is_refused_within_the_statement_
         );
     });
 }
+
+/// Requests that wait for a pooled connection when the daemon learns that the
+/// server is silent: a read asked the pool before then, found no idle connection,
+/// and waited for a new one, whose connect hangs for the whole connect timeout
+/// (10 s by default). It is refused within about the statement timeout all the
+/// same: the wait for the pool looks again at what the daemon knows.
+#[test]
+fn requests_already_waiting_for_a_connection_are_refused_within_the_statement_timeout() {
+    harness::on(Backend::Postgres, || {
+        let relay = Relay::to(&server_authority());
+        let daemon = Setup::new(test_graph("tickets"))
+            .args(&["--statement-timeout", "2s"])
+            .db_authority(&relay.authority)
+            .start();
+        start(&daemon, "T-1").expect(201);
+        relay.stop();
+        // More reads at once than the pool holds idle connections: the last ones
+        // wait for new connections, before any statement has timed out.
+        let took: Vec<(u16, Duration)> = std::thread::scope(|scope| {
+            let reads: Vec<_> = (0..12)
+                .map(|_| {
+                    scope.spawn(|| {
+                        let began = Instant::now();
+                        let reply = daemon.get("/tokens/T-1");
+                        (reply.status, began.elapsed())
+                    })
+                })
+                .collect();
+            reads.into_iter().map(|read| read.join().unwrap()).collect()
+        });
+        for (status, took) in &took {
+            assert_eq!(*status, 503, "{took:?}");
+            assert!(*took < Duration::from_secs(6), "answered after {took:?}");
+        }
+        relay.resume();
+        eventually(
+            Duration::from_secs(30),
+            "service comes back",
+            || daemon.report(),
+            || matches!(start(&daemon, "T-5").status, 200 | 201),
+        );
+    });
+}

@@ -31,6 +31,10 @@ use crate::store::serving;
 use crate::store::{ControlPlane, StoreError, StoreResult, Tx};
 use crate::time_source::{micros, Clock};
 
+/// How long one wait for a pooled connection lasts before the wait looks again
+/// at whether the server answers (`Inner::connection`).
+const POOL_SLICE: Duration = Duration::from_millis(100);
+
 /// A Postgres database held by this control plane. Cheap to share: the pool and
 /// the lock live behind an `Arc`.
 pub struct PgStore {
@@ -438,23 +442,33 @@ impl Inner {
     /// A pooled connection, waited for no longer than the lock limit; while the
     /// server does not answer, no longer than a statement may take (a new
     /// connection would wait for the whole connect timeout, and the request with
-    /// it). None free in time while the server does not answer: `NotAnswering`
-    /// (the connections wait on it, and a new one cannot log in); otherwise
-    /// `Busy`.
+    /// it). The wait looks again at [`Answering`] every [`POOL_SLICE`], so that a
+    /// request already waiting when the silence is found is held no longer than a
+    /// statement either. None free in time while the server does not answer:
+    /// `NotAnswering` (the connections wait on it, and a new one cannot log in);
+    /// otherwise `Busy`.
     fn connection(&self) -> StoreResult<r2d2::PooledConnection<Manager>> {
         let pool = &self.connections().pool;
-        let got = if self.answering.silent() {
-            pool.get_timeout(self.statement_deadline)
-        } else {
-            pool.get()
-        };
-        got.map_err(|_| {
-            if self.answering.silent() {
-                StoreError::NotAnswering(self.statement_deadline)
+        let began = Instant::now();
+        loop {
+            let silent = self.answering.silent();
+            let limit = if silent {
+                self.statement_deadline
             } else {
-                StoreError::Busy
+                pool.connection_timeout()
+            };
+            let left = limit.saturating_sub(began.elapsed());
+            if left.is_zero() {
+                return Err(if silent {
+                    StoreError::NotAnswering(self.statement_deadline)
+                } else {
+                    StoreError::Busy
+                });
             }
-        })
+            if let Ok(conn) = pool.get_timeout(left.min(POOL_SLICE)) {
+                return Ok(conn);
+            }
+        }
     }
 
     /// The answer to a request that waited for the writer longer than the lock
