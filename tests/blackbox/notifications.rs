@@ -3,7 +3,7 @@
 //! what it got: a receiver that fails its first attempts gets the entry later
 //! with the same `webhook-id`; every matching ledger entry of 1,000 tokens
 //! arrives through two SIGKILLs of the daemon, each token's in ledger order; `no_move` fires once
-//! per visit; a dead notification is listed and sent again by hand; a receiver
+//! per visit, after the entry that began the visit; a dead notification is listed and sent again by hand; a receiver
 //! that never answers holds up only its own subscription; bad
 //! subscriptions are refused and change nothing; a delivered notification is
 //! deleted with its attempts after `--notify-keep` and a dead one stays; a
@@ -403,6 +403,48 @@ fn no_move_fires_once_per_visit() {
         && g.body["token"]["token"] == "r-1"));
 }
 
+/// A visit's `no_move` comes after the entry that began the visit, also while
+/// that entry's notification still waits in a batch (Postgres): the sender is
+/// held by a slow answer while a second token enters `review` and stays.
+fn a_visits_no_move_comes_after_its_entered() {
+    let receiver = Receiver::start(0);
+    receiver.delay.store(4000, Ordering::SeqCst);
+    let daemon = Setup::new(asset_graph("orders"))
+        .args(&["--notify-backoff", "100ms", "--notify-timeout", "10s"])
+        .start();
+    subscribe(
+        &daemon,
+        &receiver,
+        json!({"name": "both", "kinds": ["entered", "no_move"], "states": ["review"],
+               "no_move_for": "1s"}),
+    );
+    start(&daemon, "a-1");
+    fire(&daemon, "a-1", "submitted", json!({}));
+    // The sender is then held by its first request (seen only once answered).
+    std::thread::sleep(Duration::from_millis(700));
+    start(&daemon, "b-1");
+    fire(&daemon, "b-1", "submitted", json!({}));
+    // b-1 has stayed in review past its second when the sender is free again.
+    std::thread::sleep(Duration::from_millis(2500));
+    receiver.delay.store(0, Ordering::SeqCst);
+    wait_for(Duration::from_secs(15), "two of each token", || {
+        receiver.got().len() >= 4
+    });
+    let mut order: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for got in receiver.got() {
+        let token = got.body["token"]["token"].as_str().unwrap().to_string();
+        let what = if got.body["type"] == "no_move" {
+            "no_move".to_string()
+        } else {
+            got.body["entry"]["kind"].as_str().unwrap().to_string()
+        };
+        order.entry(token).or_default().push(what);
+    }
+    for token in ["a-1", "b-1"] {
+        assert_eq!(order[token], ["entered", "no_move"], "{token}: {order:?}");
+    }
+}
+
 fn a_dead_notification_is_listed_and_sent_again_by_hand() {
     let receiver = Receiver::start(1000);
     let daemon = orders(&["--notify-dead-after", "1s"]);
@@ -709,6 +751,7 @@ both!(
     a_failing_receiver_gets_the_entry_later_with_the_same_webhook_id,
     every_matching_entry_arrives_through_two_sigkills,
     no_move_fires_once_per_visit,
+    a_visits_no_move_comes_after_its_entered,
     a_dead_notification_is_listed_and_sent_again_by_hand,
     a_receiver_that_never_answers_holds_up_only_its_own_subscription,
     bad_subscriptions_are_refused_and_change_nothing,

@@ -23,7 +23,7 @@ use crate::store::notifications::{
     AttemptRow, Deferral, DueNotification, NewNotification, NotificationRow, Outcome,
     SubscriptionRow,
 };
-use crate::store::Tx;
+use crate::store::{StoreResult, Tx};
 
 /// The most attempts `GET /notify/{name}` shows.
 const MOST_ATTEMPTS_SHOWN: i64 = 50;
@@ -33,6 +33,23 @@ const MOST_FAILED_LISTED: i64 = 1000;
 
 /// The most `no_move` notifications one tick writes per subscription.
 const MOST_NO_MOVE_PER_TICK: i64 = 1000;
+
+/// The most batches of notifications (Postgres's `notification_batches`) a tick
+/// makes rows of before it writes a subscription's `no_move` notifications.
+const MOST_BATCHES_PER_TICK: i64 = 32;
+
+/// Whether no batch of the subscription's notifications waits any more, once
+/// at most [`MOST_BATCHES_PER_TICK`] of them were made rows. A `no_move` row
+/// written while the entry that began its visit waits in a batch would be
+/// numbered, and so sent, before it: it is written at a later tick instead,
+/// once the batches are rows (the sender makes rows of them too).
+fn batches_made_rows(tx: &dyn Tx, subscription: &str) -> StoreResult<bool> {
+    if !tx.batches_waiting(subscription)? {
+        return Ok(true);
+    }
+    tx.expand_batches(subscription, MOST_BATCHES_PER_TICK)?;
+    Ok(!tx.batches_waiting(subscription)?)
+}
 
 /// The journal's subject of subscriptions.
 const SUBJECT: &str = "subscription";
@@ -410,6 +427,7 @@ impl Control {
                 };
                 let until = tx.now().saturating_sub(after);
                 let states = list(&row.states);
+                let mut stalled = Vec::new();
                 for (token, state, visit) in
                     tx.stalled_tokens(&row.name, &states, until, MOST_NO_MOVE_PER_TICK)?
                 {
@@ -417,9 +435,14 @@ impl Control {
                         continue;
                     };
                     // The workflow and the filter judge the token as it is now.
-                    if !matcher.matches(NO_MOVE, Some(&state), &found, &main, tx.now()) {
-                        continue;
+                    if matcher.matches(NO_MOVE, Some(&state), &found, &main, tx.now()) {
+                        stalled.push((token, state, visit));
                     }
+                }
+                if stalled.is_empty() || !batches_made_rows(tx, &row.name)? {
+                    continue;
+                }
+                for (token, state, visit) in stalled {
                     tx.insert_notification(&NewNotification {
                         subscription: &row.name,
                         entry: None,
