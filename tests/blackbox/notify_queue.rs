@@ -3,7 +3,8 @@
 //! not hold up another token's, while each of them keeps its order; and the
 //! counts stay right through deliveries, failures, retention and a redelivery,
 //! with the delivered ones counted in the subscription's row; what a queue has
-//! not read yet counts, and goes with its subscription.
+//! not read yet counts, and goes with its subscription; a pause stops the sends
+//! of what the queue had read already.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
@@ -324,7 +325,44 @@ fn a_subscription_removed_during_a_burst_leaves_no_notification() {
     receiver.holding.store(false, Ordering::SeqCst);
 }
 
+/// A pause stops the sends at once: the notifications its queue had read
+/// already, and not sent yet, wait for the resume with the rest (the queue
+/// looks at the write path's copy of the subscriptions before each send). One
+/// send under way when the pause came ends as it would have.
+fn a_pause_stops_the_sends_of_notifications_already_read() {
+    let receiver = Picky::start();
+    receiver.holding.store(true, Ordering::SeqCst);
+    let daemon = orders(&[]);
+    let body = json!({"name": "p", "url": receiver.url, "kinds": ["started"]});
+    daemon.post("/notify", &body).expect(201);
+    for i in 0..10 {
+        start(&daemon, &format!("p-{i}"));
+    }
+    eventually(
+        Duration::from_secs(10),
+        "the first send, held by the receiver",
+        || format!("{:?}", receiver.requests()),
+        || receiver.requests().len() == 1,
+    );
+    daemon.post("/notify/p/pause", &json!({})).expect(200);
+    receiver.holding.store(false, Ordering::SeqCst);
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(receiver.requests().len(), 1, "{:?}", receiver.requests());
+    daemon.post("/notify/p/resume", &json!({})).expect(200);
+    eventually(
+        Duration::from_secs(10),
+        "the rest after the resume",
+        || format!("{:?}", receiver.requests()),
+        || receiver.requests().len() >= 10,
+    );
+    let mut tokens: Vec<String> = receiver.requests().into_iter().map(|r| r.0).collect();
+    tokens.sort();
+    tokens.dedup();
+    assert_eq!(tokens.len(), 10, "{tokens:?}");
+}
+
 both!(
+    a_pause_stops_the_sends_of_notifications_already_read,
     a_subscription_removed_during_a_burst_leaves_no_notification,
     notifications_not_yet_read_count_and_go_with_their_subscription,
     other_tokens_go_while_hundreds_wait_for_a_retry,

@@ -157,6 +157,14 @@ impl Control {
         Ok(())
     }
 
+    /// Whether the subscription `name` is active in the write path's copy,
+    /// which a pause or a removal changes before it answers: the sender looks
+    /// before each send, so that none starts after the pause has answered.
+    pub fn subscription_active(&self, name: &str) -> bool {
+        let snapshot = self.inner.subscribed.snapshot();
+        snapshot.matchers.iter().any(|m| m.name == name)
+    }
+
     /// The active subscriptions' rows (the sender's list).
     pub async fn active_subscriptions(&self) -> Result<Vec<SubscriptionRow>, Refusal> {
         let rows = self.read(|tx| Ok(tx.subscriptions()?)).await?;

@@ -222,6 +222,10 @@ async fn queue(control: Control, name: String, options: SenderOptions) {
         let mut held: HashMap<String, Option<i64>> = HashMap::new();
         let mut done = Vec::new();
         for (index, row) in due.iter().enumerate() {
+            // Paused or removed meanwhile: the rest stay pending, unsent.
+            if !control.subscription_active(&name) {
+                break;
+            }
             if let Some(retry) = held.get(&row.token) {
                 if let Some(at) = retry {
                     deferred.push(deferral(row, *at));
