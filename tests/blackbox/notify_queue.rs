@@ -345,6 +345,18 @@ fn a_pause_stops_the_sends_of_notifications_already_read() {
         || receiver.requests().len() == 1,
     );
     daemon.post("/notify/p/pause", &json!({})).expect(200);
+    // A second pause changes nothing, and the journal says it once.
+    daemon.post("/notify/p/pause", &json!({})).expect(200);
+    let journal = daemon
+        .get("/journal?subject=subscription&name=p")
+        .expect(200);
+    let said: Vec<&str> = journal["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["kind"].as_str())
+        .collect();
+    assert_eq!(said, ["added", "paused"], "{journal}");
     receiver.holding.store(false, Ordering::SeqCst);
     std::thread::sleep(Duration::from_millis(1500));
     assert_eq!(receiver.requests().len(), 1, "{:?}", receiver.requests());

@@ -241,7 +241,9 @@ impl Control {
         .await
     }
 
-    /// `POST /notify/{name}/pause` (`pause` true) or `/resume`.
+    /// `POST /notify/{name}/pause` (`pause` true) or `/resume`. Pausing a paused
+    /// subscription (or resuming an active one) changes nothing and writes no
+    /// journal entry, as for a schedule.
     pub async fn pause_subscription(
         &self,
         name: String,
@@ -250,7 +252,11 @@ impl Control {
         let asked = name.clone();
         self.write(move |_, tx| {
             let mut row = existing(tx, &asked)?;
-            row.status = if pause { "paused" } else { "active" }.into();
+            let status = if pause { "paused" } else { "active" };
+            if row.status == status {
+                return Ok(());
+            }
+            row.status = status.into();
             row.changed_at = tx.now();
             tx.update_subscription(&row)?;
             journal(
