@@ -5,7 +5,7 @@
 //! (`docs/reference/cli.md`; the timings in `docs/reference/bounds.md`).
 
 use std::net::{IpAddr, Ipv6Addr};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use stateous_shared::durations::{parse_timing, TimingOf};
@@ -412,9 +412,20 @@ pub fn check_database_folder(database: &Database) -> Result<(), String> {
     } else {
         "does not exist"
     };
+    // `sqlite:///var/tmp/x.db` is `var/tmp/x.db` here: say so when the folder
+    // exists from the root.
+    let absolute = Path::new("/").join(path);
+    let hint = if path.is_relative() && absolute.parent().is_some_and(Path::is_dir) {
+        format!(
+            " (an absolute path takes a fourth slash: sqlite:///{})",
+            absolute.display()
+        )
+    } else {
+        String::new()
+    };
     Err(format!(
         "cannot open the database {}: its folder {} {problem}; make it first, or give \
-         another --db",
+         another --db{hint}",
         path.display(),
         folder.display()
     ))
@@ -558,6 +569,20 @@ mod tests {
             problem.contains(&format!("its folder {} does not exist", missing.display())),
             "{problem}"
         );
+        // Written with three slashes, a folder that exists from the root.
+        let relative = missing
+            .parent()
+            .unwrap()
+            .strip_prefix("/")
+            .unwrap()
+            .join("x.db");
+        let problem = check_database_folder(&Database::Sqlite(relative)).unwrap_err();
+        let four = format!(
+            "a fourth slash: sqlite:///{}",
+            dir.path().join("x.db").display()
+        );
+        assert!(problem.contains(&four), "{problem}");
+        assert!(!check_database_folder(&db).unwrap_err().contains("slash"));
         std::fs::write(&missing, "a file").unwrap();
         let problem = check_database_folder(&db).unwrap_err();
         assert!(problem.contains("is not a folder"), "{problem}");
