@@ -108,7 +108,7 @@ impl TryFrom<NotifyArgs> for NotifyCommand {
             } => Action::Add(Box::new(NewSubscription {
                 name,
                 url: target,
-                kinds,
+                kinds: named_kinds(kinds)?,
                 states,
                 workflow,
                 filter,
@@ -131,4 +131,15 @@ impl TryFrom<NotifyArgs> for NotifyCommand {
             action,
         })
     }
+}
+
+/// The kinds `--kinds` names, without empty items; given, it names one at least
+/// (`--kinds ''` is refused as `kinds: []` is).
+fn named_kinds(kinds: Vec<String>) -> Result<Vec<String>, String> {
+    let given = !kinds.is_empty();
+    let named: Vec<String> = kinds.into_iter().filter(|k| !k.is_empty()).collect();
+    if given && named.is_empty() {
+        return Err(stateous_shared::notify::NO_KIND.to_string());
+    }
+    Ok(named)
 }

@@ -11,6 +11,11 @@ pub const NO_MOVE: &str = "no_move";
 /// The kind of the notification that `POST /notify/{name}/test` sends.
 pub const TEST: &str = "test";
 
+/// The refusal of a subscription that names no kind (`kinds: []`, or
+/// `notify add --kinds ''`): left out, `kinds` means completed and failed.
+pub const NO_KIND: &str =
+    "'kinds' is empty: name at least one kind, or leave it out for completed and failed";
+
 /// The body of `POST /notify`. Only `name` and `url` are needed.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct NewSubscription {

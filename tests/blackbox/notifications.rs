@@ -638,6 +638,26 @@ fn bad_subscriptions_are_refused_and_change_nothing() {
     );
     assert_eq!(cli.code(), 1);
     assert!(cli.stderr.starts_with("error: "), "{}", cli.stderr);
+    // No kind on the command line is said as the API says an empty list.
+    let cli = run(
+        daemon.dir.path(),
+        &[
+            "notify",
+            "--url",
+            &daemon.url,
+            "add",
+            "a",
+            "http://127.0.0.1:9/x",
+            "--kinds",
+            "",
+        ],
+    );
+    assert_eq!(cli.code(), 1);
+    assert!(
+        cli.stderr.starts_with("error: ") && cli.stderr.contains("'kinds' is empty"),
+        "{}",
+        cli.stderr
+    );
     assert_eq!(
         daemon.get("/notify").expect(200),
         json!({"subscriptions": []})

@@ -33,7 +33,7 @@ pub fn new_subscription(body: &Object) -> Result<NewSubscription, Refusal> {
     {
         return Err(Refusal::new(
             Code::InvalidSubscription,
-            "'kinds' is empty: name at least one kind, or leave it out for completed and failed",
+            stateous_shared::notify::NO_KIND,
         ));
     }
     serde_json::from_value(Value::Object(body.clone())).map_err(|error| {
