@@ -38,17 +38,20 @@ const MOST_NO_MOVE_PER_TICK: i64 = 1000;
 /// makes rows of before it writes a subscription's `no_move` notifications.
 const MOST_BATCHES_PER_TICK: i64 = 32;
 
-/// Whether no batch of the subscription's notifications waits any more, once
-/// at most [`MOST_BATCHES_PER_TICK`] of them were made rows. A `no_move` row
-/// written while the entry that began its visit waits in a batch would be
-/// numbered, and so sent, before it: it is written at a later tick instead,
-/// once the batches are rows (the sender makes rows of them too).
-fn batches_made_rows(tx: &dyn Tx, subscription: &str) -> StoreResult<bool> {
-    if !tx.batches_waiting(subscription)? {
+/// Whether no batch of the subscription's notifications of entries written by
+/// `until` (microseconds: the visits it would write `no_move` for began by
+/// then) waits any more, once at most [`MOST_BATCHES_PER_TICK`] of its oldest
+/// batches were made rows. A `no_move` row written while the entry that began
+/// its visit waits in a batch would be numbered, and so sent, before it: it is
+/// written at a later tick instead, once those batches are rows (the sender
+/// makes rows of them too). Batches of newer entries, which a busy write path
+/// keeps adding, do not hold it back.
+fn batches_made_rows(tx: &dyn Tx, subscription: &str, until: i64) -> StoreResult<bool> {
+    if !tx.batches_waiting(subscription, Some(until))? {
         return Ok(true);
     }
     tx.expand_batches(subscription, MOST_BATCHES_PER_TICK)?;
-    Ok(!tx.batches_waiting(subscription)?)
+    Ok(!tx.batches_waiting(subscription, Some(until))?)
 }
 
 /// The journal's subject of subscriptions.
@@ -393,7 +396,7 @@ impl Control {
                 return Ok(None);
             };
             let due = tx.due_notifications(&name, now, limit)?;
-            Ok(Some((row, due, tx.batches_waiting(&name)?)))
+            Ok(Some((row, due, tx.batches_waiting(&name, None)?)))
         })
         .await
     }
@@ -453,7 +456,7 @@ impl Control {
                         stalled.push((token, state, visit));
                     }
                 }
-                if stalled.is_empty() || !batches_made_rows(tx, &row.name)? {
+                if stalled.is_empty() || !batches_made_rows(tx, &row.name, until)? {
                     continue;
                 }
                 for (token, state, visit) in stalled {

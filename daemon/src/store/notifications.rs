@@ -287,8 +287,11 @@ passed_through! {
         /// write's notifications of ledger entries as one batch for each
         /// subscription, and those of no entry (`no_move`, `test`) as rows
         /// (`postgres/notifications.rs`); SQLite's writes rows only, and
-        /// answers false without a read.
-        fn batches_waiting(&self, subscription: &str) -> StoreResult<bool>;
+        /// answers false without a read. With `written_by` (microseconds),
+        /// only a batch whose first notification is of an entry written at or
+        /// before it counts.
+        fn batches_waiting(&self, subscription: &str, written_by: Option<i64>)
+            -> StoreResult<bool>;
         /// Turn at most `most` of the subscription's oldest batches into rows
         /// of `notifications`, pending and due at once, numbered in the order
         /// they were written, and delete the batches, in one statement; how

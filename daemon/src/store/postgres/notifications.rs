@@ -235,10 +235,12 @@ impl Notifications for PgTx<'_> {
         Ok(())
     }
 
-    fn batches_waiting(&self, subscription: &str) -> StoreResult<bool> {
+    fn batches_waiting(&self, subscription: &str, written_by: Option<i64>) -> StoreResult<bool> {
+        // A batch's entries are in the order written: its first is its oldest.
         let rows = self.query(
-            "SELECT EXISTS (SELECT 1 FROM notification_batches WHERE subscription = $1)",
-            &[&subscription],
+            "SELECT EXISTS (SELECT 1 FROM notification_batches
+                 WHERE subscription = $1 AND ($2::bigint IS NULL OR ats[1] <= $2))",
+            &[&subscription, &written_by],
         )?;
         match rows.first() {
             Some(row) => get(row, 0),

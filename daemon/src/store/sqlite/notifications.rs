@@ -98,7 +98,7 @@ impl Notifications for SqliteTx<'_> {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
-    fn batches_waiting(&self, _subscription: &str) -> StoreResult<bool> {
+    fn batches_waiting(&self, _subscription: &str, _written_by: Option<i64>) -> StoreResult<bool> {
         // This write path writes a row for each notification
         // (`insert_notification`), never a batch.
         Ok(false)
