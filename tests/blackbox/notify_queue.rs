@@ -4,7 +4,8 @@
 //! counts stay right through deliveries, failures, retention and a redelivery,
 //! with the delivered ones counted in the subscription's row; what a queue has
 //! not read yet counts, and goes with its subscription; a pause stops the sends
-//! of what the queue had read already.
+//! of what the queue had read already, and so does a removal, also when the
+//! name is added again at once.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
@@ -373,7 +374,39 @@ fn a_pause_stops_the_sends_of_notifications_already_read() {
     assert_eq!(tokens.len(), 10, "{tokens:?}");
 }
 
+/// A removal stops the sends too, also when a subscription of the same name is
+/// added at once (a name pointed at a new URL): what the queue had read went
+/// with the removal, so neither the old URL nor the new subscription gets any
+/// of it, and the new one shows none of its attempts.
+fn a_removed_subscription_sends_nothing_more_though_its_name_is_added_again() {
+    let old = Picky::start();
+    old.holding.store(true, Ordering::SeqCst);
+    let new = Picky::start();
+    let daemon = orders(&[]);
+    let body = json!({"name": "s", "url": old.url, "kinds": ["started"]});
+    daemon.post("/notify", &body).expect(201);
+    for i in 0..10 {
+        start(&daemon, &format!("s-{i}"));
+    }
+    eventually(
+        Duration::from_secs(10),
+        "the first send, held by the receiver",
+        || format!("{:?}", old.requests()),
+        || old.requests().len() == 1,
+    );
+    daemon.request("DELETE", "/notify/s", &[], b"").expect(204);
+    let body = json!({"name": "s", "url": new.url, "kinds": ["completed"]});
+    daemon.post("/notify", &body).expect(201);
+    old.holding.store(false, Ordering::SeqCst);
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(old.requests().len(), 1, "{:?}", old.requests());
+    assert_eq!(new.requests(), [], "the new one is about completed only");
+    let shown = daemon.get("/notify/s").expect(200);
+    assert_eq!(shown["attempts"], json!([]), "{shown}");
+}
+
 both!(
+    a_removed_subscription_sends_nothing_more_though_its_name_is_added_again,
     a_pause_stops_the_sends_of_notifications_already_read,
     a_subscription_removed_during_a_burst_leaves_no_notification,
     notifications_not_yet_read_count_and_go_with_their_subscription,

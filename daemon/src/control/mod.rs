@@ -25,6 +25,7 @@ pub mod claim_wait;
 mod claim_limits;
 
 pub use dev_clock::{no_dev_clock, MOST_ADVANCE};
+pub use notify::Standing;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};

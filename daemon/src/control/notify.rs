@@ -54,6 +54,17 @@ fn batches_made_rows(tx: &dyn Tx, subscription: &str, until: i64) -> StoreResult
     Ok(!tx.batches_waiting(subscription, Some(until))?)
 }
 
+/// Where a subscription stands ([`Control::subscription_now`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Standing {
+    /// It sends.
+    Active,
+    /// Its notifications wait for the resume.
+    Paused,
+    /// Gone with its notifications (perhaps added again under its name).
+    Removed,
+}
+
 /// The journal's subject of subscriptions.
 const SUBJECT: &str = "subscription";
 
@@ -160,12 +171,23 @@ impl Control {
         Ok(())
     }
 
-    /// Whether the subscription `name` is active in the write path's copy,
-    /// which a pause or a removal changes before it answers: the sender looks
-    /// before each send, so that none starts after the pause has answered.
-    pub fn subscription_active(&self, name: &str) -> bool {
+    /// What the write path's copy of the subscriptions, which a pause or a
+    /// removal changes before it answers, says of the subscription `name`
+    /// added at `added` (microseconds): the sender looks before each send, so
+    /// that none starts after the pause or the removal has answered.
+    pub fn subscription_now(&self, name: &str, added: i64) -> Standing {
         let snapshot = self.inner.subscribed.snapshot();
-        snapshot.matchers.iter().any(|m| m.name == name)
+        if !snapshot
+            .added
+            .iter()
+            .any(|(n, at)| n == name && *at == added)
+        {
+            Standing::Removed
+        } else if snapshot.matchers.iter().any(|m| m.name == name) {
+            Standing::Active
+        } else {
+            Standing::Paused
+        }
     }
 
     /// The active subscriptions' rows (the sender's list).

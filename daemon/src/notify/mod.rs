@@ -106,6 +106,10 @@ pub struct Snapshot {
     pub matchers: Vec<Matcher>,
     /// The main workflow's name (a token of no workflow runs it).
     pub main: String,
+    /// Every subscription, paused ones too, by name and the moment it was
+    /// added (microseconds): one added again under a removed one's name has
+    /// a later one.
+    pub added: Vec<(String, i64)>,
 }
 
 impl Snapshot {
@@ -136,6 +140,10 @@ impl Subscribed {
         let snapshot = Arc::new(Snapshot {
             matchers: rows.iter().filter_map(Matcher::of).collect(),
             main: main.to_string(),
+            added: rows
+                .iter()
+                .map(|r| (r.name.clone(), r.created_at))
+                .collect(),
         });
         match self.current.write() {
             Ok(mut current) => *current = snapshot,

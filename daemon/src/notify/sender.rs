@@ -27,7 +27,7 @@ use tokio::task::JoinHandle;
 
 use super::body::{body, signature, webhook_id};
 use super::send::{post, Kept};
-use crate::control::Control;
+use crate::control::{Control, Standing};
 use crate::store::notifications::{
     AttemptRow, Deferral, DueNotification, NotificationRow, Outcome,
 };
@@ -221,10 +221,18 @@ async fn queue(control: Control, name: String, options: SenderOptions) {
         // moment (none: it is dead): their later ones wait for it.
         let mut held: HashMap<String, Option<i64>> = HashMap::new();
         let mut done = Vec::new();
+        let mut removed = false;
         for (index, row) in due.iter().enumerate() {
-            // Paused or removed meanwhile: the rest stay pending, unsent.
-            if !control.subscription_active(&name) {
-                break;
+            // Paused meanwhile: the rest stay pending, unsent. Removed: they
+            // went with it, and so do the attempts made (a subscription added
+            // again under its name has none of them).
+            match control.subscription_now(&name, subscription.created_at) {
+                Standing::Active => {}
+                Standing::Paused => break,
+                Standing::Removed => {
+                    removed = true;
+                    break;
+                }
             }
             if let Some(retry) = held.get(&row.token) {
                 if let Some(at) = retry {
@@ -282,6 +290,9 @@ async fn queue(control: Control, name: String, options: SenderOptions) {
                 },
                 outcome,
             ));
+        }
+        if removed {
+            continue;
         }
         let sent = done.len();
         let moved = !deferred.is_empty();
