@@ -459,11 +459,7 @@ impl Inner {
             };
             let left = limit.saturating_sub(began.elapsed());
             if left.is_zero() {
-                return Err(if silent {
-                    StoreError::NotAnswering(self.statement_deadline)
-                } else {
-                    StoreError::Busy
-                });
+                return Err(self.waited_too_long());
             }
             if let Ok(conn) = pool.get_timeout(left.min(POOL_SLICE)) {
                 return Ok(conn);
@@ -471,8 +467,8 @@ impl Inner {
         }
     }
 
-    /// The answer to a request that waited for the writer longer than the lock
-    /// limit: the server does not answer, or it is busy.
+    /// The answer to a request that waited for the writer, or for a pooled
+    /// connection, longer than it may: the server does not answer, or it is busy.
     fn waited_too_long(&self) -> StoreError {
         if self.answering.silent() {
             StoreError::NotAnswering(self.statement_deadline)
