@@ -377,32 +377,55 @@ fn a_pause_stops_the_sends_of_notifications_already_read() {
 /// A removal stops the sends too, also when a subscription of the same name is
 /// added at once (a name pointed at a new URL): what the queue had read went
 /// with the removal, so neither the old URL nor the new subscription gets any
-/// of it, and the new one shows none of its attempts.
+/// of it, and the new one shows none of its attempts, not even the attempt of
+/// the send that was under way. Queue `a` read one notification (its send
+/// under way is the last of its batch); queue `b` read ten, written by one
+/// bulk pause (one commit), and was sending the first.
 fn a_removed_subscription_sends_nothing_more_though_its_name_is_added_again() {
-    let old = Picky::start();
-    old.holding.store(true, Ordering::SeqCst);
+    let (old_a, old_b) = (Picky::start(), Picky::start());
+    old_a.holding.store(true, Ordering::SeqCst);
+    old_b.holding.store(true, Ordering::SeqCst);
     let new = Picky::start();
     let daemon = orders(&[]);
-    let body = json!({"name": "s", "url": old.url, "kinds": ["started"]});
-    daemon.post("/notify", &body).expect(201);
-    for i in 0..10 {
-        start(&daemon, &format!("s-{i}"));
+    for (name, url, kind) in [("a", &old_a.url, "started"), ("b", &old_b.url, "paused")] {
+        let body = json!({"name": name, "url": url, "kinds": [kind]});
+        daemon.post("/notify", &body).expect(201);
     }
-    eventually(
-        Duration::from_secs(10),
-        "the first send, held by the receiver",
-        || format!("{:?}", old.requests()),
-        || old.requests().len() == 1,
-    );
-    daemon.request("DELETE", "/notify/s", &[], b"").expect(204);
-    let body = json!({"name": "s", "url": new.url, "kinds": ["completed"]});
-    daemon.post("/notify", &body).expect(201);
-    old.holding.store(false, Ordering::SeqCst);
+    start(&daemon, "s-0");
+    let held = |picky: &Picky, what: &str| {
+        eventually(
+            Duration::from_secs(10),
+            what,
+            || format!("{:?}", picky.requests()),
+            || picky.requests().len() == 1,
+        )
+    };
+    held(&old_a, "a's first send, held by its receiver");
+    let tokens: Vec<String> = (0..10).map(|i| format!("s-{i}")).collect();
+    for token in &tokens[1..] {
+        start(&daemon, token);
+    }
+    let bulk = json!({"action": "pause", "tokens": tokens, "reason": "a batch for b"});
+    let paused = daemon.post("/tokens/bulk", &bulk).expect(200);
+    assert_eq!(paused["applied"], 10, "{paused}");
+    held(&old_b, "b's first send, held by its receiver");
+    for name in ["a", "b"] {
+        daemon
+            .request("DELETE", &format!("/notify/{name}"), &[], b"")
+            .expect(204);
+        let body = json!({"name": name, "url": new.url, "kinds": ["completed"]});
+        daemon.post("/notify", &body).expect(201);
+    }
+    old_a.holding.store(false, Ordering::SeqCst);
+    old_b.holding.store(false, Ordering::SeqCst);
     std::thread::sleep(Duration::from_millis(1500));
-    assert_eq!(old.requests().len(), 1, "{:?}", old.requests());
-    assert_eq!(new.requests(), [], "the new one is about completed only");
-    let shown = daemon.get("/notify/s").expect(200);
-    assert_eq!(shown["attempts"], json!([]), "{shown}");
+    assert_eq!(old_a.requests().len(), 1, "{:?}", old_a.requests());
+    assert_eq!(old_b.requests().len(), 1, "{:?}", old_b.requests());
+    assert_eq!(new.requests(), [], "the new ones are about completed only");
+    for name in ["a", "b"] {
+        let shown = daemon.get(&format!("/notify/{name}")).expect(200);
+        assert_eq!(shown["attempts"], json!([]), "{shown}");
+    }
 }
 
 both!(

@@ -415,11 +415,15 @@ impl PgTx<'_> {
         let reasons: Vec<Option<&str>> = done.iter().map(|(a, _)| a.reason.as_deref()).collect();
         let states: Vec<&str> = done.iter().map(|(_, o)| o.status().0).collect();
         let nexts = column(&|a, o| o.next_at(a.at));
+        // Only the attempts of notifications still there, as in SQLite's
+        // `record_done` (`id = ANY($2)` lets the plan probe the key's index).
         self.execute(
             &format!(
                 "INSERT INTO notification_attempts ({ATTEMPT_COLUMNS})
                  SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[],
                                       $5::bigint[], $6::bigint[], $7::text[])
+                      AS u(subscription, notification, attempt, at, status, latency, reason)
+                 WHERE u.notification IN (SELECT id FROM notifications WHERE id = ANY($2))
                  ON CONFLICT (notification, attempt) DO UPDATE SET at = EXCLUDED.at,
                      status = EXCLUDED.status, latency = EXCLUDED.latency,
                      reason = EXCLUDED.reason"

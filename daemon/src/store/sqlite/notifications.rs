@@ -307,11 +307,16 @@ impl SqliteTx<'_> {
             })
             .collect();
         let rows = serde_json::Value::Array(rows).to_string();
+        // Only the attempts of notifications still there: a removal took its
+        // subscription's, with their attempts, and a subscription added again
+        // under the name must not show the attempts of a send that was under
+        // way.
         self.prepare(&format!(
             "INSERT OR REPLACE INTO notification_attempts ({ATTEMPT_COLUMNS})
              SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4,
                     value ->> 5, value ->> 6
-             FROM json_each(?1)"
+             FROM json_each(?1)
+             WHERE EXISTS (SELECT 1 FROM notifications n WHERE n.id = value ->> 1)"
         ))?
         .execute([&rows])?;
         // Counted before the rows change: those not tried since they were read
