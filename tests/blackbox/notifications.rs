@@ -767,7 +767,46 @@ fn delivered_notifications_go_after_the_keep_and_dead_ones_stay() {
     });
 }
 
+/// A batch to a slow receiver records its attempts as it goes (at least once
+/// a second), not only at its end: the counts move while it runs, and a SIGKILL
+/// in the middle sends again only what the last second sent. One bulk pause
+/// writes the 20 notifications in one commit, so the queue reads them as one
+/// batch of 20, 4 s of sends at 200 ms each.
+fn a_long_batch_records_its_attempts_as_it_goes() {
+    let receiver = Receiver::start(0);
+    let mut daemon = orders(&[]);
+    subscribe(
+        &daemon,
+        &receiver,
+        json!({"name": "slow", "kinds": ["paused"]}),
+    );
+    let tokens: Vec<String> = (0..20).map(|i| format!("l-{i:02}")).collect();
+    for token in &tokens {
+        start(&daemon, token);
+    }
+    receiver.delay.store(200, Ordering::SeqCst);
+    let bulk = json!({"action": "pause", "tokens": tokens, "reason": "one batch"});
+    let paused = daemon.post("/tokens/bulk", &bulk).expect(200);
+    assert_eq!(paused["applied"], 20, "{paused}");
+    wait_for(Duration::from_secs(20), "half the batch sent", || {
+        receiver.seen().len() >= 10
+    });
+    let recorded = daemon.count("SELECT count(*) FROM notification_attempts");
+    assert!(recorded >= 4, "{recorded} attempts recorded after 10 sends");
+    daemon.crash_and_restart();
+    receiver.delay.store(0, Ordering::SeqCst);
+    wait_for(
+        Duration::from_secs(30),
+        "every notification arrives",
+        || receiver.seen().iter().collect::<BTreeSet<_>>().len() == tokens.len(),
+    );
+    let seen = receiver.seen();
+    let again = seen.len() - seen.iter().collect::<BTreeSet<_>>().len();
+    assert!(again <= 6, "{again} sent again after the kill: {seen:?}");
+}
+
 both!(
+    a_long_batch_records_its_attempts_as_it_goes,
     a_failing_receiver_gets_the_entry_later_with_the_same_webhook_id,
     every_matching_entry_arrives_through_two_sigkills,
     no_move_fires_once_per_visit,

@@ -9,8 +9,9 @@
 //! A failed attempt is tried again after a backoff (1 s doubling to at most
 //! 10 minutes, each moved by up to a fifth at random); past the limit (24 hours
 //! by default) since it was written, the notification is dead. Every attempt is
-//! recorded; a notification sent whose record did not commit (a SIGKILL) is sent
-//! again with the same `webhook-id`: delivery is at least once.
+//! recorded (at the batch's end, and at least once a second during a long one,
+//! [`RECORD_EVERY`]); a notification sent whose record did not commit (a
+//! SIGKILL) is sent again with the same `webhook-id`: delivery is at least once.
 //!
 //! The database is shared with the write path, which the sender must not slow:
 //! a batch's bodies are read in one read ([`Control::notification_parts`]) and
@@ -66,6 +67,13 @@ const BATCH: i64 = 256;
 /// write) a queue makes rows of at once: a write under load holds about a
 /// hundred notifications of a subscription to every entry, an idle one a few.
 const EXPAND_MOST: i64 = 32;
+
+/// A batch whose sends take longer (a slow receiver, timeouts) records the
+/// attempts made so far at least this often, rather than at its end only: what
+/// `notify show` and the counts say lags by at most this much, and a SIGKILL
+/// sends again only the notifications of the last this-long (each with its
+/// `webhook-id`).
+const RECORD_EVERY: Duration = Duration::from_secs(1);
 
 /// While the write path is busy, a queue waits this many times as long as its
 /// last batch took before the next (so it works at most a tenth of the time).
@@ -222,7 +230,22 @@ async fn queue(control: Control, name: String, options: SenderOptions) {
         let mut held: HashMap<String, Option<i64>> = HashMap::new();
         let mut done = Vec::new();
         let mut removed = false;
+        let mut recorded = Instant::now();
         for (index, row) in due.iter().enumerate() {
+            // A long batch: what it did so far, recorded now.
+            if recorded.elapsed() >= RECORD_EVERY && !done.is_empty() {
+                let (now_done, now_deferred) =
+                    (std::mem::take(&mut done), std::mem::take(&mut deferred));
+                if control
+                    .record_attempts(now_done, now_deferred)
+                    .await
+                    .is_err()
+                {
+                    tokio::time::sleep(options.poll).await;
+                    continue 'queue;
+                }
+                recorded = Instant::now();
+            }
             // Paused meanwhile: the rest stay pending, unsent. Removed: they
             // went with it, and so do the attempts made (a subscription added
             // again under its name has none of them).
