@@ -1,7 +1,8 @@
 //! The soak's clients, on a thread of their own: they start tokens (a start that
 //! gets no answer is sent again), and fire each token's `go` event with an
 //! idempotency key, 1 to 3 times, as a webhook that arrives twice. Every answer is
-//! kept for the checker; a request the daemon does not answer is only retried.
+//! kept for the checker; a request the daemon does not answer, or answers 503
+//! (not served, nothing done), is only retried.
 
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -49,7 +50,7 @@ pub struct Record {
     pub errors: Vec<String>,
     /// Starts answered 201 and events answered 200 that were not duplicates.
     pub changes: u64,
-    /// Requests that got no answer (sent again later).
+    /// Requests that got no answer, or a 503 (sent again later).
     pub unanswered: u64,
     /// Sends of a key answered as a duplicate.
     pub duplicates: u64,
@@ -144,6 +145,13 @@ impl Clients {
             ("content-type", "application/json"),
         ];
         if let Some(reply) = self.send(record, "POST", &path, &headers, &json!({})) {
+            if reply.status == 503 {
+                // Not served (the database did not answer, a daemon stopping):
+                // nothing was done, and a client sends it again, as a webhook's
+                // sender would.
+                record.unanswered += 1;
+                return;
+            }
             let body: Value = serde_json::from_slice(&reply.body).unwrap_or(Value::Null);
             if reply.status == 200 && body["duplicate"] == true {
                 record.duplicates += 1;
