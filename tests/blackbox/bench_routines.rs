@@ -12,12 +12,27 @@ fn bench_routines_runs_its_routines_with_its_own_binary_under_any_name() {
     let dir = tempfile::tempdir().unwrap();
     let copy = dir.path().join("sto-under-another-name");
     std::fs::copy(harness::binary(), &copy).unwrap();
-    let output = Command::new(&copy)
-        .args(["bench-routines", "--routines", "20", "--tasks", "4"])
-        .env("PATH", "/usr/bin:/bin")
-        .env("TMPDIR", dir.path())
-        .output()
-        .expect("the copy runs");
+    // The copy was open for writing here, and a child another test forks in
+    // that moment holds that handle until its exec: until then the copy is
+    // busy (ETXTBSY), so its start is tried again.
+    let run = || {
+        Command::new(&copy)
+            .args(["bench-routines", "--routines", "20", "--tasks", "4"])
+            .env("PATH", "/usr/bin:/bin")
+            .env("TMPDIR", dir.path())
+            .output()
+    };
+    let mut output = run();
+    for _ in 0..50 {
+        match &output {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy => {
+                std::thread::sleep(std::time::Duration::from_millis(100));
+                output = run();
+            }
+            _ => break,
+        }
+    }
+    let output = output.expect("the copy runs");
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(0), "{stdout}{stderr}");
