@@ -338,14 +338,14 @@ impl Control {
     pub async fn test_subscription(&self, name: String) -> Result<Queued, Refusal> {
         self.write(move |_, tx| {
             existing(tx, &name)?;
-            tx.insert_notification(&NewNotification {
+            tx.insert_notifications(&[NewNotification {
                 subscription: &name,
                 entry: None,
                 token: "",
                 kind: TEST,
                 state: None,
                 visit: None,
-            })?;
+            }])?;
             Ok(Queued { queued: 1 })
         })
         .await
@@ -481,16 +481,18 @@ impl Control {
                 if stalled.is_empty() || !batches_made_rows(tx, &row.name, until)? {
                     continue;
                 }
-                for (token, state, visit) in stalled {
-                    tx.insert_notification(&NewNotification {
+                let rows: Vec<NewNotification<'_>> = stalled
+                    .iter()
+                    .map(|(token, state, visit)| NewNotification {
                         subscription: &row.name,
                         entry: None,
-                        token: &token,
+                        token,
                         kind: NO_MOVE,
-                        state: Some(&state),
-                        visit: Some(visit),
-                    })?;
-                }
+                        state: Some(state),
+                        visit: Some(*visit),
+                    })
+                    .collect();
+                tx.insert_notifications(&rows)?;
             }
             Ok(())
         })

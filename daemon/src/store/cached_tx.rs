@@ -145,7 +145,8 @@ impl<'a> CachedTx<'a> {
         // A request appends its token's entries one after another: the row is
         // read (a copy, context and all) once for each run of them.
         let mut last: Option<(String, Option<TokenRow>)> = None;
-        for candidate in candidates {
+        let mut rows = Vec::new();
+        for candidate in &candidates {
             if last.as_ref().map(|(token, _)| token) != Some(&candidate.token) {
                 last = Some((candidate.token.clone(), self.token(&candidate.token)?));
             }
@@ -155,18 +156,21 @@ impl<'a> CachedTx<'a> {
             let kind = candidate.kind.as_str();
             for matcher in &snapshot.matchers {
                 if matcher.matches(kind, candidate.state.as_deref(), row, &snapshot.main, now) {
-                    self.inner.insert_notification(&NewNotification {
+                    rows.push(NewNotification {
                         subscription: &matcher.name,
                         entry: Some(candidate.id),
                         token: &candidate.token,
                         kind,
                         state: None,
                         visit: None,
-                    })?;
+                    });
                 }
             }
         }
-        Ok(())
+        if rows.is_empty() {
+            return Ok(());
+        }
+        self.inner.insert_notifications(&rows)
     }
 
     /// Run `work` on the staged facts of `token` (taken from the base first).

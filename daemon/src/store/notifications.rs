@@ -276,20 +276,19 @@ passed_through! {
         fn subscription(&self, name: &str) -> StoreResult<Option<SubscriptionRow>>;
         /// Every subscription, by name.
         fn subscriptions(&self) -> StoreResult<Vec<SubscriptionRow>>;
-        /// Write a notification at `Tx::now`, due at once (`next_at` 0) (on
-        /// Postgres with the transaction's other writes, `postgres/pending.rs`).
-        /// A `no_move` of a visit that has one already writes nothing, nor does
-        /// one of a subscription that is gone when the write commits, or one of
-        /// a ledger entry for a subscription that is paused then.
-        fn insert_notification(&self, row: &NewNotification<'_>) -> StoreResult<()>;
+        /// Write notifications at `Tx::now`, due at once (`next_at` 0): those
+        /// of ledger entries as one batch for each subscription
+        /// (`notification_batches`, which its queue makes rows of), the others
+        /// (`no_move`, `test`) as rows (on Postgres with the transaction's other
+        /// writes, `postgres/pending.rs`). A `no_move` of a visit that has one
+        /// already writes nothing, nor does one of a subscription that is gone
+        /// when the write commits, or one of a ledger entry for a subscription
+        /// that is paused then.
+        fn insert_notifications(&self, rows: &[NewNotification<'_>]) -> StoreResult<()>;
         /// Whether the subscription has batches (`notification_batches`) that
-        /// its queue has not made rows of yet. Postgres's write path writes a
-        /// write's notifications of ledger entries as one batch for each
-        /// subscription, and those of no entry (`no_move`, `test`) as rows
-        /// (`postgres/notifications.rs`); SQLite's writes rows only, and
-        /// answers false without a read. With `written_by` (microseconds),
-        /// only a batch whose first notification is of an entry written at or
-        /// before it counts.
+        /// its queue has not made rows of yet. With `written_by`
+        /// (microseconds), only a batch whose first notification is of an
+        /// entry written at or before it counts.
         fn batches_waiting(&self, subscription: &str, written_by: Option<i64>)
             -> StoreResult<bool>;
         /// Turn at most `most` of the subscription's oldest batches into rows

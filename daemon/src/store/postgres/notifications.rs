@@ -217,21 +217,22 @@ impl Notifications for PgTx<'_> {
         rows.iter().map(SubscriptionRow::read).collect()
     }
 
-    fn insert_notification(&self, row: &NewNotification<'_>) -> StoreResult<()> {
-        // Written with the transaction's other writes (`pending.rs`): no round
-        // trip of its own on the write path.
-        self.pending
-            .borrow_mut()
+    fn insert_notifications(&self, rows: &[NewNotification<'_>]) -> StoreResult<()> {
+        // Written with the transaction's other writes (`pending.rs`, which
+        // makes the batches): no round trip of its own on the write path.
+        let at = self.now.get();
+        let mut pending = self.pending.borrow_mut();
+        pending
             .notifications
-            .push(WaitingNotification {
+            .extend(rows.iter().map(|row| WaitingNotification {
                 subscription: row.subscription.to_string(),
                 entry: row.entry,
                 token: row.token.to_string(),
                 kind: row.kind.to_string(),
                 state: row.state.map(str::to_string),
                 visit: row.visit,
-                at: self.now.get(),
-            });
+                at,
+            }));
         Ok(())
     }
 

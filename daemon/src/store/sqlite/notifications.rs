@@ -33,7 +33,8 @@ fn due_sql() -> String {
 
 /// Each subscription's counts (`Notifications::notification_counts`): the
 /// pending and dead rows, each branch through a partial index
-/// (`notifications_due`, `notifications_dead`), and the delivered ones as their
+/// (`notifications_due`, `notifications_dead`), the notifications of batches
+/// not yet made rows (pending, never tried), and the delivered ones as their
 /// subscription's row counts them, so that the delivered history is not read.
 const COUNTS: &str = "SELECT subscription, status, attempts > 0, count(*) FROM notifications
      WHERE status = 'pending' AND attempts >= 0 GROUP BY subscription, status, attempts > 0
@@ -41,7 +42,50 @@ const COUNTS: &str = "SELECT subscription, status, attempts > 0, count(*) FROM n
      SELECT subscription, status, 1, count(*) FROM notifications
      WHERE status = 'dead' GROUP BY subscription, status
      UNION ALL
+     SELECT subscription, 'pending', 0, sum(json_array_length(entries))
+     FROM notification_batches GROUP BY subscription
+     UNION ALL
      SELECT name, 'delivered', 1, delivered FROM subscriptions";
+
+/// One subscription's notifications of ledger entries in one write, as
+/// [`Notifications::insert_notifications`] makes its batch.
+#[derive(Default)]
+struct Batch<'a> {
+    entries: Vec<i64>,
+    tokens: Vec<&'a str>,
+    kinds: Vec<&'a str>,
+}
+
+/// `items` as a JSON array (a batch's column).
+fn array<T: serde::Serialize>(items: &[T]) -> String {
+    serde_json::to_string(items).unwrap_or_else(|_| "[]".to_string())
+}
+
+impl SqliteTx<'_> {
+    /// A notification of no ledger entry (`no_move`, `test`) as a row of its
+    /// own, at `now`; only for a subscription still there (a `test` of a
+    /// paused one waits for its resume).
+    fn insert_row(&self, row: &NewNotification<'_>, now: i64) -> StoreResult<()> {
+        self.prepare(
+            "INSERT INTO notifications
+                     (subscription, entry, token, kind, state, visit, at, status, attempts,
+                      next_at)
+                 SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending', 0, 0
+                 WHERE EXISTS (SELECT 1 FROM subscriptions WHERE name = ?1)
+                 ON CONFLICT DO NOTHING",
+        )?
+        .execute(params![
+            row.subscription,
+            row.entry,
+            row.token,
+            row.kind,
+            row.state,
+            row.visit,
+            now
+        ])?;
+        Ok(())
+    }
+}
 
 impl Notifications for SqliteTx<'_> {
     fn insert_subscription(&self, row: &SubscriptionRow) -> StoreResult<()> {
@@ -79,6 +123,8 @@ impl Notifications for SqliteTx<'_> {
             .execute([name])?;
         self.prepare("DELETE FROM notifications WHERE subscription = ?1")?
             .execute([name])?;
+        self.prepare("DELETE FROM notification_batches WHERE subscription = ?1")?
+            .execute([name])?;
         let mut statement = self.prepare("DELETE FROM subscriptions WHERE name = ?1")?;
         Ok(statement.execute([name])? > 0)
     }
@@ -98,40 +144,88 @@ impl Notifications for SqliteTx<'_> {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
-    fn batches_waiting(&self, _subscription: &str, _written_by: Option<i64>) -> StoreResult<bool> {
-        // This write path writes a row for each notification
-        // (`insert_notification`), never a batch.
-        Ok(false)
+    fn batches_waiting(&self, subscription: &str, written_by: Option<i64>) -> StoreResult<bool> {
+        // A batch's entries are in the order written: its first is its oldest.
+        Ok(self
+            .prepare(
+                "SELECT EXISTS (SELECT 1 FROM notification_batches
+                     WHERE subscription = ?1 AND (?2 IS NULL OR ats ->> 0 <= ?2))",
+            )?
+            .query_row(params![subscription, written_by], |row| row.get(0))?)
     }
 
-    fn expand_batches(&self, _subscription: &str, _most: i64) -> StoreResult<i64> {
-        Ok(0)
-    }
-
-    fn insert_notification(&self, row: &NewNotification<'_>) -> StoreResult<()> {
-        // Only for a subscription still there (and active, for a ledger
-        // entry's): the write path matched the entry against its copy of the
-        // subscriptions, which changes only after a pause or a removal commits;
-        // this writer's transactions go one at a time, so the row is as the
-        // removal left it.
-        self.prepare(
-            "INSERT INTO notifications
+    fn expand_batches(&self, subscription: &str, most: i64) -> StoreResult<i64> {
+        // The rows in the order of the batches' ids and of each array, which is
+        // the order their ids are given in; this writer's transactions go one
+        // at a time, so the delete takes the same batches.
+        let made = self
+            .prepare(
+                "INSERT INTO notifications
                      (subscription, entry, token, kind, state, visit, at, status, attempts,
                       next_at)
-                 SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending', 0, 0
-                 WHERE EXISTS (SELECT 1 FROM subscriptions
-                               WHERE name = ?1 AND (?2 IS NULL OR status = 'active'))
-                 ON CONFLICT DO NOTHING",
+                 SELECT b.subscription, e.value, b.tokens ->> e.key, b.kinds ->> e.key, NULL,
+                        NULL, b.ats ->> e.key, 'pending', 0, 0
+                 FROM (SELECT id, subscription, entries, tokens, kinds, ats
+                       FROM notification_batches WHERE subscription = ?1
+                       ORDER BY id LIMIT ?2) AS b, json_each(b.entries) AS e
+                 ORDER BY b.id, e.key",
+            )?
+            .execute(params![subscription, most])?;
+        self.prepare(
+            "DELETE FROM notification_batches WHERE id IN (
+                 SELECT id FROM notification_batches WHERE subscription = ?1
+                 ORDER BY id LIMIT ?2)",
         )?
-        .execute(params![
-            row.subscription,
-            row.entry,
-            row.token,
-            row.kind,
-            row.state,
-            row.visit,
-            self.now()
-        ])?;
+        .execute(params![subscription, most])?;
+        Ok(i64::try_from(made).unwrap_or(i64::MAX))
+    }
+
+    fn insert_notifications(&self, rows: &[NewNotification<'_>]) -> StoreResult<()> {
+        let now = self.now();
+        // Those of ledger entries: one batch for each subscription, its arrays
+        // in the order written.
+        let mut batches: Vec<(&str, Batch<'_>)> = Vec::new();
+        for row in rows {
+            let Some(entry) = row.entry else {
+                self.insert_row(row, now)?;
+                continue;
+            };
+            let at = match batches
+                .iter()
+                .position(|(name, _)| *name == row.subscription)
+            {
+                Some(at) => at,
+                None => {
+                    batches.push((row.subscription, Batch::default()));
+                    batches.len() - 1
+                }
+            };
+            let batch = &mut batches[at].1;
+            batch.entries.push(entry);
+            batch.tokens.push(row.token);
+            batch.kinds.push(row.kind);
+        }
+        for (subscription, batch) in batches {
+            let ats = vec![now; batch.entries.len()];
+            // Only for a subscription still there and active: the write path
+            // matched the entries against its copy of the subscriptions, which
+            // changes only after a pause or a removal commits; this writer's
+            // transactions go one at a time, so the row is as the change left
+            // it.
+            self.prepare(
+                "INSERT INTO notification_batches (subscription, entries, tokens, kinds, ats)
+                 SELECT ?1, ?2, ?3, ?4, ?5
+                 WHERE EXISTS (SELECT 1 FROM subscriptions
+                               WHERE name = ?1 AND status = 'active')",
+            )?
+            .execute(params![
+                subscription,
+                array(&batch.entries),
+                array(&batch.tokens),
+                array(&batch.kinds),
+                array(&ats)
+            ])?;
+        }
         Ok(())
     }
 

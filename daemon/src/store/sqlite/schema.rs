@@ -42,7 +42,7 @@ impl Migration {
 }
 
 /// The migration of each version, in the order of [`VERSIONS`].
-pub fn migrations() -> [Migration; 21] {
+pub fn migrations() -> [Migration; 22] {
     [
         Migration::sql(baseline()),
         Migration::sql(FEED),
@@ -75,13 +75,16 @@ pub fn migrations() -> [Migration; 21] {
         Migration::sql(format!(
             "{NOTIFICATION_BATCHES}{NOTIFICATION_BATCHES_INDEX}{ORPHANS_DELETED}"
         )),
+        // 0022 changes no table: from it on, the write path writes the
+        // notifications of ledger entries as batches here too, which a build
+        // before it would never send (so it refuses the database).
+        Migration::sql(""),
     ]
 }
 
 /// Version 0021: `notification_batches`, as Postgres's 0021
-/// (`store/postgres/schema.rs`): each array a JSON array. SQLite's write path
-/// writes each notification as a row of its own (a row costs its in-process
-/// writer little), so the table stays empty here.
+/// (`store/postgres/schema.rs`): each array a JSON array. Until 0022 the
+/// table stayed empty here.
 const NOTIFICATION_BATCHES: &str = "
 CREATE TABLE notification_batches (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
