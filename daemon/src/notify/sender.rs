@@ -65,8 +65,15 @@ const BATCH: i64 = 256;
 
 /// The most batches of the write path (`notification_batches`, one for each
 /// write) a queue makes rows of at once: a write under load holds about a
-/// hundred notifications of a subscription to every entry, an idle one a few.
+/// hundred notifications of a subscription to every entry on Postgres (a write
+/// carries many requests), an idle one or SQLite's (one request) a few.
 const EXPAND_MOST: i64 = 32;
+
+/// How many times a turn makes rows of [`EXPAND_MOST`] batches at most, until
+/// a whole [`BATCH`] is there to read: small batches (SQLite's, two or three
+/// notifications each) held a queue to about 80 notifications a turn, 750 a
+/// second.
+const EXPANSIONS_A_TURN: u32 = 8;
 
 /// A batch whose sends take longer (a slow receiver, timeouts) records the
 /// attempts made so far at least this often, rather than at its end only: what
@@ -184,11 +191,21 @@ async fn queue(control: Control, name: String, options: SenderOptions) {
             match read {
                 Ok(Some((row, due, batched))) if row.status == "active" => {
                     // Fewer due than a batch, and batches wait: make rows of
-                    // some (once a turn, inside its yield), then read again.
+                    // enough for one (once a turn, inside its yield), then
+                    // read again.
                     if batched && !expanded && (due.len() as i64) < BATCH {
                         expanded = true;
-                        let made = control.expand_batches(name.clone(), EXPAND_MOST).await;
-                        if matches!(made, Ok(made) if made > 0) {
+                        let mut made = 0;
+                        for _ in 0..EXPANSIONS_A_TURN {
+                            match control.expand_batches(name.clone(), EXPAND_MOST).await {
+                                Ok(more) if more > 0 => made += more,
+                                _ => break,
+                            }
+                            if due.len() as i64 + made >= BATCH {
+                                break;
+                            }
+                        }
+                        if made > 0 {
                             continue;
                         }
                     }
