@@ -34,7 +34,7 @@ const MOST_FAILED_LISTED: i64 = 1000;
 /// The most `no_move` notifications one tick writes per subscription.
 const MOST_NO_MOVE_PER_TICK: i64 = 1000;
 
-/// The most batches of notifications (Postgres's `notification_batches`) a tick
+/// The most batches of notifications (`notification_batches`) a tick
 /// makes rows of before it writes a subscription's `no_move` notifications.
 const MOST_BATCHES_PER_TICK: i64 = 32;
 
@@ -424,9 +424,9 @@ impl Control {
     }
 
     /// The sender's write before it reads: at most `most` of the subscription's
-    /// oldest batches of notifications (Postgres's write path writes a write's
-    /// notifications as one batch) made rows of the outbox; how many
-    /// notifications that made.
+    /// oldest batches of notifications (the write path writes a write's
+    /// notifications of a subscription as one batch) made rows of the outbox;
+    /// how many notifications that made.
     pub async fn expand_batches(&self, name: String, most: i64) -> Result<i64, Refusal> {
         self.write(move |_, tx| Ok(tx.expand_batches(&name, most)?))
             .await

@@ -1,7 +1,7 @@
 //! The sender (`docs/notifications.md`, "The guarantee"): after the commit, a
 //! queue per subscription reads its due notifications (by the moment each is
-//! due, then id; first making rows of the batches that Postgres's write path
-//! wrote, [`Control::expand_batches`]) and sends them one at a time, so that a
+//! due, then id; first making rows of the batches that the write path wrote,
+//! [`Control::expand_batches`]) and sends them one at a time, so that a
 //! slow or dead receiver holds up only its own subscription. A token's notifications go in ledger
 //! order: one of a token that failed holds back that token's later ones until it
 //! is delivered or dead (they are moved to its retry's moment), and other tokens'

@@ -76,11 +76,11 @@ CREATE UNIQUE INDEX notifications_visit ON notifications (subscription, token, s
 CREATE INDEX notification_attempts_latest ON notification_attempts (subscription, at);
 ";
 
-/// Version 0021 adds the batches of the outbox: on Postgres, the notifications of
+/// Version 0021 adds the batches of the outbox: the notifications of
 /// ledger entries that one write of the write path made for one subscription, as
 /// one row, which its queue turns into rows of `notifications` before it reads
 /// them (`docs/inside/data.md`, `notification_batches`; `docs/notifications.md`,
-/// "The outbox"). SQLite has the table and leaves it empty.
+/// "The outbox"). SQLite's write path writes there from 0022 on.
 const NOTIFICATION_BATCHES: &str = "notification_batches";
 
 /// Version 0021's index, the same SQL on both backends: a subscription's batches
