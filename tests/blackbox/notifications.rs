@@ -7,7 +7,9 @@
 //! that never answers holds up only its own subscription; bad
 //! subscriptions are refused and change nothing; a delivered notification is
 //! deleted with its attempts after `--notify-keep` and a dead one stays; a
-//! standby's takeover on Postgres delivers what the old control plane left.
+//! receiver that cannot be reached is tried once a wait, and its notifications
+//! arrive once it listens or die at their limit; a standby's takeover on
+//! Postgres delivers what the old control plane left.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -46,7 +48,14 @@ struct Receiver {
 
 impl Receiver {
     fn start(fail_first: usize) -> Receiver {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("a port for the receiver");
+        Receiver::listening(
+            TcpListener::bind("127.0.0.1:0").expect("a port for the receiver"),
+            fail_first,
+        )
+    }
+
+    /// A receiver that answers on `listener`.
+    fn listening(listener: TcpListener, fail_first: usize) -> Receiver {
         let url = format!(
             "http://{}/hook",
             listener.local_addr().expect("its address")
@@ -805,7 +814,74 @@ fn a_long_batch_records_its_attempts_as_it_goes() {
     assert!(again <= 6, "{again} sent again after the kill: {seen:?}");
 }
 
+/// A port on 127.0.0.1 that nothing listens on (bound, then let go).
+fn unused_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+/// 20 tokens started, one notification each, to a subscription `away` to
+/// `port`; its secret.
+fn twenty_to(daemon: &Daemon, port: u16) -> String {
+    let body = json!({"name": "away", "url": format!("http://127.0.0.1:{port}/hook"), "kinds": ["started"]});
+    let added = daemon.post("/notify", &body).expect(201);
+    for i in 0..20 {
+        start(daemon, &format!("u-{i:02}"));
+    }
+    added["secret"].as_str().expect("a secret").to_string()
+}
+
+/// A receiver that cannot be reached (nothing listens on its port) is tried
+/// once a wait, not once a notification: its queue ends the batch at the
+/// refused connection and waits (the backoff, 100 ms here, doubling), and the
+/// other notifications stay pending, untried. Before, each of the 20 was tried
+/// on its own backoff, about 80 attempts in the 2 s. Once something listens
+/// there, all arrive.
+fn an_unreachable_receiver_is_tried_once_a_wait_not_once_a_notification() {
+    let port = unused_port();
+    let daemon = orders(&[]);
+    let secret = twenty_to(&daemon, port);
+    std::thread::sleep(Duration::from_secs(2));
+    let attempts = daemon.count("SELECT count(*) FROM notification_attempts");
+    assert!(
+        (1..=10).contains(&attempts),
+        "{attempts} attempts in 2 s to a refusing address"
+    );
+    let untried = daemon.count("SELECT count(*) FROM notifications WHERE attempts = 0");
+    assert!(untried >= 10, "{untried} of 20 untried");
+    let receiver = Receiver::listening(
+        TcpListener::bind(("127.0.0.1", port)).expect("the port again"),
+        0,
+    );
+    receiver.trust(&secret);
+    wait_for(
+        Duration::from_secs(30),
+        "all 20 arrive once it listens",
+        || receiver.got().len() == 20,
+    );
+    assert_eq!(receiver.bad_signatures.load(Ordering::SeqCst), 0);
+}
+
+/// The notifications a queue left untried while its receiver could not be
+/// reached still die at their limit: the first attempt after it finds them
+/// past it, and a dead one does not end the batch, so all die together.
+fn an_unreachable_receivers_notifications_die_at_their_limit() {
+    let daemon = orders(&["--notify-dead-after", "1s"]);
+    twenty_to(&daemon, unused_port());
+    wait_for(Duration::from_secs(20), "all 20 dead", || {
+        counts(&daemon, "away")["dead"] == 20
+    });
+    assert_eq!(
+        counts(&daemon, "away"),
+        json!({"pending": 0, "retrying": 0, "delivered": 0, "dead": 20})
+    );
+}
+
 both!(
+    an_unreachable_receiver_is_tried_once_a_wait_not_once_a_notification,
+    an_unreachable_receivers_notifications_die_at_their_limit,
     a_long_batch_records_its_attempts_as_it_goes,
     a_failing_receiver_gets_the_entry_later_with_the_same_webhook_id,
     every_matching_entry_arrives_through_two_sigkills,

@@ -2,7 +2,10 @@
 //! with a deadline over the whole exchange (connect, TLS, request, answer), a cap
 //! on the answer's body, and a connection kept for the next request to the same
 //! place. Only a 2xx answer is a delivery; a 3xx, 4xx or 5xx, a bad certificate,
-//! a timeout or an answer over the cap is a failed attempt with its reason.
+//! a timeout or an answer over the cap is a failed attempt with its reason. An
+//! attempt that could not reach the receiver at all (no connection, TLS or HTTP
+//! handshake) says so ([`Answered::unreachable`]): the queue then waits for the
+//! receiver rather than trying its other notifications.
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -26,6 +29,9 @@ pub struct Answered {
     pub status: Option<u16>,
     /// Why it is not a delivery; `None` for a 2xx.
     pub failure: Option<String>,
+    /// No request went out: the connection (TCP, TLS or the HTTP handshake)
+    /// failed, so any other notification to this URL would fail alike.
+    pub unreachable: bool,
 }
 
 /// A connection kept per subscription: where it goes, and its sender.
@@ -97,10 +103,15 @@ async fn exchange(
     let failed = |why: String| Answered {
         status: None,
         failure: Some(why),
+        unreachable: false,
+    };
+    let unreachable = |why: String| Answered {
+        unreachable: true,
+        ..failed(why)
     };
     let uri: hyper::Uri = match url.parse() {
         Ok(uri) => uri,
-        Err(_) => return failed("the URL cannot be read".into()),
+        Err(_) => return unreachable("the URL cannot be read".into()),
     };
     let place = format!(
         "{}://{}",
@@ -114,13 +125,13 @@ async fn exchange(
         Some(k) => k.sender,
         None => match connect(&uri).await {
             Ok(sender) => sender,
-            Err(why) => return failed(why),
+            Err(why) => return unreachable(why),
         },
     };
     if sender.ready().await.is_err() {
         sender = match connect(&uri).await {
             Ok(sender) => sender,
-            Err(why) => return failed(why),
+            Err(why) => return unreachable(why),
         };
     }
     let path = uri.path_and_query().map_or("/", |p| p.as_str());
@@ -157,6 +168,7 @@ async fn exchange(
                                 "the answer's body is over {} KiB",
                                 ANSWER_CAP / 1024
                             )),
+                            unreachable: false,
                         };
                     }
                 }
@@ -165,6 +177,7 @@ async fn exchange(
                 return Answered {
                     status: Some(status),
                     failure: Some(format!("the answer broke off: {error}")),
+                    unreachable: false,
                 }
             }
         }
@@ -174,6 +187,7 @@ async fn exchange(
     Answered {
         status: Some(status),
         failure,
+        unreachable: false,
     }
 }
 
@@ -197,6 +211,7 @@ pub async fn post(
                     "no answer within {}",
                     stateous_shared::durations::limit_words(timeout)
                 )),
+                unreachable: false,
             }
         }
     }

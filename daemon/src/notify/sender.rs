@@ -8,7 +8,10 @@
 //! go on, however many wait for a retry.
 //! A failed attempt is tried again after a backoff (1 s doubling to at most
 //! 10 minutes, each moved by up to a fifth at random); past the limit (24 hours
-//! by default) since it was written, the notification is dead. Every attempt is
+//! by default) since it was written, the notification is dead. A receiver that
+//! cannot be reached at all (refused, no such host, TLS) fails every
+//! notification alike: the queue ends its batch at that attempt and waits for
+//! the receiver ([`UNREACHABLE_WAIT`]) instead of trying the rest. Every attempt is
 //! recorded (at the batch's end, and at least once a second during a long one,
 //! [`RECORD_EVERY`]); a notification sent whose record did not commit (a
 //! SIGKILL) is sent again with the same `webhook-id`: delivery is at least once.
@@ -81,6 +84,13 @@ const EXPANSIONS_A_TURN: u32 = 8;
 /// sends again only the notifications of the last this-long (each with its
 /// `webhook-id`).
 const RECORD_EVERY: Duration = Duration::from_secs(1);
+
+/// The longest a queue waits, after an attempt that could not reach its
+/// receiver, before it tries again (the wait starts at the first backoff and
+/// doubles with each such batch in a row): a refusing address costs one
+/// connection a this-long, and a receiver that comes back gets its
+/// notifications within it.
+const UNREACHABLE_WAIT: Duration = Duration::from_secs(30);
 
 /// While the write path is busy, a queue waits this many times as long as its
 /// last batch took before the next (so it works at most a tenth of the time).
@@ -181,6 +191,8 @@ fn deferral(row: &NotificationRow, until: i64) -> Deferral {
 /// notifications of other tokens.
 async fn queue(control: Control, name: String, options: SenderOptions) {
     let mut kept: Option<Kept> = None;
+    // The batches in a row that ended at a receiver it could not reach.
+    let mut unreachable_batches: u32 = 0;
     'queue: loop {
         let (began, mark) = (Instant::now(), control.mark().safe());
         let mut expanded = false;
@@ -247,6 +259,8 @@ async fn queue(control: Control, name: String, options: SenderOptions) {
         let mut held: HashMap<String, Option<i64>> = HashMap::new();
         let mut done = Vec::new();
         let mut removed = false;
+        // Ended at an attempt that could not reach the receiver; any died.
+        let (mut cut, mut died) = (false, false);
         let mut recorded = Instant::now();
         for (index, row) in due.iter().enumerate() {
             // A long batch: what it did so far, recorded now.
@@ -318,6 +332,11 @@ async fn queue(control: Control, name: String, options: SenderOptions) {
                     outcome
                 }
             };
+            // The receiver cannot be reached: the rest would fail alike, and
+            // stay pending, untried (a dead one does not stop the batch, so
+            // that those past their limit all die in one).
+            cut = answered.unreachable && matches!(outcome, Outcome::Again(_));
+            died |= matches!(outcome, Outcome::Dead);
             done.push((
                 AttemptRow {
                     subscription: name.clone(),
@@ -330,6 +349,9 @@ async fn queue(control: Control, name: String, options: SenderOptions) {
                 },
                 outcome,
             ));
+            if cut {
+                break;
+            }
         }
         if removed {
             continue;
@@ -342,6 +364,19 @@ async fn queue(control: Control, name: String, options: SenderOptions) {
         }
         let appended = control.mark().safe().saturating_sub(mark);
         let pause = yielded(began.elapsed(), appended);
+        if cut && !died {
+            unreachable_batches = unreachable_batches.saturating_add(1);
+            let wait = jittered(backoff(
+                options.first_backoff,
+                i64::from(unreachable_batches),
+            ))
+            .min(UNREACHABLE_WAIT);
+            tokio::time::sleep(pause.max(wait)).await;
+            continue;
+        }
+        if !cut {
+            unreachable_batches = 0;
+        }
         if full {
             // More are due: the next batch after the yield.
             tokio::time::sleep(pause).await;
