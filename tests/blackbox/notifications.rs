@@ -16,7 +16,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::harness;
 
@@ -864,6 +864,51 @@ fn an_unreachable_receiver_is_tried_once_a_wait_not_once_a_notification() {
     assert_eq!(receiver.bad_signatures.load(Ordering::SeqCst), 0);
 }
 
+/// A queue that waits for a receiver it could not reach (20 s here, the first
+/// backoff) tries again at once when an operator asks for a send: `notify test`
+/// is the first thing one runs after bringing the receiver back. The daemon
+/// logs that the receiver cannot be reached, once, and that it is reached again.
+fn an_operators_test_wakes_a_queue_that_waits_for_its_receiver() {
+    let port = unused_port();
+    let daemon = Setup::new(asset_graph("orders"))
+        .args(&["--notify-backoff", "20s"])
+        .start();
+    let body = json!({"name": "away", "url": format!("http://127.0.0.1:{port}/hook"), "kinds": ["started"]});
+    let secret = daemon.post("/notify", &body).expect(201)["secret"]
+        .as_str()
+        .expect("a secret")
+        .to_string();
+    start(&daemon, "w-1");
+    wait_for(Duration::from_secs(10), "the first attempt fails", || {
+        daemon.count("SELECT count(*) FROM notification_attempts") == 1
+    });
+    assert!(
+        daemon
+            .stderr()
+            .contains("notifications of away: the receiver cannot be reached (cannot connect"),
+        "{}",
+        daemon.stderr()
+    );
+    let receiver = Receiver::listening(
+        TcpListener::bind(("127.0.0.1", port)).expect("the port again"),
+        0,
+    );
+    receiver.trust(&secret);
+    let asked = Instant::now();
+    daemon.post("/notify/away/test", &json!({})).expect(200);
+    wait_for(
+        Duration::from_secs(8),
+        "the test arrives long before the 20 s wait ends",
+        || receiver.got().iter().any(|got| got.body["type"] == "test"),
+    );
+    assert!(asked.elapsed() < Duration::from_secs(8));
+    wait_for(Duration::from_secs(5), "the log says so", || {
+        daemon
+            .stderr()
+            .contains("notifications of away: the receiver is reached again")
+    });
+}
+
 /// The notifications a queue left untried while its receiver could not be
 /// reached still die at their limit: the first attempt after it finds them
 /// past it, and a dead one does not end the batch, so all die together.
@@ -882,6 +927,7 @@ fn an_unreachable_receivers_notifications_die_at_their_limit() {
 both!(
     an_unreachable_receiver_is_tried_once_a_wait_not_once_a_notification,
     an_unreachable_receivers_notifications_die_at_their_limit,
+    an_operators_test_wakes_a_queue_that_waits_for_its_receiver,
     a_long_batch_records_its_attempts_as_it_goes,
     a_failing_receiver_gets_the_entry_later_with_the_same_webhook_id,
     every_matching_entry_arrives_through_two_sigkills,

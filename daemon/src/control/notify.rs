@@ -190,6 +190,17 @@ impl Control {
         }
     }
 
+    /// Wake the queues that wait for a receiver they could not reach.
+    fn ask_sends(&self) {
+        self.inner.subscribed.ask_sends();
+    }
+
+    /// Until an operator asks for notifications to go now (`notify test`,
+    /// `redeliver`, `resume`).
+    pub async fn sends_asked(&self) {
+        self.inner.subscribed.sends_asked().await;
+    }
+
     /// The active subscriptions' rows (the sender's list).
     pub async fn active_subscriptions(&self) -> Result<Vec<SubscriptionRow>, Refusal> {
         let rows = self.read(|tx| Ok(tx.subscriptions()?)).await?;
@@ -293,6 +304,9 @@ impl Control {
         })
         .await?;
         self.reload_subscriptions().await?;
+        if !pause {
+            self.ask_sends();
+        }
         self.read(move |tx| show(tx, &name)).await
     }
 
@@ -336,19 +350,22 @@ impl Control {
     /// `POST /notify/{name}/test`: one notification of the kind `test`, sent
     /// as the others are.
     pub async fn test_subscription(&self, name: String) -> Result<Queued, Refusal> {
-        self.write(move |_, tx| {
-            existing(tx, &name)?;
-            tx.insert_notifications(&[NewNotification {
-                subscription: &name,
-                entry: None,
-                token: "",
-                kind: TEST,
-                state: None,
-                visit: None,
-            }])?;
-            Ok(Queued { queued: 1 })
-        })
-        .await
+        let queued = self
+            .write(move |_, tx| {
+                existing(tx, &name)?;
+                tx.insert_notifications(&[NewNotification {
+                    subscription: &name,
+                    entry: None,
+                    token: "",
+                    kind: TEST,
+                    state: None,
+                    visit: None,
+                }])?;
+                Ok(Queued { queued: 1 })
+            })
+            .await;
+        self.ask_sends();
+        queued
     }
 
     /// `GET /notify/failed`: the dead notifications, oldest first.
@@ -370,37 +387,40 @@ impl Control {
     /// Errors: 404 `subscription_not_found`; 404 `not_found` when `id` is given
     /// and is no dead notification of the subscription (nothing changes).
     pub async fn redeliver(&self, name: String, id: Option<i64>) -> Result<Queued, Refusal> {
-        self.write(move |_, tx| {
-            existing(tx, &name)?;
-            let queued = tx.revive_notifications(&name, id)?;
-            if let (Some(id), 0) = (id, queued) {
-                let found = tx
-                    .notifications_after(id.saturating_sub(1), 1)?
-                    .into_iter()
-                    .find(|row| row.id == id && row.subscription == name);
-                let what = match found {
-                    Some(row) if row.status == "delivered" => {
-                        format!("notification {id} of {name} was delivered: it is not dead")
-                    }
-                    Some(row) if row.attempts > 0 => format!(
-                        "notification {id} of {name} is not dead: it is retrying ({} attempts \
+        let revived = self
+            .write(move |_, tx| {
+                existing(tx, &name)?;
+                let queued = tx.revive_notifications(&name, id)?;
+                if let (Some(id), 0) = (id, queued) {
+                    let found = tx
+                        .notifications_after(id.saturating_sub(1), 1)?
+                        .into_iter()
+                        .find(|row| row.id == id && row.subscription == name);
+                    let what = match found {
+                        Some(row) if row.status == "delivered" => {
+                            format!("notification {id} of {name} was delivered: it is not dead")
+                        }
+                        Some(row) if row.attempts > 0 => format!(
+                            "notification {id} of {name} is not dead: it is retrying ({} attempts \
                          so far)",
-                        row.attempts
-                    ),
-                    Some(_) => {
-                        format!("notification {id} of {name} is not dead: it waits to be sent")
-                    }
-                    None => format!("the subscription {name} has no notification {id}"),
-                };
-                return refuse(
-                    Code::NotFound,
-                    format!("{what}; `stateous notify failed` lists the dead ones"),
-                );
-            }
-            journal(tx, &name, "redelivered", json!({"count": queued, "id": id}))?;
-            Ok(Queued { queued })
-        })
-        .await
+                            row.attempts
+                        ),
+                        Some(_) => {
+                            format!("notification {id} of {name} is not dead: it waits to be sent")
+                        }
+                        None => format!("the subscription {name} has no notification {id}"),
+                    };
+                    return refuse(
+                        Code::NotFound,
+                        format!("{what}; `stateous notify failed` lists the dead ones"),
+                    );
+                }
+                journal(tx, &name, "redelivered", json!({"count": queued, "id": id}))?;
+                Ok(Queued { queued })
+            })
+            .await;
+        self.ask_sends();
+        revived
     }
 
     /// The sender's read: at most `limit` notifications of a subscription due

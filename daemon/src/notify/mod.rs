@@ -124,9 +124,23 @@ impl Snapshot {
 #[derive(Debug, Clone, Default)]
 pub struct Subscribed {
     current: Arc<RwLock<Arc<Snapshot>>>,
+    /// Told when an operator asks for notifications to go now (`notify test`,
+    /// `redeliver`, `resume`): a queue waiting for a receiver it could not
+    /// reach tries again at once.
+    asked: Arc<tokio::sync::Notify>,
 }
 
 impl Subscribed {
+    /// Wake the queues that wait for a receiver they could not reach.
+    pub fn ask_sends(&self) {
+        self.asked.notify_waiters();
+    }
+
+    /// Until an operator asks for notifications to go now ([`Subscribed::ask_sends`]).
+    pub async fn sends_asked(&self) {
+        self.asked.notified().await;
+    }
+
     /// The subscriptions now; a transaction takes this once.
     pub fn snapshot(&self) -> Arc<Snapshot> {
         match self.current.read() {

@@ -35,6 +35,7 @@ use crate::control::{Control, Standing};
 use crate::store::notifications::{
     AttemptRow, Deferral, DueNotification, NotificationRow, Outcome,
 };
+use stateous_shared::durations::limit_words;
 
 /// The sender's timings (`serve --notify-*`, `docs/reference/bounds.md`).
 #[derive(Debug, Clone, PartialEq)]
@@ -259,8 +260,9 @@ async fn queue(control: Control, name: String, options: SenderOptions) {
         let mut held: HashMap<String, Option<i64>> = HashMap::new();
         let mut done = Vec::new();
         let mut removed = false;
-        // Ended at an attempt that could not reach the receiver; any died.
-        let (mut cut, mut died) = (false, false);
+        // Ended at an attempt that could not reach the receiver: why. Any
+        // attempt reached it.
+        let (mut cut, mut reached): (Option<String>, bool) = (None, false);
         let mut recorded = Instant::now();
         for (index, row) in due.iter().enumerate() {
             // A long batch: what it did so far, recorded now.
@@ -335,8 +337,10 @@ async fn queue(control: Control, name: String, options: SenderOptions) {
             // The receiver cannot be reached: the rest would fail alike, and
             // stay pending, untried (a dead one does not stop the batch, so
             // that those past their limit all die in one).
-            cut = answered.unreachable && matches!(outcome, Outcome::Again(_));
-            died |= matches!(outcome, Outcome::Dead);
+            reached |= !answered.unreachable;
+            if answered.unreachable && matches!(outcome, Outcome::Again(_)) {
+                cut.clone_from(&answered.failure);
+            }
             done.push((
                 AttemptRow {
                     subscription: name.clone(),
@@ -349,7 +353,7 @@ async fn queue(control: Control, name: String, options: SenderOptions) {
                 },
                 outcome,
             ));
-            if cut {
+            if cut.is_some() {
                 break;
             }
         }
@@ -364,17 +368,35 @@ async fn queue(control: Control, name: String, options: SenderOptions) {
         }
         let appended = control.mark().safe().saturating_sub(mark);
         let pause = yielded(began.elapsed(), appended);
-        if cut && !died {
+        if let Some(why) = cut {
+            // The due ones before it in the batch were tried (those past their
+            // limit died): wait for the receiver, or an operator's word.
             unreachable_batches = unreachable_batches.saturating_add(1);
             let wait = jittered(backoff(
                 options.first_backoff,
                 i64::from(unreachable_batches),
             ))
             .min(UNREACHABLE_WAIT);
-            tokio::time::sleep(pause.max(wait)).await;
+            if unreachable_batches == 1 {
+                tracing::warn!(
+                    target: "stateous.serve",
+                    "notifications of {name}: the receiver cannot be reached ({why}); \
+                     its queue tries one again after {}, the wait doubling to {}",
+                    limit_words(options.first_backoff),
+                    limit_words(UNREACHABLE_WAIT)
+                );
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(pause.max(wait)) => {}
+                _ = control.sends_asked() => {}
+            }
             continue;
         }
-        if !cut {
+        if unreachable_batches > 0 && reached {
+            tracing::info!(
+                target: "stateous.serve",
+                "notifications of {name}: the receiver is reached again"
+            );
             unreachable_batches = 0;
         }
         if full {
