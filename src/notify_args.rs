@@ -24,9 +24,9 @@ pub enum NotifyAction {
         /// Where notifications go: an http:// or https:// URL.
         #[arg(value_name = "URL")]
         target: String,
-        /// The ledger entry kinds it is about, comma-separated (entered,
-        /// completed, failed, paused, task_failed, task_retrying,
-        /// budget_exceeded, ...); completed,failed by default.
+        /// The ledger entry kinds it is about, comma-separated (started,
+        /// entered, completed, failed, cancelled, paused, task_failed,
+        /// task_retrying, budget_exceeded, ...); completed,failed by default.
         #[arg(long, value_delimiter = ',', value_parser = list_item)]
         kinds: Vec<String>,
         /// Only entries of tokens in these states (for entered: the state

@@ -93,8 +93,9 @@ pub fn new_subscription(
     for kind in &kinds {
         if kind != NO_MOVE && EntryKind::parse(kind).is_none() {
             return Err(invalid(format!(
-                "{kind:?} is not a kind of ledger entry nor no_move (kinds: entered, completed, \
-                 failed, paused, task_failed, task_retrying, budget_exceeded, ...)"
+                "{kind:?} is not a kind of ledger entry nor no_move (kinds: started, entered, \
+                 completed, failed, cancelled, paused, task_failed, task_retrying, \
+                 budget_exceeded, ...)"
             )));
         }
     }
