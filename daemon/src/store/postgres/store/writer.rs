@@ -50,13 +50,21 @@ const MOST_WAITING: usize = 16_384;
 
 /// A batch's transaction: how long one of its statements waits for a row another
 /// session holds before the batch gives up and its requests run alone, each with
-/// the whole lock limit (the rest of the batch must not wait that long).
-const BEGIN: &str = "BEGIN; SET LOCAL lock_timeout = '50ms'";
+/// the whole lock limit (the rest of the batch must not wait that long); and
+/// each statement run with the one plan Postgres keeps for it (a generic plan,
+/// the plan `plan_tests.rs` checks), never planned again for its parameters.
+/// Left to itself, Postgres planned every flush that wrote notifications anew
+/// (`pg_stat_statements`: as many plans as runs, a sixth of the flush's time
+/// on the server, under `stateous bench` with a subscription to every entry),
+/// since it estimated that statement's generic plan dearer than a custom one.
+const BEGIN: &str =
+    "BEGIN; SET LOCAL lock_timeout = '50ms'; SET LOCAL plan_cache_mode = force_generic_plan";
 
 /// [`BEGIN`], then the slots' lock (`claim_limits::SLOTS_LOCK`), for a batch that
 /// starts from an earlier batch's slot book (`slot_book.rs`): its claims then
 /// ask for no lock of their own, and no write waits to be sent before it.
 const BEGIN_LOCKING_SLOTS: &str = "BEGIN; SET LOCAL lock_timeout = '50ms'; \
+     SET LOCAL plan_cache_mode = force_generic_plan; \
      SELECT pg_advisory_xact_lock(hashtextextended('@stateous/slots', 0))";
 
 /// A request of a batch, which can also run again alone.
@@ -370,7 +378,78 @@ fn refuse_all(requests: Vec<Box<dyn Batched>>, error: &StoreError) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::notifications::WaitingNotification;
     use crate::store::postgres::claim_limits::SLOTS_LOCK;
+    use crate::store::postgres::pending::Pending;
+    use crate::store::postgres::plan_tests::new_database;
+    use crate::store::rows::LedgerRow;
+    use crate::testing::PgTestDb;
+
+    /// A batch's flush that writes notifications runs with the plan Postgres
+    /// keeps, as every other flush does. Left to choose, Postgres planned it
+    /// anew at every run, each plan for the parameters of that run.
+    #[test]
+    fn a_batch_flushes_notifications_with_the_kept_plan_not_a_new_one_each_time() {
+        let Some(db) = PgTestDb::create() else {
+            return;
+        };
+        std::thread::spawn(move || {
+            let mut conn = new_database(&db, 0);
+            // As a control plane's sessions are: Postgres chooses the plans.
+            conn.batch(
+                "SET plan_cache_mode = auto;
+                 INSERT INTO subscriptions (name, url, kinds, states, format, status,
+                                            secrets, created_at, changed_at)
+                 VALUES ('all', 'http://127.0.0.1:9/', '[]', '[]', 'json', 'active',
+                         '[]', 0, 0)",
+            )
+            .unwrap();
+            const RUNS: i64 = 12;
+            for run in 0..RUNS {
+                let mut pending = Pending::default();
+                for entry in 0..40 {
+                    let (id, token) = (run * 40 + entry + 1, format!("T-{run}-{entry}"));
+                    pending.ledger.push(LedgerRow {
+                        id,
+                        token: token.clone(),
+                        seq: 1,
+                        at: id,
+                        kind: "started".into(),
+                        key: None,
+                        data: Default::default(),
+                        by: None,
+                    });
+                    pending.notifications.push(WaitingNotification {
+                        subscription: "all".into(),
+                        entry: Some(id),
+                        token,
+                        kind: "started".into(),
+                        state: None,
+                        visit: None,
+                        at: id,
+                    });
+                }
+                conn.begin(BEGIN);
+                pending
+                    .send(|sql, params| conn.execute(sql, params))
+                    .unwrap();
+                conn.end("COMMIT", false).unwrap();
+            }
+            let plans = conn
+                .texts(
+                    "SELECT custom_plans || ' custom, ' || generic_plans || ' kept'
+                     FROM pg_prepared_statements WHERE statement LIKE '%notification_batches%'",
+                )
+                .unwrap();
+            assert_eq!(plans, [format!("0 custom, {RUNS} kept")]);
+            let batches = conn
+                .texts("SELECT count(*) FROM notification_batches")
+                .unwrap();
+            assert_eq!(batches, [RUNS.to_string()]);
+        })
+        .join()
+        .unwrap();
+    }
 
     /// The lock a kept slot book's batch asks for in its `BEGIN` is the slots'
     /// lock that claims and limit changes take.
