@@ -442,14 +442,6 @@ impl Core {
                 self.lose(&old);
             }
         }
-        crate::log::task_began(grant.task, &grant.token, grant.traceparent.as_deref());
-        log_line!(
-            "task {}: {} of {}, attempt {}",
-            grant.task,
-            grant.state,
-            grant.token,
-            grant.attempt
-        );
         let running = Arc::new(Running {
             grant,
             lease,
@@ -458,10 +450,21 @@ impl Core {
             kill: Stop::new(),
             stopped: AtomicBool::new(false),
         });
+        // Counted before it is told: a stop signal between the two said "waiting
+        // for 0 routine(s)" of a routine it then waited for.
         self.running
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .push(running.clone());
+        let grant = &running.grant;
+        crate::log::task_began(grant.task, &grant.token, grant.traceparent.as_deref());
+        log_line!(
+            "task {}: {} of {}, attempt {}",
+            grant.task,
+            grant.state,
+            grant.token,
+            grant.attempt
+        );
         tokio::spawn(async move {
             self.work(&running).await;
             if running.lost.load(Ordering::SeqCst) {
