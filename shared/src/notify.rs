@@ -105,6 +105,48 @@ pub struct SubscriptionView {
     pub created: String,
     /// When its settings last changed.
     pub changed: String,
+    /// *Ours*: its queue waits for a receiver it could not reach (the
+    /// connection refused, no such host, the TLS or HTTP handshake failed);
+    /// absent while the receiver is reached, and for a paused subscription.
+    /// Kept in the daemon's memory only: after a restart the queue finds out
+    /// again at its first attempt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unreachable: Option<Unreachable>,
+}
+
+/// A queue that waits for a receiver it could not reach
+/// (`docs/notifications.md`, "A receiver that cannot be reached"):
+/// `{"since": "2026-12-07T22:30:01.512345Z", "reason": "cannot connect: ...",
+/// "next_try": "2026-12-07T22:30:09Z"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Unreachable {
+    /// The first attempt that could not reach the receiver, of those in a row
+    /// (ISO 8601, UTC).
+    pub since: String,
+    /// Why the latest attempt could not reach it, as that attempt recorded
+    /// it (and the daemon's log says it).
+    pub reason: String,
+    /// When the queue tries again (ISO 8601, UTC): the end of its wait, or
+    /// sooner on `notify test`, `redeliver` or `resume`. Absent when it has
+    /// nothing due to try (those it had died at their limit): it tries the
+    /// next notification when that is due.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_try: Option<String>,
+}
+
+impl Unreachable {
+    /// In words: `the receiver cannot be reached since SINCE: REASON; next
+    /// try at NEXT`.
+    pub fn sentence(&self) -> String {
+        let next = match &self.next_try {
+            Some(at) => format!("next try at {at}"),
+            None => "the next notification is tried when it is due".to_string(),
+        };
+        format!(
+            "the receiver cannot be reached since {}: {}; {next}",
+            self.since, self.reason
+        )
+    }
 }
 
 /// The answer of `POST /notify` and of `POST /notify/{name}/rotate`: the view,

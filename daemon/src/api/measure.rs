@@ -70,6 +70,7 @@ impl Api {
         text.push_str(&notification_gauges(
             &self.control.notification_counts().await?,
         ));
+        text.push_str(&unreachable_gauges(&self.control.receivers_unreachable()));
         let mut answer = Response::new(Full::new(Bytes::from(text)));
         answer.headers_mut().insert(
             hyper::header::CONTENT_TYPE,
@@ -99,6 +100,23 @@ fn notification_gauges(counts: &[(String, stateous_shared::notify::Counts)]) -> 
                 "stateous_notifications{{subscription=\"{name}\",status=\"{status}\"}} {count}\n"
             ));
         }
+    }
+    text
+}
+
+/// The family `stateous_notify_receiver_unreachable` (`docs/notifications.md`,
+/// "A receiver that cannot be reached"): for each subscription, 1 while its
+/// queue waits for a receiver it could not reach, else 0 (a paused one, 0).
+fn unreachable_gauges(subscriptions: &[(String, bool)]) -> String {
+    let mut text = String::from(
+        "# HELP stateous_notify_receiver_unreachable Whether each subscription's queue waits for a receiver it could not reach: 1, else 0.\n\
+         # TYPE stateous_notify_receiver_unreachable gauge\n",
+    );
+    for (name, waits) in subscriptions {
+        text.push_str(&format!(
+            "stateous_notify_receiver_unreachable{{subscription=\"{name}\"}} {}\n",
+            u8::from(*waits)
+        ));
     }
     text
 }

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use serde_json::json;
 use stateous_shared::notify::{
     AttemptView, Counts, FailedList, NewSubscription, NotificationView, Queued, SubscriptionAdded,
-    SubscriptionDetail, SubscriptionList, SubscriptionView, NO_MOVE, TEST,
+    SubscriptionDetail, SubscriptionList, SubscriptionView, Unreachable, NO_MOVE, TEST,
 };
 use stateous_shared::refusal::{Code, Refusal};
 use stateous_shared::time::{from_micros, iso};
@@ -19,6 +19,7 @@ use stateous_shared::wire::Object;
 use super::Control;
 use crate::engine::{refuse, Step};
 use crate::notify::input::{new_secret, new_subscription, shown_url};
+use crate::notify::Subscribed;
 use crate::store::notifications::{
     AttemptRow, Deferral, DueNotification, NewNotification, NotificationRow, Outcome,
     SubscriptionRow,
@@ -110,8 +111,10 @@ fn counts(tx: &dyn Tx) -> Step<HashMap<String, Counts>> {
     Ok(all)
 }
 
-/// What the API says of a subscription: never its secrets.
-pub fn view(row: &SubscriptionRow, counts: Counts) -> SubscriptionView {
+/// What the API says of a subscription: never its secrets; whether its queue
+/// waits for a receiver it could not reach, from `subscribed`.
+pub fn view(row: &SubscriptionRow, counts: Counts, subscribed: &Subscribed) -> SubscriptionView {
+    let at = |micros: i64| iso(from_micros(micros));
     SubscriptionView {
         name: row.name.clone(),
         url: shown_url(&row.url),
@@ -126,6 +129,11 @@ pub fn view(row: &SubscriptionRow, counts: Counts) -> SubscriptionView {
         counts,
         created: iso(from_micros(row.created_at)),
         changed: iso(from_micros(row.changed_at)),
+        unreachable: subscribed.waiting(row).map(|mark| Unreachable {
+            since: at(mark.since),
+            reason: mark.reason,
+            next_try: mark.next_try.map(at),
+        }),
     }
 }
 
@@ -155,10 +163,10 @@ fn attempt_view(row: &AttemptRow) -> AttemptView {
     }
 }
 
-fn show(tx: &dyn Tx, name: &str) -> Step<SubscriptionView> {
+fn show(tx: &dyn Tx, name: &str, subscribed: &Subscribed) -> Step<SubscriptionView> {
     let row = existing(tx, name)?;
     let counts = counts(tx)?.remove(name).unwrap_or_default();
-    Ok(view(&row, counts))
+    Ok(view(&row, counts, subscribed))
 }
 
 impl Control {
@@ -177,17 +185,37 @@ impl Control {
     /// that none starts after the pause or the removal has answered.
     pub fn subscription_now(&self, name: &str, added: i64) -> Standing {
         let snapshot = self.inner.subscribed.snapshot();
-        if !snapshot
-            .added
-            .iter()
-            .any(|(n, at)| n == name && *at == added)
-        {
+        if !snapshot.has(name, added) {
             Standing::Removed
-        } else if snapshot.matchers.iter().any(|m| m.name == name) {
+        } else if snapshot.active(name, added) {
             Standing::Active
         } else {
             Standing::Paused
         }
+    }
+
+    /// The queue of `row` could not reach its receiver at `at`
+    /// (microseconds) for `reason`, and tries again at `next_try` (none: when
+    /// its next notification is due): `GET /notify` and `/metrics` show it.
+    pub fn receiver_unreachable(
+        &self,
+        row: &SubscriptionRow,
+        at: i64,
+        reason: &str,
+        next_try: Option<i64>,
+    ) {
+        self.inner.subscribed.unreachable(row, at, reason, next_try);
+    }
+
+    /// The queue of `row` reached its receiver: it no longer shows as waiting.
+    pub fn receiver_reached(&self, row: &SubscriptionRow) {
+        self.inner.subscribed.reached(row);
+    }
+
+    /// Every subscription, by name, and whether its queue waits for a
+    /// receiver it could not reach (for `/metrics`).
+    pub fn receivers_unreachable(&self) -> Vec<(String, bool)> {
+        self.inner.subscribed.unreachable_now()
     }
 
     /// Wake the queues that wait for a receiver they could not reach.
@@ -239,7 +267,8 @@ impl Control {
         })
         .await?;
         self.reload_subscriptions().await?;
-        let subscription = self.read(move |tx| show(tx, &name)).await?;
+        let subscribed = self.inner.subscribed.clone();
+        let subscription = self.read(move |tx| show(tx, &name, &subscribed)).await?;
         Ok(SubscriptionAdded {
             subscription,
             secret,
@@ -248,12 +277,16 @@ impl Control {
 
     /// `GET /notify`: every subscription with its counts.
     pub async fn subscriptions(&self) -> Result<SubscriptionList, Refusal> {
-        self.read(|tx| {
+        let subscribed = self.inner.subscribed.clone();
+        self.read(move |tx| {
             let mut counts = counts(tx)?;
             let subscriptions = tx
                 .subscriptions()?
                 .iter()
-                .map(|row| view(row, counts.remove(&row.name).unwrap_or_default()))
+                .map(|row| {
+                    let counts = counts.remove(&row.name).unwrap_or_default();
+                    view(row, counts, &subscribed)
+                })
                 .collect();
             Ok(SubscriptionList { subscriptions })
         })
@@ -262,8 +295,9 @@ impl Control {
 
     /// `GET /notify/{name}`: the subscription and its latest attempts.
     pub async fn subscription(&self, name: String) -> Result<SubscriptionDetail, Refusal> {
+        let subscribed = self.inner.subscribed.clone();
         self.read(move |tx| {
-            let subscription = show(tx, &name)?;
+            let subscription = show(tx, &name, &subscribed)?;
             let attempts = tx
                 .latest_attempts(&name, MOST_ATTEMPTS_SHOWN)?
                 .iter()
@@ -307,7 +341,8 @@ impl Control {
         if !pause {
             self.ask_sends();
         }
-        self.read(move |tx| show(tx, &name)).await
+        let subscribed = self.inner.subscribed.clone();
+        self.read(move |tx| show(tx, &name, &subscribed)).await
     }
 
     /// `POST /notify/{name}/rotate`: a new secret signs from now on beside the
@@ -328,7 +363,8 @@ impl Control {
             journal(tx, &asked, "rotated", json!({}))
         })
         .await?;
-        let subscription = self.read(move |tx| show(tx, &name)).await?;
+        let subscribed = self.inner.subscribed.clone();
+        let subscription = self.read(move |tx| show(tx, &name, &subscribed)).await?;
         Ok(SubscriptionAdded {
             subscription,
             secret,

@@ -11,13 +11,17 @@
 //! - `body.rs`: the bodies (`json`, `slack`) and the signature headers.
 //! - `send.rs`: one HTTP request with a deadline and a cap on the answer.
 //! - `sender.rs`: the queues, the backoff and the dead letters.
+//! - `waiting.rs`: which queues wait for a receiver they could not reach, kept
+//!   in memory for what the control plane shows.
 
 pub mod body;
 pub mod input;
 pub mod send;
 pub mod sender;
+pub mod waiting;
 
-use std::sync::{Arc, RwLock};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, RwLock};
 
 use stateous_shared::guards::filter::{moved_seconds, parse_filter, Filter, TokenFacts};
 
@@ -117,6 +121,17 @@ impl Snapshot {
     pub fn wants(&self, kind: &str) -> bool {
         self.matchers.iter().any(|m| m.wants(kind))
     }
+
+    /// Whether the subscription `name` added at `added` (microseconds) is
+    /// here (not removed, nor added again since).
+    pub fn has(&self, name: &str, added: i64) -> bool {
+        self.added.iter().any(|(n, at)| n == name && *at == added)
+    }
+
+    /// Whether the subscription `name` added at `added` is here and active.
+    pub fn active(&self, name: &str, added: i64) -> bool {
+        self.has(name, added) && self.matchers.iter().any(|m| m.name == name)
+    }
 }
 
 /// The write path's copy of the active subscriptions, replaced whole after each
@@ -128,6 +143,9 @@ pub struct Subscribed {
     /// `redeliver`, `resume`): a queue waiting for a receiver it could not
     /// reach tries again at once.
     asked: Arc<tokio::sync::Notify>,
+    /// The queues that wait for a receiver they could not reach, by
+    /// subscription (`waiting.rs`).
+    waiting: Arc<Mutex<HashMap<String, waiting::Waiting>>>,
 }
 
 impl Subscribed {
@@ -163,5 +181,7 @@ impl Subscribed {
             Ok(mut current) => *current = snapshot,
             Err(poisoned) => *poisoned.into_inner() = snapshot,
         }
+        // After the copy: a queue that marks itself from now on sees it.
+        self.forget_waits(rows);
     }
 }

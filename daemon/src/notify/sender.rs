@@ -35,6 +35,7 @@ use crate::control::{Control, Standing};
 use crate::store::notifications::{
     AttemptRow, Deferral, DueNotification, NotificationRow, Outcome,
 };
+use crate::time_source::micros;
 use stateous_shared::durations::limit_words;
 
 /// The sender's timings (`serve --notify-*`, `docs/reference/bounds.md`).
@@ -194,6 +195,8 @@ async fn queue(control: Control, name: String, options: SenderOptions) {
     let mut kept: Option<Kept> = None;
     // The batches in a row that ended at a receiver it could not reach.
     let mut unreachable_batches: u32 = 0;
+    // Whether the control plane shows it waiting for its receiver.
+    let mut marked = false;
     'queue: loop {
         let (began, mark) = (Instant::now(), control.mark().safe());
         let mut expanded = false;
@@ -260,9 +263,10 @@ async fn queue(control: Control, name: String, options: SenderOptions) {
         let mut held: HashMap<String, Option<i64>> = HashMap::new();
         let mut done = Vec::new();
         let mut removed = false;
-        // Ended at an attempt that could not reach the receiver: why. Any
-        // attempt reached it.
-        let (mut cut, mut reached): (Option<String>, bool) = (None, false);
+        // The latest attempt could not reach the receiver: why, and when.
+        // Ended at it (it is tried again). Any attempt reached it.
+        let mut missed: Option<(String, i64)> = None;
+        let (mut cut, mut reached) = (false, false);
         let mut recorded = Instant::now();
         for (index, row) in due.iter().enumerate() {
             // A long batch: what it did so far, recorded now.
@@ -337,9 +341,12 @@ async fn queue(control: Control, name: String, options: SenderOptions) {
             // The receiver cannot be reached: the rest would fail alike, and
             // stay pending, untried (a dead one does not stop the batch, so
             // that those past their limit all die in one).
-            reached |= !answered.unreachable;
-            if answered.unreachable && matches!(outcome, Outcome::Again(_)) {
-                cut.clone_from(&answered.failure);
+            if answered.unreachable {
+                let why = answered.failure.clone().unwrap_or_default();
+                missed = Some((why, at));
+                cut = matches!(outcome, Outcome::Again(_));
+            } else {
+                (missed, reached) = (None, true);
             }
             done.push((
                 AttemptRow {
@@ -353,7 +360,7 @@ async fn queue(control: Control, name: String, options: SenderOptions) {
                 },
                 outcome,
             ));
-            if cut.is_some() {
+            if cut {
                 break;
             }
         }
@@ -368,7 +375,7 @@ async fn queue(control: Control, name: String, options: SenderOptions) {
         }
         let appended = control.mark().safe().saturating_sub(mark);
         let pause = yielded(began.elapsed(), appended);
-        if let Some(why) = cut {
+        if let (true, Some((why, at))) = (cut, &missed) {
             // The due ones before it in the batch were tried (those past their
             // limit died): wait for the receiver, or an operator's word.
             unreachable_batches = unreachable_batches.saturating_add(1);
@@ -376,7 +383,11 @@ async fn queue(control: Control, name: String, options: SenderOptions) {
                 options.first_backoff,
                 i64::from(unreachable_batches),
             ))
-            .min(UNREACHABLE_WAIT);
+            .min(UNREACHABLE_WAIT)
+            .max(pause);
+            let next = control.now().saturating_add(micros(wait));
+            control.receiver_unreachable(&subscription, *at, why, Some(next));
+            marked = true;
             if unreachable_batches == 1 {
                 tracing::warn!(
                     target: "stateous.serve",
@@ -387,7 +398,7 @@ async fn queue(control: Control, name: String, options: SenderOptions) {
                 );
             }
             tokio::select! {
-                _ = tokio::time::sleep(pause.max(wait)) => {}
+                _ = tokio::time::sleep(wait) => {}
                 _ = control.sends_asked() => {}
             }
             continue;
@@ -398,6 +409,16 @@ async fn queue(control: Control, name: String, options: SenderOptions) {
                 "notifications of {name}: the receiver is reached again"
             );
             unreachable_batches = 0;
+        }
+        if let Some((why, at)) = &missed {
+            // Its last attempt could not reach the receiver, but nothing
+            // waits (those left died at their limit): the next one due is
+            // tried when it comes.
+            control.receiver_unreachable(&subscription, *at, why, None);
+            marked = true;
+        } else if marked && reached {
+            control.receiver_reached(&subscription);
+            marked = false;
         }
         if full {
             // More are due: the next batch after the yield.

@@ -25,6 +25,7 @@ fn subscription(name: &str, status: &str, counts: Counts) -> SubscriptionView {
         counts,
         created: "2026-11-01T00:00:00Z".into(),
         changed: "2026-11-01T00:00:00Z".into(),
+        unreachable: None,
     }
 }
 
