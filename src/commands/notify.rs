@@ -92,6 +92,9 @@ pub async fn run(command: &NotifyCommand, out: &mut dyn Write) -> Result<(), Com
             }
             writeln!(out, "{}", line(&detail.subscription))?;
             let view = &detail.subscription;
+            if let Some(unreachable) = &view.unreachable {
+                writeln!(out, "  {}", unreachable.sentence())?;
+            }
             writeln!(out, "  kinds: {}", view.kinds.join(", "))?;
             if !view.states.is_empty() {
                 writeln!(out, "  states: {}", view.states.join(", "))?;
@@ -171,11 +174,18 @@ pub async fn run(command: &NotifyCommand, out: &mut dyn Write) -> Result<(), Com
     Ok(())
 }
 
-/// A subscription's line: name, status, URL and counts.
+/// A subscription's line: name, status, URL and counts, and `receiver
+/// unreachable` while its queue waits for a receiver it could not reach
+/// (`show` says since when, why and the next try).
 pub fn line(view: &SubscriptionView) -> String {
     let c = &view.counts;
+    let waits = if view.unreachable.is_some() {
+        "  receiver unreachable"
+    } else {
+        ""
+    };
     format!(
-        "{}  {}  {}  {}  pending {}, retrying {}, delivered {}, dead {}",
+        "{}  {}  {}  {}  pending {}, retrying {}, delivered {}, dead {}{waits}",
         view.name, view.status, view.format, view.url, c.pending, c.retrying, c.delivered, c.dead
     )
 }

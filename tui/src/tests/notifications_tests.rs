@@ -1,10 +1,11 @@
 //! The notifications view: `N` reads and shows each subscription with its state
 //! and counts, reads them again each tick while open, arrows pick one and show
-//! what it is about, a refused list (no admin key) says why; a snapshot at
-//! 100x30.
+//! what it is about, a subscription whose queue waits for a receiver it could
+//! not reach is marked and the picked one says since when and why, a refused
+//! list (no admin key) says why; a snapshot at 100x30.
 
 use crossterm::event::KeyCode;
-use stateous_shared::notify::{Counts, SubscriptionView};
+use stateous_shared::notify::{Counts, SubscriptionView, Unreachable};
 
 use super::view_tests::{screen, snapshot};
 use super::*;
@@ -92,6 +93,35 @@ fn the_picked_one_with_dead_notifications_says_how_to_send_them_again() {
     ] {
         assert!(text.contains(fact), "no {fact:?} in\n{text}");
     }
+}
+
+#[test]
+fn a_subscription_whose_receiver_cannot_be_reached_is_marked_and_says_why() {
+    let mut model = notifications_model();
+    let mut list = model.subscriptions.clone().expect("the subscriptions");
+    list[0].unreachable = Some(Unreachable {
+        since: "2026-11-30T11:59:50Z".into(),
+        reason: "cannot connect: Connection refused".into(),
+        next_try: Some("2026-11-30T12:00:10Z".into()),
+    });
+    update(&mut model, Msg::Subscriptions(Ok(list)));
+    press(&mut model, KeyCode::Up);
+    let text = screen(&model);
+    for fact in [
+        "ops          active  json         4        2      1250    7 unreachable https://hooks.example.",
+        "waiting      paused  slack        0        0         3    0 https://hooks.example.com/waiting",
+        "  the receiver cannot be reached since 11:59:50; next try at 12:00:10",
+        "  reason: cannot connect: Connection refused",
+    ] {
+        assert!(text.contains(fact), "no {fact:?} in\n{text}");
+    }
+    // Reached again: the mark is gone.
+    let mut list = model.subscriptions.clone().expect("the subscriptions");
+    list[0].unreachable = None;
+    update(&mut model, Msg::Subscriptions(Ok(list)));
+    let text = screen(&model);
+    assert!(!text.contains("unreachable"), "{text}");
+    assert!(!text.contains("cannot be reached"), "{text}");
 }
 
 #[test]

@@ -1,7 +1,10 @@
 //! `N`: the notifications view (`crate::notifications`): a row per subscription
 //! (its name, status, format, its pending, retrying, delivered and dead counts,
-//! and its URL), the picked one in reverse video, a paused one in yellow and a
-//! count of dead ones in red; then what the picked one is about.
+//! and its URL, after `unreachable` while its queue waits for a receiver it
+//! could not reach), the picked one in reverse video, a paused one in yellow
+//! and one with dead notifications or an unreachable receiver in red; then
+//! what the picked one is about, and since when and why its receiver cannot
+//! be reached.
 
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::Line;
@@ -10,6 +13,7 @@ use stateous_shared::durations::span;
 use stateous_shared::notify::SubscriptionView;
 
 use super::fg;
+use super::format::clock;
 use super::popups::{fit, listed, popup_at};
 use crate::model::Model;
 
@@ -58,6 +62,10 @@ pub fn notifications(model: &Model, frame: &mut Frame) {
     )];
     for (at, subscription) in all.iter().enumerate() {
         let counts = &subscription.counts;
+        let url = match subscription.unreachable {
+            Some(_) => format!("unreachable {}", subscription.url),
+            None => subscription.url.clone(),
+        };
         let text = row(
             [
                 &subscription.name,
@@ -70,10 +78,10 @@ pub fn notifications(model: &Model, frame: &mut Frame) {
                 &counts.delivered.to_string(),
                 &counts.dead.to_string(),
             ],
-            &subscription.url,
+            &url,
         );
         let mut style = Style::default();
-        if counts.dead > 0 {
+        if counts.dead > 0 || subscription.unreachable.is_some() {
             style = style.patch(fg(model, Color::Red));
         } else if subscription.status == "paused" {
             style = style.patch(fg(model, Color::Yellow));
@@ -89,6 +97,20 @@ pub fn notifications(model: &Model, frame: &mut Frame) {
             fit(&format!("{}: {}", picked.name, about(picked)), inner),
             bold,
         ));
+        if let Some(unreachable) = &picked.unreachable {
+            // The times in the view's zone; the reason on a line of its own.
+            let next = unreachable.next_try.as_deref().map_or_else(
+                || "with the next notification".to_string(),
+                |at| format!("at {}", clock(model, at)),
+            );
+            let since = clock(model, &unreachable.since);
+            for text in [
+                format!("  the receiver cannot be reached since {since}; next try {next}"),
+                format!("  reason: {}", unreachable.reason),
+            ] {
+                lines.push(Line::styled(fit(&text, inner), fg(model, Color::Red)));
+            }
+        }
         if picked.counts.dead > 0 {
             let text = format!(
                 "  {} dead: stateous notify failed lists them, stateous notify redeliver {} sends them again",
