@@ -8,7 +8,8 @@
 //! subscriptions are refused and change nothing; a delivered notification is
 //! deleted with its attempts after `--notify-keep` and a dead one stays; a
 //! receiver that cannot be reached is tried once a wait, and its notifications
-//! arrive once it listens or die at their limit; a standby's takeover on
+//! arrive once it listens or die at their limit, and while its queue waits
+//! the subscription shows it everywhere its counts are; a standby's takeover on
 //! Postgres delivers what the old control plane left.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -718,13 +719,18 @@ fn a_standby_that_takes_over_delivers_what_the_old_control_plane_left() {
     });
 }
 
-/// The counts of the subscription `name`, as `GET /notify` shows them.
-fn counts(daemon: &Daemon, name: &str) -> Value {
+/// The subscription `name` as `GET /notify` shows it (`Null`: none).
+fn listed(daemon: &Daemon, name: &str) -> Value {
     let list = daemon.get("/notify").expect(200);
     let found = list["subscriptions"]
         .as_array()
         .and_then(|all| all.iter().find(|s| s["name"] == name).cloned());
-    found.map_or(Value::Null, |s| s["counts"].clone())
+    found.unwrap_or(Value::Null)
+}
+
+/// The counts of the subscription `name`, as `GET /notify` shows them.
+fn counts(daemon: &Daemon, name: &str) -> Value {
+    listed(daemon, name)["counts"].clone()
 }
 
 fn delivered_notifications_go_after_the_keep_and_dead_ones_stay() {
@@ -909,9 +915,144 @@ fn an_operators_test_wakes_a_queue_that_waits_for_its_receiver() {
     });
 }
 
+/// `stateous notify ARGS --url URL`'s standard output (it must succeed).
+fn notify(daemon: &Daemon, args: &[&str]) -> String {
+    let mut all = vec!["notify", "--url", &daemon.url];
+    all.extend_from_slice(args);
+    let done = run(daemon.dir.path(), &all);
+    assert_eq!(done.code(), 0, "{}", done.stderr);
+    done.stdout
+}
+
+/// The value of `/metrics`'s `stateous_notify_receiver_unreachable` of `name`.
+fn unreachable_gauge(daemon: &Daemon, name: &str) -> Option<String> {
+    let metrics = String::from_utf8_lossy(&daemon.get("/metrics").body).to_string();
+    let series = format!("stateous_notify_receiver_unreachable{{subscription=\"{name}\"}} ");
+    metrics
+        .lines()
+        .find_map(|line| line.strip_prefix(&series).map(str::to_string))
+}
+
+/// A queue that waits for a receiver it could not reach (20 s here, the first
+/// backoff) shows it wherever the counts are: `GET /notify` and `GET
+/// /notify/{name}` give `unreachable` with the first attempt's moment, its
+/// reason and the next try; `notify list` marks it, `notify show` says it in
+/// words, `/metrics` has 1, while a subscription whose receiver answers shows
+/// none of it. A pause takes the mark away and a resume's first attempt puts
+/// it back; once a receiver listens, `notify test` wakes the queue, the test
+/// arrives and the mark is gone (`/metrics` 0), and the notifications tried
+/// before arrive at their retry.
+fn a_queue_that_waits_for_its_receiver_shows_it_until_it_reaches_it() {
+    let port = unused_port();
+    let daemon = Setup::new(asset_graph("orders"))
+        .args(&["--notify-backoff", "20s"])
+        .start();
+    let near = Receiver::start(0);
+    subscribe(
+        &daemon,
+        &near,
+        json!({"name": "near", "kinds": ["started"]}),
+    );
+    let body = json!({"name": "away", "url": format!("http://127.0.0.1:{port}/hook"), "kinds": ["started"]});
+    let secret = daemon.post("/notify", &body).expect(201)["secret"]
+        .as_str()
+        .expect("a secret")
+        .to_string();
+    assert_eq!(unreachable_gauge(&daemon, "away").as_deref(), Some("0"));
+    start(&daemon, "m-1");
+    start(&daemon, "m-2");
+    wait_for(Duration::from_secs(10), "away shows it waits", || {
+        listed(&daemon, "away")["unreachable"].is_object()
+    });
+    wait_for(Duration::from_secs(10), "near's are delivered", || {
+        near.got().len() == 2
+    });
+    let mark = listed(&daemon, "away")["unreachable"].clone();
+    let reason = mark["reason"].as_str().unwrap_or_default();
+    assert!(reason.starts_with("cannot connect"), "{mark}");
+    let moment = |field: &str| {
+        stateous_shared::time::parse_iso(mark[field].as_str().unwrap_or_default())
+            .unwrap_or_else(|| panic!("no {field} in {mark}"))
+    };
+    let (since, next) = (moment("since"), moment("next_try"));
+    let wait = (next - since).num_milliseconds();
+    assert!((10_000..=31_000).contains(&wait), "{wait} ms in {mark}");
+    assert!(
+        listed(&daemon, "near").get("unreachable").is_none(),
+        "{}",
+        listed(&daemon, "near")
+    );
+    let shown = daemon.get("/notify/away").expect(200);
+    assert_eq!(shown["subscription"]["unreachable"], mark);
+    assert_eq!(unreachable_gauge(&daemon, "away").as_deref(), Some("1"));
+    assert_eq!(unreachable_gauge(&daemon, "near").as_deref(), Some("0"));
+    let listing = notify(&daemon, &["list"]);
+    let away_line = listing
+        .lines()
+        .find(|l| l.starts_with("away  "))
+        .unwrap_or_default();
+    assert!(away_line.ends_with("  receiver unreachable"), "{listing}");
+    let near_line = listing
+        .lines()
+        .find(|l| l.starts_with("near  "))
+        .unwrap_or_default();
+    assert!(!near_line.contains("unreachable"), "{listing}");
+    let words = format!(
+        "  the receiver cannot be reached since {}: {reason}; next try at {}",
+        mark["since"].as_str().unwrap_or_default(),
+        mark["next_try"].as_str().unwrap_or_default()
+    );
+    let show = notify(&daemon, &["show", "away"]);
+    assert!(
+        show.lines().any(|line| line == words),
+        "{words:?} not in\n{show}"
+    );
+    let json = notify(&daemon, &["--json", "show", "away"]);
+    let json: Value = serde_json::from_str(&json).expect("JSON");
+    assert_eq!(json["subscription"]["unreachable"], mark);
+    // Paused: no mark; resumed: its first attempt finds out again.
+    daemon.post("/notify/away/pause", &json!({})).expect(200);
+    assert!(listed(&daemon, "away").get("unreachable").is_none());
+    assert_eq!(unreachable_gauge(&daemon, "away").as_deref(), Some("0"));
+    let resumed = daemon.post("/notify/away/resume", &json!({})).expect(200);
+    assert!(resumed.get("unreachable").is_none(), "{resumed}");
+    wait_for(Duration::from_secs(10), "away shows it waits again", || {
+        listed(&daemon, "away")["unreachable"].is_object()
+    });
+    let again = listed(&daemon, "away")["unreachable"].clone();
+    let later = stateous_shared::time::parse_iso(again["since"].as_str().unwrap_or_default());
+    assert!(later.is_some_and(|at| at > since), "{again} after {mark}");
+    // Something listens there now: the operator's test wakes the queue.
+    let receiver = Receiver::listening(
+        TcpListener::bind(("127.0.0.1", port)).expect("the port again"),
+        0,
+    );
+    receiver.trust(&secret);
+    let asked = Instant::now();
+    notify(&daemon, &["test", "away"]);
+    wait_for(Duration::from_secs(8), "the test arrives", || {
+        receiver.got().iter().any(|got| got.body["type"] == "test")
+    });
+    assert!(asked.elapsed() < Duration::from_secs(8));
+    wait_for(Duration::from_secs(5), "the mark is gone", || {
+        listed(&daemon, "away").get("unreachable").is_none()
+    });
+    assert_eq!(unreachable_gauge(&daemon, "away").as_deref(), Some("0"));
+    assert!(!notify(&daemon, &["list"]).contains("unreachable"));
+    assert!(!notify(&daemon, &["show", "away"]).contains("cannot be reached"));
+    // The two tried before go at their own retry (20 s after their attempt).
+    wait_for(
+        Duration::from_secs(40),
+        "the started ones arrive too",
+        || receiver.got().len() == 3,
+    );
+    assert!(listed(&daemon, "away").get("unreachable").is_none());
+}
+
 /// The notifications a queue left untried while its receiver could not be
 /// reached still die at their limit: the first attempt after it finds them
-/// past it, and a dead one does not end the batch, so all die together.
+/// past it, and a dead one does not end the batch, so all die together. The
+/// subscription still shows its receiver unreachable, with no next try.
 fn an_unreachable_receivers_notifications_die_at_their_limit() {
     let daemon = orders(&["--notify-dead-after", "1s"]);
     twenty_to(&daemon, unused_port());
@@ -922,12 +1063,27 @@ fn an_unreachable_receivers_notifications_die_at_their_limit() {
         counts(&daemon, "away"),
         json!({"pending": 0, "retrying": 0, "delivered": 0, "dead": 20})
     );
+    // Still unreachable, but nothing waits: the next one goes when it is due.
+    let mark = listed(&daemon, "away")["unreachable"].clone();
+    assert!(
+        mark["reason"]
+            .as_str()
+            .is_some_and(|why| why.starts_with("cannot connect"))
+            && mark.get("next_try").is_none(),
+        "{mark}"
+    );
+    let show = notify(&daemon, &["show", "away"]);
+    assert!(
+        show.contains("; the next notification is tried when it is due"),
+        "{show}"
+    );
 }
 
 both!(
     an_unreachable_receiver_is_tried_once_a_wait_not_once_a_notification,
     an_unreachable_receivers_notifications_die_at_their_limit,
     an_operators_test_wakes_a_queue_that_waits_for_its_receiver,
+    a_queue_that_waits_for_its_receiver_shows_it_until_it_reaches_it,
     a_long_batch_records_its_attempts_as_it_goes,
     a_failing_receiver_gets_the_entry_later_with_the_same_webhook_id,
     every_matching_entry_arrives_through_two_sigkills,
