@@ -610,6 +610,20 @@ fn bad_subscriptions_are_refused_and_change_nothing() {
             && !sentence.contains("abc123"),
         "{sentence}"
     );
+    // A URL too long says its length, not the URL (it said "not an http://
+    // URL with a host and a port", and quoted all of it).
+    let path = "a".repeat(3000);
+    let sentence = daemon
+        .post(
+            "/notify",
+            &json!({"name": "a", "url": format!("http://127.0.0.1:9/{path}")}),
+        )
+        .refused(422, "invalid_subscription");
+    assert!(
+        sentence.contains("3019 bytes long") && sentence.contains("at most 2048"),
+        "{sentence}"
+    );
+    assert!(sentence.len() < 200, "{sentence}");
     // A name outside the rule is a subscription's refusal, not a schedule's.
     let long = json!({"name": "a".repeat(65), "url": "http://127.0.0.1:9/x"});
     let sentence = daemon
@@ -1022,6 +1036,17 @@ fn a_queue_that_waits_for_its_receiver_shows_it_until_it_reaches_it() {
     let again = listed(&daemon, "away")["unreachable"].clone();
     let later = stateous_shared::time::parse_iso(again["since"].as_str().unwrap_or_default());
     assert!(later.is_some_and(|at| at > since), "{again} after {mark}");
+    // The resume's word starts the waits again from the first (20 s, moved by
+    // up to a fifth); the queue had slept through the pause, and went on
+    // doubling: 30 s, the most.
+    let wait_again =
+        stateous_shared::time::parse_iso(again["next_try"].as_str().unwrap_or_default())
+            .zip(later)
+            .map(|(next, since)| (next - since).num_milliseconds());
+    assert!(
+        wait_again.is_some_and(|ms| (10_000..=25_000).contains(&ms)),
+        "{wait_again:?} ms in {again}"
+    );
     // Something listens there now: the operator's test wakes the queue.
     let receiver = Receiver::listening(
         TcpListener::bind(("127.0.0.1", port)).expect("the port again"),

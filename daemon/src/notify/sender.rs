@@ -195,6 +195,9 @@ async fn queue(control: Control, name: String, options: SenderOptions) {
     let mut kept: Option<Kept> = None;
     // The batches in a row that ended at a receiver it could not reach.
     let mut unreachable_batches: u32 = 0;
+    // The log said the receiver cannot be reached, and not yet that it is
+    // reached again.
+    let mut told = false;
     // Whether the control plane shows it waiting for its receiver.
     let mut marked = false;
     'queue: loop {
@@ -389,6 +392,7 @@ async fn queue(control: Control, name: String, options: SenderOptions) {
             control.receiver_unreachable(&subscription, *at, why, Some(next));
             marked = true;
             if unreachable_batches == 1 {
+                told = true;
                 tracing::warn!(
                     target: "stateous.serve",
                     "notifications of {name}: the receiver cannot be reached ({why}); \
@@ -399,16 +403,20 @@ async fn queue(control: Control, name: String, options: SenderOptions) {
             }
             tokio::select! {
                 _ = tokio::time::sleep(wait) => {}
-                _ = control.sends_asked() => {}
+                // An operator's word (`notify test`, `redeliver`, `resume`):
+                // tried at once, and a row of waits after it starts again
+                // from the first (a resume after a pause waited as long as
+                // the row before the pause).
+                _ = control.sends_asked() => unreachable_batches = 0,
             }
             continue;
         }
-        if unreachable_batches > 0 && reached {
+        if told && reached {
             tracing::info!(
                 target: "stateous.serve",
                 "notifications of {name}: the receiver is reached again"
             );
-            unreachable_batches = 0;
+            (told, unreachable_batches) = (false, 0);
         }
         if let Some((why, at)) = &missed {
             // Its last attempt could not reach the receiver, but nothing
