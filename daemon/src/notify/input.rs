@@ -76,6 +76,13 @@ pub fn new_subscription(
             "subscription",
         ));
     }
+    if body.url.len() > LONGEST_URL {
+        // Not shown back: it may be of any length.
+        return Err(invalid(format!(
+            "the URL is {} bytes long; a subscription's is at most {LONGEST_URL}",
+            body.url.len()
+        )));
+    }
     if !url_ok(&body.url) {
         return Err(invalid(format!(
             "the URL {:?} is not an http:// or https:// URL with a host and a port from 1 to 65535",
