@@ -193,12 +193,13 @@ pub fn line(view: &SubscriptionView) -> String {
 /// A dead notification's line.
 pub fn failed_line(row: &NotificationView) -> String {
     format!(
-        "{}  #{}  {}  {}  {} attempts  {}",
+        "{}  #{}  {}  {}  {} attempt{}  {}",
         row.subscription,
         row.id,
         row.kind,
         row.token,
         row.attempts,
+        if row.attempts == 1 { "" } else { "s" },
         row.last_error.as_deref().unwrap_or("")
     )
 }
