@@ -218,6 +218,12 @@ impl Control {
         self.inner.subscribed.unreachable_now()
     }
 
+    /// The subscription `name` as the API shows it, read after a change.
+    async fn shown(&self, name: String) -> Result<SubscriptionView, Refusal> {
+        let subscribed = self.inner.subscribed.clone();
+        self.read(move |tx| show(tx, &name, &subscribed)).await
+    }
+
     /// Wake the queues that wait for a receiver they could not reach.
     fn ask_sends(&self) {
         self.inner.subscribed.ask_sends();
@@ -267,8 +273,7 @@ impl Control {
         })
         .await?;
         self.reload_subscriptions().await?;
-        let subscribed = self.inner.subscribed.clone();
-        let subscription = self.read(move |tx| show(tx, &name, &subscribed)).await?;
+        let subscription = self.shown(name).await?;
         Ok(SubscriptionAdded {
             subscription,
             secret,
@@ -341,8 +346,7 @@ impl Control {
         if !pause {
             self.ask_sends();
         }
-        let subscribed = self.inner.subscribed.clone();
-        self.read(move |tx| show(tx, &name, &subscribed)).await
+        self.shown(name).await
     }
 
     /// `POST /notify/{name}/rotate`: a new secret signs from now on beside the
@@ -363,8 +367,7 @@ impl Control {
             journal(tx, &asked, "rotated", json!({}))
         })
         .await?;
-        let subscribed = self.inner.subscribed.clone();
-        let subscription = self.read(move |tx| show(tx, &name, &subscribed)).await?;
+        let subscription = self.shown(name).await?;
         Ok(SubscriptionAdded {
             subscription,
             secret,
