@@ -26,6 +26,11 @@ use stateous_shared::schedules::NewSchedule;
 
 type Failure = Box<dyn std::error::Error>;
 
+/// The allocator of the `stateous` binary (`src/main.rs`), SQLite's `malloc`
+/// included: the figures are those of what ships.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// 2027-01-04T00:00:30Z, in microseconds: the probe's clock starts here.
 const START: i64 = 1_799_020_830_000_000;
 const SECOND: i64 = 1_000_000;
