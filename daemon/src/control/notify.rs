@@ -502,6 +502,13 @@ impl Control {
             .await
     }
 
+    /// Make the notifications of subscription `name` that wait for a retry due
+    /// now, as its queue reaches the receiver it could not reach; how many.
+    pub async fn hasten_notifications(&self, name: String) -> Result<i64, Refusal> {
+        self.write(move |_, tx| Ok(tx.hasten_notifications(&name)?))
+            .await
+    }
+
     /// The clock's part: for each active `no_move` subscription, one
     /// notification for each visit of a live token that stayed in its state
     /// longer than `no_move_for` (the unique index keeps it to one per visit,

@@ -11,7 +11,9 @@
 //! by default) since it was written, the notification is dead. A receiver that
 //! cannot be reached at all (refused, no such host, TLS) fails every
 //! notification alike: the queue ends its batch at that attempt and waits for
-//! the receiver ([`UNREACHABLE_WAIT`]) instead of trying the rest. Every attempt is
+//! the receiver ([`UNREACHABLE_WAIT`]) instead of trying the rest; once it
+//! reaches the receiver again, the notifications tried meanwhile are due at
+//! once, not at their backoff's end. Every attempt is
 //! recorded (at the batch's end, and at least once a second during a long one,
 //! [`RECORD_EVERY`]); a notification sent whose record did not commit (a
 //! SIGKILL) is sent again with the same `webhook-id`: delivery is at least once.
@@ -200,6 +202,9 @@ async fn queue(control: Control, name: String, options: SenderOptions) {
     let mut told = false;
     // Whether the control plane shows it waiting for its receiver.
     let mut marked = false;
+    // Reached again after it was marked: the notifications tried meanwhile
+    // are to be made due now (until that write went through).
+    let mut hasten = false;
     'queue: loop {
         let (began, mark) = (Instant::now(), control.mark().safe());
         let mut expanded = false;
@@ -426,7 +431,12 @@ async fn queue(control: Control, name: String, options: SenderOptions) {
             marked = true;
         } else if marked && reached {
             control.receiver_reached(&subscription);
-            marked = false;
+            (marked, hasten) = (false, true);
+        }
+        // What was tried while the receiver could not be reached waits for its
+        // retry no longer (up to 10 minutes of backoff): the receiver is back.
+        if hasten && control.hasten_notifications(name.clone()).await.is_ok() {
+            hasten = false;
         }
         if full {
             // More are due: the next batch after the yield.

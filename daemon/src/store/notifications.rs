@@ -339,6 +339,11 @@ passed_through! {
         /// Make dead notifications pending again, due now (of one subscription,
         /// or only `id`, when given); how many.
         fn revive_notifications(&self, subscription: &str, id: Option<i64>) -> StoreResult<i64>;
+        /// Make the subscription's pending notifications that wait for a retry
+        /// due now (`Tx::now`): its queue reached the receiver it could not
+        /// reach (`docs/notifications.md`, "A receiver that cannot be
+        /// reached"); how many.
+        fn hasten_notifications(&self, subscription: &str) -> StoreResult<i64>;
         /// The live tokens (in `states` when not empty) that entered their state
         /// at or before `until` and whose visit has no `no_move` notification of
         /// the subscription; at most `limit`.

@@ -375,6 +375,15 @@ impl Notifications for PgTx<'_> {
         Ok(changed as i64)
     }
 
+    fn hasten_notifications(&self, subscription: &str) -> StoreResult<i64> {
+        let changed = self.execute(
+            "UPDATE notifications SET next_at = $2
+             WHERE status = 'pending' AND subscription = $1 AND next_at > $2",
+            &[&subscription, &self.now.get()],
+        )?;
+        Ok(changed as i64)
+    }
+
     fn stalled_tokens(
         &self,
         subscription: &str,

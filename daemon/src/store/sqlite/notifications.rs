@@ -362,6 +362,16 @@ impl Notifications for SqliteTx<'_> {
         Ok(changed as i64)
     }
 
+    fn hasten_notifications(&self, subscription: &str) -> StoreResult<i64> {
+        let changed = self
+            .prepare(
+                "UPDATE notifications SET next_at = ?2
+                 WHERE status = 'pending' AND subscription = ?1 AND next_at > ?2",
+            )?
+            .execute(params![subscription, self.now()])?;
+        Ok(changed as i64)
+    }
+
     fn stalled_tokens(
         &self,
         subscription: &str,
