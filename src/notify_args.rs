@@ -116,20 +116,31 @@ impl TryFrom<NotifyArgs> for NotifyCommand {
                 no_move_for,
             })),
             NotifyAction::List => Action::List,
-            NotifyAction::Show { name } => Action::Show(name),
-            NotifyAction::Pause { name } => Action::Pause(name),
-            NotifyAction::Resume { name } => Action::Resume(name),
-            NotifyAction::Remove { name } => Action::Remove(name),
-            NotifyAction::Test { name } => Action::Test(name),
-            NotifyAction::Rotate { name } => Action::Rotate(name),
+            NotifyAction::Show { name } => Action::Show(named(name)?),
+            NotifyAction::Pause { name } => Action::Pause(named(name)?),
+            NotifyAction::Resume { name } => Action::Resume(named(name)?),
+            NotifyAction::Remove { name } => Action::Remove(named(name)?),
+            NotifyAction::Test { name } => Action::Test(named(name)?),
+            NotifyAction::Rotate { name } => Action::Rotate(named(name)?),
             NotifyAction::Failed => Action::Failed,
-            NotifyAction::Redeliver { name, id } => Action::Redeliver(name, id),
+            NotifyAction::Redeliver { name, id } => Action::Redeliver(named(name)?, id),
         };
         Ok(NotifyCommand {
             connection: args.connect.connection()?,
             json: args.json,
             action,
         })
+    }
+}
+
+/// `name`, when a subscription can have it. Else no subscription has it (`add`
+/// refuses such a name), and the command says so before it sends a request: in
+/// the request's path, a name with a `/` would reach no route at all.
+fn named(name: String) -> Result<String, String> {
+    if stateous_shared::limits::is_name(&name) {
+        Ok(name)
+    } else {
+        Err(stateous_shared::notify::no_such_name(&name))
     }
 }
 

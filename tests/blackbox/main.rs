@@ -38,6 +38,7 @@ mod limits_keys;
 mod manual;
 mod metrics;
 mod notifications;
+mod notifications_cli;
 mod notify_queue;
 mod operate_many;
 mod operate_mistakes;

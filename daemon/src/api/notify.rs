@@ -22,7 +22,7 @@ impl Api {
                 // No subscription can have such a name.
                 Err(Refusal::new(
                     Code::SubscriptionNotFound,
-                    format!("no subscription is named {name}"),
+                    stateous_shared::notify::no_such_name(&name),
                 ))
             }
         };

@@ -1,0 +1,97 @@
+//! Black-box: what `stateous notify` says of input it refuses, and that such
+//! input changes nothing (`docs/notifications.md`, "What a subscription is";
+//! `docs/reference/cli.md`, "notify"). A name no subscription can have (one
+//! with a `/`) is said to be no subscription's, in one line, before a request
+//! whose path would reach no route.
+
+use crate::harness;
+
+use harness::{asset_graph, run, Daemon, Finished, Setup};
+use serde_json::{json, Value};
+
+/// A daemon serving `orders`, with the subscription `ops` (to a port nothing
+/// listens on: no test here sends a notification).
+fn with_ops() -> Daemon {
+    let daemon = Setup::new(asset_graph("orders")).start();
+    daemon
+        .post(
+            "/notify",
+            &json!({"name": "ops", "url": "http://127.0.0.1:9/x", "states": ["review"]}),
+        )
+        .expect(201);
+    daemon
+}
+
+/// `stateous notify --url URL ARGS`.
+fn notify(daemon: &Daemon, args: &[&str]) -> Finished {
+    let mut all = vec!["notify", "--url", &daemon.url];
+    all.extend_from_slice(args);
+    run(daemon.dir.path(), &all)
+}
+
+/// The subscriptions as `GET /notify` lists them, with what changes by itself
+/// (the moments, the counts) left out.
+fn subscriptions(daemon: &Daemon) -> Value {
+    let mut listed = daemon.get("/notify").expect(200);
+    if let Some(all) = listed["subscriptions"].as_array_mut() {
+        for one in all {
+            if let Some(one) = one.as_object_mut() {
+                one.remove("counts");
+                one.remove("unreachable");
+            }
+        }
+    }
+    listed
+}
+
+/// `done` failed with exit code 1 and one line on stderr, `error: ` and a
+/// sentence that contains `part`; nothing on stdout.
+fn refused_in_one_line(done: &Finished, part: &str) {
+    assert_eq!(done.code(), 1, "{done}");
+    assert!(done.stdout.is_empty(), "{done}");
+    let lines: Vec<&str> = done.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{done}");
+    assert!(lines[0].starts_with("error: "), "{done}");
+    assert!(lines[0].contains(part), "{done}");
+}
+
+fn a_name_no_subscription_can_have_is_said_so_and_changes_nothing() {
+    let daemon = with_ops();
+    let before = subscriptions(&daemon);
+    let rule = "a subscription's name is a letter or digit, then up to 63 letters";
+    // `ops/pause` went as `/notify/ops%2Fpause`, decoded to `/notify/ops/pause`:
+    // "this API has no path", or a 405 for `show` and `remove`.
+    for name in ["a/b", "ops/pause"] {
+        for command in [
+            "show",
+            "pause",
+            "resume",
+            "remove",
+            "test",
+            "rotate",
+            "redeliver",
+        ] {
+            let done = notify(&daemon, &[command, name]);
+            refused_in_one_line(&done, &format!("no subscription is named {name}: {rule}"));
+        }
+    }
+    // `add` refuses such a name, so none is ever stored.
+    let done = notify(&daemon, &["add", "a/b", "http://127.0.0.1:9/x"]);
+    refused_in_one_line(&done, "\"a/b\" is not a subscription's name");
+    // A name outside the rule that reaches the control plane in one segment
+    // gets the same sentence there.
+    let sentence = daemon
+        .get("/notify/a%20b")
+        .refused(404, "subscription_not_found");
+    assert_eq!(
+        sentence,
+        format!("no subscription is named a b: {rule}, digits, '.', '_' or '-'")
+    );
+    // A name that could be one, and is not, is refused as before.
+    let done = notify(&daemon, &["show", "nope"]);
+    refused_in_one_line(&done, "no subscription is named nope");
+    assert_eq!(subscriptions(&daemon), before);
+    assert_eq!(before["subscriptions"][0]["status"], "active", "{before}");
+}
+
+both!(a_name_no_subscription_can_have_is_said_so_and_changes_nothing);
