@@ -2,7 +2,8 @@
 //! input changes nothing (`docs/notifications.md`, "What a subscription is";
 //! `docs/reference/cli.md`, "notify"). A name no subscription can have (one
 //! with a `/`) is said to be no subscription's, in one line, before a request
-//! whose path would reach no route.
+//! whose path would reach no route; `--states` and `--kinds` keep each item
+//! once, in the order first given.
 
 use crate::harness;
 
@@ -94,4 +95,33 @@ fn a_name_no_subscription_can_have_is_said_so_and_changes_nothing() {
     assert_eq!(before["subscriptions"][0]["status"], "active", "{before}");
 }
 
-both!(a_name_no_subscription_can_have_is_said_so_and_changes_nothing);
+fn each_state_and_kind_is_kept_once_in_the_order_first_given() {
+    let daemon = with_ops();
+    let done = notify(
+        &daemon,
+        &[
+            "add",
+            "twice",
+            "http://127.0.0.1:9/x",
+            "--states",
+            "review,draft,review",
+            "--kinds",
+            "entered,completed,entered",
+        ],
+    );
+    assert_eq!(done.code(), 0, "{done}");
+    let shown = &daemon.get("/notify/twice").expect(200)["subscription"];
+    assert_eq!(shown["states"], json!(["review", "draft"]), "{shown}");
+    assert_eq!(shown["kinds"], json!(["entered", "completed"]), "{shown}");
+    let done = notify(&daemon, &["show", "twice"]);
+    assert_eq!(done.code(), 0, "{done}");
+    assert!(
+        done.stdout.contains("\n  states: review, draft\n"),
+        "{done}"
+    );
+}
+
+both!(
+    a_name_no_subscription_can_have_is_said_so_and_changes_nothing,
+    each_state_and_kind_is_kept_once_in_the_order_first_given,
+);

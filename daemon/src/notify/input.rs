@@ -106,7 +106,7 @@ pub fn new_subscription(
             )));
         }
     }
-    kinds.dedup();
+    let kinds = once_each(&kinds);
     let no_move_for = match (&body.no_move_for, kinds.iter().any(|k| k == NO_MOVE)) {
         (Some(text), true) => {
             let span = parse_duration(text).map_err(|why| {
@@ -134,6 +134,7 @@ pub fn new_subscription(
         }
         (None, false) => None,
     };
+    let given_states = once_each(&body.states);
     let states: BTreeSet<&str> = workflows(rules)
         .flat_map(|workflow| workflow.states.keys())
         .map(String::as_str)
@@ -170,7 +171,7 @@ pub fn new_subscription(
         name: body.name.clone(),
         url: body.url.clone(),
         kinds: list(&kinds),
-        states: list(&body.states),
+        states: list(&given_states),
         workflow: body.workflow.clone(),
         filter: body.filter.clone(),
         format,
@@ -181,6 +182,17 @@ pub fn new_subscription(
         changed_at: now,
     };
     Ok((row, secret))
+}
+
+/// Each of `items` once, in the order first given (`--states review,review`
+/// is `review`).
+fn once_each(items: &[String]) -> Vec<String> {
+    let mut seen = BTreeSet::new();
+    items
+        .iter()
+        .filter(|item| seen.insert(item.as_str()))
+        .cloned()
+        .collect()
 }
 
 #[cfg(test)]
@@ -208,6 +220,19 @@ mod tests {
         );
         assert_eq!(shown_url("http://127.0.0.1:9/x"), "http://127.0.0.1:9/x");
         assert_eq!(shown_url("http://bot@h/"), "http://bot@h/");
+    }
+
+    #[test]
+    fn each_kind_and_state_is_kept_once_in_the_order_first_given() {
+        let given = |items: &[&str]| items.iter().map(|i| i.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            once_each(&given(&["review", "draft", "review", "draft"])),
+            given(&["review", "draft"])
+        );
+        assert_eq!(
+            once_each(&given(&["completed", "failed", "completed"])),
+            given(&["completed", "failed"])
+        );
     }
 
     #[test]
