@@ -44,7 +44,9 @@ pub enum NotifyAction {
         format: String,
         /// One notification for each visit of a token that stayed in its state
         /// longer than this (e.g. 2h; at least 1s): the kind no_move.
-        #[arg(long, value_name = "DURATION")]
+        // A value may start with '-' (allow_hyphen_values), so that `-1s` gets
+        // the control plane's sentence, not clap's hint to write `-- -1s`.
+        #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
         no_move_for: Option<String>,
     },
     /// List the subscriptions with their pending, retrying, delivered and dead counts

@@ -3,7 +3,9 @@
 //! `docs/reference/cli.md`, "notify"). A name no subscription can have (one
 //! with a `/`) is said to be no subscription's, in one line, before a request
 //! whose path would reach no route; `--states` and `--kinds` keep each item
-//! once, in the order first given.
+//! once, in the order first given; a `--no-move-for` under the 1 s floor is
+//! said to be under it, and a negative one gets our sentence, not a parser's
+//! hint.
 
 use crate::harness;
 
@@ -121,7 +123,44 @@ fn each_state_and_kind_is_kept_once_in_the_order_first_given() {
     );
 }
 
+fn a_no_move_for_under_the_floor_or_negative_is_refused_and_changes_nothing() {
+    let daemon = with_ops();
+    let before = subscriptions(&daemon);
+    let url = "http://127.0.0.1:9/x";
+    let cases = [
+        (
+            "999ms",
+            "no_move_for \"999ms\" is under 1 second; the shortest is 1 second",
+        ),
+        (
+            "-1s",
+            "no_move_for \"-1s\" is negative; the shortest is 1 second",
+        ),
+        (
+            "-500ms",
+            "no_move_for \"-500ms\" is negative; the shortest is 1 second",
+        ),
+    ];
+    for (given, sentence) in cases {
+        for extra in [&[][..], &["--states", "review"][..]] {
+            let mut args = vec!["add", "late", url, "--no-move-for", given];
+            args.extend_from_slice(extra);
+            let done = notify(&daemon, &args);
+            refused_in_one_line(&done, sentence);
+            assert!(!done.stderr.contains("-- -1"), "{done}");
+        }
+    }
+    // `=` was the way round clap's hint; it reaches the same sentence.
+    let done = notify(&daemon, &["add", "late", url, "--no-move-for=-1s"]);
+    refused_in_one_line(&done, "is negative; the shortest is 1 second");
+    assert_eq!(subscriptions(&daemon), before);
+    // At the floor it is taken.
+    let done = notify(&daemon, &["add", "late", url, "--no-move-for", "1s"]);
+    assert_eq!(done.code(), 0, "{done}");
+}
+
 both!(
     a_name_no_subscription_can_have_is_said_so_and_changes_nothing,
     each_state_and_kind_is_kept_once_in_the_order_first_given,
+    a_no_move_for_under_the_floor_or_negative_is_refused_and_changes_nothing,
 );

@@ -3,10 +3,12 @@
 //! is `invalid_argument`, as a schedule's), and nothing is changed.
 
 use std::collections::BTreeSet;
+use std::time::Duration;
 
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine;
-use stateous_shared::durations::parse_duration;
+
+use stateous_shared::durations::{parse_duration, parse_timing, TimingOf};
 use stateous_shared::graph::{END, START};
 use stateous_shared::guards::filter::parse_filter;
 use stateous_shared::notify::{NewSubscription, NO_MOVE};
@@ -108,20 +110,7 @@ pub fn new_subscription(
     }
     let kinds = once_each(&kinds);
     let no_move_for = match (&body.no_move_for, kinds.iter().any(|k| k == NO_MOVE)) {
-        (Some(text), true) => {
-            let span = parse_duration(text).map_err(|why| {
-                invalid(format!(
-                    "no_move_for {text:?}: {why}; the shortest is 1 second"
-                ))
-            })?;
-            let micros = i64::try_from(span.as_micros()).unwrap_or(i64::MAX);
-            if micros < SHORTEST_NO_MOVE {
-                return Err(invalid(format!(
-                    "no_move_for {text:?} is under 1 second, the shortest"
-                )));
-            }
-            Some(micros)
-        }
+        (Some(text), true) => Some(no_move_micros(text)?),
         (Some(_), false) => {
             return Err(invalid(
                 "no_move_for is given but the kinds do not have no_move".into(),
@@ -195,6 +184,35 @@ fn once_each(items: &[String]) -> Vec<String> {
         .collect()
 }
 
+/// `no_move_for` in microseconds: a duration (`30s`, `2h`) of 1 second at
+/// least. A timing under that (`999ms`, as a flag takes it) is refused as under
+/// the floor, and a negative one (`-1s`) as negative, not as no duration at all.
+fn no_move_micros(text: &str) -> Result<i64, Refusal> {
+    let floor = Duration::from_micros(SHORTEST_NO_MOVE.unsigned_abs());
+    let under = || {
+        invalid(format!(
+            "no_move_for {text:?} is under 1 second; the shortest is 1 second"
+        ))
+    };
+    let why = match parse_duration(text) {
+        Ok(span) if span < floor => return Err(under()),
+        Ok(span) => return Ok(i64::try_from(span.as_micros()).unwrap_or(i64::MAX)),
+        Err(why) => why,
+    };
+    let timing = |text: &str| parse_timing(text, TimingOf::Flag("no_move_for")).ok();
+    if text.strip_prefix('-').and_then(timing).is_some() {
+        return Err(invalid(format!(
+            "no_move_for {text:?} is negative; the shortest is 1 second"
+        )));
+    }
+    match timing(text) {
+        Some(span) if span < floor => Err(under()),
+        _ => Err(invalid(format!(
+            "no_move_for {text:?}: {why}; the shortest is 1 second"
+        ))),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -233,6 +251,28 @@ mod tests {
             once_each(&given(&["completed", "failed", "completed"])),
             given(&["completed", "failed"])
         );
+    }
+
+    #[test]
+    fn a_no_move_for_under_the_floor_is_said_to_be_under_it() {
+        let said = |text: &str| no_move_micros(text).unwrap_err().error;
+        assert_eq!(
+            said("999ms"),
+            "no_move_for \"999ms\" is under 1 second; the shortest is 1 second"
+        );
+        assert_eq!(
+            said("-1s"),
+            "no_move_for \"-1s\" is negative; the shortest is 1 second"
+        );
+        for unreadable in ["1500ms", "2x", "0s", "-", "1.5s"] {
+            let sentence = said(unreadable);
+            assert!(
+                sentence.contains("; the shortest is 1 second") && !sentence.contains("under"),
+                "{unreadable}: {sentence}"
+            );
+        }
+        assert_eq!(no_move_micros("1s").ok(), Some(1_000_000));
+        assert_eq!(no_move_micros("2h").ok(), Some(7_200_000_000));
     }
 
     #[test]
