@@ -153,7 +153,7 @@ impl Api {
     ) -> Response<Body> {
         let (parts, incoming) = request.into_parts();
         let path = routes::decode_path(parts.uri.path());
-        let routed = routes::route(parts.method.as_str(), &path);
+        let routed = routes::route_raw(parts.method.as_str(), parts.uri.path());
         let label = routed
             .as_ref()
             .map_or(routes::UNROUTED, |routed| routed.entry.label);

@@ -415,6 +415,53 @@ pub fn route(method: &str, path: &str) -> Result<Routed, NoRoute> {
     }
 }
 
+/// The templates whose name may hold a `/`: a main workflow's name and a
+/// supervisor's are any string, and a child workflow's state is
+/// `WORKFLOW/STATE`. A client sends such
+/// a name as one percent-encoded segment (`/retry-policies/legal%2Fcheck`), which
+/// the decoded path splits; [`route_raw`] then decodes these paths segment by
+/// segment.
+const ONE_SEGMENT_NAMES: [&str; 3] = [
+    "/budgets/:name",
+    "/retry-policies/:name",
+    "/supervisors/:name/stop",
+];
+
+/// The route of `method` and the raw (not yet decoded) `path`: [`route`] of the
+/// decoded path, as the reference matches it (`/tokens/T%2F1` has no route);
+/// when no route has that, the routes of [`ONE_SEGMENT_NAMES`] are tried with
+/// each segment of the raw path decoded alone, so `/budgets/team%2Forders` is the
+/// budget of `team/orders`.
+pub fn route_raw(method: &str, path: &str) -> Result<Routed, NoRoute> {
+    let decoded = route(method, &decode_path(path));
+    if decoded != Err(NoRoute::NotFound) {
+        return decoded;
+    }
+    let Some(raw) = segments(path) else {
+        return decoded;
+    };
+    let segments: Vec<Cow<'_, str>> = raw.iter().map(|segment| decode_path(segment)).collect();
+    let segments: Vec<&str> = segments.iter().map(|segment| segment.as_ref()).collect();
+    let get = if method == "HEAD" { "GET" } else { method };
+    let mut has_path = false;
+    for entry in TABLE
+        .iter()
+        .filter(|entry| ONE_SEGMENT_NAMES.contains(&entry.path))
+    {
+        if let Some(route) = entry.take(&segments) {
+            if entry.method == get {
+                return Ok(Routed { route, entry });
+            }
+            has_path = true;
+        }
+    }
+    if has_path {
+        Err(NoRoute::MethodNotAllowed)
+    } else {
+        decoded
+    }
+}
+
 /// The methods that the routes of `path` take, in the table's order (`HEAD` is
 /// not listed: it goes wherever `GET` does); none when no route has the path.
 pub fn methods(path: &str) -> Vec<&'static str> {
@@ -431,7 +478,7 @@ pub fn methods(path: &str) -> Vec<&'static str> {
 /// The label of the route that `method` and the raw (not yet decoded) `path`
 /// reach, or `unrouted`.
 pub fn label(method: &str, path: &str) -> &'static str {
-    route(method, &decode_path(path)).map_or(UNROUTED, |routed| routed.entry.label)
+    route_raw(method, path).map_or(UNROUTED, |routed| routed.entry.label)
 }
 
 /// The label of a request that no route takes.
@@ -681,6 +728,32 @@ mod tests {
         assert_eq!(found("GET", "/nothing/"), Err(NoRoute::NotFound));
         assert_eq!(methods("/tokens"), ["POST", "GET"]);
         assert_eq!(methods("/tasks/abc/report"), Vec::<&str>::new());
+    }
+
+    #[test]
+    fn a_workflow_or_a_child_state_with_a_slash_is_one_segment_of_its_routes() {
+        let route = |method, path| route_raw(method, path).map(|routed| routed.route);
+        assert_eq!(
+            route("PUT", "/budgets/team%2Forders"),
+            Ok(Route::BudgetSet("team/orders".into()))
+        );
+        assert_eq!(
+            route("DELETE", "/retry-policies/legal%2Fcheck"),
+            Ok(Route::RetryPolicyRemove("legal/check".into()))
+        );
+        assert_eq!(
+            route("POST", "/supervisors/team%2Fbox/stop"),
+            Ok(Route::SupervisorStop("team/box".into()))
+        );
+        assert_eq!(
+            route("GET", "/budgets/a%2Fb"),
+            Err(NoRoute::MethodNotAllowed)
+        );
+        // Elsewhere the decoded path is matched, as the reference matches it.
+        for path in ["/tokens/T%2F1", "/budgets/a/b", "/limits/a%2Fb"] {
+            assert_eq!(route("PUT", path), Err(NoRoute::NotFound), "{path}");
+        }
+        assert_eq!(route("GET", "/budgets"), Ok(Route::Budgets));
     }
 
     #[test]
