@@ -18,6 +18,20 @@ pub fn list_item(text: &str) -> Result<String, String> {
     Ok(text.trim().to_string())
 }
 
+/// `name`, when a `what` (`schedule`, `limit`, `subscription`) can have it
+/// (`stateous_shared::limits::is_name`). Else none has it (adding one refuses
+/// such a name), and the command says so before it sends a request: in the
+/// request's path, a name with a `/` would reach no route at all, since the
+/// control plane decodes a path before it matches it. An empty name goes on, to
+/// the client's own sentence for it (`the name given is empty`).
+pub fn named(what: &str, name: String) -> Result<String, String> {
+    if name.is_empty() || stateous_shared::limits::is_name(&name) {
+        Ok(name)
+    } else {
+        Err(stateous_shared::limits::no_such_name(what, &name))
+    }
+}
+
 /// `--url`, declared once with its help, for every command that talks to a
 /// daemon (`hooks bench` takes it alone).
 #[derive(Args, Debug, Clone, Default, PartialEq, Eq)]

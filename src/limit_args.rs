@@ -3,7 +3,7 @@
 
 use clap::Subcommand;
 
-use crate::client_args::{list_item, CommandArgs};
+use crate::client_args::{list_item, named, CommandArgs};
 use crate::commands::limit::{LimitAction as Action, LimitCommand};
 
 /// `stateous limit ...`: the control plane's URL, then what to do.
@@ -86,7 +86,12 @@ impl TryFrom<LimitArgs> for LimitCommand {
                 per,
                 rate,
             } => Action::Set {
-                name,
+                // Refused as the control plane refuses it, before a request whose
+                // path would reach no route (an empty one by the client, as empty).
+                name: match stateous_shared::claim_limits::name_problem(&name) {
+                    Some(problem) if !name.is_empty() => return Err(problem),
+                    _ => name,
+                },
                 request: stateous_shared::claim_limits::LimitRequest {
                     states,
                     max,
@@ -95,7 +100,7 @@ impl TryFrom<LimitArgs> for LimitCommand {
                 },
             },
             LimitAction::List => Action::List,
-            LimitAction::Remove { name } => Action::Remove(name),
+            LimitAction::Remove { name } => Action::Remove(named("limit", name)?),
             LimitAction::Retry {
                 state,
                 delay,

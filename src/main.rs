@@ -298,6 +298,13 @@ fn access_command(args: access_args::AccessCommandArgs) -> commands::access::Acc
             yes,
         },
         Given::List { json } => Action::List { json },
+        // A name no key can have is said so before a request whose path would
+        // reach no route (`a/b`).
+        Given::Revoke { name }
+            if !name.is_empty() && !stateous_shared::access::is_key_name(&name) =>
+        {
+            exit_with(stateous_shared::access::no_such_key(&name))
+        }
         Given::Revoke { name } => Action::Revoke(name),
     };
     commands::access::AccessCommand {

@@ -135,15 +135,9 @@ impl TryFrom<NotifyArgs> for NotifyCommand {
     }
 }
 
-/// `name`, when a subscription can have it. Else no subscription has it (`add`
-/// refuses such a name), and the command says so before it sends a request: in
-/// the request's path, a name with a `/` would reach no route at all.
+/// `name`, when a subscription can have it ([`crate::client_args::named`]).
 fn named(name: String) -> Result<String, String> {
-    if stateous_shared::limits::is_name(&name) {
-        Ok(name)
-    } else {
-        Err(stateous_shared::notify::no_such_name(&name))
-    }
+    crate::client_args::named("subscription", name)
 }
 
 /// The kinds `--kinds` names, without empty items; given, it names one at least

@@ -3,7 +3,7 @@
 
 use clap::Subcommand;
 
-use crate::client_args::CommandArgs;
+use crate::client_args::{named, CommandArgs};
 use crate::commands::schedule::{ScheduleAction as Action, ScheduleCommand};
 use stateous_shared::schedules::NewSchedule;
 
@@ -124,11 +124,11 @@ impl TryFrom<ScheduleArgs> for ScheduleCommand {
                 context,
             },
             ScheduleAction::List => Action::List,
-            ScheduleAction::Show { name } => Action::Show(name),
-            ScheduleAction::Pause { name } => Action::Pause(name),
-            ScheduleAction::Resume { name } => Action::Resume(name),
-            ScheduleAction::Remove { name } => Action::Remove(name),
-            ScheduleAction::Trigger { name } => Action::Trigger(name),
+            ScheduleAction::Show { name } => Action::Show(named("schedule", name)?),
+            ScheduleAction::Pause { name } => Action::Pause(named("schedule", name)?),
+            ScheduleAction::Resume { name } => Action::Resume(named("schedule", name)?),
+            ScheduleAction::Remove { name } => Action::Remove(named("schedule", name)?),
+            ScheduleAction::Trigger { name } => Action::Trigger(named("schedule", name)?),
         };
         Ok(ScheduleCommand {
             connection: args.connect.connection()?,

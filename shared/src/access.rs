@@ -16,6 +16,28 @@ pub const SECRET_HEX_DIGITS: usize = 64;
 /// The environment variable a client reads its secret from.
 pub const ACCESS_KEY_ENV: &str = "STATEOUS_ACCESS_KEY";
 
+/// The longest access key name.
+pub const MAX_KEY_NAME: usize = 64;
+
+/// The rule of an access key's name, as `POST /access` refuses another.
+pub const KEY_NAME_RULE: &str = "a key's name is 1 to 64 of A-Z, a-z, 0-9, '.', '_' and '-'";
+
+/// Whether `name` can name an access key: 1 to [`MAX_KEY_NAME`] of `A-Z a-z 0-9
+/// . _ -` ([`KEY_NAME_RULE`]; unlike a limit's name, any of them may come first).
+pub fn is_key_name(name: &str) -> bool {
+    (1..=MAX_KEY_NAME).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+}
+
+/// The refusal of a name that no access key can have: `stateous access revoke
+/// a/b` says it before it sends a request, and the control plane of such a name
+/// that reaches it in one segment (`DELETE /access/a%20b`, 404 `key_not_found`).
+pub fn no_such_key(name: &str) -> String {
+    format!("no access key is named {name}: {KEY_NAME_RULE}")
+}
+
 /// What a key may do. Not a ladder: `supervise` does not include `operate`, nor
 /// `operate` what a supervisor does (`docs/reference/http.md`, "Access").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

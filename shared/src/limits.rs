@@ -39,6 +39,15 @@ pub fn is_name(name: &str) -> bool {
     is_word(name, MAX_NAME)
 }
 
+/// The refusal of a name that no `what` (`schedule`, `limit`, `subscription`)
+/// can have, one outside [`NAME_RULE`]: `stateous schedule show a/b` says it
+/// before it sends a request (the control plane decodes a path before it matches
+/// it, so a `/` in a name would reach no route), and the control plane says it
+/// of such a name that reaches it in one segment (`/schedules/a%20b`).
+pub fn no_such_name(what: &str, name: &str) -> String {
+    format!("no {what} is named {name}: a {what}'s name is {NAME_RULE}")
+}
+
 /// The longest note, in characters, after the white space at its two ends is
 /// removed.
 pub const MAX_NOTE: usize = 500;

@@ -22,10 +22,7 @@ pub const NO_KIND: &str =
 /// control plane decodes a path before it matches it), and the control plane
 /// says it of a name that reaches it in a path (404 `subscription_not_found`).
 pub fn no_such_name(name: &str) -> String {
-    format!(
-        "no subscription is named {name}: a subscription's name is {}",
-        crate::limits::NAME_RULE
-    )
+    crate::limits::no_such_name("subscription", name)
 }
 
 /// The body of `POST /notify`. Only `name` and `url` are needed.

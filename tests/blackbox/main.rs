@@ -37,6 +37,7 @@ mod limits;
 mod limits_keys;
 mod manual;
 mod metrics;
+mod names_cli;
 mod notifications;
 mod notifications_cli;
 mod notify_queue;

@@ -2,7 +2,7 @@
 //! [`super::routes::TABLE`]): list, add and revoke keys, the open callers, and
 //! the caller's own key.
 
-use stateous_shared::refusal::Refusal;
+use stateous_shared::refusal::{Code, Refusal};
 
 use super::access::{self, Caller};
 use super::{body, json, no_content, Answer, Api};
@@ -61,7 +61,14 @@ impl Api {
     }
 
     /// `DELETE /access/{name}`: 204; the key is refused from the next request.
+    /// A name no key can have is 404 `key_not_found` too, with the rule.
     pub(super) async fn access_revoke(&self, name: String) -> Result<Answer, Refusal> {
+        if !stateous_shared::access::is_key_name(&name) {
+            return Err(Refusal::new(
+                Code::KeyNotFound,
+                stateous_shared::access::no_such_key(&name),
+            ));
+        }
         self.control.revoke_access_key(name.clone()).await?;
         self.keys.revoke(&name);
         Ok(no_content())

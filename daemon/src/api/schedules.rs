@@ -2,12 +2,11 @@
 //! pause, resume, remove and trigger a schedule. Adding, changing and triggering
 //! start tokens, so they need the `operate` class, as a start does.
 
-use stateous_shared::refusal::Refusal;
+use stateous_shared::refusal::{Code, Refusal};
 
 use super::parse::schedule::new_schedule;
 use super::routes::ScheduleRoute;
 use super::{body, json, no_content, Answer, Api};
-use crate::engine::occurrence::not_found;
 use crate::schedule::input::name_ok;
 
 impl Api {
@@ -22,8 +21,12 @@ impl Api {
             if name_ok(&name) {
                 Ok(name)
             } else {
-                // No schedule can have such a name.
-                Err(not_found(&name))
+                // No schedule can have such a name: say why, with the code of
+                // an unknown one.
+                Err(Refusal::new(
+                    Code::ScheduleNotFound,
+                    stateous_shared::limits::no_such_name("schedule", &name),
+                ))
             }
         };
         match route {

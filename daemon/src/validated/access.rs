@@ -7,8 +7,8 @@ use stateous_shared::refusal::{Code, Refusal};
 
 use super::{refuse, Supervisor, MAX_STATE};
 
-/// The longest access key name.
-pub const MAX_KEY_NAME: usize = 64;
+/// The longest access key name (`stateous_shared::access::is_key_name`).
+pub use stateous_shared::access::MAX_KEY_NAME;
 
 /// `POST /access`: a new access key (`docs/reference/http.md`, "Access").
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -21,9 +21,7 @@ pub use crate::validated::{
     DEFAULT_LIMIT, MAX_ITEMS, MAX_KEY, MAX_LIMIT, MAX_MEMORY_KEY, MAX_NOTE, MAX_REQUEST, MAX_STATE,
     MAX_SUPERVISOR, MAX_TOKEN,
 };
-use crate::validated::{
-    FireScope, Key, MemoryKey, NewKeyInput, RequestId, States, Supervisor, MAX_KEY_NAME,
-};
+use crate::validated::{FireScope, Key, MemoryKey, NewKeyInput, RequestId, States, Supervisor};
 
 /// The statuses a listing may filter on.
 pub use stateous_shared::wire::TOKEN_STATUSES as STATUSES;
@@ -489,13 +487,8 @@ impl NewKeyInput {
             )),
         };
         let name = text("name")?.unwrap_or_default();
-        let name_ok = (1..=MAX_KEY_NAME).contains(&name.len())
-            && name
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
-        if !name_ok {
-            let sentence =
-                format!("a key's name is 1 to {MAX_KEY_NAME} of A-Z, a-z, 0-9, '.', '_' and '-'");
+        if !stateous_shared::access::is_key_name(&name) {
+            let sentence = stateous_shared::access::KEY_NAME_RULE;
             return Err(refuse(Code::InvalidArgument, sentence));
         }
         let role = text("role")?.unwrap_or_default();
