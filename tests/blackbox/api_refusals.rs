@@ -49,6 +49,10 @@ fn an_unknown_path_is_404_not_found_and_names_the_path() {
         "/tasks/abc/report",
         "/tasks/-1/note",
         "/tokens/T%2F1",
+        // A name that ends with an encoded slash: no redirect (it pointed to
+        // the same path, without end).
+        "/tokens/T-1%2F",
+        "/notify/a%2F",
     ] {
         let sentence = daemon.get(path).refused(404, "not_found");
         assert!(!sentence.is_empty());

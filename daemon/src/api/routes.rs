@@ -433,10 +433,14 @@ const ONE_SEGMENT_NAMES: [&str; 3] = [
 /// each segment of the raw path decoded alone, so `/budgets/team%2Forders` is the
 /// budget of `team/orders`.
 pub fn route_raw(method: &str, path: &str) -> Result<Routed, NoRoute> {
-    let decoded = route(method, &decode_path(path));
-    if decoded != Err(NoRoute::NotFound) {
-        return decoded;
-    }
+    let decoded = match route(method, &decode_path(path)) {
+        // The decoded path ends with a slash that the raw one does not: it is
+        // a name's (`/tokens/T-1%2F`), not a trailing slash to redirect from
+        // (the redirect, to the same raw path, went round without end).
+        Err(NoRoute::Redirect(_)) if !path.ends_with('/') => Err(NoRoute::NotFound),
+        Err(NoRoute::NotFound) => Err(NoRoute::NotFound),
+        found => return found,
+    };
     let Some(raw) = segments(path) else {
         return decoded;
     };
@@ -754,6 +758,17 @@ mod tests {
             assert_eq!(route("PUT", path), Err(NoRoute::NotFound), "{path}");
         }
         assert_eq!(route("GET", "/budgets"), Ok(Route::Budgets));
+        // A name that ends with an encoded slash is a name, not a trailing
+        // slash: no redirect (it pointed to itself).
+        assert_eq!(
+            route("PUT", "/retry-policies/legal%2F"),
+            Ok(Route::RetryPolicySet("legal/".into()))
+        );
+        assert_eq!(route("GET", "/tokens/T-1%2F"), Err(NoRoute::NotFound));
+        assert!(matches!(
+            route("GET", "/tokens/T-1/"),
+            Err(NoRoute::Redirect(_))
+        ));
     }
 
     #[test]
