@@ -1082,6 +1082,44 @@ fn a_queue_that_waits_for_its_receiver_shows_it_until_it_reaches_it() {
     assert!(listed(&daemon, "away").get("unreachable").is_none());
 }
 
+/// A notification that waits for its retry (20 s here) because its receiver
+/// could not be reached goes as soon as a queue reaches the receiver, also
+/// after a SIGKILL, when no mark of the wait is left (it is kept in memory):
+/// the queue's first attempt that reaches it sends the waiting one too.
+fn a_retry_from_before_a_sigkill_goes_once_the_receiver_is_reached() {
+    let port = unused_port();
+    let mut daemon = Setup::new(asset_graph("orders"))
+        .args(&["--notify-backoff", "20s"])
+        .start();
+    let body = json!({"name": "away", "url": format!("http://127.0.0.1:{port}/hook"), "kinds": ["started"]});
+    let secret = daemon.post("/notify", &body).expect(201)["secret"]
+        .as_str()
+        .expect("a secret")
+        .to_string();
+    start(&daemon, "k-1");
+    wait_for(Duration::from_secs(10), "k-1's is tried and waits", || {
+        counts(&daemon, "away")["retrying"] == 1
+    });
+    daemon.crash_and_restart();
+    let receiver = Receiver::listening(
+        TcpListener::bind(("127.0.0.1", port)).expect("the port again"),
+        0,
+    );
+    receiver.trust(&secret);
+    start(&daemon, "k-2");
+    wait_for(
+        Duration::from_secs(4),
+        "both arrive, k-1's before its retry",
+        || receiver.got().len() == 2,
+    );
+    let tokens: Vec<Value> = receiver
+        .got()
+        .iter()
+        .map(|got| got.body["token"]["token"].clone())
+        .collect();
+    assert!(tokens.contains(&json!("k-1")), "{tokens:?}");
+}
+
 /// The notifications a queue left untried while its receiver could not be
 /// reached still die at their limit: the first attempt after it finds them
 /// past it, and a dead one does not end the batch, so all die together. The
@@ -1117,6 +1155,7 @@ both!(
     an_unreachable_receivers_notifications_die_at_their_limit,
     an_operators_test_wakes_a_queue_that_waits_for_its_receiver,
     a_queue_that_waits_for_its_receiver_shows_it_until_it_reaches_it,
+    a_retry_from_before_a_sigkill_goes_once_the_receiver_is_reached,
     a_long_batch_records_its_attempts_as_it_goes,
     a_failing_receiver_gets_the_entry_later_with_the_same_webhook_id,
     every_matching_entry_arrives_through_two_sigkills,

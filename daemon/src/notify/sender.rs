@@ -202,9 +202,11 @@ async fn queue(control: Control, name: String, options: SenderOptions) {
     let mut told = false;
     // Whether the control plane shows it waiting for its receiver.
     let mut marked = false;
-    // Reached again after it was marked: the notifications tried meanwhile
-    // are to be made due now (until that write went through).
-    let mut hasten = false;
+    // Notifications may wait for a retry of an attempt that could not reach
+    // the receiver: after such an attempt, and at the queue's start (after a
+    // restart or a resume it cannot know). At the next attempt that reaches
+    // the receiver they are made due now (until that write went through).
+    let mut hasten = true;
     'queue: loop {
         let (began, mark) = (Instant::now(), control.mark().safe());
         let mut expanded = false;
@@ -395,7 +397,7 @@ async fn queue(control: Control, name: String, options: SenderOptions) {
             .max(pause);
             let next = control.now().saturating_add(micros(wait));
             control.receiver_unreachable(&subscription, *at, why, Some(next));
-            marked = true;
+            (marked, hasten) = (true, true);
             if unreachable_batches == 1 {
                 told = true;
                 tracing::warn!(
@@ -428,14 +430,14 @@ async fn queue(control: Control, name: String, options: SenderOptions) {
             // waits (those left died at their limit): the next one due is
             // tried when it comes.
             control.receiver_unreachable(&subscription, *at, why, None);
-            marked = true;
+            (marked, hasten) = (true, true);
         } else if marked && reached {
             control.receiver_reached(&subscription);
-            (marked, hasten) = (false, true);
+            marked = false;
         }
         // What was tried while the receiver could not be reached waits for its
         // retry no longer (up to 10 minutes of backoff): the receiver is back.
-        if hasten && control.hasten_notifications(name.clone()).await.is_ok() {
+        if reached && hasten && control.hasten_notifications(name.clone()).await.is_ok() {
             hasten = false;
         }
         if full {
