@@ -186,7 +186,9 @@ fn once_each(items: &[String]) -> Vec<String> {
 
 /// `no_move_for` in microseconds: a duration (`30s`, `2h`) of 1 second at
 /// least. A timing under that (`999ms`, as a flag takes it) is refused as under
-/// the floor, and a negative one (`-1s`) as negative, not as no duration at all.
+/// the floor, and a negative one (`-1s`) as negative, not as no duration at all;
+/// one in milliseconds is taken when it is whole seconds (`2000ms`), else
+/// refused as not whole seconds (`1500ms`).
 fn no_move_micros(text: &str) -> Result<i64, Refusal> {
     let floor = Duration::from_micros(SHORTEST_NO_MOVE.unsigned_abs());
     let under = || {
@@ -207,7 +209,14 @@ fn no_move_micros(text: &str) -> Result<i64, Refusal> {
     }
     match timing(text) {
         Some(span) if span < floor => Err(under()),
-        _ => Err(invalid(format!(
+        // As a flag takes it (`2000ms`): whole seconds are taken.
+        Some(span) if span.subsec_nanos() == 0 => {
+            Ok(i64::try_from(span.as_micros()).unwrap_or(i64::MAX))
+        }
+        Some(_) => Err(invalid(format!(
+            "no_move_for {text:?} is not a whole number of seconds; write e.g. '2s' or '5m'"
+        ))),
+        None => Err(invalid(format!(
             "no_move_for {text:?}: {why}; the shortest is 1 second"
         ))),
     }
@@ -264,7 +273,12 @@ mod tests {
             said("-1s"),
             "no_move_for \"-1s\" is negative; the shortest is 1 second"
         );
-        for unreadable in ["1500ms", "2x", "0s", "-", "1.5s"] {
+        assert_eq!(
+            said("1500ms"),
+            "no_move_for \"1500ms\" is not a whole number of seconds; write e.g. '2s' or '5m'"
+        );
+        assert_eq!(no_move_micros("2000ms").ok(), Some(2_000_000));
+        for unreadable in ["2x", "0s", "-", "1.5s"] {
             let sentence = said(unreadable);
             assert!(
                 sentence.contains("; the shortest is 1 second") && !sentence.contains("under"),
