@@ -1083,9 +1083,10 @@ fn a_queue_that_waits_for_its_receiver_shows_it_until_it_reaches_it() {
 }
 
 /// A notification that waits for its retry (20 s here) because its receiver
-/// could not be reached goes as soon as a queue reaches the receiver, also
-/// after a SIGKILL, when no mark of the wait is left (it is kept in memory):
-/// the queue's first attempt that reaches it sends the waiting one too.
+/// could not be reached goes once the receiver is reached after an operator's
+/// word, also after a SIGKILL, when no mark of the wait is left (it is kept in
+/// memory): a new token's notification alone does not hasten it, `notify
+/// test` does.
 fn a_retry_from_before_a_sigkill_goes_once_the_receiver_is_reached() {
     let port = unused_port();
     let mut daemon = Setup::new(asset_graph("orders"))
@@ -1107,10 +1108,15 @@ fn a_retry_from_before_a_sigkill_goes_once_the_receiver_is_reached() {
     );
     receiver.trust(&secret);
     start(&daemon, "k-2");
+    wait_for(Duration::from_secs(4), "k-2's arrives", || {
+        receiver.got().len() == 1
+    });
+    assert_eq!(counts(&daemon, "away")["retrying"], 1);
+    notify(&daemon, &["test", "away"]);
     wait_for(
         Duration::from_secs(4),
-        "both arrive, k-1's before its retry",
-        || receiver.got().len() == 2,
+        "the test and k-1's arrive, k-1's before its retry",
+        || receiver.got().len() == 3,
     );
     let tokens: Vec<Value> = receiver
         .got()

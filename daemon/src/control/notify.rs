@@ -235,6 +235,12 @@ impl Control {
         self.inner.subscribed.sends_asked().await;
     }
 
+    /// How many times an operator asked for notifications to go now (`notify
+    /// test`, `redeliver`, `resume`) since the control plane started.
+    pub fn operator_words(&self) -> u64 {
+        self.inner.subscribed.words()
+    }
+
     /// The active subscriptions' rows (the sender's list).
     pub async fn active_subscriptions(&self) -> Result<Vec<SubscriptionRow>, Refusal> {
         let rows = self.read(|tx| Ok(tx.subscriptions()?)).await?;

@@ -21,6 +21,7 @@ pub mod sender;
 pub mod waiting;
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use stateous_shared::guards::filter::{moved_seconds, parse_filter, Filter, TokenFacts};
@@ -143,6 +144,9 @@ pub struct Subscribed {
     /// `redeliver`, `resume`): a queue waiting for a receiver it could not
     /// reach tries again at once.
     asked: Arc<tokio::sync::Notify>,
+    /// How many times an operator asked so far (a queue that starts after
+    /// a word, or is not waiting when it comes, still sees it).
+    words: Arc<AtomicU64>,
     /// The queues that wait for a receiver they could not reach, by
     /// subscription (`waiting.rs`).
     waiting: Arc<Mutex<HashMap<String, waiting::Waiting>>>,
@@ -151,7 +155,13 @@ pub struct Subscribed {
 impl Subscribed {
     /// Wake the queues that wait for a receiver they could not reach.
     pub fn ask_sends(&self) {
+        self.words.fetch_add(1, Ordering::SeqCst);
         self.asked.notify_waiters();
+    }
+
+    /// How many times an operator asked for notifications to go now so far.
+    pub fn words(&self) -> u64 {
+        self.words.load(Ordering::SeqCst)
     }
 
     /// Until an operator asks for notifications to go now ([`Subscribed::ask_sends`]).

@@ -13,7 +13,8 @@
 //! notification alike: the queue ends its batch at that attempt and waits for
 //! the receiver ([`UNREACHABLE_WAIT`]) instead of trying the rest; once it
 //! reaches the receiver again, the notifications tried meanwhile are due at
-//! once, not at their backoff's end. Every attempt is
+//! once, not at their backoff's end (after a restart, once an operator's word
+//! reaches it). Every attempt is
 //! recorded (at the batch's end, and at least once a second during a long one,
 //! [`RECORD_EVERY`]); a notification sent whose record did not commit (a
 //! SIGKILL) is sent again with the same `webhook-id`: delivery is at least once.
@@ -203,11 +204,16 @@ async fn queue(control: Control, name: String, options: SenderOptions) {
     // Whether the control plane shows it waiting for its receiver.
     let mut marked = false;
     // Notifications may wait for a retry of an attempt that could not reach
-    // the receiver: after such an attempt, and at the queue's start (after a
-    // restart or a resume it cannot know). At the next attempt that reaches
-    // the receiver they are made due now (until that write went through).
-    let mut hasten = true;
+    // the receiver: after such an attempt here, or when an operator asked for
+    // them to go (after a restart the queue cannot know why they wait, and
+    // those of a receiver that answered 500 keep their backoff). At the next
+    // attempt that reaches the receiver they are made due now (until that
+    // write went through).
+    let (mut hasten, mut words) = (false, 0);
     'queue: loop {
+        if control.operator_words() != words {
+            (words, hasten) = (control.operator_words(), true);
+        }
         let (began, mark) = (Instant::now(), control.mark().safe());
         let mut expanded = false;
         let (subscription, due) = loop {
