@@ -1126,6 +1126,59 @@ fn a_retry_from_before_a_sigkill_goes_once_the_receiver_is_reached() {
     assert!(tokens.contains(&json!("k-1")), "{tokens:?}");
 }
 
+/// `--states legal/check` is the state `check` of the child workflow `legal`
+/// only, as limits name it; `check` alone is that state of any workflow
+/// (`legal`'s and `finance`'s, the two children of the desk's `sign`).
+fn a_child_workflows_state_is_named_alone_or_with_its_workflow() {
+    let daemon = Setup::new(harness::test_graph("desk/build/desk")).start();
+    let (legal, any) = (Receiver::start(0), Receiver::start(0));
+    let kinds = json!(["entered"]);
+    subscribe(
+        &daemon,
+        &legal,
+        json!({"name": "legal", "kinds": kinds, "states": ["legal/check"]}),
+    );
+    subscribe(
+        &daemon,
+        &any,
+        json!({"name": "any", "kinds": kinds, "states": ["check"]}),
+    );
+    let refused = daemon
+        .post(
+            "/notify",
+            &json!({"name": "x", "url": "http://127.0.0.1:9/x", "kinds": kinds, "states": ["sales/check"]}),
+        )
+        .refused(422, "invalid_subscription");
+    assert!(refused.contains("no state \"sales/check\""), "{refused}");
+    daemon
+        .post(
+            "/tokens",
+            &json!({"token": "C-1", "context": {"customer": "ACME", "score": 5}}),
+        )
+        .expect(201);
+    fire(&daemon, "C-1", "submitted", json!({}));
+    fire(&daemon, "C-1", "approve", json!({}));
+    wait_for(Duration::from_secs(10), "both children's reach any", || {
+        any.got().len() == 2
+    });
+    wait_for(Duration::from_secs(10), "legal's reaches legal", || {
+        !legal.got().is_empty()
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    let got = legal.got();
+    assert_eq!(
+        got.len(),
+        1,
+        "{:?}",
+        got.iter().map(|g| &g.body).collect::<Vec<_>>()
+    );
+    let body = got[0].body.to_string();
+    assert!(
+        body.contains("legal") && !body.contains("finance"),
+        "{body}"
+    );
+}
+
 /// The notifications a queue left untried while its receiver could not be
 /// reached still die at their limit: the first attempt after it finds them
 /// past it, and a dead one does not end the batch, so all die together. The
@@ -1141,6 +1194,12 @@ fn an_unreachable_receivers_notifications_die_at_their_limit() {
         json!({"pending": 0, "retrying": 0, "delivered": 0, "dead": 20})
     );
     // Still unreachable, but nothing waits: the next one goes when it is due.
+    // (The queue records the deaths, then marks it: a moment apart.)
+    wait_for(Duration::from_secs(5), "the mark has no next try", || {
+        listed(&daemon, "away")["unreachable"]
+            .get("next_try")
+            .is_none()
+    });
     let mark = listed(&daemon, "away")["unreachable"].clone();
     assert!(
         mark["reason"]
@@ -1162,6 +1221,7 @@ both!(
     an_operators_test_wakes_a_queue_that_waits_for_its_receiver,
     a_queue_that_waits_for_its_receiver_shows_it_until_it_reaches_it,
     a_retry_from_before_a_sigkill_goes_once_the_receiver_is_reached,
+    a_child_workflows_state_is_named_alone_or_with_its_workflow,
     a_long_batch_records_its_attempts_as_it_goes,
     a_failing_receiver_gets_the_entry_later_with_the_same_webhook_id,
     every_matching_entry_arrives_through_two_sigkills,

@@ -537,7 +537,17 @@ impl Control {
                     continue;
                 };
                 let until = tx.now().saturating_sub(after);
-                let states = list(&row.states);
+                // By the state's name (`legal/check` as `check`): the matcher
+                // then judges the workflow.
+                let states: Vec<String> = list(&row.states)
+                    .iter()
+                    .map(|given| {
+                        given
+                            .rsplit_once('/')
+                            .map_or(given.as_str(), |(_, name)| name)
+                    })
+                    .map(str::to_string)
+                    .collect();
                 let mut stalled = Vec::new();
                 for (token, state, visit) in
                     tx.stalled_tokens(&row.name, &states, until, MOST_NO_MOVE_PER_TICK)?

@@ -130,7 +130,14 @@ pub fn new_subscription(
         .filter(|state| *state != START && *state != END)
         .collect();
     for state in &body.states {
-        if !states.contains(state.as_str()) {
+        // `WORKFLOW/STATE`: that workflow's state only, as limits write it.
+        let known = match state.rsplit_once('/') {
+            None => states.contains(state.as_str()),
+            Some((workflow, name)) => {
+                workflows(rules).any(|w| w.name == workflow && w.states.contains_key(name))
+            }
+        };
+        if !known {
             let known: Vec<&str> = states.iter().copied().collect();
             return Err(invalid(format!(
                 "the served graph has no state {state:?} (its states: {})",

@@ -36,7 +36,8 @@ pub struct Matcher {
     pub name: String,
     /// The ledger entry kinds it is about.
     pub kinds: Vec<String>,
-    /// The states it is narrowed to (empty: any).
+    /// The states it is narrowed to (empty: any): a state's name, of any
+    /// workflow, or `WORKFLOW/STATE`, of that workflow only.
     pub states: Vec<String>,
     /// The workflow it is narrowed to.
     pub workflow: Option<String>,
@@ -81,10 +82,14 @@ impl Matcher {
             return false;
         }
         let state = state.unwrap_or(&row.state);
-        if !self.states.is_empty() && !self.states.iter().any(|s| s == state) {
+        let workflow = row.workflow.as_deref().unwrap_or(main);
+        let named = |given: &String| match given.rsplit_once('/') {
+            None => given == state,
+            Some((of, name)) => of == workflow && name == state,
+        };
+        if !self.states.is_empty() && !self.states.iter().any(named) {
             return false;
         }
-        let workflow = row.workflow.as_deref().unwrap_or(main);
         if self.workflow.as_deref().is_some_and(|w| w != workflow) {
             return false;
         }
