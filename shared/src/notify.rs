@@ -16,15 +16,6 @@ pub const TEST: &str = "test";
 pub const NO_KIND: &str =
     "'kinds' is empty: name at least one kind, or leave it out for completed and failed";
 
-/// The refusal of a name that no subscription can have, one outside
-/// [`crate::limits::NAME_RULE`]: `stateous notify show a/b` says it before it
-/// sends a request (a `/` in a path's name would reach no route, since the
-/// control plane decodes a path before it matches it), and the control plane
-/// says it of a name that reaches it in a path (404 `subscription_not_found`).
-pub fn no_such_name(name: &str) -> String {
-    crate::limits::no_such_name("subscription", name)
-}
-
 /// The body of `POST /notify`. Only `name` and `url` are needed.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct NewSubscription {

@@ -43,14 +43,7 @@ impl Api {
                 Ok(json(200, &control.set_limit(input).await?))
             }
             Route::LimitRemove(name) => {
-                if !stateous_shared::limits::is_name(&name) {
-                    // No limit can have such a name: say why, with the code of an
-                    // unknown one.
-                    return Err(Refusal::new(
-                        Code::LimitNotFound,
-                        stateous_shared::limits::no_such_name("limit", &name),
-                    ));
-                }
+                let name = super::named(name, "limit", Code::LimitNotFound)?;
                 control.remove_limit(name).await?;
                 Ok(json(200, &serde_json::json!({ "removed": true })))
             }

@@ -612,6 +612,21 @@ fn whole(answer: Answer) -> Response<Body> {
     answer.map(BodyExt::boxed)
 }
 
+/// `name` from a path, when a `what` (`subscription`, `schedule`, `limit`) can
+/// have it (`stateous_shared::limits::is_name`); else no `what` has it: 404
+/// `code`, the code of an unknown one, with the rule
+/// (`stateous_shared::limits::no_such_name`).
+pub(super) fn named(name: String, what: &str, code: Code) -> Result<String, Refusal> {
+    if stateous_shared::limits::is_name(&name) {
+        Ok(name)
+    } else {
+        Err(Refusal::new(
+            code,
+            stateous_shared::limits::no_such_name(what, &name),
+        ))
+    }
+}
+
 fn with_status(mut answer: Answer, status: StatusCode) -> Answer {
     *answer.status_mut() = status;
     answer

@@ -9,23 +9,12 @@ use stateous_shared::refusal::{Code, Refusal};
 use super::parse::subscription::{new_subscription, redeliver_id};
 use super::routes::NotifyRoute;
 use super::{body, json, no_content, Answer, Api};
-use crate::schedule::input::name_ok;
 
 impl Api {
     /// A request of `/notify`.
     pub(super) async fn notify(&self, route: NotifyRoute, raw: &[u8]) -> Result<Answer, Refusal> {
         let control = &self.control;
-        let named = |name: String| {
-            if name_ok(&name) {
-                Ok(name)
-            } else {
-                // No subscription can have such a name.
-                Err(Refusal::new(
-                    Code::SubscriptionNotFound,
-                    stateous_shared::notify::no_such_name(&name),
-                ))
-            }
-        };
+        let named = |name| super::named(name, "subscription", Code::SubscriptionNotFound);
         match route {
             NotifyRoute::Add => {
                 let body = new_subscription(&body::json_object(raw)?)?;

@@ -7,7 +7,6 @@ use stateous_shared::refusal::{Code, Refusal};
 use super::parse::schedule::new_schedule;
 use super::routes::ScheduleRoute;
 use super::{body, json, no_content, Answer, Api};
-use crate::schedule::input::name_ok;
 
 impl Api {
     /// A request of `/schedules`.
@@ -17,18 +16,7 @@ impl Api {
         raw: &[u8],
     ) -> Result<Answer, Refusal> {
         let control = &self.control;
-        let named = |name: String| {
-            if name_ok(&name) {
-                Ok(name)
-            } else {
-                // No schedule can have such a name: say why, with the code of
-                // an unknown one.
-                Err(Refusal::new(
-                    Code::ScheduleNotFound,
-                    stateous_shared::limits::no_such_name("schedule", &name),
-                ))
-            }
-        };
+        let named = |name| super::named(name, "schedule", Code::ScheduleNotFound);
         match route {
             ScheduleRoute::Add => {
                 let body = new_schedule(&body::json_object(raw)?)?;

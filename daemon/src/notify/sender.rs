@@ -211,8 +211,9 @@ async fn queue(control: Control, name: String, options: SenderOptions) {
     // write went through).
     let (mut hasten, mut words) = (false, 0);
     'queue: loop {
-        if control.operator_words() != words {
-            (words, hasten) = (control.operator_words(), true);
+        let said = control.operator_words();
+        if said != words {
+            (words, hasten) = (said, true);
         }
         let (began, mark) = (Instant::now(), control.mark().safe());
         let mut expanded = false;
